@@ -1,0 +1,43 @@
+# asya-serverless: every target sets up what it needs (venv + pinned packages) and is idempotent.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
+PACKAGES := layers/sidecar/python/asya crew/asya_crew gateway/asya_gateway cdk/asya_cdk local/asya_local
+PYTEST_ARGS ?=
+
+.PHONY: install demo test lint format synth clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[cdk,local,dev]"
+	rm -f $(VENV)/.installed-* && touch $@
+
+## Run the example flow on a local mesh (moto + ESM emulators + gateway), live progress, final result.
+demo: install
+	$(BIN)/asya demo --manifest asya.yaml
+
+## Lint, type-check, then the whole test suite (unit, functional, infra, e2e).
+test: install lint
+	$(BIN)/python -m pytest -p no:cacheprovider -n 2 $(PYTEST_ARGS) tests
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy $(PACKAGES) cdk/app.py
+
+format: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+## Synthesize the CloudFormation template of asya.yaml into cdk.out/ (offline, no AWS account needed).
+synth: install
+	$(BIN)/python cdk/app.py
+
+clean:
+	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,41 @@
+"""Exception classes of the asya runtime and contract modules. Every class name ends in ``Error``."""
+
+from __future__ import annotations
+
+__all__ = [
+    "AbiProtocolError",
+    "AsyaError",
+    "EnvelopeParseError",
+    "HandlerLoadError",
+    "ManifestError",
+    "NamingError",
+    "SerializationError",
+]
+
+
+class AsyaError(Exception):
+    """Base class of every error raised by this project."""
+
+
+class NamingError(AsyaError, ValueError):
+    """A name (actor, namespace, flow, queue) violates PROTOCOL section 2.1."""
+
+
+class ManifestError(AsyaError, ValueError):
+    """The manifest is invalid; the message names the field path and the bad value (P-MAN-1)."""
+
+
+class EnvelopeParseError(AsyaError, ValueError):
+    """A message body is not a valid envelope (P-ENV-9 .. P-ENV-12): reason ``ParseError``."""
+
+
+class HandlerLoadError(AsyaError):
+    """The user handler could not be loaded (P-ABI-2): reason ``HandlerLoadError``."""
+
+
+class SerializationError(AsyaError, TypeError):
+    """A frame, FLY or SET value cannot be encoded as JSON (P-ABI-19, P-ABI-20)."""
+
+
+class AbiProtocolError(AsyaError, ValueError):
+    """A generator sent a malformed ABI command (P-ABI-14)."""

@@ -1,0 +1,80 @@
+"""Key schema of the task-store table and the storage-bucket layout (GATEWAY GW-DATA-2, GW-DATA-7).
+
+The one description both the CDK app and the local mode create resources from, so the table and bucket behave the
+same in AWS and on moto.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = [
+    "FANIN_PREFIX",
+    "GSIS",
+    "PARTITION_KEY",
+    "PAYLOADS_PREFIX",
+    "PAYLOADS_RETENTION_DAYS",
+    "SORT_KEY",
+    "TASKS_PREFIX",
+    "TASKS_RETENTION_DAYS",
+    "TTL_ATTRIBUTE",
+    "Gsi",
+    "boto3_create_table_kwargs",
+]
+
+PARTITION_KEY: Final = "pk"
+SORT_KEY: Final = "sk"
+TTL_ATTRIBUTE: Final = "ttl"
+
+#: Offloaded payloads expire after 15 days (P-LARGE-6); fan-in state too (P-AGG-8).
+PAYLOADS_PREFIX: Final = "payloads/"
+FANIN_PREFIX: Final = "fanin/"
+PAYLOADS_RETENTION_DAYS: Final = 15
+#: Task values too big for the task item (GW-DATA-6) expire with the task record, 30 days (GW-DATA-7).
+TASKS_PREFIX: Final = "tasks/"
+TASKS_RETENTION_DAYS: Final = 30
+
+
+@dataclass(frozen=True, slots=True)
+class Gsi:
+    """A global secondary index with string keys, projecting all attributes."""
+
+    name: str
+    partition_key: str
+    sort_key: str
+
+
+GSIS: Final = (
+    Gsi("by_created", "gsi1pk", "gsi1sk"),
+    Gsi("by_status", "gsi2pk", "gsi2sk"),
+    Gsi("active_deadlines", "gsi3pk", "gsi3sk"),
+)
+
+
+def boto3_create_table_kwargs(table_name: str) -> dict[str, Any]:
+    """Arguments of ``dynamodb.create_table`` for the task store (on-demand billing)."""
+    attributes = {PARTITION_KEY, SORT_KEY}
+    for gsi in GSIS:
+        attributes.update((gsi.partition_key, gsi.sort_key))
+    return {
+        "TableName": table_name,
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": name, "AttributeType": "S"} for name in sorted(attributes)],
+        "KeySchema": [
+            {"AttributeName": PARTITION_KEY, "KeyType": "HASH"},
+            {"AttributeName": SORT_KEY, "KeyType": "RANGE"},
+        ],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": gsi.name,
+                "KeySchema": [
+                    {"AttributeName": gsi.partition_key, "KeyType": "HASH"},
+                    {"AttributeName": gsi.sort_key, "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+            for gsi in GSIS
+        ],
+        "SSESpecification": {"Enabled": True},
+    }

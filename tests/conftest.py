@@ -1,0 +1,109 @@
+"""Shared fixtures: in-process moto (``mock_aws``), boto3 clients, the example manifest and a provisioned mesh.
+
+Tests never touch ``os.environ`` by hand: AWS credentials and region reach boto3 through ``monkeypatch`` here, and
+runtime configuration is built from explicit mappings (``ActorConfig.from_env({...})``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+
+from asya.manifest import Manifest, load_manifest
+from asya_local.provision import MeshResources, provision
+
+REPO = Path(__file__).resolve().parent.parent
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fake credentials and region so boto3 can never reach a real account."""
+    for key in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+
+
+@dataclass
+class AwsClients:
+    session: boto3.Session
+    sqs: Any
+    dynamodb: Any
+    s3: Any
+
+
+@pytest.fixture
+def aws(aws_env: None) -> Iterator[AwsClients]:
+    """In-process moto with one set of clients."""
+    from moto import mock_aws
+
+    with mock_aws():
+        session = boto3.Session(region_name=REGION)
+        yield AwsClients(
+            session=session,
+            sqs=session.client("sqs"),
+            dynamodb=session.client("dynamodb"),
+            s3=session.client("s3"),
+        )
+
+
+@pytest.fixture(scope="session")
+def example_manifest() -> Manifest:
+    """The repository's example ``asya.yaml``."""
+    return load_manifest(REPO / "asya.yaml")
+
+
+@dataclass
+class Mesh:
+    manifest: Manifest
+    resources: MeshResources
+    aws: AwsClients
+
+
+@pytest.fixture
+def mesh(aws: AwsClients, example_manifest: Manifest) -> Mesh:
+    """The example mesh's queues, DLQs, table and bucket, created in moto."""
+    resources = provision(example_manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, region=REGION)
+    return Mesh(manifest=example_manifest, resources=resources, aws=aws)
+
+
+@pytest.fixture
+def serve_asgi() -> Iterator[Any]:
+    """``serve(app) -> base_url``: runs an ASGI app with uvicorn in a thread on 127.0.0.1 (a free port) until the
+    test ends, so tests can talk real HTTP (and read streamed responses as they are written) with ``httpx``."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    servers: list[tuple[uvicorn.Server, threading.Thread, socket.socket]] = []
+
+    def serve(app: Any) -> str:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none", timeout_graceful_shutdown=1)
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+        thread.start()
+        while not server.started:
+            if not thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        servers.append((server, thread, sock))
+        return f"http://127.0.0.1:{port}"
+
+    yield serve
+    for server, thread, sock in servers:
+        server.should_exit = True
+        thread.join(timeout=5)
+        sock.close()

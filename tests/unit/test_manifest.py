@@ -1,0 +1,175 @@
+"""Manifest validation (PROTOCOL section 2.2): every error names the field path and the bad value (P-MAN-1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asya.exceptions import ManifestError
+from asya.manifest import lambda_timeout, load_manifest, parse_manifest, visibility_timeout
+
+pytestmark = pytest.mark.unit
+
+
+def _manifest(**overrides: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "namespace": "demo",
+        "actors": {"prep": {"handler": "mod.prep"}, "infer": {"handler": "mod.Model.run"}},
+        "flows": {"main": {"route": ["prep", "infer"]}},
+    }
+    base.update(overrides)
+    return base
+
+
+def _error(data: dict[str, Any]) -> str:
+    with pytest.raises(ManifestError) as info:
+        parse_manifest(data)
+    return str(info.value)
+
+
+def test_p_man_1_defaults_are_applied() -> None:
+    manifest = parse_manifest(_manifest())
+    prep = manifest.actors["prep"]
+    assert (prep.memory, prep.timeout, prep.batch_size, prep.max_receive_count) == (512, 60.0, 1, 5)
+    assert prep.max_concurrency is None
+    assert prep.code == "functions/"
+    flow = manifest.flows["main"]
+    assert (flow.timeout, flow.progress, flow.mcp, flow.description) == (300.0, "hops", False, "")
+    assert manifest.storage.offload_threshold_kb == 240
+    assert manifest.gateway.auth.mode == "iam"
+
+
+def test_p_man_2_defaults_replaced_by_actor_fields_and_env_merged() -> None:
+    data = _manifest(defaults={"memory": 1024, "timeout": "2m", "env": {"A": "1", "B": "2"}})
+    data["actors"]["prep"]["env"] = {"B": "actor", "C": "3"}
+    data["actors"]["infer"]["memory"] = 2048
+    manifest = parse_manifest(data)
+    assert manifest.actors["prep"].memory == 1024
+    assert manifest.actors["infer"].memory == 2048
+    assert manifest.actors["prep"].timeout == 120.0
+    assert manifest.actors["prep"].env == {"A": "1", "B": "actor", "C": "3"}
+    assert manifest.actors["infer"].env == {"A": "1", "B": "2"}
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(5, 5.0), (2.5, 2.5), ("250ms", 0.25), ("90s", 90.0), ("2m", 120.0), ("1h", 3600.0)]
+)
+def test_p_gen_4_durations(value: object, seconds: float) -> None:
+    data = _manifest()
+    data["flows"]["main"]["timeout"] = value if seconds >= 1 else 1
+    data["actors"]["prep"]["resiliency"] = {"policies": {"default": {"initial_delay": value}}}
+    manifest = parse_manifest(data)
+    resiliency = manifest.actors["prep"].resiliency
+    assert resiliency is not None
+    assert resiliency.policies["default"].initial_delay == seconds
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda d: d["actors"]["prep"].update(memory=64), "actors.prep.memory"),
+        (lambda d: d["actors"]["prep"].update(timeout=891), "actors.prep.timeout"),
+        (lambda d: d["actors"]["prep"].update(timeout="ten"), "actors.prep.timeout: invalid duration 'ten'"),
+        (lambda d: d["actors"]["prep"].update(batch_size=11), "actors.prep.batch_size"),
+        (lambda d: d["actors"]["prep"].update(max_concurrency=1), "actors.prep.max_concurrency"),
+        (lambda d: d["actors"]["prep"].update(max_receive_count=0), "actors.prep.max_receive_count"),
+        (lambda d: d["actors"]["prep"].update(handler="prep"), "handler must be 'module.function'"),
+        (lambda d: d["actors"]["prep"].update(colour="red"), "actors.prep.colour"),
+        (lambda d: d["actors"].update({"x-mine": {"handler": "m.f"}}), "reserved for crew"),
+        (lambda d: d["actors"].update({"Bad": {"handler": "m.f"}}), "invalid actor name 'Bad'"),
+        (lambda d: d.update(namespace="Demo"), "invalid namespace 'Demo'"),
+        (lambda d: d["flows"]["main"].update(route=[]), "flows.main.route"),
+        (lambda d: d["flows"]["main"].update(route=["prep", "nope"]), "flows.main.route[1]: unknown actor 'nope'"),
+        (lambda d: d["flows"]["main"].update(route=["prep", "x-sink"]), "flows.main.route[1]: 'x-sink' cannot be"),
+        (lambda d: d["flows"]["main"].update(timeout=0), "flows.main.timeout"),
+        (lambda d: d["flows"]["main"].update(progress="all"), "flows.main.progress"),
+        (lambda d: d["flows"].update({"Main": {"route": ["prep"]}}), "invalid flow name 'Main'"),
+        (lambda d: d["flows"]["main"].update(input_schema={"type": 5}), "flows.main.input_schema: invalid JSON Schema"),
+        (
+            lambda d: d["flows"]["main"].update(mcp=True, input_schema={"type": "string"}),
+            "an MCP flow needs an object schema",
+        ),
+        (
+            lambda d: d["actors"]["prep"].update(resiliency={"policies": {"default": {"max_attempts": 0}}}),
+            "actors.prep.resiliency.policies.default.max_attempts",
+        ),
+        (
+            lambda d: d["actors"]["prep"].update(
+                resiliency={"policies": {}, "rules": [{"errors": ["ValueError"], "policy": "fast"}]}
+            ),
+            "rules[0].policy names undeclared policy 'fast'",
+        ),
+        (
+            lambda d: d["actors"]["prep"].update(resiliency={"policies": {"default": {"on_exhausted": ["ghost"]}}}),
+            "actors.prep.resiliency.policies.default.on_exhausted[0]: unknown actor 'ghost'",
+        ),
+        (lambda d: d.update(crew={"sink_hooks": ["ghost"]}), "crew.sink_hooks[0]: unknown actor 'ghost'"),
+        (lambda d: d["storage"].update(offload_threshold_kb=2048), "storage.offload_threshold_kb"),
+        (
+            lambda d: d["actors"]["prep"].update(fan_in={"key": "/items"}),
+            "fan-in actor 'prep' must be followed by its aggregator 'x-fanin-prep'",
+        ),
+        (lambda d: d["actors"]["prep"].update(fan_in={"key": "items"}), "JSON Pointer starting with '/'"),
+        (lambda d: d["gateway"].update(auth={"mode": "api_key"}), "api_key_secret is required"),
+    ],
+)
+def test_p_man_1_invalid_manifests_name_field_and_value(mutate: Any, expected: str) -> None:
+    data = _manifest(storage={}, gateway={})
+    mutate(data)
+    assert expected in _error(data)
+
+
+def test_p_name_5_long_names_rejected_with_queue_name_and_length() -> None:
+    data = _manifest(namespace="n" * 40)
+    data["actors"] = {"a" * 36: {"handler": "m.f"}}
+    data["flows"] = {}
+    message = _error(data)
+    assert "over the SQS limit of 80" in message
+    assert "asya-" + "n" * 40 in message
+
+
+def test_p_name_5_crew_queue_names_are_checked_too() -> None:
+    message = _error({"namespace": "n" * 68, "actors": {}})
+    assert "x-sink" in message
+
+
+def test_p_man_3_aggregators_and_x_pause_are_routable() -> None:
+    data = _manifest()
+    data["actors"]["prep"]["fan_in"] = {"key": "/items"}
+    data["flows"]["main"]["route"] = ["prep", "infer", "x-fanin-prep", "x-pause"]
+    manifest = parse_manifest(data)
+    assert manifest.aggregator_of("prep") == "x-fanin-prep"
+
+
+def test_p_man_4_lambda_and_visibility_timeouts() -> None:
+    assert lambda_timeout(1, 60) == 70
+    assert lambda_timeout(10, 30) == 310
+    assert lambda_timeout(10, 890) == 900
+    assert lambda_timeout(2, 0.5) == 11
+    assert visibility_timeout(70) == 420
+    assert visibility_timeout(900) == 5400
+
+
+def test_deployed_actors_include_crew_and_resolve_code_dir(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    path = tmp_path / "sub" / "asya.yaml"
+    path.write_text("namespace: t\nactors:\n  prep:\n    handler: mod.prep\n    code: ../actors\n", encoding="utf-8")
+    manifest = load_manifest(path)
+    deployed = {actor.name: actor for actor in manifest.deployed_actors()}
+    assert list(deployed) == ["prep", "x-sink", "x-sump"]
+    assert deployed["prep"].code_dir == (tmp_path / "actors").resolve()
+    assert deployed["x-sink"].crew and deployed["x-sink"].handler is None
+
+
+def test_load_manifest_errors_are_readable(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match="manifest not found"):
+        load_manifest(tmp_path / "missing.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("namespace: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ManifestError, match="invalid YAML"):
+        load_manifest(bad)
+    bad.write_text("- just a list\n", encoding="utf-8")
+    with pytest.raises(ManifestError, match="must be a mapping"):
+        load_manifest(bad)

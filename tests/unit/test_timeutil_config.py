@@ -1,0 +1,62 @@
+"""Timestamps (P-GEN-3, GW-GEN-6), durations (P-GEN-4) and the actor configuration read from an env mapping."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from asya.config import ActorConfig, ConfigError
+from asya.timeutil import format_ts, format_ts_ms, parse_duration, parse_ts
+
+pytestmark = pytest.mark.unit
+
+
+def test_p_gen_3_envelope_timestamps_are_whole_seconds_with_z() -> None:
+    moment = datetime(2026, 3, 1, 10, 0, 0, 987654, tzinfo=UTC)
+    assert format_ts(moment) == "2026-03-01T10:00:00Z"
+    assert format_ts_ms(moment) == "2026-03-01T10:00:00.987Z"
+
+
+@pytest.mark.parametrize(
+    "text", ["2026-03-01T10:00:00Z", "2026-03-01T10:00:00.5Z", "2026-03-01T12:00:00+02:00", "2026-03-01T10:00:00z"]
+)
+def test_p_gen_3_readers_accept_any_rfc3339_form(text: str) -> None:
+    parsed = parse_ts(text)
+    assert parsed is not None
+    assert parsed.replace(microsecond=0) == datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("text", ["", "yesterday", "2026-03-01T10:00:00", 5, None])
+def test_parse_ts_rejects_non_timestamps(text: object) -> None:
+    assert parse_ts(text) is None
+
+
+@pytest.mark.parametrize("bad", ["10 minutes", "-5s", True, [], float("nan"), -1])
+def test_p_gen_4_bad_durations_name_field_and_value(bad: object) -> None:
+    with pytest.raises(ValueError, match=r"^actors\.a\.timeout: invalid duration"):
+        parse_duration(bad, field="actors.a.timeout")
+
+
+def test_actor_config_from_env_mapping() -> None:
+    config = ActorConfig.from_env(
+        {"ASYA_NAMESPACE": "demo", "ASYA_ACTOR": "analyze", "ASYA_HANDLER": "text.f", "ASYA_SINK_HOOKS": "a, b,"}
+    )
+    assert config.queue_name == "asya-demo-analyze"
+    assert config.table == "asya-demo-tasks"
+    assert config.actor_timeout == 60.0
+    assert config.sink_hooks == ("a", "b")
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"ASYA_ACTOR": "a"}, "ASYA_NAMESPACE is required"),
+        ({"ASYA_NAMESPACE": "demo"}, "ASYA_ACTOR is required"),
+        ({"ASYA_NAMESPACE": "demo", "ASYA_ACTOR": "Bad"}, "invalid actor name 'Bad'"),
+        ({"ASYA_NAMESPACE": "demo", "ASYA_ACTOR": "a", "ASYA_ACTOR_TIMEOUT": "soon"}, "must be a number, got 'soon'"),
+    ],
+)
+def test_actor_config_errors(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ActorConfig.from_env(env)
