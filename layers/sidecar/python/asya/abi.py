@@ -1,0 +1,369 @@
+"""The handler ABI (PROTOCOL section 3): loading the user handler and running it.
+
+``load_handler(spec, code_dir="")`` resolves ``ASYA_HANDLER`` (P-ABI-1): ``module.function`` or
+``module.Class.method``, the module being the longest dotted prefix that imports. Every failure of P-ABI-2 raises
+:class:`HandlerLoadError` with a message naming the spec and the cause; the caller remembers it (the container must
+not crash). A class is instantiated once, with no arguments (P-ABI-3).
+
+``Handler.run(payload, state, on_frame=..., on_fly=...)`` makes one call (P-ABI-4 .. P-ABI-11):
+
+- the handler gets ``payload`` as given (no copy: pass a value the caller does not need unchanged afterwards);
+- a function's (or coroutine's) return value is one frame, ``None`` zero frames (P-ABI-6, P-ABI-7);
+- a generator's (sync or async) yields are frames, ``None`` (ignored) or commands GET/SET/DEL/FLY (P-ABI-8,
+  section 3.3); ABI errors are thrown into the generator at its ``yield`` (P-ABI-14);
+- frames reach ``on_frame`` as they are produced, as :class:`Frame` objects numbered from 0 carrying the state at
+  yield time (P-ABI-9, P-ABI-10); FLY values reach ``on_fly`` converted by ``to_jsonable``;
+- the kind is decided by what the call returns (a coroutine, a generator or an async generator), so decorated
+  handlers behave like the function they wrap; async handlers run on one event loop per ``Handler``, created on first
+  use and reused across calls (P-ABI-4);
+- ``state`` is mutated in place: after ``run`` it holds the final ``route.next`` and headers (P-ROUTE-5).
+
+Outcomes of ``run``: it returns ``None`` on success. An ``Exception`` raised by the handler (including ABI errors it
+does not catch) is raised as :class:`HandlerError` wrapping it (``.exc``) (P-ABI-11, P-ERR-1). A frame or FLY value
+that cannot be converted raises :class:`SerializationError` (infrastructure, P-ABI-20); an exception raised by
+``on_frame``/``on_fly`` propagates unchanged; in both cases the generator is closed first. A ``BaseException`` that is
+not an ``Exception`` propagates unchanged (P-ABI-11). Frames passed to ``on_frame`` before any error stay passed.
+
+``error_details(exc)`` builds the error details object of P-ERR-3.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+import re
+import sys
+import traceback
+from collections.abc import AsyncGenerator as _AsyncGen
+from collections.abc import Callable, Generator
+from types import AsyncGeneratorType, CoroutineType, GeneratorType, ModuleType
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from asya.abi_state import AbiState, Frame, command_verb
+from asya.exceptions import HandlerLoadError, SerializationError
+from asya.serialize import to_jsonable
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = [
+    "TRACEBACK_LIMIT_BYTES",
+    "AbiState",
+    "Frame",
+    "Handler",
+    "HandlerError",
+    "HandlerKind",
+    "error_details",
+    "load_handler",
+    "to_jsonable",
+]
+
+_log = logging.getLogger(__name__)
+
+_SPEC_RE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+")
+#: P-ERR-3: the traceback keeps its last 32 KiB.
+TRACEBACK_LIMIT_BYTES: Final = 32 * 1024
+
+HandlerKind = Literal["function", "async", "generator", "async_generator"]
+OnFrame = Callable[[Frame], None]
+OnFly = Callable[[Any], None]
+
+
+class HandlerError(Exception):
+    """The handler raised ``exc`` (a handler error, P-ERR-1), as opposed to an infrastructure error."""
+
+    def __init__(self, exc: Exception) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+class Handler:
+    """A loaded user handler: ``target`` takes the payload (P-ABI-5). Build with :func:`load_handler`."""
+
+    __slots__ = ("_loop", "_target", "kind", "spec")
+
+    def __init__(self, target: Callable[[Any], Any], *, spec: str = "") -> None:
+        self._target = target
+        self.spec = spec or getattr(target, "__qualname__", repr(target))
+        self.kind: HandlerKind = _static_kind(target)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __repr__(self) -> str:
+        return f"Handler({self.spec!r}, kind={self.kind!r})"
+
+    def run(self, payload: Any, state: AbiState, *, on_frame: OnFrame, on_fly: OnFly) -> None:
+        """One handler call; see the module docstring for frames, commands and errors."""
+        try:
+            result = self._target(payload)
+        except Exception as exc:
+            raise HandlerError(exc) from exc
+        if isinstance(result, GeneratorType):
+            _drive(result, state, on_frame, on_fly)
+        elif isinstance(result, AsyncGeneratorType):
+            self._event_loop().run_until_complete(_drive_async(result, state, on_frame, on_fly))
+        elif isinstance(result, CoroutineType):
+            value = self._event_loop().run_until_complete(_await_handler(result))
+            if value is not None:
+                on_frame(state.frame(_frame_payload(value, 0), 0))
+        elif result is not None:
+            on_frame(state.frame(_frame_payload(result, 0), 0))
+
+    def close(self) -> None:
+        """Close the event loop of async handlers (tests; a Lambda container never calls this)."""
+        loop, self._loop = self._loop, None
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            import asyncio  # only async handlers pay for the import (cold start)
+
+            self._loop = asyncio.new_event_loop()
+        return self._loop
+
+
+def load_handler(spec: str, *, code_dir: str = "") -> Handler:
+    """Load ``spec`` (P-ABI-1 .. P-ABI-3); ``code_dir``, when given, is put first on ``sys.path`` (once)."""
+    if not isinstance(spec, str) or _SPEC_RE.fullmatch(spec) is None:
+        raise HandlerLoadError(
+            f"handler {spec!r} is not 'module.function' or 'module.Class.method' (dotted Python identifiers)"
+        )
+    if code_dir and code_dir not in sys.path:
+        sys.path.insert(0, code_dir)
+    parts = spec.split(".")
+    module, rest = _import_longest_prefix(parts, spec)
+    target = _resolve(module, rest, spec)
+    _check_one_positional(target, spec)
+    return Handler(target, spec=spec)
+
+
+def error_details(exc: BaseException) -> dict[str, Any]:
+    """``{message, type, mro, traceback}`` of P-ERR-3; a :class:`HandlerError` is described by the error it wraps."""
+    if isinstance(exc, HandlerError):
+        exc = exc.exc
+    try:
+        message = str(exc)
+    except Exception:
+        message = f"<unprintable {type(exc).__name__}>"
+    klass = type(exc)
+    return {
+        "message": message,
+        "type": _qualified_name(klass),
+        "mro": [_qualified_name(k) for k in klass.__mro__[1:] if k is not object and k is not BaseException],
+        "traceback": _truncate_tail("".join(traceback.format_exception(exc)), TRACEBACK_LIMIT_BYTES),
+    }
+
+
+# --- running -------------------------------------------------------------------------------------------------------
+
+
+def _frame_payload(value: Any, index: int) -> Any:
+    try:
+        return to_jsonable(value)
+    except SerializationError as exc:
+        raise SerializationError(f"frame {index} cannot be serialised: {exc}") from exc
+
+
+def _emit_fly(value: Any, on_fly: OnFly) -> None:
+    try:
+        converted = to_jsonable(value)
+    except SerializationError as exc:
+        raise SerializationError(f"FLY value cannot be serialised: {exc}") from exc
+    on_fly(converted)
+
+
+def _command(item: tuple[Any, ...], state: AbiState, on_fly: OnFly) -> tuple[Any, Exception | None]:
+    """``(value to send back, error to throw in)`` for one command; FLY failures are infrastructure and propagate."""
+    try:
+        if command_verb(item) != "FLY":
+            return state.apply(item), None
+    except Exception as exc:  # thrown into the generator at its yield (P-ABI-14)
+        return None, exc
+    _emit_fly(item[1], on_fly)
+    return None, None
+
+
+async def _await_handler(coro: CoroutineType[Any, Any, Any]) -> Any:
+    # Wrapping inside the loop keeps loop failures (e.g. a loop already running) apart from handler errors.
+    try:
+        return await coro
+    except Exception as exc:
+        raise HandlerError(exc) from exc
+
+
+def _drive(gen: Generator[Any, Any, Any], state: AbiState, on_frame: OnFrame, on_fly: OnFly) -> None:
+    index = 0
+    reply: Any = None
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                item = gen.send(reply) if error is None else gen.throw(error)
+            except StopIteration:
+                return
+            except Exception as exc:
+                raise HandlerError(exc) from exc
+            reply, error = None, None
+            if item is None:
+                continue
+            if isinstance(item, tuple):
+                reply, error = _command(item, state, on_fly)
+            else:
+                on_frame(state.frame(_frame_payload(item, index), index))
+                index += 1
+    finally:
+        try:
+            gen.close()
+        except Exception:
+            _log.warning("handler generator failed while being closed after an error", exc_info=True)
+
+
+async def _drive_async(agen: _AsyncGen[Any, Any], state: AbiState, on_frame: OnFrame, on_fly: OnFly) -> None:
+    index = 0
+    reply: Any = None
+    error: Exception | None = None
+    try:
+        while True:
+            try:
+                item = await (agen.asend(reply) if error is None else agen.athrow(error))
+            except StopAsyncIteration:
+                return
+            except Exception as exc:
+                raise HandlerError(exc) from exc
+            reply, error = None, None
+            if item is None:
+                continue
+            if isinstance(item, tuple):
+                reply, error = _command(item, state, on_fly)
+            else:
+                on_frame(state.frame(_frame_payload(item, index), index))
+                index += 1
+    finally:
+        try:
+            await agen.aclose()
+        except Exception:
+            _log.warning("handler async generator failed while being closed after an error", exc_info=True)
+
+
+# --- loading -------------------------------------------------------------------------------------------------------
+
+
+def _import_longest_prefix(parts: list[str], spec: str) -> tuple[ModuleType, list[str]]:
+    """The module (the longest importable prefix leaving one or two attributes) and the remaining names."""
+    missing: list[str] = []
+    for size in (len(parts) - 1, len(parts) - 2):
+        if size < 1:
+            break
+        name = ".".join(parts[:size])
+        try:
+            return importlib.import_module(name), parts[size:]
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+                missing.append(f"{name} ({exc})")
+                continue
+            raise HandlerLoadError(f"handler {spec!r}: importing module {name!r} failed: {exc}") from exc
+        except Exception as exc:
+            raise HandlerLoadError(
+                f"handler {spec!r}: importing module {name!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+    raise HandlerLoadError(f"handler {spec!r}: no module could be imported; tried {'; '.join(missing)}")
+
+
+def _resolve(module: ModuleType, rest: list[str], spec: str) -> Callable[[Any], Any]:
+    owner: object = module
+    if len(rest) == 2:
+        klass = _attribute(module, rest[0], spec)
+        if not isinstance(klass, type):
+            raise HandlerLoadError(
+                f"handler {spec!r}: {module.__name__}.{rest[0]} is a {type(klass).__name__}, not a class"
+            )
+        owner = _instantiate(klass, spec)
+    target = _attribute(owner, rest[-1], spec)
+    if isinstance(target, type):
+        raise HandlerLoadError(
+            f"handler {spec!r} names the class {_qualified_name(target)}; name a method: module.Class.method"
+        )
+    if not callable(target):
+        raise HandlerLoadError(f"handler {spec!r} is not callable: it is a value of type {type(target).__name__}")
+    return target  # type: ignore[no-any-return]
+
+
+def _attribute(owner: object, name: str, spec: str) -> Any:
+    try:
+        return getattr(owner, name)
+    except AttributeError:
+        where = owner.__name__ if isinstance(owner, ModuleType) else f"an instance of {type(owner).__qualname__}"
+        raise HandlerLoadError(f"handler {spec!r}: {where} has no attribute {name!r}") from None
+    except Exception as exc:
+        raise HandlerLoadError(f"handler {spec!r}: reading {name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _instantiate(klass: type[Any], spec: str) -> object:
+    try:
+        signature = inspect.signature(klass)
+    except (TypeError, ValueError):
+        signature = None
+    if signature is not None:
+        required = [
+            p.name
+            for p in signature.parameters.values()
+            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        ]
+        if required:
+            raise HandlerLoadError(
+                f"handler {spec!r}: class {_qualified_name(klass)} cannot be instantiated without arguments: "
+                f"__init__ parameters {', '.join(required)} have no default (P-ABI-3)"
+            )
+    try:
+        return klass()
+    except Exception as exc:
+        raise HandlerLoadError(
+            f"handler {spec!r}: instantiating {_qualified_name(klass)}() failed: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _check_one_positional(target: Callable[..., Any], spec: str) -> None:
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return  # no introspectable signature (some C callables): the call itself will tell
+    try:
+        signature.bind(None)
+    except TypeError:
+        raise HandlerLoadError(
+            f"handler {spec!r} must take exactly one positional argument (the payload); its signature is {signature}"
+        ) from None
+
+
+def _static_kind(target: Callable[..., Any]) -> HandlerKind:
+    """The kind as declared; informative only, since ``run`` dispatches on what the call returns."""
+    probes: list[Any] = [target]
+    if not inspect.isroutine(target):
+        probes.append(type(target).__call__)  # a callable instance: its class's __call__ tells the kind
+    for probe in probes:
+        if inspect.isasyncgenfunction(probe):
+            return "async_generator"
+        if inspect.iscoroutinefunction(probe):
+            return "async"
+        if inspect.isgeneratorfunction(probe):
+            return "generator"
+    return "function"
+
+
+def _qualified_name(klass: type[Any]) -> str:
+    """``module.QualName``, without a module for builtins (P-ERR-3)."""
+    module = klass.__module__
+    return klass.__qualname__ if module == "builtins" else f"{module}.{klass.__qualname__}"
+
+
+def _truncate_tail(text: str, limit: int) -> str:
+    if len(text) * 4 <= limit:  # UTF-8 needs at most 4 bytes per character
+        return text
+    data = text.encode("utf-8")
+    if len(data) <= limit:
+        return text
+    return data[-limit:].decode("utf-8", errors="ignore")

@@ -1,0 +1,219 @@
+"""Conversion of handler values to JSON-ready Python values (PROTOCOL section 3.5).
+
+``to_jsonable(value)`` returns a new value made only of ``dict`` (``str`` keys), ``list``, ``str``, ``int``, finite
+``float``, ``bool`` and ``None``; containers are always rebuilt, so the result never aliases the input. Conversions
+(P-ABI-19), applied recursively:
+
+- pydantic v2 models by ``model_dump(mode="json")``, v1 models by ``.dict()`` (pydantic is never imported here: a model
+  is recognised by its ``BaseModel`` base class living in ``pydantic.main`` or ``pydantic.v1.main``);
+- dataclass instances as objects of their fields (the result of ``dataclasses.asdict``);
+- named tuples as objects via ``_asdict()``, other tuples as arrays;
+- ``datetime``, ``date``, ``time`` by ``isoformat()``; ``UUID`` and ``Decimal`` as strings;
+- ``bytes``/``bytearray`` as standard padded base64; ``set``/``frozenset`` as arrays, sorted when the elements are
+  mutually orderable; ``Enum`` members as their value;
+- object keys that are ``int``, ``float`` or ``bool`` as their JSON text (``1``, ``1.5``, ``true``).
+
+``NaN``, ``Infinity`` and every other type raise :class:`asya.exceptions.SerializationError` naming the offending type
+and its path inside the value in ABI path syntax (``.items[3].when``) (P-ABI-20).
+
+``copy_json(value)`` is a fast deep copy for values that are already JSON-ready (parsed JSON, ``to_jsonable`` output).
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import json
+import math
+import re
+import uuid
+from datetime import date, datetime, time
+from decimal import Decimal
+from enum import Enum
+from typing import Any, Final
+
+from asya.exceptions import SerializationError
+
+__all__ = ["copy_json", "render_path", "to_jsonable"]
+
+_PYDANTIC_V2_MODULE: Final = "pydantic.main"
+_PYDANTIC_V1_MODULE: Final = "pydantic.v1.main"
+#: Exact types returned as they are (float is not: NaN and Infinity are checked).
+_SCALARS: Final = frozenset({str, int, bool, type(None)})
+_CONTAINERS: Final = frozenset({dict, list})
+_NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+
+
+class _UnserializableError(Exception):
+    """Internal: carries the reason and the path (innermost segment first) up to ``to_jsonable``."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.path: list[str | int] = []
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert ``value`` per P-ABI-19; raise :class:`SerializationError` per P-ABI-20."""
+    try:
+        return _convert(value)
+    except _UnserializableError as exc:
+        raise SerializationError(f"{exc.reason} at {render_path(reversed(exc.path))}") from None
+    except RecursionError:
+        raise SerializationError("value is nested too deeply or contains a reference cycle") from None
+
+
+def copy_json(value: Any) -> Any:
+    """Deep copy of a JSON-ready value: containers are rebuilt, scalars (immutable) are shared."""
+    kind = type(value)
+    if kind is dict:
+        return {key: copy_json(item) if type(item) in _CONTAINERS else item for key, item in value.items()}
+    if kind is list:
+        return [copy_json(item) if type(item) in _CONTAINERS else item for item in value]
+    return value
+
+
+def render_path(segments: Any) -> str:
+    """ABI path syntax (section 3.4) for a sequence of keys and indexes; ``.`` for the empty path."""
+    parts: list[str] = []
+    for seg in segments:
+        if isinstance(seg, int):
+            parts.append(f"[{seg}]")
+        elif _NAME_RE.fullmatch(seg):
+            parts.append(f".{seg}")
+        else:
+            parts.append("[" + json.dumps(seg, ensure_ascii=False) + "]")
+    text = "".join(parts)
+    if not text:
+        return "."
+    return text if text.startswith(".") else "." + text
+
+
+def _convert(value: Any) -> Any:
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is float:
+        if not math.isfinite(value):
+            raise _UnserializableError(f"float {value!r} is not allowed in JSON")
+        return value
+    if kind is dict:
+        return _convert_dict(value)
+    if kind is list:
+        return _convert_items(value)
+    return _convert_other(value)
+
+
+def _convert_dict(value: dict[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = key if type(key) is str else _convert_key(key)
+        if type(item) in _SCALARS:  # inlined leaf case: most values of a payload are leaves
+            out[name] = item
+            continue
+        try:
+            out[name] = _convert(item)
+        except _UnserializableError as exc:
+            exc.path.append(name)
+            raise
+    return out
+
+
+def _convert_items(items: Any) -> list[Any]:
+    out: list[Any] = []
+    for index, item in enumerate(items):
+        if type(item) in _SCALARS:
+            out.append(item)
+            continue
+        try:
+            out.append(_convert(item))
+        except _UnserializableError as exc:
+            exc.path.append(index)
+            raise
+    return out
+
+
+def _convert_key(key: Any) -> str:
+    if isinstance(key, str):
+        return str.__str__(key)
+    if isinstance(key, bool):
+        return "true" if key else "false"
+    if isinstance(key, int):
+        return int.__repr__(key)
+    if isinstance(key, float):
+        if math.isnan(key) or math.isinf(key):
+            raise _UnserializableError(f"object key {key!r} is not allowed in JSON")
+        return float.__repr__(key)
+    raise _UnserializableError(f"object key of type {_type_name(key)} ({key!r}) is not serialisable")
+
+
+def _convert_other(value: Any) -> Any:
+    # Order matters: Enum before the scalar subclasses (IntEnum, StrEnum), datetime before date.
+    if isinstance(value, Enum):
+        return _convert(value.value)
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return _convert(float(value))
+    if isinstance(value, dict):
+        return _convert_dict(value)
+    if isinstance(value, list):
+        return _convert_items(value)
+    if isinstance(value, tuple):
+        if hasattr(value, "_asdict") and hasattr(value, "_fields"):
+            return _convert_dict(value._asdict())
+        return _convert_items(value)
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, (uuid.UUID, Decimal)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, (set, frozenset)):
+        return _convert_items(_maybe_sorted(value))
+    model = _pydantic_major(value)
+    if model is not None:
+        return _convert_model(value, model)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _convert_dict({field.name: getattr(value, field.name) for field in dataclasses.fields(value)})
+    raise _UnserializableError(f"value of type {_type_name(value)} is not serialisable")
+
+
+def _maybe_sorted(values: set[Any] | frozenset[Any]) -> list[Any]:
+    try:
+        return sorted(values)
+    except TypeError:
+        return list(values)
+
+
+def _pydantic_major(value: Any) -> int | None:
+    """2 or 1 for a pydantic model instance, else ``None``; duck-typed so pydantic is never imported here."""
+    for klass in type(value).__mro__:
+        if klass.__name__ != "BaseModel":
+            continue
+        if klass.__module__ == _PYDANTIC_V2_MODULE:
+            # pydantic 1.x also defines pydantic.main.BaseModel, without model_dump
+            return 2 if hasattr(klass, "model_dump") else 1
+        if klass.__module__ == _PYDANTIC_V1_MODULE:
+            return 1
+    return None
+
+
+def _convert_model(value: Any, major: int) -> Any:
+    try:
+        dumped = value.model_dump(mode="json") if major == 2 else value.dict()
+    except Exception as exc:
+        raise _UnserializableError(
+            f"pydantic model {_type_name(value)} cannot be dumped: {type(exc).__name__}: {exc}"
+        ) from None
+    return _convert(dumped)
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    module = kind.__module__
+    return kind.__qualname__ if module == "builtins" else f"{module}.{kind.__qualname__}"

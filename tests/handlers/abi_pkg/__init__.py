@@ -1,0 +1,1 @@
+"""A package, so a handler spec can have a dotted module path."""

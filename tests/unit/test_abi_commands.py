@@ -1,0 +1,467 @@
+"""Generator commands and paths (PROTOCOL 3.3, 3.4: P-ABI-12 .. P-ABI-18)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from typing import Any
+
+import pytest
+
+from asya.abi import AbiState, Frame, Handler, HandlerError
+from asya.abi_paths import parse_path
+from asya.exceptions import AbiProtocolError, SerializationError
+
+pytestmark = pytest.mark.unit
+
+DEADLINE = "2026-03-01T10:05:00Z"
+
+
+def make_state() -> AbiState:
+    return AbiState(
+        id="task-1",
+        parent_id="",
+        prev=["prep", "clean"],
+        curr="me",
+        next=["post", "final"],
+        headers={"x-asya-flow": "demo", "x.y": "dotted", "list": [10, 20, 30], "nested": {"k": 1}},
+        status={"phase": "processing", "actor": "me", "attempt": 1, "max_attempts": 1, "deadline_at": DEADLINE},
+    )
+
+
+def run_commands(*commands: tuple[Any, ...]) -> tuple[list[Any], AbiState, list[Frame]]:
+    """Yield each command, record what the generator got back (the value or the exception thrown in)."""
+    replies: list[Any] = []
+    state = make_state()
+    frames: list[Frame] = []
+
+    def handler(payload: Any) -> Iterator[Any]:
+        for command in commands:
+            try:
+                replies.append((yield command))
+            except Exception as exc:
+                replies.append(exc)
+
+    Handler(handler).run(None, state, on_frame=frames.append, on_fly=lambda _: None)
+    return replies, state, frames
+
+
+def reply_of(command: tuple[Any, ...]) -> Any:
+    return run_commands(command)[0][0]
+
+
+# --- GET --------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        (".id", "task-1"),
+        (".parent_id", ""),
+        (".route", {"prev": ["prep", "clean"], "curr": "me", "next": ["post", "final"]}),
+        (".route.prev", ["prep", "clean"]),
+        (".route.curr", "me"),
+        (".route.next[0]", "post"),
+        (".route.next[-1]", "final"),
+        (".route.prev[-2]", "prep"),
+        (".route.next[1:]", ["final"]),
+        (".route.next[:1]", ["post"]),
+        (".route.next[:]", ["post", "final"]),
+        (".route.next[-1:]", ["final"]),
+        (".route.next[5:]", []),
+        (".headers.x-asya-flow", "demo"),
+        ('.headers["x.y"]', "dotted"),
+        ('.["headers"]["x-asya-flow"]', "demo"),
+        (".headers.list[1]", 20),
+        (".headers.nested.k", 1),
+        (".status.deadline_at", DEADLINE),
+        (".status.phase", "processing"),
+    ],
+)
+def test_p_abi_12_p_abi_17_get_paths(path: str, expected: Any) -> None:
+    assert reply_of(("GET", path)) == expected
+
+
+def test_p_abi_17_get_dot_is_the_whole_context() -> None:
+    assert reply_of(("GET", ".")) == {
+        "id": "task-1",
+        "parent_id": "",
+        "route": {"prev": ["prep", "clean"], "curr": "me", "next": ["post", "final"]},
+        "headers": {"x-asya-flow": "demo", "x.y": "dotted", "list": [10, 20, 30], "nested": {"k": 1}},
+        "status": {"phase": "processing", "actor": "me", "attempt": 1, "max_attempts": 1, "deadline_at": DEADLINE},
+    }
+
+
+def test_p_abi_12_get_returns_a_deep_copy() -> None:
+    state = make_state()
+
+    def handler(payload: Any) -> Generator[Any, Any, None]:
+        headers = yield ("GET", ".headers")
+        headers["nested"]["k"] = 99
+        headers["new"] = True
+        nxt = yield ("GET", ".route.next")
+        nxt.append("sneaky")
+        yield "done"
+
+    frames: list[Frame] = []
+    Handler(handler).run(None, state, on_frame=frames.append, on_fly=lambda _: None)
+    assert frames[0].headers["nested"] == {"k": 1}
+    assert "new" not in state.headers
+    assert state.next == ["post", "final"]
+
+
+def test_p_abi_12_handler_sees_its_own_writes() -> None:
+    replies, _, _ = run_commands(("SET", ".headers.a", {"b": [1]}), ("GET", ".headers.a.b[0]"), ("GET", ".headers.a"))
+    assert replies == [None, 1, {"b": [1]}]
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [
+        (".headers.missing", KeyError),
+        (".nope", KeyError),
+        (".route.next[2]", IndexError),
+        (".route.next[-3]", IndexError),
+        (".headers.x-asya-flow.deeper", TypeError),
+        (".headers[0]", TypeError),
+        (".route.next.first", TypeError),
+        (".id[0:1]", TypeError),
+    ],
+)
+def test_p_abi_14_get_missing_or_mistyped_raises_into_the_generator(path: str, error: type[Exception]) -> None:
+    reply = reply_of(("GET", path))
+    assert type(reply) is error
+    assert path in str(reply)
+
+
+# --- SET --------------------------------------------------------------------------------------------------------------
+
+
+def test_p_abi_18_set_slice_inserts_actors_before_the_rest() -> None:
+    _, state, _ = run_commands(("SET", ".route.next[0:0]", ["review", "x-pause"]))
+    assert state.next == ["review", "x-pause", "post", "final"]
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        (".route.next", ["a", "b"], ["a", "b"]),
+        (".route.next", (), []),
+        (".route.next[0]", "first", ["first", "final"]),
+        (".route.next[-1]", "last", ["post", "last"]),
+        (".route.next[1:]", ["x", "y"], ["post", "x", "y"]),
+        (".route.next[:]", [], []),
+        (".route.next[-1:]", ("t",), ["post", "t"]),
+        ('.route["next"]', ["z"], ["z"]),
+    ],
+)
+def test_p_abi_18_set_route_next(path: str, value: Any, expected: list[str]) -> None:
+    replies, state, _ = run_commands(("SET", path, value))
+    assert replies == [None]
+    assert state.next == expected
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (".route.next", ["Bad_Name"]),
+        (".route.next", "post"),
+        (".route.next", [1]),
+        (".route.next[0]", "UPPER"),
+        (".route.next[0:0]", ["a" * 41]),
+        (".route.next", {"a": 1}),
+    ],
+)
+def test_p_abi_15_route_next_must_stay_a_list_of_valid_actor_names(path: str, value: Any) -> None:
+    replies, state, _ = run_commands(("SET", path, value))
+    assert type(replies[0]) is ValueError
+    assert "route.next" in str(replies[0])
+    assert state.next == ["post", "final"]
+
+
+def test_p_abi_18_slice_assignment_needs_a_list() -> None:
+    replies, state, _ = run_commands(("SET", ".route.next[0:0]", "ab"), ("SET", ".headers.list[0:1]", 5))
+    assert [type(r) for r in replies] == [TypeError, TypeError]
+    assert state.next == ["post", "final"]
+    assert state.headers["list"] == [10, 20, 30]
+
+
+def test_set_headers_creates_missing_intermediate_objects() -> None:
+    _, state, _ = run_commands(("SET", ".headers.a.b.c", 1), ("SET", '.headers["x.y"]', "replaced"))
+    assert state.headers["a"] == {"b": {"c": 1}}
+    assert state.headers["x.y"] == "replaced"
+
+
+def test_set_headers_list_elements_with_negative_index_and_slice() -> None:
+    _, state, _ = run_commands(("SET", ".headers.list[-1]", 99), ("SET", ".headers.list[0:1]", [1, 2]))
+    assert state.headers["list"] == [1, 2, 20, 99]
+
+
+def test_set_stores_a_deep_copy_of_the_converted_value() -> None:
+    value = {"k": [1, 2]}
+    state = make_state()
+
+    def handler(payload: Any) -> Iterator[Any]:
+        yield ("SET", ".headers.v", value)
+        value["k"].append(3)
+        yield ("SET", ".headers.when", (1, 2))
+
+    Handler(handler).run(None, state, on_frame=lambda _: None, on_fly=lambda _: None)
+    assert state.headers["v"] == {"k": [1, 2]}
+    assert state.headers["when"] == [1, 2]
+
+
+def test_p_abi_15_unserialisable_set_value_is_a_type_error() -> None:
+    replies, state, _ = run_commands(("SET", ".headers.bad", {"x": float("nan")}), ("SET", ".headers.obj", object()))
+    assert [type(r) for r in replies] == [TypeError, TypeError]
+    assert not any(isinstance(r, SerializationError) for r in replies)
+    assert ".headers.bad" in str(replies[0])
+    assert "bad" not in state.headers
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [(".headers", "text"), (".headers", [1]), (".status", None)],
+)
+def test_headers_and_status_stay_objects(path: str, value: Any) -> None:
+    replies, state, _ = run_commands(("SET", path, value))
+    assert type(replies[0]) is ValueError
+    assert state.headers["x-asya-flow"] == "demo"
+    assert state.status["phase"] == "processing"
+
+
+def test_set_whole_headers_and_status() -> None:
+    _, state, _ = run_commands(("SET", ".headers", {"only": 1}), ("SET", ".status", {"deadline_at": None}))
+    assert state.headers == {"only": 1}
+    assert state.status == {"deadline_at": None}
+    assert state.deadline_at is None
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (".status.deadline_at", "tomorrow"),
+        (".status.deadline_at", 1700000000),
+        (".status.deadline_at.x", 1),
+        (".status", {"deadline_at": "nope"}),
+    ],
+)
+def test_p_abi_16_deadline_at_must_stay_a_timestamp(path: str, value: Any) -> None:
+    replies, state, _ = run_commands(("SET", path, value))
+    assert type(replies[0]) is ValueError
+    assert state.deadline_at == DEADLINE
+
+
+def test_p_abi_16_other_status_writes_are_visible_to_get_only() -> None:
+    replies, state, _ = run_commands(("SET", ".status.note", "x"), ("GET", ".status.note"))
+    assert replies == [None, "x"]
+    assert state.deadline_at == DEADLINE
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ".",
+        ".id",
+        ".parent_id",
+        ".route",
+        ".route.prev",
+        ".route.prev[0]",
+        ".route.prev[0:0]",
+        ".route.curr",
+        '.["id"]',
+        ".route.other",
+        ".unknown",
+        ".[0]",
+    ],
+)
+def test_p_abi_13_read_only_paths_refuse_set_and_del(path: str) -> None:
+    replies, state, _ = run_commands(("SET", path, "x"), ("DEL", path))
+    assert [type(r) for r in replies] == [AbiProtocolError, AbiProtocolError]
+    assert "read-only" in str(replies[0])
+    assert state.to_dict() == make_state().to_dict()
+
+
+# --- DEL --------------------------------------------------------------------------------------------------------------
+
+
+def test_del_keys_and_indexes() -> None:
+    replies, state, _ = run_commands(
+        ("DEL", ".headers.nested.k"),
+        ("DEL", '.headers["x.y"]'),
+        ("DEL", ".headers.list[-1]"),
+        ("DEL", ".route.next[0]"),
+        ("DEL", ".status.deadline_at"),
+    )
+    assert replies == [None] * 5
+    assert state.headers == {"x-asya-flow": "demo", "list": [10, 20], "nested": {}}
+    assert state.next == ["final"]
+    assert state.deadline_at is None
+
+
+def test_del_route_next_leaves_empty_list_and_headers_empty_object() -> None:
+    _, state, _ = run_commands(("DEL", ".route.next"), ("DEL", ".headers"), ("DEL", ".status"))
+    assert state.next == []
+    assert state.headers == {}
+    assert state.status == {}
+
+
+@pytest.mark.parametrize(
+    ("path", "error"),
+    [(".headers.missing", KeyError), (".headers.list[7]", IndexError), (".route.next[2]", IndexError)],
+)
+def test_p_abi_14_del_missing_raises(path: str, error: type[Exception]) -> None:
+    assert type(reply_of(("DEL", path))) is error
+
+
+def test_p_abi_14_del_with_a_slice_is_a_protocol_error() -> None:
+    replies, state, _ = run_commands(("DEL", ".route.next[0:1]"), ("DEL", ".headers.list[:]"))
+    assert [type(r) for r in replies] == [AbiProtocolError, AbiProtocolError]
+    assert state.next == ["post", "final"]
+
+
+# --- FLY --------------------------------------------------------------------------------------------------------------
+
+
+def test_p_stat_15_fly_values_reach_on_fly_converted_in_order() -> None:
+    flies: list[Any] = []
+
+    def handler(payload: Any) -> Iterator[Any]:
+        reply = yield ("FLY", {"token": "a"})
+        yield ("FLY", ("b", {1}))
+        yield ("FLY", None)
+        yield {"reply": reply}
+
+    frames: list[Frame] = []
+    Handler(handler).run(None, make_state(), on_frame=frames.append, on_fly=flies.append)
+    assert flies == [{"token": "a"}, ["b", [1]], None]
+    assert frames[0].payload == {"reply": None}
+
+
+def test_p_abi_20_unserialisable_fly_is_an_infrastructure_error() -> None:
+    def handler(payload: Any) -> Iterator[Any]:
+        try:
+            yield ("FLY", {"x": float("nan")})
+        except Exception:  # must not be thrown in: it is not the handler's error
+            yield "caught"
+
+    frames: list[Frame] = []
+    with pytest.raises(SerializationError, match="FLY value"):
+        Handler(handler).run(None, make_state(), on_frame=frames.append, on_fly=lambda _: None)
+    assert frames == []
+
+
+# --- malformed commands -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        (),
+        ("GET",),
+        ("GET", ".id", 1),
+        ("SET", ".headers.a"),
+        ("SET", ".headers.a", 1, 2),
+        ("DEL",),
+        ("DEL", ".headers.a", 1),
+        ("FLY",),
+        ("FLY", 1, 2),
+        ("PUT", ".id"),
+        ("get", ".id"),
+        (1, ".id"),
+        (None,),
+    ],
+)
+def test_p_abi_14_unknown_verb_or_wrong_arity_is_a_protocol_error(command: tuple[Any, ...]) -> None:
+    reply = reply_of(command)
+    assert type(reply) is AbiProtocolError
+    assert isinstance(reply, ValueError)
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        5,
+        None,
+        "",
+        "id",
+        "headers.x",
+        "..",
+        ".a..b",
+        ".a.",
+        ".a[",
+        ".a[x]",
+        ".a[1:2:3]",
+        ".a[1:2].b",
+        ". a",
+        ".a b",
+        ".a.[0]",
+        ".a['x']",
+        '.a["x"',
+        ".é",
+    ],
+)
+def test_p_abi_14_malformed_path_is_a_protocol_error(path: Any) -> None:
+    replies, _, _ = run_commands(("GET", path), ("SET", path, 1), ("DEL", path))
+    assert [type(r) for r in replies] == [AbiProtocolError] * 3
+
+
+def test_p_abi_14_errors_are_thrown_at_the_yield_and_the_generator_continues() -> None:
+    frames: list[Frame] = []
+
+    def handler(payload: Any) -> Iterator[Any]:
+        try:
+            yield ("GET", ".headers.absent")
+        except KeyError:
+            value = yield ("GET", ".headers.x-asya-flow")
+            yield {"recovered": value}
+
+    Handler(handler).run(None, make_state(), on_frame=frames.append, on_fly=lambda _: None)
+    assert [f.payload for f in frames] == [{"recovered": "demo"}]
+
+
+@pytest.mark.parametrize("command", [("GET", ".headers.absent"), ("BOOM", 1), ("SET", ".route.next", ["Bad"])])
+def test_p_abi_14_uncaught_command_errors_are_handler_errors(command: tuple[Any, ...]) -> None:
+    def handler(payload: Any) -> Iterator[Any]:
+        yield command
+
+    with pytest.raises(HandlerError) as info:
+        Handler(handler).run(None, make_state(), on_frame=lambda _: None, on_fly=lambda _: None)
+    assert isinstance(info.value.exc, (KeyError, ValueError))
+
+
+# --- path grammar -----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "segments"),
+    [
+        (".", ()),
+        (".id", ("id",)),
+        (".headers.x-asya-pause", ("headers", "x-asya-pause")),
+        ('.headers["x.y"]', ("headers", "x.y")),
+        ('.headers["quote \\" and \\u00e9"]', ("headers", 'quote " and é')),
+        ('.["a b"].c', ("a b", "c")),
+        (".route.next[0]", ("route", "next", 0)),
+        (".route.next[-12]", ("route", "next", -12)),
+        (".route.next[0:0]", ("route", "next", slice(0, 0))),
+        (".route.next[-2:]", ("route", "next", slice(-2, None))),
+        (".route.next[:3]", ("route", "next", slice(None, 3))),
+        (".route.next[:]", ("route", "next", slice(None, None))),
+        (".a[0][1].b_2", ("a", 0, 1, "b_2")),
+        (".0", ("0",)),
+    ],
+)
+def test_p_abi_17_path_grammar(path: str, segments: tuple[Any, ...]) -> None:
+    assert parse_path(path) == segments
+
+
+def test_p_abi_17_state_methods_share_the_command_rules() -> None:
+    state = make_state()
+    state.set(".route.next[0:0]", ["review"])
+    state.delete(".headers.list[0]")
+    assert state.get(".route.next") == ["review", "post", "final"]
+    assert state.get(".headers.list") == [20, 30]
+    with pytest.raises(AbiProtocolError):
+        state.set(".route.curr", "x")
+    with pytest.raises(AbiProtocolError):
+        state.delete(".route.next[0:1]")
