@@ -1,0 +1,42 @@
+"""The task store shared by the layer, the crew and the gateway (PROTOCOL section 10, GATEWAY sections 4-8, 13, 14).
+
+One DynamoDB table ``asya-{namespace}-tasks`` (keys from ``asya.tableschema``) holds per task a small task item, a
+body item with the large values (or S3 ``tasks/{id}/{field}.json`` above 64 KiB) and an append-only event log with
+per-task sequence numbers. Status rules (P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9) are applied by one conditional
+``UpdateItem`` per event; ``asya.store.transition`` is their pure reference.
+
+Modules: ``transition`` (rules), ``updates`` (condition expressions), ``records`` (item layout), ``bodies`` (large
+values), ``events`` (event log items), ``views`` (task view, status data, list summary), ``listing`` (GW-LIST),
+``taskstore`` (``TaskStore``).
+"""
+
+from __future__ import annotations
+
+from asya.store.errors import (
+    ListQueryError,
+    StatusUpdateError,
+    StoreConflictError,
+    StoreError,
+    TaskExistsError,
+)
+from asya.store.events import FlyValue
+from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, TaskStore
+from asya.store.transition import MISSING, STATUS_ORDER, STATUSES, TERMINAL, StatusUpdate
+
+__all__ = [
+    "MISSING",
+    "STATUSES",
+    "STATUS_ORDER",
+    "TERMINAL",
+    "TIMED_OUT",
+    "ApplyResult",
+    "FlyValue",
+    "ListQueryError",
+    "Outcome",
+    "StatusUpdate",
+    "StatusUpdateError",
+    "StoreConflictError",
+    "StoreError",
+    "TaskExistsError",
+    "TaskStore",
+]

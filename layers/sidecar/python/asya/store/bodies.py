@@ -1,0 +1,84 @@
+"""Large task values: ``payload``, ``result``, ``error_details`` and ``pause_metadata`` (GATEWAY GW-DATA-6, GW-DATA-8).
+
+They never live on the task item. Up to 64 KiB encoded they are JSON text on the task's body item (``sk = BODY``);
+above, the JSON is written to ``s3://{bucket}/tasks/{id}/{field}.json`` and the body item holds ``{field}_s3`` = the
+key. Readers get them back in client form: the value inline (S3 objects up to 4 MiB are read back), else
+``{field}_url``, a presigned GET valid 15 minutes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from asya.envelope import dumps
+from asya.store import records as rec
+from asya.store.errors import StoreError
+
+__all__ = ["PRESIGN_SECONDS", "BodyCodec"]
+
+PRESIGN_SECONDS: Final = 900
+
+
+class BodyCodec:
+    """Encodes body values for storage and decodes them for clients; ``s3`` is called only when S3 is needed."""
+
+    def __init__(self, *, bucket: str | None, s3: Callable[[], Any]) -> None:
+        self._bucket = bucket
+        self._s3 = s3
+
+    def encode(self, task_id: str, field: str, value: Any) -> tuple[str, dict[str, str], dict[str, Any]]:
+        """``(attribute name, attribute value, stored form)``; writes S3 first for a value over 64 KiB."""
+        text = dumps(value)
+        if len(text.encode("utf-8")) <= rec.INLINE_LIMIT:
+            return field, rec.str_av(text), {field: value}
+        if not self._bucket:
+            raise StoreError(
+                f"{field} of task {task_id!r} is over {rec.INLINE_LIMIT // 1024} KiB encoded and the store has no "
+                "bucket to hold it: configure the storage bucket (GW-DATA-6)"
+            )
+        object_key = f"{rec.TASKS_PREFIX}{task_id}/{field}.json"
+        self._s3().put_object(
+            Bucket=self._bucket, Key=object_key, Body=text.encode("utf-8"), ContentType="application/json"
+        )
+        return f"{field}_s3", rec.str_av(object_key), {f"{field}_s3": object_key}
+
+    def presign(self, object_key: str) -> str:
+        url: str = self._s3().generate_presigned_url(
+            "get_object", Params={"Bucket": self._bucket, "Key": object_key}, ExpiresIn=PRESIGN_SECONDS
+        )
+        return url
+
+    def urls(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Status data as clients see it: every ``{field}_s3`` becomes ``{field}_url`` (GW-DATA-6)."""
+        out: dict[str, Any] = {}
+        for name, value in data.items():
+            if name.endswith("_s3") and name[:-3] in rec.BODY_FIELDS and isinstance(value, str):
+                out[name[:-3] + "_url"] = self.presign(value)
+            else:
+                out[name] = value
+        return out
+
+    def decode_item(self, body: Mapping[str, Any] | None) -> dict[str, Any]:
+        """Client form of a body item: values inline (S3 objects up to 4 MiB read back), else ``{field}_url``."""
+        out: dict[str, Any] = {}
+        if not body:
+            return out
+        for field in rec.BODY_FIELDS:
+            text = rec.get_str(body, field)
+            if text is not None:
+                out[field] = json.loads(text)
+                continue
+            object_key = rec.get_str(body, f"{field}_s3")
+            if object_key is not None:
+                out.update(self._read(field, object_key))
+        return out
+
+    def _read(self, field: str, object_key: str) -> dict[str, Any]:
+        s3 = self._s3()
+        head = s3.head_object(Bucket=self._bucket, Key=object_key)
+        if int(head["ContentLength"]) > rec.VIEW_INLINE_LIMIT:
+            return {f"{field}_url": self.presign(object_key)}
+        raw = s3.get_object(Bucket=self._bucket, Key=object_key)["Body"].read()
+        return {field: json.loads(raw)}

@@ -1,0 +1,124 @@
+"""Event-log items of a task (GATEWAY GW-DATA-3, GW-SSE-3, GW-SSE-11; PROTOCOL P-STAT-15..17).
+
+A ``status`` event item holds one event: ``sk = EV#{seq:012d}``, ``first_seq = seq``, ``data`` = the status data
+object (GW-TASK-2; a value held in S3 appears as ``{field}_s3``, turned into ``{field}_url`` on read). A ``fly`` flush
+of ``n`` values reserved ``n`` consecutive numbers ending at ``last``; it is stored as one item per chunk of at most
+~300 KiB, each with ``sk`` = the last number of its chunk and ``first_seq`` = its first, ``values`` = JSON array of
+``{payload, actor, envelope_id}``. Every event item expires 24 h after its append (``ttl``); readers skip expired items
+(GW-DATA-5) and values at or below the position they were asked to start after.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from asya.envelope import dumps
+from asya.store import records as rec
+
+__all__ = ["FLY_VALUE_LIMIT", "FlyValue", "expand_events", "fly_items", "status_event_item"]
+
+#: A single FLY value over this size (encoded) is logged as a truncation marker (P-STAT-17).
+FLY_VALUE_LIMIT: Final = 256 * 1024
+_CHUNK_LIMIT: Final = 300 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class FlyValue:
+    """One FLY value with its origin (P-STAT-17); ``actor`` is ``None`` for external producers (GW-EVT-4)."""
+
+    payload: Any
+    actor: str | None
+    envelope_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        size = len(dumps(self.payload).encode("utf-8"))
+        payload = {"__truncated__": True, "size_bytes": size} if size > FLY_VALUE_LIMIT else self.payload
+        return {"payload": payload, "actor": self.actor, "envelope_id": self.envelope_id}
+
+
+def _base(task_id: str, last_seq: int, first_seq: int, kind: str, *, now: datetime, now_ms: str) -> dict[str, Any]:
+    return {
+        "pk": rec.str_av(rec.task_pk(task_id)),
+        "sk": rec.str_av(rec.event_sk(last_seq)),
+        "first_seq": rec.num_av(first_seq),
+        "type": rec.str_av(kind),
+        "created_at": rec.str_av(now_ms),
+        "ttl": rec.num_av(rec.epoch(now + rec.EVENT_TTL)),
+    }
+
+
+def status_event_item(
+    task_id: str,
+    seq: int,
+    *,
+    data: Mapping[str, Any],
+    actor: str | None,
+    envelope_id: str | None,
+    now: datetime,
+    now_ms: str,
+) -> dict[str, Any]:
+    item = _base(task_id, seq, seq, "status", now=now, now_ms=now_ms)
+    item["status"] = rec.str_av(str(data["status"]))
+    item["data"] = rec.json_av(dict(data))
+    if actor is not None:
+        item["actor"] = rec.str_av(actor)
+    if envelope_id is not None:
+        item["envelope_id"] = rec.str_av(envelope_id)
+    return item
+
+
+def fly_items(
+    task_id: str, last_seq: int, values: Sequence[Mapping[str, Any]], *, now: datetime, now_ms: str
+) -> list[dict[str, Any]]:
+    """Items for ``values`` holding the numbers ``last_seq - len(values) + 1 .. last_seq``, in order."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for value in values:
+        text = dumps(dict(value))
+        if chunks[-1] and size + len(text) > _CHUNK_LIMIT:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(text)
+        size += len(text) + 1
+    items = []
+    seq = last_seq - len(values)
+    for chunk in chunks:
+        first = seq + 1
+        seq += len(chunk)
+        item = _base(task_id, seq, first, "fly", now=now, now_ms=now_ms)
+        item["values"] = rec.str_av("[" + ",".join(chunk) + "]")
+        items.append(item)
+    return items
+
+
+def expand_events(
+    items: Iterable[Mapping[str, Any]],
+    *,
+    after_seq: int,
+    now: datetime,
+    resolve: Callable[[dict[str, Any]], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """``[{"seq", "event", "data"}]`` in sequence order: one entry per status event and per FLY value.
+
+    ``resolve`` turns the stored status data into the data clients see (``{field}_s3`` into ``{field}_url``).
+    """
+    events: list[dict[str, Any]] = []
+    for item in items:
+        if rec.is_expired(item, now):
+            continue
+        kind = rec.get_str(item, "type")
+        last = int((rec.get_str(item, "sk") or rec.EVENT_PREFIX + "0")[len(rec.EVENT_PREFIX) :])
+        if kind == "status":
+            if last > after_seq:
+                events.append({"seq": last, "event": "status", "data": resolve(rec.get_json(item, "data", {}))})
+        elif kind == "fly":
+            first = rec.get_int(item, "first_seq") or last
+            for offset, value in enumerate(rec.get_json(item, "values", [])):
+                seq = first + offset
+                if seq > after_seq:
+                    events.append({"seq": seq, "event": "fly", "data": value})
+    events.sort(key=lambda event: int(event["seq"]))
+    return events

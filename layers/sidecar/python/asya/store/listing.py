@@ -1,0 +1,153 @@
+"""Listing tasks newest first (GATEWAY GW-LIST-1..4) over the day-partitioned indexes of GW-DATA-2.
+
+Without a status filter the walk reads ``by_created`` (``TASKS#{day}``), with one ``by_status``
+(``STATUS#{status}#{day}``), from today back ``window_days`` days (tasks expire 30 days after their terminal status),
+each partition in descending ``{created_at}#{id}`` order. ``flow`` and expired ``ttl`` (GW-DATA-5) are filters.
+The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is the last returned item's table and index
+keys, the ``ExclusiveStartKey`` of the next query. Pages are exact: one extra item is read to know whether a next page
+exists. ``count`` reads the whole range (GW-LIST-3).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from asya.store import records as rec
+from asya.store.errors import ListQueryError
+from asya.store.transition import STATUSES
+from asya.store.views import summary
+
+__all__ = ["MAX_LIMIT", "MAX_OFFSET", "decode_cursor", "encode_cursor", "list_tasks"]
+
+MAX_LIMIT: Final = 100
+MAX_OFFSET: Final = 10_000
+
+
+def encode_cursor(day: str, key: dict[str, str]) -> str:
+    raw = json.dumps({"day": day, "key": key}, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii")
+
+
+def decode_cursor(cursor: str) -> tuple[str, dict[str, str]]:
+    """Raises :class:`ListQueryError` naming ``cursor`` when it is not one of ours."""
+    try:
+        raw = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        day, key = raw["day"], raw["key"]
+    except (ValueError, UnicodeError, binascii.Error, TypeError, KeyError):
+        raise ListQueryError(f"cursor: invalid cursor {cursor!r}") from None
+    if not isinstance(day, str) or not isinstance(key, dict) or not all(isinstance(v, str) for v in key.values()):
+        raise ListQueryError(f"cursor: invalid cursor {cursor!r}")
+    return day, key
+
+
+def _validate(status: str | None, limit: int, cursor: str | None, offset: int | None) -> None:
+    if status is not None and status not in STATUSES:
+        raise ListQueryError(f"status: invalid value {status!r}: use one of {', '.join(STATUSES)}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+        raise ListQueryError(f"limit: invalid value {limit!r}: use an integer between 1 and {MAX_LIMIT}")
+    if offset is not None and (
+        isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_OFFSET
+    ):
+        raise ListQueryError(f"offset: invalid value {offset!r}: use an integer between 0 and {MAX_OFFSET}")
+    if cursor is not None and offset is not None:
+        raise ListQueryError("cursor: use either cursor or offset, not both")
+
+
+class _Walk:
+    """Queries of one listing: the index, its partition keys by day, and the shared filter."""
+
+    def __init__(self, dynamodb: Any, table: str, *, status: str | None, flow: str | None, now: datetime) -> None:
+        self.dynamodb = dynamodb
+        self.table = table
+        self.status = status
+        self.index, self.pk_name, self.sk_name = (
+            ("by_status", "gsi2pk", "gsi2sk") if status is not None else ("by_created", "gsi1pk", "gsi1sk")
+        )
+        names = {"#pk": self.pk_name, "#ttl": "ttl"}
+        values: dict[str, Any] = {":now": rec.num_av(rec.epoch(now))}
+        filters = ["(attribute_not_exists(#ttl) OR #ttl > :now)"]
+        if flow is not None:
+            names["#flow"] = "flow"
+            values[":flow"] = rec.str_av(flow)
+            filters.append("#flow = :flow")
+        self.names = names
+        self.values = values
+        self.filter = " AND ".join(filters)
+
+    def partition(self, day: str) -> str:
+        return rec.status_index_pk(self.status, day) if self.status is not None else rec.created_index_pk(day)
+
+    def pages(self, day: str, *, start: dict[str, str] | None = None, count: bool = False) -> Iterator[dict[str, Any]]:
+        request: dict[str, Any] = {
+            "TableName": self.table,
+            "IndexName": self.index,
+            "KeyConditionExpression": "#pk = :part",
+            "FilterExpression": self.filter,
+            "ExpressionAttributeNames": self.names,
+            "ExpressionAttributeValues": {**self.values, ":part": rec.str_av(self.partition(day))},
+            "ScanIndexForward": False,
+        }
+        if count:
+            request["Select"] = "COUNT"
+        if start is not None:
+            request["ExclusiveStartKey"] = {name: rec.str_av(value) for name, value in start.items()}
+        while True:
+            page = self.dynamodb.query(**request)
+            yield page
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return
+            request["ExclusiveStartKey"] = last
+
+    def key_of(self, item: dict[str, Any]) -> dict[str, str]:
+        return {name: rec.get_str(item, name) or "" for name in ("pk", "sk", self.pk_name, self.sk_name)}
+
+
+def list_tasks(
+    dynamodb: Any,
+    table: str,
+    *,
+    now: datetime,
+    window_days: int,
+    status: str | None = None,
+    flow: str | None = None,
+    limit: int = 20,
+    cursor: str | None = None,
+    offset: int | None = None,
+    count: bool = False,
+) -> dict[str, Any]:
+    """``{"messages": [summary, ...], "total": int | None, "next_cursor": str | None}`` (GW-LIST-2, GW-LIST-3)."""
+    _validate(status, limit, cursor, offset)
+    walk = _Walk(dynamodb, table, status=status, flow=flow, now=now)
+    today = now.date()
+    days = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
+    start_day, start_key = (None, None) if cursor is None else decode_cursor(cursor)
+    if start_day is not None:
+        if start_day not in days:
+            raise ListQueryError(f"cursor: invalid cursor {cursor!r}: its day is outside the listing window")
+        days = days[days.index(start_day) :]
+    skip = offset or 0
+    wanted = skip + limit + 1
+    found: list[tuple[str, dict[str, Any]]] = []
+    for day in days:
+        for page in walk.pages(day, start=start_key if day == start_day else None):
+            found.extend((day, item) for item in page.get("Items", []))
+            if len(found) >= wanted:
+                break
+        if len(found) >= wanted:
+            break
+    page_items = found[skip : skip + limit]
+    next_cursor = None
+    if len(found) > skip + limit and page_items:
+        last_day, last_item = page_items[-1]
+        next_cursor = encode_cursor(last_day, walk.key_of(last_item))
+    total = None
+    if count:
+        all_days = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
+        total = sum(page.get("Count", 0) for day in all_days for page in walk.pages(day, count=True))
+    return {"messages": [summary(item) for _, item in page_items], "total": total, "next_cursor": next_cursor}

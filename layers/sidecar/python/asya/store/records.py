@@ -1,0 +1,185 @@
+"""Item layout of the task table (GATEWAY GW-DATA-2, GW-DATA-5, GW-DATA-6) and DynamoDB attribute-value helpers.
+
+- task: ``pk = TASK#{id}``, ``sk = TASK``: ``id``, ``status``, ``status_order``, ``created_at``, ``updated_at``,
+  ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message``, ``deadline_at``, ``last_seq``,
+  ``data`` (JSON of the extra status data), ``error``, ``failed_actor``, ``checkpoint_key``, ``remaining_seconds``,
+  ``context_id``, the index keys and ``ttl`` (30 days after a terminal status);
+- body: ``sk = BODY``: ``payload``, ``result``, ``error_details``, ``pause_metadata`` as JSON text, or
+  ``{field}_s3`` keys;
+- event: ``sk = EV#{last seq:012d}``: ``first_seq``, ``type`` (``status``/``fly``), ``status``, ``data`` or
+  ``values`` (JSON), ``actor``, ``envelope_id``, ``created_at``, ``ttl`` (24 h).
+
+Indexes: ``by_created`` (``gsi1pk = TASKS#{day of created_at}``, ``gsi1sk = {created_at}#{id}``), ``by_status``
+(``gsi2pk = STATUS#{status}#{day of created_at}``, same sort key), ``active_deadlines`` (sparse, ``gsi3pk =
+ACTIVE#{0..15}`` from a SHA-256 of the id, ``gsi3sk = deadline_at``). JSON values are stored as text so that any JSON
+(floats, empty strings, nulls) round-trips exactly. Values over 64 KiB encoded live in S3 at
+``tasks/{id}/{field}.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from asya.envelope import dumps
+
+__all__ = [
+    "BODY_FIELDS",
+    "BODY_SK",
+    "DEADLINE_SHARDS",
+    "EVENT_PREFIX",
+    "EVENT_TTL",
+    "INLINE_LIMIT",
+    "TASKS_PREFIX",
+    "TASK_SK",
+    "TERMINAL_TTL",
+    "VIEW_INLINE_LIMIT",
+    "created_index_pk",
+    "day_of",
+    "deadline_shard",
+    "epoch",
+    "event_sk",
+    "get_int",
+    "get_json",
+    "get_num",
+    "get_str",
+    "index_sk",
+    "is_expired",
+    "json_av",
+    "key",
+    "new_task_item",
+    "num_av",
+    "status_index_pk",
+    "str_av",
+    "task_pk",
+]
+
+TASK_SK: Final = "TASK"
+BODY_SK: Final = "BODY"
+EVENT_PREFIX: Final = "EV#"
+#: S3 prefix of task values too large for the body item (GW-DATA-6, GW-DATA-7).
+TASKS_PREFIX: Final = "tasks/"
+BODY_FIELDS: Final = ("payload", "result", "error_details", "pause_metadata")
+
+TERMINAL_TTL: Final = timedelta(days=30)
+EVENT_TTL: Final = timedelta(hours=24)
+#: Values larger than this (encoded) are stored in S3 (GW-DATA-6).
+INLINE_LIMIT: Final = 64 * 1024
+#: The task view inlines S3-held values up to this size, else it returns a presigned URL (GW-DATA-6).
+VIEW_INLINE_LIMIT: Final = 4 * 1024 * 1024
+DEADLINE_SHARDS: Final = 16
+_SEQ_DIGITS: Final = 12
+
+
+def task_pk(task_id: str) -> str:
+    return f"TASK#{task_id}"
+
+
+def key(task_id: str, sk: str) -> dict[str, Any]:
+    return {"pk": str_av(task_pk(task_id)), "sk": str_av(sk)}
+
+
+def event_sk(seq: int) -> str:
+    return f"{EVENT_PREFIX}{seq:0{_SEQ_DIGITS}d}"
+
+
+def day_of(timestamp: str) -> str:
+    """``YYYY-MM-DD`` of a task-record timestamp (``format_ts_ms`` form)."""
+    return timestamp[:10]
+
+
+def created_index_pk(day: str) -> str:
+    return f"TASKS#{day}"
+
+
+def status_index_pk(status: str, day: str) -> str:
+    return f"STATUS#{status}#{day}"
+
+
+def index_sk(created_at: str, task_id: str) -> str:
+    return f"{created_at}#{task_id}"
+
+
+def deadline_shard(task_id: str) -> str:
+    digest = hashlib.sha256(task_id.encode("utf-8")).digest()
+    return f"ACTIVE#{digest[0] % DEADLINE_SHARDS}"
+
+
+def epoch(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def str_av(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def num_av(value: float) -> dict[str, str]:
+    if isinstance(value, float) and value.is_integer():
+        return {"N": str(int(value))}
+    return {"N": str(value)}
+
+
+def json_av(value: Any) -> dict[str, str]:
+    return {"S": dumps(value)}
+
+
+def get_str(item: Mapping[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return value["S"] if isinstance(value, Mapping) and "S" in value else None
+
+
+def get_num(item: Mapping[str, Any], name: str) -> float | None:
+    value = item.get(name)
+    return float(value["N"]) if isinstance(value, Mapping) and "N" in value else None
+
+
+def get_int(item: Mapping[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return int(value["N"]) if isinstance(value, Mapping) and "N" in value else None
+
+
+def get_json(item: Mapping[str, Any], name: str, default: Any = None) -> Any:
+    text = get_str(item, name)
+    return default if text is None else json.loads(text)
+
+
+def is_expired(item: Mapping[str, Any], now: datetime) -> bool:
+    """True when the item's ``ttl`` has passed: DynamoDB deletes late and moto never does (GW-DATA-5)."""
+    ttl = get_int(item, "ttl")
+    return ttl is not None and ttl <= epoch(now)
+
+
+def new_task_item(
+    task_id: str, *, actor: str, flow: str | None, deadline_at: str | None, context_id: str | None, now_ms: str
+) -> dict[str, Any]:
+    """The task item of a new ``pending`` task whose event 1 is ``Task created`` (GW-CREATE-7)."""
+    day = day_of(now_ms)
+    item: dict[str, Any] = {
+        **key(task_id, TASK_SK),
+        "id": str_av(task_id),
+        "status": str_av("pending"),
+        "status_order": num_av(0),
+        "created_at": str_av(now_ms),
+        "updated_at": str_av(now_ms),
+        "actor": str_av(actor),
+        "progress_percent": num_av(0),
+        "message": str_av("Task created"),
+        "last_seq": num_av(1),
+        "data": json_av({}),
+        "gsi1pk": str_av(created_index_pk(day)),
+        "gsi1sk": str_av(index_sk(now_ms, task_id)),
+        "gsi2pk": str_av(status_index_pk("pending", day)),
+        "gsi2sk": str_av(index_sk(now_ms, task_id)),
+    }
+    if flow is not None:
+        item["flow"] = str_av(flow)
+    if context_id is not None:
+        item["context_id"] = str_av(context_id)
+    if deadline_at is not None:
+        item["deadline_at"] = str_av(deadline_at)
+        item["gsi3pk"] = str_av(deadline_shard(task_id))
+        item["gsi3sk"] = str_av(deadline_at)
+    return item

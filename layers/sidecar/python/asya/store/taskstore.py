@@ -1,0 +1,464 @@
+"""``TaskStore``: task records, status rules, event log and listing in one DynamoDB table (PROTOCOL section 10,
+GATEWAY sections 4-8, 13, 14).
+
+Write paths and their cost (GW-DATA-8):
+
+- ``create_task``: one ``TransactWriteItems`` (task item, body item, event 1), conditional on the id being new
+  (GW-CREATE-7; creation is not the hot path);
+- a status update (``apply``/``apply_status`` and the ``report_*``, ``cancel`` and backstop helpers built on it): one
+  conditional ``UpdateItem`` of the task item (``asya.store.updates``), then one ``PutItem`` of the event item with
+  the sequence number the update reserved. Terminal and paused updates first write their large values and the expiry
+  to the body item (``result`` and ``error_details`` only if absent, so a losing terminal write cannot replace the
+  winner's), conditional on the task existing. A stale update fails its condition and appends nothing; an unknown id
+  is a no-op (P-STAT-4). A writer dying between the update and the put leaves a gap in the sequence (GW-DATA-3);
+- ``append_fly``: one ``UpdateItem`` reserving ``n`` numbers, then the fly item(s).
+
+Reads: the task view and the event log are strongly consistent; pre-flight is one ``BatchGetItem`` per 100 ids;
+listing reads the eventually consistent indexes. Items whose ``ttl`` passed are ignored everywhere (GW-DATA-5).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from asya.progress import hop_progress
+from asya.store import queries as q
+from asya.store import records as rec
+from asya.store import updates as upd
+from asya.store.bodies import BodyCodec
+from asya.store.errors import StoreConflictError, TaskExistsError
+from asya.store.events import FlyValue, expand_events, fly_items, status_event_item
+from asya.store.listing import list_tasks
+from asya.store.transition import MISSING, StatusUpdate, Verdict, decide
+from asya.store.views import status_data, stored_state, task_view
+from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
+
+__all__ = ["TIMED_OUT", "ApplyResult", "Outcome", "TaskStore"]
+
+_log = logging.getLogger(__name__)
+
+_MAX_ATTEMPTS: Final = 5
+_ROUTE_STEPS: Final = frozenset({"received", "processing", "completed"})
+TIMED_OUT: Final = "task timed out"
+
+
+class Outcome(StrEnum):
+    ACCEPTED = "accepted"
+    STALE = "stale"
+    NOT_FOUND = "not_found"
+    CHECKPOINT_ATTACHED = "checkpoint_attached"
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyResult:
+    """What a status update did; ``status`` is the task's status after it (``None`` for an unknown id)."""
+
+    outcome: Outcome
+    status: str | None = None
+    seq: int | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.outcome is Outcome.ACCEPTED
+
+
+class TaskStore:
+    """The task store shared by the layer, the crew and the gateway. Clients are created lazily when not injected."""
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        bucket: str | None = None,
+        dynamodb: Any = None,
+        s3: Any = None,
+        clock: Clock = system_clock,
+        list_window_days: int = 30,
+    ) -> None:
+        self.table = table
+        self.bucket = bucket
+        self._dynamodb = dynamodb
+        self._s3 = s3
+        self._clock = clock
+        self._window = list_window_days
+        self._bodies = BodyCodec(bucket=bucket, s3=self._s3_client)
+
+    @property
+    def dynamodb(self) -> Any:
+        if self._dynamodb is None:
+            import boto3
+
+            self._dynamodb = boto3.client("dynamodb")
+        return self._dynamodb
+
+    def _s3_client(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+    # ------------------------------------------------------------------ creation
+
+    def create_task(
+        self,
+        *,
+        task_id: str,
+        actor: str,
+        flow: str | None = None,
+        payload: Any = None,
+        deadline_at: str | None = None,
+        context_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Write the task record ``pending`` with event 1 ``Task created`` atomically (GW-CREATE-7); the task view.
+
+        Raises :class:`TaskExistsError` when the id is taken.
+        """
+        now = self._clock()
+        now_ms = format_ts_ms(now)
+        item = rec.new_task_item(
+            task_id, actor=actor, flow=flow, deadline_at=deadline_at, context_id=context_id, now_ms=now_ms
+        )
+        name, value, stored = self._bodies.encode(task_id, "payload", payload)
+        body = {**rec.key(task_id, rec.BODY_SK), name: value}
+        event = status_event_item(
+            task_id, 1, data=status_data(item, {}), actor=None, envelope_id=task_id, now=now, now_ms=now_ms
+        )
+        try:
+            self.dynamodb.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self.table,
+                            "Item": item,
+                            "ConditionExpression": "attribute_not_exists(pk)",
+                        }
+                    },
+                    {"Put": {"TableName": self.table, "Item": body}},
+                    {"Put": {"TableName": self.table, "Item": event}},
+                ]
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "TransactionCanceledException":
+                reasons = exc.response.get("CancellationReasons") or []
+                if any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons):
+                    raise TaskExistsError(f"task {task_id!r} already exists") from None
+            raise
+        return task_view(item, self._bodies.urls(stored), bucket=self.bucket)
+
+    def delete_task(self, task_id: str) -> None:
+        """Delete the task, its body, its events and its S3 values (GW-CREATE-8: the first send found no queue)."""
+        q.batch_delete(self.dynamodb, self.table, q.task_keys(self.dynamodb, self.table, task_id))
+        if self.bucket:
+            s3 = self._s3_client()
+            listing = s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{rec.TASKS_PREFIX}{task_id}/")
+            for obj in listing.get("Contents", []):
+                s3.delete_object(Bucket=self.bucket, Key=obj["Key"])
+
+    # ------------------------------------------------------------------ reads
+
+    def _get_item(self, task_id: str, sk: str) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = self.dynamodb.get_item(
+            TableName=self.table, Key=rec.key(task_id, sk), ConsistentRead=True
+        ).get("Item")
+        if item is None or rec.is_expired(item, self._clock()):
+            return None
+        return item
+
+    def get_task(self, task_id: str, *, enforce_deadline: bool = True) -> dict[str, Any] | None:
+        """The task view (GW-TASK-1), strongly consistent; ``None`` for an unknown or expired id.
+
+        With ``enforce_deadline`` a ``pending``/``running`` task past its deadline is failed first (GW-BACK-3).
+        """
+        item = self._get_item(task_id, rec.TASK_SK)
+        if item is None:
+            return None
+        if enforce_deadline and self._overdue(rec.get_str(item, "status"), rec.get_str(item, "deadline_at")):
+            self.time_out_overdue(
+                task_id, rec.get_str(item, "deadline_at") or "", created_at=rec.get_str(item, "created_at")
+            )
+            item = self._get_item(task_id, rec.TASK_SK)
+            if item is None:
+                return None
+        body = self._bodies.decode_item(self._get_item(task_id, rec.BODY_SK))
+        return task_view(item, body, bucket=self.bucket)
+
+    @staticmethod
+    def status_data(task: Mapping[str, Any]) -> dict[str, Any]:
+        """The status data object (GW-TASK-2) of a task view, as the SSE catch-up frame sends it."""
+        return dict(task["data"])
+
+    def list_tasks(
+        self,
+        *,
+        status: str | None = None,
+        flow: str | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        offset: int | None = None,
+        count: bool = False,
+    ) -> dict[str, Any]:
+        """GW-LIST-2: ``{"messages", "total", "next_cursor"}``; raises ``ListQueryError`` naming a bad parameter."""
+        return list_tasks(
+            self.dynamodb,
+            self.table,
+            now=self._clock(),
+            window_days=self._window,
+            status=status,
+            flow=flow,
+            limit=limit,
+            cursor=cursor,
+            offset=offset,
+            count=count,
+        )
+
+    def events_after(self, task_id: str, after_seq: int) -> list[dict[str, Any]]:
+        """Events with ``seq > after_seq`` in order: ``[{"seq": int, "event": "status"|"fly", "data": {...}}]``.
+
+        One strongly consistent query; a fly item is expanded into one event per value (GW-SSE-11). Gaps (GW-DATA-3)
+        are returned as they are: the caller decides how long to wait for a missing number.
+        """
+        items = q.event_items(self.dynamodb, self.table, task_id, after_seq)
+        return expand_events(items, after_seq=after_seq, now=self._clock(), resolve=self._bodies.urls)
+
+    def preflight_statuses(self, ids: Sequence[str]) -> dict[str, str]:
+        """``{id: status}`` of the ids that have a task record (P-STAT-10): one consistent ``BatchGetItem`` per 100
+        ids. A read error is logged and its ids are left out, which callers treat as unknown (processing continues).
+        """
+        try:
+            return q.batch_statuses(self.dynamodb, self.table, ids, now=self._clock())
+        except (ClientError, BotoCoreError) as exc:
+            _log.warning("pre-flight read failed, treating %d ids as unknown: %s", len(ids), exc)
+            return {}
+
+    # ------------------------------------------------------------------ status writes
+
+    def apply_status(self, task_id: str, update: StatusUpdate) -> bool:
+        """Apply one status event; True when it was accepted and logged (P-STAT-1..4, GW-EVT-1..3)."""
+        return self.apply(task_id, update).accepted
+
+    def apply(self, task_id: str, update: StatusUpdate) -> ApplyResult:
+        """Apply one status event and say what happened (see :class:`Outcome`)."""
+        if update.status == "pending":
+            return ApplyResult(Outcome.STALE)
+        now = self._clock()
+        now_ms = format_ts_ms(now)
+        stored_body: dict[str, Any] = {}
+        if update.terminal or update.status == "paused":
+            found = self._write_body(task_id, update, now, stored_body)
+            if not found:
+                return ApplyResult(Outcome.NOT_FOUND)
+        hint = parse_ts(update.created_at_hint)
+        day = (hint or now).date().isoformat()
+        spec = upd.blind_update(update, task_id=task_id, now=now, now_ms=now_ms, day=day)
+        for _ in range(_MAX_ATTEMPTS):
+            try:
+                response = self.dynamodb.update_item(**spec.request(self.table, task_id))
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                    raise
+                old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+                if not old or rec.is_expired(old, now):
+                    return ApplyResult(Outcome.NOT_FOUND)
+                stored = stored_state(old)
+                decision = decide(stored, update)
+                if decision.verdict is Verdict.STALE:
+                    return ApplyResult(Outcome.STALE, stored.status)
+                if decision.verdict is Verdict.ATTACH_CHECKPOINT:
+                    return self._attach(task_id, update.checkpoint_key or "", stored.status)
+                spec = upd.exact_update(
+                    update, stored, task_id=task_id, now=now, now_ms=now_ms, progress=decision.progress
+                )
+                continue
+            new = response["Attributes"]
+            seq = rec.get_int(new, "last_seq") or 0
+            event = status_event_item(
+                task_id,
+                seq,
+                data=status_data(new, stored_body),
+                actor=update.actor,
+                envelope_id=update.envelope_id,
+                now=now,
+                now_ms=now_ms,
+            )
+            self.dynamodb.put_item(TableName=self.table, Item=event)
+            return ApplyResult(Outcome.ACCEPTED, update.status, seq)
+        raise StoreConflictError(f"status update of task {task_id!r} lost {_MAX_ATTEMPTS} races; giving up")
+
+    def _attach(self, task_id: str, checkpoint_key: str, status: str) -> ApplyResult:
+        spec = upd.attach_checkpoint(checkpoint_key)
+        request = spec.request(self.table, task_id)
+        request["ReturnValues"] = "NONE"
+        try:
+            self.dynamodb.update_item(**request)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return ApplyResult(Outcome.STALE, status)
+        return ApplyResult(Outcome.CHECKPOINT_ATTACHED, status)
+
+    def _write_body(self, task_id: str, update: StatusUpdate, now: datetime, stored: dict[str, Any]) -> bool:
+        """Large values and the expiry of a terminal or paused update, before the status write; False: no task."""
+        spec = upd.UpdateSpec()
+        values: list[tuple[str, Any, bool]] = []
+        if update.status == "succeeded" and update.result is not MISSING:
+            values.append(("result", update.result, True))
+        if update.status == "failed" and update.error_details is not None:
+            values.append(("error_details", dict(update.error_details), True))
+        if update.status == "paused" and update.pause_metadata is not None:
+            values.append(("pause_metadata", dict(update.pause_metadata), False))
+        for field, value, keep_first in values:
+            name, attribute_value, form = self._bodies.encode(task_id, field, value)
+            stored.update(form)
+            placeholder = spec.name(name)
+            label = spec.value(name, attribute_value)
+            spec.sets.append(
+                f"{placeholder} = if_not_exists({placeholder}, {label})" if keep_first else f"{placeholder} = {label}"
+            )
+            if not keep_first:
+                spec.remove(f"{field}_s3" if name == field else field)
+        if update.terminal:
+            spec.set("ttl", rec.num_av(rec.epoch(now + rec.TERMINAL_TTL)))
+        spec.conditions.append(f"attribute_exists({spec.name('pk')})")
+        request = spec.request(self.table, task_id)
+        request["Key"] = rec.key(task_id, rec.BODY_SK)
+        request["ReturnValues"] = "NONE"
+        del request["ReturnValuesOnConditionCheckFailure"]
+        try:
+            self.dynamodb.update_item(**request)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def report_running(
+        self,
+        task_id: str,
+        *,
+        step: str,
+        actor: str,
+        route_prev: Sequence[str],
+        route_curr: str,
+        route_next: Sequence[str],
+        extra: Mapping[str, Any] | None = None,
+        message: str | None = None,
+        envelope_id: str | None = None,
+        created_at: str | None = None,
+    ) -> bool:
+        """A ``running`` event of the layer (P-STAT-5, P-STAT-6) with progress from the input route (P-STAT-8)."""
+        data: dict[str, Any] = {}
+        if step in _ROUTE_STEPS:
+            data.update(prev=list(route_prev), curr=route_curr, next=list(route_next))
+        data.update(extra or {})
+        update = StatusUpdate(
+            status="running",
+            step=step,
+            actor=actor,
+            progress=hop_progress(step, route_prev, route_next),
+            message=message,
+            data=data,
+            envelope_id=envelope_id,
+            created_at_hint=created_at,
+        )
+        return self.apply_status(task_id, update)
+
+    def report_final(
+        self,
+        task_id: str,
+        *,
+        status: str,
+        result: Any = MISSING,
+        error: str | None = None,
+        error_details: Mapping[str, Any] | None = None,
+        failed_actor: str | None = None,
+        checkpoint_key: str | None = None,
+        message: str | None = None,
+        envelope_id: str | None = None,
+        created_at: str | None = None,
+    ) -> bool:
+        """The final status (P-SINK-5, P-TIME-3, P-ERR-6); a stale write, or a checkpoint attach, returns False."""
+        update = StatusUpdate(
+            status=status,
+            result=result,
+            error=error,
+            error_details=error_details,
+            failed_actor=failed_actor,
+            checkpoint_key=checkpoint_key,
+            message=message,
+            envelope_id=envelope_id,
+            created_at_hint=created_at,
+        )
+        return self.apply_status(task_id, update)
+
+    def append_fly(self, task_id: str, values: Sequence[FlyValue]) -> bool:
+        """Append FLY values with consecutive sequence numbers (P-STAT-15..17); False for an unknown id."""
+        if not values:
+            return True
+        try:
+            response = self.dynamodb.update_item(
+                TableName=self.table,
+                Key=rec.key(task_id, rec.TASK_SK),
+                UpdateExpression="SET last_seq = last_seq + :n",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":n": rec.num_av(len(values))},
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                return False
+            raise
+        last = rec.get_int(response["Attributes"], "last_seq") or 0
+        now = self._clock()
+        for item in fly_items(task_id, last, [v.to_dict() for v in values], now=now, now_ms=format_ts_ms(now)):
+            self.dynamodb.put_item(TableName=self.table, Item=item)
+        return True
+
+    def cancel(self, task_id: str) -> str:
+        """GW-CANCEL-1/2: ``"canceled"``, ``"terminal"`` (already terminal, or lost a race) or ``"not_found"``."""
+        result = self.apply(task_id, StatusUpdate(status="canceled", message="Canceled by client"))
+        if result.outcome is Outcome.NOT_FOUND:
+            return "not_found"
+        if not result.accepted:
+            return "terminal"
+        if self.bucket:
+            try:
+                self._s3_client().delete_object(Bucket=self.bucket, Key=f"paused/{task_id}.json")
+            except (ClientError, BotoCoreError) as exc:
+                _log.warning("could not delete paused/%s.json after cancel: %s", task_id, exc)
+        return "canceled"
+
+    # ------------------------------------------------------------------ backstop
+
+    def _overdue(self, status: str | None, deadline_at: str | None) -> bool:
+        deadline = parse_ts(deadline_at)
+        return status in ("pending", "running") and deadline is not None and deadline <= self._clock()
+
+    def time_out_overdue(self, task_id: str, deadline_at: str, *, created_at: str | None = None) -> bool:
+        """Fail a ``pending``/``running`` task whose deadline is still ``deadline_at`` (GW-BACK-2); True if it did."""
+        update = StatusUpdate(
+            status="failed",
+            error=TIMED_OUT,
+            message=TIMED_OUT,
+            if_deadline_at=deadline_at,
+            created_at_hint=created_at,
+        )
+        return self.apply_status(task_id, update)
+
+    def expire_if_overdue(self, task: Mapping[str, Any]) -> bool:
+        """Read-path backstop (GW-BACK-3) on a task view: time it out when it is past its deadline."""
+        status, deadline = task.get("status"), task.get("deadline_at")
+        if not isinstance(status, str) or not isinstance(deadline, str) or not self._overdue(status, deadline):
+            return False
+        return self.time_out_overdue(str(task["id"]), deadline, created_at=task.get("created_at"))
+
+    def overdue_tasks(self) -> list[dict[str, str]]:
+        """``[{"id", "deadline_at"}]`` of the ``active_deadlines`` entries due by now, every shard (GW-BACK-2)."""
+        return q.overdue_entries(self.dynamodb, self.table, due=format_ts(self._clock()))

@@ -1,0 +1,195 @@
+"""The status rules as pure functions (PROTOCOL P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9; GATEWAY GW-BACK-2).
+
+``decide(stored, update)`` says what an update does to a stored task: ``ACCEPT`` (with the progress to store),
+``STALE`` (nothing changes, nothing is logged) or ``ATTACH_CHECKPOINT`` (a terminal task without a checkpoint key gets
+one, no event). The store turns the same rules into DynamoDB condition expressions (``asya.store.updates``); this
+module is the reference they are tested against.
+
+Rules:
+
+- order ``pending`` 0, ``running`` 1, ``paused`` 2, terminal (``succeeded``, ``failed``, ``canceled``) 3; an update
+  with a higher order than the stored status is accepted;
+- ``running`` on ``running`` is a progress update, stale when it would leave ``current_actor``, ``step`` and
+  ``progress_percent`` as they are;
+- ``paused -> running`` only through the gateway's resume (``resume=True``), which requires ``paused``;
+- the first terminal write wins; a later terminal write carrying a ``checkpoint_key`` attaches it when the task has
+  none;
+- progress never decreases; ``succeeded`` sets 100; ``failed``, ``canceled`` and ``paused`` keep it;
+- the backstop's update (``if_deadline_at`` set) applies only to a ``pending``/``running`` task whose ``deadline_at``
+  is still that value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Final
+
+from asya.progress import RUNNING_STEPS
+from asya.store.errors import StatusUpdateError
+
+__all__ = [
+    "MISSING",
+    "STATUSES",
+    "STATUS_ORDER",
+    "TERMINAL",
+    "Decision",
+    "StatusUpdate",
+    "StoredState",
+    "Verdict",
+    "decide",
+]
+
+
+class _Missing:
+    """Sentinel: a value that was not given (``None`` is a valid result)."""
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING: Final = _Missing()
+
+STATUS_ORDER: Final = {
+    "pending": 0,
+    "running": 1,
+    "paused": 2,
+    "succeeded": 3,
+    "failed": 3,
+    "canceled": 3,
+}
+STATUSES: Final = tuple(STATUS_ORDER)
+TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
+
+
+@dataclass(frozen=True, slots=True)
+class StatusUpdate:
+    """One status event to apply to a task (layer, crew, gateway and backstop all use this one shape).
+
+    ``data`` holds the extra members of the status data object (GW-TASK-2: ``prev``, ``curr``, ``next``,
+    ``message_size_kb``, ``duration_ms``, ``frames``, ``attempt``, ``delay_seconds``, ...); keep it small, it is stored
+    on the task item. ``result``, ``error_details`` and ``pause_metadata`` go to the task's body item (or S3).
+    ``created_at_hint`` (the envelope's ``status.created_at``) lets the store guess the task's creation day, which the
+    ``by_status`` index key needs, without a read.
+    """
+
+    status: str
+    step: str | None = None
+    actor: str | None = None
+    progress: float | None = None
+    message: str | None = None
+    data: Mapping[str, Any] = field(default_factory=dict)
+    result: Any = MISSING
+    error: str | None = None
+    error_details: Mapping[str, Any] | None = None
+    failed_actor: str | None = None
+    checkpoint_key: str | None = None
+    pause_metadata: Mapping[str, Any] | None = None
+    remaining_seconds: int | None = None
+    resume: bool = False
+    deadline_at: str | None = None
+    if_deadline_at: str | None = None
+    envelope_id: str | None = None
+    created_at_hint: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUS_ORDER:
+            raise StatusUpdateError(f"status: unknown status {self.status!r}: use one of {', '.join(STATUSES)}")
+        if self.step is not None and (self.status != "running" or self.step not in RUNNING_STEPS):
+            raise StatusUpdateError(
+                f"step: {self.step!r} is not allowed with status {self.status!r}: "
+                f"a running event's step is one of {', '.join(RUNNING_STEPS)}"
+            )
+        if self.progress is not None and (
+            isinstance(self.progress, bool) or not math.isfinite(self.progress) or not 0 <= self.progress <= 100
+        ):
+            raise StatusUpdateError(f"progress: {self.progress!r} is not a number between 0 and 100")
+        if self.resume and self.status != "running":
+            raise StatusUpdateError(f"resume: a resume sets status 'running', got {self.status!r}")
+        if self.deadline_at is not None and not self.resume:
+            raise StatusUpdateError("deadline_at: only a resume sets a new deadline")
+        if self.status == "paused" and not isinstance(self.pause_metadata, Mapping):
+            raise StatusUpdateError(f"pause_metadata: a paused update needs an object, got {self.pause_metadata!r}")
+        if self.result is not MISSING and self.status != "succeeded":
+            raise StatusUpdateError(f"result: only a succeeded update has a result (status {self.status!r})")
+
+    @property
+    def order(self) -> int:
+        return STATUS_ORDER[self.status]
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    """The members of a stored task record the rules look at."""
+
+    status: str
+    created_at: str = ""
+    last_seq: int = 0
+    progress: float = 0.0
+    current_actor: str | None = None
+    step: str | None = None
+    checkpoint_key: str | None = None
+    deadline_at: str | None = None
+
+    @property
+    def order(self) -> int:
+        return STATUS_ORDER.get(self.status, 0)
+
+
+class Verdict(StrEnum):
+    ACCEPT = "accept"
+    STALE = "stale"
+    ATTACH_CHECKPOINT = "attach_checkpoint"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """``progress`` is the value to store when accepted (``None``: unchanged)."""
+
+    verdict: Verdict
+    progress: float | None = None
+
+
+_STALE: Final = Decision(Verdict.STALE)
+
+
+def decide(stored: StoredState, update: StatusUpdate) -> Decision:
+    """Apply the status rules to ``update`` on a task in state ``stored``."""
+    if stored.status in TERMINAL:
+        if update.terminal and update.checkpoint_key and stored.checkpoint_key is None:
+            return Decision(Verdict.ATTACH_CHECKPOINT)
+        return _STALE
+    if update.if_deadline_at is not None and (
+        stored.status not in ("pending", "running") or stored.deadline_at != update.if_deadline_at
+    ):
+        return _STALE
+    if update.resume:
+        return Decision(Verdict.ACCEPT, _progress(stored, update)) if stored.status == "paused" else _STALE
+    if update.status == "running" and stored.status == "running":
+        progress = _progress(stored, update)
+        unchanged = (
+            (update.actor is None or update.actor == stored.current_actor)
+            and (update.step is None or update.step == stored.step)
+            and (progress is None or progress == stored.progress)
+        )
+        return _STALE if unchanged else Decision(Verdict.ACCEPT, progress)
+    if update.order > stored.order:
+        return Decision(Verdict.ACCEPT, _progress(stored, update))
+    return _STALE
+
+
+def _progress(stored: StoredState, update: StatusUpdate) -> float | None:
+    if update.status == "succeeded":
+        return 100.0
+    if update.status != "running" or update.progress is None or update.progress <= stored.progress:
+        return None
+    return float(update.progress)

@@ -1,0 +1,215 @@
+"""The conditional ``UpdateItem`` of the task item that applies one status update (P-STAT-3, GW-DATA-3, GW-DATA-4).
+
+Two forms, sharing the same ``SET``/``REMOVE`` clauses:
+
+- **blind** (first attempt, no read): the condition admits exactly the cases in which the clauses are right without
+  knowing the stored item: a status of higher order, a ``running`` progress update that does not lower the progress
+  and changes something, a resume of a ``paused`` task, the backstop on a ``pending``/``running`` task with the same
+  deadline. The ``by_status`` key needs the task's creation day, so the blind form guesses it (the update's
+  ``created_at_hint``, else today) and checks the guess with ``begins_with(created_at, :day)``;
+- **exact** (after a failed blind attempt returned the stored item): the clauses computed by
+  :func:`asya.store.transition.decide` from that item, guarded by ``last_seq = :seq`` (every accepted event advances
+  ``last_seq``, so an unchanged value means an unchanged status).
+
+Every accepted update advances ``last_seq`` by one; ``ReturnValues=ALL_NEW`` hands the store the new sequence number
+for the event item.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from asya.store import records as rec
+from asya.store.transition import STATUS_ORDER, StatusUpdate, StoredState
+
+__all__ = ["UpdateSpec", "attach_checkpoint", "blind_update", "default_message", "exact_update"]
+
+
+@dataclass
+class UpdateSpec:
+    """An ``UpdateItem`` request on the task item, built clause by clause."""
+
+    sets: list[str] = field(default_factory=list)
+    removes: list[str] = field(default_factory=list)
+    conditions: list[str] = field(default_factory=list)
+    names: dict[str, str] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def name(self, attribute: str) -> str:
+        placeholder = f"#{attribute}"
+        self.names[placeholder] = attribute
+        return placeholder
+
+    def value(self, label: str, attribute_value: dict[str, Any]) -> str:
+        placeholder = f":{label}"
+        self.values[placeholder] = attribute_value
+        return placeholder
+
+    def set(self, attribute: str, attribute_value: dict[str, Any]) -> None:
+        self.sets.append(f"{self.name(attribute)} = {self.value(attribute, attribute_value)}")
+
+    def remove(self, *attributes: str) -> None:
+        self.removes.extend(self.name(attribute) for attribute in attributes)
+
+    def request(self, table: str, task_id: str) -> dict[str, Any]:
+        expression = "SET " + ", ".join(self.sets)
+        if self.removes:
+            expression += " REMOVE " + ", ".join(self.removes)
+        request: dict[str, Any] = {
+            "TableName": table,
+            "Key": rec.key(task_id, rec.TASK_SK),
+            "UpdateExpression": expression,
+            "ConditionExpression": " AND ".join(f"({c})" for c in self.conditions),
+            "ExpressionAttributeNames": self.names,
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if self.values:
+            request["ExpressionAttributeValues"] = self.values
+        return request
+
+
+def default_message(update: StatusUpdate) -> str:
+    """The informative ``message`` of an update that carries none."""
+    if update.message is not None:
+        return update.message
+    actor = update.actor or "actor"
+    data = update.data
+    if update.resume:
+        return "Resumed"
+    if update.step == "received":
+        size = data.get("message_size_kb")
+        return f"Received by {actor} ({size} KB)" if size is not None else f"Received by {actor}"
+    if update.step == "processing":
+        return f"Processing in {actor}"
+    if update.step == "completed":
+        duration = data.get("duration_ms")
+        return f"Completed in {actor} in {duration} ms" if duration is not None else f"Completed in {actor}"
+    if update.step == "retrying":
+        attempt = data.get("attempt")
+        return f"Retrying {actor} (attempt {attempt})" if attempt is not None else f"Retrying {actor}"
+    if update.status == "succeeded":
+        return "Completed"
+    if update.status == "failed":
+        return update.error or "task failed"
+    if update.status == "canceled":
+        return "Canceled"
+    if update.status == "paused" and update.pause_metadata is not None:
+        prompt = update.pause_metadata.get("prompt")
+        return prompt if isinstance(prompt, str) else "Task paused"
+    return update.status.capitalize()
+
+
+def _clauses(
+    spec: UpdateSpec,
+    update: StatusUpdate,
+    *,
+    task_id: str,
+    now: datetime,
+    now_ms: str,
+    day: str,
+    progress: float | None,
+) -> None:
+    spec.set("status", rec.str_av(update.status))
+    spec.set("status_order", rec.num_av(update.order))
+    spec.set("gsi2pk", rec.str_av(rec.status_index_pk(update.status, day)))
+    spec.set("updated_at", rec.str_av(now_ms))
+    spec.set("message", rec.str_av(default_message(update)))
+    spec.set("data", rec.json_av(dict(update.data)))
+    spec.sets.append(f"{spec.name('last_seq')} = {spec.name('last_seq')} + {spec.value('one', rec.num_av(1))}")
+    if update.actor is not None and update.status == "running":
+        spec.set("current_actor", rec.str_av(update.actor))
+    if update.step is not None:
+        spec.set("step", rec.str_av(update.step))
+    if progress is not None:
+        spec.set("progress_percent", rec.num_av(progress))
+    if update.resume:
+        spec.remove("remaining_seconds")
+        if update.deadline_at is None:
+            spec.remove("deadline_at", "gsi3pk", "gsi3sk")
+        else:
+            spec.set("deadline_at", rec.str_av(update.deadline_at))
+            spec.set("gsi3pk", rec.str_av(rec.deadline_shard(task_id)))
+            spec.set("gsi3sk", rec.str_av(update.deadline_at))
+    elif update.status == "paused":
+        spec.remove("deadline_at", "gsi3pk", "gsi3sk")
+        if update.remaining_seconds is None:
+            spec.remove("remaining_seconds")
+        else:
+            spec.set("remaining_seconds", rec.num_av(update.remaining_seconds))
+    elif update.terminal:
+        spec.remove("gsi3pk", "gsi3sk", "remaining_seconds")
+        spec.set("ttl", rec.num_av(rec.epoch(now + rec.TERMINAL_TTL)))
+        if update.status == "failed":
+            spec.set("error", rec.str_av(update.error or "task failed"))
+            if update.failed_actor is not None:
+                spec.set("failed_actor", rec.str_av(update.failed_actor))
+        if update.checkpoint_key is not None:
+            spec.set("checkpoint_key", rec.str_av(update.checkpoint_key))
+
+
+def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: str, day: str) -> UpdateSpec:
+    """The first attempt: no read, the condition admits only the cases its clauses are right for."""
+    spec = UpdateSpec()
+    progress = 100.0 if update.status == "succeeded" else (update.progress if update.status == "running" else None)
+    if update.resume:
+        progress = None
+    _clauses(spec, update, task_id=task_id, now=now, now_ms=now_ms, day=day, progress=progress)
+    spec.conditions.append(f"attribute_exists({spec.name('pk')})")
+    spec.conditions.append(f"begins_with({spec.name('created_at')}, {spec.value('day', rec.str_av(day))})")
+    status, order = spec.name("status"), spec.name("status_order")
+    if update.if_deadline_at is not None:
+        spec.conditions.append(f"{order} < {spec.value('two', rec.num_av(2))}")
+        spec.conditions.append(f"{spec.name('deadline_at')} = {spec.value('dl', rec.str_av(update.if_deadline_at))}")
+    if update.resume:
+        spec.conditions.append(f"{status} = {spec.value('paused', rec.str_av('paused'))}")
+    elif update.status == "running":
+        spec.conditions.append(_running_condition(spec, update))
+    else:
+        spec.conditions.append(f"{order} < {spec.value('order', rec.num_av(update.order))}")
+    return spec
+
+
+def _running_condition(spec: UpdateSpec, update: StatusUpdate) -> str:
+    order = spec.name("status_order")
+    same: list[str] = []
+    guards: list[str] = []
+    if update.actor is not None:
+        same.append(f"{spec.name('current_actor')} = {spec.value('actor', rec.str_av(update.actor))}")
+    if update.step is not None:
+        same.append(f"{spec.name('step')} = {spec.value('step', rec.str_av(update.step))}")
+    if update.progress is not None:
+        progress_name = spec.name("progress_percent")
+        p = spec.value("p", rec.num_av(update.progress))
+        guards.append(f"{progress_name} <= {p}")
+        same.append(f"{progress_name} = {p}")
+    from_lower = f"{order} < {spec.value('one_order', rec.num_av(STATUS_ORDER['running']))}"
+    if not same:
+        # a bare running event on a running task changes nothing: only a pending task accepts it
+        return from_lower
+    running = f"{spec.name('status')} = {spec.value('running', rec.str_av('running'))}"
+    on_running = " AND ".join([running, *guards, f"NOT ({' AND '.join(same)})"])
+    return f"{from_lower} OR ({on_running})"
+
+
+def exact_update(
+    update: StatusUpdate, stored: StoredState, *, task_id: str, now: datetime, now_ms: str, progress: float | None
+) -> UpdateSpec:
+    """The retry after a failed blind attempt: clauses from the stored item, guarded by its ``last_seq``."""
+    spec = UpdateSpec()
+    day = rec.day_of(stored.created_at)
+    _clauses(spec, update, task_id=task_id, now=now, now_ms=now_ms, day=day, progress=progress)
+    spec.conditions.append(f"attribute_exists({spec.name('pk')})")
+    spec.conditions.append(f"{spec.name('last_seq')} = {spec.value('seq', rec.num_av(stored.last_seq))}")
+    return spec
+
+
+def attach_checkpoint(checkpoint_key: str) -> UpdateSpec:
+    """Attach x-sink's checkpoint key to a terminal task that has none (P-STAT-2): no event, no other change."""
+    spec = UpdateSpec()
+    spec.set("checkpoint_key", rec.str_av(checkpoint_key))
+    spec.conditions.append(f"{spec.name('status_order')} = {spec.value('three', rec.num_av(3))}")
+    spec.conditions.append(f"attribute_not_exists({spec.name('checkpoint_key')})")
+    return spec

@@ -1,0 +1,130 @@
+"""What clients see of a task: the task view (GATEWAY GW-TASK-1), the status data object (GW-TASK-2) and the list
+summary (GW-LIST-2), rebuilt from the task item and its body values.
+
+The task item stores only the extra members of the last status event's data (``data``); the rest of the status data
+object is rebuilt from the item and the body, so no value is stored twice (GW-DATA-6, GW-DATA-8). Body values arrive
+already in client form: ``{field: value}`` inline, or ``{field}_url`` / ``{field}_s3`` when held in S3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from asya.store import records as rec
+from asya.store.transition import StoredState
+
+__all__ = ["status_data", "stored_state", "summary", "task_view"]
+
+_BODY_FORMS: Final = ("", "_url", "_s3")
+
+
+def stored_state(item: Mapping[str, Any]) -> StoredState:
+    return StoredState(
+        status=rec.get_str(item, "status") or "pending",
+        created_at=rec.get_str(item, "created_at") or "",
+        last_seq=rec.get_int(item, "last_seq") or 0,
+        progress=rec.get_num(item, "progress_percent") or 0.0,
+        current_actor=rec.get_str(item, "current_actor"),
+        step=rec.get_str(item, "step"),
+        checkpoint_key=rec.get_str(item, "checkpoint_key"),
+        deadline_at=rec.get_str(item, "deadline_at"),
+    )
+
+
+def _copy_body(out: dict[str, Any], body: Mapping[str, Any], field: str) -> None:
+    for suffix in _BODY_FORMS:
+        if field + suffix in body:
+            out[field + suffix] = body[field + suffix]
+            return
+
+
+def status_data(item: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """The status data object of the task's last accepted status event (GW-TASK-2)."""
+    status = rec.get_str(item, "status") or "pending"
+    out: dict[str, Any] = {
+        "id": rec.get_str(item, "id"),
+        "status": status,
+        "progress_percent": rec.get_num(item, "progress_percent") or 0.0,
+        "current_actor": rec.get_str(item, "current_actor"),
+        "step": rec.get_str(item, "step"),
+        "message": rec.get_str(item, "message"),
+    }
+    for name, value in rec.get_json(item, "data", {}).items():
+        out.setdefault(name, value)
+    if status == "succeeded":
+        _copy_body(out, body, "result")
+    elif status == "failed":
+        out["error"] = rec.get_str(item, "error") or "task failed"
+        out["error_details"] = None
+        _copy_body(out, body, "error_details")
+        out["failed_actor"] = rec.get_str(item, "failed_actor")
+    elif status == "paused":
+        _copy_body(out, body, "pause_metadata")
+        out["remaining_seconds"] = rec.get_int(item, "remaining_seconds")
+    checkpoint = rec.get_str(item, "checkpoint_key")
+    if checkpoint is not None:
+        out["checkpoint_key"] = checkpoint
+    out["timestamp"] = rec.get_str(item, "updated_at")
+    return out
+
+
+def task_view(item: Mapping[str, Any], body: Mapping[str, Any], *, bucket: str | None) -> dict[str, Any]:
+    """The task view (GW-TASK-1)."""
+    status = rec.get_str(item, "status") or "pending"
+    view: dict[str, Any] = {
+        "id": rec.get_str(item, "id"),
+        "status": status,
+        "created_at": rec.get_str(item, "created_at"),
+        "updated_at": rec.get_str(item, "updated_at"),
+        "flow": rec.get_str(item, "flow"),
+        "actor": rec.get_str(item, "actor"),
+        "current_actor": rec.get_str(item, "current_actor"),
+        "step": rec.get_str(item, "step"),
+        "progress_percent": rec.get_num(item, "progress_percent") or 0.0,
+        "message": rec.get_str(item, "message"),
+        "deadline_at": rec.get_str(item, "deadline_at"),
+        "last_event_id": rec.get_int(item, "last_seq") or 0,
+    }
+    if status == "paused":
+        view["remaining_seconds"] = rec.get_int(item, "remaining_seconds")
+        _copy_body(view, body, "pause_metadata")
+    _copy_body(view, body, "payload")
+    if "payload" not in view and "payload_url" not in view:
+        view["payload"] = None
+    if status == "succeeded":
+        _copy_body(view, body, "result")
+    elif status == "failed":
+        view["error"] = rec.get_str(item, "error") or "task failed"
+        view["error_details"] = None
+        _copy_body(view, body, "error_details")
+        view["failed_actor"] = rec.get_str(item, "failed_actor")
+    checkpoint = rec.get_str(item, "checkpoint_key")
+    if checkpoint is not None:
+        view["checkpoint_key"] = checkpoint
+        if bucket:
+            view["checkpoint_uri"] = f"s3://{bucket}/{checkpoint}"
+    context_id = rec.get_str(item, "context_id")
+    if context_id is not None:
+        view["context_id"] = context_id
+    view["data"] = status_data(item, body)
+    return view
+
+
+def summary(item: Mapping[str, Any]) -> dict[str, Any]:
+    """One entry of the task list (GW-LIST-2)."""
+    status = rec.get_str(item, "status") or "pending"
+    out: dict[str, Any] = {
+        "id": rec.get_str(item, "id"),
+        "status": status,
+        "flow": rec.get_str(item, "flow"),
+        "actor": rec.get_str(item, "actor"),
+        "created_at": rec.get_str(item, "created_at"),
+        "updated_at": rec.get_str(item, "updated_at"),
+        "progress_percent": rec.get_num(item, "progress_percent") or 0.0,
+        "current_actor": rec.get_str(item, "current_actor"),
+        "deadline_at": rec.get_str(item, "deadline_at"),
+    }
+    if status == "failed":
+        out["error"] = rec.get_str(item, "error") or "task failed"
+    return out

@@ -1,0 +1,456 @@
+"""The DynamoDB task store against moto: creation, status rules, event log, listing, cancel, pre-flight, backstop.
+
+Spec: PROTOCOL section 10 (P-STAT-*), GATEWAY sections 4-7 and 13-14 (GW-TASK-*, GW-LIST-*, GW-CANCEL-1,
+GW-SSE-3/11, GW-DATA-*, GW-BACK-*).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from asya.store import FlyValue, ListQueryError, StatusUpdate, TaskExistsError, TaskStore
+from asya.store import records as rec
+
+pytestmark = pytest.mark.functional
+
+START = datetime(2026, 3, 1, 10, 0, 0, 120_000, tzinfo=UTC)
+ROUTE = ["normalize", "analyze", "summarize"]
+
+
+class Clock:
+    """An injected clock the test moves by hand."""
+
+    def __init__(self, now: datetime = START) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(mesh: Any, clock: Clock) -> TaskStore:
+    return TaskStore(
+        table=mesh.resources.table,
+        bucket=mesh.resources.bucket,
+        dynamodb=mesh.aws.dynamodb,
+        s3=mesh.aws.s3,
+        clock=clock,
+    )
+
+
+def _hop(store: TaskStore, task_id: str, k: int, step: str, **extra: Any) -> bool:
+    return store.report_running(
+        task_id,
+        step=step,
+        actor=ROUTE[k - 1],
+        route_prev=ROUTE[: k - 1],
+        route_curr=ROUTE[k - 1],
+        route_next=ROUTE[k:],
+        extra=extra or None,
+        created_at="2026-03-01T10:00:00Z",
+    )
+
+
+def _task_item(mesh: Any, task_id: str, sk: str = "TASK") -> dict[str, Any]:
+    item: dict[str, Any] = mesh.aws.dynamodb.get_item(
+        TableName=mesh.resources.table, Key=rec.key(task_id, sk), ConsistentRead=True
+    )["Item"]
+    return item
+
+
+def test_gw_create_7_create_and_view(store: TaskStore, mesh: Any) -> None:
+    created = store.create_task(
+        task_id="t1",
+        actor="normalize",
+        flow="text-pipeline",
+        payload={"text": "hi"},
+        deadline_at="2026-03-01T10:05:00Z",
+    )
+    assert created["status"] == "pending"
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["id"] == "t1"
+    assert view["status"] == "pending"
+    assert view["created_at"] == "2026-03-01T10:00:00.120Z"
+    assert view["flow"] == "text-pipeline"
+    assert view["actor"] == "normalize"
+    assert view["payload"] == {"text": "hi"}
+    assert view["last_event_id"] == 1
+    assert view["deadline_at"] == "2026-03-01T10:05:00Z"
+    assert view["current_actor"] is None and view["step"] is None and view["progress_percent"] == 0
+    assert view["data"]["status"] == "pending" and view["data"]["message"] == "Task created"
+    events = store.events_after("t1", 0)
+    assert [(e["seq"], e["event"], e["data"]["message"]) for e in events] == [(1, "status", "Task created")]
+    # GW-DATA-8: the payload lives on the body item, never on the task item
+    assert "payload" not in _task_item(mesh, "t1")
+    assert json.loads(_task_item(mesh, "t1", "BODY")["payload"]["S"]) == {"text": "hi"}
+    # GW-DATA-2: sparse deadline index entry while pending
+    assert _task_item(mesh, "t1")["gsi3sk"]["S"] == "2026-03-01T10:05:00Z"
+
+
+def test_create_refuses_an_existing_id(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    with pytest.raises(TaskExistsError, match="t1"):
+        store.create_task(task_id="t1", actor="normalize")
+
+
+def test_unknown_task_view_is_none_and_writes_are_no_ops(store: TaskStore, mesh: Any) -> None:
+    """P-STAT-4: writes for an id with no task record are no-ops."""
+    assert store.get_task("nope") is None
+    assert _hop(store, "nope", 1, "received") is False
+    assert store.report_final("nope", status="succeeded", result=1) is False
+    assert store.append_fly("nope", [FlyValue("x", "a", "nope")]) is False
+    items = mesh.aws.dynamodb.scan(TableName=mesh.resources.table)["Items"]
+    assert items == []
+
+
+def test_p_stat_3_full_run_sequence_numbers_are_consecutive(store: TaskStore, clock: Clock) -> None:
+    store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
+    for k in (1, 2, 3):
+        clock.advance(milliseconds=10)
+        assert _hop(store, "t1", k, "received", message_size_kb=0.1)
+        assert _hop(store, "t1", k, "processing")
+        assert _hop(store, "t1", k, "completed", duration_ms=12, frames=1)
+    clock.advance(milliseconds=10)
+    assert store.report_final("t1", status="succeeded", result={"summary": "ok"}, checkpoint_key="succeeded/k.json")
+    events = store.events_after("t1", 0)
+    assert [e["seq"] for e in events] == list(range(1, 12))
+    progress = [e["data"]["progress_percent"] for e in events]
+    assert progress == [0, 3.3, 16.7, 33.3, 36.7, 50.0, 66.7, 70.0, 83.3, 100.0, 100.0]
+    final = events[-1]["data"]
+    assert final["status"] == "succeeded"
+    assert final["result"] == {"summary": "ok"}
+    assert final["checkpoint_key"] == "succeeded/k.json"
+    assert final["message"] == "Completed"
+    assert events[1]["data"]["message"] == "Received by normalize (0.1 KB)"
+    assert events[1]["data"]["prev"] == [] and events[1]["data"]["next"] == ["analyze", "summarize"]
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "succeeded"
+    assert view["result"] == {"summary": "ok"}
+    assert view["last_event_id"] == 11
+    assert view["current_actor"] == "summarize"
+    assert view["checkpoint_uri"] == "s3://asya-demo-storage/succeeded/k.json"
+    assert view["data"]["result"] == {"summary": "ok"}
+
+
+def test_p_stat_9_late_received_after_completed_keeps_progress(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    assert _hop(store, "t1", 1, "completed")
+    # out of order: the step changes, so it is logged, but progress never decreases
+    assert _hop(store, "t1", 1, "received")
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["step"] == "received"
+    assert view["progress_percent"] == 33.3
+    assert store.events_after("t1", 2)[0]["data"]["progress_percent"] == 33.3
+
+
+def test_p_stat_6_identical_running_event_is_stale_and_not_logged(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    assert _hop(store, "t1", 1, "processing")
+    assert _hop(store, "t1", 1, "processing") is False
+    assert [e["seq"] for e in store.events_after("t1", 0)] == [1, 2]
+
+
+def test_p_stat_1_running_after_terminal_is_stale(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    assert store.report_final("t1", status="failed", error="boom", error_details={"message": "boom"}, failed_actor="a")
+    assert _hop(store, "t1", 2, "received") is False
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "failed"
+    assert view["error"] == "boom" and view["error_details"] == {"message": "boom"} and view["failed_actor"] == "a"
+    assert store.get_task("t1")["last_event_id"] == 2  # type: ignore[index]
+
+
+def test_p_stat_2_second_terminal_write_is_stale_but_attaches_checkpoint(store: TaskStore, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="normalize", deadline_at="2026-03-01T10:05:00Z")
+    assert store.cancel("t1") == "canceled"
+    # x-sink's success arrives later: stale, the result is never shown, but the checkpoint key is attached
+    ok = store.report_final(
+        "t1", status="succeeded", result={"late": True}, checkpoint_key="succeeded/2026-03-01/t1.json"
+    )
+    assert ok is False
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "canceled"
+    assert "result" not in view
+    assert view["checkpoint_key"] == "succeeded/2026-03-01/t1.json"
+    assert view["last_event_id"] == 2
+    # a second attach does not replace the first key
+    store.report_final("t1", status="failed", error="x", checkpoint_key="failed/2026-03-01/t1.json")
+    assert store.get_task("t1")["checkpoint_key"] == "succeeded/2026-03-01/t1.json"  # type: ignore[index]
+    # terminal: deadline index entry removed, expiry set 30 days after the terminal status
+    item = _task_item(mesh, "t1")
+    assert "gsi3pk" not in item and "gsi3sk" not in item
+    assert int(item["ttl"]["N"]) == int((START + timedelta(days=30)).timestamp())
+    assert item["gsi2pk"]["S"] == "STATUS#canceled#2026-03-01"
+
+
+def test_first_terminal_result_is_not_replaced_by_a_redelivery(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    assert store.report_final("t1", status="succeeded", result={"n": 1})
+    assert store.report_final("t1", status="succeeded", result={"n": 2}) is False
+    assert store.get_task("t1")["result"] == {"n": 1}  # type: ignore[index]
+
+
+def test_status_update_with_wrong_created_day_hint_still_applies(store: TaskStore, mesh: Any) -> None:
+    """The blind update guesses the creation day; a wrong guess falls back to the exact update."""
+    store.create_task(task_id="t1", actor="normalize")
+    update = StatusUpdate(
+        status="running", step="processing", actor="normalize", progress=50.0, created_at_hint="2026-02-27T23:59:59Z"
+    )
+    assert store.apply_status("t1", update)
+    assert _task_item(mesh, "t1")["gsi2pk"]["S"] == "STATUS#running#2026-03-01"
+
+
+def test_pause_and_resume(store: TaskStore, mesh: Any, clock: Clock) -> None:
+    store.create_task(task_id="t1", actor="normalize", deadline_at="2026-03-01T10:05:00Z")
+    meta = {"prompt": "Approve?", "fields": [{"name": "ok", "type": "boolean"}]}
+    assert store.apply_status("t1", StatusUpdate(status="paused", pause_metadata=meta, remaining_seconds=299))
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "paused" and view["deadline_at"] is None
+    assert view["pause_metadata"] == meta and view["remaining_seconds"] == 299
+    assert "gsi3pk" not in _task_item(mesh, "t1")
+    # a redelivered pause is stale
+    assert store.apply_status("t1", StatusUpdate(status="paused", pause_metadata=meta)) is False
+    # only the resume moves paused -> running, restoring the deadline entry
+    assert _hop(store, "t1", 1, "processing") is False
+    clock.advance(minutes=10)
+    resume = StatusUpdate(status="running", resume=True, deadline_at="2026-03-01T10:15:00Z")
+    assert store.apply_status("t1", resume)
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "running" and view["deadline_at"] == "2026-03-01T10:15:00Z"
+    assert view["message"] == "Resumed" and "remaining_seconds" not in view
+    assert _task_item(mesh, "t1")["gsi3sk"]["S"] == "2026-03-01T10:15:00Z"
+
+
+def test_gw_sse_11_fly_values_are_expanded_with_consecutive_ids(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    assert _hop(store, "t1", 1, "processing")
+    assert store.append_fly("t1", [FlyValue("A", "normalize", "t1"), FlyValue(" B", "normalize", "t1")])
+    assert store.append_fly("t1", [FlyValue({"c": 3}, None, "t1")])
+    assert _hop(store, "t1", 1, "completed")
+    events = store.events_after("t1", 0)
+    assert [(e["seq"], e["event"]) for e in events] == [
+        (1, "status"),
+        (2, "status"),
+        (3, "fly"),
+        (4, "fly"),
+        (5, "fly"),
+        (6, "status"),
+    ]
+    assert events[2]["data"] == {"payload": "A", "actor": "normalize", "envelope_id": "t1"}
+    assert events[4]["data"] == {"payload": {"c": 3}, "actor": None, "envelope_id": "t1"}
+    # readers skip values <= P even inside one coalesced item
+    assert [e["seq"] for e in store.events_after("t1", 3)] == [4, 5, 6]
+    assert store.events_after("t1", 6) == []
+
+
+def test_p_stat_17_oversized_fly_value_is_truncated(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    big = "x" * (300 * 1024)
+    assert store.append_fly("t1", [FlyValue(big, "a", "t1"), FlyValue("small", "a", "t1")])
+    events = store.events_after("t1", 1)
+    assert events[0]["data"]["payload"] == {"__truncated__": True, "size_bytes": len(big) + 2}
+    assert events[1]["data"]["payload"] == "small"
+
+
+def test_gw_data_5_expired_events_are_ignored(store: TaskStore, clock: Clock) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    clock.advance(hours=23)
+    assert _hop(store, "t1", 1, "processing")
+    clock.advance(hours=2)  # event 1 is 25 h old, event 2 is 2 h old
+    assert [e["seq"] for e in store.events_after("t1", 0)] == [2]
+
+
+def test_gw_data_5_expired_task_is_gone(store: TaskStore, clock: Clock) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    store.report_final("t1", status="succeeded", result=None)
+    clock.advance(days=31)
+    assert store.get_task("t1") is None
+    assert store.preflight_statuses(["t1"]) == {}
+
+
+def test_gw_data_6_large_values_go_to_s3(store: TaskStore, mesh: Any) -> None:
+    big = {"text": "y" * (70 * 1024)}
+    store.create_task(task_id="t1", actor="normalize", payload=big)
+    assert store.report_final("t1", status="succeeded", result=big)
+    body = _task_item(mesh, "t1", "BODY")
+    assert body["payload_s3"]["S"] == "tasks/t1/payload.json" and "payload" not in body
+    assert body["result_s3"]["S"] == "tasks/t1/result.json"
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["payload"] == big and view["result"] == big
+    final = store.events_after("t1", 1)[0]["data"]
+    assert "result" not in final and "tasks/t1/result.json" in final["result_url"]
+
+
+def test_gw_cancel_1(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    assert store.cancel("nope") == "not_found"
+    assert store.cancel("t1") == "canceled"
+    assert store.cancel("t1") == "terminal"
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "canceled"
+    data = store.events_after("t1", 1)[0]["data"]
+    assert data["status"] == "canceled" and data["message"] == "Canceled by client"
+
+
+def test_gw_cancel_2_deletes_the_paused_envelope(store: TaskStore, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    mesh.aws.s3.put_object(Bucket=mesh.resources.bucket, Key="paused/t1.json", Body=b"{}")
+    store.apply_status("t1", StatusUpdate(status="paused", pause_metadata={"prompt": "p", "fields": []}))
+    assert store.cancel("t1") == "canceled"
+    listing = mesh.aws.s3.list_objects_v2(Bucket=mesh.resources.bucket, Prefix="paused/")
+    assert listing.get("KeyCount", 0) == 0
+
+
+def test_p_stat_10_preflight_batch_read(store: TaskStore) -> None:
+    ids = [f"t{i}" for i in range(150)]
+    for task_id in ids[:120]:
+        store.create_task(task_id=task_id, actor="normalize")
+    store.cancel("t7")
+    statuses = store.preflight_statuses([*ids, "t7"])
+    assert len(statuses) == 120
+    assert statuses["t7"] == "canceled" and statuses["t8"] == "pending"
+    assert "t130" not in statuses
+
+
+def test_p_stat_10_preflight_read_error_means_unknown(mesh: Any, clock: Clock) -> None:
+    broken = TaskStore(table="asya-demo-missing", dynamodb=mesh.aws.dynamodb, clock=clock)
+    assert broken.preflight_statuses(["t1"]) == {}
+
+
+def test_gw_back_3_view_times_out_an_overdue_task(store: TaskStore, clock: Clock, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="normalize", deadline_at="2026-03-01T10:01:00Z")
+    _hop(store, "t1", 1, "processing")
+    assert store.overdue_tasks() == []
+    clock.advance(minutes=2)
+    assert store.overdue_tasks() == [{"id": "t1", "deadline_at": "2026-03-01T10:01:00Z"}]
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "failed" and view["error"] == "task timed out" and view["message"] == "task timed out"
+    assert store.overdue_tasks() == []
+    # GW-BACK-4: x-sink success after the backstop leaves it failed but attaches its checkpoint
+    store.report_final("t1", status="succeeded", result=1, checkpoint_key="succeeded/2026-03-01/t1.json")
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "failed" and view["checkpoint_key"] == "succeeded/2026-03-01/t1.json"
+
+
+def test_gw_back_2_deadline_changed_is_ignored(store: TaskStore, clock: Clock) -> None:
+    store.create_task(task_id="t1", actor="normalize", deadline_at="2026-03-01T10:01:00Z")
+    clock.advance(minutes=2)
+    assert store.time_out_overdue("t1", "2026-03-01T09:00:00Z") is False
+    assert store.expire_if_overdue({"id": "t1", "status": "pending", "deadline_at": "2026-03-01T10:01:00Z"})
+    assert store.get_task("t1", enforce_deadline=False)["status"] == "failed"  # type: ignore[index]
+
+
+def test_gw_list_newest_first_filters_and_cursor(store: TaskStore, clock: Clock) -> None:
+    for i in range(5):
+        store.create_task(task_id=f"a{i}", actor="normalize", flow="text-pipeline" if i % 2 == 0 else None)
+        clock.advance(hours=10)  # spreads the tasks over three days
+    store.report_final("a1", status="failed", error="boom")
+    page1 = store.list_tasks(limit=2, count=True)
+    assert [m["id"] for m in page1["messages"]] == ["a4", "a3"]
+    assert page1["total"] == 5
+    page2 = store.list_tasks(limit=2, cursor=page1["next_cursor"])
+    assert [m["id"] for m in page2["messages"]] == ["a2", "a1"]
+    assert page2["total"] is None
+    assert page2["messages"][1]["error"] == "boom" and page2["messages"][1]["status"] == "failed"
+    page3 = store.list_tasks(limit=2, cursor=page2["next_cursor"])
+    assert [m["id"] for m in page3["messages"]] == ["a0"]
+    assert page3["next_cursor"] is None
+    assert [m["id"] for m in store.list_tasks(offset=1, limit=3)["messages"]] == ["a3", "a2", "a1"]
+    assert [m["id"] for m in store.list_tasks(flow="text-pipeline")["messages"]] == ["a4", "a2", "a0"]
+    by_status = store.list_tasks(status="pending", count=True)
+    assert [m["id"] for m in by_status["messages"]] == ["a4", "a3", "a2", "a0"]
+    assert by_status["total"] == 4
+    assert [m["id"] for m in store.list_tasks(status="failed")["messages"]] == ["a1"]
+    summary = page1["messages"][0]
+    assert set(summary) == {
+        "id",
+        "status",
+        "flow",
+        "actor",
+        "created_at",
+        "updated_at",
+        "progress_percent",
+        "current_actor",
+        "deadline_at",
+    }
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        ({"status": "done"}, "status"),
+        ({"limit": 0}, "limit"),
+        ({"limit": 101}, "limit"),
+        ({"offset": -1}, "offset"),
+        ({"cursor": "not-a-cursor"}, "cursor"),
+        ({"cursor": base64.urlsafe_b64encode(b'{"day":"x","key":{}}').decode(), "offset": 1}, "cursor"),
+    ],
+)
+def test_gw_list_1_invalid_parameters_name_the_parameter(store: TaskStore, kwargs: dict[str, Any], param: str) -> None:
+    with pytest.raises(ListQueryError, match=f"^{param}:"):
+        store.list_tasks(**kwargs)
+
+
+def test_delete_task_removes_every_item(store: TaskStore, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="normalize", payload={"text": "y" * (70 * 1024)})
+    _hop(store, "t1", 1, "processing")
+    store.delete_task("t1")
+    assert mesh.aws.dynamodb.scan(TableName=mesh.resources.table)["Items"] == []
+    assert mesh.aws.s3.list_objects_v2(Bucket=mesh.resources.bucket, Prefix="tasks/").get("KeyCount", 0) == 0
+    assert store.get_task("t1") is None
+
+
+def test_p_stat_5_retrying_keeps_progress_and_is_logged(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    assert _hop(store, "t1", 2, "processing")
+    assert _hop(store, "t1", 2, "retrying", attempt=2, delay_seconds=1, error="boom")
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["step"] == "retrying" and view["progress_percent"] == 50.0
+    assert view["data"]["attempt"] == 2 and view["data"]["delay_seconds"] == 1
+    assert view["message"] == "Retrying analyze (attempt 2)"
+    assert "prev" not in view["data"]
+
+
+@pytest.mark.parametrize(
+    "update",
+    [
+        StatusUpdate(status="running"),
+        StatusUpdate(status="running", step="processing"),
+        StatusUpdate(status="running", actor="analyze"),
+        StatusUpdate(status="running", progress=12.5),
+    ],
+)
+def test_gw_evt_1_partial_running_events(store: TaskStore, update: StatusUpdate) -> None:
+    """External running events may carry any subset of step, current actor and progress (GW-EVT-1/2)."""
+    store.create_task(task_id="t1", actor="normalize")
+    assert store.apply_status("t1", update)
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "running" and view["last_event_id"] == 2
+    # the same event again changes nothing
+    assert store.apply_status("t1", update) is False
