@@ -1,0 +1,62 @@
+"""Header names the project reads or writes (PROTOCOL section 11). Names are matched exactly (P-HDR-2).
+
+Also the two tracking predicates every runtime needs: stealth mode (P-STAT-12) and hook copies (P-STAT-13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = [
+    "A2A_CONTEXT_ID",
+    "A2A_TASK_ID",
+    "DELAY_UNTIL",
+    "FAN_IN",
+    "FIRST_ATTEMPT",
+    "FLOW",
+    "GATEWAY_URL",
+    "MESH_STATUS",
+    "ORIGIN_ID",
+    "PAUSE",
+    "PROGRESS",
+    "RESUME_TASK",
+    "RESUME_TIMEOUT",
+    "ROUTE_OVERRIDE",
+    "ROUTE_RESOLVED",
+    "SINK_HOOK",
+    "TRACEPARENT",
+    "TRACESTATE",
+    "is_hook_copy",
+    "is_stealth",
+]
+
+TRACEPARENT: Final = "traceparent"
+TRACESTATE: Final = "tracestate"
+FIRST_ATTEMPT: Final = "x-asya-first-attempt"
+DELAY_UNTIL: Final = "x-asya-delay-until"
+GATEWAY_URL: Final = "x-asya-gateway-url"
+FLOW: Final = "x-asya-flow"
+PROGRESS: Final = "x-asya-progress"
+A2A_TASK_ID: Final = "x-asya-a2a-task-id"
+A2A_CONTEXT_ID: Final = "x-asya-a2a-context-id"
+MESH_STATUS: Final = "x-asya-mesh-status"
+PAUSE: Final = "x-asya-pause"
+RESUME_TASK: Final = "x-asya-resume-task"
+RESUME_TIMEOUT: Final = "x-asya-resume-timeout"
+FAN_IN: Final = "x-asya-fan-in"
+ORIGIN_ID: Final = "x-asya-origin-id"
+ROUTE_OVERRIDE: Final = "x-asya-route-override"
+ROUTE_RESOLVED: Final = "x-asya-route-resolved"
+SINK_HOOK: Final = "x-asya-sink-hook"
+
+
+def is_stealth(headers: Mapping[str, Any]) -> bool:
+    """``x-asya-mesh-status`` equal to ``off``, case-insensitively (P-STAT-12)."""
+    value = headers.get(MESH_STATUS)
+    return isinstance(value, str) and value.lower() == "off"
+
+
+def is_hook_copy(headers: Mapping[str, Any]) -> bool:
+    """A copy x-sink sent to a sink hook (P-SINK-6); untracked like stealth envelopes (P-STAT-13)."""
+    return SINK_HOOK in headers

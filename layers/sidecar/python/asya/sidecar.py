@@ -1,0 +1,490 @@
+"""The actor Lambda entry point: one SQS batch in, partial batch failures out (PROTOCOL sections 4-6, 8.5, 9, 10, 14).
+
+``lambda_handler(event, context)`` builds an :class:`ActorRuntime` from ``os.environ`` on its first call (variables:
+``asya.config``) and answers ``{"batchItemFailures": [...]}`` through Powertools ``BatchProcessor`` (P-ACK-1).
+
+Per batch: every body is parsed first, and the pre-flight statuses of all tracked records are read with one
+``BatchGetItem`` (GW-DATA-8). Then records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2:
+
+1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
+2. start rule (P-TIME-6): the first record always starts; a record whose budget no longer fits the Lambda's remaining
+   time (minus a 5 s safety margin) fails unstarted, with every later one, and is made visible again at once;
+4. tracking: stealth (P-STAT-12), hook copies (P-STAT-13), children report under their ``parent_id`` (P-FAN-3);
+5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump;
+6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink;
+7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink with reason ``Timeout``;
+8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
+13. ``processing``, the handler call; frames leave as they come (``asya.hop``), FLY values go to the task's log;
+14. zero frames: x-sink ``Completed``; handler error: x-sink ``RuntimeError`` with the error payload (P-RES-11);
+    ``SerializationError`` and unknown destinations: x-sump; then ``completed``;
+15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3), and
+    comes back after ``min(queue visibility timeout, 5 * 2^(n-1))`` seconds (P-ACK-4).
+
+Infrastructure errors are acked only after their x-sump send succeeded (P-ERR-5); a tracked envelope then gets a
+best-effort final ``failed`` status (P-ERR-6). Retry policies, per-call timeouts, chained delays and claim-check
+offload are not handled here: a handler error is sent to x-sink as if no policy applied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any, Final
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya import headers as hdr
+from asya import routing
+from asya.abi import AbiState, Frame, Handler, HandlerError, error_details, load_handler
+from asya.config import ActorConfig
+from asya.envelope import Envelope, Reason, parse_envelope
+from asya.exceptions import AsyaError, EnvelopeParseError, HandlerLoadError, SerializationError
+from asya.hop import HopOutput, Ticker
+from asya.reporting import HopRef, ProgressMode, Reporter
+from asya.store import TaskStore
+from asya.timeutil import Clock, format_ts, parse_ts, system_clock
+from asya.transport import Transport
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+__all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
+
+#: P-TIME-5, P-TIME-6.
+SAFETY_MARGIN_SECONDS: Final = 5.0
+#: P-TIME-3: less than this left before ``deadline_at`` and the handler is not called.
+_SLA_MARGIN: Final = timedelta(seconds=1)
+#: P-ERR-4: ``details.raw_body`` of a body that did not parse.
+_RAW_BODY_LIMIT: Final = 64 * 1024
+
+
+class UnstartedRecordError(AsyaError):
+    """The record was not started under the start rule (P-TIME-6); SQS delivers it again."""
+
+
+@dataclass(slots=True)
+class _Item:
+    body: str
+    envelope: Envelope | None = None
+    error: EnvelopeParseError | None = None
+
+
+@dataclass(slots=True)
+class _Batch:
+    context: Any
+    items: dict[str, _Item]
+    preflight: dict[str, str] = field(default_factory=dict)
+    started: int = 0
+    out_of_time: bool = False
+    unstarted: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Hop:
+    """What the steps after the entry update need about one record."""
+
+    item: _Item
+    entry: Envelope
+    trace: routing.Trace
+    report: HopRef | None  # the task whose status this hop writes: tracked roots only
+    fly_id: str | None  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
+
+
+class ActorRuntime:
+    """One actor's runtime: the loaded handler, clients and reporters, reused across invocations."""
+
+    def __init__(
+        self,
+        config: ActorConfig,
+        *,
+        sqs: SQSClient | None = None,
+        dynamodb: DynamoDBClient | None = None,
+        s3: S3Client | None = None,
+        clock: Clock = system_clock,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+        new_id: Callable[[], str] = routing.new_uuid4,
+    ) -> None:
+        self.config = config
+        self._actor = config.actor
+        self._clock = clock
+        self._monotonic = monotonic
+        self._new_id = new_id
+        self._ts_second = -1
+        self._ts_text = ""
+        self._log = Logger(service=config.queue_name)
+        self._log.append_keys(actor=config.actor)
+        self._transport = Transport(namespace=config.namespace, sqs=sqs, sleep=sleep)
+        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
+        self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
+        self._ticker = Ticker(monotonic=monotonic)
+        self._handler: Handler | None = None
+        self._load_error: HandlerLoadError | None = None
+        try:
+            self._handler = load_handler(config.handler, code_dir=config.code_dir)
+        except HandlerLoadError as exc:  # remembered: every record becomes HandlerLoadError (P-ABI-2)
+            self._load_error = exc
+            self._log.error("handler could not be loaded", extra={"handler": config.handler, "error": str(exc)})
+
+    def _ts(self, moment: datetime) -> str:
+        """``format_ts(moment)``, formatted once per second: every hop stamps several envelopes with "now"."""
+        second = int(moment.timestamp())
+        if second != self._ts_second:
+            self._ts_second, self._ts_text = second, format_ts(moment)
+        return self._ts_text
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
+        records = event.get("Records", [])
+        items = {r["messageId"]: self._parse(r.get("body", "")) for r in records}
+        batch = _Batch(context=context, items=items, preflight=self._preflight(items.values()))
+        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+
+        def record_handler(record: SQSRecord) -> None:
+            self._record(record, batch)
+
+        response = process_partial_response(
+            event=dict(event), record_handler=record_handler, processor=processor, context=context
+        )
+        self._backoff(event, response, batch)
+        return dict(response)
+
+    # -- batch level --------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _parse(body: str) -> _Item:
+        try:
+            return _Item(body=body, envelope=parse_envelope(body))
+        except EnvelopeParseError as exc:
+            return _Item(body=body, error=exc)
+
+    def _preflight(self, items: Any) -> dict[str, str]:
+        ids = {tid for item in items if item.envelope is not None and (tid := _preflight_id(item.envelope))}
+        if not ids:
+            return {}
+        try:
+            return dict(self._store.preflight_statuses(sorted(ids)))
+        except Exception as exc:  # a read error lets processing continue (P-STAT-10)
+            self._log.warning("pre-flight read failed", extra={"error": str(exc)})
+            return {}
+
+    def _backoff(self, event: Mapping[str, Any], response: Mapping[str, Any], batch: _Batch) -> None:
+        """Failed records: unstarted ones come back at once (P-TIME-6), others after ``min(queue visibility
+        timeout, 5 * 2^(n-1))`` seconds, ``n`` = ``ApproximateReceiveCount`` (P-ACK-4). Best effort."""
+        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+        if not failed:
+            return
+        unstarted = set(batch.unstarted)
+        entries: list[tuple[str, int]] = []
+        try:
+            for record in event.get("Records", []):
+                if record["messageId"] not in failed:
+                    continue
+                handle = record["receiptHandle"]
+                if handle in unstarted:
+                    entries.append((handle, 0))
+                else:
+                    receives = int(record.get("attributes", {}).get("ApproximateReceiveCount") or 1)
+                    delay = 5 * 2 ** min(max(receives - 1, 0), 20)
+                    entries.append((handle, min(self._transport.visibility_timeout(self._actor), delay)))
+            self._transport.change_visibilities(self._actor, entries)
+        except Exception as exc:  # the records fail either way; only their return time is lost
+            self._log.warning("could not change the visibility of failed records", extra={"error": str(exc)})
+
+    # -- one record ---------------------------------------------------------------------------------------------
+
+    def _record(self, record: SQSRecord, batch: _Batch) -> None:
+        item = batch.items[record.message_id]
+        now = self._clock()
+        env = item.envelope
+        if env is None:
+            batch.started += 1
+            self._parse_failure(item, self._ts(now))
+            return
+        if not self._may_start(env, batch, now):
+            batch.unstarted.append(record.receipt_handle)
+            raise UnstartedRecordError(f"record {record.message_id} not started: not enough Lambda time left")
+        batch.started += 1
+        status = env.status
+        self._log.append_keys(
+            correlation_id=env.id,
+            attempt=status.attempt if status else 1,
+            phase=status.phase if status else "pending",
+        )
+        self._process(item, env, batch, now)
+
+    def _may_start(self, env: Envelope, batch: _Batch, now: datetime) -> bool:
+        if batch.started == 0:
+            return True
+        if batch.out_of_time:
+            return False
+        remaining = getattr(batch.context, "get_remaining_time_in_millis", None)
+        if remaining is None:
+            return True
+        budget = self.config.actor_timeout
+        deadline = _deadline(env)
+        if deadline is not None:
+            budget = min(budget, (deadline - now).total_seconds())
+        if remaining() / 1000 - SAFETY_MARGIN_SECONDS >= max(0.0, budget):
+            return True
+        batch.out_of_time = True
+        return False
+
+    def _process(self, item: _Item, env: Envelope, batch: _Batch, now_dt: datetime) -> None:
+        actor = self._actor
+        now = self._ts(now_dt)
+        hook = hdr.is_hook_copy(env.headers)
+        untracked = hook or hdr.is_stealth(env.headers)
+        report = None if untracked or env.parent_id else _hop_ref(env)
+        trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
+
+        mismatch = routing.route_mismatch(env, actor)
+        if mismatch is not None:
+            self._infra(Reason.ROUTE_MISMATCH, mismatch, env, report, now, original_payload=env.payload)
+            return
+        preflight_id = _preflight_id(env)
+        task_status = batch.preflight.get(preflight_id) if preflight_id else None
+        if task_status in ("canceled", "paused"):
+            assert task_status is not None
+            self._send(routing.preflight_envelope(env, task_status, actor=actor, now=now, trace=trace))
+            self._log.info("task is not running: sent to x-sink", extra={"task_status": task_status})
+            return
+        deadline = _deadline(env)
+        if not hook and deadline is not None and deadline - now_dt < _SLA_MARGIN:
+            if report is not None:
+                self._reporter.final_failed(
+                    report,
+                    error=routing.SLA_MESSAGE,
+                    error_details={"message": routing.SLA_MESSAGE, "type": routing.DEADLINE_ERROR_TYPE},
+                )
+            self._send(routing.sla_envelope(env, actor=actor, now=now, trace=trace))
+            self._log.warning("SLA deadline expired: sent to x-sink")
+            return
+
+        entry = routing.entry_update(env, actor, now)
+        mode = ProgressMode.of(env.headers)
+        size_kb = round(len(item.body.encode("utf-8")) / 1024, 1) if report and mode is not ProgressMode.FINAL else 0
+        if report is not None:
+            self._reporter.received(report, mode, size_kb)
+        if self._handler is None:
+            assert self._load_error is not None
+            self._infra(
+                Reason.HANDLER_LOAD_ERROR,
+                str(self._load_error),
+                entry,
+                report,
+                now,
+                original_payload=env.payload,
+                details=error_details(self._load_error),
+            )
+            return
+        if report is not None:
+            self._reporter.processing(report, mode, size_kb)
+        fly_id = None if untracked else (env.parent_id or env.id)
+        hop = _Hop(item=item, entry=entry, trace=trace, report=report, fly_id=fly_id)
+        started = self._monotonic()
+        frames = self._call(self._handler, hop)
+        if frames is not None and report is not None:
+            duration_ms = int((self._monotonic() - started) * 1000)
+            self._reporter.completed(report, mode, duration_ms, frames)
+
+    def _call(self, handler: Handler, hop: _Hop) -> int | None:
+        """Run the handler and route its output; the number of frames on success, ``None`` after an error."""
+        entry = hop.entry
+        fly_id = hop.fly_id
+        send_fly = None if fly_id is None else (lambda values: self._reporter.fly(fly_id, entry.id, values))
+        output = HopOutput(
+            send_frames=lambda batch: self._send_frames(batch, hop),
+            send_fly=send_fly,
+            ticker=self._ticker,
+            schedule_first=handler.kind in ("generator", "async_generator"),
+            monotonic=self._monotonic,
+        )
+
+        def on_frame(frame: Frame) -> None:
+            now = self._ts(self._clock())
+            outgoing = routing.forward_frame(
+                entry, frame, frame.index, actor=self._actor, now=now, trace=hop.trace, new_id=self._new_id
+            )
+            output.add_frame(outgoing)
+
+        state = AbiState.from_envelope(entry)
+        failure: HandlerError | SerializationError | None = None
+        try:
+            handler.run(entry.payload, state, on_frame=on_frame, on_fly=output.add_fly)
+        except (HandlerError, SerializationError) as exc:
+            failure = exc
+        try:
+            frames = output.close()  # frames yielded before an error stay sent (P-ABI-11)
+        except SerializationError as exc:
+            failure = failure or exc
+            frames = 0
+        now = self._ts(self._clock())
+        if isinstance(failure, SerializationError):
+            payload = _pristine_payload(hop.item)
+            self._infra(Reason.SERIALIZATION_ERROR, str(failure), entry, hop.report, now, original_payload=payload)
+            return None
+        if failure is not None:
+            details = error_details(failure)
+            self._send(
+                routing.failure_envelope(
+                    entry,
+                    details,
+                    actor=self._actor,
+                    now=now,
+                    original_payload=_pristine_payload(hop.item),
+                    trace=hop.trace,
+                )
+            )
+            self._log.warning("handler error: sent to x-sink", extra={"error": details.get("message")})
+            return None
+        if frames == 0:
+            out = routing.zero_frames_envelope(
+                entry,
+                actor=self._actor,
+                now=now,
+                headers=state.headers,
+                payload=_pristine_payload(hop.item),
+                trace=hop.trace,
+            )
+            self._send(out)
+        return frames
+
+    def _send_frames(self, batch: list[routing.Outgoing], hop: _Hop) -> None:
+        """Send a group of frames; an unknown destination sends that frame's x-sump envelope (P-ROUTE-8)."""
+        results = self._transport.send_batch([(o.actor, o.envelope) for o in batch])
+        unknown = [(o, r.error) for o, r in zip(batch, results, strict=True) if r.error is not None]
+        if not unknown:
+            return
+        now = self._ts(self._clock())
+        sumps = [
+            routing.sump_envelope(
+                reason=Reason.UNKNOWN_ACTOR,
+                message=str(error),
+                actor=self._actor,
+                now=now,
+                envelope=hop.entry,
+                original_payload=outgoing.envelope.payload,
+            )
+            for outgoing, error in unknown
+        ]
+        for result in self._transport.send_batch([(s.actor, s.envelope) for s in sumps]):
+            if result.error is not None:
+                raise result.error
+        self._log.error("unknown destination: frame sent to x-sump", extra={"actors": [o.actor for o, _ in unknown]})
+        lineage = [error for outgoing, error in unknown if outgoing.envelope.id == hop.entry.id]
+        if hop.report is not None and lineage:
+            # frame 0 carries the task (P-FAN-6): it can no longer complete; a lost child does not fail it
+            message = str(lineage[0])
+            details = {"message": message, "type": Reason.UNKNOWN_ACTOR.value}
+            self._reporter.final_failed(hop.report, error=message, error_details=details)
+
+    # -- outcomes -----------------------------------------------------------------------------------------------
+
+    def _send(self, outgoing: routing.Outgoing) -> None:
+        """A required send: any failure propagates and fails the record (P-ACK-2)."""
+        self._transport.send(outgoing.actor, outgoing.envelope)
+
+    def _infra(
+        self,
+        reason: Reason,
+        message: str,
+        env: Envelope,
+        report: HopRef | None,
+        now: str,
+        *,
+        original_payload: Any,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        """An infrastructure error (P-ERR-4..6): x-sump first (required), then the best-effort final status."""
+        extra = {k: v for k, v in (details or {}).items() if k not in ("message", "type")}
+        out = routing.sump_envelope(
+            reason=reason,
+            message=message,
+            actor=self._actor,
+            now=now,
+            envelope=env,
+            original_payload=original_payload,
+            details=extra,
+        )
+        self._send(out)
+        self._log.error("infrastructure error: sent to x-sump", extra={"reason": reason.value, "error": message})
+        if report is not None:
+            self._reporter.final_failed(report, error=message, error_details={"message": message, "type": reason.value})
+
+    def _parse_failure(self, item: _Item, now: str) -> None:
+        """Step 1 (P-ENV-9..12): x-sump with ``details.raw_body``; the id is kept when the body names a valid one."""
+        known_id = _salvage_id(item.body)
+        out = routing.sump_envelope(
+            reason=Reason.PARSE_ERROR,
+            message=str(item.error),
+            actor=self._actor,
+            now=now,
+            details={"raw_body": _truncate(item.body, _RAW_BODY_LIMIT)},
+            new_id=(lambda: known_id) if known_id else self._new_id,
+        )
+        self._log.append_keys(correlation_id=out.envelope.id, attempt=1, phase="failed")
+        self._send(out)
+        self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(item.error)})
+
+
+def _preflight_id(env: Envelope) -> str | None:
+    """The task pre-flight reads: own id, or the parent's for a child (P-FAN-5); none when untracked."""
+    if hdr.is_stealth(env.headers) or hdr.is_hook_copy(env.headers):
+        return None
+    return env.parent_id or env.id
+
+
+def _hop_ref(env: Envelope) -> HopRef:
+    return HopRef(
+        task_id=env.id,
+        route=env.route,
+        envelope_id=env.id,
+        created_at=env.status.created_at if env.status is not None else None,
+    )
+
+
+def _deadline(env: Envelope) -> datetime | None:
+    return parse_ts(env.status.deadline_at) if env.status is not None else None
+
+
+def _pristine_payload(item: _Item) -> Any:
+    """The input payload as received: the handler may have mutated the parsed object in place."""
+    return json.loads(item.body).get("payload")
+
+
+def _salvage_id(body: str) -> str | None:
+    try:
+        raw = json.loads(body)
+    except ValueError:
+        return None
+    candidate = raw.get("id") if isinstance(raw, dict) else None
+    return candidate if isinstance(candidate, str) and 0 < len(candidate) <= 256 else None
+
+
+def _truncate(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
+
+
+_RUNTIME: ActorRuntime | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The Lambda entry point of every user actor; the runtime is built on the first call."""
+    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container (P-ABI-2)
+    if _RUNTIME is None:
+        _RUNTIME = ActorRuntime(ActorConfig.from_env(os.environ))
+    return _RUNTIME.handle(event, context)

@@ -1,0 +1,293 @@
+"""SQS sends for the layer, the crew and the gateway (PROTOCOL sections 5 and 14).
+
+- Queue URLs are resolved with ``GetQueueUrl`` once per actor name and cached for the life of the ``Transport``. An
+  actor name that violates P-NAME-1 is rejected before any call; SQS error codes
+  ``AWS.SimpleQueueService.NonExistentQueue`` / ``QueueDoesNotExist`` mean the actor has no queue. Both are
+  :class:`UnknownActorError` (P-ROUTE-8).
+- Bodies are the envelope's JSON (:meth:`Envelope.to_json`), produced by an injectable ``encoder(actor, envelope)``:
+  the claim-check offload (P-LARGE-2) plugs in there. A body over the SQS limit of 1 MiB is a
+  :class:`~asya.exceptions.SerializationError` (P-LARGE-3).
+- :meth:`Transport.send_batch` uses ``SendMessageBatch``: consecutive items for one queue are grouped, at most 10
+  entries and 1 MiB per call. Failed entries are retried up to 3 times with backoff 100, 200, 400 ms (P-ROUTE-10);
+  if one still fails, :class:`TransportError` is raised and names the items that did go out (they stay sent).
+
+No client is created before the first send; pass ``sqs=`` to inject one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import boto3
+from botocore.exceptions import BotoCoreError, ClientError
+
+from asya import naming
+from asya.envelope import Envelope
+from asya.exceptions import AsyaError, NamingError, SerializationError
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+__all__ = [
+    "MAX_BATCH_BYTES",
+    "MAX_BATCH_ENTRIES",
+    "MAX_MESSAGE_BYTES",
+    "SendResult",
+    "Transport",
+    "TransportError",
+    "UnknownActorError",
+]
+
+#: SQS limits: one message body, one ``SendMessageBatch`` call (entries and total payload).
+MAX_MESSAGE_BYTES: Final = 1024 * 1024
+MAX_BATCH_BYTES: Final = 1024 * 1024
+MAX_BATCH_ENTRIES: Final = 10
+
+_RETRIES: Final = 3
+_INITIAL_BACKOFF: Final = 0.1
+_NO_QUEUE_CODES: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
+
+Encoder = Callable[[str, Envelope], str]
+#: (item index, queue url, body, body size in bytes)
+_Entry = tuple[int, str, str, int]
+
+
+class UnknownActorError(AsyaError):
+    """A destination actor name is invalid or has no queue (P-ROUTE-8): reason ``UnknownActor``."""
+
+    def __init__(self, actor: str, message: str) -> None:
+        super().__init__(message)
+        self.actor = actor
+
+
+class TransportError(AsyaError):
+    """A send failed after its retries. ``results`` holds one entry per item of the call, in order; ``ok`` ones went
+    out and stay sent."""
+
+    def __init__(self, message: str, results: Sequence[SendResult] = ()) -> None:
+        super().__init__(message)
+        self.results = list(results)
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """Outcome of one item of :meth:`Transport.send_batch`; ``error`` is set for an unknown destination only."""
+
+    actor: str
+    message_id: str | None = None
+    error: UnknownActorError | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.message_id is not None
+
+
+def _json_body(_actor: str, envelope: Envelope) -> str:
+    return envelope.to_json()
+
+
+class Transport:
+    """SQS sends to ``asya-{namespace}-{actor}`` queues."""
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        sqs: SQSClient | None = None,
+        encoder: Encoder = _json_body,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._namespace = naming.validate_namespace(namespace)
+        self._sqs = sqs
+        self._encoder = encoder
+        self._sleep = sleep
+        self._urls: dict[str, str] = {}
+        self._visibility: dict[str, int] = {}
+
+    @property
+    def sqs(self) -> SQSClient:
+        if self._sqs is None:
+            self._sqs = boto3.client("sqs")
+        return self._sqs
+
+    def queue_url(self, actor: str) -> str:
+        """The URL of ``actor``'s queue, cached. Raises :class:`UnknownActorError` or :class:`TransportError`."""
+        url = self._urls.get(actor)
+        if url is not None:
+            return url
+        if not naming.is_valid_actor_name(actor):
+            raise UnknownActorError(actor, f"unknown actor {actor!r}: not a valid actor name (P-NAME-1)")
+        try:
+            name = naming.queue_name(self._namespace, actor)
+        except NamingError as exc:
+            raise UnknownActorError(actor, f"unknown actor {actor!r}: {exc}") from None
+        try:
+            url = self.sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
+                raise UnknownActorError(actor, f"unknown actor {actor!r}: queue {name!r} does not exist") from None
+            raise TransportError(f"GetQueueUrl {name!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise TransportError(f"GetQueueUrl {name!r} failed: {exc}") from exc
+        self._urls[actor] = url
+        return url
+
+    def encode(self, actor: str, envelope: Envelope) -> str:
+        """The message body for ``envelope`` sent to ``actor``; :class:`SerializationError` when it cannot be sent."""
+        return self._encode_sized(actor, envelope)[0]
+
+    def _encode_sized(self, actor: str, envelope: Envelope) -> tuple[str, int]:
+        try:
+            body = self._encoder(actor, envelope)
+        except ValueError as exc:  # NaN/Infinity (P-ABI-20)
+            raise SerializationError(f"envelope {envelope.id!r} cannot be encoded as JSON: {exc}") from None
+        size = len(body.encode("utf-8"))
+        if size > MAX_MESSAGE_BYTES:
+            raise SerializationError(
+                f"envelope {envelope.id!r} for {actor!r} is {size} bytes, over the SQS limit of {MAX_MESSAGE_BYTES}"
+            )
+        return body, size
+
+    def send(self, actor: str, envelope: Envelope, *, delay_seconds: int = 0) -> str:
+        """Send one envelope; returns the SQS message id."""
+        url = self.queue_url(actor)
+        body = self.encode(actor, envelope)
+        try:
+            response = self.sqs.send_message(QueueUrl=url, MessageBody=body, DelaySeconds=delay_seconds)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
+                self._urls.pop(actor, None)
+                raise UnknownActorError(actor, f"unknown actor {actor!r}: its queue does not exist") from None
+            raise TransportError(f"SendMessage to {actor!r} failed: {exc}") from exc
+        except BotoCoreError as exc:
+            raise TransportError(f"SendMessage to {actor!r} failed: {exc}") from exc
+        return response["MessageId"]
+
+    def send_batch(self, items: Sequence[tuple[str, Envelope]]) -> list[SendResult]:
+        """Send ``(actor, envelope)`` items in order with ``SendMessageBatch``; one result per item.
+
+        An unknown destination gives a result with ``error`` set and does not stop the others. Raises
+        :class:`SerializationError` (before anything is sent) when a body cannot be sent, and :class:`TransportError`
+        when an entry still fails after the retries.
+        """
+        results: list[SendResult | None] = [None] * len(items)
+        pending: list[_Entry] = []
+        for index, (actor, envelope) in enumerate(items):
+            try:
+                url = self.queue_url(actor)
+            except UnknownActorError as exc:
+                results[index] = SendResult(actor=actor, error=exc)
+                continue
+            body, size = self._encode_sized(actor, envelope)
+            pending.append((index, url, body, size))
+        for chunk in _chunks(pending):
+            self._send_chunk(chunk, items, results)
+        return [r for r in results if r is not None]
+
+    def change_visibility(self, actor: str, receipt_handles: Sequence[str], timeout: int) -> None:
+        """Set the visibility timeout of received messages of ``actor``'s queue; raises :class:`TransportError`."""
+        self.change_visibilities(actor, [(handle, timeout) for handle in receipt_handles])
+
+    def change_visibilities(self, actor: str, entries: Sequence[tuple[str, int]]) -> None:
+        """Like :meth:`change_visibility` with one timeout per message: ``(receipt handle, seconds)`` pairs."""
+        url = self.queue_url(actor)
+        for start in range(0, len(entries), MAX_BATCH_ENTRIES):
+            request: list[Any] = [
+                {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": timeout}
+                for i, (handle, timeout) in enumerate(entries[start : start + MAX_BATCH_ENTRIES])
+            ]
+            try:
+                response = self.sqs.change_message_visibility_batch(QueueUrl=url, Entries=request)
+            except (ClientError, BotoCoreError) as exc:
+                raise TransportError(f"ChangeMessageVisibilityBatch on {actor!r} failed: {exc}") from exc
+            if response.get("Failed"):
+                raise TransportError(f"ChangeMessageVisibilityBatch on {actor!r}: {response['Failed']}")
+
+    def visibility_timeout(self, actor: str) -> int:
+        """The visibility timeout of ``actor``'s queue in seconds, read once and cached."""
+        cached = self._visibility.get(actor)
+        if cached is not None:
+            return cached
+        url = self.queue_url(actor)
+        try:
+            attributes = self.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["VisibilityTimeout"])
+        except (ClientError, BotoCoreError) as exc:
+            raise TransportError(f"GetQueueAttributes on {actor!r} failed: {exc}") from exc
+        value = int(attributes["Attributes"]["VisibilityTimeout"])
+        self._visibility[actor] = value
+        return value
+
+    def _send_chunk(
+        self,
+        chunk: list[_Entry],
+        items: Sequence[tuple[str, Envelope]],
+        results: list[SendResult | None],
+    ) -> None:
+        url = chunk[0][1]
+        waiting = {str(pos): entry for pos, entry in enumerate(chunk)}
+        failures: dict[str, str] = {}
+        for attempt in range(_RETRIES + 1):
+            if attempt:
+                self._sleep(_INITIAL_BACKOFF * 2 ** (attempt - 1))
+            entries: list[Any] = [{"Id": key, "MessageBody": body} for key, (_, _, body, _) in waiting.items()]
+            try:
+                response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
+            except ClientError as exc:
+                if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
+                    self._mark_unknown(waiting, items, results)
+                    return
+                failures = {key: str(exc) for key in waiting}
+                continue
+            except BotoCoreError as exc:
+                failures = {key: str(exc) for key in waiting}
+                continue
+            for ok in response.get("Successful", []):
+                index = waiting.pop(ok["Id"])[0]
+                results[index] = SendResult(actor=items[index][0], message_id=ok["MessageId"])
+            failures = {f["Id"]: f"{f.get('Code', '')}: {f.get('Message', '')}" for f in response.get("Failed", [])}
+            if not waiting:
+                return
+        done = [r if r is not None else SendResult(actor=items[i][0]) for i, r in enumerate(results)]
+        first = next(iter(waiting.values()))[0]
+        raise TransportError(
+            f"SendMessageBatch to {items[first][0]!r}: {len(waiting)} entries still failing after {_RETRIES} "
+            f"retries: {sorted(failures.values())[:3]}",
+            done,
+        )
+
+    def _mark_unknown(
+        self,
+        waiting: dict[str, _Entry],
+        items: Sequence[tuple[str, Envelope]],
+        results: list[SendResult | None],
+    ) -> None:
+        for index, _, _, _ in waiting.values():
+            actor = items[index][0]
+            self._urls.pop(actor, None)
+            results[index] = SendResult(
+                actor=actor, error=UnknownActorError(actor, f"unknown actor {actor!r}: its queue does not exist")
+            )
+
+
+def _chunks(pending: list[_Entry]) -> list[list[_Entry]]:
+    """Consecutive runs for one queue, cut at 10 entries or 1 MiB of bodies."""
+    out: list[list[_Entry]] = []
+    size = 0
+    for entry in pending:
+        body_size = entry[3]
+        current = out[-1] if out else None
+        if (
+            current is None
+            or current[0][1] != entry[1]
+            or len(current) >= MAX_BATCH_ENTRIES
+            or size + body_size > MAX_BATCH_BYTES
+        ):
+            out.append([entry])
+            size = body_size
+        else:
+            current.append(entry)
+            size += body_size
+    return out

@@ -1,0 +1,652 @@
+"""The actor Lambda entry point against moto (PROTOCOL sections 4-6, 8.5, 9, 10, 14).
+
+Each outcome is observed twice: as messages on the right queues and as ``batchItemFailures``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from asya.config import ActorConfig
+from asya.sidecar import ActorRuntime
+from asya.store import TaskStore
+from asya.timeutil import format_ts
+
+pytestmark = pytest.mark.functional
+
+HANDLERS = Path(__file__).resolve().parent / "handlers"
+NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+
+
+@dataclass
+class Context:
+    """The part of the Lambda context object the layer uses."""
+
+    remaining_ms: int = 300_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+class Harness:
+    """One actor runtime wired to the moto mesh, plus helpers to feed it and read the queues."""
+
+    def __init__(
+        self,
+        mesh: Any,
+        handler: str,
+        *,
+        actor: str = "normalize",
+        clock: Callable[[], datetime],
+        env: dict[str, str] | None = None,
+    ) -> None:
+        self.mesh = mesh
+        self.sqs = mesh.aws.sqs
+        self.actor = actor
+        config = ActorConfig.from_env(
+            {
+                "ASYA_NAMESPACE": mesh.resources.namespace,
+                "ASYA_ACTOR": actor,
+                "ASYA_HANDLER": f"sidecar_handlers.{handler}",
+                "ASYA_CODE_DIR": str(HANDLERS),
+                "ASYA_TABLE": mesh.resources.table,
+                "ASYA_BUCKET": mesh.resources.bucket,
+                "ASYA_ACTOR_TIMEOUT": "30",
+                **(env or {}),
+            }
+        )
+        self.runtime = ActorRuntime(
+            config, sqs=self.sqs, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3, clock=clock, sleep=lambda _s: None
+        )
+        self.store = TaskStore(
+            table=mesh.resources.table,
+            bucket=mesh.resources.bucket,
+            dynamodb=mesh.aws.dynamodb,
+            s3=mesh.aws.s3,
+            clock=clock,
+        )
+
+    def url(self, actor: str) -> str:
+        return str(self.mesh.resources.queue_urls[actor])
+
+    def event(self, *bodies: str | dict[str, Any]) -> dict[str, Any]:
+        """Put ``bodies`` on this actor's queue and receive them as one Lambda SQS event."""
+        url = self.url(self.actor)
+        for body in bodies:
+            self.sqs.send_message(QueueUrl=url, MessageBody=body if isinstance(body, str) else json.dumps(body))
+        messages: list[dict[str, Any]] = []
+        while len(messages) < len(bodies):
+            got = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])
+            messages.extend(got.get("Messages", []))
+        by_body = {m["Body"]: m for m in messages}
+        ordered = [by_body[b if isinstance(b, str) else json.dumps(b)] for b in bodies]
+        return {
+            "Records": [
+                {
+                    "messageId": m["MessageId"],
+                    "receiptHandle": m["ReceiptHandle"],
+                    "body": m["Body"],
+                    "attributes": m.get("Attributes", {}),
+                    "messageAttributes": {},
+                    "md5OfBody": m["MD5OfBody"],
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:asya-demo-{self.actor}",
+                    "awsRegion": "us-east-1",
+                }
+                for m in ordered
+            ]
+        }
+
+    def run(self, *bodies: str | dict[str, Any], context: Context | None = None) -> tuple[dict[str, Any], list[str]]:
+        event = self.event(*bodies)
+        response = self.runtime.handle(event, context or Context())
+        failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
+        ids = [r["messageId"] for r in event["Records"]]
+        return response, [str(ids.index(f)) for f in failed]
+
+    def drain(self, actor: str) -> list[dict[str, Any]]:
+        """Every message waiting on ``actor``'s queue, as parsed JSON, in send order."""
+        out: list[tuple[int, dict[str, Any]]] = []
+        url = self.url(actor)
+        while True:
+            got = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["SentTimestamp"])
+            messages = got.get("Messages", [])
+            if not messages:
+                break
+            for m in messages:
+                out.append((len(out), json.loads(m["Body"])))
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        return [body for _, body in out]
+
+
+@pytest.fixture
+def clock() -> Iterator[Callable[[], datetime]]:
+    yield lambda: NOW
+
+
+@pytest.fixture
+def harness(mesh: Any, clock: Callable[[], datetime]) -> Callable[..., Harness]:
+    def make(handler: str, **kwargs: Any) -> Harness:
+        return Harness(mesh, handler, clock=clock, **kwargs)
+
+    return make
+
+
+def envelope(
+    env_id: str | None = None,
+    *,
+    curr: str = "normalize",
+    nxt: list[str] | None = None,
+    headers: dict[str, Any] | None = None,
+    deadline: datetime | None = NOW + timedelta(minutes=5),
+    payload: Any = None,
+    parent_id: str | None = None,
+) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "phase": "pending",
+        "actor": curr,
+        "attempt": 1,
+        "max_attempts": 1,
+        "created_at": format_ts(NOW - timedelta(seconds=5)),
+        "updated_at": format_ts(NOW - timedelta(seconds=5)),
+    }
+    if deadline is not None:
+        status["deadline_at"] = format_ts(deadline)
+    env: dict[str, Any] = {
+        "id": env_id or str(uuid.uuid4()),
+        "route": {"prev": [], "curr": curr, "next": ["analyze"] if nxt is None else nxt},
+        "headers": headers if headers is not None else {"x-asya-flow": "text-pipeline"},
+        "status": status,
+        "payload": {"text": "hello big world"} if payload is None else payload,
+    }
+    if parent_id:
+        env["parent_id"] = parent_id
+    return env
+
+
+# -- routing outcomes -------------------------------------------------------------------------------------------------
+
+
+def test_p_route_3_one_frame_goes_to_the_next_actor(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    env = envelope("t-1")
+    response, failed = h.run(env)
+    assert failed == []
+    assert response == {"batchItemFailures": []}
+    [out] = h.drain("analyze")
+    assert out["id"] == "t-1"
+    assert out["route"] == {"prev": ["normalize"], "curr": "analyze", "next": []}
+    assert out["payload"] == {"text": "hello big world", "seen": True}
+    assert out["status"]["phase"] == "pending"
+    assert out["status"]["actor"] == "analyze"
+    assert out["status"]["deadline_at"] == env["status"]["deadline_at"]
+    assert out["status"]["created_at"] == env["status"]["created_at"]
+    assert out["headers"]["x-asya-flow"] == "text-pipeline"
+    assert out["headers"]["x-asya-first-attempt"] == format_ts(NOW)
+    assert h.drain("x-sink") == []
+    assert h.drain("x-sump") == []
+
+
+def test_p_fan_2_fan_out_ids_parent_id_and_order(harness: Callable[..., Harness]) -> None:
+    h = harness("split")
+    _, failed = h.run(envelope("t-fan", payload={"text": "a b c"}))
+    assert failed == []
+    outs = h.drain("analyze")
+    assert [o["payload"] for o in outs] == [
+        {"chunk": 0, "word": "a"},
+        {"chunk": 1, "word": "b"},
+        {"chunk": 2, "word": "c"},
+    ]
+    assert outs[0]["id"] == "t-fan"
+    assert "parent_id" not in outs[0]
+    for child in outs[1:]:
+        assert child["parent_id"] == "t-fan"
+        assert uuid.UUID(child["id"]).version == 4
+    assert len({o["id"] for o in outs}) == 3
+
+
+def test_p_route_9_more_than_ten_frames_all_leave(harness: Callable[..., Harness]) -> None:
+    h = harness("split")
+    words = " ".join(f"w{i}" for i in range(23))
+    _, failed = h.run(envelope("t-many", payload={"text": words}))
+    assert failed == []
+    outs = h.drain("analyze")
+    assert sorted(o["payload"]["chunk"] for o in outs) == list(range(23))
+
+
+def test_p_route_5_zero_frames_to_sink_with_the_input_as_received(harness: Callable[..., Harness]) -> None:
+    h = harness("nothing")
+    env = envelope("t-zero")
+    _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("x-sink")
+    assert out["route"] == env["route"], "zero frames: route not shifted"
+    assert out["payload"] == env["payload"], "the handler's in-place mutation must not leak"
+    assert out["status"]["phase"] == "succeeded"
+    assert out["status"]["reason"] == "Completed"
+    assert out["status"]["actor"] == "normalize"
+    assert h.drain("analyze") == []
+
+
+def test_p_route_4_exhausted_route_goes_to_sink(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    _, failed = h.run(envelope("t-end", nxt=[]))
+    assert failed == []
+    [out] = h.drain("x-sink")
+    assert out["route"] == {"prev": ["normalize"], "curr": "", "next": []}
+    assert out["status"]["phase"] == "succeeded"
+    assert out["status"]["reason"] == "Completed"
+    assert out["payload"]["seen"] is True
+
+
+def test_p_res_11_handler_error_goes_to_sink_failed_with_error_payload(harness: Callable[..., Harness]) -> None:
+    h = harness("boom")
+    env = envelope("t-boom")
+    _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("x-sink")
+    assert out["route"] == env["route"]
+    assert out["status"]["phase"] == "failed"
+    assert out["status"]["reason"] == "RuntimeError"
+    assert out["status"]["error"]["type"] == "ValueError"
+    assert out["status"]["error"]["mro"] == ["Exception"]
+    assert "Traceback" in out["status"]["error"]["traceback"]
+    assert out["payload"]["error"] == "ValueError: cannot handle {'text': 'hello big world'}"
+    assert out["payload"]["details"]["message"] == "cannot handle {'text': 'hello big world'}"
+    assert out["payload"]["original_payload"] == env["payload"]
+    assert out["headers"]["x-asya-flow"] == "text-pipeline"
+    assert h.drain("x-sump") == []
+
+
+# -- infrastructure errors --------------------------------------------------------------------------------------------
+
+
+def test_p_env_9_non_json_body_goes_to_sump_with_raw_body(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    _, failed = h.run("{this is not json")
+    assert failed == []
+    [out] = h.drain("x-sump")
+    assert out["status"]["reason"] == "ParseError"
+    assert out["status"]["phase"] == "failed"
+    assert out["status"]["actor"] == "normalize"
+    assert out["route"] == {"prev": [], "curr": "x-sump", "next": []}
+    assert out["payload"]["details"]["raw_body"] == "{this is not json"
+    assert "original_payload" not in out["payload"]
+    assert uuid.UUID(out["id"]).version == 4
+
+
+def test_p_env_10_missing_id_goes_to_sump(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    env = envelope()
+    del env["id"]
+    _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("x-sump")
+    assert out["status"]["reason"] == "ParseError"
+    assert "id" in out["payload"]["details"]["message"]
+    assert json.loads(out["payload"]["details"]["raw_body"]) == env
+
+
+def test_p_err_4_parse_error_keeps_a_valid_id(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    env = envelope("t-noroute")
+    del env["route"]
+    h.run(env)
+    [out] = h.drain("x-sump")
+    assert out["id"] == "t-noroute"
+
+
+def test_p_route_1_route_mismatch_goes_to_sump(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    env = envelope("t-mis", curr="summarize")
+    _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("x-sump")
+    assert out["id"] == "t-mis"
+    assert out["status"]["reason"] == "RouteMismatch"
+    assert out["payload"]["details"]["message"] == "route mismatch: envelope for 'summarize' delivered to 'normalize'"
+    assert out["payload"]["original_payload"] == env["payload"]
+    assert out["route"] == env["route"]
+    assert out["status"]["deadline_at"] == env["status"]["deadline_at"]
+    assert h.drain("analyze") == []
+
+
+def test_p_route_1_override_target_accepts(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    env = envelope("t-ovr", curr="summarize", headers={"x-asya-route-override": {"summarize": "normalize"}})
+    _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("analyze")
+    assert out["route"]["prev"] == ["summarize"]
+
+
+def test_p_route_7_frame_sent_to_the_override_target(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    env = envelope("t-ovr2", nxt=["summarize"], headers={"x-asya-route-override": {"summarize": "analyze"}})
+    _, failed = h.run(env)
+    assert failed == []
+    assert h.drain("summarize") == []
+    [out] = h.drain("analyze")
+    assert out["route"]["curr"] == "summarize"
+    assert out["headers"]["x-asya-route-resolved"] == {"summarize": {"target": "analyze", "by": "normalize"}}
+
+
+def test_p_abi_2_handler_load_error_goes_to_sump(harness: Callable[..., Harness]) -> None:
+    h = harness("NeedsArgs.process")
+    _, failed = h.run(envelope("t-load1"), envelope("t-load2"))
+    assert failed == []
+    outs = h.drain("x-sump")
+    assert sorted(o["id"] for o in outs) == ["t-load1", "t-load2"]
+    for out in outs:
+        assert out["status"]["reason"] == "HandlerLoadError"
+        assert "NeedsArgs" in out["payload"]["details"]["message"]
+        assert out["payload"]["original_payload"] == {"text": "hello big world"}
+
+
+def test_p_route_8_unknown_actor_frame_goes_to_sump_others_unaffected(harness: Callable[..., Harness]) -> None:
+    h = harness("to_ghost")
+    _, failed = h.run(envelope("t-ghost"))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["status"]["reason"] == "UnknownActor"
+    assert "ghost" in sump["payload"]["details"]["message"]
+    assert sump["payload"]["original_payload"] == {"to": "ghost"}
+    [ok] = h.drain("analyze")
+    assert ok["payload"] == {"to": "analyze"}
+
+
+def test_p_route_8_unknown_next_actor_in_the_input_route(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    _, failed = h.run(envelope("t-nope", nxt=["nowhere"]))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["status"]["reason"] == "UnknownActor"
+    assert sump["id"] == "t-nope"
+
+
+def test_p_abi_20_unserialisable_frame_goes_to_sump(harness: Callable[..., Harness]) -> None:
+    h = harness("not_json")
+    _, failed = h.run(envelope("t-nan"))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["status"]["reason"] == "SerializationError"
+    assert sump["payload"]["original_payload"] == {"text": "hello big world"}
+
+
+def test_p_err_5_failing_sump_send_fails_the_record_alone(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.sqs.delete_queue(QueueUrl=h.url("x-sump"))
+    _, failed = h.run(envelope("t-ok1"), envelope("t-bad", curr="summarize"), envelope("t-ok2"))
+    assert failed == ["1"]
+    assert sorted(o["id"] for o in h.drain("analyze")) == ["t-ok1", "t-ok2"]
+
+
+def test_p_ack_2_failing_sink_send_fails_the_record(harness: Callable[..., Harness]) -> None:
+    h = harness("boom")
+    h.sqs.delete_queue(QueueUrl=h.url("x-sink"))
+    _, failed = h.run(envelope("t-nosink"))
+    assert failed == ["0"]
+
+
+# -- pre-flight, SLA, stealth, progress ------------------------------------------------------------------------------
+
+
+def test_p_stat_10_canceled_task_goes_to_sink_canceled(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-cancel", actor="normalize", payload={"text": "x"})
+    assert h.store.cancel("t-cancel") == "canceled"
+    _, failed = h.run(envelope("t-cancel"))
+    assert failed == []
+    assert h.drain("analyze") == []
+    [out] = h.drain("x-sink")
+    assert out["status"]["phase"] == "canceled"
+    assert out["status"]["reason"] == "PreFlightCanceled"
+    assert out["status"]["actor"] == "normalize"
+
+
+def test_p_fan_5_child_preflight_reads_the_parent(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-parent", actor="normalize", payload={})
+    h.store.cancel("t-parent")
+    _, failed = h.run(envelope("child-1", parent_id="t-parent"), envelope("t-other"))
+    assert failed == []
+    [sink] = h.drain("x-sink")
+    assert sink["id"] == "child-1"
+    assert sink["status"]["reason"] == "PreFlightCanceled"
+    assert [o["id"] for o in h.drain("analyze")] == ["t-other"]
+
+
+def test_p_time_3_expired_deadline_goes_to_sink_timeout_and_fails_the_task(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-late", actor="normalize", payload={})
+    _, failed = h.run(envelope("t-late", deadline=NOW + timedelta(milliseconds=500)))
+    assert failed == []
+    assert h.drain("analyze") == []
+    [out] = h.drain("x-sink")
+    assert out["status"]["phase"] == "failed"
+    assert out["status"]["reason"] == "Timeout"
+    assert out["status"]["error"] == {"message": "SLA deadline expired", "type": "DeadlineExceeded"}
+    task = h.store.get_task("t-late", enforce_deadline=False)
+    assert task is not None
+    assert task["status"] == "failed"
+    assert task["error"] == "SLA deadline expired"
+
+
+def test_p_stat_12_stealth_mode_writes_nothing(harness: Callable[..., Harness]) -> None:
+    h = harness("stream_fly")
+    h.store.create_task(task_id="t-stealth", actor="normalize", payload={})
+    before = h.store.events_after("t-stealth", 0)
+    headers = {"x-asya-mesh-status": "OFF", "x-asya-progress": "detailed"}
+    _, failed = h.run(envelope("t-stealth", headers=headers))
+    assert failed == []
+    assert h.store.events_after("t-stealth", 0) == before
+    task = h.store.get_task("t-stealth")
+    assert task is not None
+    assert task["status"] == "pending"
+    [out] = h.drain("analyze")
+    assert out["headers"]["x-asya-mesh-status"] == "OFF"
+
+
+def test_p_stat_12_stealth_mode_skips_preflight(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-stealth2", actor="normalize", payload={})
+    h.store.cancel("t-stealth2")
+    _, failed = h.run(envelope("t-stealth2", headers={"x-asya-mesh-status": "off"}))
+    assert failed == []
+    assert [o["id"] for o in h.drain("analyze")] == ["t-stealth2"]
+
+
+def _status_events(h: Harness, task_id: str) -> list[dict[str, Any]]:
+    return [e["data"] for e in h.store.events_after(task_id, 1) if e["event"] == "status"]
+
+
+def test_p_stat_19_hops_mode_writes_one_processing_event(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-hops", actor="normalize", payload={})
+    h.run(envelope("t-hops"))
+    events = _status_events(h, "t-hops")
+    assert [(e["status"], e.get("step")) for e in events] == [("running", "processing")]
+    task = h.store.get_task("t-hops")
+    assert task is not None
+    assert task["status"] == "running"
+    assert task["current_actor"] == "normalize"
+    assert task["progress_percent"] == 25.0  # k=1, N=2: (0 + 0.5) / 2
+
+
+def test_p_stat_19_detailed_mode_writes_received_processing_completed(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-det", actor="normalize", payload={})
+    h.run(envelope("t-det", headers={"x-asya-progress": "detailed"}))
+    steps = [e.get("step") for e in _status_events(h, "t-det")]
+    assert steps == ["received", "processing", "completed"]
+    task = h.store.get_task("t-det")
+    assert task is not None
+    assert task["progress_percent"] == 50.0
+
+
+def test_p_stat_19_final_mode_writes_no_running_events(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-fin", actor="normalize", payload={})
+    h.run(envelope("t-fin", headers={"x-asya-progress": "final"}))
+    assert _status_events(h, "t-fin") == []
+
+
+def test_p_fan_3_children_write_no_status(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-root", actor="normalize", payload={})
+    h.run(envelope("child-x", parent_id="t-root"))
+    assert _status_events(h, "t-root") == []
+
+
+def test_p_stat_15_fly_values_go_to_the_task_log_before_completed(harness: Callable[..., Harness]) -> None:
+    h = harness("stream_fly")
+    h.store.create_task(task_id="t-fly", actor="normalize", payload={})
+    h.run(envelope("t-fly", headers={"x-asya-progress": "detailed"}))
+    events = h.store.events_after("t-fly", 1)
+    kinds = [(e["event"], e["data"].get("step") if e["event"] == "status" else e["data"]["payload"]) for e in events]
+    assert kinds == [
+        ("status", "received"),
+        ("status", "processing"),
+        ("fly", {"partial": 1}),
+        ("fly", {"partial": 2}),
+        ("status", "completed"),
+    ]
+    fly = [e["data"] for e in events if e["event"] == "fly"]
+    assert all(v["actor"] == "normalize" and v["envelope_id"] == "t-fly" for v in fly)
+
+
+def test_p_stat_15_child_fly_goes_to_the_parent_task(harness: Callable[..., Harness]) -> None:
+    h = harness("stream_fly")
+    h.store.create_task(task_id="t-p", actor="normalize", payload={})
+    h.run(envelope("child-fly", parent_id="t-p"))
+    fly = [e["data"] for e in h.store.events_after("t-p", 1) if e["event"] == "fly"]
+    assert [v["payload"] for v in fly] == [{"partial": 1}, {"partial": 2}]
+    assert {v["envelope_id"] for v in fly} == {"child-fly"}
+
+
+def test_p_err_6_infrastructure_error_fails_a_tracked_task(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-infra", actor="normalize", payload={})
+    h.run(envelope("t-infra", curr="summarize"))
+    task = h.store.get_task("t-infra")
+    assert task is not None
+    assert task["status"] == "failed"
+    assert "route mismatch" in task["error"]
+
+
+# -- batch behaviour --------------------------------------------------------------------------------------------------
+
+
+def test_p_time_6_records_without_time_left_fail_unstarted_and_come_back(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    _, failed = h.run(envelope("t-a"), envelope("t-b"), envelope("t-c"), context=Context(remaining_ms=20_000))
+    assert failed == ["1", "2"], "first record always starts; budget 30 s > 20 s - 5 s for the rest"
+    assert [o["id"] for o in h.drain("analyze")] == ["t-a"]
+    again = h.sqs.receive_message(QueueUrl=h.url("normalize"), MaxNumberOfMessages=10)
+    assert sorted(json.loads(m["Body"])["id"] for m in again.get("Messages", [])) == ["t-b", "t-c"]
+
+
+def test_p_time_6_short_deadline_budget_lets_a_record_start(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    soon = NOW + timedelta(seconds=8)
+    _, failed = h.run(envelope("t-a"), envelope("t-b", deadline=soon), context=Context(remaining_ms=14_000))
+    assert failed == []
+
+
+def test_p_ack_1_lambda_event_fixture_shape(harness: Callable[..., Harness]) -> None:
+    """The canonical SQS event (tests/events/sqs_event.json) is accepted as is."""
+    h = harness("echo")
+    event = json.loads((Path(__file__).resolve().parent.parent / "events" / "sqs_event.json").read_text())
+    response = h.runtime.handle(event, Context())
+    assert response == {"batchItemFailures": []}
+    [out] = h.drain("analyze")
+    assert out["route"]["prev"] == ["normalize"]
+
+
+def test_p_route_8_unknown_destination_of_frame_zero_fails_a_tracked_task(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-lost", actor="normalize", payload={})
+    _, failed = h.run(envelope("t-lost", nxt=["nowhere"]))
+    assert failed == []
+    task = h.store.get_task("t-lost")
+    assert task is not None
+    assert task["status"] == "failed"
+    assert "nowhere" in task["error"]
+
+
+def test_p_fan_6_unknown_destination_of_a_child_does_not_fail_the_task(harness: Callable[..., Harness]) -> None:
+    h = harness("child_to_ghost")
+    h.store.create_task(task_id="t-kid", actor="normalize", payload={})
+    _, failed = h.run(envelope("t-kid"))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["payload"]["original_payload"] == {"to": "ghost"}
+    assert [o["id"] for o in h.drain("analyze")] == ["t-kid"]
+    task = h.store.get_task("t-kid")
+    assert task is not None
+    assert task["status"] == "running"
+
+
+TRACEPARENT = "00-8f1c2d3e4b5a69788796a5b4c3d2e1f0-1a2b3c4d5e6f7081-01"
+
+
+@pytest.mark.parametrize(("tracing", "same_span"), [("", True), ("true", False)])
+def test_p_trace_1_traceparent_on_every_send(harness: Callable[..., Harness], tracing: str, same_span: bool) -> None:
+    h = harness("split", env={"ASYA_TRACING": tracing})
+    h.run(envelope("t-tr", headers={"traceparent": TRACEPARENT, "tracestate": "k=v"}, payload={"text": "a b"}))
+    outs = h.drain("analyze")
+    assert len(outs) == 2
+    parents = {o["headers"]["traceparent"] for o in outs}
+    assert len(parents) == 1, "one span per hop"
+    [parent] = parents
+    assert parent.split("-")[1] == "8f1c2d3e4b5a69788796a5b4c3d2e1f0"
+    assert (parent == TRACEPARENT) is same_span
+    assert all(o["headers"]["tracestate"] == "k=v" for o in outs)
+
+
+def test_lambda_handler_builds_the_runtime_once_from_the_environment(
+    mesh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asya import sidecar
+
+    monkeypatch.setattr(sidecar, "_RUNTIME", None)
+    for key, value in {
+        "ASYA_NAMESPACE": mesh.resources.namespace,
+        "ASYA_ACTOR": "normalize",
+        "ASYA_HANDLER": "sidecar_handlers.echo",
+        "ASYA_CODE_DIR": str(HANDLERS),
+    }.items():
+        monkeypatch.setenv(key, value)
+    h = Harness(mesh, "echo", clock=lambda: datetime.now(UTC))
+    first = sidecar.lambda_handler(h.event(envelope("t-l1", deadline=None)), Context())
+    runtime = sidecar._RUNTIME
+    second = sidecar.lambda_handler(h.event(envelope("t-l2", deadline=None)), Context())
+    assert first == second == {"batchItemFailures": []}
+    assert runtime is not None
+    assert sidecar._RUNTIME is runtime
+    assert sorted(o["id"] for o in h.drain("analyze")) == ["t-l1", "t-l2"]
+
+
+def test_p_ack_4_failed_records_come_back_with_backoff(harness: Callable[..., Harness]) -> None:
+    h = harness("boom")
+    h.sqs.delete_queue(QueueUrl=h.url("x-sink"))
+    seen: list[dict[str, Any]] = []
+    h.sqs.meta.events.register(
+        "before-parameter-build.sqs.ChangeMessageVisibilityBatch", lambda params, **_: seen.extend(params["Entries"])
+    )
+    event = h.event(envelope("t-1st"), envelope("t-3rd"))
+    event["Records"][1]["attributes"]["ApproximateReceiveCount"] = "3"
+    response = h.runtime.handle(event, Context())
+    assert len(response["batchItemFailures"]) == 2
+    assert [e["VisibilityTimeout"] for e in seen] == [5, 20]
+    assert h.sqs.receive_message(QueueUrl=h.url("normalize")).get("Messages", []) == []
