@@ -1,0 +1,21 @@
+"""asya_crew: the built-in crew actors x-sink and x-sump (PROTOCOL section 12), run by the same batch machinery as
+user actors. Each module exposes ``Runtime(config, *, sqs=None, dynamodb=None, s3=None, clock=...)`` with
+``handle(event, context)`` and a module-level ``lambda_handler``. Importing this package has no side effects.
+"""
+
+from __future__ import annotations
+
+from asya_crew.checkpoint import CheckpointError, checkpoint_id, checkpoint_key, checkpoint_name, put_checkpoint
+from asya_crew.sink import HookSendError, SinkRuntime
+from asya_crew.sump import SumpRuntime
+
+__all__ = [
+    "CheckpointError",
+    "HookSendError",
+    "SinkRuntime",
+    "SumpRuntime",
+    "checkpoint_id",
+    "checkpoint_key",
+    "checkpoint_name",
+    "put_checkpoint",
+]

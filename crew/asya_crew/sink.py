@@ -1,0 +1,207 @@
+"""x-sink: the end of every route (PROTOCOL section 12.1, P-SINK-1..7; checkpoints 12.3).
+
+Per record, after parsing (a body that does not parse goes to x-sump as ``ParseError``, P-ERR-4):
+
+- hook copy (``x-asya-sink-hook``): phase ``failed`` is forwarded to x-sump, anything else acked (P-SINK-2);
+- fan-in partial (``x-asya-fan-in``): phase ``failed`` becomes the final ``failed`` status of
+  ``x-asya-fan-in.origin_id`` (unless stealth) and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
+- phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
+- ``succeeded``/``failed`` (P-SINK-5): (b) checkpoint ``{phase}/{date}/{name}.json`` (a failure fails the record);
+  (c) unless ``parent_id`` is set or the envelope is in stealth mode, the final status of ``x-asya-origin-id`` (else
+  ``id``) with its ``checkpoint_key``; an unknown task is a no-op, a stale write is fine, a write error fails the
+  record; (d) one copy per ``ASYA_SINK_HOOKS`` actor for a root envelope (P-SINK-6), each sent even when another
+  fails; (e) phase ``failed``: the envelope unchanged to x-sump; (f) ack once every send succeeded.
+
+Payload references (``__ref__``, P-LARGE-4) are checkpointed and reported as they are: rehydration is not done here.
+Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_SINK_HOOKS``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya import headers as hdr
+from asya import naming, routing
+from asya.config import ActorConfig
+from asya.envelope import Envelope, Phase, Reason, Route, Status, parse_envelope
+from asya.exceptions import AsyaError, EnvelopeParseError
+from asya.store import TaskStore
+from asya.timeutil import Clock, format_ts, system_clock
+from asya.transport import Transport
+from asya_crew.checkpoint import checkpoint_id, checkpoint_key, put_checkpoint
+from asya_crew.runtime import run_batch
+
+__all__ = ["HookSendError", "SinkRuntime", "lambda_handler"]
+
+_RAW_BODY_LIMIT: Final = 64 * 1024
+_FINAL_PHASES: Final = frozenset({Phase.SUCCEEDED.value, Phase.FAILED.value})
+
+
+class HookSendError(AsyaError):
+    """At least one sink-hook copy could not be sent; the record fails so SQS retries it (P-SINK-5 (f))."""
+
+
+class SinkRuntime:
+    """The x-sink Lambda runtime; clients are created lazily when not injected."""
+
+    def __init__(
+        self,
+        config: ActorConfig,
+        *,
+        sqs: Any = None,
+        dynamodb: Any = None,
+        s3: Any = None,
+        clock: Clock = system_clock,
+        logger: Any = None,
+        new_id: Callable[[], str] = routing.new_uuid4,
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._new_id = new_id
+        self._s3 = s3
+        self._log = logger if logger is not None else Logger(service=config.queue_name)
+        self._transport = Transport(namespace=config.namespace, sqs=sqs)
+        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
+        return run_batch(event, context, self._record, release=self._release)
+
+    def _release(self, receipt_handles: list[str]) -> None:
+        try:
+            self._transport.change_visibility(self.config.actor, receipt_handles, 0)
+        except AsyaError as exc:
+            self._log.warning("could not release unstarted records", extra={"error": str(exc)})
+
+    def _record(self, record: SQSRecord) -> None:
+        body = record.body or ""
+        try:
+            envelope = parse_envelope(body)
+        except EnvelopeParseError as exc:
+            self._parse_failure(body, exc)
+            return
+        headers = envelope.headers
+        phase = envelope.status.phase if envelope.status is not None else Phase.PENDING.value
+        context = {"correlation_id": envelope.id, "phase": phase}
+        if hdr.is_hook_copy(headers):
+            if phase == Phase.FAILED.value:
+                self._transport.send(naming.SUMP, envelope)
+            return
+        if hdr.FAN_IN in headers:
+            self._fan_in_partial(envelope, phase, context)
+            return
+        if phase not in _FINAL_PHASES:
+            self._log.info("envelope acked without a final status", extra=context)
+            return
+        self._finish(envelope, phase, context)
+
+    def _finish(self, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
+        key = checkpoint_key(envelope, phase, now=self._clock())
+        put_checkpoint(self.s3, self.config.bucket, key, envelope.to_json())
+        if not envelope.parent_id and not hdr.is_stealth(envelope.headers):
+            self._report(checkpoint_id(envelope), envelope, phase, key)
+        hook_errors = self._send_hooks(envelope, phase) if not envelope.parent_id else []
+        if phase == Phase.FAILED.value:
+            self._transport.send(naming.SUMP, envelope)
+        if hook_errors:
+            raise HookSendError(f"sink hooks not reached: {'; '.join(hook_errors)}")
+        self._log.info("envelope finished", extra={**context, "checkpoint_key": key})
+
+    def _report(self, task_id: str, envelope: Envelope, phase: str, key: str | None) -> None:
+        status = envelope.status or Status()
+        if phase == Phase.SUCCEEDED.value:
+            self._store.report_final(
+                task_id,
+                status="succeeded",
+                result=envelope.payload,
+                checkpoint_key=key,
+                envelope_id=envelope.id,
+                created_at=status.created_at,
+            )
+            return
+        payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+        error = status.error.get("message") if status.error else None
+        if not isinstance(error, str):
+            error = payload.get("error") if isinstance(payload.get("error"), str) else "task failed"
+        details = status.error if status.error else payload.get("details")
+        self._store.report_final(
+            task_id,
+            status="failed",
+            error=error,
+            error_details=details if isinstance(details, dict) else None,
+            failed_actor=status.actor,
+            checkpoint_key=key,
+            envelope_id=envelope.id,
+            created_at=status.created_at,
+        )
+
+    def _fan_in_partial(self, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
+        if phase != Phase.FAILED.value:
+            self._log.warning("fan-in partial reached x-sink: acked", extra=context)
+            return
+        fan_in = envelope.headers.get(hdr.FAN_IN)
+        origin = fan_in.get("origin_id") if isinstance(fan_in, dict) else None
+        if isinstance(origin, str) and origin and not hdr.is_stealth(envelope.headers):
+            self._report(origin, envelope, phase, None)
+        self._transport.send(naming.SUMP, envelope)
+
+    def _send_hooks(self, envelope: Envelope, phase: str) -> list[str]:
+        """One copy per hook (P-SINK-6); every hook is tried, failures are returned."""
+        errors = []
+        now = format_ts(self._clock())
+        status = envelope.status or Status()
+        prev = [*envelope.route.prev, envelope.route.curr] if envelope.route.curr else list(envelope.route.prev)
+        for hook in self.config.sink_hooks:
+            copy = envelope.copy()
+            copy.route = Route(prev=list(prev), curr=hook, next=[])
+            copy.headers[hdr.SINK_HOOK] = {"hook": hook, "phase": phase}
+            copy.status = Status(
+                phase=Phase.PENDING.value,
+                actor=hook,
+                created_at=status.created_at or now,
+                updated_at=now,
+                deadline_at=status.deadline_at,
+            )
+            try:
+                self._transport.send(hook, copy)
+            except AsyaError as exc:
+                errors.append(f"{hook}: {exc}")
+        return errors
+
+    def _parse_failure(self, body: str, error: EnvelopeParseError) -> None:
+        """Step 1 (P-ENV-9..12, P-ERR-4): x-sump with ``details.raw_body``, acked after the send."""
+        raw = body.encode("utf-8")[:_RAW_BODY_LIMIT].decode("utf-8", errors="ignore")
+        out = routing.sump_envelope(
+            reason=Reason.PARSE_ERROR,
+            message=str(error),
+            actor=self.config.actor,
+            now=format_ts(self._clock()),
+            details={"raw_body": raw},
+            new_id=self._new_id,
+        )
+        self._transport.send(out.actor, out.envelope)
+        self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
+
+
+_RUNTIME: SinkRuntime | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The x-sink Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
+    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
+    if _RUNTIME is None:
+        _RUNTIME = SinkRuntime(ActorConfig.from_env(os.environ))
+    return _RUNTIME.handle(event, context)

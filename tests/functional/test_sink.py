@@ -1,0 +1,302 @@
+"""x-sink against moto (PROTOCOL 12.1 P-SINK-1..7, 12.3 P-CKPT-1..4, P-ACK-2).
+
+Each outcome is observed in S3 (checkpoints), in the task store and on the x-sump / hook queues, and as
+``batchItemFailures``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from asya.config import ActorConfig
+from asya.store import TaskStore
+from asya_crew.sink import SinkRuntime
+from asya_local.lambda_event import sqs_event
+
+pytestmark = pytest.mark.functional
+
+NOW = datetime(2026, 3, 2, 8, 0, 0, tzinfo=UTC)
+ERROR = {"message": "model returned no text", "type": "myapp.errors.EmptyOutput", "mro": ["ValueError", "Exception"]}
+
+
+class Sink:
+    """x-sink wired to the moto mesh, with helpers to feed it and read queues and the bucket."""
+
+    def __init__(self, mesh: Any, *, bucket: str | None = None, hooks: str = "") -> None:
+        self.mesh = mesh
+        self.sqs = mesh.aws.sqs
+        self.bucket = bucket or mesh.resources.bucket
+        config = ActorConfig.from_env(
+            {
+                "ASYA_NAMESPACE": mesh.resources.namespace,
+                "ASYA_ACTOR": "x-sink",
+                "ASYA_TABLE": mesh.resources.table,
+                "ASYA_BUCKET": self.bucket,
+                "ASYA_SINK_HOOKS": hooks,
+            }
+        )
+        self.runtime = SinkRuntime(
+            config,
+            sqs=self.sqs,
+            dynamodb=mesh.aws.dynamodb,
+            s3=mesh.aws.s3,
+            clock=lambda: NOW,
+            logger=logging.getLogger("test.x-sink"),
+        )
+        self.store = TaskStore(
+            table=mesh.resources.table,
+            bucket=mesh.resources.bucket,
+            dynamodb=mesh.aws.dynamodb,
+            s3=mesh.aws.s3,
+            clock=lambda: NOW,
+        )
+
+    def run(self, *bodies: str | dict[str, Any]) -> list[int]:
+        """Deliver ``bodies`` through the x-sink queue as one batch; the indexes of the failed records."""
+        url = self.mesh.resources.queue_urls["x-sink"]
+        texts = [b if isinstance(b, str) else json.dumps(b) for b in bodies]
+        for text in texts:
+            self.sqs.send_message(QueueUrl=url, MessageBody=text)
+        messages: list[Any] = []
+        while len(messages) < len(texts):
+            messages += self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get(
+                "Messages", []
+            )
+        messages.sort(key=lambda m: texts.index(m["Body"]))
+        event = sqs_event(messages, queue_arn="arn:aws:sqs:us-east-1:123456789012:asya-demo-x-sink", region="us-east-1")
+        response = self.runtime.handle(event, None)
+        ids = [r["messageId"] for r in event["Records"]]
+        return [ids.index(f["itemIdentifier"]) for f in response["batchItemFailures"]]
+
+    def drain(self, actor: str) -> list[dict[str, Any]]:
+        url = self.mesh.resources.queue_urls[actor]
+        out: list[dict[str, Any]] = []
+        while messages := self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            for m in messages:
+                out.append(json.loads(m["Body"]))
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        return out
+
+    def keys(self, prefix: str = "") -> list[str]:
+        listing = self.mesh.aws.s3.list_objects_v2(Bucket=self.mesh.resources.bucket, Prefix=prefix)
+        return [obj["Key"] for obj in listing.get("Contents", [])]
+
+    def object(self, key: str) -> tuple[dict[str, Any], str]:
+        obj = self.mesh.aws.s3.get_object(Bucket=self.mesh.resources.bucket, Key=key)
+        return json.loads(obj["Body"].read()), obj["ContentType"]
+
+
+@pytest.fixture
+def sink(mesh: Any) -> Sink:
+    return Sink(mesh)
+
+
+def envelope(
+    env_id: str = "t1",
+    *,
+    phase: str = "succeeded",
+    payload: Any = None,
+    headers: dict[str, Any] | None = None,
+    parent_id: str | None = None,
+    **status: Any,
+) -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "id": env_id,
+        "route": {"prev": ["normalize", "analyze"], "curr": "summarize", "next": []},
+        "headers": headers or {"x-asya-flow": "text-pipeline"},
+        "status": {
+            "phase": phase,
+            "actor": "summarize",
+            "attempt": 1,
+            "max_attempts": 1,
+            "created_at": "2026-03-01T23:59:00Z",
+            "updated_at": "2026-03-01T23:59:58Z",
+            **status,
+        },
+        "payload": {"summary": "A friendly greeting."} if payload is None else payload,
+    }
+    if phase == "succeeded":
+        env["status"]["reason"] = "Completed"
+    if parent_id is not None:
+        env["parent_id"] = parent_id
+    return env
+
+
+def failed_envelope(env_id: str = "t1", **kwargs: Any) -> dict[str, Any]:
+    payload = {
+        "error": "myapp.errors.EmptyOutput: model returned no text",
+        "details": ERROR,
+        "original_payload": {"text": "hi"},
+    }
+    return envelope(env_id, phase="failed", payload=payload, reason="PolicyExhausted", error=ERROR, **kwargs)
+
+
+def test_p_sink_5_succeeded_checkpoint_and_final_status(sink: Sink) -> None:
+    sink.store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
+    env = envelope()
+    assert sink.run(env) == []
+    # P-CKPT-1: date of status.updated_at (not of now), P-CKPT-3: whole envelope, JSON content type
+    key = "succeeded/2026-03-01/t1.json"
+    assert sink.keys() == [key]
+    body, content_type = sink.object(key)
+    assert content_type == "application/json"
+    assert body == env
+    view = sink.store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "succeeded"
+    assert view["result"] == {"summary": "A friendly greeting."}
+    assert view["checkpoint_key"] == key and view["progress_percent"] == 100
+    assert sink.drain("x-sump") == []
+
+
+def test_p_sink_5_failed_reports_error_and_forwards_to_sump(sink: Sink) -> None:
+    sink.store.create_task(task_id="t1", actor="normalize")
+    env = failed_envelope()
+    assert sink.run(env) == []
+    key = "failed/2026-03-01/t1.json"
+    assert sink.object(key)[0] == env
+    view = sink.store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "failed"
+    assert view["error"] == "model returned no text"
+    assert view["error_details"] == ERROR
+    assert view["failed_actor"] == "summarize"
+    assert view["checkpoint_key"] == key
+    assert sink.drain("x-sump") == [env]
+
+
+def test_p_sink_5_error_falls_back_to_payload_error(sink: Sink) -> None:
+    sink.store.create_task(task_id="t1", actor="normalize")
+    env = envelope(phase="failed", payload={"error": "boom: it broke", "details": {"message": "it broke"}})
+    assert sink.run(env) == []
+    view = sink.store.get_task("t1")
+    assert view is not None
+    assert view["error"] == "boom: it broke" and view["error_details"] == {"message": "it broke"}
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["stealth", "child", "no_record"],
+)
+def test_p_sink_5_checkpoint_without_status_write(sink: Sink, mesh: Any, case: str) -> None:
+    """P-STAT-12 stealth, a child (``parent_id``) and an untracked id: checkpoint only."""
+    if case != "no_record":
+        sink.store.create_task(task_id="t1", actor="normalize")
+    headers = {"x-asya-mesh-status": "OFF"} if case == "stealth" else None
+    env = envelope(headers=headers, parent_id="p1" if case == "child" else None)
+    assert sink.run(env) == []
+    assert sink.keys() == ["succeeded/2026-03-01/t1.json"]
+    if case == "no_record":
+        assert mesh.aws.dynamodb.scan(TableName=mesh.resources.table)["Items"] == []
+    else:
+        view = sink.store.get_task("t1")
+        assert view is not None
+        assert view["status"] == "pending" and view["last_event_id"] == 1
+
+
+def test_p_ckpt_2_origin_id_names_checkpoint_and_task(sink: Sink) -> None:
+    sink.store.create_task(task_id="origin-1", actor="split")
+    assert sink.run(envelope("merged-9", headers={"x-asya-origin-id": "../../origin-1"})) == []
+    assert sink.keys() == ["succeeded/2026-03-01/origin-1.json"]
+    # the sanitised name is only the key: the status goes to the origin id as given
+    assert sink.store.get_task("origin-1")["status"] == "pending"  # type: ignore[index]
+    assert sink.run(envelope("merged-8", headers={"x-asya-origin-id": "origin-1"})) == []
+    view = sink.store.get_task("origin-1")
+    assert view is not None
+    assert view["status"] == "succeeded" and view["checkpoint_key"] == "succeeded/2026-03-01/origin-1.json"
+
+
+@pytest.mark.parametrize("phase", ["canceled", "paused", "pending"])
+def test_p_sink_4_other_phases_are_acked_without_effects(sink: Sink, phase: str) -> None:
+    sink.store.create_task(task_id="t1", actor="normalize")
+    assert sink.run(envelope(phase=phase)) == []
+    assert sink.keys() == []
+    assert sink.store.get_task("t1")["status"] == "pending"  # type: ignore[index]
+    assert sink.drain("x-sump") == []
+
+
+def test_p_sink_5_checkpoint_failure_fails_the_record(mesh: Any) -> None:
+    sink = Sink(mesh, bucket="asya-demo-no-such-bucket")
+    sink.store.create_task(task_id="t1", actor="normalize")
+    sink.store.create_task(task_id="t2", actor="normalize")
+    assert sink.run(envelope("t1"), envelope("t2")) == [0, 1]
+    # nothing after the failed checkpoint happened
+    assert sink.store.get_task("t1")["status"] == "pending"  # type: ignore[index]
+    assert sink.drain("x-sump") == []
+
+
+def test_p_sink_7_redelivery_is_idempotent(sink: Sink) -> None:
+    sink.store.create_task(task_id="t1", actor="normalize")
+    env = failed_envelope()
+    assert sink.run(env) == []
+    assert sink.run(env) == []
+    assert sink.keys() == ["failed/2026-03-01/t1.json"]
+    view = sink.store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "failed" and view["last_event_id"] == 2
+    assert len(sink.drain("x-sump")) == 2  # x-sump may receive a duplicate
+
+
+def test_p_sink_2_hook_copies(sink: Sink) -> None:
+    sink.store.create_task(task_id="t1", actor="normalize")
+    hook = {"x-asya-sink-hook": {"hook": "analyze", "phase": "failed"}}
+    failed = failed_envelope(headers=hook)
+    assert sink.run(failed, envelope("t2", headers={"x-asya-sink-hook": {"hook": "analyze", "phase": "x"}})) == []
+    assert sink.drain("x-sump") == [failed]
+    assert sink.keys() == []
+    assert sink.store.get_task("t1")["status"] == "pending"  # type: ignore[index]
+
+
+def test_p_sink_3_failed_fan_in_partial_fails_the_origin(sink: Sink) -> None:
+    sink.store.create_task(task_id="origin-1", actor="split")
+    fan_in = {"x-asya-fan-in": {"origin_id": "origin-1", "slice_index": 1, "slice_count": 3, "aggregation_key": "k"}}
+    partial = failed_envelope("child-1", headers=fan_in, parent_id="origin-1")
+    ok_partial = envelope("child-2", headers=fan_in, parent_id="origin-1")
+    assert sink.run(partial, ok_partial) == []
+    view = sink.store.get_task("origin-1")
+    assert view is not None
+    assert view["status"] == "failed" and view["error"] == "model returned no text"
+    assert "checkpoint_key" not in view
+    assert sink.keys() == []
+    assert sink.drain("x-sump") == [partial]
+
+
+def test_p_sink_6_hooks_get_copies_and_a_missing_hook_fails_the_record(mesh: Any) -> None:
+    sink = Sink(mesh, hooks="analyze,no-such-hook,split")
+    sink.store.create_task(task_id="t1", actor="normalize")
+    env = failed_envelope()
+    assert sink.run(env) == [0]
+    for hook in ("analyze", "split"):
+        [copy] = sink.drain(hook)
+        assert copy["id"] == "t1"
+        assert copy["route"] == {"prev": ["normalize", "analyze", "summarize"], "curr": hook, "next": []}
+        assert copy["headers"]["x-asya-sink-hook"] == {"hook": hook, "phase": "failed"}
+        assert copy["headers"]["x-asya-flow"] == "text-pipeline"
+        assert copy["status"]["phase"] == "pending" and copy["status"]["actor"] == hook
+        assert copy["status"]["created_at"] == "2026-03-01T23:59:00Z"
+        assert copy["payload"] == env["payload"]
+    # the checkpoint, the final status and the x-sump forward still happened before the record failed
+    assert sink.store.get_task("t1")["status"] == "failed"  # type: ignore[index]
+    assert sink.drain("x-sump") == [env]
+
+
+def test_p_err_4_unparseable_body_goes_to_sump(sink: Sink) -> None:
+    assert sink.run("{not json") == []
+    [out] = sink.drain("x-sump")
+    assert out["status"]["phase"] == "failed" and out["status"]["reason"] == "ParseError"
+    assert out["status"]["actor"] == "x-sink"
+    assert out["route"] == {"prev": [], "curr": "x-sump", "next": []}
+    assert out["payload"]["details"]["raw_body"] == "{not json"
+    assert "original_payload" not in out["payload"]
+
+
+def test_p_large_4_payload_reference_does_not_break(sink: Sink) -> None:
+    sink.store.create_task(task_id="t1", actor="normalize")
+    ref = {"__ref__": "s3://asya-demo-storage/payloads/t1/0003-x-sink-0a1b2c3d.json"}
+    assert sink.run(envelope(payload=ref)) == []
+    assert sink.store.get_task("t1")["result"] == ref  # type: ignore[index]

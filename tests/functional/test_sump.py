@@ -1,0 +1,174 @@
+"""x-sump against moto (PROTOCOL 12.2 P-SUMP-1..5, P-CKPT-*, P-ACK-2)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from asya.config import ActorConfig
+from asya_crew.sump import SumpRuntime
+from asya_local.lambda_event import sqs_event
+
+pytestmark = pytest.mark.functional
+
+NOW = datetime(2026, 3, 2, 8, 0, 0, tzinfo=UTC)
+LOGGER = "test.x-sump"
+
+
+class Sump:
+    def __init__(self, mesh: Any, *, bucket: str | None = None) -> None:
+        self.mesh = mesh
+        self.sqs = mesh.aws.sqs
+        self.s3 = mesh.aws.s3
+        self.bucket = mesh.resources.bucket
+        config = ActorConfig.from_env(
+            {
+                "ASYA_NAMESPACE": mesh.resources.namespace,
+                "ASYA_ACTOR": "x-sump",
+                "ASYA_TABLE": mesh.resources.table,
+                "ASYA_BUCKET": bucket or self.bucket,
+            }
+        )
+        self.runtime = SumpRuntime(
+            config,
+            sqs=self.sqs,
+            dynamodb=mesh.aws.dynamodb,
+            s3=self.s3,
+            clock=lambda: NOW,
+            logger=logging.getLogger(LOGGER),
+        )
+
+    def run(self, *bodies: str | dict[str, Any]) -> tuple[list[int], list[str]]:
+        """One batch through the x-sump queue: (failed record indexes, message ids)."""
+        url = self.mesh.resources.queue_urls["x-sump"]
+        texts = [b if isinstance(b, str) else json.dumps(b) for b in bodies]
+        for text in texts:
+            self.sqs.send_message(QueueUrl=url, MessageBody=text)
+        messages: list[Any] = []
+        while len(messages) < len(texts):
+            messages += self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get(
+                "Messages", []
+            )
+        messages.sort(key=lambda m: texts.index(m["Body"]))
+        event = sqs_event(messages, queue_arn="arn:aws:sqs:us-east-1:123456789012:asya-demo-x-sump", region="us-east-1")
+        response = self.runtime.handle(event, None)
+        ids = [r["messageId"] for r in event["Records"]]
+        return [ids.index(f["itemIdentifier"]) for f in response["batchItemFailures"]], ids
+
+    def keys(self) -> list[str]:
+        return [o["Key"] for o in self.s3.list_objects_v2(Bucket=self.bucket).get("Contents", [])]
+
+    def read(self, key: str) -> Any:
+        return json.loads(self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read())
+
+
+@pytest.fixture
+def sump(mesh: Any) -> Sump:
+    return Sump(mesh)
+
+
+def metrics(out: str) -> list[dict[str, Any]]:
+    lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    return [line for line in lines if "_aws" in line]
+
+
+def failed(env_id: str = "t1", *, reason: str = "RouteMismatch", payload: Any = None) -> dict[str, Any]:
+    return {
+        "id": env_id,
+        "route": {"prev": ["normalize"], "curr": "analyze", "next": []},
+        "headers": {"x-asya-flow": "text-pipeline"},
+        "status": {
+            "phase": "failed",
+            "reason": reason,
+            "actor": "analyze",
+            "attempt": 1,
+            "max_attempts": 1,
+            "created_at": "2026-03-01T10:00:00Z",
+            "updated_at": "2026-03-01T10:00:02Z",
+            "error": {"message": "route mismatch", "type": reason},
+        },
+        "payload": {"error": "RouteMismatch: route mismatch"} if payload is None else payload,
+    }
+
+
+def test_p_sump_4_checkpoints_failed_envelope_and_p_sump_2_metric(
+    sump: Sump, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    env = failed()
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert sump.run(env)[0] == []
+    assert sump.keys() == ["failed/2026-03-01/t1.json"]
+    assert sump.read("failed/2026-03-01/t1.json") == env
+    [metric] = metrics(capsys.readouterr().out)
+    definition = metric["_aws"]["CloudWatchMetrics"][0]
+    assert definition["Namespace"] == "Asya"
+    assert definition["Metrics"][0]["Name"] == "FailedEnvelopes"
+    assert sorted(definition["Dimensions"][0]) == ["Actor", "Namespace", "Reason"]
+    assert (metric["Namespace"], metric["Actor"], metric["Reason"], metric["FailedEnvelopes"]) == (
+        "demo",
+        "analyze",
+        "RouteMismatch",
+        [1.0],
+    )
+    # P-SUMP-3: the whole envelope, at ERROR for phase failed
+    [record] = [r for r in caplog.records if r.name == LOGGER]
+    assert record.levelno == logging.ERROR
+    assert record.envelope == env  # type: ignore[attr-defined]
+
+
+def test_p_sump_4_keeps_the_checkpoint_x_sink_wrote(sump: Sump) -> None:
+    sump.s3.put_object(Bucket=sump.bucket, Key="failed/2026-03-01/t1.json", Body=b'{"by": "x-sink"}')
+    assert sump.run(failed())[0] == []
+    assert sump.read("failed/2026-03-01/t1.json") == {"by": "x-sink"}
+
+
+def test_p_sump_4_other_write_failure_fails_the_record(mesh: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    sump = Sump(mesh, bucket="asya-demo-no-such-bucket")
+    assert sump.run(failed("t1"), failed("t2"))[0] == [0, 1]
+    assert metrics(capsys.readouterr().out) == []  # counted once, when the retry succeeds
+
+
+def test_p_sump_5_unparseable_body_is_stored_by_message_id(sump: Sump, capsys: pytest.CaptureFixture[str]) -> None:
+    failures, ids = sump.run("definitely not json")
+    assert failures == []
+    key = f"failed/2026-03-02/sqs-{ids[0]}.json"
+    assert sump.keys() == [key]
+    stored = sump.read(key)
+    assert stored["raw_body"] == "definitely not json" and stored["message_id"] == ids[0]
+    [metric] = metrics(capsys.readouterr().out)
+    assert (metric["Actor"], metric["Reason"]) == ("unknown", "ParseError")
+
+
+def test_p_sump_3_non_failed_phase_logged_at_info_without_checkpoint(
+    sump: Sump, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    env = failed()
+    env["status"] = {"phase": "succeeded"}
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert sump.run(env)[0] == []
+    assert sump.keys() == []
+    assert [r.levelno for r in caplog.records if r.name == LOGGER] == [logging.INFO]
+    [metric] = metrics(capsys.readouterr().out)
+    assert (metric["Actor"], metric["Reason"]) == ("unknown", "None")
+
+
+def test_p_sump_3_large_payload_logged_as_marker(sump: Sump, caplog: pytest.LogCaptureFixture) -> None:
+    big = "z" * (210 * 1024)
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert sump.run(failed(payload=big))[0] == []
+    [record] = [r for r in caplog.records if r.name == LOGGER]
+    assert record.envelope["payload"] == {"__truncated__": True, "size_bytes": len(big) + 2}  # type: ignore[attr-defined]
+    # the checkpoint keeps the whole payload
+    assert sump.read("failed/2026-03-01/t1.json")["payload"] == big
+
+
+def test_p_sump_1_never_writes_status_or_sends(sump: Sump, mesh: Any) -> None:
+    assert sump.run(failed())[0] == []
+    assert mesh.aws.dynamodb.scan(TableName=mesh.resources.table)["Items"] == []
+    for url in mesh.resources.queue_urls.values():
+        attrs = mesh.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "0"
