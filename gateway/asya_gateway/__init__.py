@@ -1,0 +1,15 @@
+"""asya_gateway: the HTTP gateway of asya-serverless, one Starlette ASGI app (GATEWAY.md).
+
+``create_app`` builds it; ``GatewayConfig`` is its environment. Served by uvicorn locally and by the AWS Lambda Web
+Adapter in AWS (``run.sh``). Importing this package has no side effects.
+"""
+
+from __future__ import annotations
+
+from asya_gateway.app import create_app
+from asya_gateway.config import GatewayConfig, GatewayConfigError
+from asya_gateway.version import VERSION
+
+__all__ = ["VERSION", "GatewayConfig", "GatewayConfigError", "create_app"]
+
+__version__ = VERSION

@@ -1,0 +1,104 @@
+"""The gateway ASGI application (GATEWAY sections 0-8, 10).
+
+``create_app()`` is the factory: uvicorn calls it with no arguments (``uvicorn asya_gateway.app:create_app --factory``,
+``run.sh`` under the AWS Lambda Web Adapter), and it then reads :class:`GatewayConfig` from ``os.environ`` and the
+manifest from ``ASYA_MANIFEST``. The local mode passes an already-loaded manifest and boto3 clients pointed at moto.
+Nothing is read or created at import time; boto3 clients are created on first use when not injected.
+
+Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (create, list), ``GET``/``DELETE``
+``/api/v1/mesh/{id}``, ``GET``/``POST`` ``/api/v1/mesh/{id}/events``, ``POST /api/v1/system/mq-diagnostic``,
+``GET /health``. Middleware, outermost first:
+request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set (GW-GEN-8),
+authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
+from starlette.routing import Route
+
+from asya import naming
+from asya.manifest import Manifest, load_manifest
+from asya.store import TaskStore
+from asya.timeutil import Clock, system_clock
+from asya.transport import Transport
+from asya_gateway.auth import AuthMiddleware, build_authenticator
+from asya_gateway.config import GatewayConfig
+from asya_gateway.context import GatewayContext
+from asya_gateway.errors import HttpError, http_error_handler, starlette_http_exception_handler
+from asya_gateway.logs import configure_logging
+from asya_gateway.requestid import RequestIdMiddleware
+from asya_gateway.routes.events import task_events
+from asya_gateway.routes.ops import health, mq_diagnostic
+from asya_gateway.routes.tasks import create_or_list, task_item
+
+__all__ = ["create_app"]
+
+
+def _routes() -> list[Route]:
+    return [
+        Route("/health", health, methods=["GET"]),
+        Route("/api/v1/mesh", create_or_list, methods=["GET", "POST"]),
+        Route("/api/v1/mesh/", create_or_list, methods=["GET", "POST"]),
+        Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
+        Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
+        Route("/api/v1/system/mq-diagnostic", mq_diagnostic, methods=["POST"]),
+    ]
+
+
+def create_app(
+    config: GatewayConfig | None = None,
+    *,
+    manifest: Manifest | None = None,
+    store: TaskStore | None = None,
+    transport: Transport | None = None,
+    sqs: Any = None,
+    dynamodb: Any = None,
+    s3: Any = None,
+    secretsmanager: Any = None,
+    cloudwatch: Any = None,
+    clock: Clock | None = None,
+) -> Starlette:
+    """Build the gateway. Every argument is optional; what is missing is built from ``config`` and the manifest it
+    names. Without ``config`` (the uvicorn factory path) the configuration is read from ``os.environ`` and the
+    ``asya_gateway`` loggers write JSON lines to stdout."""
+    if config is None:
+        configure_logging()
+        config = GatewayConfig.from_env()
+    manifest = manifest if manifest is not None else load_manifest(config.manifest_path)
+    clock = clock if clock is not None else system_clock
+    bucket = config.bucket or naming.bucket_name(manifest.namespace)
+    if store is None:
+        store = TaskStore(
+            table=config.table or manifest.table_name, bucket=bucket, dynamodb=dynamodb, s3=s3, clock=clock
+        )
+    if transport is None:
+        transport = Transport(namespace=manifest.namespace, sqs=sqs)
+    authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
+    middleware = [Middleware(RequestIdMiddleware)]
+    if manifest.gateway.cors_origins:
+        middleware.append(
+            Middleware(
+                CORSMiddleware,
+                allow_origins=list(manifest.gateway.cors_origins),
+                allow_methods=["GET", "POST", "DELETE"],
+                allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-API-Key", "traceparent"],
+                expose_headers=["Location", "X-Request-Id"],
+            )
+        )
+    middleware.append(Middleware(AuthMiddleware, authenticator=authenticator))
+    app = Starlette(
+        routes=_routes(),
+        middleware=middleware,
+        exception_handlers={HttpError: http_error_handler, HTTPException: starlette_http_exception_handler},
+    )
+    app.router.redirect_slashes = False
+    app.state.gateway = GatewayContext(
+        config=config, manifest=manifest, store=store, transport=transport, clock=clock, cloudwatch=cloudwatch
+    )
+    return app

@@ -1,0 +1,196 @@
+"""Authentication of the non-public routes (GATEWAY section 2).
+
+Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
+
+- ``iam``: API Gateway enforces SigV4 before the request reaches the app (GW-AUTH-3); the app checks nothing. The
+  local mode logs a warning at start that nothing is enforced.
+- ``none``: no check (GW-AUTH-6).
+- ``api_key`` (GW-AUTH-4): the client sends ``X-API-Key: <key>`` or ``Authorization: Bearer <key>``; valid keys come
+  from env ``ASYA_API_KEYS`` when set (local mode), else from the Secrets Manager secret ``api_key_secret`` (a string,
+  or a JSON array of strings), read lazily and cached for at most 5 min. Keys are compared in constant time.
+- ``jwt`` is not served by this version: :func:`build_authenticator` refuses it, so the gateway fails closed.
+
+Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``. Failures answer
+401 ``{"error": "authentication required"}`` (no credentials) or ``{"error": "invalid credentials"}`` with
+``WWW-Authenticate: Bearer realm="asya-gateway"``; under ``/a2a`` the body is the JSON-RPC error -32005 (GW-AUTH-7).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol
+
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from asya.manifest import GatewayAuth
+from asya_gateway.config import GatewayConfig, GatewayConfigError
+
+__all__ = [
+    "PUBLIC_PATHS",
+    "ApiKeyAuthenticator",
+    "AuthMiddleware",
+    "Authenticator",
+    "KeySource",
+    "SecretsManagerKeys",
+    "StaticKeys",
+    "build_authenticator",
+    "extract_credential",
+]
+
+_log = logging.getLogger("asya_gateway.auth")
+
+PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json"})
+AUTH_REQUIRED: Final = "authentication required"
+INVALID_CREDENTIALS: Final = "invalid credentials"
+_CHALLENGE: Final = {"WWW-Authenticate": 'Bearer realm="asya-gateway"'}
+
+
+class KeySource(Protocol):
+    def keys(self) -> tuple[str, ...]:
+        """The valid keys; may block (called in a worker thread)."""
+        ...
+
+
+class StaticKeys:
+    """Keys given at start (``ASYA_API_KEYS``)."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self._keys = tuple(keys)
+
+    def keys(self) -> tuple[str, ...]:
+        return self._keys
+
+
+class SecretsManagerKeys:
+    """Keys from a Secrets Manager secret (a string, or a JSON array of strings), cached for ``ttl`` seconds."""
+
+    def __init__(
+        self,
+        secret_id: str,
+        *,
+        client: Any = None,
+        ttl: float = 300.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._secret_id = secret_id
+        self._client = client
+        self._ttl = ttl
+        self._monotonic = monotonic
+        self._cached: tuple[str, ...] | None = None
+        self._fetched_at = 0.0
+        self._lock = threading.Lock()
+
+    def keys(self) -> tuple[str, ...]:
+        with self._lock:
+            now = self._monotonic()
+            if self._cached is None or now - self._fetched_at >= self._ttl:
+                self._cached = self._fetch()
+                self._fetched_at = now
+            return self._cached
+
+    def _fetch(self) -> tuple[str, ...]:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("secretsmanager")
+        secret = self._client.get_secret_value(SecretId=self._secret_id)["SecretString"]
+        try:
+            parsed = json.loads(secret)
+        except ValueError:
+            parsed = secret
+        if isinstance(parsed, list) and all(isinstance(key, str) for key in parsed):
+            return tuple(key for key in parsed if key)
+        if isinstance(parsed, str):
+            return (secret,) if secret else ()
+        raise GatewayConfigError(
+            f"secret {self._secret_id!r} (gateway.auth.api_key_secret) must hold a string or a JSON array of strings"
+        )
+
+
+def extract_credential(headers: Headers) -> str | None:
+    """``X-API-Key`` wins over ``Authorization: Bearer``; ``None`` when neither is present."""
+    api_key = headers.get("x-api-key")
+    if api_key:
+        return api_key
+    authorization = headers.get("authorization", "")
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    return None
+
+
+class Authenticator(Protocol):
+    async def failure(self, headers: Headers) -> str | None:
+        """``None`` when the request may proceed, else the 401 message."""
+        ...
+
+
+class _NoCheck:
+    async def failure(self, headers: Headers) -> str | None:
+        return None
+
+
+class ApiKeyAuthenticator:
+    def __init__(self, source: KeySource) -> None:
+        self._source = source
+
+    async def failure(self, headers: Headers) -> str | None:
+        credential = extract_credential(headers)
+        if credential is None:
+            return AUTH_REQUIRED
+        keys = await run_in_threadpool(self._source.keys)
+        given = credential.encode("utf-8")
+        matched = False
+        for key in keys:
+            # No early exit: the time taken does not tell which key (or how much of one) matched.
+            matched |= hmac.compare_digest(given, key.encode("utf-8"))
+        return None if matched else INVALID_CREDENTIALS
+
+
+def build_authenticator(auth: GatewayAuth, config: GatewayConfig, *, secretsmanager: Any = None) -> Authenticator:
+    """The authenticator of the manifest's mode; raises :class:`GatewayConfigError` for ``jwt``."""
+    if auth.mode == "api_key":
+        if config.api_keys is not None:
+            return ApiKeyAuthenticator(StaticKeys(config.api_keys))
+        assert auth.api_key_secret is not None  # the manifest model requires it for api_key
+        return ApiKeyAuthenticator(
+            SecretsManagerKeys(auth.api_key_secret, client=secretsmanager, ttl=config.api_key_cache_seconds)
+        )
+    if auth.mode == "jwt":
+        raise GatewayConfigError(
+            "gateway.auth.mode: 'jwt' is not supported by this gateway version; use api_key or iam"
+        )
+    if auth.mode == "iam" and not config.in_lambda:
+        _log.warning("gateway.auth.mode is 'iam': requests are not authenticated outside API Gateway (local mode)")
+    return _NoCheck()
+
+
+class AuthMiddleware:
+    """Applies one authenticator to every non-public route."""
+
+    def __init__(self, app: ASGIApp, *, authenticator: Authenticator) -> None:
+        self.app = app
+        self.authenticator = authenticator
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        message = await self.authenticator.failure(Headers(scope=scope))
+        if message is None:
+            await self.app(scope, receive, send)
+            return
+        body: dict[str, Any]
+        if scope["path"].startswith("/a2a"):
+            body = {"jsonrpc": "2.0", "id": None, "error": {"code": -32005, "message": "Authentication required"}}
+        else:
+            body = {"error": message}
+        await JSONResponse(body, status_code=401, headers=_CHALLENGE)(scope, receive, send)

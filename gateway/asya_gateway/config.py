@@ -1,0 +1,98 @@
+"""Gateway configuration, read once from an injectable environment mapping into a frozen object.
+
+Environment variables:
+
+| variable | meaning | default |
+|---|---|---|
+| ``ASYA_MANIFEST`` | path of the manifest (YAML or JSON) | ``asya.yaml`` |
+| ``ASYA_TABLE`` | DynamoDB task-store table | ``asya-{namespace}-tasks`` |
+| ``ASYA_BUCKET`` | storage bucket | ``asya-{namespace}-storage`` |
+| ``ASYA_API_KEYS`` | comma-separated API keys for ``gateway.auth.mode: api_key`` (local mode, GW-AUTH-4); when set, the
+  Secrets Manager secret is not read | unset |
+| ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
+| ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
+
+The SSE poll cadence (GW-SSE-9) and the sequence-gap wait (GW-DATA-3) are fields with spec defaults; tests shorten
+them by building the config directly.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from asya.exceptions import AsyaError
+
+__all__ = ["GATEWAY_ENV", "GatewayConfig", "GatewayConfigError"]
+
+
+class GatewayConfigError(AsyaError, ValueError):
+    """An environment variable of the gateway is malformed."""
+
+
+@dataclass(frozen=True, slots=True)
+class _EnvNames:
+    manifest: str = "ASYA_MANIFEST"
+    table: str = "ASYA_TABLE"
+    bucket: str = "ASYA_BUCKET"
+    api_keys: str = "ASYA_API_KEYS"
+    sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
+    lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
+
+
+#: The environment variable names the gateway reads, in one place.
+GATEWAY_ENV: Final = _EnvNames()
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConfig:
+    """Everything the gateway reads from its environment. Empty ``table``/``bucket`` mean the namespace default."""
+
+    manifest_path: str = "asya.yaml"
+    table: str = ""
+    bucket: str = ""
+    #: ``None``: read keys from the manifest's Secrets Manager secret; a tuple: these keys (local mode).
+    api_keys: tuple[str, ...] | None = None
+    in_lambda: bool = False
+    #: GW-SSE-9: poll every ``sse_poll_fast`` s while an event arrived in the last ``sse_fast_window`` s, else
+    #: every ``sse_poll_slow`` s; ``:keepalive`` after ``sse_keepalive`` s of silence; end after ``sse_max_seconds``.
+    sse_poll_fast: float = 0.25
+    sse_poll_slow: float = 1.0
+    sse_fast_window: float = 5.0
+    sse_keepalive: float = 15.0
+    sse_max_seconds: float = 840.0
+    #: GW-DATA-3: how long a reader waits for a missing sequence number before skipping it.
+    sse_gap_wait: float = 2.0
+    #: GW-AUTH-4: how long keys read from Secrets Manager are cached.
+    api_key_cache_seconds: float = 300.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
+        """Read the configuration from ``env`` (default: ``os.environ``)."""
+        source = os.environ if env is None else env
+        raw_keys = source.get(GATEWAY_ENV.api_keys)
+        api_keys = None if raw_keys is None else tuple(k.strip() for k in raw_keys.split(",") if k.strip())
+        return cls(
+            manifest_path=source.get(GATEWAY_ENV.manifest) or "asya.yaml",
+            table=source.get(GATEWAY_ENV.table, ""),
+            bucket=source.get(GATEWAY_ENV.bucket, ""),
+            api_keys=api_keys,
+            in_lambda=bool(source.get(GATEWAY_ENV.lambda_function)),
+            sse_max_seconds=_positive(source, GATEWAY_ENV.sse_max_seconds, 840.0),
+        )
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise GatewayConfigError(f"environment variable {name} must be a number of seconds, got {raw!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise GatewayConfigError(f"environment variable {name} must be > 0, got {raw!r}")
+    return value

@@ -1,0 +1,59 @@
+"""What every route needs: configuration, manifest, task store, transport, clock (held in ``app.state.gateway``).
+
+Blocking boto3 calls run in Starlette's worker threads (:meth:`GatewayContext.call`) so one slow AWS call never
+stalls the event loop, and with it every open SSE stream.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+
+from asya.manifest import Manifest
+from asya.store import TaskStore
+from asya.timeutil import Clock
+from asya.transport import Transport
+from asya_gateway.config import GatewayConfig
+from asya_gateway.sse import SseSettings
+
+__all__ = ["GatewayContext", "context_of"]
+
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayContext:
+    config: GatewayConfig
+    manifest: Manifest
+    store: TaskStore
+    transport: Transport
+    clock: Clock
+    #: CloudWatch client for the queue diagnostic (created on first use when ``None``).
+    cloudwatch: Any = None
+
+    @property
+    def sse_settings(self) -> SseSettings:
+        c = self.config
+        return SseSettings(
+            poll_fast=c.sse_poll_fast,
+            poll_slow=c.sse_poll_slow,
+            fast_window=c.sse_fast_window,
+            keepalive=c.sse_keepalive,
+            max_seconds=c.sse_max_seconds,
+            gap_wait=c.sse_gap_wait,
+        )
+
+    async def call(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:
+        """Run a blocking call in a worker thread."""
+        return await run_in_threadpool(functools.partial(fn, *args, **kwargs))
+
+
+def context_of(request: Request) -> GatewayContext:
+    context = request.app.state.gateway
+    assert isinstance(context, GatewayContext)
+    return context

@@ -1,0 +1,53 @@
+"""Query of ``GET /api/v1/mesh/`` (GW-LIST-1): strings to the arguments of ``TaskStore.list_tasks``.
+
+This module checks what only the HTTP layer sees (integers written as text, ``count`` spelled ``true``/``false``, a
+flow name's syntax); ranges, statuses, cursors and ``cursor`` with ``offset`` are checked by the store, whose
+``ListQueryError`` names the parameter too. Empty values count as absent; unknown parameters are ignored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from asya import naming
+from asya_gateway.errors import HttpError
+
+__all__ = ["parse_list_query"]
+
+
+def _integer(query: Mapping[str, str], name: str, hint: str) -> int | None:
+    raw = query.get(name) or None
+    if raw is None:
+        return None
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()):
+        raise HttpError(400, f"{name}: invalid value {raw!r}: {hint}")
+    return int(text)
+
+
+def parse_list_query(query: Mapping[str, str]) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {}
+    status = query.get("status") or None
+    if status is not None:
+        kwargs["status"] = status
+    flow = query.get("flow") or None
+    if flow is not None:
+        if naming.FLOW_NAME_RE.match(flow) is None:
+            raise HttpError(400, f"flow: invalid value {flow!r}: not a flow name")
+        kwargs["flow"] = flow
+    limit = _integer(query, "limit", "use an integer between 1 and 100")
+    if limit is not None:
+        kwargs["limit"] = limit
+    offset = _integer(query, "offset", "use an integer between 0 and 10000")
+    if offset is not None:
+        kwargs["offset"] = offset
+    cursor = query.get("cursor") or None
+    if cursor is not None:
+        kwargs["cursor"] = cursor
+    count = query.get("count") or None
+    if count is not None:
+        if count not in ("true", "false"):
+            raise HttpError(400, f"count: invalid value {count!r}: use true or false")
+        kwargs["count"] = count == "true"
+    return kwargs

@@ -1,0 +1,46 @@
+"""JSON log lines for the ``asya_gateway`` loggers (GW-GEN-4: the request id is logged with every access line).
+
+Under the Lambda Web Adapter the app runs in a uvicorn process that configures only uvicorn's own loggers, so the
+factory path of :func:`asya_gateway.app.create_app` calls :func:`configure_logging`; an embedding process (the local
+mode, tests) keeps its own logging setup. Each line is one JSON object: ``level``, ``logger``, ``message``,
+``timestamp`` and the record's extras (``request_id``, ``method``, ``path``, ``status``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from typing import Final
+
+__all__ = ["JsonFormatter", "configure_logging"]
+
+_EXTRAS: Final = ("request_id", "method", "path", "status")
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "timestamp": self.formatTime(record, "%Y-%m-%dT%H:%M:%S%z"),
+        }
+        for name in _EXTRAS:
+            if name in record.__dict__:
+                line[name] = record.__dict__[name]
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        return json.dumps(line, default=str)
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Send ``asya_gateway`` logs to stdout as JSON lines, once per process."""
+    logger = logging.getLogger("asya_gateway")
+    if any(isinstance(handler.formatter, JsonFormatter) for handler in logger.handlers):
+        return
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(JsonFormatter())
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False

@@ -1,0 +1,112 @@
+"""Bodies of ``POST /api/v1/mesh/{id}/events`` (GW-EVT-1 .. GW-EVT-4) turned into store updates: pure, no I/O.
+
+``{"type": "status", "status": s, "data"?: object}``: ``received``/``processing``/``completed``/``retrying`` become
+``running`` with that step; progress comes from ``data.prev``/``data.next`` (P-STAT-8) for the first three steps, else
+from ``data.progress_percent``, else it is unchanged; ``data.curr`` becomes ``current_actor``. ``paused`` needs
+``data.pause_metadata`` with a string ``prompt``; ``succeeded`` takes ``data.result``; ``failed`` takes ``data.error``
+(default ``task failed``), ``data.error_details`` and ``data.failed_actor``. Of the other members of ``data`` only the
+status-data extras of GW-TASK-2 are kept (the task item stays small, GW-DATA-8); ``data.message`` (a string) is the
+event's message. ``{"type": "fly", "data"?: any}`` is one FLY value with ``actor`` null and ``envelope_id`` = the task
+id. Malformed input raises :class:`~asya_gateway.errors.HttpError` 400 naming the field.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final, TypeGuard
+
+from asya.envelope import dumps
+from asya.progress import hop_progress
+from asya.store import MISSING, FlyValue, StatusUpdate, StatusUpdateError
+from asya_gateway.errors import HttpError
+
+__all__ = ["EVENT_STATUSES", "parse_producer_event"]
+
+_STEPS: Final = ("received", "processing", "completed", "retrying")
+EVENT_STATUSES: Final = (*_STEPS, "running", "paused", "succeeded", "failed", "canceled")
+#: Members of the status data object a producer may add (GW-TASK-2).
+_EXTRAS: Final = ("prev", "curr", "next", "message_size_kb", "duration_ms", "frames", "attempt", "delay_seconds")
+_BODY_KEYS: Final = frozenset({"type", "status", "data"})
+
+
+def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate | FlyValue:
+    kind = body.get("type")
+    for key in body:
+        if key not in _BODY_KEYS:
+            raise HttpError(400, f"unknown field '{key}'")
+    if kind == "fly":
+        return FlyValue(payload=body.get("data"), actor=None, envelope_id=task_id)
+    if kind != "status":
+        shown = kind if isinstance(kind, str) else dumps(kind)
+        raise HttpError(400, f"unknown event type '{shown}'")
+    status = body.get("status")
+    if status not in EVENT_STATUSES:
+        raise HttpError(400, f"status: invalid value {dumps(status)}: use one of {', '.join(EVENT_STATUSES)}")
+    data = body.get("data")
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise HttpError(400, f"data must be an object for a status event, got {dumps(data)}")
+    try:
+        return _status_update(status, data, task_id)
+    except StatusUpdateError as exc:
+        raise HttpError(400, f"data: {exc}") from None
+
+
+def _status_update(status: str, data: Mapping[str, Any], task_id: str) -> StatusUpdate:
+    message = data.get("message")
+    if message is not None and not isinstance(message, str):
+        raise HttpError(400, f"data.message must be a string, got {dumps(message)}")
+    extras = {key: data[key] for key in _EXTRAS if key in data}
+    common: dict[str, Any] = {"message": message, "data": extras, "envelope_id": task_id}
+    if status in _STEPS or status == "running":
+        step = status if status in _STEPS else None
+        curr = data.get("curr")
+        return StatusUpdate(
+            status="running",
+            step=step,
+            actor=curr if isinstance(curr, str) and curr else None,
+            progress=_progress(step, data),
+            **common,
+        )
+    if status == "paused":
+        pause = data.get("pause_metadata")
+        if not isinstance(pause, dict) or not isinstance(pause.get("prompt"), str):
+            raise HttpError(400, "data.pause_metadata must be an object with a string 'prompt'")
+        return StatusUpdate(status="paused", pause_metadata=pause, **common)
+    if status == "succeeded":
+        return StatusUpdate(status="succeeded", result=data.get("result", MISSING), **common)
+    if status == "failed":
+        error = data.get("error", "task failed")
+        if not isinstance(error, str):
+            raise HttpError(400, f"data.error must be a string, got {dumps(error)}")
+        details = data.get("error_details")
+        if details is not None and not isinstance(details, dict):
+            raise HttpError(400, f"data.error_details must be an object, got {dumps(details)}")
+        failed_actor = data.get("failed_actor")
+        if failed_actor is not None and not isinstance(failed_actor, str):
+            raise HttpError(400, f"data.failed_actor must be a string, got {dumps(failed_actor)}")
+        return StatusUpdate(status="failed", error=error, error_details=details, failed_actor=failed_actor, **common)
+    return StatusUpdate(status="canceled", **common)
+
+
+def _progress(step: str | None, data: Mapping[str, Any]) -> float | None:
+    prev, nxt = data.get("prev"), data.get("next")
+    if step in ("received", "processing", "completed") and _str_list(prev) and _str_list(nxt):
+        return hop_progress(step, prev, nxt)
+    value = data.get("progress_percent")
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or not (0 <= value <= 100)
+    ):
+        raise HttpError(400, f"data.progress_percent must be a number between 0 and 100, got {dumps(value)}")
+    return float(value)
+
+
+def _str_list(value: object) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)

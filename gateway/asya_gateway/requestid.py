@@ -1,0 +1,86 @@
+"""Request ids and the last-resort error answer (GW-GEN-4).
+
+Every response carries ``X-Request-Id``: the API Gateway request id, which the AWS Lambda Web Adapter passes in the
+``x-amzn-request-context`` header (JSON of the API Gateway request context, key ``requestId``), or a UUID4 locally.
+The id is stored in the ASGI scope (``scope["state"]["request_id"]``, i.e. ``request.state.request_id``) and logged
+with one access line per request. An exception that escapes the app is logged with the id and answered 500
+``{"error": "internal error"}`` when the response has not started yet.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any, Final
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from asya_gateway.errors import INTERNAL_ERROR, error_response
+
+__all__ = ["REQUEST_CONTEXT_HEADER", "REQUEST_ID_HEADER", "RequestIdMiddleware", "request_id_from_headers"]
+
+_log = logging.getLogger("asya_gateway.access")
+
+REQUEST_ID_HEADER: Final = "X-Request-Id"
+REQUEST_CONTEXT_HEADER: Final = "x-amzn-request-context"
+
+
+def request_id_from_headers(headers: Headers) -> str:
+    """The API Gateway request id from the Lambda Web Adapter header, else a new UUID4."""
+    raw = headers.get(REQUEST_CONTEXT_HEADER)
+    if raw:
+        try:
+            context: Any = json.loads(raw)
+        except ValueError:
+            context = None
+        if isinstance(context, dict):
+            request_id = context.get("requestId")
+            if isinstance(request_id, str) and request_id:
+                return request_id
+    return str(uuid.uuid4())
+
+
+class RequestIdMiddleware:
+    """Outermost middleware of the app: request id, access log, 500 for escaped exceptions."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = request_id_from_headers(Headers(scope=scope))
+        scope.setdefault("state", {})["request_id"] = request_id
+        started = False
+        status = 0
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal started, status
+            if message["type"] == "http.response.start":
+                started = True
+                status = message["status"]
+                headers = list(message.get("headers", []))
+                headers.append((REQUEST_ID_HEADER.lower().encode("latin-1"), request_id.encode("latin-1")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:
+            _log.exception("unhandled error in %s %s", scope["method"], scope["path"], extra={"request_id": request_id})
+            if started:
+                # Headers are gone; the server closes the connection, which is all the client can be told.
+                raise
+            status = 500
+            response = error_response(500, INTERNAL_ERROR, {REQUEST_ID_HEADER: request_id})
+            await response(scope, receive, send)
+        _log.info(
+            "%s %s %d",
+            scope["method"],
+            scope["path"],
+            status,
+            extra={"request_id": request_id, "method": scope["method"], "path": scope["path"], "status": status},
+        )

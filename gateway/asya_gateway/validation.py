@@ -1,0 +1,172 @@
+"""Validation of ``POST /api/v1/mesh/?actor=|?flow=`` (GW-CREATE-1 .. GW-CREATE-6): pure functions, no I/O.
+
+Every failure raises :class:`~asya_gateway.errors.HttpError` with the exact message of the spec. Choices: an empty
+query value counts as absent; the reserved ``x-asya-`` prefix is matched case-insensitively, so ``X-Asya-Flow`` cannot
+pass as an ordinary header; ``x-asya-route-override`` must map valid actor names to valid actor names; a ``timeout``
+must be a JSON integer (``10.0`` is refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from jsonschema import exceptions as js_exceptions
+from jsonschema import validators
+
+from asya import naming
+from asya.envelope import dumps
+from asya.headers import ROUTE_OVERRIDE, TRACEPARENT, TRACESTATE
+from asya.manifest import Manifest
+from asya_gateway.errors import HttpError
+
+__all__ = [
+    "MAX_HEADERS_BYTES",
+    "MAX_HEADER_KEY_LENGTH",
+    "MAX_TIMEOUT_SECONDS",
+    "CreateBody",
+    "CreateTarget",
+    "is_storage_reference",
+    "parse_create_body",
+    "resolve_target",
+    "schema_violation",
+    "validate_headers",
+    "validate_timeout",
+]
+
+MAX_HEADERS_BYTES: Final = 16 * 1024
+MAX_HEADER_KEY_LENGTH: Final = 128
+MAX_TIMEOUT_SECONDS: Final = 604800
+_RESERVED_PREFIX: Final = "x-asya-"
+_ROUTING_KEYS: Final = ("route", "route_next", "next")
+_BODY_KEYS: Final = frozenset({"payload", "headers", "timeout"})
+_TIMEOUT_MESSAGE: Final = f"timeout must be an integer number of seconds between 1 and {MAX_TIMEOUT_SECONDS}"
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTarget:
+    """Where a new task starts: ``route`` is ``[actor]`` or the flow's route."""
+
+    actor: str | None
+    flow: str | None
+    route: tuple[str, ...]
+    default_timeout: float | None
+    input_schema: Mapping[str, Any] | None = None
+    progress: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CreateBody:
+    payload: Any
+    headers: dict[str, Any]
+    timeout: int | None
+
+
+def resolve_target(query: Mapping[str, str], manifest: Manifest) -> CreateTarget:
+    """GW-CREATE-1, GW-CREATE-2."""
+    actor = query.get("actor") or None
+    flow = query.get("flow") or None
+    if actor is None and flow is None:
+        raise HttpError(400, "actor or flow query parameter required")
+    if actor is not None and flow is not None:
+        raise HttpError(400, "use either actor or flow, not both")
+    if actor is not None:
+        if naming.is_crew(actor):
+            raise HttpError(400, f"actor '{actor}' is reserved for crew")
+        if actor not in manifest.actors:
+            raise HttpError(404, f"actor not found: {actor}")
+        return CreateTarget(actor=actor, flow=None, route=(actor,), default_timeout=None)
+    assert flow is not None
+    spec = manifest.flows.get(flow)
+    if spec is None:
+        raise HttpError(404, f"flow not found: {flow}")
+    return CreateTarget(
+        actor=None,
+        flow=flow,
+        route=tuple(spec.route),
+        default_timeout=spec.timeout,
+        input_schema=spec.input_schema,
+        progress=spec.progress,
+    )
+
+
+def parse_create_body(body: Mapping[str, Any]) -> CreateBody:
+    """GW-CREATE-3 .. GW-CREATE-6 (the schema check needs the target: :func:`schema_violation`)."""
+    for key in body:
+        if key in _ROUTING_KEYS:
+            raise HttpError(
+                400, f"routing fields are not allowed in the body: '{key}'; the entry point is ?actor= or ?flow="
+            )
+    for key in body:
+        if key not in _BODY_KEYS:
+            raise HttpError(400, f"unknown field '{key}'")
+    payload = body.get("payload")
+    if is_storage_reference(payload):
+        raise HttpError(400, "payload must not be a storage reference")
+    return CreateBody(
+        payload=payload, headers=validate_headers(body.get("headers")), timeout=validate_timeout(body.get("timeout"))
+    )
+
+
+def is_storage_reference(payload: object) -> bool:
+    """P-LARGE-4: an object with exactly one key ``__ref__`` whose value starts with ``s3://``."""
+    if not isinstance(payload, dict) or len(payload) != 1:
+        return False
+    ref = payload.get("__ref__")
+    return isinstance(ref, str) and ref.startswith("s3://")
+
+
+def validate_headers(headers: object) -> dict[str, Any]:
+    """GW-CREATE-5: at most 16 KiB encoded, keys 1..128 characters, no reserved keys but the route override."""
+    if headers is None:
+        return {}
+    if not isinstance(headers, dict):
+        raise HttpError(400, f"headers must be an object, got {type(headers).__name__}")
+    size = len(dumps(headers).encode("utf-8"))
+    if size > MAX_HEADERS_BYTES:
+        raise HttpError(400, f"headers are {size} bytes encoded, over the limit of 16 KiB")
+    for key, value in headers.items():
+        if not key or len(key) > MAX_HEADER_KEY_LENGTH:
+            raise HttpError(400, f"header key '{key[:MAX_HEADER_KEY_LENGTH]}' must be 1-128 characters long")
+        if key == ROUTE_OVERRIDE:
+            _check_route_override(value)
+        elif key.lower().startswith(_RESERVED_PREFIX):
+            raise HttpError(400, f"header '{key}' is reserved")
+        elif key in (TRACEPARENT, TRACESTATE) and not isinstance(value, str):
+            raise HttpError(400, f"header '{key}' must be a string, got {dumps(value)}")
+    return dict(headers)
+
+
+def _check_route_override(value: object) -> None:
+    if not isinstance(value, dict):
+        raise HttpError(400, f"header '{ROUTE_OVERRIDE}' must be an object of actor names, got {dumps(value)}")
+    for logical, physical in value.items():
+        for name in (logical, physical):
+            if not naming.is_valid_actor_name(name):
+                raise HttpError(
+                    400, f"header '{ROUTE_OVERRIDE}' must be an object of actor names, got invalid name {dumps(name)}"
+                )
+
+
+def validate_timeout(value: object) -> int | None:
+    """GW-CREATE-6: ``null`` is absent; else an integer in 1..604800."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TIMEOUT_SECONDS:
+        raise HttpError(400, _TIMEOUT_MESSAGE)
+    return value
+
+
+def schema_violation(instance: Any, schema: Mapping[str, Any]) -> str | None:
+    """``"<path>: <reason>"`` of the most relevant JSON Schema error, or ``None`` when ``instance`` validates.
+
+    The path is a JSONPath (``$`` is the payload itself, ``$.text`` a member). Shared by REST (GW-CREATE-4) and the
+    MCP/A2A argument checks, which use the same wording.
+    """
+    validator_cls = validators.validator_for(schema)
+    validator = validator_cls(schema, format_checker=validator_cls.FORMAT_CHECKER)
+    error = js_exceptions.best_match(validator.iter_errors(instance))
+    if error is None:
+        return None
+    return f"{error.json_path}: {error.message}"

@@ -1,0 +1,420 @@
+"""Gateway REST routes against moto: create (GW-CREATE-*), view (GW-TASK-*), list (GW-LIST-*), cancel (GW-CANCEL-*),
+producer events (GW-EVT-*), general rules (GW-GEN-*), health (GW-OPS-1) and the read-path backstop (GW-BACK-3)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.envelope import parse_envelope
+from asya.store import TaskStore
+from asya_gateway import GatewayConfig, create_app
+from asya_gateway.tracing import is_valid_traceparent
+
+pytestmark = pytest.mark.functional
+
+START = datetime(2026, 3, 1, 10, 0, 0, 500000, tzinfo=UTC)
+
+
+class ManualClock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+@dataclass
+class Gw:
+    client: httpx.Client
+    store: TaskStore
+    clock: ManualClock
+    mesh: Any
+
+    def receive(self, actor: str) -> list[dict[str, Any]]:
+        url = self.mesh.resources.queue_urls[actor]
+        messages = self.mesh.aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+        return [json.loads(m["Body"]) for m in messages]
+
+    def create(self, query: str, body: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+        response = self.client.post(f"/api/v1/mesh/?{query}", json=body or {}, **kwargs)
+        assert response.status_code == 201, response.text
+        result: dict[str, Any] = response.json()
+        return result
+
+
+@pytest.fixture
+def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
+    clock = ManualClock(START)
+    store = TaskStore(
+        table=mesh.resources.table,
+        bucket=mesh.resources.bucket,
+        dynamodb=mesh.aws.dynamodb,
+        s3=mesh.aws.s3,
+        clock=clock,
+    )
+    app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
+    with httpx.Client(base_url=serve_asgi(app)) as client:
+        yield Gw(client=client, store=store, clock=clock, mesh=mesh)
+
+
+# ---------------------------------------------------------------- create
+
+
+def test_create_by_flow_sends_envelope_to_first_actor_gw_create_7_9(gw: Gw) -> None:
+    response = gw.client.post("/api/v1/mesh/?flow=text-pipeline", json={"payload": {"text": "Hello World"}})
+    assert response.status_code == 201
+    answer = response.json()
+    task_id = answer["id"]
+    assert answer == {"id": task_id, "status": "pending", "deadline_at": "2026-03-01T10:02:00Z"}
+    assert response.headers["location"] == f"/api/v1/mesh/{task_id}"
+    [body] = gw.receive("normalize")
+    envelope = parse_envelope(body)
+    assert envelope.id == task_id
+    assert envelope.route.to_dict() == {"prev": [], "curr": "normalize", "next": ["analyze", "summarize"]}
+    assert envelope.payload == {"text": "Hello World"}
+    assert envelope.headers["x-asya-flow"] == "text-pipeline"
+    assert envelope.headers["x-asya-progress"] == "hops"
+    assert is_valid_traceparent(envelope.headers["traceparent"])
+    assert body["status"] == {
+        "phase": "pending",
+        "actor": "normalize",
+        "attempt": 1,
+        "max_attempts": 1,
+        "created_at": "2026-03-01T10:00:00Z",
+        "updated_at": "2026-03-01T10:00:00Z",
+        "deadline_at": "2026-03-01T10:02:00Z",
+    }
+    view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert view["status"] == "pending"
+    assert view["flow"] == "text-pipeline"
+    assert view["actor"] == "normalize"
+    assert view["last_event_id"] == 1
+    assert view["deadline_at"] == "2026-03-01T10:02:00Z"
+    assert view["payload"] == {"text": "Hello World"}
+
+
+def test_create_by_actor_has_no_deadline_unless_timeout_gw_create_6(gw: Gw) -> None:
+    plain = gw.create("actor=analyze", {"payload": [1, 2]})
+    assert "deadline_at" not in plain
+    timed = gw.create("actor=analyze", {"payload": None, "timeout": 30})
+    assert timed["deadline_at"] == "2026-03-01T10:00:30Z"
+    bodies = {b["id"]: b for b in gw.receive("analyze")}
+    assert bodies[plain["id"]]["route"] == {"prev": [], "curr": "analyze", "next": []}
+    assert "deadline_at" not in bodies[plain["id"]]["status"]
+    assert "x-asya-flow" not in bodies[plain["id"]]["headers"]
+    assert bodies[timed["id"]]["status"]["deadline_at"] == "2026-03-01T10:00:30Z"
+    assert gw.client.get(f"/api/v1/mesh/{plain['id']}").json()["flow"] is None
+
+
+def test_create_flow_timeout_overrides_default_and_headers_are_kept_gw_create_5(gw: Gw) -> None:
+    override = {"analyze": "summarize"}
+    created = gw.create(
+        "flow=sentences",
+        {"payload": {"text": "a. b."}, "timeout": 10, "headers": {"x-user": "u1", "x-asya-route-override": override}},
+    )
+    assert created["deadline_at"] == "2026-03-01T10:00:10Z"
+    [body] = gw.receive("split")
+    assert body["headers"]["x-user"] == "u1"
+    assert body["headers"]["x-asya-route-override"] == override
+    assert body["headers"]["x-asya-flow"] == "sentences"
+
+
+def test_create_continues_http_traceparent_p_trace_2(gw: Gw) -> None:
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    gw.create(
+        "actor=analyze", {"headers": {"traceparent": "garbage"}}, headers={"traceparent": parent, "tracestate": "k=v"}
+    )
+    [body] = gw.receive("analyze")
+    assert body["headers"]["traceparent"] == parent
+    assert body["headers"]["tracestate"] == "k=v"
+
+
+def test_create_starts_new_trace_for_invalid_traceparent_p_trace_2(gw: Gw) -> None:
+    gw.create("actor=analyze", headers={"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"})
+    [body] = gw.receive("analyze")
+    assert is_valid_traceparent(body["headers"]["traceparent"])
+    assert "00000000000000000000000000000000" not in body["headers"]["traceparent"]
+
+
+BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
+    ("", {}, 400, "actor or flow query parameter required"),
+    ("actor=analyze&flow=text-pipeline", {}, 400, "use either actor or flow, not both"),
+    ("actor=nope", {}, 404, "actor not found: nope"),
+    ("actor=x-sink", {}, 400, "actor 'x-sink' is reserved for crew"),
+    ("flow=nope", {}, 404, "flow not found: nope"),
+    (
+        "actor=analyze",
+        {"route": ["a"]},
+        400,
+        "routing fields are not allowed in the body: 'route'; the entry point is ?actor= or ?flow=",
+    ),
+    ("actor=analyze", {"extra": 1}, 400, "unknown field 'extra'"),
+    ("actor=analyze", {"payload": {"__ref__": "s3://b/k"}}, 400, "payload must not be a storage reference"),
+    ("actor=analyze", {"headers": {"x-asya-flow": "f"}}, 400, "header 'x-asya-flow' is reserved"),
+    (
+        "actor=analyze",
+        {"timeout": 0},
+        400,
+        "timeout must be an integer number of seconds between 1 and 604800",
+    ),
+    (
+        "flow=text-pipeline",
+        {"payload": {"txt": "x"}},
+        400,
+        "payload does not match input_schema: $: 'text' is a required property",
+    ),
+    (
+        "flow=text-pipeline",
+        {"payload": {"text": ""}},
+        400,
+        "payload does not match input_schema: $.text: '' should be non-empty",
+    ),
+]
+
+
+def test_create_rejects_bad_requests_gw_create_1_to_6(gw: Gw) -> None:
+    for query, body, status, message in BAD_CREATES:
+        response = gw.client.post(f"/api/v1/mesh/?{query}", json=body)
+        assert (response.status_code, response.json()) == (status, {"error": message}), (query, body)
+    assert gw.receive("analyze") == []
+    assert gw.store.list_tasks()["messages"] == []
+
+
+def test_body_parsing_errors_gw_gen_5(gw: Gw) -> None:
+    bad = gw.client.post("/api/v1/mesh/?actor=analyze", content=b"{nope", headers={"content-type": "text/plain"})
+    assert (bad.status_code, bad.json()) == (400, {"error": "invalid JSON body"})
+    array = gw.client.post("/api/v1/mesh/?actor=analyze", content=b"[1]")
+    assert (array.status_code, array.json()) == (400, {"error": "body must be a JSON object"})
+    # parsed as JSON whatever the content type
+    ok = gw.client.post(
+        "/api/v1/mesh/?actor=analyze", content=b'{"payload": 1}', headers={"content-type": "text/plain"}
+    )
+    assert ok.status_code == 201
+    big = gw.client.post("/api/v1/mesh/?actor=analyze", content=b" " * (5 * 1024 * 1024 + 1))
+    assert (big.status_code, big.json()) == (413, {"error": "request body too large (limit 5 MiB)"})
+
+
+def test_missing_queue_deletes_record_and_answers_404_gw_create_8(gw: Gw) -> None:
+    sqs = gw.mesh.aws.sqs
+    sqs.delete_queue(QueueUrl=gw.mesh.resources.queue_urls["split"])
+    response = gw.client.post("/api/v1/mesh/?flow=sentences", json={"payload": {"text": "a"}})
+    assert (response.status_code, response.json()) == (404, {"error": "actor not found: split"})
+    items = gw.mesh.aws.dynamodb.scan(TableName=gw.mesh.resources.table)["Items"]
+    assert items == []
+
+
+def test_send_failure_marks_task_failed_gw_create_8(gw: Gw) -> None:
+    # 1.5 MiB of payload: a body the gateway accepts, an envelope SQS refuses (no claim-check configured).
+    response = gw.client.post("/api/v1/mesh/?actor=analyze", json={"payload": "x" * (1536 * 1024)})
+    assert (response.status_code, response.json()) == (500, {"error": "failed to dispatch message"})
+    [task] = gw.store.list_tasks()["messages"]
+    assert task["status"] == "failed"
+    assert task["error"] == "dispatch failed: SerializationError"
+
+
+# ---------------------------------------------------------------- view, list, cancel
+
+
+def test_view_unknown_id_is_404_gw_task(gw: Gw) -> None:
+    response = gw.client.get("/api/v1/mesh/no-such-task")
+    assert (response.status_code, response.json()) == (404, {"error": "not found"})
+
+
+def test_view_applies_read_path_backstop_gw_back_3(gw: Gw) -> None:
+    task_id = gw.create("actor=analyze", {"timeout": 5})["id"]
+    gw.clock.advance(6)
+    view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert view["status"] == "failed"
+    assert view["error"] == "task timed out"
+    assert view["data"]["status"] == "failed"
+
+
+def test_list_newest_first_with_cursor_and_count_gw_list_1_3(gw: Gw) -> None:
+    ids = []
+    for _ in range(3):
+        ids.append(gw.create("actor=analyze")["id"])
+        gw.clock.advance(1)
+    page = gw.client.get("/api/v1/mesh/?limit=2&count=true").json()
+    assert [m["id"] for m in page["messages"]] == [ids[2], ids[1]]
+    assert page["total"] == 3
+    assert set(page["messages"][0]) >= {"id", "status", "flow", "actor", "created_at", "progress_percent"}
+    rest = gw.client.get(f"/api/v1/mesh?limit=2&cursor={page['next_cursor']}").json()
+    assert [m["id"] for m in rest["messages"]] == [ids[0]]
+    assert rest["next_cursor"] is None
+    assert rest["total"] is None
+
+
+def test_list_rejects_bad_parameters_gw_list_1(gw: Gw) -> None:
+    cases = [
+        ("limit=abc", "limit"),
+        ("limit=0", "limit"),
+        ("offset=-1", "offset"),
+        ("status=done", "status"),
+        ("flow=Bad!", "flow"),
+        ("count=yes", "count"),
+        ("cursor=abc&offset=1", "cursor"),
+        ("cursor=%25%25", "cursor"),
+    ]
+    for query, parameter in cases:
+        response = gw.client.get(f"/api/v1/mesh/?{query}")
+        assert response.status_code == 400, query
+        assert response.json()["error"].startswith(f"{parameter}: "), response.json()
+
+
+def test_cancel_semantics_gw_cancel_1(gw: Gw) -> None:
+    task_id = gw.create("actor=analyze")["id"]
+    first = gw.client.delete(f"/api/v1/mesh/{task_id}")
+    assert (first.status_code, first.content) == (204, b"")
+    view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert view["status"] == "canceled"
+    assert view["message"] == "Canceled by client"
+    assert view["last_event_id"] == 2
+    again = gw.client.delete(f"/api/v1/mesh/{task_id}")
+    assert again.status_code == 204
+    assert gw.client.get(f"/api/v1/mesh/{task_id}").json()["last_event_id"] == 2
+    missing = gw.client.delete("/api/v1/mesh/no-such-task")
+    assert (missing.status_code, missing.json()) == (404, {"error": "not found"})
+
+
+# ---------------------------------------------------------------- producer events
+
+
+def test_post_status_events_update_the_task_gw_evt_1_3(gw: Gw) -> None:
+    task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
+    url = f"/api/v1/mesh/{task_id}/events"
+    running = {"prev": [], "curr": "normalize", "next": ["analyze", "summarize"]}
+    response = gw.client.post(url, json={"type": "status", "status": "processing", "data": running})
+    assert response.status_code == 204
+    view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert (view["status"], view["step"], view["current_actor"]) == ("running", "processing", "normalize")
+    assert view["progress_percent"] == 16.7
+    stale = gw.client.post(url, json={"type": "status", "status": "processing", "data": running})
+    assert stale.status_code == 204
+    assert gw.client.get(f"/api/v1/mesh/{task_id}").json()["last_event_id"] == view["last_event_id"]
+    done = gw.client.post(
+        url,
+        json={"type": "status", "status": "succeeded", "data": {"result": {"ok": True}}},
+        headers={"X-Asya-Envelope-ID": task_id},
+    )
+    assert done.status_code == 204
+    final = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert (final["status"], final["result"], final["progress_percent"]) == ("succeeded", {"ok": True}, 100)
+
+
+def test_post_fly_event_is_logged_gw_evt_4(gw: Gw) -> None:
+    task_id = gw.create("actor=analyze")["id"]
+    response = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "fly", "data": "partial"})
+    assert response.status_code == 204
+    [event] = gw.store.events_after(task_id, 1)
+    assert event["event"] == "fly"
+    assert event["data"] == {"payload": "partial", "actor": None, "envelope_id": task_id}
+
+
+def test_post_event_rejects_malformed_bodies_gw_evt_5(gw: Gw) -> None:
+    task_id = gw.create("actor=analyze")["id"]
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"type": "nope"}, "unknown event type 'nope'"),
+        (
+            {"type": "status", "status": "paused", "data": {"pause_metadata": {}}},
+            "data.pause_metadata must be an object with a string 'prompt'",
+        ),
+        ({"type": "status", "status": "processing", "data": []}, "data must be an object for a status event, got []"),
+        (
+            {"type": "status", "status": "running", "data": {"progress_percent": 101}},
+            "data.progress_percent must be a number between 0 and 100, got 101",
+        ),
+    ]
+    for body, message in cases:
+        response = gw.client.post(f"/api/v1/mesh/{task_id}/events", json=body)
+        assert (response.status_code, response.json()) == (400, {"error": message})
+    assert gw.client.get(f"/api/v1/mesh/{task_id}").json()["last_event_id"] == 1
+
+
+def test_post_event_bad_status_and_unknown_task_gw_evt_5(gw: Gw) -> None:
+    task_id = gw.create("actor=analyze")["id"]
+    bad = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "status", "status": "pending"})
+    assert bad.status_code == 400
+    assert bad.json()["error"].startswith('status: invalid value "pending"')
+    for body in (
+        {"type": "fly", "data": 1},
+        {"type": "status", "status": "running", "data": {"curr": "analyze", "progress_percent": 5}},
+    ):
+        missing = gw.client.post("/api/v1/mesh/no-such-task/events", json=body)
+        assert (missing.status_code, missing.json()) == (404, {"error": "not found"})
+    big = gw.client.post(f"/api/v1/mesh/{task_id}/events", content=b" " * (1024 * 1024 + 1))
+    assert (big.status_code, big.json()) == (413, {"error": "request body too large (limit 1 MiB)"})
+
+
+# ---------------------------------------------------------------- general rules
+
+
+def test_unknown_path_and_wrong_method_gw_gen_3(gw: Gw) -> None:
+    missing = gw.client.get("/api/v2/other")
+    assert (missing.status_code, missing.json()) == (404, {"error": "not found"})
+    wrong = gw.client.put("/api/v1/mesh/abc")
+    assert (wrong.status_code, wrong.json()) == (405, {"error": "method not allowed"})
+    assert {m.strip() for m in wrong.headers["allow"].split(",")} >= {"GET", "DELETE"}
+    wrong_events = gw.client.delete("/api/v1/mesh/abc/events")
+    assert wrong_events.status_code == 405
+    assert "POST" in wrong_events.headers["allow"]
+
+
+def test_request_id_on_every_response_gw_gen_4(gw: Gw) -> None:
+    context = json.dumps({"requestId": "apigw-req-1", "stage": "prod"})
+    tagged = gw.client.get("/health", headers={"x-amzn-request-context": context})
+    assert tagged.headers["x-request-id"] == "apigw-req-1"
+    local = gw.client.get("/api/v1/mesh/unknown")
+    assert len(local.headers["x-request-id"]) == 36
+    assert local.headers["x-request-id"] != gw.client.get("/health").headers["x-request-id"]
+
+
+def test_unexpected_failure_is_500_internal_error_gw_gen_4(mesh: Any, serve_asgi: Any) -> None:
+    store = TaskStore(table="asya-demo-missing", dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
+    app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs)
+    with httpx.Client(base_url=serve_asgi(app)) as client:
+        response = client.get("/api/v1/mesh/some-id")
+    assert (response.status_code, response.json()) == (500, {"error": "internal error"})
+    assert response.headers["x-request-id"]
+
+
+def test_health_gw_ops_1(gw: Gw) -> None:
+    response = gw.client.get("/health")
+    assert (response.status_code, response.json()) == (200, {"status": "ok", "version": "0.1.0"})
+    assert response.headers["content-type"] == "application/json"
+
+
+def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
+    healthy = gw.client.post("/api/v1/system/mq-diagnostic").json()
+    assert healthy["namespace"] == "demo"
+    assert healthy["healthy"] is True
+    assert [q["actor"] for q in healthy["queues"]] == ["normalize", "analyze", "summarize", "split", "x-sink", "x-sump"]
+    gw.create("actor=analyze")
+    sqs = gw.mesh.aws.sqs
+    sqs.send_message(QueueUrl=gw.mesh.resources.dlq_urls["analyze"], MessageBody="{}")
+    sqs.delete_queue(QueueUrl=gw.mesh.resources.queue_urls["split"])
+    report = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["analyze", "split"]}).json()
+    assert report["healthy"] is False
+    analyze, split = report["queues"]
+    assert analyze == {
+        "actor": "analyze",
+        "queue": "asya-demo-analyze",
+        "exists": True,
+        "depth": 1,
+        "in_flight": 0,
+        "delayed": 0,
+        "oldest_age_seconds": None,
+        "dlq": {"queue": "asya-demo-analyze-dlq", "exists": True, "depth": 1, "oldest_age_seconds": None},
+    }
+    assert (split["exists"], split["depth"], split["in_flight"]) == (False, None, None)
+    bad = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["nope"]})
+    assert (bad.status_code, bad.json()) == (400, {"error": "actors: unknown actor 'nope'"})
