@@ -1,0 +1,225 @@
+"""The HTTP gateway: one Lambda running the ASGI app behind the AWS Lambda Web Adapter, fronted by a regional API
+Gateway REST API (GATEWAY section 0).
+
+The function's handler is ``run.sh`` (uvicorn on port 8080), run by the adapter layer through
+``AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap`` in ``response_stream`` invoke mode. In that mode the adapter answers every
+request in Lambda's streaming HTTP format, so every method is integrated with response transfer mode ``STREAM``
+(the streaming invocation URI, 15-minute limit): GW-GEN-1 requires it for the SSE, MCP and A2A routes, and a
+``BUFFERED`` integration could not read the adapter's responses.
+
+Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing; the public routes of GW-AUTH-2
+(``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``) have methods of their own without
+authorization. Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method
+(GW-AUTH-3); ``api_key`` and ``jwt`` -> none at API Gateway, the app checks (GW-AUTH-4, GW-AUTH-5); ``none`` ->
+refused unless ``allow_unauthenticated`` (GW-AUTH-6). With ``iam`` and CORS origins configured, ``OPTIONS`` is left
+open so browsers' preflight requests reach the app. The stage has JSON access logs, ERROR execution logs and
+throttling.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from asya.manifest import GatewayAuth
+from asya_cdk.errors import DeploymentError
+from asya_cdk.nag import acknowledge
+
+__all__ = [
+    "ADAPTER_ENVIRONMENT",
+    "PUBLIC_PATHS",
+    "Gateway",
+    "lwa_layer_arn",
+    "validate_auth",
+]
+
+#: Routes that never require credentials (GW-AUTH-2).
+PUBLIC_PATHS: Final = ("/health", "/openapi.json", "/.well-known/agent.json")
+ADAPTER_PORT: Final = 8080
+#: Environment of the Lambda Web Adapter.
+ADAPTER_ENVIRONMENT: Final[Mapping[str, str]] = {
+    "AWS_LAMBDA_EXEC_WRAPPER": "/opt/bootstrap",
+    "AWS_LWA_INVOKE_MODE": "response_stream",
+    "AWS_LWA_READINESS_CHECK_PATH": "/health",
+    "PORT": str(ADAPTER_PORT),
+}
+_LWA_ACCOUNT: Final = "753240598075"
+#: API Gateway's limit for a streamed response (GW-GEN-1); the function may run as long.
+_STREAM_TIMEOUT: Final = Duration.minutes(15)
+
+
+def lwa_layer_arn(region: str, version: int) -> str:
+    """ARN of the AWS Lambda Web Adapter layer for arm64, published by AWS in every commercial region."""
+    return f"arn:aws:lambda:{region}:{_LWA_ACCOUNT}:layer:LambdaAdapterLayerArm64:{version}"
+
+
+def validate_auth(auth: GatewayAuth) -> None:
+    """Refuse what cannot be deployed (GW-AUTH-6)."""
+    if auth.mode == "none" and not auth.allow_unauthenticated:
+        raise DeploymentError(
+            "gateway.auth.mode: 'none' would expose every route without authentication (GW-AUTH-6); "
+            "use 'iam', 'api_key' or 'jwt', or set gateway.auth.allow_unauthenticated: true to deploy it anyway"
+        )
+
+
+class Gateway(Construct):
+    """Gateway function + REST API."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        api_name: str,
+        auth: GatewayAuth,
+        code: lambda_.Code,
+        runtime: lambda_.Runtime,
+        layers: Sequence[lambda_.ILayerVersion],
+        adapter_layer: lambda_.ILayerVersion,
+        environment: Mapping[str, str],
+        cors_origins: Sequence[str] = (),
+        memory: int = 1024,
+        stage_name: str = "prod",
+        throttling_rate_limit: float = 100,
+        throttling_burst_limit: int = 200,
+        log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+    ) -> None:
+        validate_auth(auth)
+        clash = sorted(set(environment) & set(ADAPTER_ENVIRONMENT))
+        if clash:
+            raise DeploymentError(f"gateway environment: {clash} are set by the Lambda Web Adapter configuration")
+        super().__init__(scope, id)
+        self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
+        self._function = lambda_.Function(
+            self,
+            "Function",
+            description=f"asya gateway ({api_name})",
+            runtime=runtime,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="run.sh",
+            code=code,
+            layers=[adapter_layer, *layers],
+            memory_size=memory,
+            timeout=_STREAM_TIMEOUT,
+            environment={**environment, **ADAPTER_ENVIRONMENT},
+            log_group=self._log_group,
+        )
+        if auth.mode == "api_key" and auth.api_key_secret:
+            self._grant_secret(auth.api_key_secret)
+
+        self._access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention)
+        self._api = apigw.RestApi(
+            self,
+            "Api",
+            rest_api_name=api_name,
+            description=f"asya gateway ({api_name})",
+            endpoint_configuration=apigw.EndpointConfiguration(types=[apigw.EndpointType.REGIONAL]),
+            cloud_watch_role=True,
+            deploy_options=apigw.StageOptions(
+                stage_name=stage_name,
+                access_log_destination=apigw.LogGroupLogDestination(self._access_logs),
+                access_log_format=apigw.AccessLogFormat.json_with_standard_fields(
+                    caller=True,
+                    http_method=True,
+                    ip=True,
+                    protocol=True,
+                    request_time=True,
+                    resource_path=True,
+                    response_length=True,
+                    status=True,
+                    user=True,
+                ),
+                logging_level=apigw.MethodLoggingLevel.ERROR,
+                data_trace_enabled=False,
+                throttling_rate_limit=throttling_rate_limit,
+                throttling_burst_limit=throttling_burst_limit,
+            ),
+        )
+        integration = apigw.LambdaIntegration(
+            self._function,
+            proxy=True,
+            allow_test_invoke=False,
+            response_transfer_mode=apigw.ResponseTransferMode.STREAM,
+            timeout=_STREAM_TIMEOUT,
+        )
+        protected = apigw.AuthorizationType.IAM if auth.mode == "iam" else apigw.AuthorizationType.NONE
+        open_preflight = protected == apigw.AuthorizationType.IAM and bool(cors_origins)
+        protected_resources: list[apigw.IResource] = [self._api.root, self._api.root.add_resource("{proxy+}")]
+        for path in PUBLIC_PATHS:
+            public = self._api.root.resource_for_path(path)
+            method = public.add_method("GET", integration, authorization_type=apigw.AuthorizationType.NONE)
+            acknowledge(
+                method, "AwsSolutions-APIG4", f"GET {path} is a public route of the gateway contract (GW-AUTH-2)."
+            )
+            protected_resources.append(public)
+        for resource in protected_resources:
+            method = resource.add_method("ANY", integration, authorization_type=protected)
+            if protected == apigw.AuthorizationType.NONE:
+                acknowledge(method, "AwsSolutions-APIG4", _app_auth_reason(auth))
+            if open_preflight:
+                preflight = resource.add_method("OPTIONS", integration, authorization_type=apigw.AuthorizationType.NONE)
+                acknowledge(
+                    preflight,
+                    "AwsSolutions-APIG4",
+                    "CORS preflight requests carry no credentials; the app answers them (GW-GEN-8).",
+                )
+        self._acknowledge_api_findings(auth)
+
+    def _grant_secret(self, secret_id: str) -> None:
+        if secret_id.startswith("arn:"):
+            secret = secretsmanager.Secret.from_secret_complete_arn(self, "ApiKeys", secret_id)
+        else:
+            secret = secretsmanager.Secret.from_secret_name_v2(self, "ApiKeys", secret_id)
+        secret.grant_read(self._function)
+
+    def _acknowledge_api_findings(self, auth: GatewayAuth) -> None:
+        acknowledge(
+            self._api,
+            "AwsSolutions-APIG2",
+            "Every route is proxied to the ASGI app, which validates requests itself with the gateway's "
+            "error format (GW-GEN-2, GW-GEN-5); API Gateway's validators would answer with another format.",
+        )
+        acknowledge(
+            self._api,
+            "AwsSolutions-COG4",
+            f"Authentication mode {auth.mode!r} from the manifest (GW-AUTH-1): AWS_IAM at API Gateway, or "
+            "API keys / JWTs verified by the app; Cognito user pools are not part of the gateway contract.",
+        )
+        acknowledge(
+            self._api,
+            "AwsSolutions-APIG3",
+            "WAF is an account-level choice with its own cost; attach a web ACL to the stage when needed.",
+        )
+
+    @property
+    def function(self) -> lambda_.Function:
+        return self._function
+
+    @property
+    def api(self) -> apigw.RestApi:
+        return self._api
+
+    @property
+    def log_group(self) -> logs.LogGroup:
+        return self._log_group
+
+    @property
+    def access_log_group(self) -> logs.LogGroup:
+        return self._access_logs
+
+    @property
+    def url(self) -> str:
+        return self._api.url
+
+
+def _app_auth_reason(auth: GatewayAuth) -> str:
+    if auth.mode == "none":
+        return "The manifest sets gateway.auth.mode 'none' with allow_unauthenticated: true (GW-AUTH-6)."
+    return f"gateway.auth.mode is {auth.mode!r}: the app authenticates every non-public route (GW-AUTH-4, GW-AUTH-5)."

@@ -1,0 +1,35 @@
+"""Infra fixtures: the example mesh synthesized once per session (with cdk-nag), and manifests written to tmp_path.
+
+The first synthesis on a machine builds the dependency layers with pip (cached under ``.cdk.staging/``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def example_synth(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedMesh:
+    """The repository's ``asya.yaml``, synthesized with cdk-nag (synthesis fails on an unacknowledged finding)."""
+    return synthesize_mesh(REPO / "asya.yaml", repo_root=REPO, outdir=tmp_path_factory.mktemp("cdk-example"))
+
+
+@pytest.fixture
+def write_manifest(tmp_path: Path) -> Callable[[Mapping[str, Any]], Path]:
+    """Write a manifest mapping to ``tmp_path/asya.yaml``."""
+
+    def write(data: Mapping[str, Any]) -> Path:
+        path = tmp_path / "asya.yaml"
+        path.write_text(yaml.safe_dump(dict(data)), encoding="utf-8")
+        return path
+
+    return write

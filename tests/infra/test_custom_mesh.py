@@ -1,0 +1,155 @@
+"""A mesh exercising the optional settings: max_concurrency, env, resiliency, sink hooks, api_key auth with CORS,
+and context overrides (region, Lambda Web Adapter version). SynthesizedMesh once, with cdk-nag.
+
+Spec: PROTOCOL P-MAN-2, P-MAN-4, P-ACK-1, P-SINK-6; GATEWAY GW-AUTH-4, GW-GEN-8.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from asya.manifest import load_manifest
+from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
+
+pytestmark = pytest.mark.infra
+
+REPO = Path(__file__).resolve().parents[2]
+
+MANIFEST: dict[str, Any] = {
+    "namespace": "shop",
+    "defaults": {"timeout": "20s", "batch_size": 2},
+    "actors": {
+        "pay": {
+            "handler": "text.normalize",
+            "code": str(REPO / "functions"),
+            "memory": 512,
+            "max_concurrency": 5,
+            "env": {"FOO": "bar"},
+            "resiliency": {
+                "policies": {"default": {"max_attempts": 2, "initial_delay": "2s"}},
+                "rules": [{"errors": ["ValueError"], "policy": "default"}],
+            },
+        },
+        "ship": {"handler": "text.normalize", "code": str(REPO / "functions"), "max_receive_count": 3},
+    },
+    "flows": {"order": {"route": ["pay", "ship"]}},
+    "crew": {"sink_hooks": ["ship"]},
+    "gateway": {
+        "auth": {"mode": "api_key", "api_key_secret": "asya/keys"},
+        "cors_origins": ["https://shop.example.com"],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedMesh:
+    directory = tmp_path_factory.mktemp("cdk-shop")
+    manifest = directory / "asya.yaml"
+    manifest.write_text(yaml.safe_dump(MANIFEST), encoding="utf-8")
+    return synthesize_mesh(
+        manifest,
+        repo_root=REPO,
+        outdir=directory / "cdk.out",
+        context={"asya:region": "eu-west-1", "asya:lwaLayerVersion": "26"},
+    )
+
+
+def _function_by_actor(synth: SynthesizedMesh, actor: str) -> dict[str, Any]:
+    matches: list[dict[str, Any]] = [
+        res["Properties"]
+        for res in synth.of_type("AWS::Lambda::Function").values()
+        if res["Properties"].get("Environment", {}).get("Variables", {}).get("ASYA_ACTOR") == actor
+    ]
+    (fn,) = matches
+    return fn
+
+
+def _queue(synth: SynthesizedMesh, name: str) -> dict[str, Any]:
+    matches: list[dict[str, Any]] = [
+        res["Properties"] for res in synth.of_type("AWS::SQS::Queue").values() if res["Properties"]["QueueName"] == name
+    ]
+    (props,) = matches
+    return props
+
+
+def test_stack_name_follows_namespace(shop: SynthesizedMesh) -> None:
+    assert shop.built.stack.stack_name == "asya-shop"
+    assert shop.built.stack.region == "eu-west-1"
+
+
+def test_p_man_4_sizing_from_defaults(shop: SynthesizedMesh) -> None:
+    fn = _function_by_actor(shop, "pay")
+    assert fn["Timeout"] == 2 * 20 + 10
+    assert fn["MemorySize"] == 512
+    assert _queue(shop, "asya-shop-pay")["VisibilityTimeout"] == 6 * 50
+    assert _queue(shop, "asya-shop-ship")["RedrivePolicy"]["maxReceiveCount"] == 3
+
+
+def test_p_ack_1_max_concurrency_and_batch_size_on_the_event_source(shop: SynthesizedMesh) -> None:
+    by_batch = {
+        json.dumps(res["Properties"].get("ScalingConfig")): res["Properties"]
+        for res in shop.of_type("AWS::Lambda::EventSourceMapping").values()
+        if res["Properties"]["BatchSize"] == 2
+    }
+    assert set(by_batch) == {json.dumps({"MaximumConcurrency": 5}), "null"}  # pay, ship
+    for props in by_batch.values():
+        assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_p_man_2_env_map_and_resiliency_reach_the_function(shop: SynthesizedMesh) -> None:
+    env = _function_by_actor(shop, "pay")["Environment"]["Variables"]
+    assert env["FOO"] == "bar"
+    assert env["ASYA_ACTOR_TIMEOUT"] == "20"
+    manifest = load_manifest(shop.built.stack.manifest.base_dir / "asya.yaml")
+    resiliency = manifest.actors["pay"].resiliency
+    assert resiliency is not None
+    assert json.loads(env["ASYA_RESILIENCY"]) == resiliency.model_dump(mode="json")
+    assert "ASYA_RESILIENCY" not in _function_by_actor(shop, "ship")["Environment"]["Variables"]
+
+
+def test_p_sink_6_sink_hooks_reach_x_sink(shop: SynthesizedMesh) -> None:
+    assert _function_by_actor(shop, "x-sink")["Environment"]["Variables"]["ASYA_SINK_HOOKS"] == "ship"
+
+
+def test_gw_auth_4_api_key_mode_leaves_auth_to_the_app(shop: SynthesizedMesh) -> None:
+    methods = [res["Properties"] for res in shop.of_type("AWS::ApiGateway::Method").values()]
+    assert methods
+    assert {m["AuthorizationType"] for m in methods} == {"NONE"}
+    assert {m["Integration"]["ResponseTransferMode"] for m in methods} == {"STREAM"}
+
+
+def test_gw_auth_4_gateway_may_read_the_api_key_secret(shop: SynthesizedMesh) -> None:
+    (gateway,) = [
+        (key, res)
+        for key, res in shop.of_type("AWS::Lambda::Function").items()
+        if res["Properties"]["Handler"] == "run.sh"
+    ]
+    role = gateway[1]["Properties"]["Role"]["Fn::GetAtt"][0]
+    statements = [
+        s
+        for policy in shop.of_type("AWS::IAM::Policy").values()
+        if role in {r["Ref"] for r in policy["Properties"]["Roles"]}
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    secret = [s for s in statements if "secretsmanager:GetSecretValue" in s["Action"]]
+    assert len(secret) == 1
+    assert ":secret:asya/keys-??????" in json.dumps(secret[0]["Resource"])
+
+
+def test_lwa_layer_version_and_region_from_context(shop: SynthesizedMesh) -> None:
+    (gateway,) = [
+        res["Properties"]
+        for res in shop.of_type("AWS::Lambda::Function").values()
+        if res["Properties"]["Handler"] == "run.sh"
+    ]
+    assert "arn:aws:lambda:eu-west-1:753240598075:layer:LambdaAdapterLayerArm64:26" in gateway["Layers"]
+
+
+def test_cdk_nag_passes_for_api_key_mode(shop: SynthesizedMesh) -> None:
+    report = shop.validation_report()
+    assert [p for p in report["pluginReports"] if p.get("conclusion") != "success"] == []
