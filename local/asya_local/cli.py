@@ -1,0 +1,263 @@
+"""The ``asya`` command line (console script ``asya = asya_local.cli:main``).
+
+Commands::
+
+    asya dev    [--manifest asya.yaml] [--host 127.0.0.1] [--port 8080]    run the mesh locally until Ctrl-C
+    asya call   FLOW | --actor NAME [--payload JSON] [--timeout S] [--no-wait] [--url URL]
+    asya status ID [--url URL]                                              the task view, pretty JSON
+    asya watch  ID [--url URL]                                              the SSE transcript as it arrives
+    asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T]    the example flow end to end
+
+``--url`` (else env ``ASYA_URL``, else ``http://127.0.0.1:8080``) picks the gateway. ``call`` creates a task
+(GW-CREATE-7); with ``--no-wait`` it prints the id, otherwise it follows the SSE stream (progress bar and FLY output on
+stderr) and prints the final task view as JSON on stdout. ``--timeout`` is the task's timeout (GW-CREATE-6); the CLI
+stops following 30 s after it. Exit codes: 0 success (``call``/``demo``: the task succeeded), 1 the task failed, was
+canceled or is still not terminal, 2 usage errors, no gateway at the URL, HTTP errors (their ``{"error"}`` message is
+printed) and local-mode start failures.
+
+``dev`` and ``demo`` pass ``ASYA_API_KEYS`` and ``ASYA_SSE_MAX_SECONDS`` from ``env`` to the local gateway.
+Configuration is read from ``argv`` and the ``env`` mapping given to :func:`main` (``os.environ`` only when ``main``
+is called without one, i.e. as the console script).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, TextIO
+
+from botocore.exceptions import ClientError
+
+from asya.exceptions import AsyaError
+from asya.manifest import load_manifest
+from asya_local.client import GatewayClient
+from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
+from asya_local.progress import ProgressView
+
+__all__ = ["DEFAULT_URL", "URL_ENV", "main"]
+
+DEFAULT_URL: Final = "http://127.0.0.1:8080"
+URL_ENV: Final = "ASYA_URL"
+#: How long ``call`` keeps following after the task's own timeout (the gateway fails the task at its deadline).
+_FOLLOW_GRACE_SECONDS: Final = 30
+#: Gateway environment variables ``dev`` and ``demo`` pass through to the local gateway (GW-AUTH-4).
+_GATEWAY_PASSTHROUGH: Final = ("ASYA_API_KEYS", "ASYA_SSE_MAX_SECONDS")
+_DEMO_TEXT: Final = (
+    "Hello World! Asya runs every actor as a Lambda behind its own queue. "
+    "Locally the very same code runs against moto, and the result is great."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Io:
+    out: TextIO
+    err: TextIO
+
+    def print_json(self, value: Any) -> None:
+        self.out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def error(self, message: str) -> None:
+        self.err.write(f"asya: {message}\n")
+        self.err.flush()
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+) -> int:
+    """Run one command; returns the exit code."""
+    io = _Io(out=stdout or sys.stdout, err=stderr or sys.stderr)
+    environment = os.environ if env is None else env
+    parser = _parser(default_url=environment.get(URL_ENV) or DEFAULT_URL)
+    try:
+        with contextlib.redirect_stdout(io.out), contextlib.redirect_stderr(io.err):
+            args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    args.env = environment
+    try:
+        return int(args.run(args, io))
+    except GatewayUnreachableError as exc:
+        io.error(str(exc))
+    except GatewayHttpError as exc:
+        io.error(exc.message)
+    except (SseStreamError, LocalModeError, AsyaError) as exc:
+        io.error(str(exc))
+    except KeyboardInterrupt:
+        io.error("interrupted")
+        return 130
+    return 2
+
+
+def _parser(*, default_url: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="asya", description="Run and call an Asya mesh.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    remote = argparse.ArgumentParser(add_help=False)
+    remote.add_argument("--url", default=default_url, help=f"gateway URL (env {URL_ENV}; default {DEFAULT_URL})")
+
+    dev = commands.add_parser("dev", help="run the mesh locally (moto, actors, gateway) until Ctrl-C")
+    dev.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
+    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    dev.set_defaults(run=_dev)
+
+    call = commands.add_parser("call", parents=[remote], help="create a task and follow it to its end")
+    call.add_argument("flow", nargs="?", help="flow name (or use --actor)")
+    call.add_argument("--actor", help="send to this actor instead of a flow")
+    call.add_argument("--payload", type=_json_arg, default=None, help="the payload as JSON (default null)")
+    call.add_argument("--timeout", type=_positive_int, default=None, help="task timeout in seconds")
+    call.add_argument("--no-wait", action="store_true", help="print the task id and return")
+    call.set_defaults(run=_call)
+
+    status = commands.add_parser("status", parents=[remote], help="print a task view")
+    status.add_argument("id")
+    status.set_defaults(run=_status)
+
+    watch = commands.add_parser("watch", parents=[remote], help="print a task's SSE events as they arrive")
+    watch.add_argument("id")
+    watch.set_defaults(run=_watch)
+
+    demo = commands.add_parser("demo", help="start the mesh, run the example flow, show progress and result")
+    demo.add_argument("--manifest", default="asya.yaml")
+    demo.add_argument("--flow", default="text-pipeline")
+    demo.add_argument("--text", default=_DEMO_TEXT)
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def _json_arg(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"invalid JSON {raw!r}: {exc}") from None
+
+
+def _positive_int(raw: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer number of seconds, got {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {raw!r}")
+    return value
+
+
+# -- commands ---------------------------------------------------------------------------------------------------
+
+
+def _dev(args: argparse.Namespace, io: _Io) -> int:
+    from asya_local.mesh import LocalMesh
+
+    manifest = load_manifest(args.manifest)
+    with LocalMesh(manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env)) as mesh:
+        io.out.write(f"{mesh.url}\n")
+        io.out.flush()
+        io.err.write(f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url}; press Ctrl-C to stop\n")
+        io.err.flush()
+        stopped = threading.Event()
+        try:
+            while not stopped.wait(3600):
+                pass
+        except KeyboardInterrupt:
+            io.err.write("asya dev: stopping\n")
+    return 0
+
+
+def _call(args: argparse.Namespace, io: _Io) -> int:
+    if (args.flow is None) == (args.actor is None):
+        io.error("give exactly one of FLOW and --actor NAME")
+        return 2
+    with GatewayClient(args.url) as client:
+        created = client.create(flow=args.flow, actor=args.actor, payload=args.payload, timeout=args.timeout)
+        task_id = str(created["id"])
+        if args.no_wait:
+            io.out.write(task_id + "\n")
+            return 0
+        limit = None if args.timeout is None else args.timeout + _FOLLOW_GRACE_SECONDS
+        view = _follow(client, task_id, io, limit=limit)
+    io.print_json(view)
+    return 0 if view.get("status") == "succeeded" else 1
+
+
+def _status(args: argparse.Namespace, io: _Io) -> int:
+    with GatewayClient(args.url) as client:
+        io.print_json(client.get(args.id))
+    return 0
+
+
+def _watch(args: argparse.Namespace, io: _Io) -> int:
+    with GatewayClient(args.url) as client:
+        for event in client.events(args.id).events():
+            if event.retry is not None:
+                io.out.write(f"retry: {event.retry}\n")
+            if event.id is not None:
+                io.out.write(f"id: {event.id}\n")
+            io.out.write(f"event: {event.event}\n")
+            io.out.writelines(f"data: {line}\n" for line in event.data.split("\n"))
+            io.out.write("\n")
+            io.out.flush()
+    return 0
+
+
+def _demo(args: argparse.Namespace, io: _Io) -> int:
+    from asya_local.mesh import LocalMesh
+
+    manifest = load_manifest(args.manifest)
+    io.err.write(f"asya demo: starting mesh {manifest.namespace!r} (moto, {len(manifest.deployed_actors())} actors)\n")
+    with LocalMesh(manifest, port=0, gateway_env=_gateway_env(args.env)) as mesh, GatewayClient(mesh.url) as client:
+        io.err.write(f"asya demo: gateway at {mesh.url}\n")
+        created = client.create(flow=args.flow, payload={"text": args.text})
+        task_id = str(created["id"])
+        io.err.write(f"asya demo: task {task_id} -> flow {args.flow}\n")
+        view = _follow(client, task_id, io, limit=None)
+        io.out.write(f"status: {view.get('status')}\n")
+        if view.get("status") != "succeeded":
+            io.print_json({key: view.get(key) for key in ("error", "error_details", "failed_actor")})
+            return 1
+        io.out.write("result:\n")
+        io.print_json(view.get("result"))
+        key = view.get("checkpoint_key")
+        if not isinstance(key, str) or not key:
+            io.error("the task view has no checkpoint_key")
+            return 1
+        bucket = mesh.resources.bucket
+        try:
+            size = mesh.clients.s3.head_object(Bucket=bucket, Key=key)["ContentLength"]
+        except ClientError as exc:
+            io.error(f"checkpoint s3://{bucket}/{key} not found: {exc.response['Error']['Code']}")
+            return 1
+        io.out.write(f"checkpoint: s3://{bucket}/{key} ({size} bytes, verified in moto S3)\n")
+        io.out.flush()
+    return 0
+
+
+def _gateway_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The gateway settings a local run takes from the environment (API keys for ``gateway.auth.mode: api_key``)."""
+    return {name: env[name] for name in _GATEWAY_PASSTHROUGH if name in env}
+
+
+def _follow(client: GatewayClient, task_id: str, io: _Io, *, limit: float | None) -> dict[str, Any]:
+    """Show the task's events until it ends (or ``limit`` seconds pass), then return its task view."""
+    view = ProgressView(io.err, tty=io.err.isatty(), columns=shutil.get_terminal_size((100, 24)).columns)
+    deadline = None if limit is None else time.monotonic() + limit
+    try:
+        for event in client.events(task_id).events():
+            view.on_event(event)
+            if deadline is not None and time.monotonic() > deadline:
+                io.error(f"stopped following task {task_id} after {limit:.0f} s")
+                break
+    finally:
+        view.finish()
+    return client.get(task_id)

@@ -1,0 +1,90 @@
+"""A small HTTP client of the gateway's REST routes (GATEWAY sections 3, 4, 7) used by the CLI.
+
+Every call raises :class:`GatewayUnreachableError` when nothing listens at the URL and :class:`GatewayHttpError`
+carrying the ``{"error": ...}`` message for any error status.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError
+from asya_local.sse import SseStream, error_message
+
+__all__ = ["GatewayClient"]
+
+#: Reads may block between SSE keepalives (every 15 s, GW-SSE-9); a longer silence means the connection is dead.
+_TIMEOUT = httpx.Timeout(10.0, read=30.0)
+
+
+class GatewayClient:
+    """REST calls against one gateway base URL (``http://127.0.0.1:8080``)."""
+
+    def __init__(self, url: str, *, http: httpx.Client | None = None) -> None:
+        self.url = url.rstrip("/")
+        self._http = http or httpx.Client(timeout=_TIMEOUT)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> GatewayClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def create(
+        self,
+        *,
+        flow: str | None = None,
+        actor: str | None = None,
+        payload: Any = None,
+        timeout: int | None = None,
+        headers: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """``POST /api/v1/mesh/?flow=`` or ``?actor=``; returns ``{"id", "status", "deadline_at"?}`` (GW-CREATE-9)."""
+        params = {"flow": flow} if flow is not None else {"actor": actor or ""}
+        body: dict[str, Any] = {"payload": payload}
+        if timeout is not None:
+            body["timeout"] = timeout
+        if headers:
+            body["headers"] = headers
+        return self._json(self._request("POST", "/api/v1/mesh/", params=params, json=body))
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        """``GET /api/v1/mesh/{id}``: the task view (GW-TASK-1)."""
+        return self._json(self._request("GET", f"/api/v1/mesh/{quote(task_id, safe='')}"))
+
+    def health(self) -> dict[str, Any]:
+        return self._json(self._request("GET", "/health"))
+
+    def events(self, task_id: str, *, last_event_id: str | None = None) -> SseStream:
+        """The task's SSE stream (GATEWAY section 7), reconnecting with ``Last-Event-ID``."""
+        return SseStream(
+            self._http, f"{self.url}/api/v1/mesh/{quote(task_id, safe='')}/events", last_event_id=last_event_id
+        )
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            response = self._http.request(method, f"{self.url}{path}", **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise GatewayUnreachableError(self.url) from exc
+        if response.status_code >= 400:
+            raise GatewayHttpError(response.status_code, error_message(response))
+        return response
+
+    @staticmethod
+    def _json(response: httpx.Response) -> dict[str, Any]:
+        try:
+            body = response.json()
+        except ValueError:
+            raise GatewayHttpError(response.status_code, "the gateway answered with a body that is not JSON") from None
+        if not isinstance(body, dict):
+            raise GatewayHttpError(response.status_code, "the gateway answered with a JSON body that is not an object")
+        return body

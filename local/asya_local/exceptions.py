@@ -1,0 +1,32 @@
+"""Exception classes of the local mode and the CLI. Every class name ends in ``Error``."""
+
+from __future__ import annotations
+
+from asya.exceptions import AsyaError
+
+__all__ = ["GatewayHttpError", "GatewayUnreachableError", "LocalModeError", "SseStreamError"]
+
+
+class LocalModeError(AsyaError):
+    """The local mesh could not start or was used in the wrong state (the message says which part and why)."""
+
+
+class GatewayUnreachableError(AsyaError):
+    """No HTTP server answers at the gateway URL (connection refused, DNS failure, timeout)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(f"no gateway at {url}: start one with `asya dev`")
+        self.url = url
+
+
+class GatewayHttpError(AsyaError):
+    """The gateway answered an error status; ``message`` is its ``{"error": ...}`` text when it sent one."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(f"HTTP {status_code}: {message}")
+        self.status_code = status_code
+        self.message = message
+
+
+class SseStreamError(AsyaError):
+    """An SSE stream could not be (re)established after the allowed number of attempts."""

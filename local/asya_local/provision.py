@@ -1,0 +1,131 @@
+"""Create a mesh's AWS resources from its manifest with boto3 (the local mode's stand-in for ``cdk deploy``).
+
+Names and settings come from the same modules the CDK app uses (``asya.naming``, ``asya.manifest``,
+``asya.tableschema``): per deployed actor a queue ``asya-{ns}-{actor}`` (visibility timeout per P-MAN-4, 14-day
+retention, SSE) with its DLQ ``asya-{ns}-{actor}-dlq`` (redrive after ``max_receive_count``), the task table and the
+storage bucket. Idempotent: existing resources are kept.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from botocore.exceptions import ClientError
+
+from asya import naming, tableschema
+from asya.manifest import Manifest
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+__all__ = ["QUEUE_RETENTION_SECONDS", "MeshResources", "provision"]
+
+#: 14 days, the SQS maximum, for queues and DLQs alike (P-ACK-6).
+QUEUE_RETENTION_SECONDS: Final = 1_209_600
+
+
+@dataclass(frozen=True, slots=True)
+class MeshResources:
+    """What :func:`provision` created: queue URLs by actor, DLQ URLs by actor, the table and the bucket."""
+
+    namespace: str
+    queue_urls: dict[str, str] = field(default_factory=dict)
+    dlq_urls: dict[str, str] = field(default_factory=dict)
+    table: str = ""
+    bucket: str = ""
+
+
+def provision(
+    manifest: Manifest,
+    *,
+    sqs: SQSClient,
+    dynamodb: DynamoDBClient,
+    s3: S3Client,
+    region: str = "us-east-1",
+) -> MeshResources:
+    """Create every queue, DLQ, the table and the bucket the manifest needs."""
+    resources = MeshResources(
+        namespace=manifest.namespace,
+        table=manifest.table_name,
+        bucket=naming.bucket_name(manifest.namespace),
+    )
+    for actor in manifest.deployed_actors():
+        dlq_url = sqs.create_queue(
+            QueueName=manifest.dlq_name(actor.name),
+            Attributes={"MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
+        )["QueueUrl"]
+        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        queue_url = sqs.create_queue(
+            QueueName=manifest.queue_name(actor.name),
+            Attributes={
+                "VisibilityTimeout": str(actor.visibility_timeout),
+                "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
+                "SqsManagedSseEnabled": "true",
+                "RedrivePolicy": json.dumps(
+                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(actor.max_receive_count)}
+                ),
+            },
+        )["QueueUrl"]
+        resources.queue_urls[actor.name] = queue_url
+        resources.dlq_urls[actor.name] = dlq_url
+    _create_table(dynamodb, resources.table)
+    _create_bucket(s3, resources.bucket, region)
+    return resources
+
+
+def _create_table(dynamodb: DynamoDBClient, table: str) -> None:
+    try:
+        dynamodb.create_table(**tableschema.boto3_create_table_kwargs(table))
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] != "ResourceInUseException":
+            raise
+    else:
+        dynamodb.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        dynamodb.update_time_to_live(
+            TableName=table,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": tableschema.TTL_ATTRIBUTE},
+        )
+
+
+def _create_bucket(s3: S3Client, bucket: str, region: str) -> None:
+    kwargs: dict[str, Any] = {"Bucket": bucket}
+    if region != "us-east-1":
+        kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+    try:
+        s3.create_bucket(**kwargs)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] not in ("BucketAlreadyOwnedByYou", "BucketAlreadyExists"):
+            raise
+    s3.put_bucket_encryption(
+        Bucket=bucket,
+        ServerSideEncryptionConfiguration={
+            "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+        },
+    )
+    s3.put_public_access_block(
+        Bucket=bucket,
+        PublicAccessBlockConfiguration={
+            "BlockPublicAcls": True,
+            "IgnorePublicAcls": True,
+            "BlockPublicPolicy": True,
+            "RestrictPublicBuckets": True,
+        },
+    )
+    s3.put_bucket_lifecycle_configuration(
+        Bucket=bucket,
+        LifecycleConfiguration={
+            "Rules": [
+                {
+                    "ID": f"expire-{prefix.rstrip('/')}",
+                    "Status": "Enabled",
+                    "Filter": {"Prefix": prefix},
+                    "Expiration": {"Days": tableschema.PAYLOADS_RETENTION_DAYS},
+                }
+                for prefix in (tableschema.PAYLOADS_PREFIX, tableschema.FANIN_PREFIX)
+            ]
+        },
+    )

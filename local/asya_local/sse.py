@@ -1,0 +1,186 @@
+"""A Server-Sent Events client over httpx: the line parser of the WHATWG EventSource spec and a reconnecting stream.
+
+``SseParser.feed(line)`` consumes one line (without its end-of-line) and returns an :class:`SseEvent` when a blank line
+completes an event with data. Fields: ``id`` (remembered as ``last_event_id`` unless it contains NUL), ``event``
+(default ``message``), ``data`` (lines joined with ``\\n``), ``retry`` (digits only, milliseconds); lines starting with
+``:`` are comments (the gateway's ``:keepalive``); unknown fields are ignored.
+
+``SseStream(client, url).events()`` yields the events of ``GET url`` (GATEWAY section 7). When the connection drops
+or the server ends the response before a terminal status (GW-SSE-9: at 840 s), it reconnects after the server's
+``retry`` delay with ``Last-Event-ID`` set to the last id seen, so nothing is lost or repeated (GW-SSE-5). It stops
+after a ``status`` event whose status is terminal (GW-SSE-7) or on a 204 answer (GW-SSE-8). Other answers raise
+:class:`GatewayHttpError`; no server at all raises :class:`GatewayUnreachableError`; ``max_retries`` consecutive
+failed reconnects raise :class:`SseStreamError`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+
+from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, SseStreamError
+
+__all__ = ["TERMINAL_STATUSES", "SseEvent", "SseParser", "SseStream", "error_message", "parse_lines", "terminal_status"]
+
+TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "canceled"})
+_DEFAULT_RETRY_MS: Final = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One dispatched event. ``id`` is the id line of this event, ``None`` when it had none."""
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+class SseParser:
+    """Incremental line parser. ``last_event_id`` and ``retry`` persist across events, as in EventSource."""
+
+    def __init__(self) -> None:
+        self.last_event_id: str | None = None
+        self.retry: int | None = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._event = ""
+        self._data: list[str] = []
+        self._id: str | None = None
+        self._retry: int | None = None
+
+    def feed(self, line: str) -> SseEvent | None:
+        if line == "":
+            return self._dispatch()
+        if line.startswith(":"):
+            return None
+        name, sep, value = line.partition(":")
+        if sep and value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        elif name == "id":
+            if "\0" not in value:
+                self._id = value
+                self.last_event_id = value
+        elif name == "retry" and value.isdigit():
+            self._retry = int(value)
+            self.retry = self._retry
+        return None
+
+    def _dispatch(self) -> SseEvent | None:
+        if not self._data:
+            self._reset()
+            return None
+        event = SseEvent(event=self._event or "message", data="\n".join(self._data), id=self._id, retry=self._retry)
+        self._reset()
+        return event
+
+
+def parse_lines(lines: Iterable[str]) -> Iterator[SseEvent]:
+    """Events from an iterable of lines (an incomplete trailing event is dropped, as the spec requires)."""
+    parser = SseParser()
+    for line in lines:
+        event = parser.feed(line)
+        if event is not None:
+            yield event
+
+
+def terminal_status(event: SseEvent) -> str | None:
+    """The status of a ``status`` event when it is terminal, else ``None``."""
+    if event.event != "status":
+        return None
+    try:
+        data = event.json()
+    except ValueError:
+        return None
+    status = data.get("status") if isinstance(data, dict) else None
+    return status if status in TERMINAL_STATUSES else None
+
+
+def error_message(response: httpx.Response) -> str:
+    """The ``{"error": ...}`` message of an error response, else its status line."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), str):
+        return str(body["error"])
+    return f"{response.status_code} {response.reason_phrase}".strip()
+
+
+class SseStream:
+    """Follows one SSE URL across reconnects until a terminal status or a 204."""
+
+    def __init__(
+        self,
+        client: httpx.Client,
+        url: str,
+        *,
+        last_event_id: str | None = None,
+        max_retries: int = 5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = client
+        self._url = url
+        self._parser = SseParser()
+        self._parser.last_event_id = last_event_id
+        self._max_retries = max_retries
+        self._sleep = sleep
+        self.reconnects = 0
+
+    @property
+    def last_event_id(self) -> str | None:
+        return self._parser.last_event_id
+
+    def events(self) -> Iterator[SseEvent]:
+        failures = 0
+        connected_once = False
+        while True:
+            headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+            if self._parser.last_event_id is not None:
+                headers["Last-Event-ID"] = self._parser.last_event_id
+            received = False
+            try:
+                with self._client.stream("GET", self._url, headers=headers) as response:
+                    connected_once = True
+                    if response.status_code == 204:
+                        return
+                    if response.status_code != 200:
+                        response.read()
+                        raise GatewayHttpError(response.status_code, error_message(response))
+                    for line in response.iter_lines():
+                        event = self._parser.feed(line)
+                        if event is None:
+                            continue
+                        received = True
+                        yield event
+                        if terminal_status(event) is not None:
+                            return
+            except httpx.ConnectError as exc:
+                if not connected_once:
+                    raise GatewayUnreachableError(_origin(self._url)) from exc
+            except httpx.TransportError:
+                pass
+            # A response that ended normally after some events is the server's periodic close (GW-SSE-9).
+            failures = 0 if received else failures + 1
+            if failures > self._max_retries:
+                raise SseStreamError(f"lost the event stream {self._url} after {self._max_retries} reconnects")
+            self.reconnects += 1
+            self._sleep((self._parser.retry or _DEFAULT_RETRY_MS) / 1000)
+
+
+def _origin(url: str) -> str:
+    parsed = httpx.URL(url)
+    return str(parsed.copy_with(path="/", query=None, fragment=None)).rstrip("/")

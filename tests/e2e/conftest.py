@@ -1,0 +1,76 @@
+"""e2e fixtures: a ``LocalMesh`` (moto server, actor runtimes behind ESM emulators, the gateway on a free port) and
+helpers that follow a task over HTTP the way a client does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.manifest import Manifest, load_manifest
+from asya_local.client import GatewayClient
+from asya_local.mesh import LocalMesh
+from asya_local.sse import SseEvent
+
+E2E_DIR = Path(__file__).resolve().parent
+REPO = E2E_DIR.parent.parent
+
+
+@pytest.fixture(scope="module")
+def local_mesh(example_manifest: Manifest) -> Iterator[LocalMesh]:
+    """The example mesh running in-process, gateway on 127.0.0.1 and a free port. One per test module: moto keeps
+    its state in process globals, so two meshes of one namespace must not run at once."""
+    with LocalMesh(example_manifest, port=0) as mesh:
+        yield mesh
+
+
+@pytest.fixture(scope="module")
+def failing_manifest() -> Manifest:
+    return load_manifest(E2E_DIR / "failing" / "asya.yaml")
+
+
+@pytest.fixture(scope="module")
+def failing_mesh(failing_manifest: Manifest) -> Iterator[LocalMesh]:
+    with LocalMesh(failing_manifest, port=0) as mesh:
+        yield mesh
+
+
+@dataclass(frozen=True)
+class Gateway:
+    """A client of one running gateway, asserting the HTTP contract on the way."""
+
+    url: str
+
+    def create(self, *, flow: str, payload: Any) -> str:
+        response = httpx.post(f"{self.url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload}, timeout=10)
+        assert response.status_code == 201, response.text
+        body = response.json()
+        assert body["status"] == "pending"
+        assert response.headers["location"] == f"/api/v1/mesh/{body['id']}"
+        return str(body["id"])
+
+    def follow(self, task_id: str) -> list[SseEvent]:
+        """Every SSE event of the task until its terminal status (GW-SSE-7)."""
+        with GatewayClient(self.url) as client:
+            return list(client.events(task_id).events())
+
+    def get(self, task_id: str) -> dict[str, Any]:
+        response = httpx.get(f"{self.url}/api/v1/mesh/{task_id}", timeout=10)
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert isinstance(body, dict)
+        return body
+
+
+@pytest.fixture
+def gateway(local_mesh: LocalMesh) -> Gateway:
+    return Gateway(local_mesh.url)
+
+
+@pytest.fixture
+def failing_gateway(failing_mesh: LocalMesh) -> Gateway:
+    return Gateway(failing_mesh.url)

@@ -1,0 +1,94 @@
+"""The example mesh end to end over HTTP: gateway -> SQS (moto) -> ESM emulator -> actor runtimes -> x-sink -> S3.
+
+GW-CREATE-7/9, GW-TASK-1, GW-SSE-2/5/7/8, GW-OPS-1, P-FAN-2/6, P-SINK-5, P-CKPT-1..4, P-ACK-1.
+"""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import httpx
+import pytest
+
+from asya_local.mesh import LocalMesh
+from asya_local.sse import terminal_status
+
+pytestmark = pytest.mark.e2e
+
+
+def test_gw_ops_1_health(local_mesh: LocalMesh) -> None:
+    response = httpx.get(f"{local_mesh.url}/health", timeout=5)
+    assert response.status_code == 200
+    assert response.json()["status"] == "ok"
+
+
+def test_text_pipeline_succeeds_with_enriched_result_and_checkpoint(local_mesh: LocalMesh, gateway: Any) -> None:
+    task_id = gateway.create(flow="text-pipeline", payload={"text": "Hello   World, what a GREAT day"})
+    events = gateway.follow(task_id)
+
+    assert terminal_status(events[-1]) == "succeeded"  # GW-SSE-7: the stream ends with the terminal status
+    statuses = [e.json() for e in events if e.event == "status"]
+    assert all(s["id"] == task_id for s in statuses)
+    percents = [s["progress_percent"] for s in statuses]
+    assert percents == sorted(percents)  # progress never goes back
+    ids = [int(e.id) for e in events if e.id is not None]
+    assert ids == sorted(ids)
+
+    task = gateway.get(task_id)
+    assert task["status"] == "succeeded"
+    assert task["flow"] == "text-pipeline"
+    assert task["progress_percent"] == 100
+    result = task["result"]
+    assert result["text"] == "Hello   World, what a GREAT day"
+    assert result["normalized"] == "hello world, what a great day"
+    assert result["sentiment"] == "positive"
+    assert result["summary"].startswith("A positive text of 6 words")
+    # GW-SSE-5: a fresh client gets every FLY value still in the log; summarize streams its summary word by word
+    assert "".join(e.json()["payload"] for e in events if e.event == "fly") == result["summary"]
+
+    key = task["checkpoint_key"]
+    assert key.startswith("succeeded/")
+    assert key.endswith(f"/{task_id}.json")
+    obj = local_mesh.clients.s3.get_object(Bucket=local_mesh.resources.bucket, Key=key)
+    checkpoint = json.loads(obj["Body"].read())
+    assert checkpoint["id"] == task_id
+    assert checkpoint["payload"] == result
+
+
+def test_ten_concurrent_tasks_keep_their_own_results(gateway: Any) -> None:
+    texts = [f"Task number {i} is {'good' if i % 2 else 'bad'}" for i in range(10)]
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        ids = list(pool.map(lambda text: gateway.create(flow="text-pipeline", payload={"text": text}), texts))
+        finals = list(pool.map(lambda task_id: gateway.follow(task_id)[-1], ids))
+    assert len(set(ids)) == 10
+    assert [terminal_status(event) for event in finals] == ["succeeded"] * 10
+    for task_id, text in zip(ids, texts, strict=True):
+        result = gateway.get(task_id)["result"]
+        assert result["text"] == text
+        assert result["normalized"] == text.lower()
+        assert result["sentiment"] == ("positive" if "good" in text else "negative")
+
+
+def test_p_fan_6_sentences_fan_out_completes_with_frame_zero_lineage(gateway: Any) -> None:
+    task_id = gateway.create(flow="sentences", payload={"text": "I love this. It is broken! Fine?"})
+    events = gateway.follow(task_id)
+    assert terminal_status(events[-1]) == "succeeded"
+    task = gateway.get(task_id)
+    assert task["status"] == "succeeded"
+    result = task["result"]
+    assert result["text"] == "I love this."
+    assert result["index"] == 0
+    assert result["of"] == 3
+    assert result["sentiment"] == "positive"
+
+
+def test_gw_sse_8_reconnect_at_the_terminal_event_gets_204(gateway: Any) -> None:
+    task_id = gateway.create(flow="text-pipeline", payload={"text": "short"})
+    gateway.follow(task_id)
+    last = gateway.get(task_id)["last_event_id"]
+    response = httpx.get(
+        f"{gateway.url}/api/v1/mesh/{task_id}/events", headers={"Last-Event-ID": str(last)}, timeout=10
+    )
+    assert response.status_code == 204

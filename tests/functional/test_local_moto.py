@@ -1,0 +1,114 @@
+"""moto's threaded server, clients pointed at it by endpoint only, and the ESM emulator over HTTP (DESIGN section 1)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.manifest import Manifest
+from asya_local.esm import EsmConfig, EventSourceMapping
+from asya_local.exceptions import LocalModeError
+from asya_local.lambda_event import LambdaContext
+from asya_local.mesh import actor_environment, runtime_entry_point
+from asya_local.moto_server import AwsClients, MotoServer
+from asya_local.provision import provision
+
+pytestmark = pytest.mark.functional
+
+
+@pytest.fixture
+def server() -> Iterator[MotoServer]:
+    with MotoServer() as running:
+        yield running
+
+
+def test_server_binds_loopback_on_a_free_port(server: MotoServer) -> None:
+    assert server.endpoint_url.startswith("http://127.0.0.1:")
+    assert server.port > 0
+    assert httpx.get(f"{server.endpoint_url}/moto-api/").status_code == 200
+
+
+def test_clients_talk_to_the_server_by_endpoint_only(server: MotoServer) -> None:
+    clients = server.clients()
+    assert clients.endpoint_url == server.endpoint_url
+    bucket = f"b-{uuid.uuid4().hex[:12]}"
+    clients.s3.create_bucket(Bucket=bucket)
+    clients.s3.put_object(Bucket=bucket, Key="k/one.json", Body=b"{}")
+    assert clients.s3.head_object(Bucket=bucket, Key="k/one.json")["ContentLength"] == 2
+    # a second, independent set of clients sees the same state: the server is the shared store
+    other = server.clients()
+    assert other.s3.get_object(Bucket=bucket, Key="k/one.json")["Body"].read() == b"{}"
+
+
+def test_stop_closes_the_endpoint() -> None:
+    server = MotoServer()
+    server.start()
+    url = server.endpoint_url
+    server.stop()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/moto-api/")
+    with pytest.raises(LocalModeError, match="not running"):
+        _ = server.endpoint_url
+
+
+def test_a_taken_port_is_a_clear_error(server: MotoServer) -> None:
+    with pytest.raises(LocalModeError, match=rf"cannot start moto on 127.0.0.1:{server.port}"):
+        MotoServer(port=server.port).start()
+
+
+def test_esm_over_http_long_polls_and_acks(server: MotoServer) -> None:
+    clients: AwsClients = server.clients()
+    queue = clients.sqs.create_queue(QueueName=f"q-{uuid.uuid4().hex[:12]}")["QueueUrl"]
+    got: list[str] = []
+    done = threading.Event()
+
+    def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+        got.extend(record["body"] for record in event["Records"])
+        if len(got) >= 3:
+            done.set()
+        return {"batchItemFailures": []}
+
+    esm = EventSourceMapping(EsmConfig(function_name="fn", queue_url=queue, batch_size=10), handler, sqs=clients.sqs)
+    esm.start()
+    try:
+        for body in ("a", "b", "c"):
+            clients.sqs.send_message(QueueUrl=queue, MessageBody=body)
+        assert done.wait(20)
+    finally:
+        esm.stop(timeout=10)
+    assert sorted(got) == ["a", "b", "c"]
+    attrs = clients.sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]
+    assert attrs["ApproximateNumberOfMessages"] == "0"
+    assert attrs["ApproximateNumberOfMessagesNotVisible"] == "0"
+
+
+def test_runtime_entry_points_by_actor_name() -> None:
+    assert runtime_entry_point("x-sink") == ("asya_crew.sink", "SinkRuntime")
+    assert runtime_entry_point("x-sump") == ("asya_crew.sump", "SumpRuntime")
+    assert runtime_entry_point("analyze") == ("asya.sidecar", "ActorRuntime")
+
+
+def test_actor_environment_matches_what_cdk_sets(server: MotoServer, example_manifest: Manifest) -> None:
+    clients = server.clients()
+    resources = provision(example_manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
+    actors = {actor.name: actor for actor in example_manifest.deployed_actors()}
+    env = actor_environment(example_manifest, actors["analyze"], resources)
+    assert env == {
+        "ASYA_NAMESPACE": "demo",
+        "ASYA_ACTOR": "analyze",
+        "ASYA_HANDLER": "text.Analyzer.process",
+        "ASYA_CODE_DIR": str(example_manifest.code_dir("analyze")),
+        "ASYA_TABLE": "asya-demo-tasks",
+        "ASYA_BUCKET": "asya-demo-storage",
+        "ASYA_ACTOR_TIMEOUT": "30",
+        "ASYA_OFFLOAD_THRESHOLD_KB": "240",
+    }
+    sink = actor_environment(example_manifest, actors["x-sink"], resources)
+    assert sink["ASYA_HANDLER"] == ""
+    assert sink["ASYA_CODE_DIR"] == ""
+    assert sink["ASYA_SINK_HOOKS"] == ""

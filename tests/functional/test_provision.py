@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytestmark = pytest.mark.functional
+
+
+def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore[no-untyped-def]
+    url = mesh.resources.queue_urls["analyze"]
+    attrs = mesh.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    redrive = json.loads(attrs["RedrivePolicy"])
+    assert redrive["deadLetterTargetArn"].endswith(":asya-demo-analyze-dlq")
+    assert int(redrive["maxReceiveCount"]) == 5
+    assert int(attrs["VisibilityTimeout"]) == 6 * (10 * 30 + 10)
+    assert set(mesh.resources.queue_urls) == {"normalize", "analyze", "summarize", "split", "x-sink", "x-sump"}
+    table = mesh.aws.dynamodb.describe_table(TableName="asya-demo-tasks")["Table"]
+    assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {"by_created", "by_status", "active_deadlines"}

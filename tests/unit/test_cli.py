@@ -1,0 +1,101 @@
+"""Argument handling of the ``asya`` CLI and its progress rendering (no gateway needed)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from asya_local.cli import main
+from asya_local.progress import ProgressView, render_bar
+from asya_local.sse import SseEvent
+
+pytestmark = pytest.mark.unit
+
+
+def _run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), env={}, stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_help_goes_to_stdout_and_exits_0() -> None:
+    code, out, _ = _run("--help")
+    assert code == 0
+    for command in ("dev", "call", "status", "watch", "demo"):
+        assert command in out
+
+
+def test_missing_command_is_a_usage_error() -> None:
+    code, _, err = _run()
+    assert code == 2
+    assert "usage: asya" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["call", "text-pipeline", "--payload", "{not json"], "invalid JSON '{not json'"),
+        (["call", "text-pipeline", "--timeout", "0"], "must be >= 1, got '0'"),
+        (["call", "text-pipeline", "--timeout", "soon"], "must be an integer number of seconds, got 'soon'"),
+        (["dev", "--port", "http"], "invalid int value: 'http'"),
+    ],
+)
+def test_bad_arguments_name_the_value(argv: list[str], message: str) -> None:
+    code, _, err = _run(*argv)
+    assert code == 2
+    assert message in err
+
+
+@pytest.mark.parametrize("argv", [["call"], ["call", "text-pipeline", "--actor", "normalize"]])
+def test_call_needs_exactly_one_of_flow_and_actor(argv: list[str]) -> None:
+    code, _, err = _run(*argv, "--url", "http://127.0.0.1:1")
+    assert code == 2
+    assert "give exactly one of FLOW and --actor NAME" in err
+
+
+def test_missing_manifest_is_one_readable_line() -> None:
+    code, _, err = _run("dev", "--manifest", "/nonexistent/asya.yaml")
+    assert code == 2
+    assert err.strip() == "asya: manifest not found: /nonexistent/asya.yaml (pass --manifest PATH)"
+
+
+def test_render_bar_clamps_and_formats() -> None:
+    assert render_bar(50, width=10) == "[#####-----]  50.0%"
+    assert render_bar(150, width=4) == "[####] 100.0%"
+    assert render_bar(-3, width=4) == "[----]   0.0%"
+
+
+def _event(name: str, data: object) -> SseEvent:
+    return SseEvent(event=name, data=json.dumps(data))
+
+
+def test_progress_view_on_a_tty_redraws_the_bar_with_partial_output() -> None:
+    out = io.StringIO()
+    view = ProgressView(out, tty=True, columns=120)
+    view.on_event(
+        _event(
+            "status", {"status": "running", "progress_percent": 50.0, "current_actor": "analyze", "step": "processing"}
+        )
+    )
+    view.on_event(_event("fly", {"payload": "A friendly", "actor": "summarize"}))
+    view.on_event(_event("fly", {"payload": " greeting.", "actor": "summarize"}))
+    view.on_event(_event("status", {"status": "succeeded", "progress_percent": 100}))
+    view.finish()
+    text = out.getvalue()
+    assert "\r\x1b[K[" in text
+    assert "50.0%  analyze  processing" in text
+    assert "| A friendly greeting." in text
+    assert text.endswith("100.0%  succeeded\npartial output: A friendly greeting.\n")
+    assert view.partial_output == "A friendly greeting."
+
+
+def test_progress_view_without_a_tty_prints_only_fly_output() -> None:
+    out = io.StringIO()
+    view = ProgressView(out, tty=False)
+    view.on_event(_event("status", {"status": "running", "progress_percent": 10}))
+    view.on_event(_event("fly", {"payload": "word"}))
+    view.on_event(_event("fly", {"payload": {"k": 1}}))
+    view.finish()
+    assert out.getvalue() == 'word{"k": 1}\n'

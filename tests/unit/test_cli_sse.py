@@ -1,0 +1,157 @@
+"""The SSE parser and the reconnecting SSE client of the CLI (GATEWAY section 7, GW-SSE-2 .. GW-SSE-8)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, SseStreamError
+from asya_local.sse import SseEvent, SseParser, SseStream, parse_lines, terminal_status
+
+pytestmark = pytest.mark.unit
+
+TASK = "5b7e0c2a-8f0e-4d51-9a57-2f1d1c6b9e10"
+URL = f"http://gw.test/api/v1/mesh/{TASK}/events"
+
+
+def _status(status: str, percent: float = 50.0) -> str:
+    return json.dumps({"id": TASK, "status": status, "progress_percent": percent}, separators=(",", ":"))
+
+
+TRANSCRIPT = f"""retry: 1000
+event: status
+data: {_status("running", 36.7)}
+
+id: 6
+event: status
+data: {_status("running", 50.0)}
+
+:keepalive
+
+id: 10
+event: fly
+data: {{"payload":"A friendly","actor":"summarize","envelope_id":"{TASK}"}}
+
+id: 13
+event: status
+data: {_status("succeeded", 100)}
+
+"""
+
+
+def test_gw_sse_2_parses_the_gateway_transcript() -> None:
+    events = list(parse_lines(TRANSCRIPT.split("\n")))
+    assert [(e.event, e.id) for e in events] == [("status", None), ("status", "6"), ("fly", "10"), ("status", "13")]
+    assert events[0].retry == 1000
+    assert events[1].retry is None
+    assert events[2].json()["payload"] == "A friendly"
+    assert terminal_status(events[3]) == "succeeded"
+    assert terminal_status(events[1]) is None
+    assert terminal_status(events[2]) is None
+
+
+def test_gw_sse_4_catch_up_without_id_does_not_move_last_event_id() -> None:
+    parser = SseParser()
+    parser.last_event_id = "5"
+    for line in ["retry: 1000", "event: status", f"data: {_status('running')}"]:
+        assert parser.feed(line) is None
+    event = parser.feed("")
+    assert event is not None
+    assert event.id is None
+    assert parser.last_event_id == "5"
+    assert parser.retry == 1000
+
+
+def test_parser_field_rules() -> None:
+    parser = SseParser()
+    lines = ["data:no-space", "data:  two spaces", "data", "id: 7\0bad", "retry: soon", "unknown: x", ""]
+    events = [e for e in (parser.feed(line) for line in lines) if e is not None]
+    assert events == [SseEvent(event="message", data="no-space\n two spaces\n", id=None, retry=None)]
+    assert parser.last_event_id is None  # an id containing NUL is ignored
+    assert parser.retry is None
+
+
+def test_parser_does_not_dispatch_events_without_data() -> None:
+    parser = SseParser()
+    assert parser.feed("event: status") is None
+    assert parser.feed("id: 3") is None
+    assert parser.feed("") is None
+    assert parser.last_event_id == "3"
+    assert list(parse_lines(["data: x"])) == []  # incomplete trailing event is dropped
+
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def _stream(handler: Handler, **kwargs: object) -> tuple[SseStream, list[float]]:
+    sleeps: list[float] = []
+    client = httpx.Client(transport=httpx.MockTransport(handler))
+    return SseStream(client, URL, sleep=sleeps.append, **kwargs), sleeps  # type: ignore[arg-type]
+
+
+def _sse(text: str) -> httpx.Response:
+    return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, content=text.encode())
+
+
+def test_gw_sse_9_reconnects_with_last_event_id_after_the_server_closes() -> None:
+    requests: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        if len(requests) == 1:
+            return _sse(
+                f"retry: 250\nevent: status\ndata: {_status('running')}\n\nid: 6\nevent: status\ndata: {{}}\n\n"
+            )
+        return _sse(f"id: 7\nevent: status\ndata: {_status('failed')}\n\nid: 8\nevent: fly\ndata: {{}}\n\n")
+
+    stream, sleeps = _stream(handler)
+    events = list(stream.events())
+    assert [e.id for e in events] == [None, "6", "7"]  # stops at the terminal status, ignores what follows
+    assert "last-event-id" not in requests[0].headers
+    assert requests[1].headers["last-event-id"] == "6"
+    assert sleeps == [0.25]  # the server's retry value
+    assert stream.reconnects == 1
+
+
+def test_gw_sse_8_204_stops_the_stream() -> None:
+    stream, _ = _stream(lambda request: httpx.Response(204))
+    assert list(stream.events()) == []
+
+
+def test_gw_sse_1_error_status_raises_with_the_error_message() -> None:
+    stream, _ = _stream(lambda request: httpx.Response(404, json={"error": "not found"}))
+    with pytest.raises(GatewayHttpError) as info:
+        list(stream.events())
+    assert info.value.status_code == 404
+    assert info.value.message == "not found"
+
+
+def test_no_server_raises_unreachable() -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("connection refused", request=request)
+
+    stream, _ = _stream(refuse)
+    with pytest.raises(GatewayUnreachableError, match=r"no gateway at http://gw.test: start one with `asya dev`"):
+        list(stream.events())
+
+
+def test_gives_up_after_max_retries_without_progress() -> None:
+    calls = 0
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return _sse(f"id: 2\nevent: status\ndata: {_status('running')}\n\n")
+        raise httpx.ReadError("reset", request=request)
+
+    stream, sleeps = _stream(handler, max_retries=2)
+    seen: list[SseEvent] = []
+    with pytest.raises(SseStreamError):
+        seen.extend(stream.events())
+    assert [e.id for e in seen] == ["2"]
+    assert calls == 4  # the first connection, then three failed ones (the third exceeds max_retries=2)
+    assert len(sleeps) == 3
