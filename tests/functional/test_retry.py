@@ -1,0 +1,432 @@
+"""Retry policies in the actor runtime against moto (PROTOCOL 8.3, 8.4, step 3 of P-PROC-2, P-PROC-4, P-STAT-5,
+P-ACK-2).
+
+Records go through ``ActorRuntime.handle`` with a fixed clock and an injected random source; outcomes are read from
+the queues (messages, and the ``DelaySeconds`` of the real ``SendMessage`` calls) and from the task store.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from botocore.exceptions import EndpointConnectionError
+
+from asya.config import ActorConfig
+from asya.sidecar import ActorRuntime
+from asya.store import TaskStore
+from asya.timeutil import format_ts
+
+pytestmark = pytest.mark.functional
+
+HANDLERS = Path(__file__).resolve().parent / "handlers"
+NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+INPUT = {"text": "Hello World"}
+
+
+class Context:
+    def get_remaining_time_in_millis(self) -> int:
+        return 300_000
+
+
+class Harness:
+    """``normalize`` running a handler of ``retry_handlers`` with a retry policy, plus queue helpers."""
+
+    def __init__(self, mesh: Any, handler: str, resiliency: dict[str, Any] | None, *, random: float = 0.5) -> None:
+        self.mesh = mesh
+        self.sqs = mesh.aws.sqs
+        self.now = NOW
+        self.sends: list[dict[str, Any]] = []
+        env = {
+            "ASYA_NAMESPACE": mesh.resources.namespace,
+            "ASYA_ACTOR": "normalize",
+            "ASYA_HANDLER": f"retry_handlers.{handler}",
+            "ASYA_CODE_DIR": str(HANDLERS),
+            "ASYA_TABLE": mesh.resources.table,
+            "ASYA_BUCKET": mesh.resources.bucket,
+        }
+        if resiliency is not None:
+            env["ASYA_RESILIENCY"] = json.dumps(resiliency)
+        self.runtime = ActorRuntime(
+            ActorConfig.from_env(env),
+            sqs=self.sqs,
+            dynamodb=mesh.aws.dynamodb,
+            s3=mesh.aws.s3,
+            clock=lambda: self.now,
+            sleep=lambda _s: None,
+            random=lambda: random,
+        )
+        self.store = TaskStore(
+            table=mesh.resources.table,
+            bucket=mesh.resources.bucket,
+            dynamodb=mesh.aws.dynamodb,
+            s3=mesh.aws.s3,
+            clock=lambda: self.now,
+        )
+        self.sqs.meta.events.register("before-parameter-build.sqs.SendMessage", self._record_send)
+
+    def _record_send(self, params: dict[str, Any], **_: Any) -> None:
+        self.sends.append(params)
+
+    def url(self, actor: str) -> str:
+        return str(self.mesh.resources.queue_urls[actor])
+
+    def sent_to(self, actor: str) -> list[tuple[int, dict[str, Any]]]:
+        """``(DelaySeconds, body)`` of every SendMessage the runtime made to ``actor``'s queue."""
+        return [
+            (p.get("DelaySeconds", 0), json.loads(p["MessageBody"]))
+            for p in self.sends
+            if p["QueueUrl"] == self.url(actor)
+        ]
+
+    def run(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Deliver ``body`` as one SQS record; returns ``batchItemFailures``."""
+        url = self.url("normalize")
+        self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+        self.sends.clear()
+        [message] = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, AttributeNames=["All"])["Messages"]
+        record = {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": {},
+            "md5OfBody": message["MD5OfBody"],
+            "eventSource": "aws:sqs",
+            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:asya-demo-normalize",
+            "awsRegion": "us-east-1",
+        }
+        failures: list[dict[str, Any]] = self.runtime.handle({"Records": [record]}, Context())["batchItemFailures"]
+        if not failures:
+            self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return failures
+
+    def drain(self, actor: str) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        url = self.url(actor)
+        while messages := self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            for m in messages:
+                out.append(json.loads(m["Body"]))
+                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        return out
+
+    def delayed(self, actor: str) -> int:
+        attrs = self.sqs.get_queue_attributes(QueueUrl=self.url(actor), AttributeNames=["All"])["Attributes"]
+        return int(attrs["ApproximateNumberOfMessagesDelayed"])
+
+    def status_events(self, task_id: str) -> list[dict[str, Any]]:
+        return [e["data"] for e in self.store.events_after(task_id, 1) if e["event"] == "status"]
+
+
+@pytest.fixture
+def harness(mesh: Any) -> Callable[..., Harness]:
+    def make(handler: str, resiliency: dict[str, Any] | None, **kwargs: Any) -> Harness:
+        return Harness(mesh, handler, resiliency, **kwargs)
+
+    return make
+
+
+def envelope(
+    task_id: str,
+    *,
+    headers: dict[str, Any] | None = None,
+    deadline: timedelta = timedelta(minutes=5),
+    payload: Any = None,
+) -> dict[str, Any]:
+    return {
+        "id": task_id,
+        "route": {"prev": ["intake"], "curr": "normalize", "next": ["analyze"]},
+        "headers": {"x-asya-flow": "text-pipeline", **(headers or {})},
+        "status": {
+            "phase": "pending",
+            "actor": "normalize",
+            "attempt": 1,
+            "max_attempts": 1,
+            "created_at": format_ts(NOW - timedelta(seconds=5)),
+            "updated_at": format_ts(NOW - timedelta(seconds=5)),
+            "deadline_at": format_ts(NOW + deadline),
+        },
+        "payload": dict(INPUT) if payload is None else payload,
+    }
+
+
+def policy(**fields: Any) -> dict[str, Any]:
+    return {"policies": {"default": fields}}
+
+
+# -- retry (P-RES-8) --------------------------------------------------------------------------------------------------
+
+
+def test_p_res_8_retry_envelope_goes_to_the_own_queue(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
+    env = envelope("t-retry", headers={"traceparent": "00-8f1c2d3e4b5a69788796a5b4c3d2e1f0-1a2b3c4d5e6f7081-01"})
+    assert h.run(env) == []
+    assert h.drain("x-sink") == []
+    assert h.drain("analyze") == []
+    [retry] = h.drain("normalize")
+    assert retry["id"] == "t-retry"
+    assert "parent_id" not in retry
+    assert retry["route"] == env["route"], "retry: route not shifted"
+    assert retry["payload"] == INPUT, "the input as received, not the handler's in-place mutation"
+    assert retry["headers"]["x-asya-first-attempt"] == format_ts(NOW)
+    assert retry["headers"]["x-asya-flow"] == "text-pipeline"
+    assert retry["headers"]["traceparent"] == env["headers"]["traceparent"]
+    assert "x-asya-delay-until" not in retry["headers"]
+    status = retry["status"]
+    assert {k: status[k] for k in ("phase", "actor", "attempt", "max_attempts")} == {
+        "phase": "retrying",
+        "actor": "normalize",
+        "attempt": 2,
+        "max_attempts": 3,
+    }
+    assert "reason" not in status
+    assert status["created_at"] == env["status"]["created_at"]
+    assert status["deadline_at"] == env["status"]["deadline_at"]
+    assert status["updated_at"] == format_ts(NOW)
+    assert status["error"]["type"] == "ValueError"
+    assert status["error"]["message"] == "model returned no text"
+    assert "Traceback" in status["error"]["traceback"]
+
+
+def test_p_res_6_retry_is_sent_with_the_policy_delay(harness: Callable[..., Harness]) -> None:
+    # exponential, attempt 1: 4 s, capped at 3 s, jitter U = 0.5 + 0.9 -> 4.2 s -> DelaySeconds 5
+    h = harness("mutate_then_fail", policy(initial_delay=4, max_interval=3), random=0.9)
+    assert h.run(envelope("t-delay")) == []
+    [(delay, body)] = h.sent_to("normalize")
+    assert delay == 5
+    assert body["status"]["phase"] == "retrying"
+    assert h.delayed("normalize") == 1, "the message waits on the own queue"
+    assert h.drain("x-sink") == []
+
+
+def test_p_res_3_rule_selected_by_the_error_mro(harness: Callable[..., Harness]) -> None:
+    resiliency = {
+        "policies": {"default": {"max_attempts": 1}, "network": {"max_attempts": 5, "initial_delay": 0}},
+        "rules": [{"errors": ["OSError"], "policy": "network"}],
+    }
+    h = harness("rate_limited", resiliency)
+    assert h.run(envelope("t-mro")) == []
+    [retry] = h.drain("normalize")
+    assert retry["status"]["max_attempts"] == 5
+    assert retry["status"]["error"]["type"] == "retry_handlers.RateLimitedError"
+    assert retry["status"]["error"]["mro"][:2] == ["ConnectionError", "OSError"]
+
+
+def test_p_proc_4_retry_keeps_attempt_and_first_attempt_until_success(harness: Callable[..., Harness]) -> None:
+    h = harness("fails_before_attempt", policy(max_attempts=5, initial_delay=0, jitter=False))
+    h.run(envelope("t-cycle", payload={"succeed_at": 3}))
+    [second] = h.drain("normalize")
+    assert second["status"]["attempt"] == 2
+    h.now = NOW + timedelta(seconds=7)
+    h.run(second)
+    [third] = h.drain("normalize")
+    assert third["status"]["attempt"] == 3
+    assert third["status"]["max_attempts"] == 5
+    assert third["headers"]["x-asya-first-attempt"] == format_ts(NOW), "kept across retries of the same actor"
+    assert third["status"]["error"]["message"] == "attempt 2 timed out"
+    h.now = NOW + timedelta(seconds=9)
+    assert h.run(third) == []
+    [out] = h.drain("analyze")
+    assert out["payload"] == {"succeed_at": 3, "succeeded_on": 3}
+    assert out["status"]["phase"] == "pending"
+    assert out["status"]["attempt"] == 1, "a new actor starts at attempt 1"
+    assert out["route"] == {"prev": ["intake", "normalize"], "curr": "analyze", "next": []}
+    assert h.drain("x-sink") == []
+
+
+def test_p_stat_5_retrying_event_for_a_tracked_task(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=2, backoff="constant", jitter=False))
+    h.store.create_task(task_id="t-track", actor="normalize", payload=INPUT)
+    assert h.run(envelope("t-track")) == []
+    steps = [(e["status"], e.get("step")) for e in h.status_events("t-track")]
+    assert steps == [("running", "processing"), ("running", "retrying")]
+    retrying = h.status_events("t-track")[-1]
+    assert retrying["attempt"] == 2
+    assert retrying["delay_seconds"] == 2
+    assert retrying["error"] == "ValueError: model returned no text"
+    task = h.store.get_task("t-track")
+    assert task is not None
+    assert (task["status"], task["step"], task["current_actor"]) == ("running", "retrying", "normalize")
+
+
+def test_p_stat_12_stealth_retry_writes_no_event(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(initial_delay=0))
+    h.store.create_task(task_id="t-quiet", actor="normalize", payload=INPUT)
+    before = h.store.events_after("t-quiet", 0)
+    assert h.run(envelope("t-quiet", headers={"x-asya-mesh-status": "off"})) == []
+    assert h.store.events_after("t-quiet", 0) == before
+    [retry] = h.drain("normalize")
+    assert retry["status"]["phase"] == "retrying"
+
+
+def test_p_ack_2_failed_retry_send_fails_the_record(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(initial_delay=0))
+
+    def reject(params: dict[str, Any], **_: Any) -> None:
+        if params["QueueUrl"] == h.url("normalize") and "retrying" in params["MessageBody"]:
+            raise EndpointConnectionError(endpoint_url=params["QueueUrl"])
+
+    h.sqs.meta.events.register("before-parameter-build.sqs.SendMessage", reject)
+    failures = h.run(envelope("t-nosend"))
+    assert len(failures) == 1
+    assert h.drain("x-sink") == []
+
+
+# -- exhaustion (P-RES-7, P-RES-11..14) -------------------------------------------------------------------------------
+
+
+def test_p_res_11_exhausted_policy_goes_to_sink_policy_exhausted(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=2, initial_delay=0))
+    env = envelope("t-exh")
+    h.run(env)
+    [retry] = h.drain("normalize")
+    h.now = NOW + timedelta(seconds=3)
+    assert h.run(retry) == []
+    assert h.drain("normalize") == []
+    [out] = h.drain("x-sink")
+    assert out["route"] == env["route"], "curr stays the failing actor"
+    status = out["status"]
+    assert {k: status[k] for k in ("phase", "reason", "actor", "attempt", "max_attempts")} == {
+        "phase": "failed",
+        "reason": "PolicyExhausted",
+        "actor": "normalize",
+        "attempt": 2,
+        "max_attempts": 2,
+    }
+    assert status["updated_at"] == format_ts(NOW + timedelta(seconds=3))
+    assert status["deadline_at"] == env["status"]["deadline_at"]
+    assert status["created_at"] == env["status"]["created_at"]
+    assert status["error"]["type"] == "ValueError"
+    assert out["payload"]["error"] == "ValueError: model returned no text"
+    assert out["payload"]["details"]["message"] == "model returned no text"
+    assert out["payload"]["original_payload"] == INPUT
+    assert out["headers"]["x-asya-first-attempt"] == format_ts(NOW)
+
+
+def test_p_res_7_max_duration_exhausts_before_max_attempts(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=10, initial_delay=0, max_duration="30s"))
+    h.run(envelope("t-dur"))
+    [retry] = h.drain("normalize")
+    h.now = NOW + timedelta(seconds=30)
+    h.run(retry)
+    [out] = h.drain("x-sink")
+    assert out["status"]["reason"] == "PolicyExhausted"
+    assert (out["status"]["attempt"], out["status"]["max_attempts"]) == (2, 10)
+
+
+def test_p_res_7_retry_past_the_deadline_is_not_scheduled(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=5, initial_delay=10, jitter=False))
+    assert h.run(envelope("t-late", deadline=timedelta(seconds=10))) == []
+    assert h.drain("normalize") == []
+    [out] = h.drain("x-sink")
+    assert out["status"]["reason"] == "PolicyExhausted"
+    assert out["status"]["attempt"] == 1
+
+
+def test_p_res_4_error_matching_no_rule_and_no_default_is_runtime_error(harness: Callable[..., Harness]) -> None:
+    resiliency = {"policies": {"keys": {}}, "rules": [{"errors": ["KeyError"], "policy": "keys"}]}
+    h = harness("mutate_then_fail", resiliency)
+    assert h.run(envelope("t-nopol")) == []
+    assert h.drain("normalize") == []
+    [out] = h.drain("x-sink")
+    assert out["status"]["reason"] == "RuntimeError"
+    assert (out["status"]["attempt"], out["status"]["max_attempts"]) == (1, 1)
+    assert out["payload"]["original_payload"] == INPUT
+
+
+def test_p_res_12_on_exhausted_shifts_the_route_onto_the_chain(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=1, on_exhausted=["summarize", "analyze"]))
+    h.store.create_task(task_id="t-route", actor="normalize", payload=INPUT)
+    env = envelope("t-route")
+    assert h.run(env) == []
+    assert h.drain("x-sink") == []
+    assert h.drain("normalize") == []
+    [out] = h.drain("summarize")
+    assert out["route"] == {"prev": ["intake", "normalize"], "curr": "summarize", "next": ["analyze"]}
+    status = out["status"]
+    assert {k: status[k] for k in ("phase", "reason", "actor", "attempt", "max_attempts")} == {
+        "phase": "failed",
+        "reason": "PolicyRouted",
+        "actor": "normalize",
+        "attempt": 1,
+        "max_attempts": 1,
+    }
+    assert status["deadline_at"] == env["status"]["deadline_at"]
+    assert out["payload"]["error"] == "ValueError: model returned no text"
+    assert out["payload"]["original_payload"] == INPUT
+    task = h.store.get_task("t-route")
+    assert task is not None
+    assert task["status"] == "running", "the chain decides the outcome (P-RES-13)"
+
+
+def test_p_res_12_on_exhausted_honours_route_overrides(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=1, on_exhausted=["summarize"]))
+    h.run(envelope("t-ovr", headers={"x-asya-route-override": {"summarize": "analyze"}}))
+    assert h.drain("summarize") == []
+    [out] = h.drain("analyze")
+    assert out["route"]["curr"] == "summarize"
+    assert out["headers"]["x-asya-route-resolved"] == {"summarize": {"target": "analyze", "by": "normalize"}}
+
+
+def test_p_route_8_on_exhausted_destination_without_a_queue_goes_to_sump(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(max_attempts=1, on_exhausted=["summarize"]))
+    h.store.create_task(task_id="t-lost", actor="normalize", payload=INPUT)
+    assert h.run(envelope("t-lost", headers={"x-asya-route-override": {"summarize": "ghost"}})) == []
+    [sump] = h.drain("x-sump")
+    assert sump["status"]["reason"] == "UnknownActor"
+    assert "ghost" in sump["payload"]["details"]["message"]
+    assert sump["payload"]["original_payload"]["original_payload"] == INPUT, "the undeliverable error payload"
+    task = h.store.get_task("t-lost")
+    assert task is not None
+    assert task["status"] == "failed"
+
+
+# -- chained delays (P-RES-9, step 3 of P-PROC-2) ---------------------------------------------------------------------
+
+
+def test_p_res_9_long_delay_is_sent_as_900_seconds_with_delay_until(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(initial_delay="2000s", max_interval=0, jitter=False))
+    h.run(envelope("t-long", deadline=timedelta(hours=2)))
+    [(delay, body)] = h.sent_to("normalize")
+    assert delay == 900
+    assert body["headers"]["x-asya-delay-until"] == format_ts(NOW + timedelta(seconds=2000))
+    assert body["status"]["attempt"] == 2
+
+
+def test_p_res_9_step_3_resends_a_delayed_envelope_unchanged(harness: Callable[..., Harness]) -> None:
+    h = harness("mutate_then_fail", policy(initial_delay=0))
+    h.store.create_task(task_id="t-wait", actor="normalize", payload=INPUT)
+    env = envelope("t-wait", headers={"x-asya-delay-until": format_ts(NOW + timedelta(seconds=1100))})
+    env["status"].update(phase="retrying", attempt=2, max_attempts=3)
+    before = h.store.events_after("t-wait", 0)
+    assert h.run(env) == []
+    [(delay, body)] = h.sent_to("normalize")
+    assert delay == 900
+    assert body == env, "re-sent unchanged: same attempt, same headers, same status"
+    assert h.store.events_after("t-wait", 0) == before, "no status write"
+    assert h.drain("x-sink") == []
+    h.now = NOW + timedelta(seconds=900)
+    h.sends.clear()
+    h.drain("normalize")
+    assert h.run(env) == []
+    [(delay, _)] = h.sent_to("normalize")
+    assert delay == 200, "the remaining delay"
+
+
+def test_p_res_9_step_3_continues_once_the_delay_is_over(harness: Callable[..., Harness]) -> None:
+    h = harness("fails_before_attempt", policy(initial_delay=0))
+    env = envelope(
+        "t-done-waiting",
+        headers={"x-asya-delay-until": format_ts(NOW + timedelta(seconds=1))},
+        payload={"succeed_at": 2},
+    )
+    env["status"].update(phase="retrying", attempt=2, max_attempts=3)
+    assert h.run(env) == []
+    assert h.sent_to("normalize") == []
+    [out] = h.drain("analyze")
+    assert out["payload"]["succeeded_on"] == 2
+    assert "x-asya-delay-until" not in out["headers"]
