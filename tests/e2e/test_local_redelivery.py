@@ -1,0 +1,79 @@
+"""A visibility timeout that expires while the handler still runs (P-ACK-7, P-ACK-8, P-SINK-7), end to end.
+
+``linger``'s queue gets a 1 s visibility timeout (lower than a manifest can ask, P-MAN-4, as when Lambda's event
+source holds messages before invoking), and its two pollers each have their own runtime, like two Lambda containers.
+The first call waits until SQS has handed the same message to the second poller; both calls then finish. The task
+must still end with one final status, one result, one checkpoint, and ``tally`` (the next actor) must run once.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from asya.manifest import load_manifest
+from asya_local.client import GatewayClient
+from asya_local.mesh import LocalMesh
+from asya_local.sse import terminal_status
+
+pytestmark = pytest.mark.e2e
+
+MANIFEST = Path(__file__).resolve().parent / "redelivery" / "asya.yaml"
+
+
+@pytest.fixture(scope="module")
+def redelivery_mesh() -> Iterator[LocalMesh]:
+    with LocalMesh(load_manifest(MANIFEST), port=0) as mesh:
+        # pollers stopped first: a receive running across the change would still hide a message for the old timeout
+        linger = mesh.esms["linger"]
+        linger.stop(timeout=10)
+        mesh.clients.sqs.set_queue_attributes(
+            QueueUrl=mesh.resources.queue_urls["linger"], Attributes={"VisibilityTimeout": "1"}
+        )
+        linger.start()
+        yield mesh
+
+
+def _in_queue(mesh: LocalMesh, actor: str) -> int:
+    attributes = mesh.clients.sqs.get_queue_attributes(
+        QueueUrl=mesh.resources.queue_urls[actor],
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
+
+
+def test_p_ack_8_duplicate_delivery_during_a_long_call_yields_one_result(redelivery_mesh: LocalMesh) -> None:
+    mesh = redelivery_mesh
+    assert mesh.esms["linger"].config.max_concurrency == 2  # the actor's max_concurrency sets its pollers
+    response = httpx.post(
+        f"{mesh.url}/api/v1/mesh/", params={"flow": "slow"}, json={"payload": {"text": "patience"}}, timeout=10
+    )
+    assert response.status_code == 201, response.text
+    task_id = response.json()["id"]
+    with GatewayClient(mesh.url) as client:
+        events = list(client.events(task_id).events())
+    assert terminal_status(events[-1]) == "succeeded"
+
+    # let every redelivery and retry of the duplicate run out before counting
+    deadline = time.monotonic() + 30
+    while any(_in_queue(mesh, actor) for actor in ("linger", "tally", "x-sink")):
+        assert time.monotonic() < deadline, "queues did not drain"
+        time.sleep(0.2)
+
+    actors = sys.modules["e2e_redelivery_actors"]
+    assert actors.LINGER_CALLS["patience"] >= 2, "the message was delivered twice to linger's handler"
+    assert actors.TALLY_CALLS["patience"] == 1, "the duplicate must not reach the next actor"
+
+    task = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+    assert task["status"] == "succeeded"
+    assert task["result"] == {"text": "patience", "lingered": True, "tallied": 1}
+    with GatewayClient(mesh.url) as client:
+        replay = list(client.events(task_id).events())
+    assert [terminal_status(e) for e in replay if terminal_status(e)] == ["succeeded"]
+    listed = mesh.clients.s3.list_objects_v2(Bucket=mesh.resources.bucket, Prefix="succeeded/")
+    assert [o["Key"] for o in listed.get("Contents", [])] == [task["checkpoint_key"]]
