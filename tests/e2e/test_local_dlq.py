@@ -1,0 +1,155 @@
+"""Poison messages, the DLQ commands and the deadline backstop against ``asya dev`` as users run it (P-ACK-5,
+P-ACK-6, P-TIME-9, GW-BACK-1, GW-BACK-4).
+
+``asya dev`` serves the poison mesh (an actor that crashes its invocation until a flag file exists) from a copy in a
+temporary directory; the test talks to it over HTTP and runs ``asya dlq ... --local`` in-process, which finds the
+mesh through the ``.asya/local.json`` that ``asya dev`` writes. The one shortcut: the actor queue's visibility timeout
+is set to 0 so crashed records come back at once instead of after 90 s.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.store import TaskStore
+from asya_local.cli import main
+from asya_local.moto_server import make_clients
+
+pytestmark = pytest.mark.e2e
+
+POISON = Path(__file__).resolve().parent.parent / "handlers" / "poison"
+
+
+def _wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
+    """Poll until ``condition()`` is truthy and return it; fail naming ``what`` past ``limit`` (a bound, not a timing
+    assertion)."""
+    stop = time.monotonic() + limit
+    while not (value := condition()):
+        assert time.monotonic() < stop, f"gave up waiting for {what}"
+        time.sleep(0.1)
+    return value
+
+
+class Dev:
+    """A running ``asya dev`` of a copy of the poison mesh."""
+
+    def __init__(self, root: Path, proc: subprocess.Popen[str], url: str) -> None:
+        self.root = root
+        self.proc = proc
+        self.url = url
+        self.state_file = root / ".asya" / "local.json"
+
+    def dlq(self, *argv: str) -> tuple[int, Any]:
+        out, err = io.StringIO(), io.StringIO()
+        argv = ("dlq", *argv, "--manifest", str(self.root / "asya.yaml"), "--local", "--json")
+        code = main(list(argv), env={}, stdout=out, stderr=err)
+        assert code in (0, 1), err.getvalue()
+        return code, json.loads(out.getvalue())
+
+    def create(self, flag: Path, timeout: int) -> str:
+        response = httpx.post(
+            f"{self.url}/api/v1/mesh/",
+            params={"flow": "brittle"},
+            json={"payload": {"fixed_flag": str(flag)}, "timeout": timeout},
+            timeout=10,
+        )
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+    def view(self, task_id: str) -> dict[str, Any]:
+        response = httpx.get(f"{self.url}/api/v1/mesh/{task_id}", timeout=10)
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+
+@pytest.fixture
+def dev(tmp_path: Path) -> Iterator[Dev]:
+    root = tmp_path / "poison"
+    shutil.copytree(POISON, root, ignore=shutil.ignore_patterns("__pycache__", ".asya"))
+    log = tmp_path / "dev.stderr"
+    with (
+        log.open("w") as stderr,
+        subprocess.Popen(
+            [sys.executable, "-m", "asya_local", "dev", "--manifest", "asya.yaml", "--port", "0"],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        ) as proc,
+    ):
+        watchdog = threading.Timer(180, proc.kill)
+        watchdog.start()
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), log.read_text()
+            # stdout carries the actors' JSON logs from here on: drain it so the pipe never fills up
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            yield Dev(root, proc, url)
+        finally:
+            watchdog.cancel()
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def test_poison_message_reaches_the_dlq_is_redriven_and_completes_while_the_backstop_times_out_another(
+    dev: Dev, tmp_path: Path
+) -> None:
+    state = _wait_for(lambda: dev.state_file.exists() and json.loads(dev.state_file.read_text()), "the state file")
+    assert state["gateway_url"] == dev.url and state["pid"] == dev.proc.pid and state["namespace"] == "poison"
+    clients = make_clients(state["endpoint_url"], region=state["region"])
+    queue = clients.sqs.get_queue_url(QueueName="asya-poison-fragile")["QueueUrl"]
+    clients.sqs.set_queue_attributes(QueueUrl=queue, Attributes={"VisibilityTimeout": "0"})
+    # a long poll that started before the change still hides what it receives for 90 s: let it end (1 s wait)
+    time.sleep(2.5)
+    raw = TaskStore(table="asya-poison-tasks", dynamodb=clients.dynamodb)
+
+    flag = tmp_path / "fixed"
+    patient = dev.create(flag, timeout=600)
+    # long enough to crash into the DLQ before the layer's own SLA check (P-TIME-3) could fail it
+    hasty = dev.create(flag, timeout=8)
+
+    # P-ACK-5/6: every invocation crashes; after max_receive_count receives both envelopes are in the DLQ
+    _wait_for(lambda: dev.dlq("list", "fragile")[1][0]["visible"] == 2, "both envelopes in the DLQ")
+    shown = {m["task_id"]: m for m in dev.dlq("show", "fragile")[1]}
+    assert set(shown) == {patient, hasty}
+    assert shown[patient]["receive_count"] >= 2
+
+    # GW-BACK-1: the mesh's own backstop loop fails the overdue task (read raw: no read-path backstop involved)
+    _wait_for(lambda: raw.get_task(hasty, enforce_deadline=False)["status"] == "failed", "the backstop")  # type: ignore[index]
+    assert raw.get_task(hasty, enforce_deadline=False)["error"] == "task timed out"  # type: ignore[index]
+    assert raw.get_task(patient, enforce_deadline=False)["status"] in ("pending", "running")  # type: ignore[index]
+
+    flag.touch()  # the fix is deployed
+    code, result = dev.dlq("redrive", "fragile")
+    assert code == 0
+    assert (result["method"], result["moved"], result["failed"]) == ("copy", 2, 0)  # auto: copy for moto
+
+    _wait_for(lambda: dev.view(patient)["status"] == "succeeded", "the redriven task to succeed")
+    assert dev.view(patient)["result"] == {"fixed_flag": str(flag), "handled": True}
+    # P-STAT-2: the timed-out task stays failed although its envelope was redriven and the actor now works
+    _wait_for(lambda: dev.dlq("list", "fragile")[1][0]["visible"] == 0, "an empty DLQ")
+    view = dev.view(hasty)
+    assert (view["status"], view["error"]) == ("failed", "task timed out")
+
+    dev.proc.send_signal(signal.SIGINT)
+    assert dev.proc.wait(timeout=60) == 0
+    assert not dev.state_file.exists()  # asya dev removes its state file
