@@ -1,0 +1,131 @@
+"""The environment of every function a mesh runs, built in one place for the CDK app and the local mode.
+
+The CDK app sets exactly these variables on the deployed Lambdas; the local mode builds the very same runtimes from
+the very same mappings (``ActorConfig.from_env`` / ``GatewayConfig.from_env``), so a variable cannot reach one and
+miss the other.
+
+Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
+
+1. the actor's manifest ``env`` map (defaults merged, P-MAN-2), which may not redefine any variable below nor one
+   AWS Lambda reserves (:class:`ReservedVariableError` names ``actors.{name}.env.{key}``);
+2. ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``,
+   ``ASYA_OFFLOAD_THRESHOLD_KB``; ``ASYA_HANDLER`` for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
+   ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_CODE_DIR`` only when ``code_dir`` is
+   given (the local mode: in Lambda the code asset is ``/var/task``, already importable);
+3. ``POWERTOOLS_SERVICE_NAME=actor`` and ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
+
+Gateway and backstop Lambdas (:func:`gateway_environment`): ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_MANIFEST`` when a
+path is given (in Lambda, the manifest JSON inside the asset; the local mode hands the parsed manifest over
+in-process), ``POWERTOOLS_SERVICE_NAME`` (``gateway`` or ``backstop``) and ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
+from asya import naming
+from asya.config import ENV
+from asya.exceptions import AsyaError
+from asya.manifest import DeployedActor, Manifest
+
+__all__ = [
+    "LAMBDA_RESERVED_ENV",
+    "POWERTOOLS_ENV",
+    "ReservedVariableError",
+    "actor_environment",
+    "check_env_map",
+    "gateway_environment",
+]
+
+#: Variables Lambda sets itself and refuses in a function's configuration.
+LAMBDA_RESERVED_ENV: Final = frozenset(
+    {
+        "_HANDLER",
+        "_X_AMZN_TRACE_ID",
+        "AWS_ACCESS_KEY",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_DEFAULT_REGION",
+        "AWS_EXECUTION_ENV",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
+        "AWS_LAMBDA_FUNCTION_NAME",
+        "AWS_LAMBDA_FUNCTION_VERSION",
+        "AWS_LAMBDA_INITIALIZATION_TYPE",
+        "AWS_LAMBDA_LOG_GROUP_NAME",
+        "AWS_LAMBDA_LOG_STREAM_NAME",
+        "AWS_LAMBDA_RUNTIME_API",
+        "AWS_REGION",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "LAMBDA_RUNTIME_DIR",
+        "LAMBDA_TASK_ROOT",
+    }
+)
+_SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+#: Powertools settings every function gets (EMF metrics land in the ``Asya`` namespace, P-SUMP-2, GW-BACK-6).
+POWERTOOLS_ENV: Final[Mapping[str, str]] = {"POWERTOOLS_METRICS_NAMESPACE": "Asya"}
+_DEPLOYMENT_ENV: Final = frozenset(
+    {getattr(ENV, name) for name in ENV.__slots__} | set(POWERTOOLS_ENV) | {_SERVICE_NAME}
+)
+
+
+class ReservedVariableError(AsyaError, ValueError):
+    """An actor's ``env`` map sets a variable the deployment sets itself or AWS Lambda reserves."""
+
+
+def check_env_map(actor: DeployedActor) -> None:
+    """Refuse an ``env`` map that would redefine a deployment variable or a Lambda-reserved one."""
+    for key in actor.env:
+        if key in _DEPLOYMENT_ENV:
+            raise ReservedVariableError(
+                f"actors.{actor.name}.env.{key}: {key} is set by the deployment; remove it from the env map"
+            )
+        if key in LAMBDA_RESERVED_ENV:
+            raise ReservedVariableError(
+                f"actors.{actor.name}.env.{key}: {key} is reserved by AWS Lambda; use another name"
+            )
+
+
+def actor_environment(
+    manifest: Manifest, actor: DeployedActor, *, table: str, bucket: str, code_dir: Path | None = None
+) -> dict[str, str]:
+    """The environment of ``actor``'s Lambda (see the module docstring)."""
+    check_env_map(actor)
+    env = dict(actor.env)
+    env.update(
+        {
+            ENV.namespace: manifest.namespace,
+            ENV.actor: actor.name,
+            ENV.table: table,
+            ENV.bucket: bucket,
+            ENV.actor_timeout: _number(actor.timeout),
+            ENV.offload_threshold_kb: str(manifest.storage.offload_threshold_kb),
+            _SERVICE_NAME: "actor",
+            **POWERTOOLS_ENV,
+        }
+    )
+    if not actor.crew and actor.handler:
+        env[ENV.handler] = actor.handler
+    if code_dir is not None:
+        env[ENV.code_dir] = str(code_dir)
+    if actor.name == naming.SINK:
+        env[ENV.sink_hooks] = ",".join(manifest.crew.sink_hooks)
+    if actor.resiliency is not None:
+        env[ENV.resiliency] = json.dumps(actor.resiliency.model_dump(mode="json"), separators=(",", ":"))
+    return env
+
+
+def gateway_environment(
+    *, table: str, bucket: str, manifest_path: str | None = None, service: str = "gateway"
+) -> dict[str, str]:
+    """The environment of the gateway Lambda (``service="backstop"``: the backstop Lambda's)."""
+    env = {ENV.table: table, ENV.bucket: bucket, _SERVICE_NAME: service, **POWERTOOLS_ENV}
+    if manifest_path is not None:
+        env[ENV.manifest] = manifest_path
+    return env
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else str(value)
