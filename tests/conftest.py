@@ -1,11 +1,13 @@
 """Shared fixtures: in-process moto (``mock_aws``), boto3 clients, the example manifest and a provisioned mesh.
 
 Tests never touch ``os.environ`` by hand: AWS credentials and region reach boto3 through ``monkeypatch`` here, and
-runtime configuration is built from explicit mappings (``ActorConfig.from_env({...})``).
+runtime configuration is built from explicit mappings (``ActorConfig.from_env({...})``). The one process-wide setting,
+made in :func:`pytest_configure` before any CDK import, is the Makefile's: jsii's Node 20 end-of-life banner is off.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,14 @@ from asya_local.provision import MeshResources, provision
 
 REPO = Path(__file__).resolve().parent.parent
 REGION = "us-east-1"
+#: jsii's end-of-life notice, silenced for these Node major versions only (the Makefile sets the same default).
+_JSII_EOL_SILENCE = ("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Before collection imports ``aws_cdk`` (which starts jsii's Node process, inheriting this environment). A value
+    the caller set wins, so the notice can be brought back."""
+    os.environ.setdefault(*_JSII_EOL_SILENCE)
 
 
 @pytest.fixture

@@ -1,13 +1,14 @@
 """asya_cdk: the CDK constructs and stack that deploy an asya mesh from ``asya.yaml``.
 
 Imports only the contract modules of the runtime (``asya.naming``, ``asya.manifest``, ``asya.tableschema``,
-``asya.config.ENV``). Importing this package creates nothing; building the stack builds the dependency layers
-(``pip install --platform ...``, cached under ``.cdk.staging/``) and stages the gateway asset.
+``asya.config.ENV``, ``asya.environment``). Importing this package creates nothing; building the stack builds the
+dependency layers (``pip install --platform ...``, cached under ``.cdk.staging/``) and stages the gateway asset.
 """
 
 from __future__ import annotations
 
 from asya_cdk.actor import Actor
+from asya_cdk.alarms import MeshAlarms
 from asya_cdk.assets import SourceLayout, render_manifest_json, stage_gateway_asset
 from asya_cdk.backstop import Backstop
 from asya_cdk.composition import BuiltApp, build_app, load_cdk_context
@@ -16,7 +17,7 @@ from asya_cdk.dependencies import ACTOR_REQUIREMENTS, GATEWAY_REQUIREMENTS, Depe
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.gateway import Gateway, lwa_layer_arn, validate_auth
 from asya_cdk.settings import CONTEXT, DeploySettings
-from asya_cdk.stack import AsyaStack, actor_environment
+from asya_cdk.stack import AsyaStack
 from asya_cdk.storage import Storage
 
 __all__ = [
@@ -34,9 +35,9 @@ __all__ = [
     "DeploySettings",
     "DeploymentError",
     "Gateway",
+    "MeshAlarms",
     "SourceLayout",
     "Storage",
-    "actor_environment",
     "build_app",
     "crew_handler",
     "load_cdk_context",

@@ -56,6 +56,8 @@ class Backstop(Construct):
             timeout=Duration.seconds(55),
             environment=dict(environment),
             log_group=self._log_group,
+            # A failed sweep is redone by the next scheduled run; Lambda's own async retries would only overlap it.
+            retry_attempts=0,
         )
         self._rule = events.Rule(
             self,

@@ -15,11 +15,8 @@ from asya_cdk.errors import DeploymentError
 __all__ = ["CREW_HANDLERS", "SIDECAR_HANDLER", "crew_handler"]
 
 #: Lambda handler of every user actor: the sidecar layer's entry point, which loads ``ASYA_HANDLER``.
-SIDECAR_HANDLER: Final = "asya.sidecar.lambda_handler"
-CREW_HANDLERS: Final[Mapping[str, str]] = {
-    naming.SINK: "asya_crew.sink.lambda_handler",
-    naming.SUMP: "asya_crew.sump.lambda_handler",
-}
+SIDECAR_HANDLER: Final = naming.SIDECAR_ENTRY_POINT.handler
+CREW_HANDLERS: Final[Mapping[str, str]] = {name: entry.handler for name, entry in naming.CREW_ENTRY_POINTS.items()}
 
 
 def crew_handler(name: str) -> str:

@@ -1,14 +1,13 @@
 """The stack of one mesh: storage, one :class:`Actor` per deployed actor (user actors, then x-sink and x-sump), the
-gateway and the deadline backstop, with least-privilege grants between them.
+gateway, the deadline backstop and the mesh-wide alarms (:class:`MeshAlarms`; each actor has its DLQ alarm), with
+least-privilege grants between them.
 
 Every input is validated before the first construct is created: the gateway's auth mode (GW-AUTH-6), the source
 directories, each actor's code directory, handler and ``env`` map. Then the dependency layers are built (or taken
 from the cache) and the gateway asset staged, then the resources are created.
 
-Actor Lambda environment (``asya.config``): ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_HANDLER`` (user actors),
-``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``, ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_SINK_HOOKS`` (x-sink),
-``ASYA_RESILIENCY`` (when set), ``POWERTOOLS_SERVICE_NAME=actor``, ``POWERTOOLS_METRICS_NAMESPACE=Asya``, plus the
-actor's ``env`` map, which may not redefine any of them nor a variable Lambda reserves.
+Function environments come from the contract module ``asya.environment`` (the local mode uses the same functions):
+an actor's ``env`` map may not redefine a deployment variable nor one Lambda reserves.
 
 Grants: every actor and the gateway may send to every queue of the mesh (routes, retries, x-sink, x-sump); an actor
 consumes its own queue; actors and the gateway read and write the table (items and the three indexes, by name) and
@@ -19,7 +18,6 @@ Outputs: ``GatewayUrl``, ``TableName``, ``BucketName`` and one ``QueueUrl`` per 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -28,10 +26,11 @@ from aws_cdk import AssetHashType, CfnElement, CfnOutput, Environment, Stack, Ta
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from asya import naming
-from asya.config import ENV
+from asya.environment import ReservedVariableError, actor_environment, check_env_map, gateway_environment
 from asya.manifest import DeployedActor, Manifest
+from asya.naming import SUMP
 from asya_cdk.actor import Actor
+from asya_cdk.alarms import MeshAlarms
 from asya_cdk.assets import (
     ASSET_EXCLUDES,
     GATEWAY_MANIFEST_FILE,
@@ -53,34 +52,9 @@ from asya_cdk.nag import acknowledge
 from asya_cdk.settings import DeploySettings
 from asya_cdk.storage import Storage
 
-__all__ = ["DEFAULT_BACKSTOP_HANDLER", "LAMBDA_RESERVED_ENV", "AsyaStack", "actor_environment", "default_stack_name"]
+__all__ = ["DEFAULT_BACKSTOP_HANDLER", "AsyaStack", "default_stack_name"]
 
 DEFAULT_BACKSTOP_HANDLER: Final = "asya_gateway.backstop.lambda_handler"
-#: Variables Lambda sets itself and refuses in a function's configuration.
-LAMBDA_RESERVED_ENV: Final = frozenset(
-    {
-        "_HANDLER",
-        "_X_AMZN_TRACE_ID",
-        "AWS_ACCESS_KEY",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_DEFAULT_REGION",
-        "AWS_EXECUTION_ENV",
-        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE",
-        "AWS_LAMBDA_FUNCTION_NAME",
-        "AWS_LAMBDA_FUNCTION_VERSION",
-        "AWS_LAMBDA_INITIALIZATION_TYPE",
-        "AWS_LAMBDA_LOG_GROUP_NAME",
-        "AWS_LAMBDA_LOG_STREAM_NAME",
-        "AWS_LAMBDA_RUNTIME_API",
-        "AWS_REGION",
-        "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN",
-        "LAMBDA_RUNTIME_DIR",
-        "LAMBDA_TASK_ROOT",
-    }
-)
-_ASYA_ENV: Final = frozenset(getattr(ENV, name) for name in ENV.__slots__)
-_POWERTOOLS_ENV: Final[Mapping[str, str]] = {"POWERTOOLS_METRICS_NAMESPACE": "Asya"}
 _BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 _APIGW_LOGS_POLICY: Final = (
     "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
@@ -89,42 +63,6 @@ _APIGW_LOGS_POLICY: Final = (
 
 def default_stack_name(manifest: Manifest) -> str:
     return f"asya-{manifest.namespace}"
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
-
-
-def actor_environment(manifest: Manifest, actor: DeployedActor, *, table: str, bucket: str) -> dict[str, str]:
-    """The environment of ``actor``'s Lambda (see the module docstring). Raises :class:`DeploymentError` when the
-    actor's ``env`` map redefines a variable set here or reserved by Lambda."""
-    for key in actor.env:
-        if key in _ASYA_ENV or key in _POWERTOOLS_ENV or key == "POWERTOOLS_SERVICE_NAME":
-            raise DeploymentError(
-                f"actors.{actor.name}.env.{key}: {key} is set by the deployment; remove it from the env map"
-            )
-        if key in LAMBDA_RESERVED_ENV:
-            raise DeploymentError(f"actors.{actor.name}.env.{key}: {key} is reserved by AWS Lambda; use another name")
-    env = dict(actor.env)
-    env.update(
-        {
-            ENV.namespace: manifest.namespace,
-            ENV.actor: actor.name,
-            ENV.table: table,
-            ENV.bucket: bucket,
-            ENV.actor_timeout: _number(actor.timeout),
-            ENV.offload_threshold_kb: str(manifest.storage.offload_threshold_kb),
-            "POWERTOOLS_SERVICE_NAME": "actor",
-            **_POWERTOOLS_ENV,
-        }
-    )
-    if not actor.crew and actor.handler:
-        env[ENV.handler] = actor.handler
-    if actor.name == naming.SINK:
-        env[ENV.sink_hooks] = ",".join(manifest.crew.sink_hooks)
-    if actor.resiliency is not None:
-        env[ENV.resiliency] = json.dumps(actor.resiliency.model_dump(mode="json"), separators=(",", ":"))
-    return env
 
 
 class AsyaStack(Stack):
@@ -215,13 +153,8 @@ class AsyaStack(Stack):
             )
 
         gateway_code = lambda_.Code.from_asset(str(gateway_dir))
-        gateway_env = {
-            "ASYA_MANIFEST": f"/var/task/{GATEWAY_MANIFEST_FILE}",
-            ENV.table: table_name,
-            ENV.bucket: bucket_name,
-            "POWERTOOLS_SERVICE_NAME": "gateway",
-            **_POWERTOOLS_ENV,
-        }
+        manifest_path = f"/var/task/{GATEWAY_MANIFEST_FILE}"
+        gateway_env = gateway_environment(table=table_name, bucket=bucket_name, manifest_path=manifest_path)
         self._gateway = Gateway(
             self,
             "Gateway",
@@ -243,8 +176,11 @@ class AsyaStack(Stack):
             code=gateway_code,
             runtime=runtime,
             layers=[sidecar_layer, gateway_deps],
-            environment={**gateway_env, "POWERTOOLS_SERVICE_NAME": "backstop"},
+            environment=gateway_environment(
+                table=table_name, bucket=bucket_name, manifest_path=manifest_path, service="backstop"
+            ),
         )
+        self._alarms = MeshAlarms(self, "Alarms", sump_queue=self._actors[SUMP].queue, backstop=self._backstop.function)
         self._grant()
         self._outputs()
         self._acknowledge()
@@ -315,6 +251,11 @@ class AsyaStack(Stack):
     def backstop(self) -> Backstop:
         return self._backstop
 
+    @property
+    def alarms(self) -> MeshAlarms:
+        """The mesh-wide alarms; each actor's DLQ alarm is ``actors[name].dlq_alarm``."""
+        return self._alarms
+
 
 def _cached_code(builder: DependencyBuilder, directory: Path, pins: Sequence[str]) -> lambda_.Code:
     # The cache key already covers every byte pip wrote; fingerprinting ~30 MB again on every synth is wasted time.
@@ -336,5 +277,8 @@ def _validate(manifest: Manifest, sources: SourceLayout, deployed: Sequence[Depl
                     f"(relative to the manifest's directory {manifest.base_dir})"
                 )
             handlers[actor.name] = SIDECAR_HANDLER
-        actor_environment(manifest, actor, table="", bucket="")
+        try:
+            check_env_map(actor)
+        except ReservedVariableError as exc:
+            raise DeploymentError(str(exc)) from None
     return handlers

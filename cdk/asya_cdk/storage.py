@@ -49,11 +49,13 @@ class Storage(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         for gsi in tableschema.GSIS:
+            projected = None if gsi.projection is None else list(gsi.projection)
             self._table.add_global_secondary_index(
                 index_name=gsi.name,
                 partition_key=dynamodb.Attribute(name=gsi.partition_key, type=_STRING),
                 sort_key=dynamodb.Attribute(name=gsi.sort_key, type=_STRING),
-                projection_type=dynamodb.ProjectionType.ALL,
+                projection_type=dynamodb.ProjectionType.ALL if projected is None else dynamodb.ProjectionType.INCLUDE,
+                non_key_attributes=projected,
             )
         self._bucket = s3.Bucket(
             self,

@@ -10,16 +10,15 @@ effort).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.exceptions import AsyaError
+from asya.timeout import SAFETY_MARGIN_SECONDS
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "UnstartedRecordError", "run_batch"]
-
-SAFETY_MARGIN_SECONDS: Final = 5.0
 
 
 class UnstartedRecordError(AsyaError):

@@ -64,7 +64,7 @@ class SinkRuntime:
         self._clock = clock
         self._new_id = new_id
         self._s3 = s3
-        self._log = logger if logger is not None else Logger(service=config.queue_name)
+        self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
         self._transport = Transport(namespace=config.namespace, sqs=sqs)
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
 

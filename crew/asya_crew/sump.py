@@ -60,7 +60,7 @@ class SumpRuntime:
         self._clock = clock
         self._transport = Transport(namespace=config.namespace, sqs=sqs)
         self._s3 = s3
-        self._log = logger if logger is not None else Logger(service=config.queue_name)
+        self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
 
     @property
     def s3(self) -> Any:

@@ -7,9 +7,10 @@ Adapter in AWS (``run.sh``). Importing this package has no side effects.
 from __future__ import annotations
 
 from asya_gateway.app import create_app
+from asya_gateway.backstop import Backstop, SweepResult
 from asya_gateway.config import GatewayConfig, GatewayConfigError
 from asya_gateway.version import VERSION
 
-__all__ = ["VERSION", "GatewayConfig", "GatewayConfigError", "create_app"]
+__all__ = ["VERSION", "Backstop", "GatewayConfig", "GatewayConfigError", "SweepResult", "create_app"]
 
 __version__ = VERSION

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from asya.config import ENV
 from asya.exceptions import AsyaError
 
 __all__ = ["GATEWAY_ENV", "GatewayConfig", "GatewayConfigError"]
@@ -35,15 +36,16 @@ class GatewayConfigError(AsyaError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class _EnvNames:
-    manifest: str = "ASYA_MANIFEST"
-    table: str = "ASYA_TABLE"
-    bucket: str = "ASYA_BUCKET"
+    manifest: str = ENV.manifest
+    table: str = ENV.table
+    bucket: str = ENV.bucket
     api_keys: str = "ASYA_API_KEYS"
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
-#: The environment variable names the gateway reads, in one place.
+#: The environment variable names the gateway reads; those the deployment sets are ``asya.config.ENV``'s
+#: (``asya.environment.gateway_environment`` builds them for the CDK app and the local mode).
 GATEWAY_ENV: Final = _EnvNames()
 
 

@@ -6,20 +6,33 @@ runtimes and the gateway only when it starts.
 
 from __future__ import annotations
 
+from asya_local.auth import gateway_auth
+from asya_local.backstop_loop import BackstopLoop
 from asya_local.client import GatewayClient
+from asya_local.dlq import DeadLetters, DlqError
 from asya_local.esm import EsmConfig, EsmStats, EventSourceMapping, batch_failures
-from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
+from asya_local.exceptions import (
+    GatewayAuthError,
+    GatewayHttpError,
+    GatewayUnreachableError,
+    LocalModeError,
+    SseStreamError,
+)
 from asya_local.lambda_event import LambdaContext, sqs_event, sqs_record
-from asya_local.mesh import LocalMesh, actor_environment, runtime_entry_point
+from asya_local.mesh import LocalMesh, runtime_entry_point, runtime_environment
 from asya_local.moto_server import AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources, provision
 from asya_local.sse import SseEvent, SseParser, SseStream, parse_lines
 
 __all__ = [
     "AwsClients",
+    "BackstopLoop",
+    "DeadLetters",
+    "DlqError",
     "EsmConfig",
     "EsmStats",
     "EventSourceMapping",
+    "GatewayAuthError",
     "GatewayClient",
     "GatewayHttpError",
     "GatewayUnreachableError",
@@ -32,12 +45,13 @@ __all__ = [
     "SseParser",
     "SseStream",
     "SseStreamError",
-    "actor_environment",
     "batch_failures",
+    "gateway_auth",
     "make_clients",
     "parse_lines",
     "provision",
     "runtime_entry_point",
+    "runtime_environment",
     "sqs_event",
     "sqs_record",
 ]

@@ -6,16 +6,22 @@ Commands::
     asya call   FLOW | --actor NAME [--payload JSON] [--timeout S] [--no-wait] [--url URL]
     asya status ID [--url URL]                                              the task view, pretty JSON
     asya watch  ID [--url URL]                                              the SSE transcript as it arrives
-    asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T]    the example flow end to end
+    asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T] [--port 8080]   the example flow end to end
+    asya dlq    list [ACTOR] | show ACTOR | redrive ACTOR   [--local | --endpoint-url URL]   dead-letter queues
 
-``--url`` (else env ``ASYA_URL``, else ``http://127.0.0.1:8080``) picks the gateway. ``call`` creates a task
+``--url`` (else env ``ASYA_URL``, else ``http://127.0.0.1:8080``) picks the gateway; ``asya_local.auth`` picks how to
+authenticate to it (env ``ASYA_API_KEY``, IAM signing for ``execute-api`` URLs, ``ASYA_AUTH``). ``call`` creates a task
 (GW-CREATE-7); with ``--no-wait`` it prints the id, otherwise it follows the SSE stream (progress bar and FLY output on
 stderr) and prints the final task view as JSON on stdout. ``--timeout`` is the task's timeout (GW-CREATE-6); the CLI
 stops following 30 s after it. Exit codes: 0 success (``call``/``demo``: the task succeeded), 1 the task failed, was
 canceled or is still not terminal, 2 usage errors, no gateway at the URL, HTTP errors (their ``{"error"}`` message is
 printed) and local-mode start failures.
 
-``dev`` and ``demo`` pass ``ASYA_API_KEYS`` and ``ASYA_SSE_MAX_SECONDS`` from ``env`` to the local gateway.
+``dev`` and ``demo`` pass ``ASYA_API_KEYS`` and ``ASYA_SSE_MAX_SECONDS`` from ``env`` to the local gateway. ``dev``
+serves on exactly ``--port`` and keeps the actors' JSON logs (stdout); ``demo`` serves on ``--port`` when it is free,
+else on a free port (and says so), and quiets the actors' logs to warnings so the progress bar stays readable.
+``dev`` writes ``.asya/local.json`` next to the manifest while it runs (``asya_local.localstate``) so that
+``dlq --local`` finds its moto endpoint; ``dlq`` is documented in ``asya_local.dlq_cli``.
 Configuration is read from ``argv`` and the ``env`` mapping given to :func:`main` (``os.environ`` only when ``main``
 is called without one, i.e. as the console script).
 """
@@ -27,19 +33,24 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import FrameType
 from typing import Any, Final, TextIO
 
 from botocore.exceptions import ClientError
 
 from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
+from asya_local.auth import gateway_auth
 from asya_local.client import GatewayClient
+from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
+from asya_local.localstate import dev_state
 from asya_local.progress import ProgressView
 
 __all__ = ["DEFAULT_URL", "URL_ENV", "main"]
@@ -50,6 +61,8 @@ URL_ENV: Final = "ASYA_URL"
 _FOLLOW_GRACE_SECONDS: Final = 30
 #: Gateway environment variables ``dev`` and ``demo`` pass through to the local gateway (GW-AUTH-4).
 _GATEWAY_PASSTHROUGH: Final = ("ASYA_API_KEYS", "ASYA_SSE_MAX_SECONDS")
+#: The demo shows a progress bar; the actors' INFO lines (one JSON line per envelope) would break it up.
+_DEMO_ACTOR_LOG_LEVEL: Final = "WARNING"
 _DEMO_TEXT: Final = (
     "Hello World! Asya runs every actor as a Lambda behind its own queue. "
     "Locally the very same code runs against moto, and the result is great."
@@ -133,7 +146,9 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     demo.add_argument("--manifest", default="asya.yaml")
     demo.add_argument("--flow", default="text-pipeline")
     demo.add_argument("--text", default=_DEMO_TEXT)
+    demo.add_argument("--port", type=int, default=8080, help="gateway port; a free one when it is in use")
     demo.set_defaults(run=_demo)
+    add_dlq_parser(commands)
     return parser
 
 
@@ -161,25 +176,47 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
     from asya_local.mesh import LocalMesh
 
     manifest = load_manifest(args.manifest)
-    with LocalMesh(manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env)) as mesh:
+    with (
+        _sigterm_as_interrupt(),
+        LocalMesh(manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env)) as mesh,
+    ):
         io.out.write(f"{mesh.url}\n")
         io.out.flush()
         io.err.write(f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url}; press Ctrl-C to stop\n")
         io.err.flush()
         stopped = threading.Event()
         try:
-            while not stopped.wait(3600):
-                pass
+            with dev_state(mesh):  # lets `asya dlq --local` find this mesh's moto endpoint
+                while not stopped.wait(3600):
+                    pass
         except KeyboardInterrupt:
             io.err.write("asya dev: stopping\n")
     return 0
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """``kill`` (SIGTERM) stops ``asya dev`` as cleanly as Ctrl-C does: background jobs of a non-interactive shell
+    ignore SIGINT, so a process manager or script can only stop it this way."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt
 
 
 def _call(args: argparse.Namespace, io: _Io) -> int:
     if (args.flow is None) == (args.actor is None):
         io.error("give exactly one of FLOW and --actor NAME")
         return 2
-    with GatewayClient(args.url) as client:
+    with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
         created = client.create(flow=args.flow, actor=args.actor, payload=args.payload, timeout=args.timeout)
         task_id = str(created["id"])
         if args.no_wait:
@@ -192,13 +229,13 @@ def _call(args: argparse.Namespace, io: _Io) -> int:
 
 
 def _status(args: argparse.Namespace, io: _Io) -> int:
-    with GatewayClient(args.url) as client:
+    with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
         io.print_json(client.get(args.id))
     return 0
 
 
 def _watch(args: argparse.Namespace, io: _Io) -> int:
-    with GatewayClient(args.url) as client:
+    with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
         for event in client.events(args.id).events():
             if event.retry is not None:
                 io.out.write(f"retry: {event.retry}\n")
@@ -216,7 +253,16 @@ def _demo(args: argparse.Namespace, io: _Io) -> int:
 
     manifest = load_manifest(args.manifest)
     io.err.write(f"asya demo: starting mesh {manifest.namespace!r} (moto, {len(manifest.deployed_actors())} actors)\n")
-    with LocalMesh(manifest, port=0, gateway_env=_gateway_env(args.env)) as mesh, GatewayClient(mesh.url) as client:
+    mesh = LocalMesh(
+        manifest,
+        port=args.port,
+        free_port_fallback=True,
+        actor_log_level=_DEMO_ACTOR_LOG_LEVEL,
+        gateway_env=_gateway_env(args.env),
+    )
+    with mesh, GatewayClient(mesh.url) as client:
+        if mesh.port_was_busy:
+            io.err.write(f"asya demo: port {args.port} is in use; serving on a free port instead\n")
         io.err.write(f"asya demo: gateway at {mesh.url}\n")
         created = client.create(flow=args.flow, payload={"text": args.text})
         task_id = str(created["id"])

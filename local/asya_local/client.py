@@ -1,7 +1,8 @@
 """A small HTTP client of the gateway's REST routes (GATEWAY sections 3, 4, 7) used by the CLI.
 
 Every call raises :class:`GatewayUnreachableError` when nothing listens at the URL and :class:`GatewayHttpError`
-carrying the ``{"error": ...}`` message for any error status.
+carrying the ``{"error": ...}`` message for any error status. ``auth`` (``asya_local.auth.gateway_auth``) signs or
+tags every request, SSE reconnects included.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ _TIMEOUT = httpx.Timeout(10.0, read=30.0)
 class GatewayClient:
     """REST calls against one gateway base URL (``http://127.0.0.1:8080``)."""
 
-    def __init__(self, url: str, *, http: httpx.Client | None = None) -> None:
+    def __init__(self, url: str, *, http: httpx.Client | None = None, auth: httpx.Auth | None = None) -> None:
         self.url = url.rstrip("/")
-        self._http = http or httpx.Client(timeout=_TIMEOUT)
+        self._http = http or httpx.Client(timeout=_TIMEOUT, auth=auth)
 
     def close(self) -> None:
         self._http.close()

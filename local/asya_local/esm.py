@@ -1,9 +1,18 @@
 """An emulator of Lambda's SQS event source mapping (with ``ReportBatchItemFailures``), one per actor.
 
 Each of ``max_concurrency`` worker threads long-polls the actor's queue (``ReceiveMessage`` with
-``MaxNumberOfMessages=batch_size``, ``WaitTimeSeconds=wait_seconds``, every system and message attribute), builds the
-SQS event and a :class:`~asya_local.lambda_event.LambdaContext` whose remaining time counts down from the function's
-timeout, and calls ``handler(event, context)`` in-process. Then, like Lambda (P-ACK-1, P-ACK-5):
+``MaxNumberOfMessages`` up to ``batch_size``, ``WaitTimeSeconds=wait_seconds``, every system and message attribute),
+builds the SQS event and a :class:`~asya_local.lambda_event.LambdaContext` whose remaining time counts down from the
+function's timeout, and calls the handler in-process. Workers are concurrent invocations: while one runs, the others
+keep polling, so a message whose visibility timeout expires during a long call is received again by another worker,
+with a higher ``ApproximateReceiveCount``, exactly as Lambda's pollers do (a duplicate delivery, P-ACK-7). With
+``new_handler`` every worker gets its own handler (one execution environment per concurrent invocation, as Lambda
+runs them in separate containers); otherwise the workers share ``handler``.
+
+Batching: without a window (``batching_window_seconds = 0``, Lambda's default for SQS) an invocation gets what one
+receive returned, up to ``batch_size`` (at most 10). With a window, the worker keeps receiving after the first
+message until ``batch_size`` records (up to 10000, Lambda's limit with a window) are gathered or the window ends; the
+gathered messages' visibility timeouts run meanwhile, as in AWS. Then, like Lambda (P-ACK-1, P-ACK-5):
 
 - the records not listed in ``batchItemFailures`` are deleted (``DeleteMessageBatch``); the listed ones are left alone
   and become visible again when their visibility timeout ends (including any ``ChangeMessageVisibility`` the handler
@@ -12,11 +21,14 @@ timeout, and calls ``handler(event, context)`` in-process. Then, like Lambda (P-
 - a response Lambda cannot accept fails the whole batch (nothing deleted): not JSON-serialisable, not an object,
   ``batchItemFailures`` not a list, an entry that is not an object, or an ``itemIdentifier`` that is missing, empty,
   not a string or not a message id of the batch;
-- an invocation that raises (any ``BaseException`` but ``KeyboardInterrupt``) or runs past the function's timeout is a
-  crash: nothing is deleted.
+- an invocation that raises (any ``BaseException`` but ``KeyboardInterrupt``, ``SystemExit`` included) or runs past
+  the function's timeout is a crash: nothing is deleted, every record of the batch becomes visible again when its
+  visibility timeout ends, and the worker goes on polling (Lambda replaces a crashed environment).
 
-Redrive to the DLQ after ``maxReceiveCount`` receives (P-ACK-6) is done by SQS itself: moto 5.2.5 moves such a message
-to the DLQ on the receive after its count reached the limit, as AWS does, so the emulator never moves messages.
+SQS itself does the rest, and moto 5.2.5 does it as AWS does: redrive to the DLQ after ``maxReceiveCount`` receives
+(P-ACK-6; the message moves on the first receive after its count reached the limit, so the emulator never moves
+messages), ``DelaySeconds`` (a delayed message is neither visible nor received before its delay ends) and visibility
+timeouts (per receive, changed by ``ChangeMessageVisibility``).
 """
 
 from __future__ import annotations
@@ -63,10 +75,21 @@ class EsmConfig:
     memory_mb: int = 512
     wait_seconds: int = 1
     region: str = "us-east-1"
+    #: ``MaximumBatchingWindowInSeconds``: 0..300, 0 (Lambda's default for SQS) invokes with what one receive got.
+    batching_window_seconds: float = 0.0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.batch_size <= 10:
-            raise LocalModeError(f"{self.function_name}: batch_size must be 1..10, got {self.batch_size!r}")
+        if not 0 <= self.batching_window_seconds <= 300:
+            raise LocalModeError(
+                f"{self.function_name}: batching_window_seconds must be 0..300, got {self.batching_window_seconds!r}"
+            )
+        limit = 10 if self.batching_window_seconds < 1 else 10000
+        if not 1 <= self.batch_size <= limit:
+            raise LocalModeError(
+                f"{self.function_name}: batch_size must be 1..{limit}"
+                f"{' (above 10 needs a batching window of at least 1 s)' if limit == 10 else ''}, "
+                f"got {self.batch_size!r}"
+            )
         if self.max_concurrency < 1:
             raise LocalModeError(f"{self.function_name}: max_concurrency must be >= 1, got {self.max_concurrency!r}")
         if not 0 <= self.wait_seconds <= 20:
@@ -127,9 +150,11 @@ class EventSourceMapping:
         *,
         sqs: SQSClient,
         monotonic: Callable[[], float] = time.monotonic,
+        new_handler: Callable[[], Handler] | None = None,
     ) -> None:
         self.config = config
         self._handler = handler
+        self._new_handler = new_handler
         self._sqs = sqs
         self._monotonic = monotonic
         self._stop = threading.Event()
@@ -153,7 +178,10 @@ class EventSourceMapping:
         self._resolve_queue_arn()
         self._stop.clear()
         for index in range(self.config.max_concurrency):
-            thread = threading.Thread(target=self._run, name=f"esm-{self.config.function_name}-{index}", daemon=True)
+            handler = self._handler if index == 0 or self._new_handler is None else self._new_handler()
+            thread = threading.Thread(
+                target=self._run, args=(handler,), name=f"esm-{self.config.function_name}-{index}", daemon=True
+            )
             self._threads.append(thread)
             thread.start()
 
@@ -172,16 +200,16 @@ class EventSourceMapping:
 
     def poll_once(self, *, wait_seconds: int | None = None) -> int:
         """Receive one batch and process it. Returns the number of records received."""
-        messages = self._receive(self.config.wait_seconds if wait_seconds is None else wait_seconds)
+        messages = self._gather(self.config.wait_seconds if wait_seconds is None else wait_seconds)
         if messages:
-            self._invoke(messages, log_stream=_log_stream_name())
+            self._invoke(self._handler, messages, log_stream=_log_stream_name())
         return len(messages)
 
-    def _run(self) -> None:
+    def _run(self, handler: Handler) -> None:
         log_stream = _log_stream_name()  # one "execution environment" per worker
         while not self._stop.is_set():
             try:
-                messages = self._receive(self.config.wait_seconds)
+                messages = self._gather(self.config.wait_seconds)
             except (BotoCoreError, ClientError) as exc:
                 if self._stop.is_set():
                     return
@@ -190,7 +218,7 @@ class EventSourceMapping:
                 self._stop.wait(_RECEIVE_ERROR_BACKOFF)
                 continue
             if messages:
-                self._invoke(messages, log_stream=log_stream)
+                self._invoke(handler, messages, log_stream=log_stream)
 
     def _resolve_queue_arn(self) -> str:
         if self._queue_arn is None:
@@ -198,17 +226,35 @@ class EventSourceMapping:
             self._queue_arn = attributes["Attributes"]["QueueArn"]
         return self._queue_arn
 
-    def _receive(self, wait_seconds: int) -> list[MessageTypeDef]:
+    def _gather(self, wait_seconds: int) -> list[MessageTypeDef]:
+        """One batch: a first receive, then, within the batching window, more until the batch is full."""
+        size = self.config.batch_size
+        messages = self._receive(wait_seconds, size)
+        window = self.config.batching_window_seconds
+        if not messages or window <= 0:
+            return messages
+        closes = self._monotonic() + window
+        while len(messages) < size and not self._stop.is_set():
+            left = closes - self._monotonic()
+            if left <= 0:
+                break
+            more = self._receive(min(20, int(left)), size - len(messages))
+            if not more and left < 1:
+                self._stop.wait(min(left, 0.1))  # under a second left: poll briefly instead of long-polling
+            messages.extend(more)
+        return messages
+
+    def _receive(self, wait_seconds: int, count: int) -> list[MessageTypeDef]:
         response = self._sqs.receive_message(
             QueueUrl=self.config.queue_url,
-            MaxNumberOfMessages=self.config.batch_size,
+            MaxNumberOfMessages=min(10, count),
             WaitTimeSeconds=wait_seconds,
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
         return list(response.get("Messages", []))
 
-    def _invoke(self, messages: list[MessageTypeDef], *, log_stream: str) -> None:
+    def _invoke(self, handler: Handler, messages: list[MessageTypeDef], *, log_stream: str) -> None:
         queue_arn = self._resolve_queue_arn()
         region = self.config.region
         account_id = queue_arn.split(":")[4]
@@ -225,7 +271,7 @@ class EventSourceMapping:
         self._count(invocations=1, records=len(messages))
         started = self._monotonic()
         try:
-            response = self._handler(event, context)
+            response = handler(event, context)
         except KeyboardInterrupt:
             raise
         except BaseException:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from asya.exceptions import AsyaError
 
-__all__ = ["GatewayHttpError", "GatewayUnreachableError", "LocalModeError", "SseStreamError"]
+__all__ = ["GatewayAuthError", "GatewayHttpError", "GatewayUnreachableError", "LocalModeError", "SseStreamError"]
 
 
 class LocalModeError(AsyaError):
@@ -17,6 +17,10 @@ class GatewayUnreachableError(AsyaError):
     def __init__(self, url: str) -> None:
         super().__init__(f"no gateway at {url}: start one with `asya dev`")
         self.url = url
+
+
+class GatewayAuthError(AsyaError):
+    """The CLI cannot build the credentials a gateway needs (no AWS credentials, no region, a bad ``ASYA_AUTH``)."""
 
 
 class GatewayHttpError(AsyaError):

@@ -2,19 +2,28 @@
 
 Start order: moto's server on ``127.0.0.1`` (unless ``endpoint_url`` points at an existing endpoint), the resources
 (:func:`asya_local.provision.provision`), one runtime per deployed actor, one event source mapping emulator per actor,
-then the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free port; ``url`` tells which).
+the deadline backstop swept every ``backstop_interval`` seconds (:class:`asya_local.backstop_loop.BackstopLoop`,
+GW-BACK-1; ``None`` turns it off), then the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free
+port; ``url`` tells which; with ``free_port_fallback`` a port already in use is replaced by a free one and
+``port_was_busy`` says so).
 ``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order.
 
 Runtimes are the real Lambda entry points, picked by actor name: ``x-sink`` -> ``asya_crew.sink.SinkRuntime``,
 ``x-sump`` -> ``asya_crew.sump.SumpRuntime``, any other -> ``asya.sidecar.ActorRuntime``; each is built as
 ``Runtime(ActorConfig.from_env(env), sqs=, dynamodb=, s3=)`` where ``env`` holds exactly the variables the CDK app
-sets on the Lambda (:func:`actor_environment`). Nothing here knows the mesh is local except the clients' endpoint.
+sets on the Lambda (``asya.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
+already importable) and, when ``actor_log_level`` is given, ``POWERTOOLS_LOG_LEVEL`` (``asya demo`` quiets the
+actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya.environment.gateway_environment`` plus
+``gateway_env``. An actor's emulator runs ``max_concurrency`` pollers (else ``concurrency``; at most 10), each with
+its own runtime, as Lambda runs concurrent invocations in separate containers. Nothing here knows the mesh is local
+except the clients' endpoint.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import importlib
-import json
 import socket
 import threading
 import time
@@ -25,23 +34,21 @@ from typing import Any, Final, Protocol
 import httpx
 
 from asya import naming
-from asya.config import ENV, ActorConfig
+from asya.config import LOG_LEVEL_ENV, ActorConfig
+from asya.environment import actor_environment, gateway_environment
 from asya.manifest import DeployedActor, Manifest
+from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
 from asya_local.moto_server import DEFAULT_REGION, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources, provision
 
-__all__ = ["RUNTIME_ENTRY_POINTS", "ActorRuntimeLike", "LocalMesh", "actor_environment", "runtime_entry_point"]
+__all__ = ["ActorRuntimeLike", "LocalMesh", "runtime_entry_point", "runtime_environment"]
 
-#: Lambda entry classes by actor name; every other actor runs the sidecar.
-RUNTIME_ENTRY_POINTS: Final[Mapping[str, tuple[str, str]]] = {
-    naming.SINK: ("asya_crew.sink", "SinkRuntime"),
-    naming.SUMP: ("asya_crew.sump", "SumpRuntime"),
-}
-_SIDECAR_ENTRY: Final = ("asya.sidecar", "ActorRuntime")
 _HEALTH_POLL_SECONDS: Final = 0.05
+#: Pollers per actor at most: an actor's ``max_concurrency`` (else the mesh's ``concurrency``) up to this many.
+_MAX_WORKERS: Final = 10
 
 
 class ActorRuntimeLike(Protocol):
@@ -50,33 +57,19 @@ class ActorRuntimeLike(Protocol):
 
 def runtime_entry_point(actor: str) -> tuple[str, str]:
     """``(module, class)`` of the Lambda runtime that serves ``actor``."""
-    return RUNTIME_ENTRY_POINTS.get(actor, _SIDECAR_ENTRY)
+    entry = naming.entry_point(actor)
+    return entry.module, entry.runtime
 
 
-def actor_environment(manifest: Manifest, actor: DeployedActor, resources: MeshResources) -> dict[str, str]:
-    """The environment of ``actor``'s Lambda: its manifest ``env`` map, then the ``ASYA_*`` variables (which win)."""
-    env = dict(actor.env)
-    env.update(
-        {
-            ENV.namespace: manifest.namespace,
-            ENV.actor: actor.name,
-            ENV.handler: actor.handler or "",
-            ENV.code_dir: str(actor.code_dir) if actor.code_dir is not None else "",
-            ENV.table: resources.table,
-            ENV.bucket: resources.bucket,
-            ENV.actor_timeout: _number(actor.timeout),
-            ENV.offload_threshold_kb: str(manifest.storage.offload_threshold_kb),
-        }
-    )
-    if actor.name == naming.SINK:
-        env[ENV.sink_hooks] = ",".join(manifest.crew.sink_hooks)
-    if actor.resiliency is not None:
-        env[ENV.resiliency] = json.dumps(actor.resiliency.model_dump(mode="json"), separators=(",", ":"))
+def runtime_environment(
+    manifest: Manifest, actor: DeployedActor, resources: MeshResources, *, log_level: str | None = None
+) -> dict[str, str]:
+    """The environment the local mode builds ``actor``'s runtime from: the deployed Lambda's, plus the code directory
+    and an optional log level override."""
+    env = actor_environment(manifest, actor, table=resources.table, bucket=resources.bucket, code_dir=actor.code_dir)
+    if log_level:
+        env[LOG_LEVEL_ENV[0]] = log_level
     return env
-
-
-def _number(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
 
 
 class LocalMesh:
@@ -93,11 +86,16 @@ class LocalMesh:
         concurrency: int = 1,
         poll_wait_seconds: int = 1,
         gateway_env: Mapping[str, str] | None = None,
+        actor_log_level: str | None = None,
+        free_port_fallback: bool = False,
+        backstop_interval: float | None = DEFAULT_BACKSTOP_INTERVAL,
         startup_timeout: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         if concurrency < 1:
             raise LocalModeError(f"concurrency must be >= 1, got {concurrency!r}")
+        if backstop_interval is not None and not backstop_interval > 0:
+            raise LocalModeError(f"backstop_interval must be > 0 seconds or None, got {backstop_interval!r}")
         self.manifest = manifest
         self._host = host
         self._port = port
@@ -106,6 +104,9 @@ class LocalMesh:
         self._concurrency = concurrency
         self._poll_wait_seconds = poll_wait_seconds
         self._gateway_env = dict(gateway_env or {})
+        self._actor_log_level = actor_log_level
+        self._free_port_fallback = free_port_fallback
+        self._backstop_interval = backstop_interval
         self._startup_timeout = startup_timeout
         self._monotonic = monotonic
         self._moto: MotoServer | None = None
@@ -113,6 +114,7 @@ class LocalMesh:
         self._resources: MeshResources | None = None
         self._esms: dict[str, EventSourceMapping] = {}
         self._gateway: _UvicornThread | None = None
+        self._backstop: BackstopLoop | None = None
 
     # -- state -----------------------------------------------------------------------------------------------
 
@@ -122,6 +124,23 @@ class LocalMesh:
         if self._gateway is None:
             raise LocalModeError("the mesh is not running: call start() first")
         return self._gateway.url
+
+    @property
+    def port_was_busy(self) -> bool:
+        """True when the requested port was in use and ``free_port_fallback`` picked a free one instead."""
+        return self._gateway is not None and self._gateway.port_was_busy
+
+    @property
+    def endpoint_url(self) -> str:
+        """The AWS endpoint (moto) every client of the mesh talks to."""
+        endpoint = self.clients.endpoint_url
+        assert endpoint is not None
+        return endpoint
+
+    @property
+    def backstop(self) -> BackstopLoop | None:
+        """The deadline backstop loop (``None`` before start or when ``backstop_interval`` is ``None``)."""
+        return self._backstop
 
     @property
     def clients(self) -> AwsClients:
@@ -164,9 +183,8 @@ class LocalMesh:
         self._resources = resources
         for actor in self.manifest.deployed_actors():
             runtime = self._build_runtime(actor, resources, clients)
-            workers = (
-                self._concurrency if actor.max_concurrency is None else min(self._concurrency, actor.max_concurrency)
-            )
+            # Lambda scales an SQS event source up to the actor's max_concurrency: as many local pollers (capped)
+            workers = min(actor.max_concurrency or self._concurrency, _MAX_WORKERS)
             esm = EventSourceMapping(
                 EsmConfig(
                     function_name=self.manifest.queue_name(actor.name),
@@ -181,11 +199,16 @@ class LocalMesh:
                 runtime.handle,
                 sqs=clients.sqs,
                 monotonic=self._monotonic,
+                # one runtime per concurrent invocation, as Lambda runs them in separate containers
+                new_handler=functools.partial(self._runtime_handler, actor, resources, clients),
             )
             self._esms[actor.name] = esm
             esm.start()
+        if self._backstop_interval is not None:
+            self._backstop = self._build_backstop(resources, clients, self._backstop_interval)
+            self._backstop.start()
         app = self._build_gateway(resources, clients)
-        gateway = _UvicornThread(app, host=self._host, port=self._port)
+        gateway = _UvicornThread(app, host=self._host, port=self._port, fallback=self._free_port_fallback)
         self._gateway = gateway
         gateway.start()
         gateway.wait_healthy(self._startup_timeout)
@@ -203,6 +226,12 @@ class LocalMesh:
             except LocalModeError as exc:
                 errors.append(str(exc))
         self._esms.clear()
+        if self._backstop is not None:
+            try:
+                self._backstop.stop(timeout=self._startup_timeout)
+            except LocalModeError as exc:
+                errors.append(str(exc))
+            self._backstop = None
         if self._moto is not None:
             self._moto.stop()
             self._moto = None
@@ -222,38 +251,67 @@ class LocalMesh:
 
     # -- parts -----------------------------------------------------------------------------------------------
 
+    def _runtime_handler(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> Any:
+        return self._build_runtime(actor, resources, clients).handle
+
     def _build_runtime(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> ActorRuntimeLike:
         module_name, class_name = runtime_entry_point(actor.name)
         try:
             runtime_class = getattr(importlib.import_module(module_name), class_name)
         except (ImportError, AttributeError) as exc:
             raise LocalModeError(f"actors.{actor.name}: cannot load runtime {module_name}.{class_name}: {exc}") from exc
-        config = ActorConfig.from_env(actor_environment(self.manifest, actor, resources))
+        config = ActorConfig.from_env(
+            runtime_environment(self.manifest, actor, resources, log_level=self._actor_log_level)
+        )
         runtime: ActorRuntimeLike = runtime_class(config, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
         return runtime
+
+    def _build_backstop(self, resources: MeshResources, clients: AwsClients, interval: float) -> BackstopLoop:
+        from asya.store import TaskStore
+        from asya_gateway.backstop import Backstop
+
+        store = TaskStore(table=resources.table, dynamodb=clients.dynamodb)
+        return BackstopLoop(Backstop(store, namespace=self.manifest.namespace, metric=None), interval=interval)
 
     def _build_gateway(self, resources: MeshResources, clients: AwsClients) -> Any:
         from asya_gateway.app import create_app
         from asya_gateway.config import GatewayConfig
 
-        env = {"ASYA_TABLE": resources.table, "ASYA_BUCKET": resources.bucket, **self._gateway_env}
+        env = {**gateway_environment(table=resources.table, bucket=resources.bucket), **self._gateway_env}
         config = GatewayConfig.from_env(env)
         return create_app(config, manifest=self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
+
+
+def _bound_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 class _UvicornThread:
     """uvicorn serving an ASGI app from a daemon thread, on a socket bound before the thread starts."""
 
-    def __init__(self, app: Any, *, host: str, port: int) -> None:
+    def __init__(self, app: Any, *, host: str, port: int, fallback: bool = False) -> None:
         import uvicorn
 
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.port_was_busy = False
         try:
-            self._socket.bind((host, port))
+            self._socket = _bound_socket(host, port)
         except OSError as exc:
-            self._socket.close()
-            raise LocalModeError(f"cannot serve the gateway on {host}:{port}: {exc.strerror}") from None
+            if not (fallback and port != 0 and exc.errno == errno.EADDRINUSE):
+                raise LocalModeError(
+                    f"cannot serve the gateway on {host}:{port}: {exc.strerror} (pick another port; 0 picks a free one)"
+                ) from None
+            self.port_was_busy = True
+            try:
+                self._socket = _bound_socket(host, 0)
+            except OSError as retry_exc:
+                raise LocalModeError(f"cannot serve the gateway on {host}: {retry_exc.strerror}") from None
         bound_host, bound_port = self._socket.getsockname()[:2]
         self.url = f"http://{bound_host}:{bound_port}"
         config = uvicorn.Config(

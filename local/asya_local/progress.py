@@ -1,9 +1,14 @@
-"""Rendering a task's SSE events for a person: a progress bar on a terminal and the live FLY output.
+"""Rendering a task's SSE events for a person: a progress bar that follows the stream, and the live FLY output.
 
-On a TTY the last line is redrawn in place: ``[#######-------]  50.0%  analyze  processing  | <partial output>``
-driven by ``progress_percent`` of ``status`` events (GW-TASK-2); FLY text (GW-SSE-11) is appended to the partial
-output shown on that line. When the stream is not a TTY, FLY values are written as they arrive (strings as is, other
-values as JSON) and nothing else. ``finish()`` ends the display and prints the whole partial output once.
+Both modes draw the same line, ``[#######-------]  50.0%  analyze  processing``, from ``progress_percent``,
+``current_actor`` and ``step`` of ``status`` events (GW-TASK-2); a terminal status shows the status instead of the
+actor and step. FLY values (GW-SSE-11) are the partial output: strings as they are, other values as JSON.
+
+- On a TTY the line is redrawn in place and the tail of the partial output is shown after ``|``; ``finish()`` ends
+  the line and prints the whole partial output once.
+- Otherwise (a pipe, a log file) a new line is written each time the line would change, so a log shows every step;
+  partial output gathered since the last line is written before the next one as ``  | <text>``, and once more by
+  ``finish()`` when some is still pending.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ class ProgressView:
         self._percent = 0.0
         self._label = ""
         self._partial = ""
+        self._pending = ""
+        self._last_line = ""
         self._drawn = False
 
     @property
@@ -62,7 +69,10 @@ class ProgressView:
         if status != "running" and isinstance(status, str):
             parts = [status]
         self._label = "  ".join(parts)
-        self._draw()
+        if self._tty:
+            self._draw()
+        else:
+            self._write_line()
 
     def _on_fly(self, value: object) -> None:
         text = value if isinstance(value, str) else json.dumps(value)
@@ -70,13 +80,13 @@ class ProgressView:
         if self._tty:
             self._draw()
         else:
-            self._out.write(text)
-            self._out.flush()
+            self._pending += text
+
+    def _line(self) -> str:
+        return f"{render_bar(self._percent)}  {self._label}".rstrip()
 
     def _draw(self) -> None:
-        if not self._tty:
-            return
-        line = f"{render_bar(self._percent)}  {self._label}"
+        line = self._line()
         if self._partial:
             room = self._columns - len(line) - 5
             tail = self._partial.replace("\n", " ")
@@ -86,12 +96,25 @@ class ProgressView:
         self._out.flush()
         self._drawn = True
 
+    def _write_line(self) -> None:
+        self._flush_pending()
+        line = self._line()
+        if line != self._last_line:
+            self._out.write(line + "\n")
+            self._last_line = line
+        self._out.flush()
+
+    def _flush_pending(self) -> None:
+        if self._pending:
+            self._out.write(f"  | {self._pending}\n")
+            self._pending = ""
+
     def finish(self) -> None:
         if self._tty:
             if self._drawn:
-                self._out.write("\r\x1b[K" + f"{render_bar(self._percent)}  {self._label}\n")
+                self._out.write("\r\x1b[K" + self._line() + "\n")
             if self._partial:
                 self._out.write(f"partial output: {self._partial}\n")
-        elif self._partial:
-            self._out.write("\n")
+        else:
+            self._flush_pending()
         self._out.flush()

@@ -110,14 +110,19 @@ def terminal_status(event: SseEvent) -> str | None:
 
 
 def error_message(response: httpx.Response) -> str:
-    """The ``{"error": ...}`` message of an error response, else its status line."""
+    """The ``{"error": ...}`` message of an error response; API Gateway's own ``{"message": ...}`` (a request it
+    refused before the gateway saw it, e.g. a missing IAM signature, GW-AUTH-3) with the status line; else the status
+    line."""
     try:
         body = response.json()
     except ValueError:
         body = None
+    status = f"{response.status_code} {response.reason_phrase}".strip()
     if isinstance(body, dict) and isinstance(body.get("error"), str):
         return str(body["error"])
-    return f"{response.status_code} {response.reason_phrase}".strip()
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return f"{status}: {body['message']}"
+    return status
 
 
 class SseStream:

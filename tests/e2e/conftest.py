@@ -39,6 +39,13 @@ def failing_mesh(failing_manifest: Manifest) -> Iterator[LocalMesh]:
         yield mesh
 
 
+@pytest.fixture(scope="module")
+def flaky_mesh() -> Iterator[LocalMesh]:
+    """A mesh whose ``flaky`` actor fails twice per task, with a retry policy (tests/e2e/flaky/asya.yaml)."""
+    with LocalMesh(load_manifest(E2E_DIR / "flaky" / "asya.yaml"), port=0) as mesh:
+        yield mesh
+
+
 @dataclass(frozen=True)
 class Gateway:
     """A client of one running gateway, asserting the HTTP contract on the way."""
@@ -74,3 +81,8 @@ def gateway(local_mesh: LocalMesh) -> Gateway:
 @pytest.fixture
 def failing_gateway(failing_mesh: LocalMesh) -> Gateway:
     return Gateway(failing_mesh.url)
+
+
+@pytest.fixture
+def flaky_gateway(flaky_mesh: LocalMesh) -> Gateway:
+    return Gateway(flaky_mesh.url)

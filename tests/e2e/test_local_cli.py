@@ -1,5 +1,5 @@
 """The ``asya`` CLI against a running local mesh (in-process ``main(argv, env=...)``), and ``asya dev`` / ``asya demo``
-as the processes users start (GW-CREATE-1/2/9, GW-TASK-1, GW-SSE-2, GW-OPS-1)."""
+as the processes users start (GW-CREATE-1/2/9, GW-TASK-1, GW-SSE-2, GW-OPS-1, GW-AUTH-4)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from asya.manifest import parse_manifest
 from asya_local.cli import main
 from asya_local.mesh import LocalMesh
 
@@ -39,6 +40,31 @@ def test_call_follows_the_task_and_prints_the_final_view(local_mesh: LocalMesh) 
     assert view["status"] == "succeeded"
     assert view["result"]["sentiment"] == "positive"
     assert view["result"]["summary"].startswith("A positive text of 4 words")
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_call_on_a_terminal_draws_the_progress_bar_from_the_sse_stream(local_mesh: LocalMesh) -> None:
+    """On a TTY, ``call`` redraws one progress line per SSE event (GW-TASK-2 ``progress_percent``, FLY text) on
+    stderr, ends it with the terminal status, and prints only the final task view on stdout."""
+    out, err = io.StringIO(), _Terminal()
+    payload = json.dumps({"text": "Hello World"})
+    code = main(
+        ["call", "text-pipeline", "--payload", payload, "--url", local_mesh.url], env={}, stdout=out, stderr=err
+    )
+    assert code == 0
+    assert json.loads(out.getvalue())["status"] == "succeeded"
+    frames = err.getvalue().split("\r\x1b[K")
+    assert frames[0] == ""
+    assert any("summarize  processing" in frame for frame in frames)
+    assert any("summarize  processing  | " in frame for frame in frames)  # FLY text shown on the bar as it streams
+    assert frames[-1] == (
+        "[########################] 100.0%  succeeded\n"
+        "partial output: A positive text of 2 words starting with 'hello world'.\n"
+    )
 
 
 def test_call_actor_no_wait_then_status_and_watch(local_mesh: LocalMesh) -> None:
@@ -76,6 +102,33 @@ def test_http_errors_print_the_error_message(local_mesh: LocalMesh) -> None:
     code, _, err = _run("status", "00000000-0000-4000-8000-000000000000", "--url", local_mesh.url, env={})
     assert code == 2
     assert err == "asya: not found\n"
+
+
+def test_gw_auth_4_cli_sends_the_asya_api_key() -> None:
+    """Against an ``api_key`` gateway the CLI is refused without ``ASYA_API_KEY`` (401, the gateway's message) and
+    calls, follows the SSE stream and reads the task with it."""
+    manifest = parse_manifest(
+        {
+            "namespace": "keyed",
+            "actors": {"normalize": {"handler": "text.normalize", "code": str(REPO / "functions")}},
+            "flows": {"tidy": {"route": ["normalize"]}},
+            "gateway": {"auth": {"mode": "api_key", "api_key_secret": "unused-locally"}},
+        },
+        base_dir=REPO,
+    )
+    with LocalMesh(manifest, port=0, gateway_env={"ASYA_API_KEYS": "k-1,k-2"}) as mesh:
+        code, out, err = _run("call", "tidy", "--payload", '{"text": "A  B"}', env={"ASYA_URL": mesh.url})
+        assert (code, out, err) == (2, "", "asya: authentication required\n")
+        env = {"ASYA_URL": mesh.url, "ASYA_API_KEY": "k-2"}
+        code, out, err = _run("call", "tidy", "--payload", '{"text": "A  B"}', env=env)
+        assert code == 0, err
+        view = json.loads(out)
+        assert view["result"] == {"text": "A  B", "normalized": "a b"}
+        code, out, _ = _run("watch", view["id"], env=env)
+        assert code == 0
+        assert '"status":"succeeded"' in out
+        code, _, err = _run("status", view["id"], env={**env, "ASYA_API_KEY": "wrong"})
+        assert (code, err) == (2, "asya: invalid credentials\n")
 
 
 def _closed_port() -> int:
@@ -123,17 +176,114 @@ def test_asya_dev_serves_until_interrupted(tmp_path: Path) -> None:
         httpx.get(f"{url}/health", timeout=5)
 
 
-def test_asya_demo_runs_the_example_flow_to_its_checkpoint() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "asya_local", "demo", "--manifest", "asya.yaml"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
+def test_asya_dev_on_a_busy_port_is_one_readable_line() -> None:
+    """``asya dev`` serves on exactly ``--port`` (unlike the demo): a busy port is an error naming it, exit 2."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "asya_local", "dev", "--port", str(port)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert proc.returncode == 2
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines()[-1] == (
+        f"asya: cannot serve the gateway on 127.0.0.1:{port}: Address already in use "
+        "(pick another port; 0 picks a free one)"
     )
+
+
+_ELSEWHERE_MANIFEST = """\
+namespace: elsewhere
+actors:
+  shout:
+    handler: shouting.shout
+flows:
+  loud:
+    route: [shout]
+"""
+_ELSEWHERE_ACTOR = """\
+def shout(payload):
+    return {**payload, "shouted": payload["text"].upper()}
+"""
+
+
+def test_asya_dev_with_a_manifest_elsewhere_loads_code_relative_to_it(tmp_path: Path) -> None:
+    """``asya dev --manifest /elsewhere/asya.yaml`` from another directory: actor ``code`` (default ``functions/``) is
+    relative to the manifest's directory; ``asya call``/``status`` reach it through ``ASYA_URL``; SIGTERM stops it."""
+    mesh_dir = tmp_path / "elsewhere"
+    (mesh_dir / "functions").mkdir(parents=True)
+    (mesh_dir / "asya.yaml").write_text(_ELSEWHERE_MANIFEST, encoding="utf-8")
+    (mesh_dir / "functions" / "shouting.py").write_text(_ELSEWHERE_ACTOR, encoding="utf-8")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    log = tmp_path / "dev.stderr"
+    with (
+        log.open("w") as stderr,
+        subprocess.Popen(
+            [sys.executable, "-m", "asya_local", "dev", "--manifest", str(mesh_dir / "asya.yaml"), "--port", "0"],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        ) as proc,
+    ):
+        watchdog = threading.Timer(120, proc.kill)
+        watchdog.start()
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), log.read_text()
+            code, out, err = _run("call", "loud", "--payload", '{"text": "hi there"}', env={"ASYA_URL": url})
+            assert code == 0, err
+            view = json.loads(out)
+            assert view["status"] == "succeeded"
+            assert view["result"] == {"text": "hi there", "shouted": "HI THERE"}
+            code, out, _ = _run("status", view["id"], env={"ASYA_URL": url})
+            assert code == 0
+            assert json.loads(out)["checkpoint_key"].startswith("succeeded/")
+            proc.send_signal(signal.SIGTERM)  # stops as cleanly as Ctrl-C
+            assert proc.wait(timeout=60) == 0, log.read_text()
+            logs = proc.stdout.read()  # unlike the demo, dev keeps the actors' JSON log lines
+            assert '"service":"asya-elsewhere-x-sink"' in logs
+        finally:
+            watchdog.cancel()
+            if proc.poll() is None:
+                proc.kill()
+    assert f"mesh 'elsewhere' is up at {url}" in log.read_text()
+    assert "asya dev: stopping" in log.read_text()
+
+
+def test_asya_demo_runs_the_example_flow_to_its_checkpoint() -> None:
+    """``asya demo`` piped: progress lines on stderr (one per change, then the partial output), the result and the
+    checkpoint on stdout, no actor JSON log lines; a busy ``--port`` falls back to a free one and says so."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "asya_local", "demo", "--manifest", "asya.yaml", "--port", str(port)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
     assert proc.returncode == 0, proc.stderr
     assert "status: succeeded" in proc.stdout
     assert '"summary": "A positive text' in proc.stdout
     assert "checkpoint: s3://asya-demo-storage/succeeded/" in proc.stdout
     assert "verified in moto S3" in proc.stdout
+    assert '"level"' not in proc.stdout + proc.stderr  # the actors' INFO JSON lines are quieted in the demo
+    assert f"port {port} is in use; serving on a free port instead" in proc.stderr
+    lines = proc.stderr.splitlines()
+    bars = [line for line in lines if line.startswith("[")]
+    assert bars[0].endswith("0.0%  pending")
+    assert any(line.endswith("summarize  processing") for line in bars)
+    assert bars[-1].endswith("100.0%  succeeded")
+    assert "  | A positive text of 26 words starting with 'hello world! asya'." in lines

@@ -6,6 +6,7 @@ GW-CREATE-7/9, GW-TASK-1, GW-SSE-2/5/7/8, GW-OPS-1, P-FAN-2/6, P-SINK-5, P-CKPT-
 from __future__ import annotations
 
 import json
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -71,7 +72,9 @@ def test_ten_concurrent_tasks_keep_their_own_results(gateway: Any) -> None:
         assert result["sentiment"] == ("positive" if "good" in text else "negative")
 
 
-def test_p_fan_6_sentences_fan_out_completes_with_frame_zero_lineage(gateway: Any) -> None:
+def test_p_fan_6_sentences_fan_out_completes_with_frame_zero_lineage(local_mesh: LocalMesh, gateway: Any) -> None:
+    """P-FAN-2/6: frame 0 keeps the task id and decides the task's result; frames 1.. are children with new ids and
+    ``parent_id`` = the task id, each analyzed and checkpointed by x-sink on its own (P-CKPT-2: named by its id)."""
     task_id = gateway.create(flow="sentences", payload={"text": "I love this. It is broken! Fine?"})
     events = gateway.follow(task_id)
     assert terminal_status(events[-1]) == "succeeded"
@@ -82,6 +85,34 @@ def test_p_fan_6_sentences_fan_out_completes_with_frame_zero_lineage(gateway: An
     assert result["index"] == 0
     assert result["of"] == 3
     assert result["sentiment"] == "positive"
+
+    children = _children_checkpoints(local_mesh, task_id, expected=2)
+    assert sorted((c["payload"]["index"], c["payload"]["sentiment"]) for c in children) == [
+        (1, "negative"),
+        (2, "neutral"),
+    ]
+    assert all(c["id"] != task_id and c["status"]["phase"] == "succeeded" for c in children)
+    assert len({c["id"] for c in children}) == 2
+
+
+def _children_checkpoints(mesh: LocalMesh, parent_id: str, *, expected: int) -> list[dict[str, Any]]:
+    """The succeeded checkpoints whose envelope names ``parent_id``; children may finish after the task's terminal
+    status (P-FAN-6), so the bucket is read until ``expected`` are there (or 60 s pass)."""
+    s3, bucket = mesh.clients.s3, mesh.resources.bucket
+    found: dict[str, dict[str, Any]] = {}
+
+    def children() -> list[dict[str, Any]]:
+        return [body for body in found.values() if body.get("parent_id") == parent_id]
+
+    give_up = time.monotonic() + 60
+    while len(children()) < expected and time.monotonic() < give_up:
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="succeeded/"):
+            for item in page.get("Contents", []):
+                if item["Key"] not in found:
+                    found[item["Key"]] = json.loads(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
+        if len(children()) < expected:
+            time.sleep(0.2)
+    return children()
 
 
 def test_gw_sse_8_reconnect_at_the_terminal_event_gets_204(gateway: Any) -> None:

@@ -1,4 +1,5 @@
-"""The event source mapping emulator against moto SQS (P-ACK-1, P-ACK-4, P-ACK-5, P-ACK-6, P-MAN-4)."""
+"""The event source mapping emulator against moto SQS (P-ACK-1, P-ACK-4..7, P-MAN-4): batching, concurrent pollers,
+visibility, crashes, delays and redrive."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 from asya_local.esm import EsmConfig, EventSourceMapping, batch_failures
+from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
 
 pytestmark = pytest.mark.functional
@@ -309,3 +311,145 @@ def test_worker_threads_process_the_queue_and_stop_cleanly(aws: Any) -> None:
     assert esm.stats.records == 5
     assert names <= {"esm-asya-test-fn-0", "esm-asya-test-fn-1"}
     assert _counts(aws, queue) == (0, 0)  # stop() waited for the last deletes
+
+
+def test_p_ack_5_crash_in_a_worker_keeps_it_polling_and_the_record_comes_back(aws: Any) -> None:
+    """A ``BaseException`` escaping the handler (here ``SystemExit``) is a crash: no batch response, nothing deleted,
+    the record visible again after the visibility timeout, and the worker thread goes on polling."""
+    queue, _ = _queues(aws, visibility=1)
+    (message_id,) = _send(aws, queue, 1)
+    seen: list[tuple[str, str]] = []
+    done = threading.Event()
+
+    def answer(event: dict[str, Any], context: LambdaContext) -> None:
+        record = event["Records"][0]
+        seen.append((record["messageId"], record["attributes"]["ApproximateReceiveCount"]))
+        if len(seen) == 1:
+            raise SystemExit("the runtime process died")
+        done.set()
+
+    esm = _esm(aws, queue, answer)
+    esm.start()
+    try:
+        assert done.wait(20)
+        assert esm.running
+    finally:
+        esm.stop(timeout=10)
+    assert seen == [(message_id, "1"), (message_id, "2")]
+    assert esm.stats.crashes == 1
+    assert esm.stats.deleted == 1
+    assert _counts(aws, queue) == (0, 0)
+
+
+def test_p_ack_7_visibility_expiry_during_a_call_delivers_the_message_again_to_another_worker(aws: Any) -> None:
+    """Concurrent pollers (``max_concurrency``): while the first call still runs past the 1 s visibility timeout,
+    another worker receives the same message with ``ApproximateReceiveCount`` 2, a duplicate delivery."""
+    queue, _ = _queues(aws, visibility=1)
+    (message_id,) = _send(aws, queue, 1)
+    second_arrived = threading.Event()
+    calls: list[tuple[str, str, str]] = []
+    lock = threading.Lock()
+
+    def answer(event: dict[str, Any], context: LambdaContext) -> None:
+        record = event["Records"][0]
+        with lock:
+            calls.append((record["messageId"], record["attributes"]["ApproximateReceiveCount"], _thread_name()))
+            first = len(calls) == 1
+        if first:
+            second_arrived.wait(20)  # still running when the message becomes visible again
+        else:
+            second_arrived.set()
+
+    esm = _esm(aws, queue, answer, max_concurrency=2)
+    esm.start()
+    try:
+        assert second_arrived.wait(20)
+    finally:
+        esm.stop(timeout=25)
+    assert [(mid, count) for mid, count, _ in calls] == [(message_id, "1"), (message_id, "2")]
+    assert calls[0][2] != calls[1][2], "the duplicate goes to another worker"
+    assert _counts(aws, queue) == (0, 0)
+
+
+def _thread_name() -> str:
+    return threading.current_thread().name
+
+
+def test_delayed_message_is_received_only_after_its_delay(aws: Any) -> None:
+    """``DelaySeconds`` (used for retries, P-RES-8) is honoured by SQS (moto): hidden first, delivered after."""
+    queue, _ = _queues(aws)
+    aws.sqs.send_message(QueueUrl=queue, MessageBody="later", DelaySeconds=2)
+    delayed = aws.sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
+    assert delayed["Attributes"]["ApproximateNumberOfMessagesDelayed"] == "1"
+    handler = Recorder()
+    esm = _esm(aws, queue, handler)
+    assert esm.poll_once(wait_seconds=0) == 0
+    assert esm.poll_once(wait_seconds=10) == 1
+    attributes = handler.events[0]["Records"][0]["attributes"]
+    assert int(attributes["ApproximateFirstReceiveTimestamp"]) - int(attributes["SentTimestamp"]) >= 2000
+
+
+def _send_one_more_after_first_receive(aws: Any, queue: str) -> None:
+    """After the first ``ReceiveMessage`` returns, one more message arrives on the queue."""
+    sent = False
+
+    def after_receive(**_: Any) -> None:
+        nonlocal sent
+        if not sent:
+            sent = True
+            aws.sqs.send_message(QueueUrl=queue, MessageBody="straggler")
+
+    aws.sqs.meta.events.register("after-call.sqs.ReceiveMessage", after_receive)
+
+
+@pytest.mark.parametrize(("window", "expected"), [(0.0, 3), (2.0, 4)])
+def test_batching_window_gathers_messages_that_arrive_within_it(aws: Any, window: float, expected: int) -> None:
+    """``MaximumBatchingWindowInSeconds``: 0 (Lambda's SQS default) invokes with what one receive got; a window keeps
+    receiving until the batch is full or the window ends."""
+    queue, _ = _queues(aws)
+    _send(aws, queue, 3)
+    _send_one_more_after_first_receive(aws, queue)
+    handler = Recorder()
+    esm = _esm(aws, queue, handler, batch_size=5, batching_window_seconds=window)
+    assert esm.poll_once(wait_seconds=0) == expected
+    assert len(handler.events[0]["Records"]) == expected
+
+
+def test_batching_window_stops_gathering_when_the_batch_is_full(aws: Any) -> None:
+    queue, _ = _queues(aws)
+    _send(aws, queue, 12)
+    handler = Recorder()
+    esm = _esm(aws, queue, handler, batch_size=11, batching_window_seconds=60)
+    assert esm.poll_once(wait_seconds=0) == 11  # a 60 s window, yet the full batch leaves at once
+    assert esm.stats.deleted == 11
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"batch_size": 11}, "batch_size must be 1..10 \\(above 10 needs a batching window of at least 1 s\\)"),
+        ({"batch_size": 10001, "batching_window_seconds": 1}, "batch_size must be 1..10000"),
+        ({"batching_window_seconds": 301}, "batching_window_seconds must be 0..300"),
+    ],
+)
+def test_esm_config_rejects_lambda_incompatible_batching(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(LocalModeError, match=message):
+        EsmConfig(function_name="fn", queue_url="http://q", **settings)
+
+
+def test_each_worker_gets_its_own_execution_environment(aws: Any) -> None:
+    """``new_handler``: one handler per concurrent invocation, as Lambda runs them in separate containers."""
+    queue, _ = _queues(aws)
+    built: list[Recorder] = []
+
+    def new_handler() -> Recorder:
+        built.append(Recorder())
+        return built[-1]
+
+    first = Recorder()
+    esm = EventSourceMapping(
+        EsmConfig(function_name="fn", queue_url=queue, max_concurrency=3), first, sqs=aws.sqs, new_handler=new_handler
+    )
+    esm.start()
+    esm.stop(timeout=10)
+    assert len(built) == 2  # worker 0 uses the given handler, the other two get their own

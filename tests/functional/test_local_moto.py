@@ -10,11 +10,13 @@ from typing import Any
 import httpx
 import pytest
 
+from asya.config import ActorConfig
+from asya.environment import actor_environment
 from asya.manifest import Manifest
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
-from asya_local.mesh import actor_environment, runtime_entry_point
+from asya_local.mesh import runtime_entry_point, runtime_environment
 from asya_local.moto_server import AwsClients, MotoServer
 from asya_local.provision import provision
 
@@ -93,11 +95,13 @@ def test_runtime_entry_points_by_actor_name() -> None:
     assert runtime_entry_point("analyze") == ("asya.sidecar", "ActorRuntime")
 
 
-def test_actor_environment_matches_what_cdk_sets(server: MotoServer, example_manifest: Manifest) -> None:
+def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServer, example_manifest: Manifest) -> None:
+    """The local runtimes are built from ``asya.environment.actor_environment``, the function the CDK app sets on the
+    Lambdas, plus only the code directory (and the demo's log level)."""
     clients = server.clients()
     resources = provision(example_manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
     actors = {actor.name: actor for actor in example_manifest.deployed_actors()}
-    env = actor_environment(example_manifest, actors["analyze"], resources)
+    env = runtime_environment(example_manifest, actors["analyze"], resources)
     assert env == {
         "ASYA_NAMESPACE": "demo",
         "ASYA_ACTOR": "analyze",
@@ -107,8 +111,14 @@ def test_actor_environment_matches_what_cdk_sets(server: MotoServer, example_man
         "ASYA_BUCKET": "asya-demo-storage",
         "ASYA_ACTOR_TIMEOUT": "30",
         "ASYA_OFFLOAD_THRESHOLD_KB": "240",
+        "POWERTOOLS_SERVICE_NAME": "actor",
+        "POWERTOOLS_METRICS_NAMESPACE": "Asya",
     }
-    sink = actor_environment(example_manifest, actors["x-sink"], resources)
-    assert sink["ASYA_HANDLER"] == ""
-    assert sink["ASYA_CODE_DIR"] == ""
+    deployed = actor_environment(example_manifest, actors["analyze"], table=resources.table, bucket=resources.bucket)
+    assert {key: value for key, value in env.items() if key != "ASYA_CODE_DIR"} == deployed
+    assert ActorConfig.from_env(env).log_level == ""  # Powertools' default
+    sink = runtime_environment(example_manifest, actors["x-sink"], resources, log_level="WARNING")
+    assert "ASYA_HANDLER" not in sink
+    assert "ASYA_CODE_DIR" not in sink
     assert sink["ASYA_SINK_HOOKS"] == ""
+    assert ActorConfig.from_env(sink).log_level == "WARNING"

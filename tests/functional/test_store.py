@@ -208,6 +208,19 @@ def test_first_terminal_result_is_not_replaced_by_a_redelivery(store: TaskStore)
     assert store.get_task("t1")["result"] == {"n": 1}  # type: ignore[index]
 
 
+def test_gw_task_2_succeeded_task_shows_its_last_hop_completed(store: TaskStore) -> None:
+    """With `hops` progress no `completed` event is written, yet the final view and event say step `completed`."""
+    store.create_task(task_id="t1", actor="normalize")
+    assert store.report_running(
+        "t1", step="processing", actor="summarize", route_prev=["a", "b"], route_curr="summarize", route_next=[]
+    )
+    assert store.report_final("t1", status="succeeded", result={"n": 1})
+    view = store.get_task("t1")
+    assert view is not None
+    assert (view["step"], view["current_actor"], view["progress_percent"]) == ("completed", "summarize", 100)
+    assert store.events_after("t1", 0)[-1]["data"]["step"] == "completed"
+
+
 def test_status_update_with_wrong_created_day_hint_still_applies(store: TaskStore, mesh: Any) -> None:
     """The blind update guesses the creation day; a wrong guess falls back to the exact update."""
     store.create_task(task_id="t1", actor="normalize")

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
 
-from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
+if TYPE_CHECKING:
+    from asya_cdk.testing import SynthesizedMesh
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -20,6 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="session")
 def example_synth(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedMesh:
     """The repository's ``asya.yaml``, synthesized with cdk-nag (synthesis fails on an unacknowledged finding)."""
+    # Imported here, not at the top: this conftest loads before the root conftest's pytest_configure has run when
+    # pytest is given tests/infra, and importing aws_cdk starts jsii's Node process.
+    from asya_cdk.testing import synthesize_mesh
+
     return synthesize_mesh(REPO / "asya.yaml", repo_root=REPO, outdir=tmp_path_factory.mktemp("cdk-example"))
 
 

@@ -91,11 +91,24 @@ def test_progress_view_on_a_tty_redraws_the_bar_with_partial_output() -> None:
     assert view.partial_output == "A friendly greeting."
 
 
-def test_progress_view_without_a_tty_prints_only_fly_output() -> None:
+def test_progress_view_without_a_tty_writes_a_line_per_change_and_the_partial_output() -> None:
     out = io.StringIO()
     view = ProgressView(out, tty=False)
-    view.on_event(_event("status", {"status": "running", "progress_percent": 10}))
+    view.on_event(_event("status", {"status": "pending", "progress_percent": 0}))
+    running = {"status": "running", "progress_percent": 50.0, "current_actor": "summarize", "step": "processing"}
+    view.on_event(_event("status", running))
+    view.on_event(_event("status", running))  # nothing changed: no new line
     view.on_event(_event("fly", {"payload": "word"}))
     view.on_event(_event("fly", {"payload": {"k": 1}}))
+    view.on_event(_event("status", {"status": "succeeded", "progress_percent": 100}))
+    view.on_event(_event("fly", {"payload": " late"}))
     view.finish()
-    assert out.getvalue() == 'word{"k": 1}\n'
+    assert "\r" not in out.getvalue()
+    assert out.getvalue().splitlines() == [
+        f"{render_bar(0)}  pending",
+        f"{render_bar(50)}  summarize  processing",
+        '  | word{"k": 1}',
+        f"{render_bar(100)}  succeeded",
+        "  |  late",
+    ]
+    assert view.partial_output == 'word{"k": 1} late'

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 import pytest
 
 from asya.progress import hop_progress
@@ -43,3 +46,18 @@ def test_p_stat_8_single_actor_route_and_cap() -> None:
 def test_unknown_step_is_rejected_with_its_name() -> None:
     with pytest.raises(ValueError, match="'done'"):
         hop_progress("done", [], [])
+
+
+def _reference(step: str, k: int, total: int) -> float:
+    """P-STAT-8 literally, in exact fractions."""
+    into = {"received": Fraction(1, 10), "processing": Fraction(1, 2), "completed": Fraction(1)}[step]
+    percent = min((k - 1 + into) / total * 100, Fraction(100))
+    return math.floor(percent * 10 + Fraction(1, 2)) / 10
+
+
+@pytest.mark.parametrize("step", ["received", "processing", "completed"])
+def test_p_stat_8_integer_arithmetic_matches_exact_fractions(step: str) -> None:
+    for total in range(1, 41):
+        for k in range(1, total + 3):  # k > total: a route extended at run time, capped at 100
+            prev, nxt = ["a"] * (k - 1), ["b"] * max(total - k, 0)
+            assert hop_progress(step, prev, nxt) == _reference(step, k, k + len(nxt)), (step, k, total)

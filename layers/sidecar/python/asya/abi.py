@@ -24,6 +24,11 @@ that cannot be converted raises :class:`SerializationError` (infrastructure, P-A
 ``on_frame``/``on_fly`` propagates unchanged; in both cases the generator is closed first. A ``BaseException`` that is
 not an ``Exception`` propagates unchanged (P-ABI-11). Frames passed to ``on_frame`` before any error stay passed.
 
+With ``guard`` (an :class:`asya.timeout.CallGuard`) the call is bounded by its limit (P-TIME-7): the synchronous part
+(the call itself and a sync generator's body) runs under ``guard.call``, coroutines and async generators under
+``guard.bounded``, and ``on_frame``/``on_fly`` are shielded. Past the limit the generator is closed and ``run`` raises
+:class:`asya.timeout.HandlerTimeoutError`; frames passed before stay passed.
+
 ``error_details(exc)`` builds the error details object of P-ERR-3.
 """
 
@@ -36,13 +41,14 @@ import re
 import sys
 import traceback
 from collections.abc import AsyncGenerator as _AsyncGen
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from types import AsyncGeneratorType, CoroutineType, GeneratorType, ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from asya.abi_state import AbiState, Frame, command_verb
 from asya.exceptions import HandlerLoadError, SerializationError
 from asya.serialize import to_jsonable
+from asya.timeout import CallGuard
 
 if TYPE_CHECKING:
     import asyncio
@@ -92,22 +98,36 @@ class Handler:
     def __repr__(self) -> str:
         return f"Handler({self.spec!r}, kind={self.kind!r})"
 
-    def run(self, payload: Any, state: AbiState, *, on_frame: OnFrame, on_fly: OnFly) -> None:
-        """One handler call; see the module docstring for frames, commands and errors."""
-        try:
-            result = self._target(payload)
-        except Exception as exc:
-            raise HandlerError(exc) from exc
-        if isinstance(result, GeneratorType):
-            _drive(result, state, on_frame, on_fly)
-        elif isinstance(result, AsyncGeneratorType):
-            self._event_loop().run_until_complete(_drive_async(result, state, on_frame, on_fly))
+    def run(
+        self, payload: Any, state: AbiState, *, on_frame: OnFrame, on_fly: OnFly, guard: CallGuard | None = None
+    ) -> None:
+        """One handler call; see the module docstring for frames, commands, errors and ``guard``."""
+        if guard is not None:
+            on_frame, on_fly = guard.shielded(on_frame), guard.shielded(on_fly)
+
+        def sync_part() -> Any:
+            try:
+                result = self._target(payload)
+            except Exception as exc:
+                raise HandlerError(exc) from exc
+            if isinstance(result, GeneratorType):
+                _drive(result, state, on_frame, on_fly)
+                return None
+            return result
+
+        result = sync_part() if guard is None else guard.call(sync_part)
+        if isinstance(result, AsyncGeneratorType):
+            self._run_async(_drive_async(result, state, on_frame, on_fly), guard)
         elif isinstance(result, CoroutineType):
-            value = self._event_loop().run_until_complete(_await_handler(result))
+            value = self._run_async(_await_handler(result), guard)
             if value is not None:
                 on_frame(state.frame(_frame_payload(value, 0), 0))
         elif result is not None:
             on_frame(state.frame(_frame_payload(result, 0), 0))
+
+    def _run_async(self, coro: Coroutine[Any, Any, Any], guard: CallGuard | None) -> Any:
+        # The loop thread is never interrupted asynchronously: async code is bounded by cancelling its task.
+        return self._event_loop().run_until_complete(coro if guard is None else guard.bounded(coro))
 
     def close(self) -> None:
         """Close the event loop of async handlers (tests; a Lambda container never calls this)."""

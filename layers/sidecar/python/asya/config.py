@@ -13,12 +13,18 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_ACTOR_TIMEOUT`` | per-call handler timeout in seconds (P-MAN-1) | ``60`` |
 | ``ASYA_OFFLOAD_THRESHOLD_KB`` | claim-check threshold (P-LARGE-1) | ``240`` |
 | ``ASYA_SINK_HOOKS`` | comma-separated hook actors (x-sink only, P-SINK-6) | ``""`` |
-| ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (section 8) | ``""`` |
+| ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (section 8, ``asya.resiliency``) | no retries |
 | ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled: new span id per hop (P-TRACE-1) | ``false`` |
+| ``POWERTOOLS_LOG_LEVEL``, else ``LOG_LEVEL`` | level of the runtime's Powertools logger (the same precedence as
+  Powertools; read here so the local mode honours an actor's ``env`` map too) | ``INFO`` |
+
+``ASYA_MANIFEST`` (``ENV.manifest``) is the gateway's: the path of the manifest it serves. ``asya.environment`` builds
+these mappings for the CDK app and the local mode.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,8 +32,9 @@ from typing import Final
 
 from asya import naming
 from asya.exceptions import AsyaError
+from asya.resiliency import ResiliencyError, RetryPolicies
 
-__all__ = ["ENV", "ActorConfig", "ConfigError"]
+__all__ = ["ENV", "LOG_LEVEL_ENV", "ActorConfig", "ConfigError"]
 
 
 class ConfigError(AsyaError, ValueError):
@@ -47,10 +54,13 @@ class _EnvNames:
     sink_hooks: str = "ASYA_SINK_HOOKS"
     resiliency: str = "ASYA_RESILIENCY"
     tracing: str = "ASYA_TRACING"
+    manifest: str = "ASYA_MANIFEST"
 
 
 #: The environment variable names, in one place.
 ENV: Final = _EnvNames()
+#: Where the log level comes from, first match wins (Powertools' own order); users may set these in ``env`` maps.
+LOG_LEVEL_ENV: Final = ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +76,10 @@ class ActorConfig:
     actor_timeout: float = 60.0
     offload_threshold_kb: int = 240
     sink_hooks: tuple[str, ...] = ()
-    resiliency_json: str = ""
+    resiliency: RetryPolicies = field(default_factory=RetryPolicies)
     tracing: bool = False
+    #: ``""``: Powertools' default (INFO).
+    log_level: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -95,9 +107,23 @@ class ActorConfig:
             actor_timeout=_number(source, ENV.actor_timeout, 60.0),
             offload_threshold_kb=int(_number(source, ENV.offload_threshold_kb, 240)),
             sink_hooks=tuple(h.strip() for h in source.get(ENV.sink_hooks, "").split(",") if h.strip()),
-            resiliency_json=source.get(ENV.resiliency, ""),
+            resiliency=_resiliency(source),
             tracing=source.get(ENV.tracing, "").strip().lower() in ("1", "true", "yes"),
+            log_level=_log_level(source),
         )
+
+
+def _log_level(env: Mapping[str, str]) -> str:
+    for name in LOG_LEVEL_ENV:
+        raw = env.get(name, "").strip()
+        if raw:
+            # Powertools refuses an unknown level when the Logger is built: fail here, naming the variable.
+            if not isinstance(logging.getLevelName(raw.upper()), int):
+                raise ConfigError(
+                    f"environment variable {name} must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got {raw!r}"
+                )
+            return raw.upper()
+    return ""
 
 
 def _required(env: Mapping[str, str], name: str) -> str:
@@ -105,6 +131,13 @@ def _required(env: Mapping[str, str], name: str) -> str:
     if not value:
         raise ConfigError(f"environment variable {name} is required")
     return value
+
+
+def _resiliency(env: Mapping[str, str]) -> RetryPolicies:
+    try:
+        return RetryPolicies.parse(env.get(ENV.resiliency, ""))
+    except ResiliencyError as exc:
+        raise ConfigError(f"environment variable {ENV.resiliency} is invalid: {exc}") from None
 
 
 def _number(env: Mapping[str, str], name: str, default: float) -> float:

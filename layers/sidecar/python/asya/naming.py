@@ -15,23 +15,27 @@ Rules (PROTOCOL section 2.1):
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from asya.exceptions import NamingError
 
 __all__ = [
     "ACTOR_NAME_RE",
     "CREW_ACTORS",
+    "CREW_ENTRY_POINTS",
     "FIXED_CREW",
     "FLOW_NAME_RE",
     "MAX_QUEUE_NAME",
     "NAMESPACE_RE",
     "ROUTABLE_CREW",
+    "SIDECAR_ENTRY_POINT",
     "SINK",
     "SUMP",
+    "EntryPoint",
     "bucket_name",
     "default_aggregator",
     "dlq_name",
+    "entry_point",
     "is_crew",
     "is_valid_actor_name",
     "queue_name",
@@ -60,6 +64,29 @@ CREW_ACTORS: Final = (SINK, SUMP)
 ROUTABLE_CREW: Final = frozenset({PAUSE})
 
 _DLQ_SUFFIX: Final = "-dlq"
+
+
+class EntryPoint(NamedTuple):
+    """Where an actor's Lambda code starts: the module, and the runtime class the module's ``lambda_handler`` builds.
+
+    The CDK app deploys ``handler``; the local mode instantiates ``module.runtime`` directly, so both run the same code.
+    """
+
+    module: str
+    runtime: str
+
+    @property
+    def handler(self) -> str:
+        return f"{self.module}.lambda_handler"
+
+
+#: Every user actor runs the sidecar layer's entry point, which loads ``ASYA_HANDLER``.
+SIDECAR_ENTRY_POINT: Final = EntryPoint("asya.sidecar", "ActorRuntime")
+#: Crew actors deployed with every mesh, by name.
+CREW_ENTRY_POINTS: Final = {
+    SINK: EntryPoint("asya_crew.sink", "SinkRuntime"),
+    SUMP: EntryPoint("asya_crew.sump", "SumpRuntime"),
+}
 
 
 def is_valid_actor_name(name: object) -> bool:
@@ -137,3 +164,8 @@ def bucket_name(namespace: str) -> str:
 def default_aggregator(actor: str) -> str:
     """The default fan-in aggregator name of ``actor`` (P-FANIN-1)."""
     return f"x-fanin-{actor}"
+
+
+def entry_point(actor: str) -> EntryPoint:
+    """The entry point serving ``actor``: its crew entry point, else the sidecar."""
+    return CREW_ENTRY_POINTS.get(actor, SIDECAR_ENTRY_POINT)

@@ -2,6 +2,7 @@
 
 - Running events (``received``, ``processing``, ``completed``) and FLY appends are best effort: a failure is logged
   and never fails the record (P-STAT-7).
+- The ``retrying`` event after a scheduled retry is best effort too and does not depend on the progress mode.
 - The final ``failed`` write after an infrastructure error or an expired SLA is best effort with 3 tries (P-ERR-6).
 - Which running events are written depends on the ``x-asya-progress`` header (P-STAT-19): ``hops`` (default) writes
   one ``processing`` event per hop carrying the ``received`` data; ``detailed`` writes ``received``, ``processing``
@@ -86,6 +87,10 @@ class Reporter:
         """Step 14 of P-PROC-2, after every frame left: only in ``detailed`` mode."""
         if mode is ProgressMode.DETAILED:
             self._running(hop, "completed", {"duration_ms": duration_ms, "frames": frames})
+
+    def retrying(self, hop: HopRef, *, attempt: int, delay_seconds: int, error: str) -> None:
+        """A retry was scheduled (P-RES-8, P-STAT-5); written whatever the progress mode (P-STAT-19)."""
+        self._running(hop, "retrying", {"attempt": attempt, "delay_seconds": delay_seconds, "error": error})
 
     def final_failed(self, hop: HopRef, *, error: str, error_details: Mapping[str, Any] | None) -> None:
         """The final ``failed`` status after an infrastructure error or an expired SLA (P-ERR-6, P-TIME-3)."""

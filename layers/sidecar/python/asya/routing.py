@@ -1,8 +1,9 @@
 """Routing decisions: pure functions from an input envelope (and a handler's frames) to outgoing envelopes.
 
-Nothing here does I/O or reads the clock: callers pass ``now`` (an envelope timestamp, P-GEN-3) and, for fan-out, an id
-factory. The functions never mutate their arguments; outgoing envelopes share the payload object they were given
-(no copies: the runtime owns the parsed input and never mutates it).
+Nothing here does I/O or reads the clock: callers pass ``now`` (an envelope timestamp, P-GEN-3). Fan-out child ids
+are derived from the hop and the frame index (:func:`child_id`), so a redelivered hop repeats them (P-ACK-8). The
+functions never mutate their arguments; outgoing envelopes share the payload object they were given (no copies: the
+runtime owns the parsed input and never mutates it).
 
 Statements implemented: route check (P-ROUTE-1), shift (P-ROUTE-2), forwarded frames (P-ROUTE-3), end of route
 (P-ROUTE-4), zero frames (P-ROUTE-5), route override (P-ROUTE-7), fan-out ids (P-FAN-2), the entry update (P-PROC-4),
@@ -12,6 +13,7 @@ pre-flight envelopes (P-STAT-10), SLA envelopes (P-TIME-3), the failure envelope
 
 from __future__ import annotations
 
+import hashlib
 import re
 import secrets
 import uuid
@@ -30,6 +32,8 @@ __all__ = [
     "FrameLike",
     "Outgoing",
     "Trace",
+    "child_id",
+    "entry_attempt",
     "entry_update",
     "error_payload",
     "failure_envelope",
@@ -50,6 +54,8 @@ SLA_MESSAGE: Final = "SLA deadline expired"
 DEADLINE_ERROR_TYPE: Final = "DeadlineExceeded"
 
 _TRACEPARENT_RE: Final = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+#: Salt of :func:`child_id`, so child ids never coincide with other hashes of the same text.
+_CHILD_ID_NAMESPACE: Final = b"asya-child-id-v1\x00"
 
 
 def new_uuid4() -> str:
@@ -129,11 +135,30 @@ def shift(route: Route, next_actors: list[str]) -> Route:
     return route.shifted(next_actors)
 
 
-def frame_identity(envelope: Envelope, index: int, new_id: Callable[[], str] = new_uuid4) -> tuple[str, str | None]:
-    """``(id, parent_id)`` of frame ``index`` (P-FAN-2): frame 0 keeps both; later frames are children of the input."""
+def frame_identity(envelope: Envelope, index: int, new_id: Callable[[], str] | None = None) -> tuple[str, str | None]:
+    """``(id, parent_id)`` of frame ``index`` (P-FAN-2): frame 0 keeps both; later frames are children of the input,
+    with :func:`child_id` unless ``new_id`` is given. ``envelope`` is the entry-updated input."""
     if index == 0:
         return envelope.id, envelope.parent_id
-    return new_id(), envelope.id
+    return (new_id() if new_id is not None else child_id(envelope, index)), envelope.id
+
+
+def child_id(entry: Envelope, index: int) -> str:
+    """The id of child frame ``index`` of the hop ``entry`` (the entry-updated input): a UUID in version-4 layout
+    (P-FAN-2) whose bits are a SHA-256 of the hop (id, actor, ``len(route.prev)``, attempt) and the index, so a
+    redelivered hop gives its children the same ids and duplicates stay recognisable downstream (P-ACK-8)."""
+    status = entry.status or Status()
+    name = "\x1f".join(
+        (entry.id, status.actor or entry.route.curr, str(len(entry.route.prev)), str(status.attempt), str(index))
+    )
+    digest = hashlib.sha256(_CHILD_ID_NAMESPACE + name.encode("utf-8")).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def entry_attempt(envelope: Envelope, actor: str) -> int:
+    """The attempt ``actor`` runs ``envelope`` as (P-PROC-4): kept for its own retry, else 1."""
+    old = envelope.status
+    return old.attempt if old is not None and old.phase == Phase.RETRYING and old.actor == actor else 1
 
 
 def entry_update(envelope: Envelope, actor: str, now: str) -> Envelope:
@@ -143,7 +168,7 @@ def entry_update(envelope: Envelope, actor: str, now: str) -> Envelope:
     status = Status(
         phase=Phase.PROCESSING.value,
         actor=actor,
-        attempt=old.attempt if is_retry and old is not None else 1,
+        attempt=entry_attempt(envelope, actor),
         max_attempts=old.max_attempts if is_retry and old is not None else 1,
         created_at=(old.created_at if old is not None else None) or now,
         updated_at=now,
@@ -192,7 +217,7 @@ def forward_frame(
     actor: str,
     now: str,
     trace: Trace,
-    new_id: Callable[[], str] = new_uuid4,
+    new_id: Callable[[], str] | None = None,
 ) -> Outgoing:
     """The envelope for one frame (P-ROUTE-2..4, P-ROUTE-7, P-FAN-2, P-FAN-4). ``entry`` is the entry-updated input."""
     status_in = entry.status or Status()
@@ -200,6 +225,7 @@ def forward_frame(
     env_id, parent_id = frame_identity(entry, index, new_id)
     headers = dict(frame.headers)
     trace.apply(headers)
+    headers.pop(hdr.DELAY_UNTIL, None)  # layer-managed (P-HDR-3): only a chained retry delay sets it (P-RES-9)
     if route.curr:
         destination = resolve_override(route.curr, headers, by=actor)
         status = Status(
@@ -268,8 +294,11 @@ def failure_envelope(
     original_payload: Any,
     trace: Trace,
     reason: Reason = Reason.RUNTIME_ERROR,
+    max_attempts: int | None = None,
 ) -> Outgoing:
-    """A handler error with no policy, or an exhausted one, to x-sink (P-RES-11, P-RES-14): route unchanged."""
+    """A handler error with no policy, or an exhausted one, to x-sink (P-RES-11, P-RES-14): route unchanged.
+
+    ``max_attempts`` is the exhausted policy's (default: as on entry)."""
     status_in = entry.status or Status()
     out_headers = dict(entry.headers)
     trace.apply(out_headers)
@@ -278,7 +307,7 @@ def failure_envelope(
         reason=reason.value,
         actor=actor,
         attempt=status_in.attempt,
-        max_attempts=status_in.max_attempts,
+        max_attempts=status_in.max_attempts if max_attempts is None else max_attempts,
         created_at=status_in.created_at,
         updated_at=now,
         deadline_at=status_in.deadline_at,

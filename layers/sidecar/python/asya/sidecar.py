@@ -4,31 +4,39 @@
 ``asya.config``) and answers ``{"batchItemFailures": [...]}`` through Powertools ``BatchProcessor`` (P-ACK-1).
 
 Per batch: every body is parsed first, and the pre-flight statuses of all tracked records are read with one
-``BatchGetItem`` (GW-DATA-8). Then records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2:
+``BatchGetItem`` (GW-DATA-8), together with every record's first idempotency item (P-ACK-8). Then records run one at
+a time in batch order (P-PROC-1) through the steps of P-PROC-2. Frames and the zero-frames x-sink envelope leave
+through the hop's ``asya.idempotency.HopGuard``, which skips what an earlier delivery of the same hop sent:
 
 1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
 2. start rule (P-TIME-6): the first record always starts; a record whose budget no longer fits the Lambda's remaining
    time (minus a 5 s safety margin) fails unstarted, with every later one, and is made visible again at once;
+3. chained delay (P-RES-9): ``x-asya-delay-until`` more than 1 s away: re-sent to the own queue, acked;
 4. tracking: stealth (P-STAT-12), hook copies (P-STAT-13), children report under their ``parent_id`` (P-FAN-3);
 5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump;
 6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink;
 7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink with reason ``Timeout``;
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
-13. ``processing``, the handler call; frames leave as they come (``asya.hop``), FLY values go to the task's log;
-14. zero frames: x-sink ``Completed``; handler error: x-sink ``RuntimeError`` with the error payload (P-RES-11);
-    ``SerializationError`` and unknown destinations: x-sump; then ``completed``;
+12. the last SLA guard, the same check again just before the call;
+13. ``processing``, the handler call under its time limit ``T = min(actor timeout, deadline_at - now, Lambda remaining
+    time - 5 s)`` (P-TIME-5, ``asya.timeout``); frames leave as they come (``asya.hop``), FLY values go to the task's
+    log;
+14. zero frames: x-sink ``Completed``; handler error: the retry policy (``asya.retry``, section 8): a retry to the
+    own queue with a delay, or x-sink ``RuntimeError``/``PolicyExhausted``, or the ``on_exhausted`` chain;
+    ``SerializationError``, unknown destinations and ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7,
+    P-ERR-7; frames already produced stay sent): x-sump; then ``completed``;
 15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3), and
     comes back after ``min(queue visibility timeout, 5 * 2^(n-1))`` seconds (P-ACK-4).
 
 Infrastructure errors are acked only after their x-sump send succeeded (P-ERR-5); a tracked envelope then gets a
-best-effort final ``failed`` status (P-ERR-6). Retry policies, per-call timeouts, chained delays and claim-check
-offload are not handled here: a handler error is sent to x-sink as if no policy applied.
+best-effort final ``failed`` status (P-ERR-6). Claim-check offload is not handled here.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -46,8 +54,11 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError, HandlerLoadError, SerializationError
 from asya.hop import HopOutput, Ticker
+from asya.idempotency import Delivery, HopGuard, HopKey, Idempotency
 from asya.reporting import HopRef, ProgressMode, Reporter
+from asya.retry import Retrier
 from asya.store import TaskStore
+from asya.timeout import SAFETY_MARGIN_SECONDS, CallGuard, CallLimit, HandlerTimeoutError, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
 from asya.transport import Transport
 
@@ -58,8 +69,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
 
-#: P-TIME-5, P-TIME-6.
-SAFETY_MARGIN_SECONDS: Final = 5.0
 #: P-TIME-3: less than this left before ``deadline_at`` and the handler is not called.
 _SLA_MARGIN: Final = timedelta(seconds=1)
 #: P-ERR-4: ``details.raw_body`` of a body that did not parse.
@@ -75,6 +84,8 @@ class _Item:
     body: str
     envelope: Envelope | None = None
     error: EnvelopeParseError | None = None
+    delivery: Delivery = field(default_factory=Delivery)
+    first_frame: str | None = None  # state of the hop's FRAME#0 idempotency item at pre-flight (P-ACK-8)
 
 
 @dataclass(slots=True)
@@ -96,6 +107,8 @@ class _Hop:
     trace: routing.Trace
     report: HopRef | None  # the task whose status this hop writes: tracked roots only
     fly_id: str | None  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
+    limit: CallLimit  # T of the handler call (P-TIME-5)
+    guard: HopGuard  # sends each output of the hop once across deliveries (P-ACK-8)
 
 
 class ActorRuntime:
@@ -112,6 +125,7 @@ class ActorRuntime:
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
         new_id: Callable[[], str] = routing.new_uuid4,
+        random: Callable[[], float] = random.random,
     ) -> None:
         self.config = config
         self._actor = config.actor
@@ -120,11 +134,28 @@ class ActorRuntime:
         self._new_id = new_id
         self._ts_second = -1
         self._ts_text = ""
-        self._log = Logger(service=config.queue_name)
+        self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
         self._transport = Transport(namespace=config.namespace, sqs=sqs, sleep=sleep)
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
+        self._idem = Idempotency(
+            table=config.table,
+            dynamodb=lambda: self._store.dynamodb,
+            visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
+            clock=clock,
+            sleep=sleep,
+            logger=self._log,
+        )
+        self._retrier = Retrier(
+            actor=config.actor,
+            policies=config.resiliency,
+            transport=self._transport,
+            reporter=self._reporter,
+            logger=self._log,
+            clock=clock,
+            random=random,
+        )
         self._ticker = Ticker(monotonic=monotonic)
         self._handler: Handler | None = None
         self._load_error: HandlerLoadError | None = None
@@ -148,7 +179,7 @@ class ActorRuntime:
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
         records = event.get("Records", [])
-        items = {r["messageId"]: self._parse(r.get("body", "")) for r in records}
+        items = {r["messageId"]: self._parse(r.get("body", ""), Delivery.of(r)) for r in records}
         batch = _Batch(context=context, items=items, preflight=self._preflight(items.values()))
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
@@ -164,21 +195,26 @@ class ActorRuntime:
     # -- batch level --------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _parse(body: str) -> _Item:
+    def _parse(body: str, delivery: Delivery) -> _Item:
         try:
-            return _Item(body=body, envelope=parse_envelope(body))
+            return _Item(body=body, envelope=parse_envelope(body), delivery=delivery)
         except EnvelopeParseError as exc:
-            return _Item(body=body, error=exc)
+            return _Item(body=body, error=exc, delivery=delivery)
 
     def _preflight(self, items: Any) -> dict[str, str]:
-        ids = {tid for item in items if item.envelope is not None and (tid := _preflight_id(item.envelope))}
-        if not ids:
+        """Task statuses (P-STAT-10) and every record's FRAME#0 idempotency item (P-ACK-8): one ``BatchGetItem``."""
+        parsed = [(item, HopKey.of(item.envelope, self._actor)) for item in items if item.envelope is not None]
+        if not parsed:
             return {}
+        ids = {tid for item, _ in parsed if (tid := _preflight_id(item.envelope))}
         try:
-            return dict(self._store.preflight_statuses(sorted(ids)))
-        except Exception as exc:  # a read error lets processing continue (P-STAT-10)
+            statuses, found = self._store.preflight(sorted(ids), self._idem.preflight_keys([key for _, key in parsed]))
+        except Exception as exc:  # a read error lets processing continue (P-STAT-10): frames count as unknown
             self._log.warning("pre-flight read failed", extra={"error": str(exc)})
             return {}
+        for (item, _), state in zip(parsed, self._idem.first_frames([key for _, key in parsed], found), strict=True):
+            item.first_frame = state
+        return statuses
 
     def _backoff(self, event: Mapping[str, Any], response: Mapping[str, Any], batch: _Batch) -> None:
         """Failed records: unstarted ones come back at once (P-TIME-6), others after ``min(queue visibility
@@ -243,6 +279,8 @@ class ActorRuntime:
         return False
 
     def _process(self, item: _Item, env: Envelope, batch: _Batch, now_dt: datetime) -> None:
+        if self._retrier.defer(env, now_dt):  # step 3: chained retry delay (P-RES-9)
+            return
         actor = self._actor
         now = self._ts(now_dt)
         hook = hdr.is_hook_copy(env.headers)
@@ -261,16 +299,7 @@ class ActorRuntime:
             self._send(routing.preflight_envelope(env, task_status, actor=actor, now=now, trace=trace))
             self._log.info("task is not running: sent to x-sink", extra={"task_status": task_status})
             return
-        deadline = _deadline(env)
-        if not hook and deadline is not None and deadline - now_dt < _SLA_MARGIN:
-            if report is not None:
-                self._reporter.final_failed(
-                    report,
-                    error=routing.SLA_MESSAGE,
-                    error_details={"message": routing.SLA_MESSAGE, "type": routing.DEADLINE_ERROR_TYPE},
-                )
-            self._send(routing.sla_envelope(env, actor=actor, now=now, trace=trace))
-            self._log.warning("SLA deadline expired: sent to x-sink")
+        if not hook and self._sla_expired(env, report, now_dt, trace):  # step 7
             return
 
         entry = routing.entry_update(env, actor, now)
@@ -290,15 +319,43 @@ class ActorRuntime:
                 details=error_details(self._load_error),
             )
             return
+        if not hook and self._sla_expired(env, report, self._clock(), trace):  # step 12: the last guard
+            return
         if report is not None:
             self._reporter.processing(report, mode, size_kb)
         fly_id = None if untracked else (env.parent_id or env.id)
-        hop = _Hop(item=item, entry=entry, trace=trace, report=report, fly_id=fly_id)
+        limit = self._call_limit(None if hook else _deadline(env), batch.context)  # hooks run past it (P-TIME-4)
+        guard = self._idem.guard(HopKey.of(env, actor), item.delivery, item.first_frame)
+        hop = _Hop(item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, guard=guard)
         started = self._monotonic()
         frames = self._call(self._handler, hop)
         if frames is not None and report is not None:
             duration_ms = int((self._monotonic() - started) * 1000)
             self._reporter.completed(report, mode, duration_ms, frames)
+
+    def _sla_expired(self, env: Envelope, report: HopRef | None, now: datetime, trace: routing.Trace) -> bool:
+        """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink, reason Timeout."""
+        deadline = _deadline(env)
+        if deadline is None or deadline - now >= _SLA_MARGIN:
+            return False
+        if report is not None:
+            self._reporter.final_failed(
+                report,
+                error=routing.SLA_MESSAGE,
+                error_details={"message": routing.SLA_MESSAGE, "type": routing.DEADLINE_ERROR_TYPE},
+            )
+        self._send(routing.sla_envelope(env, actor=self._actor, now=self._ts(now), trace=trace))
+        self._log.warning("SLA deadline expired: sent to x-sink")
+        return True
+
+    def _call_limit(self, deadline: datetime | None, context: Any) -> CallLimit:
+        """``T`` of P-TIME-5, from the actor timeout, the task deadline and the Lambda's remaining time."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        return effective_limit(
+            actor_timeout=self.config.actor_timeout,
+            deadline_left=(deadline - self._clock()).total_seconds() if deadline is not None else None,
+            lambda_left=remaining() / 1000 if remaining is not None else None,
+        )
 
     def _call(self, handler: Handler, hop: _Hop) -> int | None:
         """Run the handler and route its output; the number of frames on success, ``None`` after an error."""
@@ -315,16 +372,15 @@ class ActorRuntime:
 
         def on_frame(frame: Frame) -> None:
             now = self._ts(self._clock())
-            outgoing = routing.forward_frame(
-                entry, frame, frame.index, actor=self._actor, now=now, trace=hop.trace, new_id=self._new_id
-            )
+            # child ids derive from the hop (routing.child_id): a redelivery repeats them (P-ACK-8)
+            outgoing = routing.forward_frame(entry, frame, frame.index, actor=self._actor, now=now, trace=hop.trace)
             output.add_frame(outgoing)
 
         state = AbiState.from_envelope(entry)
-        failure: HandlerError | SerializationError | None = None
+        failure: HandlerError | SerializationError | HandlerTimeoutError | None = None
         try:
-            handler.run(entry.payload, state, on_frame=on_frame, on_fly=output.add_fly)
-        except (HandlerError, SerializationError) as exc:
+            handler.run(entry.payload, state, on_frame=on_frame, on_fly=output.add_fly, guard=CallGuard(hop.limit))
+        except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
             failure = exc
         try:
             frames = output.close()  # frames yielded before an error stay sent (P-ABI-11)
@@ -336,19 +392,22 @@ class ActorRuntime:
             payload = _pristine_payload(hop.item)
             self._infra(Reason.SERIALIZATION_ERROR, str(failure), entry, hop.report, now, original_payload=payload)
             return None
-        if failure is not None:
-            details = error_details(failure)
-            self._send(
-                routing.failure_envelope(
-                    entry,
-                    details,
-                    actor=self._actor,
-                    now=now,
-                    original_payload=_pristine_payload(hop.item),
-                    trace=hop.trace,
-                )
+        if isinstance(failure, HandlerTimeoutError):  # infrastructure: x-sump, never retried (P-ERR-7)
+            details = {
+                "limit": failure.limit.source.value,
+                "limit_seconds": failure.limit.seconds,
+                "traceback": error_details(failure)["traceback"],  # shows where the interruption landed
+            }
+            payload = _pristine_payload(hop.item)
+            self._infra(
+                Reason.HANDLER_TIMEOUT, str(failure), entry, hop.report, now, original_payload=payload, details=details
             )
-            self._log.warning("handler error: sent to x-sink", extra={"error": details.get("message")})
+            return None
+        if failure is not None:  # section 8: retry, x-sink or on_exhausted
+            payload = _pristine_payload(hop.item)
+            self._retrier.handler_error(
+                entry, error_details(failure), payload=payload, report=hop.report, trace=hop.trace
+            )
             return None
         if frames == 0:
             out = routing.zero_frames_envelope(
@@ -359,10 +418,14 @@ class ActorRuntime:
                 payload=_pristine_payload(hop.item),
                 trace=hop.trace,
             )
-            self._send(out)
+            hop.guard.send([out], lambda once: self._send(once[0]))  # one x-sink envelope per hop (P-ACK-8)
         return frames
 
     def _send_frames(self, batch: list[routing.Outgoing], hop: _Hop) -> None:
+        """Send a group of frames, leaving out those an earlier delivery of the hop sent (P-ACK-8)."""
+        hop.guard.send(batch, lambda todo: self._route_frames(todo, hop))
+
+    def _route_frames(self, batch: list[routing.Outgoing], hop: _Hop) -> None:
         """Send a group of frames; an unknown destination sends that frame's x-sump envelope (P-ROUTE-8)."""
         results = self._transport.send_batch([(o.actor, o.envelope) for o in batch])
         unknown = [(o, r.error) for o, r in zip(batch, results, strict=True) if r.error is not None]

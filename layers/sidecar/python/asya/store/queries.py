@@ -7,13 +7,22 @@ with exponential backoff starting at 50 ms; errors propagate.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any, Final
 
 from asya.store import records as rec
 
-__all__ = ["batch_delete", "batch_statuses", "event_items", "overdue_entries", "query_all", "task_keys"]
+__all__ = [
+    "batch_delete",
+    "batch_get",
+    "batch_statuses",
+    "event_items",
+    "overdue_entries",
+    "overdue_pages",
+    "query_all",
+    "task_keys",
+]
 
 _MAX_ATTEMPTS: Final = 5
 _BATCH_GET_LIMIT: Final = 100
@@ -64,30 +73,50 @@ def batch_delete(dynamodb: Any, table: str, keys: Sequence[dict[str, Any]]) -> N
             _backoff(attempt)
 
 
-def batch_statuses(dynamodb: Any, table: str, ids: Sequence[str], *, now: datetime) -> dict[str, str]:
-    """``{id: status}`` of unexpired task items: one consistent ``BatchGetItem`` per 100 ids (GW-DATA-8)."""
-    unique = list(dict.fromkeys(ids))
+def batch_statuses(
+    dynamodb: Any, table: str, ids: Sequence[str], *, now: datetime, extra_keys: Sequence[dict[str, Any]] = ()
+) -> tuple[dict[str, str], list[dict[str, Any]]]:
+    """``{id: status}`` of unexpired task items, and the unexpired items found for ``extra_keys`` (other small items
+    read with them, such as idempotency items): one consistent ``BatchGetItem`` per 100 keys (GW-DATA-8)."""
+    keys = [rec.key(task_id, rec.TASK_SK) for task_id in ids]
+    task_pks = {k["pk"]["S"] for k in keys}
+    # extra items are read whole: read units are billed by item size, whatever the projection
+    projection = None if extra_keys else {"#pk": "pk", "#sk": "sk", "#id": "id", "#status": "status", "#ttl": "ttl"}
     statuses: dict[str, str] = {}
+    extra: list[dict[str, Any]] = []
+    for item in batch_get(dynamodb, table, [*keys, *extra_keys], projection=projection):
+        if rec.is_expired(item, now):
+            continue
+        if rec.get_str(item, "pk") in task_pks and rec.get_str(item, "sk") == rec.TASK_SK:
+            task_id, status = rec.get_str(item, "id"), rec.get_str(item, "status")
+            if task_id is not None and status is not None:
+                statuses[task_id] = status
+        else:
+            extra.append(item)
+    return statuses, extra
+
+
+def batch_get(
+    dynamodb: Any, table: str, keys: Sequence[dict[str, Any]], *, projection: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """The items found for ``keys`` (duplicates asked once), strongly consistent, one ``BatchGetItem`` per 100 keys;
+    ``projection`` maps placeholders to the attribute names to return (default: whole items)."""
+    unique = list({(k["pk"]["S"], k["sk"]["S"]): k for k in keys}.values())
+    found: list[dict[str, Any]] = []
     for start in range(0, len(unique), _BATCH_GET_LIMIT):
-        request: dict[str, Any] = {
-            table: {
-                "Keys": [rec.key(task_id, rec.TASK_SK) for task_id in unique[start : start + _BATCH_GET_LIMIT]],
-                "ConsistentRead": True,
-                "ProjectionExpression": "#id, #status, #ttl",
-                "ExpressionAttributeNames": {"#id": "id", "#status": "status", "#ttl": "ttl"},
-            }
-        }
+        spec: dict[str, Any] = {"Keys": unique[start : start + _BATCH_GET_LIMIT], "ConsistentRead": True}
+        if projection:
+            spec["ProjectionExpression"] = ", ".join(projection)
+            spec["ExpressionAttributeNames"] = dict(projection)
+        request: dict[str, Any] = {table: spec}
         for attempt in range(_MAX_ATTEMPTS):
             response = dynamodb.batch_get_item(RequestItems=request)
-            for item in response.get("Responses", {}).get(table, []):
-                task_id, status = rec.get_str(item, "id"), rec.get_str(item, "status")
-                if task_id is not None and status is not None and not rec.is_expired(item, now):
-                    statuses[task_id] = status
+            found.extend(response.get("Responses", {}).get(table, []))
             request = response.get("UnprocessedKeys") or {}
             if not request:
                 break
             _backoff(attempt)
-    return statuses
+    return found
 
 
 def event_items(dynamodb: Any, table: str, task_id: str, after_seq: int) -> list[dict[str, Any]]:
@@ -109,21 +138,42 @@ def event_items(dynamodb: Any, table: str, task_id: str, after_seq: int) -> list
 
 def overdue_entries(dynamodb: Any, table: str, *, due: str) -> list[dict[str, str]]:
     """``[{"id", "deadline_at"}]`` of every ``active_deadlines`` shard with ``deadline_at <= due`` (GW-BACK-2)."""
-    found: list[dict[str, str]] = []
+    return [
+        {"id": entry["id"], "deadline_at": entry["deadline_at"]}
+        for page in overdue_pages(dynamodb, table, due=due)
+        for entry in page
+    ]
+
+
+def overdue_pages(
+    dynamodb: Any, table: str, *, due: str, page_size: int | None = None
+) -> Iterator[list[dict[str, str]]]:
+    """``[{"id", "deadline_at", "created_at"}]`` due by ``due``, one query page at a time, shard after shard,
+    following ``LastEvaluatedKey``; ``page_size`` caps the items per page (DynamoDB's 1 MB page otherwise)."""
     for shard in range(rec.DEADLINE_SHARDS):
-        items = query_all(
-            dynamodb,
-            {
-                "TableName": table,
-                "IndexName": "active_deadlines",
-                "KeyConditionExpression": "gsi3pk = :shard AND gsi3sk <= :due",
-                "ExpressionAttributeValues": {":shard": rec.str_av(f"ACTIVE#{shard}"), ":due": rec.str_av(due)},
-                "ProjectionExpression": "#id, deadline_at",
-                "ExpressionAttributeNames": {"#id": "id"},
-            },
-        )
-        for item in items:
-            task_id, deadline = rec.get_str(item, "id"), rec.get_str(item, "deadline_at")
-            if task_id is not None and deadline is not None:
-                found.append({"id": task_id, "deadline_at": deadline})
-    return found
+        request: dict[str, Any] = {
+            "TableName": table,
+            "IndexName": "active_deadlines",
+            "KeyConditionExpression": "gsi3pk = :shard AND gsi3sk <= :due",
+            "ExpressionAttributeValues": {":shard": rec.str_av(f"ACTIVE#{shard}"), ":due": rec.str_av(due)},
+            "ProjectionExpression": "#id, deadline_at, created_at",
+            "ExpressionAttributeNames": {"#id": "id"},
+        }
+        if page_size is not None:
+            request["Limit"] = page_size
+        while True:
+            page = dynamodb.query(**request)
+            entries: list[dict[str, str]] = []
+            for item in page.get("Items", []):
+                task_id, deadline = rec.get_str(item, "id"), rec.get_str(item, "deadline_at")
+                if task_id is not None and deadline is not None:
+                    entry = {"id": task_id, "deadline_at": deadline}
+                    created_at = rec.get_str(item, "created_at")
+                    if created_at is not None:
+                        entry["created_at"] = created_at
+                    entries.append(entry)
+            if entries:
+                yield entries
+            if not page.get("LastEvaluatedKey"):
+                break
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -13,14 +13,15 @@ Write paths and their cost (GW-DATA-8):
   is a no-op (P-STAT-4). A writer dying between the update and the put leaves a gap in the sequence (GW-DATA-3);
 - ``append_fly``: one ``UpdateItem`` reserving ``n`` numbers, then the fly item(s).
 
-Reads: the task view and the event log are strongly consistent; pre-flight is one ``BatchGetItem`` per 100 ids;
-listing reads the eventually consistent indexes. Items whose ``ttl`` passed are ignored everywhere (GW-DATA-5).
+Reads: the task view and the event log are strongly consistent; pre-flight is one ``BatchGetItem`` per 100 keys
+(task items and the layer's idempotency items, ``asya.idempotency``); listing reads the eventually consistent
+indexes. Items whose ``ttl`` passed are ignored everywhere (GW-DATA-5).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -232,11 +233,20 @@ class TaskStore:
         """``{id: status}`` of the ids that have a task record (P-STAT-10): one consistent ``BatchGetItem`` per 100
         ids. A read error is logged and its ids are left out, which callers treat as unknown (processing continues).
         """
+        return self.preflight(ids)[0]
+
+    def preflight(
+        self, ids: Sequence[str], extra_keys: Sequence[dict[str, Any]] = ()
+    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
+        """:meth:`preflight_statuses` plus the unexpired items found for ``extra_keys`` (raw DynamoDB items of this
+        table that the layer reads before a batch, such as idempotency items) in the same ``BatchGetItem``. A read
+        error is logged and answers ``({}, [])``: every id unknown, no item found.
+        """
         try:
-            return q.batch_statuses(self.dynamodb, self.table, ids, now=self._clock())
+            return q.batch_statuses(self.dynamodb, self.table, ids, now=self._clock(), extra_keys=extra_keys)
         except (ClientError, BotoCoreError) as exc:
             _log.warning("pre-flight read failed, treating %d ids as unknown: %s", len(ids), exc)
-            return {}
+            return {}, []
 
     # ------------------------------------------------------------------ status writes
 
@@ -462,3 +472,7 @@ class TaskStore:
     def overdue_tasks(self) -> list[dict[str, str]]:
         """``[{"id", "deadline_at"}]`` of the ``active_deadlines`` entries due by now, every shard (GW-BACK-2)."""
         return q.overdue_entries(self.dynamodb, self.table, due=format_ts(self._clock()))
+
+    def overdue_pages(self, *, page_size: int | None = None) -> Iterator[list[dict[str, str]]]:
+        """The same entries with ``created_at``, one index page at a time, so a sweep can stop between pages."""
+        return q.overdue_pages(self.dynamodb, self.table, due=format_ts(self._clock()), page_size=page_size)

@@ -123,6 +123,9 @@ def _clauses(
         spec.set("current_actor", rec.str_av(update.actor))
     if update.step is not None:
         spec.set("step", rec.str_av(update.step))
+    elif update.status == "succeeded":
+        # GW-TASK-2 example: a succeeded task shows its last hop completed, also when `hops` progress wrote none.
+        spec.set("step", rec.str_av("completed"))
     if progress is not None:
         spec.set("progress_percent", rec.num_av(progress))
     if update.resume:
