@@ -45,7 +45,7 @@ class Context:
 class Actor:
     """One actor runtime (one Lambda container) wired to the moto mesh."""
 
-    def __init__(self, mesh: Any, handler: str, *, actor: str = "normalize") -> None:
+    def __init__(self, mesh: Any, handler: str, *, actor: str = "normalize", resiliency: str = "") -> None:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.actor = actor
@@ -58,6 +58,7 @@ class Actor:
                 "ASYA_TABLE": mesh.resources.table,
                 "ASYA_BUCKET": mesh.resources.bucket,
                 "ASYA_ACTOR_TIMEOUT": "60",
+                "ASYA_RESILIENCY": resiliency,
             }
         )
         self.runtime = ActorRuntime(
@@ -198,6 +199,33 @@ def test_p_ack_8_redelivered_hop_sends_its_frame_once_and_the_item_expires(world
     assert item["pk"]["S"] == "IDEM#t-1#normalize#0#1"
     assert item["state"]["S"] == SENT
     assert int(item["ttl"]["N"]) == int((NOW + timedelta(days=tableschema.IDEMPOTENCY_RETENTION_DAYS)).timestamp())
+
+
+def test_p_ack_8_redelivered_handler_error_sends_its_x_sink_envelope_once(world: Mesh, handlers: Any) -> None:
+    """The outcome of a handler error is the hop's output too: no second x-sink envelope on a redelivery."""
+    actor = Actor(world.mesh, "boom")
+    world.send("normalize", envelope("t-err"))
+    first = world.receive("normalize")
+    assert actor.handle(first) == []
+    assert actor.handle(world.redeliver("normalize", first)) == []
+    assert len(handlers().CALLS) == 2
+    assert [(o["id"], o["status"]["phase"]) for o in world.drain("x-sink")] == [("t-err", "failed")]
+
+
+def test_p_ack_8_redelivered_handler_error_schedules_one_retry(world: Mesh, handlers: Any) -> None:
+    """A second retry envelope would double every later attempt of the task (P-RES-8 + P-ACK-8)."""
+    actor = Actor(world.mesh, "boom", resiliency='{"policies": {"default": {"initial_delay": 60, "jitter": false}}}')
+    world.send("normalize", envelope("t-err"))
+    first = world.receive("normalize")
+    assert actor.handle(first) == []
+    assert actor.handle(world.redeliver("normalize", first)) == []
+    assert len(handlers().CALLS) == 2
+    for message in first:  # the record was acked: only delayed retry envelopes are left on the queue
+        world.sqs.delete_message(QueueUrl=world.url("normalize"), ReceiptHandle=message["ReceiptHandle"])
+    attributes = world.sqs.get_queue_attributes(
+        QueueUrl=world.url("normalize"), AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1"
 
 
 def test_p_ack_8_fan_out_redelivery_and_stable_child_ids(world: Mesh, handlers: Any) -> None:

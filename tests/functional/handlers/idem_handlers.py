@@ -32,6 +32,11 @@ def split(payload: dict[str, Any]) -> Iterator[Any]:
         yield {"chunk": index, "word": word}
 
 
+def boom(payload: Any) -> None:
+    CALLS.append(payload)
+    raise ValueError("model returned no text")
+
+
 def nothing(payload: Any) -> None:
     return None
 

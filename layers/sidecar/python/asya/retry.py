@@ -1,7 +1,9 @@
 """What the sidecar does after a handler error (PROTOCOL 8.3, 8.4) and with a chained delay (step 3 of P-PROC-2).
 
 :class:`Retrier` asks the actor's policies (``asya.resiliency``) for a plan and sends one envelope; the send is
-required (P-ACK-2): a failure propagates and fails the record, so SQS delivers it again.
+required (P-ACK-2): a failure propagates and fails the record, so SQS delivers it again. The outcome of a handler
+error is the hop's next output, so it goes through the hop's idempotency guard (P-ACK-8): a redelivery of a record
+whose outcome was already sent does not schedule a second retry or a second x-sink envelope.
 
 - no policy (P-RES-4): x-sink, ``failed``/``RuntimeError``, the error payload (P-RES-11, P-RES-14);
 - retry (P-RES-8): the same envelope (id, parent_id, unshifted route, entry headers with ``x-asya-first-attempt``,
@@ -21,9 +23,9 @@ otherwise the header is removed and processing continues.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from asya import headers as hdr
 from asya import routing
@@ -33,7 +35,13 @@ from asya.resiliency import RetryPlan, RetryPolicies, RetryPolicy, deferral, sqs
 from asya.timeutil import Clock, format_ts, parse_ts
 from asya.transport import Transport, UnknownActorError
 
-__all__ = ["Retrier", "retry_envelope", "routed_envelope"]
+__all__ = ["OutcomeGuard", "Retrier", "retry_envelope", "routed_envelope"]
+
+
+class OutcomeGuard(Protocol):
+    """Sends a hop's outputs at most once across deliveries (``asya.idempotency.HopGuard``)."""
+
+    def send(self, batch: Sequence[routing.Outgoing], send: Callable[[list[routing.Outgoing]], None]) -> None: ...
 
 
 class Retrier:
@@ -78,8 +86,10 @@ class Retrier:
         payload: Any,
         report: HopRef | None,
         trace: routing.Trace,
+        guard: OutcomeGuard | None = None,
     ) -> None:
-        """Section 8 for a handler error of attempt ``entry.status.attempt``; ``payload`` is the input as received."""
+        """Section 8 for a handler error of attempt ``entry.status.attempt``; ``payload`` is the input as received.
+        The one envelope it sends goes through ``guard`` when given."""
         now_dt = self._clock()
         now = format_ts(now_dt)
         status = entry.status or Status()
@@ -96,15 +106,17 @@ class Retrier:
             out = routing.failure_envelope(
                 entry, details, actor=self._actor, now=now, original_payload=payload, trace=trace
             )
-            self._transport.send(out.actor, out.envelope)
+            self._once(guard, out, lambda: self._transport.send(out.actor, out.envelope))
             self._log.warning("handler error, no retry policy: sent to x-sink", extra={"error": message})
         elif not plan.exhausted:
-            self._retry(entry, details, plan, plan.policy, payload=payload, report=report, trace=trace, now=now)
+            self._retry(
+                entry, details, plan, plan.policy, payload=payload, report=report, trace=trace, now=now, guard=guard
+            )
         elif plan.policy.on_exhausted:
             out = routed_envelope(
                 entry, details, plan.policy, actor=self._actor, now=now, original_payload=payload, trace=trace
             )
-            self._send_routed(out, entry, report, now)
+            self._once(guard, out, lambda: self._send_routed(out, entry, report, now))
             self._log.warning(
                 "retry policy exhausted: sent to on_exhausted",
                 extra={"policy": plan.policy.name, "to": out.envelope.route.curr, "error": message},
@@ -120,7 +132,7 @@ class Retrier:
                 reason=Reason.POLICY_EXHAUSTED,
                 max_attempts=plan.policy.max_attempts,
             )
-            self._transport.send(out.actor, out.envelope)
+            self._once(guard, out, lambda: self._transport.send(out.actor, out.envelope))
             self._log.warning(
                 "retry policy exhausted: sent to x-sink",
                 extra={"policy": plan.policy.name, "attempt": status.attempt, "error": message},
@@ -137,6 +149,7 @@ class Retrier:
         report: HopRef | None,
         trace: routing.Trace,
         now: str,
+        guard: OutcomeGuard | None,
     ) -> None:
         attempt = (entry.status or Status()).attempt + 1
         until = format_ts(plan.delay_until) if plan.delay_until is not None else None
@@ -151,7 +164,11 @@ class Retrier:
             trace=trace,
             delay_until=until,
         )
-        self._transport.send(self._actor, out, delay_seconds=plan.delay_seconds)
+        self._once(
+            guard,
+            routing.Outgoing(self._actor, out),
+            lambda: self._transport.send(self._actor, out, delay_seconds=plan.delay_seconds),
+        )
         delay = sqs_delay(plan.delay)
         self._log.warning(
             "handler error: retry scheduled",
@@ -160,6 +177,16 @@ class Retrier:
         if report is not None:
             error = routing.error_payload(details, None)["error"]
             self._reporter.retrying(report, attempt=attempt, delay_seconds=delay, error=error)
+
+    @staticmethod
+    def _once(guard: OutcomeGuard | None, out: routing.Outgoing, send: Callable[[], object]) -> None:
+        def send_all(_todo: list[routing.Outgoing]) -> None:
+            send()
+
+        if guard is None:
+            send()
+        else:
+            guard.send([out], send_all)
 
     def _send_routed(self, out: routing.Outgoing, entry: Envelope, report: HopRef | None, now: str) -> None:
         try:

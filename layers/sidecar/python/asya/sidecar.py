@@ -406,7 +406,7 @@ class ActorRuntime:
         if failure is not None:  # section 8: retry, x-sink or on_exhausted
             payload = _pristine_payload(hop.item)
             self._retrier.handler_error(
-                entry, error_details(failure), payload=payload, report=hop.report, trace=hop.trace
+                entry, error_details(failure), payload=payload, report=hop.report, trace=hop.trace, guard=hop.guard
             )
             return None
         if frames == 0:
