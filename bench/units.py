@@ -7,9 +7,10 @@ The rules are AWS's published billing rules (us-east-1, checked 2026-11; re-chec
   maps: 3 bytes + 1 byte per element + the elements (map keys count as names); sets: the sum of their elements.
 - **DynamoDB write units** (on-demand WRU): one per started 1 KB of the larger of the old and the new item, at least 1;
   twice that inside a transaction (GW-DATA-8). A failed conditional write is billed like a write of the stored item.
-  Every global secondary index the item is (or was) in is written too, billed by the size of the index entry (all
-  attributes are projected here, so the item size): a put when the item enters the index, a delete when it leaves,
-  an update when it stays with changed attributes, and a delete plus a put when its index key changes.
+  Every global secondary index the item is (or was) in is written too, billed by the size of the index entry (the
+  table and index keys plus the projected attributes; the whole item for an ``ALL`` projection): a put when the item
+  enters the index, a delete when it leaves, an update when it stays and its entry changed, and a delete plus a put
+  when its index key changes. An update that changes no key and no projected attribute does not write the index.
 - **DynamoDB read units** (RRU): one per started 4 KB of each item read strongly consistently (half for eventually
   consistent, twice in a transaction), at least one per item asked for, found or not; a projection does not reduce
   it. A query is billed on the sum of the sizes it read, rounded up once.
@@ -22,12 +23,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "DYNAMODB_READ_BLOCK",
     "DYNAMODB_WRITE_BLOCK",
     "SQS_CHUNK",
+    "IndexSpec",
     "WriteUnits",
     "attribute_value_size",
     "index_write_units",
@@ -115,31 +117,53 @@ def write_units(old_size: int, new_size: int, *, transactional: bool = False) ->
     return 2 * units if transactional else units
 
 
-def _in_index(item: Mapping[str, Any] | None, keys: tuple[str, str]) -> bool:
-    return bool(item) and all(k in item for k in keys)  # type: ignore[operator]
+class IndexSpec(NamedTuple):
+    """A global secondary index: its key attribute names and the non-key attributes it projects (``None``: all)."""
+
+    partition_key: str
+    sort_key: str
+    projected: frozenset[str] | None = None
+
+
+def _index_entry(
+    item: Mapping[str, Mapping[str, Any]] | None, index: IndexSpec, table_keys: tuple[str, ...]
+) -> dict[str, Mapping[str, Any]] | None:
+    """The item's entry in ``index``, or ``None`` when the item is not in it (sparse index)."""
+    if not item or index.partition_key not in item or index.sort_key not in item:
+        return None
+    if index.projected is None:
+        return dict(item)
+    names = {*table_keys, index.partition_key, index.sort_key, *index.projected}
+    return {name: value for name, value in item.items() if name in names}
 
 
 def index_write_units(
     old: Mapping[str, Mapping[str, Any]] | None,
     new: Mapping[str, Mapping[str, Any]] | None,
-    indexes: Iterable[tuple[str, str]],
+    indexes: Iterable[IndexSpec | tuple[str, str]],
+    *,
+    table_keys: tuple[str, ...] = ("pk", "sk"),
 ) -> int:
-    """WRU the global secondary indexes (``(partition key, sort key)`` names, all attributes projected) consume for
-    one change of an item from ``old`` to ``new`` (``None``: absent)."""
+    """WRU the global secondary indexes consume for one change of an item from ``old`` to ``new`` (``None``:
+    absent). An index is written only when the item enters or leaves it, or its entry (keys and projected
+    attributes) changes; it is billed by entry size: a put, a delete, an update of the larger entry, or a delete plus
+    a put when the index key changes."""
     total = 0
-    old_size, new_size = item_size(old), item_size(new)
-    for keys in indexes:
-        was, now = _in_index(old, keys), _in_index(new, keys)
-        if was and now:
-            assert old is not None and new is not None
-            if any(old[k] != new[k] for k in keys):
-                total += _blocks(old_size, DYNAMODB_WRITE_BLOCK) + _blocks(new_size, DYNAMODB_WRITE_BLOCK)
-            elif old != new:
-                total += _blocks(max(old_size, new_size), DYNAMODB_WRITE_BLOCK)
-        elif was:
-            total += _blocks(old_size, DYNAMODB_WRITE_BLOCK)
-        elif now:
-            total += _blocks(new_size, DYNAMODB_WRITE_BLOCK)
+    for raw in indexes:
+        index = raw if isinstance(raw, IndexSpec) else IndexSpec(*raw)
+        before, after = _index_entry(old, index, table_keys), _index_entry(new, index, table_keys)
+        if before is not None and after is not None:
+            keys = (index.partition_key, index.sort_key)
+            if any(before[k] != after[k] for k in keys):
+                total += _blocks(item_size(before), DYNAMODB_WRITE_BLOCK) + _blocks(
+                    item_size(after), DYNAMODB_WRITE_BLOCK
+                )
+            elif before != after:
+                total += _blocks(max(item_size(before), item_size(after)), DYNAMODB_WRITE_BLOCK)
+        elif before is not None:
+            total += _blocks(item_size(before), DYNAMODB_WRITE_BLOCK)
+        elif after is not None:
+            total += _blocks(item_size(after), DYNAMODB_WRITE_BLOCK)
     return total
 
 
@@ -161,7 +185,7 @@ class WriteUnits:
         cls,
         old: Mapping[str, Mapping[str, Any]] | None,
         new: Mapping[str, Mapping[str, Any]] | None,
-        indexes: Iterable[tuple[str, str]],
+        indexes: Iterable[IndexSpec | tuple[str, str]],
         *,
         transactional: bool = False,
     ) -> WriteUnits:

@@ -1,0 +1,391 @@
+"""``bench/REPORT.md`` from a results document: every figure with its target and whether it is met. Pure.
+
+``render(results)`` only formats: it reads the document ``python -m bench`` writes to ``bench/results/latest.json``
+and tolerates missing sections (a benchmark that was not run shows as "not measured").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from bench.targets import DEFAULT_CONFIG, Verdict, evaluate, get_path
+
+__all__ = ["fmt", "fmt_money", "fmt_spread", "render", "table", "verdict_mark"]
+
+_MESH_LINES: Final = (
+    ("sqs_requests", "SQS requests"),
+    ("dynamodb_writes", "DynamoDB write units"),
+    ("dynamodb_reads", "DynamoDB read units"),
+    ("s3_requests", "S3 requests"),
+    ("lambda_requests", "Lambda invocations"),
+    ("lambda_duration", "Lambda duration the layer adds"),
+)
+
+
+def fmt(value: float | None, digits: int = 2) -> str:
+    """A number for a table: thousands separated, ``digits`` decimals (fewer for large values); ``-`` for none."""
+    if value is None:
+        return "-"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:,.{min(digits, 1)}f}"
+    return f"{value:,.{digits}f}"
+
+
+def fmt_money(value: float | None) -> str:
+    return "-" if value is None else f"${value:,.2f}"
+
+
+def fmt_spread(summary: Mapping[str, Any] | None, digits: int = 1) -> str:
+    """``median [p5-p95]`` of a ``bench.stats.Summary`` dictionary."""
+    if not summary:
+        return "-"
+    return f"{fmt(summary['median'], digits)} [{fmt(summary['p5'], digits)}-{fmt(summary['p95'], digits)}]"
+
+
+def verdict_mark(met: bool | None) -> str:
+    return "not measured" if met is None else ("met" if met else "**not met**")
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines.extend("| " + " | ".join(row) + " |" for row in rows)
+    return [*lines, ""]
+
+
+def _verdict_rows(verdicts: Sequence[Verdict]) -> list[list[str]]:
+    return [
+        [
+            v.section,
+            v.title,
+            f"{fmt(v.value)} {v.unit}".rstrip() if v.value is not None else "-",
+            v.target,
+            verdict_mark(v.met),
+        ]
+        for v in verdicts
+    ]
+
+
+def _section_verdicts(verdicts: Sequence[Verdict], section: str) -> list[str]:
+    rows = [row[1:] for row, v in zip(_verdict_rows(verdicts), verdicts, strict=True) if v.section == section]
+    return table(["figure", "measured", "target", "verdict"], rows) if rows else []
+
+
+def _overhead(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 1. Sidecar overhead per envelope", ""]
+    data = results.get("overhead")
+    if not data:
+        return [*out, "Not measured.", ""]
+    out += [
+        "CPU time of one warm `ActorRuntime` per envelope (batches of 10 tracked envelopes, progress `hops`, trivial",
+        "handler) against calling the handler directly, in µs, median [p5-p95]. `fake`: AWS clients replaced by",
+        "in-memory fakes (the layer alone, plus the fakes' own small cost); `botocore`: real boto3 clients answered in",
+        "memory, so botocore's request building is included.",
+        "",
+    ]
+    rows = []
+    for kind in ("fake", "botocore"):
+        for case in data.get(kind, {}).values():
+            calls = ", ".join(f"{k} {fmt(v, 1)}" for k, v in case["calls_per_envelope"].items())
+            rows.append(
+                [
+                    kind,
+                    f"{fmt(case['payload_bytes'] / 1024, 1)} KB",
+                    str(case["batches"]),
+                    fmt_spread(case["layer_us"]),
+                    fmt_spread(case["direct_us"], 2),
+                    fmt_spread(case["overhead_us"]),
+                    calls,
+                ]
+            )
+    out += table(
+        ["clients", "payload", "batches", "layer", "handler alone", "overhead", "AWS calls per envelope"], rows
+    )
+    out += _section_verdicts(verdicts, "1")
+    profile = data.get("profile", {})
+    if profile:
+        out += [
+            "Where the layer's time goes (`cProfile` CPU self time by module, separate untimed pass, `fake` clients, "
+            "garbage collection paused):",
+            "",
+        ]
+        out += table(
+            ["payload", "largest shares"],
+            [[name, ", ".join(f"{k} {v:.0%}" for k, v in shares.items())] for name, shares in profile.items()],
+        )
+    return out
+
+
+def _traffic(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 2. AWS requests per hop and per task", ""]
+    data = results.get("traffic")
+    if not data:
+        return [*out, "Not measured.", ""]
+    sample = next(iter(data.values()))
+    out += [
+        f"{sample['tasks']} tasks of `text-pipeline` (normalize -> analyze -> summarize -> x-sink) per configuration",
+        "on the local mesh, pollers driven one actor at a time so batches are full; every call the gateway, the layer,",
+        "the crew and the pollers made was metered with botocore hooks and billed by AWS's rules (`bench/units.py`).",
+        "An envelope-hop is one envelope handled by one actor Lambda (x-sink included). Empty receives are left out.",
+        "",
+    ]
+    rows = []
+    for cfg in data.values():
+        services = cfg["services"]
+
+        def per_hop(service: str, key: str, services: Mapping[str, Any] = services) -> float | None:
+            value = get_path(services, service, "per_hop", key)
+            return float(value) if value is not None else None
+
+        def per_task(service: str, key: str, services: Mapping[str, Any] = services) -> float | None:
+            value = get_path(services, service, "per_task", key)
+            return float(value) if value is not None else None
+
+        rows.append(
+            [
+                str(cfg["batch_size"]),
+                cfg["progress"],
+                fmt(per_hop("sqs", "billed_requests")),
+                fmt(per_hop("dynamodb", "wru")),
+                fmt(per_hop("dynamodb", "rru")),
+                fmt(per_task("sqs", "billed_requests")),
+                fmt(per_task("dynamodb", "wru")),
+                f"{fmt(per_task('dynamodb', 'wru_table'), 1)} / {fmt(per_task('dynamodb', 'wru_index'), 1)}",
+                fmt(per_task("dynamodb", "rru")),
+                fmt(per_task("s3", "s3_tier1")),
+                fmt(cfg["lambda_invocations_per_task"]),
+            ]
+        )
+    out += table(
+        [
+            "batch",
+            "progress",
+            "SQS req/hop",
+            "WRU/hop",
+            "RRU/hop",
+            "SQS req/task",
+            "WRU/task",
+            "WRU table / index",
+            "RRU/task",
+            "S3 PUT/task",
+            "Lambda inv./task",
+        ],
+        rows,
+    )
+    out += _section_verdicts(verdicts, "2")
+    default = data.get(DEFAULT_CONFIG)
+    if default:
+        tasks = default["tasks"]
+        out += ["Every operation at batch 10, progress `hops`, per task (all components):", ""]
+        op_rows = []
+        for operation, usage in default["operations"].items():
+            requests = usage["requests"] - usage["empty_receives"]
+            if requests == 0:
+                continue
+            units = []
+            if usage["wru"]:
+                units.append(f"{fmt(usage['wru'] / tasks)} WRU ({fmt(usage['wru_index'] / tasks)} index)")
+            if usage["rru"]:
+                units.append(f"{fmt(usage['rru'] / tasks)} RRU")
+            if usage["billed_requests"] != usage["requests"] and operation.startswith("sqs"):
+                units.append(f"{fmt((usage['billed_requests'] - usage['empty_receives']) / tasks)} billed")
+            op_rows.append([operation, fmt(requests / tasks), ", ".join(units)])
+        out += table(["operation", "requests/task", "units/task"], op_rows)
+        out += ["By component, per task (requests; DynamoDB write units):", ""]
+        comp_rows = []
+        for component, services in default["components"].items():
+            cells = []
+            for service, usage in services.items():
+                requests = usage["requests"] - usage["empty_receives"]
+                if not requests:
+                    continue
+                extra = f", {fmt(usage['wru'] / tasks)} WRU" if usage["wru"] else ""
+                cells.append(f"{service} {fmt(requests / tasks)}{extra}")
+            invocations = default["invocations"].get(component)
+            batch = default.get("mean_batch", {}).get(component)
+            comp_rows.append(
+                [
+                    component,
+                    "; ".join(cells),
+                    "-" if invocations is None else f"{invocations} ({fmt(batch, 1)} records each)",
+                ]
+            )
+        out += table(["component", "calls per task", "invocations"], comp_rows)
+        reads = default.get("dynamodb_reads_per_invocation", {})
+        if reads:
+            cells = [
+                f"{c}: " + (", ".join(f"{op} {fmt(n)}" for op, n in ops.items()) or "none") for c, ops in reads.items()
+            ]
+            out += ["DynamoDB reads per actor invocation: " + "; ".join(cells) + ".", ""]
+    return out
+
+
+def _cost(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 3. Cost per million tasks", ""]
+    data = results.get("cost")
+    if not data:
+        return [*out, "Not measured.", ""]
+    configs = data.get("configs", {})
+    default = configs.get(DEFAULT_CONFIG)
+    steps = get_path(default or {}, "profile", "steps")
+    out += [
+        "Orchestration only: what AWS bills the mesh for one million `text-pipeline` tasks beyond the handlers' own",
+        "work, from the meter (section 2) and `bench/prices.toml`. Lambda duration the layer adds is modelled: the",
+        f"layer's CPU per envelope ({fmt(data['layer_cpu_ms'], 3)} ms with botocore, section 1) stretched to the",
+        "function's vCPU share, plus an assumed wait per AWS call (see assumptions). Step Functions: the same",
+        f"{steps if steps is not None else '?'} steps as Task states. Ingress (API Gateway, gateway Lambda or",
+        "StartExecution) and storage are left out on both sides.",
+        "",
+    ]
+    if default:
+        mesh = default["mesh"]
+        rows = [[label, fmt_money(mesh.get(key))] for key, label in _MESH_LINES]
+        rows.append(["**total**", f"**{fmt_money(mesh['total'])}**"])
+        out += ["Mesh at batch 10, progress `hops`:", ""]
+        out += table(["line item", "USD per million tasks"], rows)
+    rows = []
+    for name, cfg in configs.items():
+        express = ", ".join(f"{step}: {fmt(ratio)}x" for step, ratio in cfg["mesh_over_express"].items())
+        rows.append([name, fmt_money(cfg["mesh"]["total"]), f"{fmt(cfg['standard_over_mesh'], 1)}x", express])
+    out += table(["configuration", "mesh", "Standard / mesh", "mesh / Express by step duration"], rows)
+    if default:
+        express_rows = [[step, fmt_money(value)] for step, value in default["sfn_express"].items()]
+        out += [f"Step Functions Standard: {fmt_money(default['sfn_standard'])} per million tasks. Express:", ""]
+        out += table(["step duration", "USD per million tasks"], express_rows)
+    out += _section_verdicts(verdicts, "3")
+    prices = data.get("prices", {})
+    if prices:
+        out += ["Prices (`bench/prices.toml`):", ""]
+        out += table(
+            ["price", "USD", "per", "region", "recorded", "source"],
+            [
+                [p["unit"], f"{p['price']:g}", f"{p['per']:,.0f}", p["region"], p["date"], p["source"]]
+                for p in prices.values()
+            ],
+        )
+    assumptions = data.get("assumptions")
+    if assumptions:
+        calls = ", ".join(f"{k} {v:g} ms" for k, v in assumptions["call_ms"].items())
+        out += [
+            f"Assumptions: wait per AWS call inside a Lambda {calls}; one vCPU at 1,769 MB; "
+            f"{assumptions['sfn_transitions_per_step']} Standard transition per step; Express at "
+            f"{assumptions['sfn_express_memory_mb']} MB.",
+            "",
+        ]
+    return out
+
+
+def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 4. Local latency and throughput", ""]
+    data = results.get("latency")
+    if not data:
+        return [*out, "Not measured.", ""]
+    low, sat, moto = data["low_load"], data["saturation"], data["moto_requests_per_second"]
+    moto_ms = 1000 / moto["1_threads"] if moto.get("1_threads") else None
+    out += [
+        f"The example mesh (batch size {data['batch_size']}, progress `hops`) on moto's server, every part in one",
+        "process. Hop latency: time between consecutive status events of a task's log (created, each actor's",
+        "`processing`, the final status). End to end: client wall time from the create request to the terminal",
+        "status read over SSE (the gateway polls the log every 250 ms while events flow, which this includes).",
+        "",
+    ]
+    out += table(
+        ["figure", "measured"],
+        [
+            [f"hop latency, {low['tasks']} tasks at low load (ms)", fmt_spread(low["hop_ms"])],
+            ["create -> terminal status over SSE (ms)", fmt_spread(low["e2e_ms"])],
+            [
+                f"throughput, {sat['tasks']} tasks from {sat['creators']} clients",
+                f"{fmt(sat['tasks_per_second'])} tasks/s ({fmt(sat['seconds'], 1)} s)",
+            ],
+            ["AWS requests per task in that run (idle polls included)", fmt(sat["aws_requests_per_task"], 1)],
+            [
+                "moto request rate, same run (1 / 4 client threads)",
+                f"{fmt(moto.get('1_threads'), 0)} / {fmt(moto.get('4_threads'), 0)} req/s",
+            ],
+            ["one moto request, 1 thread (ms)", fmt(moto_ms)],
+            ["moto ceiling: best request rate / requests per task", f"{fmt(data['ceiling_tasks_per_second'])} tasks/s"],
+            [
+                "creates retried after a moto 500 (its TransactWriteItems races concurrent writers)",
+                str(low.get("create_retries", 0) + sat.get("create_retries", 0)),
+            ],
+        ],
+    )
+    out += _section_verdicts(verdicts, "4")
+    if moto_ms:
+        out += [
+            f"A hop at p50 costs {fmt(low['hop_ms']['median'] / moto_ms, 1)} moto round trips; throughput reached "
+            f"{fmt(sat['tasks_per_second'] / data['ceiling_tasks_per_second'] * 100, 0)}% of moto's ceiling.",
+            "",
+        ]
+    return out
+
+
+def _coldstart(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 5. Cold start (import time)", ""]
+    data = results.get("coldstart")
+    if not data:
+        return [*out, "Not measured.", ""]
+    out += [
+        f"`python -X importtime -c 'import <module>'` in fresh processes, self times summed, {data['runs']} runs each",
+        "interleaved, bytecode cached; ms, median [p5-p95].",
+        "",
+    ]
+    rows = []
+    for name, target in data["targets"].items():
+        top = ", ".join(f"{k} {fmt(v, 1)}" for k, v in list(target["top_packages"].items())[:5])
+        rows.append([name, f"`{target['module']}`", fmt_spread(target["ms"]), top])
+    out += table(["target", "module", "ms", "largest packages (ms)"], rows)
+    out += _section_verdicts(verdicts, "5")
+    without = data.get("actor_without_layer_bytecode")
+    if without:
+        out += [
+            "The layers the CDK app builds ship no bytecode (`pip --no-compile`, `*.pyc` excluded) and `/opt` is",
+            f"read-only, so a deployed actor compiles {', '.join(without['layer_packages'])} at every cold start: "
+            f"+{fmt(without['compile_penalty_ms'], 0)} ms, about {fmt(without['estimated_ms'], 0)} ms in all "
+            f"({fmt(without['estimated_ms'] / data['targets']['boto3']['ms']['median'])}x boto3).",
+            "",
+        ]
+    return out
+
+
+def _memory(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 6. Memory", ""]
+    data = results.get("memory")
+    if not data:
+        return [*out, "Not measured.", ""]
+    out += [
+        f"One fresh actor process, {data['batches']} batches of 10 x {fmt(data['payload_bytes'] / 1024, 0)} KB "
+        "payloads, in-memory AWS clients, boto3 clients for SQS, DynamoDB and S3 resident: peak RSS "
+        f"{fmt(data['peak_rss_after_startup_mb'], 1)} MB after start-up, {fmt(data['peak_rss_mb'], 1)} MB at the end.",
+        "",
+    ]
+    return out + _section_verdicts(verdicts, "6")
+
+
+def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
+    """The whole report; ``notes`` (markdown paragraphs) go in a closing "Findings" section."""
+    verdicts = evaluate(results)
+    meta = results.get("meta", {})
+    met = sum(1 for v in verdicts if v.met)
+    measured = sum(1 for v in verdicts if v.met is not None)
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Written by `make bench` (`python -m bench`) on {meta.get('finished', '?')}, {meta.get('machine', '?')}; "
+        f"whole run {fmt(meta.get('wall_seconds'), 0)} s. Medians with their spread [p5-p95]; ratios are measured "
+        "side by side in one run. Raw figures: `bench/results/latest.json` (not committed).",
+        "",
+        f"## Summary: {met} of {measured} targets met",
+        "",
+    ]
+    lines += table(["§", "figure", "measured", "target", "verdict"], _verdict_rows(verdicts))
+    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory):
+        lines += section(results, verdicts)
+    if notes:
+        lines += ["## Findings", ""]
+        for note in notes:
+            lines += [note, ""]
+    return "\n".join(lines).rstrip() + "\n"

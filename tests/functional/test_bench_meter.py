@@ -1,0 +1,104 @@
+"""``make bench``'s AWS request meter on real boto3 clients against moto: its botocore hooks see every call, bill
+writes from the items as they were before and after (through an un-hooked shadow client), and attribute calls to the
+component the calling thread declared (GW-DATA-8 is measured with it)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+
+from asya.store import TaskStore
+from bench.meter import Meter
+
+pytestmark = pytest.mark.functional
+
+
+@pytest.fixture
+def metered(mesh: Any) -> tuple[Meter, Any]:
+    meter = Meter(shadow_dynamodb=mesh.aws.session.client("dynamodb"))
+    meter.attach(mesh.aws.sqs)
+    meter.attach(mesh.aws.dynamodb)
+    meter.attach(mesh.aws.s3)
+    return meter, mesh
+
+
+def test_sqs_calls_are_counted_per_component_with_their_chunks(metered: tuple[Meter, Any]) -> None:
+    meter, mesh = metered
+    url = mesh.resources.queue_urls["normalize"]
+    with meter.component("normalize"):
+        mesh.aws.sqs.send_message(QueueUrl=url, MessageBody="x" * (70 * 1024))
+        got = mesh.aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+        mesh.aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)
+    assert len(got["Messages"]) == 1
+    usage = meter.snapshot()
+    send = usage[("normalize", "sqs", "SendMessage")]
+    assert (send.requests, send.billed_requests) == (1, 2)
+    receive = usage[("normalize", "sqs", "ReceiveMessage")]
+    assert (receive.requests, receive.billed_requests, receive.empty_receives) == (2, 3, 1)
+
+
+def test_task_writes_are_billed_from_the_items_before_and_after(metered: tuple[Meter, Any]) -> None:
+    meter, mesh = metered
+    store = TaskStore(table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=mesh.aws.dynamodb)
+    with meter.component("gateway"):
+        store.create_task(
+            task_id="t-1",
+            actor="normalize",
+            flow="text-pipeline",
+            payload={"text": "hi"},
+            deadline_at="2099-01-01T00:00:00Z",
+        )
+    with meter.component("normalize"):
+        store.report_running(
+            "t-1",
+            step="processing",
+            actor="normalize",
+            route_prev=[],
+            route_curr="normalize",
+            route_next=["analyze", "summarize"],
+        )
+        assert store.preflight_statuses(["t-1", "t-unknown"]) == {"t-1": "running"}
+    usage = meter.snapshot()
+    create = usage[("gateway", "dynamodb", "TransactWriteItems")]
+    assert create.requests == 1
+    assert create.wru_table == 2 * 3  # task, body and event items, each under 1 KB, twice in a transaction
+    assert create.wru_index == 3  # the new task enters all three indexes
+    update = usage[("normalize", "dynamodb", "UpdateItem")]
+    assert (update.requests, update.wru_table) == (1, 1)
+    assert update.wru_index == 1 + 2  # by_created rewritten, by_status moves (pending -> running); not active_deadlines
+    event = usage[("normalize", "dynamodb", "PutItem")]
+    assert (event.requests, event.wru, event.wru_index) == (1, 1, 0)
+    preflight = usage[("normalize", "dynamodb", "BatchGetItem")]
+    assert preflight.requests == 1
+    assert preflight.rru == 2  # both keys, found or not, strongly consistent
+
+
+def test_calls_from_undeclared_threads_go_to_the_gateway_or_backstop(metered: tuple[Meter, Any]) -> None:
+    meter, mesh = metered
+    url = mesh.resources.queue_urls["analyze"]
+
+    def send() -> None:
+        mesh.aws.sqs.send_message(QueueUrl=url, MessageBody="b")
+
+    for name in ("AnyIO worker thread", "asya-backstop"):
+        worker = threading.Thread(target=send, name=name)
+        worker.start()
+        worker.join()
+    usage = meter.snapshot()
+    assert usage[("gateway", "sqs", "SendMessage")].requests == 1
+    assert usage[("backstop", "sqs", "SendMessage")].requests == 1
+    meter.reset()
+    assert meter.snapshot() == {}
+
+
+def test_a_meter_without_shadow_counts_writes_without_billing_them(mesh: Any) -> None:
+    meter = Meter()
+    meter.attach(mesh.aws.dynamodb)
+    key = {"pk": {"S": "BENCH#1"}, "sk": {"S": "X"}}
+    mesh.aws.dynamodb.put_item(TableName=mesh.resources.table, Item=key)
+    meter.enabled = False
+    mesh.aws.dynamodb.put_item(TableName=mesh.resources.table, Item=key)
+    [(component, usage)] = [(k[0], v) for k, v in meter.snapshot().items()]
+    assert (component, usage.requests, usage.wru) == ("gateway", 1, 0)

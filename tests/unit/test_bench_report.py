@@ -1,0 +1,277 @@
+"""``make bench``'s pure parts: statistics, target verdicts, the report and its findings (no timing here)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from bench import stats
+from bench.findings import findings
+from bench.report import fmt, fmt_money, fmt_spread, render, table, verdict_mark
+from bench.targets import TARGETS, evaluate, get_path
+
+pytestmark = pytest.mark.unit
+
+
+# -- statistics -------------------------------------------------------------------------------------------------------
+
+
+def test_percentiles_interpolate_between_closest_ranks() -> None:
+    samples = [4.0, 1.0, 3.0, 2.0]
+    assert stats.median(samples) == 2.5
+    assert stats.percentile(samples, 0) == 1.0
+    assert stats.percentile(samples, 100) == 4.0
+    assert stats.percentile(samples, 25) == pytest.approx(1.75)
+    assert stats.percentile([7.0], 95) == 7.0
+
+
+def test_percentile_rejects_no_samples_and_bad_q() -> None:
+    with pytest.raises(ValueError, match="no samples"):
+        stats.percentile([], 50)
+    with pytest.raises(ValueError, match="101"):
+        stats.percentile([1.0], 101)
+
+
+def test_summary_and_scaling() -> None:
+    summary = stats.summarize([float(i) for i in range(1, 101)])
+    assert (summary.n, summary.median, summary.min, summary.max) == (100, 50.5, 1.0, 100.0)
+    assert summary.p5 == pytest.approx(5.95)
+    assert summary.p95 == pytest.approx(95.05)
+    assert summary.scaled(1000).median == 50_500.0
+    assert summary.to_dict()["p95"] == summary.p95
+    assert stats.ratio(3.0, 2.0) == 1.5
+    assert stats.ratio(3.0, 0.0) is None
+
+
+# -- a results document -----------------------------------------------------------------------------------------------
+
+
+def _summary(median: float) -> dict[str, float]:
+    return {"n": 10, "median": median, "p5": median * 0.9, "p95": median * 1.2, "min": median * 0.8, "max": median * 2}
+
+
+def _usage(**values: float) -> dict[str, float]:
+    base = dict.fromkeys(
+        (
+            "requests",
+            "billed_requests",
+            "empty_receives",
+            "payload_bytes",
+            "wru_table",
+            "wru_index",
+            "rru",
+            "s3_tier1",
+            "s3_tier2",
+        ),
+        0,
+    )
+    base.update(values)
+    base["wru"] = base["wru_table"] + base["wru_index"]
+    return base
+
+
+def _traffic(*, sqs_per_hop: float, wru_per_hop: float, reads: dict[str, dict[str, float]]) -> dict[str, Any]:
+    hops, tasks = 40, 10
+    return {
+        "tasks": tasks,
+        "envelope_hops": hops,
+        "batch_size": 10,
+        "progress": "hops",
+        "invocations": {"normalize": 1, "x-sink": 1},
+        "mean_batch": {"normalize": 10.0, "x-sink": 10.0},
+        "lambda_invocations_per_task": 0.4,
+        "services": {
+            "sqs": {"per_hop": {"billed_requests": sqs_per_hop}, "per_task": {"billed_requests": sqs_per_hop * 4}},
+            "dynamodb": {
+                "per_hop": {"wru": wru_per_hop, "rru": 0.2},
+                "per_task": {"wru": wru_per_hop * 4, "wru_table": wru_per_hop * 2, "wru_index": wru_per_hop * 2},
+            },
+        },
+        "operations": {
+            "sqs:SendMessageBatch": _usage(requests=30, billed_requests=30),
+            "sqs:ReceiveMessage": _usage(requests=6, billed_requests=6, empty_receives=2),
+            "dynamodb:UpdateItem": _usage(requests=40, billed_requests=40, wru_table=40, wru_index=80),
+        },
+        "components": {"normalize": {"sqs": _usage(requests=11, billed_requests=11)}},
+        "dynamodb_reads_per_invocation": reads,
+    }
+
+
+def _results(*, good: bool) -> dict[str, Any]:
+    case = {
+        "payload_bytes": 1024,
+        "batches": 100,
+        "layer_us": _summary(90 if good else 250),
+        "direct_us": _summary(0.2),
+        "overhead_us": _summary(89.8 if good else 249.8),
+        "calls_per_envelope": {"sqs:SendMessageBatch": 1.0},
+    }
+    configs = {
+        "b10-hops": {
+            "mesh": {
+                "sqs_requests": 1.0,
+                "dynamodb_writes": 2.0,
+                "dynamodb_reads": 0.1,
+                "s3_requests": 0.0 if good else 5.0,
+                "lambda_requests": 0.1,
+                "lambda_duration": 0.3,
+                "total": 3.5 if good else 8.5,
+            },
+            "sfn_standard": 75.0,
+            "sfn_express": {"0.1s": 1.31, "1s": 4.13, "10s": 32.26},
+            "standard_over_mesh": 75.0 / (3.5 if good else 8.5),
+            "mesh_over_express": {"0.1s": 2.7, "1s": 0.85 if good else 2.06, "10s": 0.1},
+        }
+    }
+    reads = {"normalize": {"BatchGetItem": 1.0}} if good else {"normalize": {"BatchGetItem": 1.0, "GetItem": 10.0}}
+    return {
+        "meta": {"finished": "2026-01-01 00:00 UTC", "machine": "2 CPUs", "wall_seconds": 300.0},
+        "overhead": {"fake": {"1kb": case}, "botocore": {}, "profile": {"1kb": {"asya.store": 0.3, "json": 0.2}}},
+        "traffic": {
+            "b10-hops": _traffic(sqs_per_hop=0.3 if good else 1.2, wru_per_hop=1.0 if good else 11.5, reads=reads)
+        },
+        "cost": {"layer_cpu_ms": 1.0, "configs": configs, "prices": {}, "assumptions": None},
+        "latency": {
+            "batch_size": 10,
+            "low_load": {"tasks": 20, "hop_ms": _summary(20 if good else 45), "e2e_ms": _summary(300)},
+            "saturation": {
+                "tasks": 100,
+                "creators": 4,
+                "seconds": 2.0 if good else 25.0,
+                "tasks_per_second": 50.0 if good else 4.0,
+                "aws_requests_per_task": 27.0,
+                "create_retries": 1,
+            },
+            "moto_requests_per_second": {"1_threads": 200.0, "4_threads": 110.0},
+            "ceiling_tasks_per_second": 7.4,
+        },
+        "coldstart": {
+            "runs": 5,
+            "targets": {
+                "boto3": {"module": "boto3", "ms": _summary(140), "top_packages": {"botocore": 30.0}},
+                "actor": {
+                    "module": "asya.sidecar",
+                    "ms": _summary(200 if good else 230),
+                    "top_packages": {"botocore": 30.0, "asya": 25.0, "aws_lambda_powertools": 20.0},
+                },
+            },
+            "actor_over_boto3": (200 if good else 230) / 140,
+            "tracer": {"tracers": 0, "xray_sdk_imported": False},
+        },
+        "memory": {
+            "batches": 100,
+            "payload_bytes": 262144,
+            "peak_rss_after_startup_mb": 60.0,
+            "peak_rss_mb": 100.0 if good else 140.0,
+        },
+    }
+
+
+# -- targets ----------------------------------------------------------------------------------------------------------
+
+
+def test_every_target_is_met_by_a_good_run() -> None:
+    verdicts = evaluate(_results(good=True))
+    assert [v.key for v in verdicts if not v.met] == []
+    assert len(verdicts) == len(TARGETS)
+
+
+def test_misses_are_reported_with_their_values() -> None:
+    verdicts = {v.key: v for v in evaluate(_results(good=False))}
+    assert verdicts["overhead_1kb"].met is False and verdicts["overhead_1kb"].value == 249.8
+    assert verdicts["sqs_per_hop"].met is False
+    assert verdicts["wru_per_hop"].met is False
+    assert verdicts["reads_per_batch"].value == 99.0  # a GetItem per hop is not the pre-flight read
+    assert verdicts["cheaper_than_standard"].met is False
+    assert verdicts["below_express_1s"].met is False
+    assert verdicts["below_express_10s"].met is True
+    assert verdicts["hop_p50"].met is False
+    assert verdicts["throughput"].met is False
+    assert verdicts["coldstart_ratio"].met is False
+    assert verdicts["no_tracer"].met is True
+    assert verdicts["peak_rss"].met is False
+
+
+def test_a_benchmark_that_did_not_run_is_not_measured() -> None:
+    results = _results(good=True)
+    del results["memory"], results["traffic"]
+    verdicts = {v.key: v for v in evaluate(results)}
+    assert verdicts["peak_rss"].met is None and verdicts["peak_rss"].value is None
+    assert verdicts["sqs_per_hop"].met is None
+    assert get_path(results, "traffic", "b10-hops") is None
+
+
+def test_threshold_boundaries_are_inclusive_where_the_issue_says_so() -> None:
+    results = _results(good=True)
+    results["traffic"]["b10-hops"]["services"]["sqs"]["per_hop"]["billed_requests"] = 0.3
+    results["coldstart"]["actor_over_boto3"] = 1.5
+    results["cost"]["configs"]["b10-hops"]["mesh_over_express"]["1s"] = 1.0  # "below": strictly
+    verdicts = {v.key: v for v in evaluate(results)}
+    assert verdicts["sqs_per_hop"].met is True
+    assert verdicts["coldstart_ratio"].met is True
+    assert verdicts["below_express_1s"].met is False
+
+
+# -- formatting -------------------------------------------------------------------------------------------------------
+
+
+def test_number_formatting() -> None:
+    assert fmt(None) == "-"
+    assert fmt(0.3) == "0.30"
+    assert fmt(1234.5) == "1,234"
+    assert fmt(123.456) == "123.5"
+    assert fmt(2.0, 0) == "2"
+    assert fmt_money(1234.5) == "$1,234.50"
+    assert fmt_spread(_summary(100.0)) == "100.0 [90.0-120.0]"
+    assert fmt_spread(None) == "-"
+    assert verdict_mark(True) == "met"
+    assert verdict_mark(False) == "**not met**"
+    assert verdict_mark(None) == "not measured"
+    assert table(["a", "b"], [["1", "2"]]) == ["| a | b |", "|---|---|", "| 1 | 2 |", ""]
+
+
+def test_report_shows_every_figure_with_target_and_verdict() -> None:
+    text = render(_results(good=False), notes=["**Note.** why."])
+    assert text.startswith("# Benchmarks\n")
+    assert "## Summary: 2 of 12 targets met" in text
+    assert (
+        "| 1 | Layer overhead per 1 KB envelope (median, batch of 10, in-memory AWS) | 249.8 µs | <= 100 µs |" in text
+    )
+    assert "**not met**" in text
+    for heading in ("## 1. ", "## 2. ", "## 3. ", "## 4. ", "## 5. ", "## 6. ", "## Findings"):
+        assert heading in text
+    assert "| sqs:ReceiveMessage | 0.40 |" in text  # per task, empty receives left out
+    assert "moto request rate" in text
+    assert "**Note.** why." in text
+    assert text.endswith("\n") and not text.endswith("\n\n")
+
+
+def test_report_of_a_partial_run_says_what_was_not_measured() -> None:
+    results = _results(good=True)
+    for section in ("overhead", "traffic", "cost", "latency", "coldstart", "memory"):
+        del results[section]
+    text = render(results)
+    assert "## Summary: 0 of 0 targets met" in text
+    assert text.count("Not measured.") == 6
+
+
+def test_findings_explain_only_missed_targets() -> None:
+    assert findings(_results(good=True)) == []
+    notes = findings(_results(good=False))
+    joined = "\n".join(notes)
+    assert joined.count("**") >= 2 * 5
+    assert "**SQS.**" in joined and "Sends are 0.75 requests per envelope-hop" in joined  # 30 sends / 40 hops
+    assert "**DynamoDB writes.**" in joined
+    assert "**Cost.**" in joined and "$3.75" in joined  # 75 / 20
+    assert "**Latency and throughput on moto.**" in joined
+    assert "**Cold start.**" in joined and "asya 25.0 ms" in joined
+
+
+def test_findings_do_not_depend_on_mutation_of_the_results() -> None:
+    results = _results(good=False)
+    before = copy.deepcopy(results)
+    findings(results)
+    render(results, notes=findings(results))
+    assert results == before
