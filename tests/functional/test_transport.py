@@ -191,6 +191,22 @@ def test_p_route_10_entry_still_failing_after_three_retries_raises(aws: Any, que
     assert sorted(e["id"] for e in _drain(aws, queues["analyze"])) == ["e0", "e2"]
 
 
+def test_p_route_10_send_prepared_keeps_each_entry_outcome_apart(aws: Any, queues: dict[str, str]) -> None:
+    """``send_prepared`` (the batch outbox's send) groups per queue and never raises for an entry: a failing one and
+    an unknown destination are reported on their own results, every other entry still goes out."""
+    transport = Transport(namespace="demo", sqs=aws.sqs, sleep=lambda _s: None)
+    calls = Calls(aws.sqs)  # registered first: FlakyBatch answers the calls it fails itself
+    FlakyBatch(aws, failing_calls=10, bad_body_id="e1")
+    actors = ["analyze", "summarize", "analyze", "ghost", "summarize"]
+    results = transport.send_prepared([transport.prepare(a, _env(f"e{i}")) for i, a in enumerate(actors)])
+    assert [r.ok for r in results] == [True, False, True, False, True]
+    assert isinstance(results[1].failure, TransportError)
+    assert isinstance(results[3].error, UnknownActorError) and results[3].failure is None
+    assert calls.ops["SendMessageBatch"] == 2 + 3, "one call per queue, then 3 retries of the failing entry"
+    assert sorted(e["id"] for e in _drain(aws, queues["analyze"])) == ["e0", "e2"]
+    assert sorted(e["id"] for e in _drain(aws, queues["summarize"])) == ["e4"]
+
+
 def test_change_visibility(aws: Any, queues: dict[str, str]) -> None:
     transport = Transport(namespace="demo", sqs=aws.sqs)
     transport.send("analyze", _env("v"))

@@ -67,18 +67,53 @@ def test_p_route_9_a_frame_leaves_one_second_after_it_was_yielded() -> None:
 def test_p_stat_16_fly_values_flush_at_most_every_100_ms_and_on_close() -> None:
     sink, clock = Sink(), Clock()
     hop = HopOutput(send_frames=sink.send_frames, send_fly=sink.send_fly, ticker=None, monotonic=clock)
-    hop.add_fly("a")  # the first value leaves at once
+    hop.add_fly("a")  # the first value opens a 100 ms window
     hop.add_fly("b")
     clock.now += 0.05
     hop.add_fly("c")
     hop.flush_due()
-    assert sink.fly == [["a"]]
+    assert sink.fly == []
     clock.now += 0.05
     hop.flush_due()
-    assert sink.fly == [["a"], ["b", "c"]]
+    assert sink.fly == [["a", "b", "c"]]
     hop.add_fly("d")
+    clock.now += 0.05
+    hop.flush_due()
+    assert sink.fly == [["a", "b", "c"]]
+    hop.add_fly("e")
+    clock.now += 0.05
+    hop.add_fly("f")  # 100 ms after the last flush: leaves at once with what waits
+    assert sink.fly == [["a", "b", "c"], ["d", "e", "f"]]
+    hop.add_fly("g")
     hop.close()
-    assert sink.fly == [["a"], ["b", "c"], ["d"]]
+    assert sink.fly == [["a", "b", "c"], ["d", "e", "f"], ["g"]]
+
+
+def test_p_stat_16_first_fly_value_of_a_short_call_leaves_with_close() -> None:
+    """A generator that yields one FLY value and ends within 100 ms costs one flush, not one at once plus one."""
+    sink, clock = Sink(), Clock()
+    hop = HopOutput(send_frames=sink.send_frames, send_fly=sink.send_fly, ticker=None, monotonic=clock)
+    hop.add_fly("only")
+    assert sink.fly == []
+    clock.now += 0.02
+    hop.add_frame(_out(0))
+    assert hop.close() == 1
+    assert sink.fly == [["only"]]
+    assert sink.frames == [[0]]
+
+
+def test_p_stat_16_first_fly_value_waits_at_most_100_ms() -> None:
+    """Live output: the first value leaves on the ticker 100 ms after it was emitted while the handler still runs."""
+    sink, clock = Sink(), Clock()
+    hop = HopOutput(send_frames=sink.send_frames, send_fly=sink.send_fly, ticker=None, monotonic=clock)
+    clock.now = 7.0
+    hop.add_fly("first")
+    clock.now += 0.099
+    hop.flush_due()
+    assert sink.fly == []
+    clock.now += 0.001
+    hop.flush_due()
+    assert sink.fly == [["first"]]
 
 
 def test_p_stat_16_fly_leaves_before_frames_on_close() -> None:
@@ -89,11 +124,11 @@ def test_p_stat_16_fly_leaves_before_frames_on_close() -> None:
         ticker=None,
         monotonic=Clock(),
     )
-    hop.add_fly("first")  # leaves at once
+    hop.add_fly("first")
     hop.add_frame(_out(0))
     hop.add_fly("second")
     hop.close()
-    assert order == ["fly", "fly", "frames"]
+    assert order == ["fly", "frames"]
 
 
 def test_fly_is_dropped_without_a_sender() -> None:
@@ -146,6 +181,34 @@ def test_function_handlers_do_not_wake_the_ticker_for_their_single_frame() -> No
     hop.add_frame(_out(1))
     assert _started(ticker)
     assert hop.close() == 2
+
+
+class Due:
+    """A ticker target that records its calls."""
+
+    def __init__(self, name: str, calls: list[str], done: threading.Event) -> None:
+        self.name, self.calls, self.done = name, calls, done
+
+    def flush_due(self) -> None:
+        self.calls.append(self.name)
+        if len(self.calls) == 2:
+            self.done.set()
+
+
+def test_ticker_serves_each_target_at_its_own_time() -> None:
+    """The running hop and the batch outbox (``asya.outbox``) are scheduled side by side: neither drops the other."""
+    clock = Clock()
+    ticker = Ticker(monotonic=clock)
+    calls: list[str] = []
+    done = threading.Event()
+    hop, outbox, cancelled = Due("hop", calls, done), Due("outbox", calls, done), Due("cancelled", calls, done)
+    ticker.schedule(cancelled, clock.now + 1.0)
+    ticker.cancel(cancelled)
+    clock.now += 5.0
+    ticker.schedule(outbox, clock.now - 1.0)
+    ticker.schedule(hop, clock.now)
+    assert done.wait(timeout=10)
+    assert calls == ["outbox", "hop"], "the earliest first, each once"
 
 
 def _started(ticker: Ticker) -> bool:

@@ -3,9 +3,12 @@
 - Frames wait in yield order and leave in one ``send_frames(batch)`` call as soon as 10 are waiting, no later than
   1 s after the oldest waiting one was yielded, and when the call ends (:meth:`HopOutput.close`).
 - FLY values wait per task and leave in one ``send_fly(values)`` call at most every 100 ms, and on :meth:`close`
-  (so they precede any later status write of the hop).
+  (so they precede any later status write of the hop). The hop's first value opens the first 100 ms window rather
+  than leaving at once, so a call that ends within it sends all its values in the one flush of :meth:`close`; live
+  output still leaves within 100 ms, below the gateway's 250 ms poll (GW-SSE-9).
 - Deadlines that pass while the handler is busy are served by a :class:`Ticker`: one daemon thread per runtime,
-  started on first use, which calls :meth:`HopOutput.flush_due`. With ``schedule_first=False`` (handlers declared as
+  started on first use, which calls :meth:`HopOutput.flush_due` (and the batch outbox's, ``asya.outbox``; each
+  target keeps its own time). With ``schedule_first=False`` (handlers declared as
   plain functions, whose single frame arrives when the call ends) the ticker is woken only from the second frame on,
   so the common one-frame hop costs no thread wake-up. A send error on that thread is kept and re-raised
   by :meth:`close` on the caller's thread; after a frame send error no further frame is sent (the record fails and
@@ -18,49 +21,62 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from asya.routing import Outgoing
 
-__all__ = ["FLY_INTERVAL", "FRAME_BATCH", "FRAME_MAX_WAIT", "HopOutput", "Ticker"]
+__all__ = ["FLY_INTERVAL", "FRAME_BATCH", "FRAME_MAX_WAIT", "Flushable", "HopOutput", "Ticker"]
 
 FRAME_BATCH: Final = 10
 FRAME_MAX_WAIT: Final = 1.0
 FLY_INTERVAL: Final = 0.1
+_NEVER: Final = float("-inf")
+
+
+class Flushable(Protocol):
+    """What a :class:`Ticker` serves: a :class:`HopOutput`, or the batch's ``asya.outbox.Outbox``."""
+
+    def flush_due(self) -> None: ...
 
 
 class Ticker:
-    """Calls ``target.flush_due()`` when the earliest scheduled time passes; one background thread, started lazily."""
+    """Calls ``target.flush_due()`` when a target's scheduled time passes; one background thread, started lazily.
+    Each target keeps its own earliest time (the running hop and the batch's outbox are served side by side)."""
 
     def __init__(self, *, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._monotonic = monotonic
         self._cond = threading.Condition()
-        self._target: HopOutput | None = None
-        self._due = 0.0
+        self._due: dict[Flushable, float] = {}
         self._thread: threading.Thread | None = None
 
-    def schedule(self, target: HopOutput, due: float) -> None:
+    def schedule(self, target: Flushable, due: float) -> None:
         with self._cond:
-            if self._target is target and self._due <= due:
+            current = self._due.get(target)
+            if current is not None and current <= due:
                 return
-            self._target, self._due = target, due
+            self._due[target] = due
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="asya-hop-ticker", daemon=True)
                 self._thread.start()
             self._cond.notify()
 
-    def cancel(self, target: HopOutput) -> None:
+    def cancel(self, target: Flushable) -> None:
         with self._cond:
-            if self._target is target:
-                self._target = None
+            self._due.pop(target, None)
 
     def _run(self) -> None:
         while True:
             with self._cond:
-                while self._target is None or self._monotonic() < self._due:
-                    timeout = None if self._target is None else max(0.0, self._due - self._monotonic())
-                    self._cond.wait(timeout)
-                target, self._target = self._target, None
+                while True:
+                    if not self._due:
+                        self._cond.wait()
+                        continue
+                    target, due = min(self._due.items(), key=lambda pair: pair[1])
+                    wait = due - self._monotonic()
+                    if wait <= 0:
+                        del self._due[target]
+                        break
+                    self._cond.wait(wait)
             target.flush_due()
 
 
@@ -86,7 +102,7 @@ class HopOutput:
         self._frames: list[Outgoing] = []
         self._frames_since = 0.0
         self._fly: list[Any] = []
-        self._fly_last = float("-inf")
+        self._fly_last = _NEVER
         self._error: BaseException | None = None
         self._closed = False
         self.frames_sent = 0
@@ -109,9 +125,12 @@ class HopOutput:
         if self._send_fly is None:
             return
         with self._lock:
+            now = self._monotonic()
+            if self._fly_last == _NEVER:  # the first value opens a window: a short call flushes once, on close
+                self._fly_last = now
             self._fly.append(value)
             due = self._fly_last + FLY_INTERVAL
-            if self._monotonic() >= due:
+            if now >= due:
                 self._flush_fly()
                 return
         if self._ticker is not None:

@@ -12,11 +12,14 @@ write. ``hop`` is ``len(route.prev)`` of the input, ``attempt`` the one the acto
 Reads: ``FRAME#0`` of every record is read in the pre-flight ``BatchGetItem`` of the batch (``TaskStore.preflight``),
 so a duplicate is recognised before its handler runs, at no extra request.
 
-Writes, per group of frames leaving together (:meth:`HopGuard.send`), in one of two modes:
+Writes, per group of frames leaving together (:meth:`HopGuard.send`, or :meth:`HopGuard.admit` then
+:meth:`HopGuard.settle` when the caller sends the group itself, as ``asya.outbox`` does for a whole SQS batch), in
+one of two modes:
 
 - direct, the common case: a first delivery (``ApproximateReceiveCount`` 1) whose frame 0 was unknown at pre-flight
   and that was received less than half the queue's visibility timeout ago. No other run can be sending this hop, so
-  the frames are sent, then their items are written with one ``BatchWriteItem`` (one write unit per frame).
+  the frames are sent, then their items are written with one ``BatchWriteItem`` (one write unit per frame; the
+  items of every record whose frames left together share it, :meth:`Idempotency.mark_sent_all`).
 - claimed: a redelivery (receive count 2 or more), a record whose frame 0 was already known, or a first delivery
   running late (SQS may already have handed the message to another poller). Each frame is first claimed with a
   conditional ``PutItem`` that succeeds only when no item exists (or a claim older than :data:`CLAIM_LEASE` was left
@@ -237,14 +240,22 @@ class Idempotency:
 
     def mark_sent(self, key: HopKey, indexes: Sequence[int]) -> None:
         """Record frames ``indexes`` as sent (best effort: a failure is logged, the frames stay sent)."""
+        self.mark_sent_all([(key, indexes)])
+
+    def mark_sent_all(self, sent: Sequence[tuple[HopKey, Sequence[int]]]) -> None:
+        """:meth:`mark_sent` for the frames of several hops, in as few ``BatchWriteItem`` calls as fit (25 items)."""
+        if not sent:
+            return
         now = self._clock()
         expires = {"N": str(int((now + _RETENTION).timestamp()))}
         stamp = {"S": format_ts_ms(now)}
         puts = [
             {"PutRequest": {"Item": {**key.frame_key(i), "state": {"S": SENT}, "sent_at": stamp, "ttl": expires}}}
+            for key, indexes in sent
             for i in indexes
         ]
-        self._batch_write(key, puts, "mark")
+        if puts:
+            self._batch_write(sent[0][0], puts, "mark")
 
     def release(self, key: HopKey, indexes: Sequence[int]) -> None:
         """Drop this run's claims on frames it could not send, so the redelivery need not wait for the lease."""
@@ -284,6 +295,23 @@ class HopGuard:
 
     def send(self, batch: Sequence[routing.Outgoing], send: Callable[[list[routing.Outgoing]], None]) -> None:
         """Send the next frames of the hop with ``send``, leaving out those an earlier run sent."""
+        frames, held = self.admit(batch)
+        if frames:
+            indexes = [index for index, _ in frames]
+            try:
+                send([outgoing for _, outgoing in frames])
+            except BaseException:
+                self.settle(sent=(), failed=indexes)
+                raise
+            self.settle(sent=indexes, failed=())
+        if held:
+            raise self.held_error(held)
+
+    def admit(self, batch: Sequence[routing.Outgoing]) -> tuple[list[tuple[int, routing.Outgoing]], list[int]]:
+        """Number the next frames of the hop and decide which to send: ``(index, frame)`` pairs this run may send
+        (claimed first when claiming) and the indexes held back because another live run claimed them. The caller
+        sends the pairs, then calls :meth:`settle`; when some were held, it fails the record after sending the
+        others (:meth:`held_error`)."""
         first = self._next
         self._next += len(batch)
         frames = [(first + offset, outgoing) for offset, outgoing in enumerate(batch)]
@@ -308,20 +336,24 @@ class HopGuard:
                 "duplicate delivery: frames an earlier delivery sent were skipped",
                 extra={"pk": self._key.pk, "skipped": skipped},
             )
-        if frames:
-            indexes = [index for index, _ in frames]
-            try:
-                send([outgoing for _, outgoing in frames])
-            except BaseException:
-                if self._claiming:
-                    self._ledger.release(self._key, indexes)
-                raise
-            self._ledger.mark_sent(self._key, indexes)
-        if held:
-            raise DuplicateInFlightError(
-                f"frames {held} of hop {self._key.pk} are being sent by another delivery of this message; "
-                "the record is retried once that delivery has finished"
-            )
+        return frames, held
+
+    def settle(self, *, sent: Sequence[int], failed: Sequence[int]) -> None:
+        """After the send of admitted frames: mark ``sent`` ones, release this run's claims on ``failed`` ones."""
+        self.release(failed)
+        if sent:
+            self._ledger.mark_sent(self._key, sent)
+
+    def release(self, failed: Sequence[int]) -> None:
+        """Release this run's claims on admitted frames that were not sent (no-op in the direct mode)."""
+        if failed and self._claiming:
+            self._ledger.release(self._key, failed)
+
+    def held_error(self, held: Sequence[int]) -> DuplicateInFlightError:
+        return DuplicateInFlightError(
+            f"frames {list(held)} of hop {self._key.pk} are being sent by another delivery of this message; "
+            "the record is retried once that delivery has finished"
+        )
 
 
 def _str(item: Mapping[str, Any], name: str) -> str | None:

@@ -6,7 +6,12 @@
 Per batch: every body is parsed first, and the pre-flight statuses of all tracked records are read with one
 ``BatchGetItem`` (GW-DATA-8), together with every record's first idempotency item (P-ACK-8). Then records run one at
 a time in batch order (P-PROC-1) through the steps of P-PROC-2. Frames and the zero-frames x-sink envelope leave
-through the hop's ``asya.idempotency.HopGuard``, which skips what an earlier delivery of the same hop sent:
+through the hop's ``asya.idempotency.HopGuard``, which skips what an earlier delivery of the same hop sent. Frames go
+through the batch's ``asya.outbox.Outbox``: while a handler runs they leave as the hop releases them (``asya.hop``);
+the last ones of a finished record wait for the other records' (at most 1 s, or until 10 wait for one queue, or the
+end of the batch), so a batch of one-frame records costs one ``SendMessageBatch`` per destination and one
+``BatchWriteItem`` of idempotency items, written after that send. Other sends (x-sink, x-sump, retries) stay per
+record:
 
 1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
 2. start rule (P-TIME-6): the first record always starts; a record whose budget no longer fits the Lambda's remaining
@@ -19,14 +24,16 @@ through the hop's ``asya.idempotency.HopGuard``, which skips what an earlier del
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
 12. the last SLA guard, the same check again just before the call;
 13. ``processing``, the handler call under its time limit ``T = min(actor timeout, deadline_at - now, Lambda remaining
-    time - 5 s)`` (P-TIME-5, ``asya.timeout``); frames leave as they come (``asya.hop``), FLY values go to the task's
-    log;
+    time - 5 s)`` (P-TIME-5, ``asya.timeout``); frames leave as they come (``asya.hop``, ``asya.outbox``), FLY values
+    go to the task's log;
 14. zero frames: x-sink ``Completed``; handler error: the retry policy (``asya.retry``, section 8): a retry to the
     own queue with a delay, or x-sink ``RuntimeError``/``PolicyExhausted``, or the ``on_exhausted`` chain;
     ``SerializationError``, unknown destinations and ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7,
-    P-ERR-7; frames already produced stay sent): x-sump; then ``completed``;
-15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3), and
-    comes back after ``min(queue visibility timeout, 5 * 2^(n-1))`` seconds (P-ACK-4).
+    P-ERR-7; frames already produced stay sent): x-sump; then ``completed`` (once the hop's frames left);
+15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3); a
+    frame whose entry still fails when the outbox sends it after its record ended fails that record alone, added to
+    ``batchItemFailures`` at the end of the batch. A failed record comes back after ``min(queue visibility
+    timeout, 5 * 2^(n-1))`` seconds (P-ACK-4).
 
 Infrastructure errors are acked only after their x-sump send succeeded (P-ERR-5); a tracked envelope then gets a
 best-effort final ``failed`` status (P-ERR-6). Claim-check offload is not handled here.
@@ -55,12 +62,13 @@ from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError, HandlerLoadError, SerializationError
 from asya.hop import HopOutput, Ticker
 from asya.idempotency import Delivery, HopGuard, HopKey, Idempotency
+from asya.outbox import Outbox, Ticket
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallGuard, CallLimit, HandlerTimeoutError, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
-from asya.transport import Transport
+from asya.transport import Transport, UnknownActorError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -82,6 +90,7 @@ class UnstartedRecordError(AsyaError):
 @dataclass(slots=True)
 class _Item:
     body: str
+    message_id: str = ""
     envelope: Envelope | None = None
     error: EnvelopeParseError | None = None
     delivery: Delivery = field(default_factory=Delivery)
@@ -92,6 +101,7 @@ class _Item:
 class _Batch:
     context: Any
     items: dict[str, _Item]
+    outbox: Outbox
     preflight: dict[str, str] = field(default_factory=dict)
     started: int = 0
     out_of_time: bool = False
@@ -109,6 +119,7 @@ class _Hop:
     fly_id: str | None  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
     limit: CallLimit  # T of the handler call (P-TIME-5)
     guard: HopGuard  # sends each output of the hop once across deliveries (P-ACK-8)
+    ticket: Ticket  # the hop's frames in the batch's outbox
 
 
 class ActorRuntime:
@@ -179,8 +190,15 @@ class ActorRuntime:
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
         records = event.get("Records", [])
-        items = {r["messageId"]: self._parse(r.get("body", ""), Delivery.of(r)) for r in records}
-        batch = _Batch(context=context, items=items, preflight=self._preflight(items.values()))
+        items = {r["messageId"]: self._parse(r["messageId"], r.get("body", ""), Delivery.of(r)) for r in records}
+        outbox = Outbox(
+            transport=self._transport,
+            ledger=self._idem,
+            ticker=self._ticker,
+            monotonic=self._monotonic,
+            logger=self._log,
+        )
+        batch = _Batch(context=context, items=items, outbox=outbox, preflight=self._preflight(items.values()))
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
         def record_handler(record: SQSRecord) -> None:
@@ -189,17 +207,22 @@ class ActorRuntime:
         response = process_partial_response(
             event=dict(event), record_handler=record_handler, processor=processor, context=context
         )
-        self._backoff(event, response, batch)
-        return dict(response)
+        failures = [{"itemIdentifier": f["itemIdentifier"]} for f in response["batchItemFailures"]]
+        failed = {f["itemIdentifier"] for f in failures}
+        # frames that failed after their record's handler call ended fail that record too (P-ACK-2)
+        failures += [{"itemIdentifier": rid} for rid in batch.outbox.finish() if rid not in failed]
+        result: dict[str, Any] = {"batchItemFailures": failures}
+        self._backoff(event, result, batch)
+        return result
 
     # -- batch level --------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _parse(body: str, delivery: Delivery) -> _Item:
+    def _parse(message_id: str, body: str, delivery: Delivery) -> _Item:
         try:
-            return _Item(body=body, envelope=parse_envelope(body), delivery=delivery)
+            return _Item(body=body, message_id=message_id, envelope=parse_envelope(body), delivery=delivery)
         except EnvelopeParseError as exc:
-            return _Item(body=body, error=exc, delivery=delivery)
+            return _Item(body=body, message_id=message_id, error=exc, delivery=delivery)
 
     def _preflight(self, items: Any) -> dict[str, str]:
         """Task statuses (P-STAT-10) and every record's FRAME#0 idempotency item (P-ACK-8): one ``BatchGetItem``."""
@@ -326,12 +349,15 @@ class ActorRuntime:
         fly_id = None if untracked else (env.parent_id or env.id)
         limit = self._call_limit(None if hook else _deadline(env), batch.context)  # hooks run past it (P-TIME-4)
         guard = self._idem.guard(HopKey.of(env, actor), item.delivery, item.first_frame)
-        hop = _Hop(item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, guard=guard)
+        ticket = batch.outbox.ticket(item.message_id, guard, lambda lost: self._unknown_destinations(lost, hop))
+        hop = _Hop(
+            item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, guard=guard, ticket=ticket
+        )
         started = self._monotonic()
-        frames = self._call(self._handler, hop)
+        frames = self._call(self._handler, hop, batch.outbox)
         if frames is not None and report is not None:
             duration_ms = int((self._monotonic() - started) * 1000)
-            self._reporter.completed(report, mode, duration_ms, frames)
+            batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))
 
     def _sla_expired(self, env: Envelope, report: HopRef | None, now: datetime, trace: routing.Trace) -> bool:
         """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink, reason Timeout."""
@@ -357,13 +383,13 @@ class ActorRuntime:
             lambda_left=remaining() / 1000 if remaining is not None else None,
         )
 
-    def _call(self, handler: Handler, hop: _Hop) -> int | None:
+    def _call(self, handler: Handler, hop: _Hop, outbox: Outbox) -> int | None:
         """Run the handler and route its output; the number of frames on success, ``None`` after an error."""
         entry = hop.entry
         fly_id = hop.fly_id
         send_fly = None if fly_id is None else (lambda values: self._reporter.fly(fly_id, entry.id, values))
         output = HopOutput(
-            send_frames=lambda batch: self._send_frames(batch, hop),
+            send_frames=lambda frames: outbox.stage(hop.ticket, frames),
             send_fly=send_fly,
             ticker=self._ticker,
             schedule_first=handler.kind in ("generator", "async_generator"),
@@ -379,14 +405,25 @@ class ActorRuntime:
         state = AbiState.from_envelope(entry)
         failure: HandlerError | SerializationError | HandlerTimeoutError | None = None
         try:
-            handler.run(entry.payload, state, on_frame=on_frame, on_fly=output.add_fly, guard=CallGuard(hop.limit))
+            # copy_result=False: a returned plain value is encoded (Outbox.stage) by output.close() below, before any
+            # handler code runs again, so it needs no copy
+            handler.run(
+                entry.payload,
+                state,
+                on_frame=on_frame,
+                on_fly=output.add_fly,
+                guard=CallGuard(hop.limit),
+                copy_result=False,
+            )
         except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
             failure = exc
+        outbox.ended(hop.ticket)  # the last frames may wait for the batch's other records
         try:
             frames = output.close()  # frames yielded before an error stay sent (P-ABI-11)
         except SerializationError as exc:
             failure = failure or exc
             frames = 0
+        outbox.check(hop.ticket)
         now = self._ts(self._clock())
         if isinstance(failure, SerializationError):
             payload = _pristine_payload(hop.item)
@@ -421,16 +458,8 @@ class ActorRuntime:
             hop.guard.send([out], lambda once: self._send(once[0]))  # one x-sink envelope per hop (P-ACK-8)
         return frames
 
-    def _send_frames(self, batch: list[routing.Outgoing], hop: _Hop) -> None:
-        """Send a group of frames, leaving out those an earlier delivery of the hop sent (P-ACK-8)."""
-        hop.guard.send(batch, lambda todo: self._route_frames(todo, hop))
-
-    def _route_frames(self, batch: list[routing.Outgoing], hop: _Hop) -> None:
-        """Send a group of frames; an unknown destination sends that frame's x-sump envelope (P-ROUTE-8)."""
-        results = self._transport.send_batch([(o.actor, o.envelope) for o in batch])
-        unknown = [(o, r.error) for o, r in zip(batch, results, strict=True) if r.error is not None]
-        if not unknown:
-            return
+    def _unknown_destinations(self, unknown: list[tuple[routing.Outgoing, UnknownActorError]], hop: _Hop) -> None:
+        """Frames of the hop whose destination has no queue: each one's x-sump envelope, required (P-ROUTE-8)."""
         now = self._ts(self._clock())
         sumps = [
             routing.sump_envelope(
@@ -446,7 +475,10 @@ class ActorRuntime:
         for result in self._transport.send_batch([(s.actor, s.envelope) for s in sumps]):
             if result.error is not None:
                 raise result.error
-        self._log.error("unknown destination: frame sent to x-sump", extra={"actors": [o.actor for o, _ in unknown]})
+        self._log.error(
+            "unknown destination: frame sent to x-sump",
+            extra={"envelope_id": hop.entry.id, "actors": [o.actor for o, _ in unknown]},
+        )
         lineage = [error for outgoing, error in unknown if outgoing.envelope.id == hop.entry.id]
         if hop.report is not None and lineage:
             # frame 0 carries the task (P-FAN-6): it can no longer complete; a lost child does not fail it

@@ -10,6 +10,10 @@
 - :meth:`Transport.send_batch` uses ``SendMessageBatch``: consecutive items for one queue are grouped, at most 10
   entries and 1 MiB per call. Failed entries are retried up to 3 times with backoff 100, 200, 400 ms (P-ROUTE-10);
   if one still fails, :class:`TransportError` is raised and names the items that did go out (they stay sent).
+- :meth:`Transport.prepare` resolves and encodes one item ahead of its send (so a bad body or an unknown
+  destination is known when the item is produced); :meth:`Transport.send_prepared` sends prepared items grouped
+  per queue and never raises for an entry: each result carries its own ``failure``, so one failing entry leaves
+  the others' outcomes intact.
 
 No client is created before the first send; pass ``sqs=`` to inject one.
 """
@@ -35,6 +39,7 @@ __all__ = [
     "MAX_BATCH_BYTES",
     "MAX_BATCH_ENTRIES",
     "MAX_MESSAGE_BYTES",
+    "Prepared",
     "SendResult",
     "Transport",
     "TransportError",
@@ -74,15 +79,29 @@ class TransportError(AsyaError):
 
 @dataclass(frozen=True, slots=True)
 class SendResult:
-    """Outcome of one item of :meth:`Transport.send_batch`; ``error`` is set for an unknown destination only."""
+    """Outcome of one item of :meth:`Transport.send_batch`; ``error`` is set for an unknown destination only,
+    ``failure`` (by :meth:`Transport.send_prepared` only) for an entry that still failed after its retries."""
 
     actor: str
     message_id: str | None = None
     error: UnknownActorError | None = None
+    failure: TransportError | None = None
 
     @property
     def ok(self) -> bool:
         return self.message_id is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One item ready to send (:meth:`Transport.prepare`): its queue ``url`` and encoded ``body``, or the
+    ``error`` of an unknown destination."""
+
+    actor: str
+    url: str = ""
+    body: str = ""
+    size: int = 0
+    error: UnknownActorError | None = None
 
 
 def _json_body(_actor: str, envelope: Envelope) -> str:
@@ -184,7 +203,41 @@ class Transport:
             body, size = self._encode_sized(actor, envelope)
             pending.append((index, url, body, size))
         for chunk in _chunks(pending):
-            self._send_chunk(chunk, items, results)
+            failure = self._send_chunk(chunk, items, results)
+            if failure is not None:
+                done = [r if r is not None else SendResult(actor=items[i][0]) for i, r in enumerate(results)]
+                raise TransportError(str(failure), done)
+        return [r for r in results if r is not None]
+
+    def prepare(self, actor: str, envelope: Envelope) -> Prepared:
+        """Resolve and encode one item; raises :class:`SerializationError` or :class:`TransportError`."""
+        try:
+            url = self.queue_url(actor)
+        except UnknownActorError as exc:
+            return Prepared(actor=actor, error=exc)
+        body, size = self._encode_sized(actor, envelope)
+        return Prepared(actor=actor, url=url, body=body, size=size)
+
+    def send_prepared(self, items: Sequence[Prepared]) -> list[SendResult]:
+        """Send prepared items, grouped per queue (order kept within a queue); one result per item, in order.
+
+        Never raises for an entry: an unknown destination sets ``error``, an entry still failing after its retries
+        sets ``failure``, and the other chunks are still sent."""
+        results: list[SendResult | None] = [None] * len(items)
+        pending: list[_Entry] = []
+        for index, item in enumerate(items):
+            if item.error is not None:
+                results[index] = SendResult(actor=item.actor, error=item.error)
+            else:
+                pending.append((index, item.url, item.body, item.size))
+        pending.sort(key=lambda entry: entry[1])  # stable: per-queue order stays the items' order
+        actors = [(item.actor, None) for item in items]
+        for chunk in _chunks(pending):
+            failure = self._send_chunk(chunk, actors, results)
+            if failure is not None:
+                for index, _, _, _ in chunk:
+                    if results[index] is None:
+                        results[index] = SendResult(actor=items[index].actor, failure=failure)
         return [r for r in results if r is not None]
 
     def change_visibility(self, actor: str, receipt_handles: Sequence[str], timeout: int) -> None:
@@ -223,9 +276,10 @@ class Transport:
     def _send_chunk(
         self,
         chunk: list[_Entry],
-        items: Sequence[tuple[str, Envelope]],
+        items: Sequence[tuple[str, Envelope | None]],
         results: list[SendResult | None],
-    ) -> None:
+    ) -> TransportError | None:
+        """Send one chunk with retries; the failure of the entries still failing after them, else ``None``."""
         url = chunk[0][1]
         waiting = {str(pos): entry for pos, entry in enumerate(chunk)}
         failures: dict[str, str] = {}
@@ -238,7 +292,7 @@ class Transport:
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
                     self._mark_unknown(waiting, items, results)
-                    return
+                    return None
                 failures = {key: str(exc) for key in waiting}
                 continue
             except BotoCoreError as exc:
@@ -249,19 +303,17 @@ class Transport:
                 results[index] = SendResult(actor=items[index][0], message_id=ok["MessageId"])
             failures = {f["Id"]: f"{f.get('Code', '')}: {f.get('Message', '')}" for f in response.get("Failed", [])}
             if not waiting:
-                return
-        done = [r if r is not None else SendResult(actor=items[i][0]) for i, r in enumerate(results)]
+                return None
         first = next(iter(waiting.values()))[0]
-        raise TransportError(
+        return TransportError(
             f"SendMessageBatch to {items[first][0]!r}: {len(waiting)} entries still failing after {_RETRIES} "
-            f"retries: {sorted(failures.values())[:3]}",
-            done,
+            f"retries: {sorted(failures.values())[:3]}"
         )
 
     def _mark_unknown(
         self,
         waiting: dict[str, _Entry],
-        items: Sequence[tuple[str, Envelope]],
+        items: Sequence[tuple[str, Envelope | None]],
         results: list[SendResult | None],
     ) -> None:
         for index, _, _, _ in waiting.values():
