@@ -49,13 +49,17 @@ class Storage(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
         for gsi in tableschema.GSIS:
-            projected = None if gsi.projection is None else list(gsi.projection)
+            projection_type = {
+                "ALL": dynamodb.ProjectionType.ALL,
+                "KEYS_ONLY": dynamodb.ProjectionType.KEYS_ONLY,
+                "INCLUDE": dynamodb.ProjectionType.INCLUDE,
+            }[gsi.boto3_projection()["ProjectionType"]]
             self._table.add_global_secondary_index(
                 index_name=gsi.name,
                 partition_key=dynamodb.Attribute(name=gsi.partition_key, type=_STRING),
                 sort_key=dynamodb.Attribute(name=gsi.sort_key, type=_STRING),
-                projection_type=dynamodb.ProjectionType.ALL if projected is None else dynamodb.ProjectionType.INCLUDE,
-                non_key_attributes=projected,
+                projection_type=projection_type,
+                non_key_attributes=list(gsi.projection) if gsi.projection else None,
             )
         self._bucket = s3.Bucket(
             self,

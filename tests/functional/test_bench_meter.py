@@ -67,7 +67,7 @@ def test_task_writes_are_billed_from_the_items_before_and_after(metered: tuple[M
     assert create.wru_index == 3  # the new task enters all three indexes
     update = usage[("normalize", "dynamodb", "UpdateItem")]
     assert (update.requests, update.wru_table) == (1, 1)
-    assert update.wru_index == 1 + 2  # by_created rewritten, by_status moves (pending -> running); not active_deadlines
+    assert update.wru_index == 2  # by_status moves (pending -> running); by_created and active_deadlines untouched
     event = usage[("normalize", "dynamodb", "PutItem")]
     assert (event.requests, event.wru, event.wru_index) == (1, 1, 0)
     preflight = usage[("normalize", "dynamodb", "BatchGetItem")]

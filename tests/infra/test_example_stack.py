@@ -207,7 +207,9 @@ def test_gw_data_2_task_table(example_synth: SynthesizedMesh) -> None:
         "ProjectionType": "INCLUDE",
         "NonKeyAttributes": ["id", "deadline_at", "created_at"],
     }
-    assert gsis["by_created"]["Projection"] == {"ProjectionType": "ALL"}
+    # GW-DATA-8: the list indexes carry only what the list query filters on; a progress update rewrites neither
+    for name in ("by_created", "by_status"):
+        assert gsis[name]["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["flow", "ttl"]}
 
 
 def test_gw_data_7_bucket_encrypted_private_tls_only_with_lifecycle(example_synth: SynthesizedMesh) -> None:

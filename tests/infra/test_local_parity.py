@@ -73,6 +73,10 @@ def test_provisioned_table_matches_the_template(
     assert {g["IndexName"]: g["KeySchema"] for g in local["GlobalSecondaryIndexes"]} == {
         g["IndexName"]: g["KeySchema"] for g in table["GlobalSecondaryIndexes"]
     }
+    # GW-DATA-8: the same projections, so listing (which reads the task items after the index) behaves alike
+    assert {g["IndexName"]: g["Projection"] for g in local["GlobalSecondaryIndexes"]} == {
+        g["IndexName"]: g["Projection"] for g in table["GlobalSecondaryIndexes"]
+    }
 
 
 def test_runtime_environment_is_the_template_environment_plus_the_code_dir(

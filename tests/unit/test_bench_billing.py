@@ -53,12 +53,12 @@ def _task(status: str, progress: str) -> dict[str, Any]:
     }
 
 
-def test_gw_data_8_a_progress_update_bills_the_table_and_the_full_projection_indexes_only() -> None:
+def test_gw_data_8_a_progress_update_bills_the_table_only() -> None:
     usage = dynamodb_write_usage([(_task("running", "16.7"), _task("running", "50"))])
-    # by_created and by_status carry every attribute; active_deadlines only id, deadline_at and created_at
-    assert (usage.requests, usage.wru_table, usage.wru_index, usage.wru) == (1, 1, 2, 3)
+    # by_created and by_status carry only flow and ttl; active_deadlines only id, deadline_at and created_at
+    assert (usage.requests, usage.wru_table, usage.wru_index, usage.wru) == (1, 1, 0, 1)
     first = dynamodb_write_usage([(_task("pending", "0"), _task("running", "16.7"))])
-    assert first.wru_index == 1 + 2  # by_status changes key: a delete and a put
+    assert first.wru_index == 2  # by_status changes key: a delete and a put; by_created is untouched
     created = dynamodb_write_usage([(None, _task("pending", "0"))], transactional=True)
     assert (created.wru_table, created.wru_index) == (2, 3)
 

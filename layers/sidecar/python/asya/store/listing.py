@@ -3,9 +3,14 @@
 Without a status filter the walk reads ``by_created`` (``TASKS#{day}``), with one ``by_status``
 (``STATUS#{status}#{day}``), from today back ``window_days`` days (tasks expire 30 days after their terminal status),
 each partition in descending ``{created_at}#{id}`` order. ``flow`` and expired ``ttl`` (GW-DATA-5) are filters.
-The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is the last returned item's table and index
-keys, the ``ExclusiveStartKey`` of the next query. Pages are exact: one extra item is read to know whether a next page
-exists. ``count`` reads the whole range (GW-LIST-3).
+The indexes carry only their keys, ``flow`` and ``ttl`` (``asya.tableschema.LIST_PROJECTION``), so that task
+updates do not rewrite them (GW-DATA-8): the walk pages over index entries, then reads the page's task items
+(summary attributes only) with one eventually consistent ``BatchGetItem`` (at most 100 keys, unprocessed keys retried,
+``IncompleteReadError`` if some are left). Entries whose task is gone, expired or no longer has the filtered status
+are dropped from the page (GW-LIST-4). The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is
+the last index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query. Pages are exact
+over the index: one extra entry is read to know whether a next page exists. ``count`` counts index entries over the
+whole range (GW-LIST-3).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from asya.store import queries as q
 from asya.store import records as rec
 from asya.store.errors import ListQueryError
 from asya.store.transition import STATUSES
@@ -26,6 +32,24 @@ __all__ = ["MAX_LIMIT", "MAX_OFFSET", "decode_cursor", "encode_cursor", "list_ta
 
 MAX_LIMIT: Final = 100
 MAX_OFFSET: Final = 10_000
+_SUMMARY_PROJECTION: Final = {
+    f"#{name}": name
+    for name in (
+        "pk",
+        "sk",
+        "id",
+        "status",
+        "flow",
+        "actor",
+        "created_at",
+        "updated_at",
+        "progress_percent",
+        "current_actor",
+        "deadline_at",
+        "error",
+        "ttl",
+    )
+}
 
 
 def encode_cursor(day: str, key: dict[str, str]) -> str:
@@ -150,4 +174,30 @@ def list_tasks(
     if count:
         all_days = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
         total = sum(page.get("Count", 0) for day in all_days for page in walk.pages(day, count=True))
-    return {"messages": [summary(item) for _, item in page_items], "total": total, "next_cursor": next_cursor}
+    return {
+        "messages": _summaries(walk, [entry for _, entry in page_items], now),
+        "total": total,
+        "next_cursor": next_cursor,
+    }
+
+
+def _summaries(walk: _Walk, entries: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """The summaries of a page's index entries, in their order, from one eventually consistent ``BatchGetItem``.
+
+    The indexes lag the table (GW-LIST-4): a task deleted or expired since (GW-DATA-5), or whose status no longer
+    matches the filter, is left out rather than shown with a status the caller did not ask for.
+    """
+    keys = [{"pk": entry["pk"], "sk": entry["sk"]} for entry in entries]
+    items = q.batch_get(
+        walk.dynamodb, walk.table, keys, projection=_SUMMARY_PROJECTION, consistent=False, complete=True
+    )
+    by_pk = {rec.get_str(item, "pk"): item for item in items}
+    out: list[dict[str, Any]] = []
+    for entry in entries:
+        item = by_pk.get(rec.get_str(entry, "pk"))
+        if item is None or rec.is_expired(item, now):
+            continue
+        if walk.status is not None and rec.get_str(item, "status") != walk.status:
+            continue
+        out.append(summary(item))
+    return out

@@ -1,7 +1,8 @@
 """Raw reads and batch writes of the task table: paginated queries, pre-flight ``BatchGetItem``, deletes.
 
 Pure request plumbing for ``TaskStore``: no status rules here. Unprocessed batch entries are retried up to 5 times
-with exponential backoff starting at 50 ms; errors propagate.
+with exponential backoff starting at 50 ms; errors propagate (keys a ``BatchGetItem`` still left unprocessed are
+left out, or raise ``IncompleteReadError`` where the caller needs them all).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from asya.store import records as rec
+from asya.store.errors import IncompleteReadError
 
 __all__ = [
     "batch_delete",
@@ -97,14 +99,21 @@ def batch_statuses(
 
 
 def batch_get(
-    dynamodb: Any, table: str, keys: Sequence[dict[str, Any]], *, projection: dict[str, str] | None = None
+    dynamodb: Any,
+    table: str,
+    keys: Sequence[dict[str, Any]],
+    *,
+    projection: dict[str, str] | None = None,
+    consistent: bool = True,
+    complete: bool = False,
 ) -> list[dict[str, Any]]:
-    """The items found for ``keys`` (duplicates asked once), strongly consistent, one ``BatchGetItem`` per 100 keys;
-    ``projection`` maps placeholders to the attribute names to return (default: whole items)."""
+    """The items found for ``keys`` (duplicates asked once), one ``BatchGetItem`` per 100 keys; ``projection`` maps
+    placeholders to the attribute names to return (default: whole items). Keys still unprocessed after the retries are
+    left out, or with ``complete`` raise :class:`IncompleteReadError`."""
     unique = list({(k["pk"]["S"], k["sk"]["S"]): k for k in keys}.values())
     found: list[dict[str, Any]] = []
     for start in range(0, len(unique), _BATCH_GET_LIMIT):
-        spec: dict[str, Any] = {"Keys": unique[start : start + _BATCH_GET_LIMIT], "ConsistentRead": True}
+        spec: dict[str, Any] = {"Keys": unique[start : start + _BATCH_GET_LIMIT], "ConsistentRead": consistent}
         if projection:
             spec["ProjectionExpression"] = ", ".join(projection)
             spec["ExpressionAttributeNames"] = dict(projection)
@@ -116,6 +125,9 @@ def batch_get(
             if not request:
                 break
             _backoff(attempt)
+        if request and complete:
+            left = len(request.get(table, {}).get("Keys", []))
+            raise IncompleteReadError(f"BatchGetItem left {left} keys of table {table!r} unprocessed after retries")
     return found
 
 

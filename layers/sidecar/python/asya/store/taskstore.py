@@ -3,8 +3,9 @@ GATEWAY sections 4-8, 13, 14).
 
 Write paths and their cost (GW-DATA-8):
 
-- ``create_task``: one ``TransactWriteItems`` (task item, body item, event 1), conditional on the id being new
-  (GW-CREATE-7; creation is not the hot path);
+- ``create_task``: one ``TransactWriteItems`` (task item, body item, event 1), conditional on the id being new:
+  GW-CREATE-7 asks for the record and event 1 in one atomic write, which a conditional put of one item cannot give
+  (creation happens once per task, off the per-hop path GW-DATA-8 keeps transaction-free);
 - a status update (``apply``/``apply_status`` and the ``report_*``, ``cancel`` and backstop helpers built on it): one
   conditional ``UpdateItem`` of the task item (``asya.store.updates``), then one ``PutItem`` of the event item with
   the sequence number the update reserved. Terminal and paused updates first write their large values and the expiry
@@ -15,7 +16,8 @@ Write paths and their cost (GW-DATA-8):
 
 Reads: the task view and the event log are strongly consistent; pre-flight is one ``BatchGetItem`` per 100 keys
 (task items and the layer's idempotency items, ``asya.idempotency``); listing reads the eventually consistent
-indexes. Items whose ``ttl`` passed are ignored everywhere (GW-DATA-5).
+indexes, then the page's task items with one eventually consistent ``BatchGetItem``. Items whose ``ttl`` passed
+are ignored everywhere (GW-DATA-5).
 """
 
 from __future__ import annotations

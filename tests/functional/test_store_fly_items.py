@@ -1,0 +1,76 @@
+"""FLY flush items say a shared origin once (GW-DATA-8) and read back as the same events (GW-SSE-11, P-STAT-17)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from asya.store import FlyValue, TaskStore
+from asya.store import records as rec
+
+pytestmark = pytest.mark.functional
+
+START = datetime(2026, 3, 1, 10, 0, 0, 120_000, tzinfo=UTC)
+ENVELOPE = "0b9f6c1e-8a57-4d3b-9b1f-6f0e2a7c5d41"
+
+
+@pytest.fixture
+def store(mesh: Any) -> TaskStore:
+    return TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=lambda: START)
+
+
+def _fly_items(mesh: Any, task_id: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = mesh.aws.dynamodb.query(
+        TableName=mesh.resources.table,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :ev)",
+        FilterExpression="#type = :fly",
+        ExpressionAttributeNames={"#type": "type"},
+        ExpressionAttributeValues={
+            ":pk": rec.str_av(rec.task_pk(task_id)),
+            ":ev": rec.str_av(rec.EVENT_PREFIX),
+            ":fly": rec.str_av("fly"),
+        },
+        ConsistentRead=True,
+    )["Items"]
+    return items
+
+
+def _size(item: dict[str, Any]) -> int:
+    return sum(len(name) + len(next(iter(value.values())).encode("utf-8")) for name, value in item.items())
+
+
+def test_gw_data_8_one_origin_flush_states_it_once_and_stays_under_1_kb(store: TaskStore, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="summarize")
+    words = ["A", "positive", "text", "of", "12", "words", "starting", "with", "'the", "quick", "brown'."]
+    assert store.append_fly(
+        "t1", [FlyValue(w if i == 0 else f" {w}", "summarize", ENVELOPE) for i, w in enumerate(words)]
+    )
+    (item,) = _fly_items(mesh, "t1")
+    assert rec.get_str(item, "envelope_id") == ENVELOPE and rec.get_str(item, "actor") == "summarize"
+    assert ENVELOPE not in (rec.get_str(item, "values") or "")
+    assert _size(item) < 1024
+    events = store.events_after("t1", 1)
+    assert [e["seq"] for e in events] == list(range(2, 2 + len(words)))
+    assert events[1]["data"] == {"payload": " positive", "actor": "summarize", "envelope_id": ENVELOPE}
+
+
+def test_p_stat_17_mixed_origins_keep_their_own_actor_and_envelope(store: TaskStore, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="summarize")
+    assert store.append_fly("t1", [FlyValue("a", "summarize", ENVELOPE), FlyValue({"b": None}, None, "t1")])
+    (item,) = _fly_items(mesh, "t1")
+    assert "envelope_id" not in item and "actor" not in item
+    assert [e["data"] for e in store.events_after("t1", 1)] == [
+        {"payload": "a", "actor": "summarize", "envelope_id": ENVELOPE},
+        {"payload": {"b": None}, "actor": None, "envelope_id": "t1"},
+    ]
+
+
+def test_gw_evt_4_external_producer_without_actor_reads_back_none(store: TaskStore) -> None:
+    store.create_task(task_id="t1", actor="summarize")
+    assert store.append_fly("t1", [FlyValue("x", None, ENVELOPE), FlyValue("y", None, ENVELOPE)])
+    assert [e["data"] for e in store.events_after("t1", 1)] == [
+        {"payload": "x", "actor": None, "envelope_id": ENVELOPE},
+        {"payload": "y", "actor": None, "envelope_id": ENVELOPE},
+    ]

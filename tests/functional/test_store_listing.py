@@ -1,0 +1,154 @@
+"""Listing over keys-and-filters-only indexes (GW-LIST-2..4, GW-DATA-5, GW-DATA-8) against moto.
+
+The ``by_created`` and ``by_status`` indexes carry only their keys, ``flow`` and ``ttl``: a task update must not
+rewrite them, and a page's summaries are read from the task items with one ``BatchGetItem``. Throttling is injected
+with a botocore ``after-call`` hook that moves keys of moto's real answer to ``UnprocessedKeys``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from asya import tableschema
+from asya.store import IncompleteReadError, TaskStore
+from asya.store import records as rec
+
+pytestmark = pytest.mark.functional
+
+START = datetime(2026, 3, 1, 10, 0, 0, 120_000, tzinfo=UTC)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Calls:
+    """Counts a client's DynamoDB operations and can make ``BatchGetItem`` leave keys unprocessed."""
+
+    def __init__(self, client: Any) -> None:
+        self.names: list[str] = []
+        self.throttle: list[int] = []  # per BatchGetItem call, how many answered items to hand back unprocessed
+        client.meta.events.register("after-call.dynamodb", self._after)
+
+    def _after(self, http_response: Any, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        self.names.append(model.name)
+        if model.name != "BatchGetItem" or not self.throttle:
+            return
+        held = self.throttle.pop(0)
+        for table, items in parsed.get("Responses", {}).items():
+            kept, unprocessed = items[held:], items[:held]
+            parsed["Responses"][table] = kept
+            if unprocessed:
+                keys = [{"pk": item["pk"], "sk": item["sk"]} for item in unprocessed]
+                parsed.setdefault("UnprocessedKeys", {})[table] = {"Keys": keys, "ConsistentRead": False}
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def calls(mesh: Any) -> Iterator[Calls]:
+    counter = Calls(mesh.aws.dynamodb)
+    yield counter
+    mesh.aws.dynamodb.meta.events.unregister("after-call.dynamodb", counter._after)
+
+
+@pytest.fixture
+def store(mesh: Any, clock: Clock) -> TaskStore:
+    return TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock)
+
+
+def _index_entries(mesh: Any, index: str) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = mesh.aws.dynamodb.scan(TableName=mesh.resources.table, IndexName=index)["Items"]
+    return items
+
+
+def _running(store: TaskStore, task_id: str, actor: str, step: str) -> bool:
+    return store.report_running(
+        task_id, step=step, actor=actor, route_prev=[], route_curr=actor, route_next=["x"], created_at=None
+    )
+
+
+def test_gw_data_8_list_indexes_hold_keys_flow_and_ttl_only(store: TaskStore, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", deadline_at="2026-03-01T10:05:00Z")
+    assert _running(store, "t1", "normalize", "processing")
+    assert store.report_final("t1", status="failed", error="boom")
+    for gsi in tableschema.GSIS[:2]:
+        (entry,) = _index_entries(mesh, gsi.name)
+        assert set(entry) == {"pk", "sk", gsi.partition_key, gsi.sort_key, "flow", "ttl"}
+    assert rec.get_str(_index_entries(mesh, "by_status")[0], "gsi2pk") == "STATUS#failed#2026-03-01"
+
+
+def test_gw_list_2_summaries_come_from_the_task_items_in_one_batch_get(
+    store: TaskStore, mesh: Any, clock: Clock, calls: Calls
+) -> None:
+    for i in range(3):
+        store.create_task(task_id=f"t{i}", actor="normalize", flow="text-pipeline")
+        clock.now += timedelta(minutes=1)
+    assert _running(store, "t1", "normalize", "processing")
+    calls.names.clear()
+    page = store.list_tasks(limit=3)
+    assert calls.names.count("BatchGetItem") == 1
+    assert [m["id"] for m in page["messages"]] == ["t2", "t1", "t0"]
+    running = page["messages"][1]
+    assert running["status"] == "running" and running["current_actor"] == "normalize"
+    assert running["updated_at"] == "2026-03-01T10:03:00.120Z"
+    assert [m["status"] for m in page["messages"]] == ["pending", "running", "pending"]
+
+
+def test_gw_list_4_entries_whose_task_changed_status_are_dropped(store: TaskStore, mesh: Any, clock: Clock) -> None:
+    for i in range(4):
+        store.create_task(task_id=f"t{i}", actor="normalize")
+        clock.now += timedelta(minutes=1)
+    # the index lags the table: the task item already has another status, its index entry does not yet
+    mesh.aws.dynamodb.update_item(
+        TableName=mesh.resources.table,
+        Key=rec.key("t2", rec.TASK_SK),
+        UpdateExpression="SET #status = :s",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={":s": rec.str_av("running")},
+    )
+    page = store.list_tasks(status="pending", limit=2, count=True)
+    assert [m["id"] for m in page["messages"]] == ["t3"]
+    assert page["total"] == 4  # counting reads the index only (GW-LIST-3)
+    rest = store.list_tasks(status="pending", limit=2, cursor=page["next_cursor"])
+    assert [m["id"] for m in rest["messages"]] == ["t1", "t0"] and rest["next_cursor"] is None
+    assert [m["id"] for m in store.list_tasks(limit=4)["messages"]] == ["t3", "t2", "t1", "t0"]
+
+
+def test_gw_data_5_expired_tasks_are_filtered_in_the_index_query(store: TaskStore, clock: Clock) -> None:
+    store.create_task(task_id="old", actor="normalize")
+    assert store.report_final("old", status="succeeded", result=1)
+    clock.now += timedelta(minutes=1)
+    store.create_task(task_id="new", actor="normalize")
+    clock.now += rec.TERMINAL_TTL
+    page = store.list_tasks(count=True)
+    assert [m["id"] for m in page["messages"]] == ["new"] and page["total"] == 1
+
+
+def test_gw_data_8_unprocessed_keys_are_retried(store: TaskStore, clock: Clock, calls: Calls) -> None:
+    for i in range(3):
+        store.create_task(task_id=f"t{i}", actor="normalize")
+        clock.now += timedelta(minutes=1)
+    calls.names.clear()
+    calls.throttle = [2]
+    page = store.list_tasks()
+    assert [m["id"] for m in page["messages"]] == ["t2", "t1", "t0"]
+    assert calls.names.count("BatchGetItem") == 2
+
+
+def test_gw_data_8_keys_left_unprocessed_fail_the_listing(store: TaskStore, calls: Calls) -> None:
+    store.create_task(task_id="t0", actor="normalize")
+    calls.throttle = [1] * 5
+    with pytest.raises(IncompleteReadError, match="1 keys"):
+        store.list_tasks()
