@@ -9,6 +9,11 @@ not crash). A class is instantiated once, with no arguments (P-ABI-3).
 
 - the handler gets ``payload`` as given (no copy: pass a value the caller does not need unchanged afterwards);
 - a function's (or coroutine's) return value is one frame, ``None`` zero frames (P-ABI-6, P-ABI-7);
+- every frame payload is a copy (``to_jsonable``) that shares nothing with the handler's objects, except with
+  ``copy_result=False``: a function's (or coroutine's) return value that is already plain JSON (typically the input
+  payload, changed in place) is then passed as it is (``as_jsonable``), for a caller that encodes it before any other
+  code can change it (the sidecar: the call has ended and its frame is sent before the next call); a generator's frames
+  are always copies, since the generator keeps running;
 - a generator's (sync or async) yields are frames, ``None`` (ignored) or commands GET/SET/DEL/FLY (P-ABI-8,
   section 3.3); ABI errors are thrown into the generator at its ``yield`` (P-ABI-14);
 - frames reach ``on_frame`` as they are produced, as :class:`Frame` objects numbered from 0 carrying the state at
@@ -47,7 +52,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from asya.abi_state import AbiState, Frame, command_verb
 from asya.exceptions import HandlerLoadError, SerializationError
-from asya.serialize import to_jsonable
+from asya.serialize import as_jsonable, to_jsonable
 from asya.timeout import CallGuard
 
 if TYPE_CHECKING:
@@ -99,9 +104,17 @@ class Handler:
         return f"Handler({self.spec!r}, kind={self.kind!r})"
 
     def run(
-        self, payload: Any, state: AbiState, *, on_frame: OnFrame, on_fly: OnFly, guard: CallGuard | None = None
+        self,
+        payload: Any,
+        state: AbiState,
+        *,
+        on_frame: OnFrame,
+        on_fly: OnFly,
+        guard: CallGuard | None = None,
+        copy_result: bool = True,
     ) -> None:
-        """One handler call; see the module docstring for frames, commands, errors and ``guard``."""
+        """One handler call; see the module docstring for frames, commands, errors, ``guard`` and ``copy_result``."""
+        convert_result = to_jsonable if copy_result else as_jsonable
         if guard is not None:
             on_frame, on_fly = guard.shielded(on_frame), guard.shielded(on_fly)
 
@@ -121,9 +134,9 @@ class Handler:
         elif isinstance(result, CoroutineType):
             value = self._run_async(_await_handler(result), guard)
             if value is not None:
-                on_frame(state.frame(_frame_payload(value, 0), 0))
+                on_frame(state.frame(_frame_payload(value, 0, convert_result), 0))
         elif result is not None:
-            on_frame(state.frame(_frame_payload(result, 0), 0))
+            on_frame(state.frame(_frame_payload(result, 0, convert_result), 0))
 
     def _run_async(self, coro: Coroutine[Any, Any, Any], guard: CallGuard | None) -> Any:
         # The loop thread is never interrupted asynchronously: async code is bounded by cancelling its task.
@@ -181,9 +194,9 @@ def error_details(exc: BaseException) -> dict[str, Any]:
 # --- running -------------------------------------------------------------------------------------------------------
 
 
-def _frame_payload(value: Any, index: int) -> Any:
+def _frame_payload(value: Any, index: int, convert: Callable[[Any], Any] = to_jsonable) -> Any:
     try:
-        return to_jsonable(value)
+        return convert(value)
     except SerializationError as exc:
         raise SerializationError(f"frame {index} cannot be serialised: {exc}") from exc
 

@@ -42,8 +42,9 @@ _READ_ONLY_HINT: Final = "writable paths start with .route.next, .headers or .st
 class Frame:
     """One handler output (P-ABI-9, P-ABI-10): the ABI state at the moment it was produced.
 
-    ``payload`` is JSON-ready (``to_jsonable`` output); ``next`` and ``headers`` are copies owned by the frame;
-    ``deadline_at`` is ``status.deadline_at`` as the handler left it (P-ABI-16); ``index`` counts from 0.
+    ``payload`` is JSON-ready (``to_jsonable``, or ``as_jsonable`` for ``Handler.run(copy_result=False)``); ``next``
+    and ``headers`` are copies owned by the frame; ``deadline_at`` is ``status.deadline_at`` as the handler left it
+    (P-ABI-16); ``index`` counts from 0.
     """
 
     payload: Any

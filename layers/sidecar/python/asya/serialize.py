@@ -16,6 +16,16 @@
 ``NaN``, ``Infinity`` and every other type raise :class:`asya.exceptions.SerializationError` naming the offending type
 and its path inside the value in ABI path syntax (``.items[3].when``) (P-ABI-20).
 
+``as_jsonable(value)`` is ``to_jsonable`` without the copy when it is not needed: a value that is already plain JSON
+(exact ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, finite ``float``, ``bool``, ``None``, nested at most
+:data:`PLAIN_MAX_DEPTH` containers deep) is validated in one pass and returned as it is (the same object); any other
+value gets ``to_jsonable(value)``. Use it only where nobody can mutate the value before it is encoded (a function
+handler's return value); frames of a running generator, FLY and SET values need the copy.
+
+Both take a fast path for plain JSON (one pass with exact-type checks) and fall back to the full conversion at the
+first value that is not plain, so conversions, errors and the depth at which nesting is refused are those of the
+conversion rules above whatever the path.
+
 ``copy_json(value)`` is a fast deep copy for values that are already JSON-ready (parsed JSON, ``to_jsonable`` output).
 """
 
@@ -34,14 +44,21 @@ from typing import Any, Final
 
 from asya.exceptions import SerializationError
 
-__all__ = ["copy_json", "render_path", "to_jsonable"]
+__all__ = ["PLAIN_MAX_DEPTH", "as_jsonable", "copy_json", "render_path", "to_jsonable"]
 
 _PYDANTIC_V2_MODULE: Final = "pydantic.main"
 _PYDANTIC_V1_MODULE: Final = "pydantic.v1.main"
 #: Exact types returned as they are (float is not: NaN and Infinity are checked).
 _SCALARS: Final = frozenset({str, int, bool, type(None)})
 _CONTAINERS: Final = frozenset({dict, list})
+_isfinite: Final = math.isfinite
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
+#: Containers nested deeper than this leave the fast path, so the full conversion decides how deep is too deep.
+PLAIN_MAX_DEPTH: Final = 100
+
+
+class _NotPlainError(Exception):
+    """Internal: the fast path met a value that is not plain JSON; the full conversion takes over."""
 
 
 class _UnserializableError(Exception):
@@ -54,13 +71,28 @@ class _UnserializableError(Exception):
 
 
 def to_jsonable(value: Any) -> Any:
-    """Convert ``value`` per P-ABI-19; raise :class:`SerializationError` per P-ABI-20."""
+    """Convert ``value`` per P-ABI-19 into a new value; raise :class:`SerializationError` per P-ABI-20."""
+    try:
+        return _plain_copy(value, 0)
+    except (_NotPlainError, RecursionError):
+        pass  # the full conversion converts what is not plain and reports what cannot be converted
     try:
         return _convert(value)
     except _UnserializableError as exc:
         raise SerializationError(f"{exc.reason} at {render_path(reversed(exc.path))}") from None
     except RecursionError:
         raise SerializationError("value is nested too deeply or contains a reference cycle") from None
+
+
+def as_jsonable(value: Any) -> Any:
+    """``value`` itself when it is plain JSON (see the module docstring), else ``to_jsonable(value)``."""
+    try:
+        _check_plain(value, 0)
+    except (_NotPlainError, RecursionError):
+        pass
+    else:
+        return value
+    return to_jsonable(value)
 
 
 def copy_json(value: Any) -> Any:
@@ -87,6 +119,83 @@ def render_path(segments: Any) -> str:
     if not text:
         return "."
     return text if text.startswith(".") else "." + text
+
+
+def _plain_copy(value: Any, depth: int) -> Any:
+    """Deep copy of a plain JSON value; :class:`_NotPlainError` at the first value that is not plain."""
+    kind = type(value)
+    if kind is dict:
+        if depth >= PLAIN_MAX_DEPTH:
+            raise _NotPlainError
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlainError
+            item_kind = type(item)
+            if item_kind in _SCALARS:  # leaves inlined: most values of a payload are leaves
+                out[key] = item
+            elif item_kind is float:
+                if not _isfinite(item):
+                    raise _NotPlainError
+                out[key] = item
+            else:
+                out[key] = _plain_copy(item, depth + 1)
+        return out
+    if kind is list:
+        if depth >= PLAIN_MAX_DEPTH:
+            raise _NotPlainError
+        items: list[Any] = []
+        append = items.append
+        for item in value:
+            item_kind = type(item)
+            if item_kind in _SCALARS:
+                append(item)
+            elif item_kind is float:
+                if not _isfinite(item):
+                    raise _NotPlainError
+                append(item)
+            else:
+                append(_plain_copy(item, depth + 1))
+        return items
+    if kind in _SCALARS or (kind is float and _isfinite(value)):
+        return value
+    raise _NotPlainError
+
+
+def _check_plain(value: Any, depth: int) -> None:
+    """:class:`_NotPlainError` unless ``value`` is plain JSON; the same checks as :func:`_plain_copy`, no copy."""
+    kind = type(value)
+    if kind is dict:
+        if depth >= PLAIN_MAX_DEPTH:
+            raise _NotPlainError
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _NotPlainError
+            item_kind = type(item)
+            if item_kind in _SCALARS:
+                continue
+            if item_kind is float:
+                if not _isfinite(item):
+                    raise _NotPlainError
+                continue
+            _check_plain(item, depth + 1)
+    elif kind is list:
+        if depth >= PLAIN_MAX_DEPTH:
+            raise _NotPlainError
+        for item in value:
+            item_kind = type(item)
+            if item_kind in _SCALARS:
+                continue
+            if item_kind is float:
+                if not _isfinite(item):
+                    raise _NotPlainError
+                continue
+            _check_plain(item, depth + 1)
+    elif kind is float:
+        if not _isfinite(value):
+            raise _NotPlainError
+    elif kind not in _SCALARS:
+        raise _NotPlainError
 
 
 def _convert(value: Any) -> Any:

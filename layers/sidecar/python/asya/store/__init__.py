@@ -13,6 +13,7 @@ values), ``events`` (event log items), ``views`` (task view, status data, list s
 from __future__ import annotations
 
 from asya.store.errors import (
+    IncompleteReadError,
     ListQueryError,
     StatusUpdateError,
     StoreConflictError,
@@ -31,6 +32,7 @@ __all__ = [
     "TIMED_OUT",
     "ApplyResult",
     "FlyValue",
+    "IncompleteReadError",
     "ListQueryError",
     "Outcome",
     "StatusUpdate",

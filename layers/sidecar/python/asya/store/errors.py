@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from asya.exceptions import AsyaError
 
-__all__ = ["ListQueryError", "StatusUpdateError", "StoreConflictError", "StoreError", "TaskExistsError"]
+__all__ = [
+    "IncompleteReadError",
+    "ListQueryError",
+    "StatusUpdateError",
+    "StoreConflictError",
+    "StoreError",
+    "TaskExistsError",
+]
 
 
 class StoreError(AsyaError):
@@ -25,3 +32,7 @@ class ListQueryError(StoreError, ValueError):
 
 class StoreConflictError(StoreError):
     """A status update kept losing races against concurrent writers and gave up."""
+
+
+class IncompleteReadError(StoreError):
+    """A batch read kept being throttled: some keys were still unprocessed after the retries."""

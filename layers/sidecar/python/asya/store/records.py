@@ -22,7 +22,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from asya.envelope import dumps
 
@@ -126,19 +126,24 @@ def json_av(value: Any) -> dict[str, str]:
     return {"S": dumps(value)}
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    # boto3 items are plain dicts: the exact-type test spares the slow abc check on the hot path
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def get_str(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
-    return value["S"] if isinstance(value, Mapping) and "S" in value else None
+    return value["S"] if _is_mapping(value) and "S" in value else None
 
 
 def get_num(item: Mapping[str, Any], name: str) -> float | None:
     value = item.get(name)
-    return float(value["N"]) if isinstance(value, Mapping) and "N" in value else None
+    return float(value["N"]) if _is_mapping(value) and "N" in value else None
 
 
 def get_int(item: Mapping[str, Any], name: str) -> int | None:
     value = item.get(name)
-    return int(value["N"]) if isinstance(value, Mapping) and "N" in value else None
+    return int(value["N"]) if _is_mapping(value) and "N" in value else None
 
 
 def get_json(item: Mapping[str, Any], name: str, default: Any = None) -> Any:

@@ -13,12 +13,17 @@ Two forms, sharing the same ``SET``/``REMOVE`` clauses:
 
 Every accepted update advances ``last_seq`` by one; ``ReturnValues=ALL_NEW`` hands the store the new sequence number
 for the event item.
+
+Placeholders are fixed per attribute (``#status``, ``:status``), so the expression text depends only on which clauses
+an update needs: the clause and condition texts are built once per attribute or shape and cached (the layer writes
+one or more updates per hop); only the values are built per call.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from asya.store import records as rec
@@ -38,17 +43,20 @@ class UpdateSpec:
     values: dict[str, Any] = field(default_factory=dict)
 
     def name(self, attribute: str) -> str:
-        placeholder = f"#{attribute}"
+        placeholder = _name_placeholder(attribute)
         self.names[placeholder] = attribute
         return placeholder
 
     def value(self, label: str, attribute_value: dict[str, Any]) -> str:
-        placeholder = f":{label}"
+        placeholder = _value_placeholder(label)
         self.values[placeholder] = attribute_value
         return placeholder
 
     def set(self, attribute: str, attribute_value: dict[str, Any]) -> None:
-        self.sets.append(f"{self.name(attribute)} = {self.value(attribute, attribute_value)}")
+        name, value, clause = _set_parts(attribute)
+        self.names[name] = attribute
+        self.values[value] = attribute_value
+        self.sets.append(clause)
 
     def remove(self, *attributes: str) -> None:
         self.removes.extend(self.name(attribute) for attribute in attributes)
@@ -69,6 +77,22 @@ class UpdateSpec:
         if self.values:
             request["ExpressionAttributeValues"] = self.values
         return request
+
+
+@cache
+def _name_placeholder(attribute: str) -> str:
+    return f"#{attribute}"
+
+
+@cache
+def _value_placeholder(label: str) -> str:
+    return f":{label}"
+
+
+@cache
+def _set_parts(attribute: str) -> tuple[str, str, str]:
+    """Name placeholder, value placeholder and ``SET`` clause of ``attribute``."""
+    return f"#{attribute}", f":{attribute}", f"#{attribute} = :{attribute}"
 
 
 def default_message(update: StatusUpdate) -> str:
@@ -118,7 +142,9 @@ def _clauses(
     spec.set("updated_at", rec.str_av(now_ms))
     spec.set("message", rec.str_av(default_message(update)))
     spec.set("data", rec.json_av(dict(update.data)))
-    spec.sets.append(f"{spec.name('last_seq')} = {spec.name('last_seq')} + {spec.value('one', rec.num_av(1))}")
+    spec.names["#last_seq"] = "last_seq"
+    spec.values[":one"] = {"N": "1"}
+    spec.sets.append("#last_seq = #last_seq + :one")
     if update.actor is not None and update.status == "running":
         spec.set("current_actor", rec.str_av(update.actor))
     if update.step is not None:
@@ -160,8 +186,10 @@ def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: s
     if update.resume:
         progress = None
     _clauses(spec, update, task_id=task_id, now=now, now_ms=now_ms, day=day, progress=progress)
-    spec.conditions.append(f"attribute_exists({spec.name('pk')})")
-    spec.conditions.append(f"begins_with({spec.name('created_at')}, {spec.value('day', rec.str_av(day))})")
+    spec.names["#pk"] = "pk"
+    spec.names["#created_at"] = "created_at"
+    spec.values[":day"] = rec.str_av(day)
+    spec.conditions.extend(("attribute_exists(#pk)", "begins_with(#created_at, :day)"))
     status, order = spec.name("status"), spec.name("status_order")
     if update.if_deadline_at is not None:
         spec.conditions.append(f"{order} < {spec.value('two', rec.num_av(2))}")
@@ -176,24 +204,41 @@ def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: s
 
 
 def _running_condition(spec: UpdateSpec, update: StatusUpdate) -> str:
-    order = spec.name("status_order")
+    spec.names["#status_order"] = "status_order"
+    spec.values[":one_order"] = rec.num_av(STATUS_ORDER["running"])
+    if update.actor is not None:
+        spec.names["#current_actor"] = "current_actor"
+        spec.values[":actor"] = rec.str_av(update.actor)
+    if update.step is not None:
+        spec.names["#step"] = "step"
+        spec.values[":step"] = rec.str_av(update.step)
+    if update.progress is not None:
+        spec.names["#progress_percent"] = "progress_percent"
+        spec.values[":p"] = rec.num_av(update.progress)
+    changes = update.actor is not None or update.step is not None or update.progress is not None
+    if changes:
+        spec.names["#status"] = "status"
+        spec.values[":running"] = rec.str_av("running")
+    return _running_condition_text(update.actor is not None, update.step is not None, update.progress is not None)
+
+
+@cache
+def _running_condition_text(actor: bool, step: bool, progress: bool) -> str:
+    """The condition text of :func:`_running_condition` for an update carrying these members."""
     same: list[str] = []
     guards: list[str] = []
-    if update.actor is not None:
-        same.append(f"{spec.name('current_actor')} = {spec.value('actor', rec.str_av(update.actor))}")
-    if update.step is not None:
-        same.append(f"{spec.name('step')} = {spec.value('step', rec.str_av(update.step))}")
-    if update.progress is not None:
-        progress_name = spec.name("progress_percent")
-        p = spec.value("p", rec.num_av(update.progress))
-        guards.append(f"{progress_name} <= {p}")
-        same.append(f"{progress_name} = {p}")
-    from_lower = f"{order} < {spec.value('one_order', rec.num_av(STATUS_ORDER['running']))}"
+    if actor:
+        same.append("#current_actor = :actor")
+    if step:
+        same.append("#step = :step")
+    if progress:
+        guards.append("#progress_percent <= :p")
+        same.append("#progress_percent = :p")
+    from_lower = "#status_order < :one_order"
     if not same:
         # a bare running event on a running task changes nothing: only a pending task accepts it
         return from_lower
-    running = f"{spec.name('status')} = {spec.value('running', rec.str_av('running'))}"
-    on_running = " AND ".join([running, *guards, f"NOT ({' AND '.join(same)})"])
+    on_running = " AND ".join(["#status = :running", *guards, f"NOT ({' AND '.join(same)})"])
     return f"{from_lower} OR ({on_running})"
 
 
