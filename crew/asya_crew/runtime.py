@@ -12,17 +12,56 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya.config import ActorConfig
 from asya.exceptions import AsyaError
 from asya.timeout import SAFETY_MARGIN_SECONDS
+from asya.timeutil import Clock, system_clock
+from asya.transport import Transport
 
-__all__ = ["SAFETY_MARGIN_SECONDS", "UnstartedRecordError", "run_batch"]
+__all__ = ["SAFETY_MARGIN_SECONDS", "CrewRuntime", "UnstartedRecordError", "run_batch"]
 
 
 class UnstartedRecordError(AsyaError):
     """The record was not started under the start rule (P-TIME-6); SQS delivers it again."""
+
+
+class CrewRuntime:
+    """What x-sink and x-sump share: config, clock, lazy S3 client, transport, logger and the batch loop. Subclasses
+    implement ``_record``; clients are created lazily when not injected."""
+
+    def __init__(
+        self, config: ActorConfig, *, sqs: Any = None, s3: Any = None, clock: Clock = system_clock, logger: Any = None
+    ) -> None:
+        self.config = config
+        self._clock = clock
+        self._s3 = s3
+        self._transport = Transport(namespace=config.namespace, sqs=sqs)
+        self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
+
+    @property
+    def s3(self) -> Any:
+        if self._s3 is None:
+            import boto3
+
+            self._s3 = boto3.client("s3")
+        return self._s3
+
+    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
+        return run_batch(event, context, self._record, release=self._release)
+
+    def _record(self, record: SQSRecord) -> None:
+        raise NotImplementedError
+
+    def _release(self, receipt_handles: list[str]) -> None:
+        try:
+            self._transport.change_visibility(self.config.actor, receipt_handles, 0)
+        except AsyaError as exc:  # best effort (P-TIME-6 SHOULD): the records come back after their timeout anyway
+            self._log.warning("could not release unstarted records", extra={"error": str(exc)})
 
 
 def run_batch(

@@ -22,7 +22,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
@@ -32,9 +31,8 @@ from asya.envelope import Envelope, Phase, Reason, Route, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.store import TaskStore
 from asya.timeutil import Clock, format_ts, system_clock
-from asya.transport import Transport
 from asya_crew.checkpoint import checkpoint_id, checkpoint_key, put_checkpoint
-from asya_crew.runtime import run_batch
+from asya_crew.runtime import CrewRuntime
 
 __all__ = ["HookSendError", "SinkRuntime", "lambda_handler"]
 
@@ -46,7 +44,7 @@ class HookSendError(AsyaError):
     """At least one sink-hook copy could not be sent; the record fails so SQS retries it (P-SINK-5 (f))."""
 
 
-class SinkRuntime:
+class SinkRuntime(CrewRuntime):
     """The x-sink Lambda runtime; clients are created lazily when not injected."""
 
     def __init__(
@@ -60,31 +58,9 @@ class SinkRuntime:
         logger: Any = None,
         new_id: Callable[[], str] = routing.new_uuid4,
     ) -> None:
-        self.config = config
-        self._clock = clock
+        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger)
         self._new_id = new_id
-        self._s3 = s3
-        self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
-        self._transport = Transport(namespace=config.namespace, sqs=sqs)
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
-
-    @property
-    def s3(self) -> Any:
-        if self._s3 is None:
-            import boto3
-
-            self._s3 = boto3.client("s3")
-        return self._s3
-
-    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
-        return run_batch(event, context, self._record, release=self._release)
-
-    def _release(self, receipt_handles: list[str]) -> None:
-        try:
-            self._transport.change_visibility(self.config.actor, receipt_handles, 0)
-        except AsyaError as exc:
-            self._log.warning("could not release unstarted records", extra={"error": str(exc)})
 
     def _record(self, record: SQSRecord) -> None:
         body = record.body or ""

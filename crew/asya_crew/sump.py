@@ -18,20 +18,17 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_BUCKET`
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from typing import Any, Final
 
-from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, dumps, parse_envelope
-from asya.exceptions import AsyaError, EnvelopeParseError
+from asya.exceptions import EnvelopeParseError
 from asya.timeutil import Clock, system_clock
-from asya.transport import Transport
 from asya_crew.checkpoint import checkpoint_key, put_checkpoint
-from asya_crew.runtime import run_batch
+from asya_crew.runtime import CrewRuntime
 
 __all__ = ["LOG_PAYLOAD_LIMIT", "METRIC_NAME", "METRIC_NAMESPACE", "SumpRuntime", "lambda_handler"]
 
@@ -41,7 +38,7 @@ METRIC_NAMESPACE: Final = "Asya"
 LOG_PAYLOAD_LIMIT: Final = 200 * 1024
 
 
-class SumpRuntime:
+class SumpRuntime(CrewRuntime):
     """The x-sump Lambda runtime; clients are created lazily when not injected. x-sump sends nothing, so ``sqs``
     is used only to release unstarted records."""
 
@@ -56,29 +53,7 @@ class SumpRuntime:
         logger: Any = None,
     ) -> None:
         del dynamodb  # accepted for the common runtime signature: x-sump never writes status (P-SUMP-1)
-        self.config = config
-        self._clock = clock
-        self._transport = Transport(namespace=config.namespace, sqs=sqs)
-        self._s3 = s3
-        self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
-
-    @property
-    def s3(self) -> Any:
-        if self._s3 is None:
-            import boto3
-
-            self._s3 = boto3.client("s3")
-        return self._s3
-
-    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
-        return run_batch(event, context, self._record, release=self._release)
-
-    def _release(self, receipt_handles: list[str]) -> None:
-        try:
-            self._transport.change_visibility(self.config.actor, receipt_handles, 0)
-        except AsyaError as exc:  # best effort (P-TIME-6 SHOULD): the records come back after their timeout anyway
-            self._log.warning("could not release unstarted records", extra={"error": str(exc)})
+        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger)
 
     def _record(self, record: SQSRecord) -> None:
         body = record.body or ""
