@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import threading
+import time
+import weakref
 from typing import Any
 
 import pytest
@@ -213,3 +216,30 @@ def test_ticker_serves_each_target_at_its_own_time() -> None:
 
 def _started(ticker: Ticker) -> bool:
     return ticker._thread is not None
+
+
+class _Flushed:
+    def __init__(self, done: threading.Event) -> None:
+        self.done = done
+
+    def flush_due(self) -> None:
+        self.done.set()
+
+
+def test_ticker_keeps_no_target_alive_once_served() -> None:
+    """A served target (a finished batch's outbox holds every envelope of the batch) is released while the thread
+    parks, so a warm Lambda does not carry the previous batch into the next one (`make bench`, peak memory)."""
+    clock = Clock()
+    ticker = Ticker(monotonic=clock)
+    done = threading.Event()
+    target = _Flushed(done)
+    alive = weakref.ref(target)
+    ticker.schedule(target, clock.now)
+    assert done.wait(timeout=10)
+    del target
+    for _ in range(200):  # the thread drops its reference right after flush_due returns
+        gc.collect()
+        if alive() is None:
+            break
+        time.sleep(0.01)
+    assert alive() is None, "the parked ticker thread still references the target it served"

@@ -71,13 +71,16 @@ class Ticker:
                     if not self._due:
                         self._cond.wait()
                         continue
-                    target, due = min(self._due.items(), key=lambda pair: pair[1])
-                    wait = due - self._monotonic()
+                    # no reference to a target while waiting: a finished batch's outbox (and its envelopes) must
+                    # not outlive the invocation because it is still the earliest entry (peak memory, `make bench`)
+                    wait = min(self._due.values()) - self._monotonic()
                     if wait <= 0:
+                        target = min(self._due, key=self._due.__getitem__)
                         del self._due[target]
                         break
                     self._cond.wait(wait)
             target.flush_due()
+            del target
 
 
 class HopOutput:
