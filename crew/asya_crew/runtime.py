@@ -16,6 +16,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya.batch import StartRule, UnstartedRecordError
 from asya.config import ActorConfig
 from asya.exceptions import AsyaError
 from asya.timeout import SAFETY_MARGIN_SECONDS
@@ -23,10 +24,6 @@ from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "CrewRuntime", "UnstartedRecordError", "run_batch"]
-
-
-class UnstartedRecordError(AsyaError):
-    """The record was not started under the start rule (P-TIME-6); SQS delivers it again."""
 
 
 class CrewRuntime:
@@ -73,24 +70,14 @@ def run_batch(
 ) -> dict[str, Any]:
     """Run ``record_handler`` on every record; ``{"batchItemFailures": [...]}``. ``release`` gets the receipt handles
     of unstarted records."""
-    started = 0
-    unstarted: list[str] = []
+    start = StartRule(context)
 
     def handle(record: SQSRecord) -> None:
-        nonlocal started
-        if started and (unstarted or not _time_left(context)):
-            unstarted.append(record.receipt_handle)
-            raise UnstartedRecordError(f"record {record.message_id} not started: not enough Lambda time left")
-        started += 1
+        start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle)
         record_handler(record)
 
     processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
     response = process_partial_response(event=dict(event), record_handler=handle, processor=processor, context=context)
-    if unstarted:
-        release(unstarted)
+    if start.unstarted:
+        release(start.unstarted)
     return dict(response)
-
-
-def _time_left(context: Any) -> bool:
-    remaining = getattr(context, "get_remaining_time_in_millis", None)
-    return remaining is None or remaining() / 1000 - SAFETY_MARGIN_SECONDS >= 0

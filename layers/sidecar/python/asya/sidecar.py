@@ -57,18 +57,20 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya import headers as hdr
 from asya import routing
 from asya.abi import AbiState, Frame, Handler, HandlerError, error_details, load_handler
+from asya.batch import StartRule, UnstartedRecordError, failed_visibilities
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
-from asya.exceptions import AsyaError, EnvelopeParseError, HandlerLoadError, SerializationError
+from asya.exceptions import EnvelopeParseError, HandlerLoadError, SerializationError
 from asya.hop import HopOutput, Ticker
 from asya.idempotency import Delivery, HopGuard, HopKey, Idempotency
+from asya.infra import InfraErrors
 from asya.outbox import Outbox, Ticket
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallGuard, CallLimit, HandlerTimeoutError, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
-from asya.transport import Transport, UnknownActorError
+from asya.transport import Transport
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -79,12 +81,6 @@ __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lam
 
 #: P-TIME-3: less than this left before ``deadline_at`` and the handler is not called.
 _SLA_MARGIN: Final = timedelta(seconds=1)
-#: P-ERR-4: ``details.raw_body`` of a body that did not parse.
-_RAW_BODY_LIMIT: Final = 64 * 1024
-
-
-class UnstartedRecordError(AsyaError):
-    """The record was not started under the start rule (P-TIME-6); SQS delivers it again."""
 
 
 @dataclass(slots=True)
@@ -102,10 +98,8 @@ class _Batch:
     context: Any
     items: dict[str, _Item]
     outbox: Outbox
+    start: StartRule
     preflight: dict[str, str] = field(default_factory=dict)
-    started: int = 0
-    out_of_time: bool = False
-    unstarted: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -150,6 +144,9 @@ class ActorRuntime:
         self._transport = Transport(namespace=config.namespace, sqs=sqs, sleep=sleep)
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
+        self._errors = InfraErrors(
+            actor=config.actor, transport=self._transport, reporter=self._reporter, logger=self._log, new_id=new_id
+        )
         self._idem = Idempotency(
             table=config.table,
             dynamodb=lambda: self._store.dynamodb,
@@ -198,7 +195,13 @@ class ActorRuntime:
             monotonic=self._monotonic,
             logger=self._log,
         )
-        batch = _Batch(context=context, items=items, outbox=outbox, preflight=self._preflight(items.values()))
+        batch = _Batch(
+            context=context,
+            items=items,
+            outbox=outbox,
+            start=StartRule(context),
+            preflight=self._preflight(items.values()),
+        )
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
         def record_handler(record: SQSRecord) -> None:
@@ -240,26 +243,20 @@ class ActorRuntime:
         return statuses
 
     def _backoff(self, event: Mapping[str, Any], response: Mapping[str, Any], batch: _Batch) -> None:
-        """Failed records: unstarted ones come back at once (P-TIME-6), others after ``min(queue visibility
-        timeout, 5 * 2^(n-1))`` seconds, ``n`` = ``ApproximateReceiveCount`` (P-ACK-4). Best effort."""
+        """Failed records come back at once when unstarted, else after a growing delay (``asya.batch``). Best
+        effort: the records fail either way; only their return time is lost."""
         failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
         if not failed:
             return
-        unstarted = set(batch.unstarted)
-        entries: list[tuple[str, int]] = []
         try:
-            for record in event.get("Records", []):
-                if record["messageId"] not in failed:
-                    continue
-                handle = record["receiptHandle"]
-                if handle in unstarted:
-                    entries.append((handle, 0))
-                else:
-                    receives = int(record.get("attributes", {}).get("ApproximateReceiveCount") or 1)
-                    delay = 5 * 2 ** min(max(receives - 1, 0), 20)
-                    entries.append((handle, min(self._transport.visibility_timeout(self._actor), delay)))
+            entries = failed_visibilities(
+                event.get("Records", []),
+                failed=failed,
+                unstarted=set(batch.start.unstarted),
+                visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
+            )
             self._transport.change_visibilities(self._actor, entries)
-        except Exception as exc:  # the records fail either way; only their return time is lost
+        except Exception as exc:
             self._log.warning("could not change the visibility of failed records", extra={"error": str(exc)})
 
     # -- one record ---------------------------------------------------------------------------------------------
@@ -269,13 +266,15 @@ class ActorRuntime:
         now = self._clock()
         env = item.envelope
         if env is None:
-            batch.started += 1
-            self._parse_failure(item, self._ts(now))
+            assert item.error is not None  # _parse sets one of the two
+            batch.start.start_unchecked()
+            self._errors.parse_failure(item.body, item.error, self._ts(now))
             return
-        if not self._may_start(env, batch, now):
-            batch.unstarted.append(record.receipt_handle)
-            raise UnstartedRecordError(f"record {record.message_id} not started: not enough Lambda time left")
-        batch.started += 1
+        budget = self.config.actor_timeout
+        deadline = _deadline(env)
+        if deadline is not None:
+            budget = min(budget, (deadline - now).total_seconds())
+        batch.start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle, budget_seconds=budget)
         status = env.status
         self._log.append_keys(
             correlation_id=env.id,
@@ -283,23 +282,6 @@ class ActorRuntime:
             phase=status.phase if status else "pending",
         )
         self._process(item, env, batch, now)
-
-    def _may_start(self, env: Envelope, batch: _Batch, now: datetime) -> bool:
-        if batch.started == 0:
-            return True
-        if batch.out_of_time:
-            return False
-        remaining = getattr(batch.context, "get_remaining_time_in_millis", None)
-        if remaining is None:
-            return True
-        budget = self.config.actor_timeout
-        deadline = _deadline(env)
-        if deadline is not None:
-            budget = min(budget, (deadline - now).total_seconds())
-        if remaining() / 1000 - SAFETY_MARGIN_SECONDS >= max(0.0, budget):
-            return True
-        batch.out_of_time = True
-        return False
 
     def _process(self, item: _Item, env: Envelope, batch: _Batch, now_dt: datetime) -> None:
         if self._retrier.defer(env, now_dt):  # step 3: chained retry delay (P-RES-9)
@@ -313,7 +295,7 @@ class ActorRuntime:
 
         mismatch = routing.route_mismatch(env, actor)
         if mismatch is not None:
-            self._infra(Reason.ROUTE_MISMATCH, mismatch, env, report, now, original_payload=env.payload)
+            self._errors.report(Reason.ROUTE_MISMATCH, mismatch, env, report, now, original_payload=env.payload)
             return
         preflight_id = _preflight_id(env)
         task_status = batch.preflight.get(preflight_id) if preflight_id else None
@@ -332,7 +314,7 @@ class ActorRuntime:
             self._reporter.received(report, mode, size_kb)
         if self._handler is None:
             assert self._load_error is not None
-            self._infra(
+            self._errors.report(
                 Reason.HANDLER_LOAD_ERROR,
                 str(self._load_error),
                 entry,
@@ -349,7 +331,13 @@ class ActorRuntime:
         fly_id = None if untracked else (env.parent_id or env.id)
         limit = self._call_limit(None if hook else _deadline(env), batch.context)  # hooks run past it (P-TIME-4)
         guard = self._idem.guard(HopKey.of(env, actor), item.delivery, item.first_frame)
-        ticket = batch.outbox.ticket(item.message_id, guard, lambda lost: self._unknown_destinations(lost, hop))
+        ticket = batch.outbox.ticket(
+            item.message_id,
+            guard,
+            lambda lost: self._errors.unknown_destinations(
+                lost, entry=hop.entry, report=hop.report, now=self._ts(self._clock())
+            ),
+        )
         hop = _Hop(
             item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, guard=guard, ticket=ticket
         )
@@ -427,7 +415,9 @@ class ActorRuntime:
         now = self._ts(self._clock())
         if isinstance(failure, SerializationError):
             payload = _pristine_payload(hop.item)
-            self._infra(Reason.SERIALIZATION_ERROR, str(failure), entry, hop.report, now, original_payload=payload)
+            self._errors.report(
+                Reason.SERIALIZATION_ERROR, str(failure), entry, hop.report, now, original_payload=payload
+            )
             return None
         if isinstance(failure, HandlerTimeoutError):  # infrastructure: x-sump, never retried (P-ERR-7)
             details = {
@@ -436,7 +426,7 @@ class ActorRuntime:
                 "traceback": error_details(failure)["traceback"],  # shows where the interruption landed
             }
             payload = _pristine_payload(hop.item)
-            self._infra(
+            self._errors.report(
                 Reason.HANDLER_TIMEOUT, str(failure), entry, hop.report, now, original_payload=payload, details=details
             )
             return None
@@ -458,81 +448,11 @@ class ActorRuntime:
             hop.guard.send([out], lambda once: self._send(once[0]))  # one x-sink envelope per hop (P-ACK-8)
         return frames
 
-    def _unknown_destinations(self, unknown: list[tuple[routing.Outgoing, UnknownActorError]], hop: _Hop) -> None:
-        """Frames of the hop whose destination has no queue: each one's x-sump envelope, required (P-ROUTE-8)."""
-        now = self._ts(self._clock())
-        sumps = [
-            routing.sump_envelope(
-                reason=Reason.UNKNOWN_ACTOR,
-                message=str(error),
-                actor=self._actor,
-                now=now,
-                envelope=hop.entry,
-                original_payload=outgoing.envelope.payload,
-            )
-            for outgoing, error in unknown
-        ]
-        for result in self._transport.send_batch([(s.actor, s.envelope) for s in sumps]):
-            if result.error is not None:
-                raise result.error
-        self._log.error(
-            "unknown destination: frame sent to x-sump",
-            extra={"envelope_id": hop.entry.id, "actors": [o.actor for o, _ in unknown]},
-        )
-        lineage = [error for outgoing, error in unknown if outgoing.envelope.id == hop.entry.id]
-        if hop.report is not None and lineage:
-            # frame 0 carries the task (P-FAN-6): it can no longer complete; a lost child does not fail it
-            message = str(lineage[0])
-            details = {"message": message, "type": Reason.UNKNOWN_ACTOR.value}
-            self._reporter.final_failed(hop.report, error=message, error_details=details)
-
     # -- outcomes -----------------------------------------------------------------------------------------------
 
     def _send(self, outgoing: routing.Outgoing) -> None:
         """A required send: any failure propagates and fails the record (P-ACK-2)."""
-        self._transport.send(outgoing.actor, outgoing.envelope)
-
-    def _infra(
-        self,
-        reason: Reason,
-        message: str,
-        env: Envelope,
-        report: HopRef | None,
-        now: str,
-        *,
-        original_payload: Any,
-        details: Mapping[str, Any] | None = None,
-    ) -> None:
-        """An infrastructure error (P-ERR-4..6): x-sump first (required), then the best-effort final status."""
-        extra = {k: v for k, v in (details or {}).items() if k not in ("message", "type")}
-        out = routing.sump_envelope(
-            reason=reason,
-            message=message,
-            actor=self._actor,
-            now=now,
-            envelope=env,
-            original_payload=original_payload,
-            details=extra,
-        )
-        self._send(out)
-        self._log.error("infrastructure error: sent to x-sump", extra={"reason": reason.value, "error": message})
-        if report is not None:
-            self._reporter.final_failed(report, error=message, error_details={"message": message, "type": reason.value})
-
-    def _parse_failure(self, item: _Item, now: str) -> None:
-        """Step 1 (P-ENV-9..12): x-sump with ``details.raw_body``; the id is kept when the body names a valid one."""
-        known_id = _salvage_id(item.body)
-        out = routing.sump_envelope(
-            reason=Reason.PARSE_ERROR,
-            message=str(item.error),
-            actor=self._actor,
-            now=now,
-            details={"raw_body": _truncate(item.body, _RAW_BODY_LIMIT)},
-            new_id=(lambda: known_id) if known_id else self._new_id,
-        )
-        self._log.append_keys(correlation_id=out.envelope.id, attempt=1, phase="failed")
-        self._send(out)
-        self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(item.error)})
+        self._errors.send(outgoing)
 
 
 def _preflight_id(env: Envelope) -> str | None:
@@ -558,20 +478,6 @@ def _deadline(env: Envelope) -> datetime | None:
 def _pristine_payload(item: _Item) -> Any:
     """The input payload as received: the handler may have mutated the parsed object in place."""
     return json.loads(item.body).get("payload")
-
-
-def _salvage_id(body: str) -> str | None:
-    try:
-        raw = json.loads(body)
-    except ValueError:
-        return None
-    candidate = raw.get("id") if isinstance(raw, dict) else None
-    return candidate if isinstance(candidate, str) and 0 < len(candidate) <= 256 else None
-
-
-def _truncate(text: str, limit: int) -> str:
-    data = text.encode("utf-8")
-    return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
 
 
 _RUNTIME: ActorRuntime | None = None

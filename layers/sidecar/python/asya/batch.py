@@ -1,0 +1,79 @@
+"""Batch-level rules shared by the actor runtime (``asya.sidecar``) and the crew (``asya_crew.runtime``).
+
+- Start rule (P-TIME-6): the first record of a batch always starts; a later one starts only while the Lambda's
+  remaining time, minus the 5 s safety margin, still covers the record's budget (the actor's call limit; 0 for crew).
+  Once one record does not fit, it and every later record fail unstarted and are made visible again at once.
+- Return time of failed records (P-ACK-4): unstarted ones at once, others after
+  ``min(queue visibility timeout, 5 * 2^(n-1))`` seconds, ``n`` = ``ApproximateReceiveCount``.
+
+Pure: no AWS calls; the callers apply the visibility changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Iterable, Mapping
+from typing import Any
+
+from asya.exceptions import AsyaError
+from asya.timeout import SAFETY_MARGIN_SECONDS
+
+__all__ = ["StartRule", "UnstartedRecordError", "failed_visibilities"]
+
+_MAX_BACKOFF_EXPONENT = 20
+
+
+class UnstartedRecordError(AsyaError):
+    """The record was not started under the start rule (P-TIME-6); SQS delivers it again."""
+
+
+class StartRule:
+    """P-TIME-6 for one batch: call :meth:`admit` before each record; it records the unstarted receipt handles."""
+
+    __slots__ = ("_context", "_out_of_time", "started", "unstarted")
+
+    def __init__(self, context: Any) -> None:
+        self._context = context
+        self._out_of_time = False
+        self.started = 0
+        self.unstarted: list[str] = []
+
+    def admit(self, *, message_id: str, receipt_handle: str, budget_seconds: float = 0.0) -> None:
+        """Count the record as started, or raise :class:`UnstartedRecordError` (remembering its handle)."""
+        if self.started and (self._out_of_time or not self._fits(budget_seconds)):
+            self._out_of_time = True
+            self.unstarted.append(receipt_handle)
+            raise UnstartedRecordError(f"record {message_id} not started: not enough Lambda time left")
+        self.started += 1
+
+    def start_unchecked(self) -> None:
+        """Count a record that starts whatever time is left: a body that did not parse costs one x-sump send."""
+        self.started += 1
+
+    def _fits(self, budget_seconds: float) -> bool:
+        remaining = getattr(self._context, "get_remaining_time_in_millis", None)
+        if remaining is None:
+            return True
+        return bool(remaining() / 1000 - SAFETY_MARGIN_SECONDS >= max(0.0, budget_seconds))
+
+
+def failed_visibilities(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    failed: Collection[str],
+    unstarted: Collection[str],
+    visibility_timeout: Callable[[], int],
+) -> list[tuple[str, int]]:
+    """``(receipt handle, seconds until visible)`` of each failed record (P-TIME-6, P-ACK-4); ``visibility_timeout``
+    is asked only when a started record failed."""
+    entries: list[tuple[str, int]] = []
+    for record in records:
+        if record["messageId"] not in failed:
+            continue
+        handle = record["receiptHandle"]
+        if handle in unstarted:
+            entries.append((handle, 0))
+            continue
+        receives = int(record.get("attributes", {}).get("ApproximateReceiveCount") or 1)
+        delay = 5 * 2 ** min(max(receives - 1, 0), _MAX_BACKOFF_EXPONENT)
+        entries.append((handle, min(visibility_timeout(), delay)))
+    return entries

@@ -1,0 +1,139 @@
+"""Infrastructure errors of the layer (PROTOCOL P-ERR-4..6, P-ENV-9..12, P-ROUTE-8).
+
+Each one sends an x-sump envelope first. That send is required: when it fails the exception propagates and the
+record fails, so SQS delivers it again (P-ERR-5: acked only after the x-sump send succeeded). A tracked envelope then
+gets a best-effort final ``failed`` status (P-ERR-6). No AWS resources are created here; the transport and the
+reporter come from the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from aws_lambda_powertools import Logger
+
+from asya import routing
+from asya.envelope import Envelope, Reason
+from asya.reporting import HopRef, Reporter
+from asya.transport import Transport, UnknownActorError
+
+__all__ = ["RAW_BODY_LIMIT", "InfraErrors"]
+
+#: P-ERR-4: ``details.raw_body`` of a body that did not parse keeps at most this many bytes.
+RAW_BODY_LIMIT: Final = 64 * 1024
+
+
+class InfraErrors:
+    """Routes one actor's infrastructure errors to x-sump and reports the task failed."""
+
+    def __init__(
+        self,
+        *,
+        actor: str,
+        transport: Transport,
+        reporter: Reporter,
+        logger: Logger,
+        new_id: Callable[[], str],
+    ) -> None:
+        self._actor = actor
+        self._transport = transport
+        self._reporter = reporter
+        self._log = logger
+        self._new_id = new_id
+
+    def send(self, outgoing: routing.Outgoing) -> None:
+        """A required send: any failure propagates and fails the record (P-ACK-2)."""
+        self._transport.send(outgoing.actor, outgoing.envelope)
+
+    def report(
+        self,
+        reason: Reason,
+        message: str,
+        env: Envelope,
+        report: HopRef | None,
+        now: str,
+        *,
+        original_payload: Any,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        """x-sump first (required), then the best-effort final status."""
+        extra = {k: v for k, v in (details or {}).items() if k not in ("message", "type")}
+        out = routing.sump_envelope(
+            reason=reason,
+            message=message,
+            actor=self._actor,
+            now=now,
+            envelope=env,
+            original_payload=original_payload,
+            details=extra,
+        )
+        self.send(out)
+        self._log.error("infrastructure error: sent to x-sump", extra={"reason": reason.value, "error": message})
+        if report is not None:
+            self._reporter.final_failed(report, error=message, error_details={"message": message, "type": reason.value})
+
+    def parse_failure(self, body: str, error: Exception, now: str) -> None:
+        """A body that is not an envelope (P-ENV-9..12): x-sump with ``details.raw_body``; the id is kept when the
+        body names a valid one."""
+        known_id = _salvage_id(body)
+        out = routing.sump_envelope(
+            reason=Reason.PARSE_ERROR,
+            message=str(error),
+            actor=self._actor,
+            now=now,
+            details={"raw_body": _truncate(body, RAW_BODY_LIMIT)},
+            new_id=(lambda: known_id) if known_id else self._new_id,
+        )
+        self._log.append_keys(correlation_id=out.envelope.id, attempt=1, phase="failed")
+        self.send(out)
+        self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
+
+    def unknown_destinations(
+        self,
+        unknown: list[tuple[routing.Outgoing, UnknownActorError]],
+        *,
+        entry: Envelope,
+        report: HopRef | None,
+        now: str,
+    ) -> None:
+        """Frames of a hop whose destination has no queue: each one's x-sump envelope, required (P-ROUTE-8)."""
+        sumps = [
+            routing.sump_envelope(
+                reason=Reason.UNKNOWN_ACTOR,
+                message=str(error),
+                actor=self._actor,
+                now=now,
+                envelope=entry,
+                original_payload=outgoing.envelope.payload,
+            )
+            for outgoing, error in unknown
+        ]
+        for result in self._transport.send_batch([(s.actor, s.envelope) for s in sumps]):
+            if result.error is not None:
+                raise result.error
+        self._log.error(
+            "unknown destination: frame sent to x-sump",
+            extra={"envelope_id": entry.id, "actors": [o.actor for o, _ in unknown]},
+        )
+        lineage = [error for outgoing, error in unknown if outgoing.envelope.id == entry.id]
+        if report is not None and lineage:
+            # frame 0 carries the task (P-FAN-6): it can no longer complete; a lost child does not fail it
+            message = str(lineage[0])
+            details = {"message": message, "type": Reason.UNKNOWN_ACTOR.value}
+            self._reporter.final_failed(report, error=message, error_details=details)
+
+
+def _salvage_id(body: str) -> str | None:
+    try:
+        raw = json.loads(body)
+    except ValueError:
+        return None
+    candidate = raw.get("id") if isinstance(raw, dict) else None
+    return candidate if isinstance(candidate, str) and 0 < len(candidate) <= 256 else None
+
+
+def _truncate(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return text if len(data) <= limit else data[:limit].decode("utf-8", errors="ignore")
