@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from asya import tableschema
 from bench.report import fmt, fmt_money
 from bench.targets import DEFAULT_CONFIG, evaluate, get_path
 
@@ -30,50 +29,55 @@ def _per_hop(cfg: Mapping[str, Any], operation: str, field: str = "requests") ->
     return float(value) / float(cfg["envelope_hops"])
 
 
+def _by_share(shares: Mapping[str, float] | None) -> list[tuple[str, float]]:
+    """Profile shares, largest first (the results file may store them in key order)."""
+    return sorted((shares or {}).items(), key=lambda kv: -kv[1])
+
+
 def _overhead(results: Mapping[str, Any]) -> str | None:
     if not _missed(results, "overhead_1kb"):
         return None
-    shares = get_path(results, "overhead", "profile", "1kb") or {}
-    top = ", ".join(f"{k} {v:.0%}" for k, v in list(shares.items())[:5])
-    lead = next(iter(shares.items()), ("", 0.0))
-    if lead[1] >= 0.3:
-        text = f"**Overhead.** At 1 KB `{lead[0]}` takes {lead[1]:.0%} of the layer's CPU ({top})."
-    else:
-        text = (
-            f"**Overhead.** No single part dominates at 1 KB ({top}): the store's status write (building the update "
-            "expression and the event item), converting the handler's result (`to_jsonable`), JSON encoding and "
-            "decoding, and the per-record idempotency bookkeeping each take a share; reaching 100 µs means "
-            "trimming all of them."
-        )
-    big = get_path(results, "overhead", "profile", "100kb") or {}
-    big_top = next(iter(big.items()), None)
+    shares = _by_share(get_path(results, "overhead", "profile", "1kb"))
+    top = ", ".join(f"{k} {v:.0%}" for k, v in shares[:5])
     text = (
-        f"**Overhead.** No single part dominates at 1 KB ({top}): the store's status write (building the update "
-        "expression and the event item), converting the handler's result (`to_jsonable`), JSON encoding and "
-        "decoding, and the per-record idempotency bookkeeping each take a share."
+        f"**Overhead.** No single part dominates at 1 KB ({top}). Per envelope the layer parses the body, checks "
+        "that the handler's result is plain JSON, encodes about three JSON documents (the outgoing envelope, the "
+        "status data, the event item), builds the conditional status update and stages the send and its "
+        "idempotency entry; each costs a few to a few tens of µs in CPython, so 100 µs needs most of them moved "
+        "to C or dropped, not one hot spot fixed."
     )
+    big = _by_share(get_path(results, "overhead", "profile", "100kb"))
+    big_top = big[0] if big else None
     if big_top:
         text += (
-            f" At 100 KB `{big_top[0]}` takes {big_top[1]:.0%}: the result is walked in Python before it is encoded; "
-            "a C-level fast path for plain JSON values (exact `dict`/`list`/`str`/`int`/`float`/`bool`/`None`) would "
-            "remove most of it."
+            f" At 100 KB `{big_top[0]}` takes {big_top[1]:.0%}: the plain-JSON check walks the result in Python "
+            "before the C encoder runs."
         )
     return text
+
+
+def _component_per_task(cfg: Mapping[str, Any], component: str, service: str, field: str) -> float:
+    usage = cfg.get("components", {}).get(component, {}).get(service)
+    if not usage or not cfg.get("tasks"):
+        return 0.0
+    return float(usage[field]) / float(cfg["tasks"])
 
 
 def _sqs(results: Mapping[str, Any]) -> str | None:
     if not _missed(results, "sqs_per_hop"):
         return None
     cfg = get_path(results, "traffic", DEFAULT_CONFIG)
-    sends = _per_hop(cfg, "sqs:SendMessageBatch") + _per_hop(cfg, "sqs:SendMessage")
+    hops_per_task = float(cfg["envelope_hops"]) / float(cfg["tasks"])
+    create = _component_per_task(cfg, "gateway", "sqs", "billed_requests") / hops_per_task
+    sends = _per_hop(cfg, "sqs:SendMessageBatch") + _per_hop(cfg, "sqs:SendMessage") - create
     polls = _per_hop(cfg, "sqs:ReceiveMessage") + _per_hop(cfg, "sqs:DeleteMessageBatch")
     return (
-        f"**SQS.** Sends are {fmt(sends)} requests per envelope-hop and the pollers' receives and deletes "
-        f"{fmt(polls)}: each record's frames leave in their own `SendMessageBatch` when its handler call ends, so a "
-        "batch of 10 records makes 10 sends. Collecting the frames of all records of an SQS batch and sending them "
-        "together (one `SendMessageBatch` per destination and 10 entries, each record acked only if its own entries "
-        "went out) would bring sends to about 0.1 per hop and the total to about 0.3. That change is in the layer's "
-        "batch loop (`asya.sidecar`, `asya.hop`)."
+        f"**SQS.** Sends are {fmt(sends)} requests per envelope-hop (the outbox sends the frames of a whole SQS "
+        f"batch in one `SendMessageBatch` per destination), the pollers' receives and deletes {fmt(polls)} (one "
+        f"each per batch), and the gateway's `SendMessage` of each new task {fmt(create)}: an HTTP create cannot "
+        f"wait to share a batch, and a task of this flow has {fmt(hops_per_task, 1)} envelope-hops to spread it "
+        f"over. Without the create the layer and its pollers make {fmt(sends + polls)} requests per hop; with it, "
+        "0.3 is out of reach for flows this short."
     )
 
 
@@ -82,26 +86,22 @@ def _wru(results: Mapping[str, Any]) -> str | None:
         return None
     cfg = get_path(results, "traffic", DEFAULT_CONFIG)
     dynamodb = cfg["services"]["dynamodb"]["per_task"]
-    index_share = dynamodb["wru_index"] / dynamodb["wru"] if dynamodb["wru"] else 0.0
-    ranked = sorted(
-        ((op, _per_hop(cfg, op, "wru")) for op in cfg["operations"] if op.startswith("dynamodb:")),
+    components = sorted(
+        ((name, _component_per_task(cfg, name, "dynamodb", "wru")) for name in cfg.get("components", {})),
         key=lambda kv: -kv[1],
     )
-    parts = ", ".join(f"{op.split(':', 1)[1]} {fmt(value)}" for op, value in ranked if value > 0)
-    full = [f"`{gsi.name}`" for gsi in tableschema.GSIS if gsi.projection is None]
-    text = f"**DynamoDB writes.** {fmt(dynamodb['wru'], 1)} write units per task ({parts} per hop). "
-    if full:
-        text += (
-            f"{index_share:.0%} of them are index writes: {' and '.join(full)} project every attribute, so each "
-            "status, progress or FLY update of the task item rewrites those index entries although no index key "
-            "changes. Projecting only the keys (the list route would then read a page's task items with one "
-            "`BatchGetItem`) would remove most of them. "
-        )
+    parts = ", ".join(f"{name} {fmt(value, 1)}" for name, value in components if value > 0)
+    text = f"**DynamoDB writes.** {fmt(dynamodb['wru'], 1)} write units per task"
+    text += f" ({parts}). " if parts else ". "
     return text + (
-        "The rest is per record: the status update, its event item, one idempotency item per sent frame "
-        "(one `BatchWriteItem` per record, not per batch), and for FLY a task-item update plus an event item per "
-        "flush. With an event item per hop the design cannot reach 1 unit per hop; batching the idempotency items "
-        "of a whole SQS batch and one FLY flush per hop are the next levers."
+        "The gateway creates the task item, its body and event 1 in one transaction (GW-CREATE-7 asks for an "
+        "atomic create; a transaction bills twice) and enters three indexes. Each tracked hop writes the "
+        "conditional status update (P-STAT-3), its event item (GW-DATA-3) and an idempotency item per sent frame "
+        "(P-ACK-8): three items, at least 3 units, plus a `by_status` move (2 index units) when the status "
+        "changes. x-sink adds the result body and the terminal update, which moves `by_status`, leaves "
+        "`active_deadlines` and sets the expiry on `by_created`. With that layout the floor is about 3 units per "
+        "hop; 1 unit per hop would need the status log kept on the task item (GW-DATA-3's MAY) and no "
+        "idempotency items, which the 1 KB task item (GW-DATA-8) and P-ACK-8 rule out."
     )
 
 

@@ -275,3 +275,27 @@ def test_findings_do_not_depend_on_mutation_of_the_results() -> None:
     findings(results)
     render(results, notes=findings(results))
     assert results == before
+
+
+def test_sqs_finding_separates_the_gateways_create_send_from_the_layers_sends() -> None:
+    results = _results(good=False)
+    traffic = results["traffic"]["b10-hops"]
+    traffic["operations"]["sqs:SendMessage"] = _usage(requests=10, billed_requests=10)
+    traffic["components"]["gateway"] = {"sqs": _usage(requests=10, billed_requests=10)}
+    sqs = next(note for note in findings(results) if note.startswith("**SQS.**"))
+    # 30 batches / 40 hops for the layer; the gateway's 10 creates / 40 hops apart; polls (6 - 2 empty) / 40
+    assert "Sends are 0.75 requests per envelope-hop" in sqs
+    assert "`SendMessage` of each new task 0.25" in sqs
+    assert "receives and deletes 0.10" in sqs
+    assert "make 0.85 requests per hop" in sqs
+
+
+def test_wru_finding_ranks_components_by_write_units_per_task() -> None:
+    results = _results(good=False)
+    traffic = results["traffic"]["b10-hops"]
+    traffic["components"] = {
+        "gateway": {"dynamodb": _usage(wru_table=60, wru_index=30)},
+        "normalize": {"dynamodb": _usage(wru_table=30)},
+    }
+    wru = next(note for note in findings(results) if note.startswith("**DynamoDB writes.**"))
+    assert "(gateway 9.0, normalize 3.0)" in wru
