@@ -1,15 +1,17 @@
 """Request bodies: size limits and JSON parsing whatever the ``Content-Type`` (GW-GEN-5).
 
 A body over the limit answers 413 ``request body too large (limit N MiB)``: a ``Content-Length`` over the limit is
-refused before reading, a chunked body as soon as the limit is passed. An unparseable body (including the non-standard
-``NaN``/``Infinity`` tokens, which no envelope may carry) answers 400 ``invalid JSON body``; a top level that is not an
-object answers 400 ``body must be a JSON object``. An empty body is an empty object (chosen: ``POST ?flow=x`` with no
+refused before reading, a chunked body as soon as the limit is passed. An unparseable body answers 400
+``invalid JSON body``: this includes the non-standard ``NaN``/``Infinity`` tokens and numbers too large for a float
+(``1e400``), which no envelope may carry, and nesting deeper than the parser's recursion limit; a top level that is not
+an object answers 400 ``body must be a JSON object``. An empty body is an empty object (chosen: ``POST ?flow=x`` with no
 body creates a task with payload ``null``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -31,13 +33,20 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"invalid JSON token {token}")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number out of range: {text[:40]}")
+    return value
+
+
 def parse_json_object(raw: bytes) -> dict[str, Any]:
     """Parse a body already read; raises :class:`HttpError` 400 with the GW-GEN-5 messages."""
     if not raw.strip():
         return {}
     try:
-        value = json.loads(raw, parse_constant=_reject_constant)
-    except (ValueError, UnicodeDecodeError):
+        value = json.loads(raw, parse_constant=_reject_constant, parse_float=_finite_float)
+    except (ValueError, UnicodeDecodeError, RecursionError):
         raise HttpError(400, "invalid JSON body") from None
     if not isinstance(value, dict):
         raise HttpError(400, "body must be a JSON object")

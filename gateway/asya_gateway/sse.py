@@ -1,7 +1,9 @@
 """Server-sent events for ``GET /api/v1/mesh/{id}/events`` (GW-SSE-1 .. GW-SSE-11): wire format and the stream loop.
 
 Wire format (GW-SSE-2): optional ``retry:``, optional ``id: <seq>``, ``event: <name>``, one ``data: <single-line
-JSON>``, blank line; ``:keepalive`` comments. The loop reads the task's event log through a :class:`StreamSource`:
+JSON>``, blank line; ``:keepalive`` comments. The JSON escapes U+0085, U+2028 and U+2029 too: SSE does not end a line
+there, but ``str.splitlines`` and the clients built on it (httpx ``iter_lines``) do. The loop reads the task's event
+log through a :class:`StreamSource`:
 
 1. catch-up ``status`` frame (``retry: 1000``, no id) built by the caller from a consistent read; ``L`` = the record's
    last event id, ``P`` = the client's position (GW-SSE-4);
@@ -52,17 +54,20 @@ SSE_HEADERS: Final = {
     "X-Accel-Buffering": "no",
 }
 _NON_NEGATIVE_INT: Final = re.compile(r"^[0-9]+$")
+#: Line breaks for ``str.splitlines`` that JSON leaves raw inside strings (the rest are control characters it escapes).
+_SPLITLINES_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 def format_event(name: str, data: Any, *, event_id: int | None = None, retry: int | None = None) -> str:
-    """One SSE event; ``data`` is encoded as compact single-line JSON (JSON escapes every newline in strings)."""
+    """One SSE event; ``data`` is encoded as compact single-line JSON (JSON escapes CR and LF in strings; the
+    ``splitlines`` breaks it leaves raw are escaped here, which encodes the same value)."""
     lines = []
     if retry is not None:
         lines.append(f"retry: {retry}")
     if event_id is not None:
         lines.append(f"id: {event_id}")
     lines.append(f"event: {name}")
-    lines.append(f"data: {dumps(data)}")
+    lines.append(f"data: {dumps(data).translate(_SPLITLINES_BREAKS)}")
     return "\n".join(lines) + "\n\n"
 
 

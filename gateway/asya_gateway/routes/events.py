@@ -19,7 +19,7 @@ from asya_gateway.body import EVENTS_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.errors import HttpError
 from asya_gateway.producer import parse_producer_event
-from asya_gateway.routes.tasks import NOT_FOUND, load_view
+from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
 from asya_gateway.sse import SSE_HEADERS, TERMINAL_STATUSES, LogEvent, parse_last_event_id, stream_events
 
 __all__ = ["task_events"]
@@ -76,7 +76,7 @@ async def task_events(request: Request) -> Response:
 
 async def stream_task_events(request: Request) -> Response:
     ctx = context_of(request)
-    task_id = request.path_params["task_id"]
+    task_id = task_id_of(request)
     position = parse_last_event_id(request.headers.get("last-event-id"), request.query_params.get("last_event_id"))
     view = await load_view(ctx, task_id)
     last_seq = int(view["last_event_id"])
@@ -95,7 +95,7 @@ async def stream_task_events(request: Request) -> Response:
 async def post_event(request: Request) -> Response:
     """GW-EVT-5: 204 accepted or stale, 404 unknown id, 400 malformed."""
     ctx = context_of(request)
-    task_id = request.path_params["task_id"]
+    task_id = task_id_of(request)
     body = await read_json_object(request, limit=EVENTS_BODY_LIMIT)
     event = parse_producer_event(body, task_id)
     if isinstance(event, FlyValue):

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response
 from asya import headers as hdr
 from asya.envelope import Envelope, Route, Status
 from asya.exceptions import SerializationError
-from asya.store import ListQueryError, StatusUpdate
+from asya.store import ListQueryError, StatusUpdate, is_storable_id
 from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
@@ -31,7 +31,7 @@ from asya_gateway.listing import parse_list_query
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import CreateBody, CreateTarget, parse_create_body, resolve_target, schema_violation
 
-__all__ = ["NOT_FOUND", "aws_error_code", "create_or_list", "load_view", "task_item"]
+__all__ = ["NOT_FOUND", "aws_error_code", "create_or_list", "load_view", "task_id_of", "task_item"]
 
 _log = logging.getLogger("asya_gateway.tasks")
 
@@ -146,6 +146,15 @@ async def list_tasks(request: Request) -> Response:
     return JSONResponse(page)
 
 
+def task_id_of(request: Request) -> str:
+    """The ``{id}`` path parameter (GW-GEN-7: any string). An id too long to be a store key names no task: 404 at
+    once, since DynamoDB would answer the read with a ``ValidationException`` (a 500) instead of "not found"."""
+    task_id: str = request.path_params["task_id"]
+    if not is_storable_id(task_id):
+        raise HttpError(404, NOT_FOUND)
+    return task_id
+
+
 async def load_view(ctx: GatewayContext, task_id: str) -> dict[str, Any]:
     """The task view after the read-path backstop (GW-TASK-3, GW-BACK-3); 404 when there is no record."""
     view = await ctx.call(ctx.store.get_task, task_id)
@@ -163,13 +172,13 @@ async def task_item(request: Request) -> Response:
 
 async def get_task(request: Request) -> Response:
     ctx = context_of(request)
-    return JSONResponse(await load_view(ctx, request.path_params["task_id"]))
+    return JSONResponse(await load_view(ctx, task_id_of(request)))
 
 
 async def cancel_task(request: Request) -> Response:
     """GW-CANCEL-1: 404 unknown, else 204 whether it was canceled now, was terminal, or lost a race."""
     ctx = context_of(request)
-    outcome = await ctx.call(ctx.store.cancel, request.path_params["task_id"])
+    outcome = await ctx.call(ctx.store.cancel, task_id_of(request))
     if outcome == "not_found":
         raise HttpError(404, NOT_FOUND)
     return Response(status_code=204)

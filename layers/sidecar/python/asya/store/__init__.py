@@ -21,6 +21,7 @@ from asya.store.errors import (
     TaskExistsError,
 )
 from asya.store.events import FlyValue
+from asya.store.records import is_storable_id
 from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, TaskStore
 from asya.store.transition import MISSING, STATUS_ORDER, STATUSES, TERMINAL, StatusUpdate
 
@@ -41,4 +42,5 @@ __all__ = [
     "StoreError",
     "TaskExistsError",
     "TaskStore",
+    "is_storable_id",
 ]

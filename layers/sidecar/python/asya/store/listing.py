@@ -8,9 +8,10 @@ updates do not rewrite them (GW-DATA-8): the walk pages over index entries, then
 (summary attributes only) with one eventually consistent ``BatchGetItem`` (at most 100 keys, unprocessed keys retried,
 ``IncompleteReadError`` if some are left). Entries whose task is gone, expired or no longer has the filtered status
 are dropped from the page (GW-LIST-4). The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is
-the last index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query. Pages are exact
-over the index: one extra entry is read to know whether a next page exists. ``count`` counts index entries over the
-whole range (GW-LIST-3).
+the last index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query; a cursor
+whose key is not an entry of its day's partition of this listing's index (another ``status`` filter, forged) is a
+``ListQueryError``. Pages are exact over the index: one extra entry is read to know whether a next page exists.
+``count`` counts index entries over the whole range (GW-LIST-3).
 """
 
 from __future__ import annotations
@@ -131,6 +132,17 @@ class _Walk:
     def key_of(self, item: dict[str, Any]) -> dict[str, str]:
         return {name: rec.get_str(item, name) or "" for name in ("pk", "sk", self.pk_name, self.sk_name)}
 
+    def owns(self, day: str, key: dict[str, str]) -> bool:
+        """Whether ``key`` can be an entry of this walk's partition of ``day``: a cursor made by another listing
+        (another status filter, or none) or forged would reach DynamoDB as an invalid ``ExclusiveStartKey``."""
+        return (
+            set(key) == {"pk", "sk", self.pk_name, self.sk_name}
+            and key["pk"].startswith(rec.task_pk(""))
+            and key["sk"] == rec.TASK_SK
+            and key[self.pk_name] == self.partition(day)
+            and bool(key[self.sk_name])
+        )
+
 
 def list_tasks(
     dynamodb: Any,
@@ -154,6 +166,8 @@ def list_tasks(
     if start_day is not None:
         if start_day not in days:
             raise ListQueryError(f"cursor: invalid cursor {cursor!r}: its day is outside the listing window")
+        if start_key is None or not walk.owns(start_day, start_key):
+            raise ListQueryError(f"cursor: invalid cursor {cursor!r}: it was not made by this listing")
         days = days[days.index(start_day) :]
     skip = offset or 0
     wanted = skip + limit + 1

@@ -48,6 +48,7 @@ __all__ = [
     "get_str",
     "index_sk",
     "is_expired",
+    "is_storable_id",
     "json_av",
     "key",
     "new_task_item",
@@ -72,10 +73,17 @@ INLINE_LIMIT: Final = 64 * 1024
 VIEW_INLINE_LIMIT: Final = 4 * 1024 * 1024
 DEADLINE_SHARDS: Final = 16
 _SEQ_DIGITS: Final = 12
+_MAX_PARTITION_KEY_BYTES: Final = 2048
 
 
 def task_pk(task_id: str) -> str:
     return f"TASK#{task_id}"
+
+
+def is_storable_id(task_id: str) -> bool:
+    """Whether ``TASK#{id}`` fits DynamoDB's 2048-byte partition key: a longer id names no task, and a read with it
+    is a ``ValidationException`` rather than "not found"."""
+    return len(task_pk(task_id).encode("utf-8")) <= _MAX_PARTITION_KEY_BYTES
 
 
 def key(task_id: str, sk: str) -> dict[str, Any]:

@@ -1,0 +1,195 @@
+"""Edge cases of the gateway's REST contract found in review, against moto over real HTTP: bodies the JSON parser
+cannot represent (GW-GEN-5), list cursors that belong to another listing or were forged (GW-LIST-1), and task ids
+too long to be a DynamoDB key (GW-GEN-7)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.store import TaskStore
+from asya_gateway import GatewayConfig, create_app
+
+pytestmark = pytest.mark.functional
+
+NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+INVALID_JSON = {"error": "invalid JSON body"}
+
+
+@dataclass
+class Gw:
+    client: httpx.Client
+    store: TaskStore
+    mesh: Any
+
+    def create(self, query: str, body: dict[str, Any] | None = None) -> str:
+        response = self.client.post(f"/api/v1/mesh/?{query}", json=body or {})
+        assert response.status_code == 201, response.text
+        task_id: str = response.json()["id"]
+        return task_id
+
+    def table_items(self) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.mesh.aws.dynamodb.scan(TableName=self.mesh.resources.table)["Items"]
+        return items
+
+
+@pytest.fixture
+def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
+    store = TaskStore(
+        table=mesh.resources.table,
+        bucket=mesh.resources.bucket,
+        dynamodb=mesh.aws.dynamodb,
+        s3=mesh.aws.s3,
+        clock=lambda: NOW,
+    )
+    app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=lambda: NOW)
+    with httpx.Client(base_url=serve_asgi(app)) as client:
+        yield Gw(client=client, store=store, mesh=mesh)
+
+
+# ---------------------------------------------------------------- GW-GEN-5: bodies JSON cannot carry
+
+
+def _nested(depth: int) -> bytes:
+    return b"[" * depth + b"]" * depth
+
+
+def test_nesting_beyond_the_parser_limit_is_invalid_json_not_500_gw_gen_5(gw: Gw) -> None:
+    """GW-GEN-5: a body the parser cannot read answers 400 ``invalid JSON body``, on create and producer events."""
+    deep = _nested(100_000)
+    create = gw.client.post("/api/v1/mesh/?actor=analyze", content=b'{"payload":' + deep + b"}")
+    assert (create.status_code, create.json()) == (400, INVALID_JSON)
+    assert gw.table_items() == []
+    task_id = gw.create("actor=analyze")
+    event = gw.client.post(f"/api/v1/mesh/{task_id}/events", content=b'{"type":"fly","data":' + deep + b"}")
+    assert (event.status_code, event.json()) == (400, INVALID_JSON)
+    assert gw.client.get(f"/api/v1/mesh/{task_id}").json()["last_event_id"] == 1
+
+
+@pytest.mark.parametrize("number", [b"1e400", b"-1e400", b"1.5e999"])
+def test_number_beyond_float_range_is_invalid_json_gw_gen_5(gw: Gw, number: bytes) -> None:
+    """GW-GEN-5: ``1e400`` parses to infinity, which no envelope or record can hold (like the ``Infinity`` token):
+    400 ``invalid JSON body`` instead of a 500 when the envelope is encoded."""
+    create = gw.client.post("/api/v1/mesh/?actor=analyze", content=b'{"payload": {"x": ' + number + b"}}")
+    assert (create.status_code, create.json()) == (400, INVALID_JSON)
+    assert gw.table_items() == []
+    task_id = gw.create("actor=analyze")
+    body = b'{"type": "status", "status": "running", "data": {"progress_percent": ' + number + b"}}"
+    event = gw.client.post(f"/api/v1/mesh/{task_id}/events", content=body)
+    assert (event.status_code, event.json()) == (400, INVALID_JSON)
+
+
+def test_finite_fractions_still_parse_gw_gen_5(gw: Gw) -> None:
+    task_id = gw.create("actor=analyze", {"payload": {"x": 1.5e300, "y": -0.25}})
+    assert gw.client.get(f"/api/v1/mesh/{task_id}").json()["payload"] == {"x": 1.5e300, "y": -0.25}
+
+
+# ---------------------------------------------------------------- GW-LIST-1: cursors of another listing
+
+
+def _cursor(day: str, key: dict[str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps({"day": day, "key": key}).encode("utf-8")).decode("ascii")
+
+
+def test_cursor_of_another_listing_answers_400_naming_cursor_gw_list_1(gw: Gw) -> None:
+    """GW-LIST-1: a cursor is only valid for the listing that produced it. One from ``?status=pending`` reused
+    without the filter, or with another status, answers 400 naming ``cursor`` (it used to reach DynamoDB as an
+    ``ExclusiveStartKey`` of the wrong index: a 500)."""
+    for _ in range(2):
+        gw.create("actor=analyze")
+    pending = gw.client.get("/api/v1/mesh/?status=pending&limit=1").json()
+    cursor = pending["next_cursor"]
+    assert cursor is not None
+    assert len(gw.client.get(f"/api/v1/mesh/?status=pending&limit=1&cursor={cursor}").json()["messages"]) == 1
+    for query in (f"cursor={cursor}", f"status=running&cursor={cursor}"):
+        response = gw.client.get(f"/api/v1/mesh/?{query}")
+        assert response.status_code == 400, (query, response.text)
+        assert response.json()["error"].startswith("cursor: invalid cursor "), response.json()
+    unfiltered = gw.client.get("/api/v1/mesh/?limit=1").json()["next_cursor"]
+    response = gw.client.get(f"/api/v1/mesh/?status=pending&cursor={unfiltered}")
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("cursor: invalid cursor ")
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        {},
+        {"foo": "bar"},
+        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01"},
+        {"pk": "TASK#x", "sk": "BODY", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
+        {"pk": "FANIN#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
+        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-02-28", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
+        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x", "z": ""},
+    ],
+)
+def test_forged_cursor_answers_400_not_500_gw_list_1(gw: Gw, key: dict[str, str]) -> None:
+    """GW-LIST-1: a cursor whose day is in the window but whose key is not an entry of that day's partition."""
+    gw.create("actor=analyze")
+    response = gw.client.get(f"/api/v1/mesh/?cursor={_cursor('2026-03-01', key)}")
+    assert response.status_code == 400, response.text
+    assert response.json()["error"].startswith("cursor: invalid cursor ")
+
+
+# ---------------------------------------------------------------- GW-GEN-7: ids no task can have
+
+
+def test_id_too_long_for_a_key_is_404_without_a_store_call_gw_gen_7(gw: Gw) -> None:
+    """GW-GEN-7: ``{id}`` may be any string, so an id longer than a DynamoDB partition key allows (2048 bytes, with
+    the ``TASK#`` prefix) is simply unknown: 404 on every task route. DynamoDB rejects such a key with a
+    ValidationException (a 500); moto does not, so the test watches the requests the client sends."""
+    sent: list[str] = []
+
+    def watch(params: dict[str, Any], **_: Any) -> None:
+        sent.append(json.dumps(params))
+
+    events = gw.mesh.aws.dynamodb.meta.events
+    events.register("provide-client-params.dynamodb.*", watch)
+    try:
+        long_id = "é" * 1100
+        routes = [
+            ("GET", f"/api/v1/mesh/{long_id}", None),
+            ("DELETE", f"/api/v1/mesh/{long_id}", None),
+            ("GET", f"/api/v1/mesh/{long_id}/events", None),
+            ("POST", f"/api/v1/mesh/{long_id}/events", {"type": "fly", "data": 1}),
+            ("POST", f"/api/v1/mesh/{long_id}/events", {"type": "status", "status": "running"}),
+        ]
+        for method, url, body in routes:
+            response = gw.client.request(method, url, json=body)
+            assert (response.status_code, response.json()) == (404, {"error": "not found"}), (method, url)
+    finally:
+        events.unregister("provide-client-params.dynamodb.*", watch)
+    assert sent == []
+    short = gw.client.get("/api/v1/mesh/" + "a" * 2043)
+    assert (short.status_code, short.json()) == (404, {"error": "not found"})
+
+
+# ---------------------------------------------------------------- GW-SSE-2: one data line for every client
+
+
+def test_sse_data_stays_one_line_for_splitlines_clients_gw_sse_2_gw_sse_11(gw: Gw) -> None:
+    """GW-SSE-2: each event has one ``data:`` line. JSON may carry U+2028, U+2029 and U+0085 raw inside strings;
+    the SSE grammar does not break lines there, but ``str.splitlines`` does, and so do clients built on it (httpx's
+    ``iter_lines``, used here). The stream escapes them, which leaves the JSON value unchanged."""
+    task_id = gw.create("actor=analyze")
+    value = "line\u2028sep\u2029para\x85nel"
+    fly = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "fly", "data": {"text": value}})
+    assert fly.status_code == 204
+    done = {"type": "status", "status": "succeeded", "data": {"result": value}}
+    assert gw.client.post(f"/api/v1/mesh/{task_id}/events", json=done).status_code == 204
+    with gw.client.stream("GET", f"/api/v1/mesh/{task_id}/events") as response:
+        assert response.status_code == 200
+        lines = list(response.iter_lines())
+    data = [json.loads(line[len("data: ") :]) for line in lines if line.startswith("data: ")]
+    assert [line for line in lines if line and not line.startswith(("data: ", "id: ", "event: ", "retry: "))] == []
+    assert data[0]["status"] == "succeeded"
+    assert data[0]["result"] == value
+    assert data[1] == {"payload": {"text": value}, "actor": None, "envelope_id": task_id}
+    assert len(data) == 2
