@@ -24,6 +24,7 @@ from starlette.routing import Route
 
 from asya import naming
 from asya.manifest import Manifest, load_manifest
+from asya.payloads import PayloadStore
 from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
@@ -78,7 +79,9 @@ def create_app(
             table=config.table or manifest.table_name, bucket=bucket, dynamodb=dynamodb, s3=s3, clock=clock
         )
     if transport is None:
-        transport = Transport(namespace=manifest.namespace, sqs=sqs)
+        # large payloads travel as S3 references (P-LARGE-2), like every other sender's
+        payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
+        transport = Transport(namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
     middleware = [Middleware(RequestIdMiddleware)]
     if manifest.gateway.cors_origins:

@@ -19,6 +19,7 @@ from asya import naming
 from asya.envelope import dumps
 from asya.headers import ROUTE_OVERRIDE, TRACEPARENT, TRACESTATE
 from asya.manifest import Manifest
+from asya.payloads import is_reference
 from asya_gateway.errors import HttpError
 
 __all__ = [
@@ -27,7 +28,6 @@ __all__ = [
     "MAX_TIMEOUT_SECONDS",
     "CreateBody",
     "CreateTarget",
-    "is_storage_reference",
     "parse_create_body",
     "resolve_target",
     "schema_violation",
@@ -102,19 +102,11 @@ def parse_create_body(body: Mapping[str, Any]) -> CreateBody:
         if key not in _BODY_KEYS:
             raise HttpError(400, f"unknown field '{key}'")
     payload = body.get("payload")
-    if is_storage_reference(payload):
+    if is_reference(payload):
         raise HttpError(400, "payload must not be a storage reference")
     return CreateBody(
         payload=payload, headers=validate_headers(body.get("headers")), timeout=validate_timeout(body.get("timeout"))
     )
-
-
-def is_storage_reference(payload: object) -> bool:
-    """P-LARGE-4: an object with exactly one key ``__ref__`` whose value starts with ``s3://``."""
-    if not isinstance(payload, dict) or len(payload) != 1:
-        return False
-    ref = payload.get("__ref__")
-    return isinstance(ref, str) and ref.startswith("s3://")
 
 
 def validate_headers(headers: object) -> dict[str, Any]:

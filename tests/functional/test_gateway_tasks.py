@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from asya.envelope import parse_envelope
+from asya.manifest import StorageConfig
 from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.tracing import is_valid_traceparent
@@ -213,13 +214,35 @@ def test_missing_queue_deletes_record_and_answers_404_gw_create_8(gw: Gw) -> Non
     assert items == []
 
 
-def test_send_failure_marks_task_failed_gw_create_8(gw: Gw) -> None:
-    # 1.5 MiB of payload: a body the gateway accepts, an envelope SQS refuses (no claim-check configured).
-    response = gw.client.post("/api/v1/mesh/?actor=analyze", json={"payload": "x" * (1536 * 1024)})
+def test_send_failure_marks_task_failed_gw_create_8(mesh: Any, serve_asgi: Any) -> None:
+    # With a 1 KiB offload threshold (P-LARGE-1) a 10 KiB payload must travel as an S3 reference while the task
+    # record still holds it inline (GW-DATA-6: 64 KiB); with the bucket gone that send cannot happen.
+    manifest = mesh.manifest.model_copy(update={"storage": StorageConfig(offload_threshold_kb=1)})
+    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
+    app = create_app(GatewayConfig(), manifest=manifest, store=store, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
+    mesh.aws.s3.delete_bucket(Bucket=mesh.resources.bucket)
+    with httpx.Client(base_url=serve_asgi(app)) as client:
+        response = client.post("/api/v1/mesh/?actor=analyze", json={"payload": "x" * (10 * 1024)})
     assert (response.status_code, response.json()) == (500, {"error": "failed to dispatch message"})
-    [task] = gw.store.list_tasks()["messages"]
+    [task] = store.list_tasks()["messages"]
     assert task["status"] == "failed"
-    assert task["error"] == "dispatch failed: SerializationError"
+    assert task["error"] == "dispatch failed: NoSuchBucket"
+    url = mesh.resources.queue_urls["analyze"]
+    assert "Messages" not in mesh.aws.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+
+
+def test_p_large_2_a_large_payload_is_sent_as_a_reference_and_kept_whole_on_the_task(gw: Gw) -> None:
+    payload = {"text": "x" * (1536 * 1024)}  # over SQS's 1 MiB: only a reference can carry it
+    task_id = gw.create("actor=analyze", {"payload": payload})["id"]
+    [sent] = gw.receive("analyze")
+    ref = sent["payload"]["__ref__"]
+    bucket = gw.mesh.resources.bucket
+    assert ref.startswith(f"s3://{bucket}/payloads/{task_id}/0000-analyze-") and ref.endswith(".json")
+    stored = gw.mesh.aws.s3.get_object(Bucket=bucket, Key=ref.removeprefix(f"s3://{bucket}/"))
+    assert json.loads(stored["Body"].read()) == payload
+    view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert view["status"] == "pending"
+    assert view.get("payload") == payload or "payload_url" in view, "the task keeps the input (GW-DATA-6)"
 
 
 # ---------------------------------------------------------------- view, list, cancel

@@ -11,6 +11,7 @@ import pytest
 from starlette.datastructures import Headers
 
 from asya.manifest import Manifest
+from asya.payloads import is_reference
 from asya.store import MISSING, FlyValue, StatusUpdate
 from asya_gateway.body import parse_json_object
 from asya_gateway.config import GatewayConfig, GatewayConfigError
@@ -20,7 +21,6 @@ from asya_gateway.producer import parse_producer_event
 from asya_gateway.requestid import request_id_from_headers
 from asya_gateway.tracing import is_valid_traceparent, trace_headers
 from asya_gateway.validation import (
-    is_storage_reference,
     parse_create_body,
     resolve_target,
     schema_violation,
@@ -99,7 +99,7 @@ def test_unknown_field_is_refused_gw_create_3() -> None:
     ],
 )
 def test_storage_reference_shape_p_large_4(payload: Any, is_ref: bool) -> None:
-    assert is_storage_reference(payload) is is_ref
+    assert is_reference(payload) is is_ref
 
 
 def test_storage_reference_payload_is_refused_gw_create_4() -> None:

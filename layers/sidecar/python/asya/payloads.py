@@ -9,7 +9,7 @@
   object is written before the message is sent, so a message never names an object that does not exist yet. A
   reference payload is sent as it is (P-LARGE-5: an unchanged input resent by a retry, zero frames, pre-flight, SLA
   or x-sump keeps its reference). Without a bucket nothing is offloaded; the transport's 1 MiB limit still applies
-  (P-LARGE-3).
+  (P-LARGE-3). A failed S3 write is a :class:`~asya.transport.TransportError`, like a failed SQS send.
 - :meth:`PayloadStore.rehydrate` replaces a reference (P-LARGE-4: an object with exactly one key ``__ref__`` whose
   value starts with ``s3://``) by the stored JSON. Only references into the project bucket under ``payloads/`` are
   honoured: another bucket or prefix, a missing object or an object that is not JSON is
@@ -28,11 +28,12 @@ import secrets
 from collections.abc import Callable
 from typing import Any, Final
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from asya.envelope import Envelope, dumps
 from asya.exceptions import AsyaError
 from asya.tableschema import PAYLOADS_PREFIX
+from asya.transport import TransportError
 
 __all__ = [
     "DEFAULT_THRESHOLD_KB",
@@ -105,12 +106,17 @@ class PayloadStore:
         if self.bucket is None or _utf8_size(body) <= self.threshold_bytes or is_reference(envelope.payload):
             return body
         key = payload_key(envelope.id, hop=len(envelope.route.prev), actor=actor, token=self._token())
-        self.s3.put_object(
-            Bucket=self.bucket,
-            Key=key,
-            Body=dumps(envelope.payload).encode("utf-8"),
-            ContentType="application/json",
-        )
+        try:
+            self.s3.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=dumps(envelope.payload).encode("utf-8"),
+                ContentType="application/json",
+            )
+        except (ClientError, BotoCoreError) as exc:  # a failed send: the layer fails the record, the gateway the task
+            raise TransportError(
+                f"offloading the payload of {envelope.id!r} to s3://{self.bucket}/{key} failed: {exc}"
+            ) from exc
         document = envelope.to_dict()
         document["payload"] = {REFERENCE_KEY: f"{_SCHEME}{self.bucket}/{key}"}
         return dumps(document)
