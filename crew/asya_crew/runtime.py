@@ -1,10 +1,10 @@
 """The batch loop x-sink and x-sump share (PROTOCOL P-PROC-3: steps 1, 2 and 15 of P-PROC-2, P-ACK-1..3).
 
 Records run one at a time in batch order through Powertools ``BatchProcessor`` (``EventType.SQS``); a record whose
-handler raises is reported in ``batchItemFailures`` and never affects the others. Start rule (P-TIME-6) with budget
-``B = 0`` for crew: the first record always starts; a later one starts only while the Lambda has at least the 5 s
-safety margin left, otherwise it and every later record fail unstarted and are made visible again at once (best
-effort).
+handler raises is reported in ``batchItemFailures`` (with one WARNING line naming the error) and never affects the
+others. Start rule (P-TIME-6) with budget ``B = 0`` for crew: the first record always starts; a later one starts only
+while the Lambda has at least the 5 s safety margin left, otherwise it and every later record fail unstarted and are
+made visible again at once (best effort).
 """
 
 from __future__ import annotations
@@ -49,10 +49,25 @@ class CrewRuntime:
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
-        return run_batch(event, context, self._record, release=self._release)
+        return run_batch(event, context, self._logged_record, release=self._release)
 
     def _record(self, record: SQSRecord) -> None:
         raise NotImplementedError
+
+    def _logged_record(self, record: SQSRecord) -> None:
+        try:
+            self._record(record)
+        except Exception as exc:  # re-raised: the record fails (P-ACK-3); Powertools logs it at DEBUG only
+            kind = type(exc)
+            self._log.warning(
+                "record failed: SQS delivers it again",
+                extra={
+                    "message_id": record.message_id,
+                    "error_type": f"{kind.__module__}.{kind.__qualname__}",
+                    "error": str(exc),
+                },
+            )
+            raise
 
     def _release(self, receipt_handles: list[str]) -> None:
         try:

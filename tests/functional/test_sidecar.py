@@ -6,6 +6,7 @@ Each outcome is observed twice: as messages on the right queues and as ``batchIt
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -650,3 +651,42 @@ def test_p_ack_4_failed_records_come_back_with_backoff(harness: Callable[..., Ha
     assert len(response["batchItemFailures"]) == 2
     assert [e["VisibilityTimeout"] for e in seen] == [5, 20]
     assert h.sqs.receive_message(QueueUrl=h.url("normalize")).get("Messages", []) == []
+
+
+class LogLines(logging.Handler):
+    """The records one runtime's Powertools logger (named after the actor's queue) emits while attached."""
+
+    def __init__(self, h: Harness) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self._logger = logging.getLogger(h.runtime.config.queue_name)
+
+    def __enter__(self) -> LogLines:
+        self._logger.addHandler(self)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._logger.removeHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def named(self, message: str) -> list[logging.LogRecord]:
+        return [r for r in self.records if r.getMessage() == message]
+
+
+def test_p_ack_3_a_failed_record_logs_why_in_one_line(harness: Callable[..., Harness]) -> None:
+    """P-ACK-3: a record that fails (here its required x-sink send, P-ACK-2) is delivered again; the operator learns
+    why from one WARNING line naming the record and the error, without a traceback (Powertools logs it at DEBUG)."""
+    h = harness("boom")
+    h.sqs.delete_queue(QueueUrl=h.url("x-sink"))
+    event = h.event(envelope("t-why"))
+    with LogLines(h) as logs:
+        response = h.runtime.handle(event, Context())
+    message_id = event["Records"][0]["messageId"]
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message_id]
+    [failed] = logs.named("record failed: SQS delivers it again")
+    assert failed.levelno == logging.WARNING and failed.exc_info is None
+    assert failed.__dict__["message_id"] == message_id
+    assert failed.__dict__["error_type"] == "asya.transport.UnknownActorError"
+    assert "x-sink" in failed.__dict__["error"]

@@ -9,12 +9,13 @@ entry of one envelope).
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_sidecar import NOW, Context, Harness, envelope
+from test_sidecar import NOW, Context, Harness, LogLines, envelope
 
 from asya.idempotency import SENT, HopKey
 
@@ -158,3 +159,26 @@ def test_p_route_9_fan_out_frames_leave_while_a_later_record_is_still_running(ou
     assert outs["t-slow"]["payload"] == {"earlier_sent_while_running": True}
     assert len(fan_ids) == 3 and "t-slow" not in fan_ids, "the fan-out's frames left on their own, first"
     assert [_ids(s)[0] for s in calls.named("SendMessageBatch")] == ["t-fan", "t-slow"]
+
+
+def test_p_route_10_frame_failing_after_its_record_ended_is_logged(harness: Callable[..., Harness]) -> None:
+    """P-ROUTE-10, P-ACK-3: a frame still failing when the outbox sends it after its record's handler call ended fails
+    that record at the end of the batch; one WARNING line names the record and the error (no traceback)."""
+    h = harness("echo")
+
+    def poison(params: dict[str, Any], **_: Any) -> None:
+        for entry in params["Entries"]:
+            if json.loads(entry["MessageBody"])["id"] == "t-late":
+                entry["DelaySeconds"] = 901  # moto answers this entry in ``Failed``, every time
+
+    h.sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch", poison)
+    event = h.event(envelope("t-late"))
+    with LogLines(h) as logs:
+        response = h.runtime.handle(event, Context())
+    message_id = event["Records"][0]["messageId"]
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message_id]
+    [failed] = logs.named("record failed: SQS delivers it again")
+    assert failed.levelno == logging.WARNING and failed.exc_info is None
+    assert failed.__dict__["message_id"] == message_id
+    assert failed.__dict__["error_type"] == "asya.transport.TransportError"
+    assert "still failing after 3 retries" in failed.__dict__["error"]

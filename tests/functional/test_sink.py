@@ -300,3 +300,16 @@ def test_p_large_4_payload_reference_does_not_break(sink: Sink) -> None:
     ref = {"__ref__": "s3://asya-demo-storage/payloads/t1/0003-x-sink-0a1b2c3d.json"}
     assert sink.run(envelope(payload=ref)) == []
     assert sink.store.get_task("t1")["result"] == ref  # type: ignore[index]
+
+
+def test_p_ack_3_failed_record_logs_why_in_one_line(mesh: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """P-SINK-5 (b), P-ACK-3: a failed checkpoint fails the record; one WARNING line names the record and the error,
+    without a traceback (Powertools logs record failures at DEBUG only)."""
+    sink = Sink(mesh, bucket="asya-demo-no-such-bucket")
+    with caplog.at_level(logging.WARNING, logger="test.x-sink"):
+        assert sink.run(envelope("t1")) == [0]
+    [failed] = [r for r in caplog.records if r.getMessage() == "record failed: SQS delivers it again"]
+    assert failed.levelno == logging.WARNING and failed.exc_info is None
+    assert failed.__dict__["message_id"]
+    assert failed.__dict__["error_type"] == "asya_crew.checkpoint.CheckpointError"
+    assert "asya-demo-no-such-bucket" in failed.__dict__["error"]

@@ -168,6 +168,11 @@ class Outbox:
             self._flush(list(self._queue))
             return [t.record_id for t in self._tickets if t.error is not None]
 
+    def failure(self, record_id: str) -> BaseException | None:
+        """Why the ticket of ``record_id`` failed, if it did."""
+        with self._lock:
+            return next((t.error for t in self._tickets if t.record_id == record_id and t.error is not None), None)
+
     def _schedule(self) -> None:
         if self._queue and self._ticker is not None:
             self._ticker.schedule(self, self._queue[0].at + FRAME_MAX_WAIT)

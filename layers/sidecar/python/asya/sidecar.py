@@ -32,7 +32,8 @@ record:
     P-ERR-7; frames already produced stay sent): x-sump; then ``completed`` (once the hop's frames left);
 15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3); a
     frame whose entry still fails when the outbox sends it after its record ended fails that record alone, added to
-    ``batchItemFailures`` at the end of the batch. A failed record comes back after ``min(queue visibility
+    ``batchItemFailures`` at the end of the batch. Each failed record is logged once at WARNING (``record failed``,
+    with ``message_id``, ``error_type`` and ``error``, no traceback) and comes back after ``min(queue visibility
     timeout, 5 * 2^(n-1))`` seconds (P-ACK-4).
 
 Infrastructure errors are acked only after their x-sump send succeeded (P-ERR-5); a tracked envelope then gets a
@@ -205,7 +206,13 @@ class ActorRuntime:
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
         def record_handler(record: SQSRecord) -> None:
-            self._record(record, batch)
+            try:
+                self._record(record, batch)
+            except Exception as exc:  # re-raised: the record fails (P-ACK-3); Powertools logs it at DEBUG only
+                self._log.warning(
+                    "record failed: SQS delivers it again", extra={"message_id": record.message_id, **_failure(exc)}
+                )
+                raise
 
         response = process_partial_response(
             event=dict(event), record_handler=record_handler, processor=processor, context=context
@@ -213,7 +220,12 @@ class ActorRuntime:
         failures = [{"itemIdentifier": f["itemIdentifier"]} for f in response["batchItemFailures"]]
         failed = {f["itemIdentifier"] for f in failures}
         # frames that failed after their record's handler call ended fail that record too (P-ACK-2)
-        failures += [{"itemIdentifier": rid} for rid in batch.outbox.finish() if rid not in failed]
+        for rid in batch.outbox.finish():
+            if rid not in failed:
+                failures.append({"itemIdentifier": rid})
+                error = batch.outbox.failure(rid)
+                fields = _failure(error) if error is not None else {}
+                self._log.warning("record failed: SQS delivers it again", extra={"message_id": rid, **fields})
         result: dict[str, Any] = {"batchItemFailures": failures}
         self._backoff(event, result, batch)
         return result
@@ -473,6 +485,12 @@ def _hop_ref(env: Envelope) -> HopRef:
 
 def _deadline(env: Envelope) -> datetime | None:
     return parse_ts(env.status.deadline_at) if env.status is not None else None
+
+
+def _failure(exc: BaseException) -> dict[str, str]:
+    """Log fields naming why a record failed: one line, no traceback."""
+    kind = type(exc)
+    return {"error_type": f"{kind.__module__}.{kind.__qualname__}", "error": str(exc)}
 
 
 def _pristine_payload(item: _Item) -> Any:
