@@ -5,11 +5,15 @@ handler raises is reported in ``batchItemFailures`` (with one WARNING line namin
 others. Start rule (P-TIME-6) with budget ``B = 0`` for crew: the first record always starts; a later one starts only
 while the Lambda has at least the 5 s safety margin left, otherwise it and every later record fail unstarted and are
 made visible again at once (best effort).
+
+Payload references (P-LARGE-4): :meth:`CrewRuntime._hydrated` reads them back for checkpoints and results; crew sends
+go through the same offloading encoder as the layer's (``asya.payloads``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -18,7 +22,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.batch import StartRule, UnstartedRecordError
 from asya.config import ActorConfig
+from asya.envelope import Envelope
 from asya.exceptions import AsyaError
+from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
@@ -36,7 +42,8 @@ class CrewRuntime:
         self.config = config
         self._clock = clock
         self._s3 = s3
-        self._transport = Transport(namespace=config.namespace, sqs=sqs)
+        self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
+        self._transport = Transport(namespace=config.namespace, sqs=sqs, encoder=self._payloads.encode)
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
 
     @property
@@ -46,6 +53,21 @@ class CrewRuntime:
 
             self._s3 = boto3.client("s3")
         return self._s3
+
+    def _hydrated(self, envelope: Envelope) -> Envelope:
+        """A copy of ``envelope`` whose payload, and a reference in ``payload.original_payload``, are read back from S3
+        for the checkpoint and the task's result (P-LARGE-4). Sends keep the envelope itself, references included
+        (P-LARGE-5). A reference that cannot be read (``PayloadUnavailable``) is kept as it is, with a warning: the
+        checkpoint still says where the payload was; any other S3 error fails the record."""
+        payload = envelope.payload
+        try:
+            hydrated = self._payloads.rehydrate(payload)
+            if isinstance(hydrated, dict) and is_reference(hydrated.get("original_payload")):
+                hydrated = {**hydrated, "original_payload": self._payloads.rehydrate(hydrated["original_payload"])}
+        except PayloadUnavailableError as exc:
+            self._log.warning("payload reference not readable: kept as it is", extra={"error": str(exc)})
+            return envelope
+        return envelope if hydrated is payload else replace(envelope, payload=hydrated)
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""

@@ -12,7 +12,9 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
   record; (d) one copy per ``ASYA_SINK_HOOKS`` actor for a root envelope (P-SINK-6), each sent even when another
   fails; (e) phase ``failed``: the envelope unchanged to x-sump; (f) ack once every send succeeded.
 
-Payload references (``__ref__``, P-LARGE-4) are checkpointed and reported as they are: rehydration is not done here.
+Payload references (``__ref__``, P-LARGE-4) are read back before (b) and (c): the checkpoint and the task's result hold
+the payload itself (and ``payload.original_payload`` of a failed envelope); hooks and x-sump get the envelope as it
+came, references included (P-LARGE-5).
 Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_SINK_HOOKS``).
 """
 
@@ -86,9 +88,10 @@ class SinkRuntime(CrewRuntime):
 
     def _finish(self, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
         key = checkpoint_key(envelope, phase, now=self._clock())
-        put_checkpoint(self.s3, self.config.bucket, key, envelope.to_json())
+        hydrated = self._hydrated(envelope)
+        put_checkpoint(self.s3, self.config.bucket, key, hydrated.to_json())
         if not envelope.parent_id and not hdr.is_stealth(envelope.headers):
-            self._report(checkpoint_id(envelope), envelope, phase, key)
+            self._report(checkpoint_id(envelope), hydrated, phase, key)
         hook_errors = self._send_hooks(envelope, phase) if not envelope.parent_id else []
         if phase == Phase.FAILED.value:
             self._transport.send(naming.SUMP, envelope)

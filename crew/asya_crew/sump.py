@@ -7,7 +7,8 @@ Per record: it accepts any route, never writes status and never sends (P-SUMP-1)
 - Otherwise the whole envelope is logged as one JSON line, at ERROR for phase ``failed`` else INFO; a payload over
   200 KiB is logged as ``{"__truncated__": true, "size_bytes": n}`` (P-SUMP-3). Phase ``failed`` is checkpointed at
   the failed key with ``If-None-Match: *``, keeping a checkpoint x-sink already wrote; any other write failure fails
-  the record (P-SUMP-4). Payload references are checkpointed as they are.
+  the record (P-SUMP-4). A payload reference, and one in ``payload.original_payload``, is read back first, so the
+  checkpoint holds the payload itself (P-LARGE-4).
 - Then one EMF metric ``FailedEnvelopes`` (count 1, namespace ``Asya``, dimensions ``Namespace``, ``Actor`` =
   ``status.actor`` else ``unknown``, ``Reason`` = ``status.reason`` else ``None``) is printed (P-SUMP-2); emitted after
   the checkpoint so a retried record is counted once.
@@ -68,7 +69,8 @@ class SumpRuntime(CrewRuntime):
         log("envelope reached x-sump", extra={"correlation_id": envelope.id, "envelope": _loggable(envelope)})
         if phase == Phase.FAILED.value:
             key = checkpoint_key(envelope, Phase.FAILED.value, now=self._clock())
-            if not put_checkpoint(self.s3, self.config.bucket, key, envelope.to_json(), if_absent=True):
+            document = self._hydrated(envelope).to_json()  # P-LARGE-4: the payload, not a reference to it
+            if not put_checkpoint(self.s3, self.config.bucket, key, document, if_absent=True):
                 self._log.info("checkpoint already present: kept", extra={"checkpoint_key": key})
         actor = status.actor if status is not None and status.actor else "unknown"
         reason = status.reason if status is not None and status.reason else "None"

@@ -123,3 +123,21 @@ def test_gw_sse_8_reconnect_at_the_terminal_event_gets_204(gateway: Any) -> None
         f"{gateway.url}/api/v1/mesh/{task_id}/events", headers={"Last-Event-ID": str(last)}, timeout=10
     )
     assert response.status_code == 204
+
+
+def test_p_large_2_a_payload_over_the_sqs_limit_runs_the_whole_flow(local_mesh: LocalMesh, gateway: Any) -> None:
+    text = "great news " * 150_000  # 1.65 MB: only an S3 reference can carry it between actors
+    task_id = gateway.create(flow="text-pipeline", payload={"text": text})
+    events = gateway.follow(task_id)
+    assert terminal_status(events[-1]) == "succeeded"
+
+    task = gateway.get(task_id)
+    result = task["result"]
+    assert result["text"] == text
+    assert result["normalized"] == text.strip()
+    assert result["sentiment"] == "positive"
+    s3, bucket = local_mesh.clients.s3, local_mesh.resources.bucket
+    offloaded = s3.list_objects_v2(Bucket=bucket, Prefix=f"payloads/{task_id}/").get("Contents", [])
+    assert len(offloaded) >= 3, "the gateway and each actor sent a reference"
+    checkpoint = json.loads(s3.get_object(Bucket=bucket, Key=task["checkpoint_key"])["Body"].read())
+    assert checkpoint["payload"] == result, "the checkpoint holds the result itself (P-LARGE-4)"

@@ -22,6 +22,8 @@ record:
 6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink;
 7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink with reason ``Timeout``;
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
+11. a payload reference is read back from S3 (``asya.payloads``, P-LARGE-4): ``PayloadUnavailable`` to x-sump,
+    another S3 error fails the record;
 12. the last SLA guard, the same check again just before the call;
 13. ``processing``, the handler call under its time limit ``T = min(actor timeout, deadline_at - now, Lambda remaining
     time - 5 s)`` (P-TIME-5, ``asya.timeout``); frames leave as they come (``asya.hop``, ``asya.outbox``), FLY values
@@ -37,7 +39,9 @@ record:
     timeout, 5 * 2^(n-1))`` seconds (P-ACK-4).
 
 Infrastructure errors are acked only after their x-sump send succeeded (P-ERR-5); a tracked envelope then gets a
-best-effort final ``failed`` status (P-ERR-6). Claim-check offload is not handled here.
+best-effort final ``failed`` status (P-ERR-6). Every send goes through ``asya.payloads.PayloadStore.encode``: an
+envelope over ``ASYA_OFFLOAD_THRESHOLD_KB`` leaves with its payload in S3 and a reference in its place (P-LARGE-2);
+resent input payloads keep their reference (P-LARGE-5).
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ from asya.hop import HopOutput, Ticker
 from asya.idempotency import Delivery, HopGuard, HopKey, Idempotency
 from asya.infra import InfraErrors
 from asya.outbox import Outbox, Ticket
+from asya.payloads import PayloadStore, PayloadUnavailableError
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
@@ -142,7 +147,8 @@ class ActorRuntime:
         self._ts_text = ""
         self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
-        self._transport = Transport(namespace=config.namespace, sqs=sqs, sleep=sleep)
+        self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
+        self._transport = Transport(namespace=config.namespace, sqs=sqs, sleep=sleep, encoder=self._payloads.encode)
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
         self._errors = InfraErrors(
@@ -335,6 +341,11 @@ class ActorRuntime:
                 original_payload=env.payload,
                 details=error_details(self._load_error),
             )
+            return
+        try:  # step 11: the handler gets the payload itself; resends keep the reference (P-LARGE-4, P-LARGE-5)
+            entry.payload = self._payloads.rehydrate(env.payload)
+        except PayloadUnavailableError as exc:
+            self._errors.report(Reason.PAYLOAD_UNAVAILABLE, str(exc), entry, report, now, original_payload=env.payload)
             return
         if not hook and self._sla_expired(env, report, self._clock(), trace):  # step 12: the last guard
             return
