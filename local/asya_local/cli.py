@@ -122,7 +122,7 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
 
     dev = commands.add_parser("dev", help="run the mesh locally (moto, actors, gateway) until Ctrl-C")
     dev.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
-    dev.add_argument("--host", default="127.0.0.1")
+    dev.add_argument("--host", default="127.0.0.1", help="interface the gateway listens on (default 127.0.0.1)")
     dev.add_argument("--port", type=int, default=8080, help="0 picks a free port")
     dev.set_defaults(run=_dev)
 
@@ -135,17 +135,17 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     call.set_defaults(run=_call)
 
     status = commands.add_parser("status", parents=[remote], help="print a task view")
-    status.add_argument("id")
+    status.add_argument("id", help="task id")
     status.set_defaults(run=_status)
 
     watch = commands.add_parser("watch", parents=[remote], help="print a task's SSE events as they arrive")
-    watch.add_argument("id")
+    watch.add_argument("id", help="task id")
     watch.set_defaults(run=_watch)
 
     demo = commands.add_parser("demo", help="start the mesh, run the example flow, show progress and result")
-    demo.add_argument("--manifest", default="asya.yaml")
-    demo.add_argument("--flow", default="text-pipeline")
-    demo.add_argument("--text", default=_DEMO_TEXT)
+    demo.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
+    demo.add_argument("--flow", default="text-pipeline", help="flow to run (default text-pipeline)")
+    demo.add_argument("--text", default=_DEMO_TEXT, help="the payload's text (default: a sample paragraph)")
     demo.add_argument("--port", type=int, default=8080, help="gateway port; a free one when it is in use")
     demo.set_defaults(run=_demo)
     add_dlq_parser(commands)

@@ -61,16 +61,21 @@ def add_dlq_parser(commands: _Commands) -> None:
     dlq = commands.add_parser("dlq", help="inspect and redrive the actors' dead-letter queues")
     actions = dlq.add_subparsers(dest="dlq_action", required=True, metavar="ACTION")
     listing = actions.add_parser("list", parents=[common], help="DLQ depth per actor")
-    listing.add_argument("actor", nargs="?")
+    listing.add_argument("actor", nargs="?", help="one actor (default: every actor, crew included)")
     listing.set_defaults(run=_list)
     show = actions.add_parser("show", parents=[common], help="peek at an actor's DLQ messages (not consumed)")
-    show.add_argument("actor")
+    show.add_argument("actor", help="the actor whose DLQ to peek at")
     show.add_argument("--max", type=_positive, default=10, help="messages to show (default 10)")
     show.set_defaults(run=_show)
     redrive = actions.add_parser("redrive", parents=[common], help="move an actor's DLQ messages back to its queue")
-    redrive.add_argument("actor")
+    redrive.add_argument("actor", help="the actor whose DLQ to move back to its queue")
     redrive.add_argument("--max", type=_positive, default=None, help="move at most this many (copy method)")
-    redrive.add_argument("--method", choices=("auto", "copy", "move-task"), default="auto")
+    redrive.add_argument(
+        "--method",
+        choices=("auto", "copy", "move-task"),
+        default="auto",
+        help="auto (default): SQS's move task on AWS without --max, else copy",
+    )
     redrive.add_argument("--wait", type=_positive, default=300, help="seconds to follow a move task (default 300)")
     redrive.set_defaults(run=_redrive)
 

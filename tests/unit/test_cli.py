@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 
@@ -25,6 +26,27 @@ def test_help_goes_to_stdout_and_exits_0() -> None:
     assert code == 0
     for command in ("dev", "call", "status", "watch", "demo"):
         assert command in out
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["dev"], ["call"], ["status"], ["watch"], ["demo"], ["dlq", "list"], ["dlq", "show"], ["dlq", "redrive"]],
+)
+def test_every_argument_has_help_text(command: list[str]) -> None:
+    """``asya dev --help`` used to list ``--host HOST`` (and ``demo`` its options) with no word on what they do."""
+    code, out, _ = _run(*command, "--help")
+    assert code == 0
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.endswith(":") and not line.startswith(" ") and i > 0)
+    entries = [i for i in range(start, len(lines)) if re.match(r"^  \S", lines[i])]
+    assert entries
+    undocumented = [
+        lines[i].strip()
+        for i in entries
+        if not re.search(r"\S\s{2,}\S", lines[i].strip())
+        and not (i + 1 < len(lines) and re.match(r"^ {3,}\S", lines[i + 1]))
+    ]
+    assert undocumented == []
 
 
 def test_missing_command_is_a_usage_error() -> None:
