@@ -451,6 +451,21 @@ def test_claim_left_by_a_dead_run_is_taken_over_after_the_lease(world: Mesh) -> 
     assert sent == ["e-0"]
 
 
+@pytest.mark.parametrize(
+    ("visibility", "age", "taken_over"),
+    [(40, 20.5, True), (40, 19.5, False), (18, 10.5, True), (18, 9.5, False), (900, 61, True), (900, 59, False)],
+)
+def test_claim_lease_is_half_the_visibility_timeout_between_10_and_60_seconds(
+    world: Mesh, visibility: int, age: float, taken_over: bool
+) -> None:
+    """With an 18 s visibility timeout SQS redelivers every ~18 s: a 60 s lease would see the message exhaust its
+    receives and reach the DLQ before a dead run's claim expired."""
+    assert _ledger(world, visibility=visibility).claim(KEY, 0) is None
+    later = NOW + timedelta(seconds=age)
+    state = _ledger(world, clock=lambda: later, visibility=visibility).claim(KEY, 0)
+    assert (state is None) is taken_over, state
+
+
 def test_failed_send_releases_the_claims_so_the_redelivery_can_send(world: Mesh) -> None:
     ledger = _ledger(world)
 

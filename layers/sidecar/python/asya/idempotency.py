@@ -22,9 +22,10 @@ one of two modes:
   items of every record whose frames left together share it, :meth:`Idempotency.mark_sent_all`).
 - claimed: a redelivery (receive count 2 or more), a record whose frame 0 was already known, or a first delivery
   running late (SQS may already have handed the message to another poller). Each frame is first claimed with a
-  conditional ``PutItem`` that succeeds only when no item exists (or a claim older than :data:`CLAIM_LEASE` was left
-  by a run that died). A frame found ``sent`` is skipped. A frame claimed by a live run is held back: the others go
-  out, then the record fails with :class:`DuplicateInFlightError` and SQS brings it back after the other run
+  conditional ``PutItem`` that succeeds only when no item exists (or a claim older than the lease,
+  :meth:`Idempotency.claim_lease`, was left by a run that died). A frame found ``sent`` is skipped. A frame claimed
+  by a live run is held back: the others go out, then the record fails with :class:`DuplicateInFlightError` and SQS
+  brings it back after the other run
   finished. Claimed frames are sent, then marked ``sent`` (one ``BatchWriteItem``); after a failed send the claims
   are released so the redelivery can send.
 
@@ -38,7 +39,7 @@ failed mark leaves the frame unmarked); failing the record instead would cause t
 Duplicates remain possible when a run dies between a frame's send and its item write (crash window), when SQS hands
 out two copies of one message that both say receive count 1 and run at the same time, when the queue's visibility
 timeout was lowered while a container still holds the old value (read once per container), and when a claimant dies
-after its send but before its mark (the claim is taken over after :data:`CLAIM_LEASE`), and for the outcomes that
+after its send but before its mark (the claim is taken over once its lease ran out), and for the outcomes that
 do not go through a :class:`HopGuard` (retries and the x-sink envelopes of handler errors, SLA and pre-flight stops,
 x-sump envelopes). Fan-out children get deterministic ids (``asya.routing.child_id``), so any duplicate that does
 leave is caught at its next hop, unless both copies run there at the same time.
@@ -63,6 +64,7 @@ from asya.timeutil import Clock, format_ts_ms, system_clock
 __all__ = [
     "CLAIMED",
     "CLAIM_LEASE",
+    "MIN_CLAIM_LEASE",
     "SENT",
     "Delivery",
     "DuplicateInFlightError",
@@ -75,6 +77,10 @@ SENT: Final = "sent"
 CLAIMED: Final = "claimed"
 #: A claim older than this was left by a run that died between its claim and its mark: it may be taken over.
 CLAIM_LEASE: Final = timedelta(seconds=60)
+#: A live run marks its frames within seconds of claiming them (the outbox holds frames at most 1 s, a send retries for
+#: under 1 s), so the lease is shortened to half the queue's visibility timeout, never below this: a message redelivered
+#: after a crash must find the dead run's claim expired before it runs out of receives and lands in the DLQ.
+MIN_CLAIM_LEASE: Final = timedelta(seconds=10)
 _RETENTION: Final = timedelta(days=tableschema.IDEMPOTENCY_RETENTION_DAYS)
 _BATCH_WRITE_LIMIT: Final = 25
 _MAX_ATTEMPTS: Final = 5
@@ -204,6 +210,15 @@ class Idempotency:
 
     # -- writes -------------------------------------------------------------------------------------------------
 
+    def claim_lease(self) -> timedelta:
+        """How long a claim protects a frame: :data:`CLAIM_LEASE`, or half the queue's visibility timeout when that is
+        shorter, at least :data:`MIN_CLAIM_LEASE`; :data:`CLAIM_LEASE` when the timeout cannot be read."""
+        try:
+            half = timedelta(seconds=self._visibility_timeout() / 2)
+        except Exception:  # the full lease only delays a redelivery; it never loses a frame
+            return CLAIM_LEASE
+        return max(MIN_CLAIM_LEASE, min(CLAIM_LEASE, half))
+
     def claim(self, key: HopKey, index: int) -> str | None:
         """Claim frame ``index``: ``None`` when this run may send it, else the state another run left (``sent``, or
         ``claimed`` while that run lives). A write error also answers ``None``: sending beats losing the frame."""
@@ -225,7 +240,7 @@ class Idempotency:
                 ExpressionAttributeValues={
                     ":now": {"N": str(int(now.timestamp()))},
                     ":claimed": {"S": CLAIMED},
-                    ":stale": {"S": format_ts_ms(now - CLAIM_LEASE)},
+                    ":stale": {"S": format_ts_ms(now - self.claim_lease())},
                 },
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
