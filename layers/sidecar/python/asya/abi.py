@@ -228,6 +228,20 @@ async def _await_handler(coro: CoroutineType[Any, Any, Any]) -> Any:
         raise HandlerError(exc) from exc
 
 
+def _step(
+    item: Any, index: int, state: AbiState, on_frame: OnFrame, on_fly: OnFly
+) -> tuple[Any, Exception | None, int]:
+    """One value a generator yielded: ``(reply, error to throw back, next frame index)``. ``None`` is skipped, a
+    tuple is an ABI command, anything else is frame ``index``."""
+    if item is None:
+        return None, None, index
+    if isinstance(item, tuple):
+        reply, error = _command(item, state, on_fly)
+        return reply, error, index
+    on_frame(state.frame(_frame_payload(item, index), index))
+    return None, None, index + 1
+
+
 def _drive(gen: Generator[Any, Any, Any], state: AbiState, on_frame: OnFrame, on_fly: OnFly) -> None:
     index = 0
     reply: Any = None
@@ -240,14 +254,7 @@ def _drive(gen: Generator[Any, Any, Any], state: AbiState, on_frame: OnFrame, on
                 return
             except Exception as exc:
                 raise HandlerError(exc) from exc
-            reply, error = None, None
-            if item is None:
-                continue
-            if isinstance(item, tuple):
-                reply, error = _command(item, state, on_fly)
-            else:
-                on_frame(state.frame(_frame_payload(item, index), index))
-                index += 1
+            reply, error, index = _step(item, index, state, on_frame, on_fly)
     finally:
         try:
             gen.close()
@@ -267,14 +274,7 @@ async def _drive_async(agen: _AsyncGen[Any, Any], state: AbiState, on_frame: OnF
                 return
             except Exception as exc:
                 raise HandlerError(exc) from exc
-            reply, error = None, None
-            if item is None:
-                continue
-            if isinstance(item, tuple):
-                reply, error = _command(item, state, on_fly)
-            else:
-                on_frame(state.frame(_frame_payload(item, index), index))
-                index += 1
+            reply, error, index = _step(item, index, state, on_frame, on_fly)
     finally:
         try:
             await agen.aclose()
