@@ -237,16 +237,7 @@ def forward_frame(
         )
     else:
         destination = naming.SINK
-        status = Status(
-            phase=Phase.SUCCEEDED.value,
-            reason=Reason.COMPLETED.value,
-            actor=actor,
-            attempt=status_in.attempt,
-            max_attempts=status_in.max_attempts,
-            created_at=status_in.created_at,
-            updated_at=now,
-            deadline_at=frame.deadline_at,
-        )
+        status = _completed(status_in, actor=actor, now=now, deadline_at=frame.deadline_at)
     envelope = Envelope(
         id=env_id, route=route, payload=frame.payload, parent_id=parent_id, headers=headers, status=status
     )
@@ -266,7 +257,13 @@ def zero_frames_envelope(
     status_in = entry.status or Status()
     out_headers = dict(headers)
     trace.apply(out_headers)
-    status = Status(
+    status = _completed(status_in, actor=actor, now=now, deadline_at=status_in.deadline_at)
+    return Outgoing(actor=naming.SINK, envelope=_derived(entry, out_headers, status, payload))
+
+
+def _completed(status_in: Status, *, actor: str, now: str, deadline_at: str | None) -> Status:
+    """Phase ``succeeded``, reason ``Completed``: the route ended at ``actor`` (P-ROUTE-4, P-ROUTE-5)."""
+    return Status(
         phase=Phase.SUCCEEDED.value,
         reason=Reason.COMPLETED.value,
         actor=actor,
@@ -274,9 +271,8 @@ def zero_frames_envelope(
         max_attempts=status_in.max_attempts,
         created_at=status_in.created_at,
         updated_at=now,
-        deadline_at=status_in.deadline_at,
+        deadline_at=deadline_at,
     )
-    return Outgoing(actor=naming.SINK, envelope=_derived(entry, out_headers, status, payload))
 
 
 def error_payload(details: Mapping[str, Any], original_payload: Any) -> dict[str, Any]:
