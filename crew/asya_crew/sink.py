@@ -29,8 +29,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya import headers as hdr
 from asya import naming, routing
 from asya.config import ActorConfig
-from asya.envelope import Envelope, Phase, Reason, Route, Status, parse_envelope
+from asya.envelope import Envelope, Phase, Route, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
+from asya.infra import parse_failure_envelope
 from asya.store import TaskStore
 from asya.timeutil import Clock, format_ts, system_clock
 from asya_crew.checkpoint import checkpoint_id, checkpoint_key, put_checkpoint
@@ -38,7 +39,6 @@ from asya_crew.runtime import CrewRuntime
 
 __all__ = ["HookSendError", "SinkRuntime", "lambda_handler"]
 
-_RAW_BODY_LIMIT: Final = 64 * 1024
 _FINAL_PHASES: Final = frozenset({Phase.SUCCEEDED.value, Phase.FAILED.value})
 
 
@@ -162,14 +162,8 @@ class SinkRuntime(CrewRuntime):
 
     def _parse_failure(self, body: str, error: EnvelopeParseError) -> None:
         """Step 1 (P-ENV-9..12, P-ERR-4): x-sump with ``details.raw_body``, acked after the send."""
-        raw = body.encode("utf-8")[:_RAW_BODY_LIMIT].decode("utf-8", errors="ignore")
-        out = routing.sump_envelope(
-            reason=Reason.PARSE_ERROR,
-            message=str(error),
-            actor=self.config.actor,
-            now=format_ts(self._clock()),
-            details={"raw_body": raw},
-            new_id=self._new_id,
+        out = parse_failure_envelope(
+            body, error, actor=self.config.actor, now=format_ts(self._clock()), new_id=self._new_id
         )
         self._transport.send(out.actor, out.envelope)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})

@@ -295,6 +295,14 @@ def test_p_err_4_unparseable_body_goes_to_sump(sink: Sink) -> None:
     assert "original_payload" not in out["payload"]
 
 
+def test_p_err_4_a_body_naming_a_valid_id_keeps_it_at_sump(sink: Sink) -> None:
+    """The same rule as the actor layer's step 1 (``asya.infra.parse_failure_envelope``): the id survives."""
+    assert sink.run('{"id": "t-9", "route": 5}') == []
+    [out] = sink.drain("x-sump")
+    assert out["id"] == "t-9"
+    assert out["status"]["reason"] == "ParseError"
+
+
 def test_p_large_4_payload_reference_does_not_break(sink: Sink) -> None:
     sink.store.create_task(task_id="t1", actor="normalize")
     ref = {"__ref__": "s3://asya-demo-storage/payloads/t1/0003-x-sink-0a1b2c3d.json"}

@@ -19,7 +19,7 @@ from asya.envelope import Envelope, Reason
 from asya.reporting import HopRef, Reporter
 from asya.transport import Transport, UnknownActorError
 
-__all__ = ["RAW_BODY_LIMIT", "InfraErrors"]
+__all__ = ["RAW_BODY_LIMIT", "InfraErrors", "parse_failure_envelope"]
 
 #: P-ERR-4: ``details.raw_body`` of a body that did not parse keeps at most this many bytes.
 RAW_BODY_LIMIT: Final = 64 * 1024
@@ -75,17 +75,8 @@ class InfraErrors:
             self._reporter.final_failed(report, error=message, error_details={"message": message, "type": reason.value})
 
     def parse_failure(self, body: str, error: Exception, now: str) -> None:
-        """A body that is not an envelope (P-ENV-9..12): x-sump with ``details.raw_body``; the id is kept when the
-        body names a valid one."""
-        known_id = _salvage_id(body)
-        out = routing.sump_envelope(
-            reason=Reason.PARSE_ERROR,
-            message=str(error),
-            actor=self._actor,
-            now=now,
-            details={"raw_body": _truncate(body, RAW_BODY_LIMIT)},
-            new_id=(lambda: known_id) if known_id else self._new_id,
-        )
+        """A body that is not an envelope (P-ENV-9..12): x-sump with ``details.raw_body``."""
+        out = parse_failure_envelope(body, error, actor=self._actor, now=now, new_id=self._new_id)
         self._log.append_keys(correlation_id=out.envelope.id, attempt=1, phase="failed")
         self.send(out)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
@@ -123,6 +114,22 @@ class InfraErrors:
             message = str(lineage[0])
             details = {"message": message, "type": Reason.UNKNOWN_ACTOR.value}
             self._reporter.final_failed(report, error=message, error_details=details)
+
+
+def parse_failure_envelope(
+    body: str, error: Exception, *, actor: str, now: str, new_id: Callable[[], str]
+) -> routing.Outgoing:
+    """The x-sump envelope of a body that is not an envelope (P-ENV-9..12, P-ERR-4): ``details.raw_body`` holds at
+    most :data:`RAW_BODY_LIMIT` bytes of it; the id is kept when the body names a valid one, else ``new_id()``."""
+    known_id = _salvage_id(body)
+    return routing.sump_envelope(
+        reason=Reason.PARSE_ERROR,
+        message=str(error),
+        actor=actor,
+        now=now,
+        details={"raw_body": _truncate(body, RAW_BODY_LIMIT)},
+        new_id=(lambda: known_id) if known_id else new_id,
+    )
 
 
 def _salvage_id(body: str) -> str | None:
