@@ -20,7 +20,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from asya.batch import StartRule, UnstartedRecordError
+from asya.batch import StartRule, UnstartedRecordError, log_failed_record
 from asya.config import ActorConfig
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError
@@ -79,16 +79,8 @@ class CrewRuntime:
     def _logged_record(self, record: SQSRecord) -> None:
         try:
             self._record(record)
-        except Exception as exc:  # re-raised: the record fails (P-ACK-3); Powertools logs it at DEBUG only
-            kind = type(exc)
-            self._log.warning(
-                "record failed: SQS delivers it again",
-                extra={
-                    "message_id": record.message_id,
-                    "error_type": f"{kind.__module__}.{kind.__qualname__}",
-                    "error": str(exc),
-                },
-            )
+        except Exception as exc:  # re-raised: the record fails (P-ACK-3)
+            log_failed_record(self._log, record.message_id, exc)
             raise
 
     def _release(self, receipt_handles: list[str]) -> None:

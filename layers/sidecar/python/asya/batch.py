@@ -5,19 +5,24 @@
   Once one record does not fit, it and every later record fail unstarted and are made visible again at once.
 - Return time of failed records (P-ACK-4): unstarted ones at once, others after
   ``min(queue visibility timeout, 5 * 2^(n-1))`` seconds, ``n`` = ``ApproximateReceiveCount``.
+- Each failed record is logged once at WARNING, ``record failed: SQS delivers it again`` with ``message_id``,
+  ``error_type`` and ``error`` and no traceback (:func:`log_failed_record`): Powertools reports record failures at
+  DEBUG only.
 
-Pure: no AWS calls; the callers apply the visibility changes.
+No AWS calls; the callers apply the visibility changes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from asya.exceptions import AsyaError
 from asya.timeout import SAFETY_MARGIN_SECONDS
 
-__all__ = ["StartRule", "UnstartedRecordError", "failed_visibilities"]
+__all__ = ["RECORD_FAILED", "StartRule", "UnstartedRecordError", "failed_visibilities", "log_failed_record"]
+
+RECORD_FAILED = "record failed: SQS delivers it again"
 
 _MAX_BACKOFF_EXPONENT = 20
 
@@ -77,3 +82,16 @@ def failed_visibilities(
         delay = 5 * 2 ** min(max(receives - 1, 0), _MAX_BACKOFF_EXPONENT)
         entries.append((handle, min(visibility_timeout(), delay)))
     return entries
+
+
+class _Warns(Protocol):
+    def warning(self, msg: str, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def log_failed_record(logger: _Warns, message_id: str, error: BaseException | None) -> None:
+    """One WARNING line naming the failed record and why (P-ACK-3)."""
+    fields: dict[str, Any] = {"message_id": message_id}
+    if error is not None:
+        kind = type(error)
+        fields.update(error_type=f"{kind.__module__}.{kind.__qualname__}", error=str(error))
+    logger.warning(RECORD_FAILED, extra=fields)

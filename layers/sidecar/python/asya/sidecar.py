@@ -62,7 +62,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya import headers as hdr
 from asya import routing
 from asya.abi import AbiState, Frame, Handler, HandlerError, error_details, load_handler
-from asya.batch import StartRule, UnstartedRecordError, failed_visibilities
+from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, SerializationError
@@ -214,10 +214,8 @@ class ActorRuntime:
         def record_handler(record: SQSRecord) -> None:
             try:
                 self._record(record, batch)
-            except Exception as exc:  # re-raised: the record fails (P-ACK-3); Powertools logs it at DEBUG only
-                self._log.warning(
-                    "record failed: SQS delivers it again", extra={"message_id": record.message_id, **_failure(exc)}
-                )
+            except Exception as exc:  # re-raised: the record fails (P-ACK-3)
+                log_failed_record(self._log, record.message_id, exc)
                 raise
 
         response = process_partial_response(
@@ -229,9 +227,7 @@ class ActorRuntime:
         for rid in batch.outbox.finish():
             if rid not in failed:
                 failures.append({"itemIdentifier": rid})
-                error = batch.outbox.failure(rid)
-                fields = _failure(error) if error is not None else {}
-                self._log.warning("record failed: SQS delivers it again", extra={"message_id": rid, **fields})
+                log_failed_record(self._log, rid, batch.outbox.failure(rid))
         result: dict[str, Any] = {"batchItemFailures": failures}
         self._backoff(event, result, batch)
         return result
@@ -496,12 +492,6 @@ def _hop_ref(env: Envelope) -> HopRef:
 
 def _deadline(env: Envelope) -> datetime | None:
     return parse_ts(env.status.deadline_at) if env.status is not None else None
-
-
-def _failure(exc: BaseException) -> dict[str, str]:
-    """Log fields naming why a record failed: one line, no traceback."""
-    kind = type(exc)
-    return {"error_type": f"{kind.__module__}.{kind.__qualname__}", "error": str(exc)}
 
 
 def _pristine_payload(item: _Item) -> Any:
