@@ -28,7 +28,7 @@ from constructs import Construct
 
 from asya.environment import ReservedVariableError, actor_environment, check_env_map, gateway_environment
 from asya.manifest import DeployedActor, Manifest
-from asya.naming import SUMP
+from asya.naming import SUMP, undeployed_crew
 from asya_cdk.actor import Actor
 from asya_cdk.alarms import MeshAlarms
 from asya_cdk.assets import (
@@ -266,6 +266,8 @@ def _validate(manifest: Manifest, sources: SourceLayout, deployed: Sequence[Depl
     """Check everything that can be checked before creating a construct; return each actor's Lambda handler."""
     validate_auth(manifest.gateway.auth)
     sources.validate()
+    if (problem := undeployed_crew(manifest.crew_targets())) is not None:
+        raise DeploymentError(problem)
     handlers: dict[str, str] = {}
     for actor in deployed:
         if actor.crew:

@@ -16,7 +16,7 @@ from asya.manifest import Manifest
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
-from asya_local.mesh import runtime_entry_point, runtime_environment
+from asya_local.mesh import LocalMesh, runtime_entry_point, runtime_environment
 from asya_local.moto_server import AwsClients, MotoServer
 from asya_local.provision import provision
 
@@ -122,3 +122,12 @@ def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServ
     assert "ASYA_CODE_DIR" not in sink
     assert sink["ASYA_SINK_HOOKS"] == ""
     assert ActorConfig.from_env(sink).log_level == "WARNING"
+
+
+def test_p_man_3_the_local_mesh_refuses_a_route_through_crew_it_cannot_run(example_manifest: Manifest) -> None:
+    """Refused before anything starts, with the field named, rather than every task ending at x-sump."""
+    flows = dict(example_manifest.flows)
+    flows["review"] = flows["text-pipeline"].model_copy(update={"route": ["normalize", "x-pause", "summarize"]})
+    manifest = example_manifest.model_copy(update={"flows": flows})
+    with pytest.raises(LocalModeError, match=r"flows\.review\.route\[1\]: crew actor 'x-pause' is not available"):
+        LocalMesh(manifest, port=0)

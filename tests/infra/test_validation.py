@@ -172,3 +172,11 @@ def test_source_layout_names_the_missing_directory(tmp_path: Path) -> None:
     (tmp_path / "crew" / "asya_crew").mkdir(parents=True)
     with pytest.raises(DeploymentError, match="the gateway package is missing: expected a directory at"):
         SourceLayout.from_repo(tmp_path).validate()
+
+
+def test_p_man_3_a_route_through_crew_this_release_cannot_run_is_refused_at_synth(
+    write_manifest: WriteManifest, tmp_path: Path
+) -> None:
+    path = write_manifest(minimal_manifest(flows={"review": {"route": ["echo", "x-pause", "echo"]}}))
+    with pytest.raises(DeploymentError, match=r"flows\.review\.route\[1\]: crew actor 'x-pause' is not available"):
+        build(path, tmp_path / "out")

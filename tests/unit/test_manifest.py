@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from asya import naming
 from asya.exceptions import ManifestError
 from asya.manifest import lambda_timeout, load_manifest, parse_manifest, visibility_timeout
 
@@ -173,3 +174,25 @@ def test_load_manifest_errors_are_readable(tmp_path: Path) -> None:
     bad.write_text("- just a list\n", encoding="utf-8")
     with pytest.raises(ManifestError, match="must be a mapping"):
         load_manifest(bad)
+
+
+def test_crew_targets_lists_every_place_that_names_crew() -> None:
+    data = _manifest(crew={"sink_hooks": ["infer", "x-pause"]})
+    data["actors"]["prep"]["fan_in"] = {"key": "/items"}
+    data["actors"]["infer"]["resiliency"] = {
+        "policies": {"default": {"max_attempts": 2, "on_exhausted": ["x-pause"]}},
+    }
+    data["flows"]["main"]["route"] = ["prep", "infer", "x-fanin-prep", "x-pause"]
+    manifest = parse_manifest(data)
+    assert manifest.crew_targets() == [
+        ("flows.main.route[2]", "x-fanin-prep"),
+        ("flows.main.route[3]", "x-pause"),
+        ("actors.infer.resiliency.policies.default.on_exhausted[0]", "x-pause"),
+        ("crew.sink_hooks[1]", "x-pause"),
+    ]
+    assert naming.undeployed_crew(manifest.crew_targets()) == (
+        "flows.main.route[2]: crew actor 'x-fanin-prep' is not available in this release "
+        "(deployable crew: x-sink, x-sump)"
+    )
+    assert naming.undeployed_crew([]) is None
+    assert parse_manifest(_manifest()).crew_targets() == []

@@ -332,6 +332,19 @@ class Manifest(_Model):
         assert spec.fan_in is not None
         return spec.fan_in.aggregator or naming.default_aggregator(actor)
 
+    def crew_targets(self) -> list[tuple[str, str]]:
+        """``(field, name)`` of every route entry, ``on_exhausted`` target and sink hook that names crew (x-pause or
+        an aggregator), in manifest order. The deployments check these against the crew they can run."""
+        found: list[tuple[str, str]] = []
+        for flow_name, flow in self.flows.items():
+            found += [(f"flows.{flow_name}.route[{i}]", t) for i, t in enumerate(flow.route) if naming.is_crew(t)]
+        for name, actor in self.actors.items():
+            for policy_name, policy in (actor.resiliency.policies if actor.resiliency else {}).items():
+                field = f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted"
+                found += [(f"{field}[{i}]", t) for i, t in enumerate(policy.on_exhausted) if naming.is_crew(t)]
+        found += [(f"crew.sink_hooks[{i}]", t) for i, t in enumerate(self.crew.sink_hooks) if naming.is_crew(t)]
+        return found
+
     def routable_names(self) -> frozenset[str]:
         """Names a flow route, ``on_exhausted`` or a sink hook may contain (P-MAN-3)."""
         aggregators = {self.aggregator_of(name) for name, spec in self.actors.items() if spec.fan_in is not None}

@@ -40,6 +40,7 @@ __all__ = [
     "is_valid_actor_name",
     "queue_name",
     "table_name",
+    "undeployed_crew",
     "validate_actor_name",
     "validate_flow_name",
     "validate_namespace",
@@ -87,6 +88,19 @@ CREW_ENTRY_POINTS: Final = {
     SINK: EntryPoint("asya_crew.sink", "SinkRuntime"),
     SUMP: EntryPoint("asya_crew.sump", "SumpRuntime"),
 }
+
+
+def undeployed_crew(targets: list[tuple[str, str]]) -> str | None:
+    """A readable error for the first of ``targets`` (``(field, crew name)``, ``Manifest.crew_targets``) that names
+    crew this release cannot run (x-pause, x-resume, fan-in aggregators), else ``None``. The spec allows them in a
+    manifest (P-MAN-3); refusing at deploy or start time beats every task failing at that hop."""
+    for field, name in targets:
+        if name not in CREW_ENTRY_POINTS:
+            return (
+                f"{field}: crew actor {name!r} is not available in this release "
+                f"(deployable crew: {', '.join(sorted(CREW_ENTRY_POINTS))})"
+            )
+    return None
 
 
 def is_valid_actor_name(name: object) -> bool:
