@@ -17,7 +17,7 @@ from asya_cdk.dependencies import ACTOR_REQUIREMENTS, GATEWAY_REQUIREMENTS, Depe
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.gateway import Gateway, lwa_layer_arn, validate_auth
 from asya_cdk.settings import CONTEXT, DeploySettings
-from asya_cdk.stack import AsyaStack
+from asya_cdk.stack import AsyaStack, queue_output_key
 from asya_cdk.storage import Storage
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "load_cdk_context",
     "lwa_layer_arn",
     "pinned_requirements",
+    "queue_output_key",
     "render_manifest_json",
     "stage_gateway_asset",
     "validate_auth",

@@ -52,7 +52,7 @@ from asya_cdk.nag import acknowledge
 from asya_cdk.settings import DeploySettings
 from asya_cdk.storage import Storage
 
-__all__ = ["DEFAULT_BACKSTOP_HANDLER", "AsyaStack", "default_stack_name"]
+__all__ = ["DEFAULT_BACKSTOP_HANDLER", "AsyaStack", "default_stack_name", "queue_output_key"]
 
 DEFAULT_BACKSTOP_HANDLER: Final = "asya_gateway.backstop.lambda_handler"
 _BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
@@ -208,7 +208,13 @@ class AsyaStack(Stack):
         CfnOutput(self, "TableName", value=self._storage.table.table_name, description="Task-store table")
         CfnOutput(self, "BucketName", value=self._storage.bucket.bucket_name, description="Storage bucket")
         for actor in self._actors.values():
-            CfnOutput(actor, "QueueUrl", value=actor.queue.queue_url, description=f"Queue of actor {actor.name}")
+            # a stack-level id is the output's key in cdk-outputs.json as it is; inside the actor it would be hashed
+            CfnOutput(
+                self,
+                queue_output_key(actor.name),
+                value=actor.queue.queue_url,
+                description=f"Queue of actor {actor.name}",
+            )
 
     def _acknowledge(self) -> None:
         acknowledge(
@@ -255,6 +261,12 @@ class AsyaStack(Stack):
     def alarms(self) -> MeshAlarms:
         """The mesh-wide alarms; each actor's DLQ alarm is ``actors[name].dlq_alarm``."""
         return self._alarms
+
+
+def queue_output_key(actor: str) -> str:
+    """The stack output holding ``actor``'s queue URL: ``QueueUrl`` + the name in PascalCase (``x-sink`` ->
+    ``QueueUrlXSink``)."""
+    return "QueueUrl" + "".join(part[:1].upper() + part[1:] for part in actor.split("-"))
 
 
 def _cached_code(builder: DependencyBuilder, directory: Path, pins: Sequence[str]) -> lambda_.Code:

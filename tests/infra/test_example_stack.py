@@ -16,7 +16,7 @@ from aws_cdk.assertions import Match
 
 from asya import naming, tableschema
 from asya.manifest import Manifest, parse_manifest
-from asya_cdk import CREW_HANDLERS, SIDECAR_HANDLER
+from asya_cdk import CREW_HANDLERS, SIDECAR_HANDLER, queue_output_key
 from asya_cdk.testing import SynthesizedMesh, build_mesh_app
 
 pytestmark = pytest.mark.infra
@@ -418,8 +418,10 @@ def test_outputs(example_synth: SynthesizedMesh, example_manifest: Manifest) -> 
     outputs = example_synth.outputs
     assert {"GatewayUrl", "TableName", "BucketName"} <= set(outputs)
     queues = _queues_by_name(example_synth)
-    queue_outputs = {_ref_id(o["Value"]) for key, o in outputs.items() if "QueueUrl" in key}
-    assert queue_outputs == {queues[naming.queue_name(NS, n)][0] for n in _actor_names(example_manifest)}
+    queue_outputs = {key: _ref_id(o["Value"]) for key, o in outputs.items() if "QueueUrl" in key}
+    expected = {queue_output_key(n): queues[naming.queue_name(NS, n)][0] for n in _actor_names(example_manifest)}
+    assert queue_outputs == expected
+    assert {"QueueUrlNormalize", "QueueUrlXSink", "QueueUrlXSump"} <= set(queue_outputs), "readable, unhashed keys"
 
 
 def test_cdk_nag_aws_solutions_passes(example_synth: SynthesizedMesh) -> None:
