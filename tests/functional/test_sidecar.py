@@ -674,6 +674,13 @@ class LogLines(logging.Handler):
     def named(self, message: str) -> list[logging.LogRecord]:
         return [r for r in self.records if r.getMessage() == message]
 
+    def record_failure(self, message_id: str) -> logging.LogRecord:
+        """The one WARNING line of a failed record (P-ACK-3): it names the record and carries no traceback."""
+        [failed] = self.named("record failed: SQS delivers it again")
+        assert failed.levelno == logging.WARNING and failed.exc_info is None
+        assert failed.__dict__["message_id"] == message_id
+        return failed
+
 
 def test_p_ack_3_a_failed_record_logs_why_in_one_line(harness: Callable[..., Harness]) -> None:
     """P-ACK-3: a record that fails (here its required x-sink send, P-ACK-2) is delivered again; the operator learns
@@ -685,8 +692,6 @@ def test_p_ack_3_a_failed_record_logs_why_in_one_line(harness: Callable[..., Har
         response = h.runtime.handle(event, Context())
     message_id = event["Records"][0]["messageId"]
     assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message_id]
-    [failed] = logs.named("record failed: SQS delivers it again")
-    assert failed.levelno == logging.WARNING and failed.exc_info is None
-    assert failed.__dict__["message_id"] == message_id
+    failed = logs.record_failure(message_id)
     assert failed.__dict__["error_type"] == "asya.transport.UnknownActorError"
     assert "x-sink" in failed.__dict__["error"]
