@@ -1,9 +1,14 @@
-"""e2e fixtures: a ``LocalMesh`` (moto server, actor runtimes behind ESM emulators, the gateway on a free port) and
-helpers that follow a task over HTTP the way a client does."""
+"""e2e fixtures: a ``LocalMesh`` (moto server, actor runtimes behind ESM emulators, the gateway on a free port),
+helpers that follow a task over HTTP the way a client does, and ``asya dev`` run as a child process."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,3 +91,59 @@ def failing_gateway(failing_mesh: LocalMesh) -> Gateway:
 @pytest.fixture
 def flaky_gateway(flaky_mesh: LocalMesh) -> Gateway:
     return Gateway(flaky_mesh.url)
+
+
+@dataclass(frozen=True)
+class DevProcess:
+    """A running ``asya dev``: its process, the gateway URL it printed and its stderr log file."""
+
+    proc: subprocess.Popen[str]
+    url: str
+    log: Path
+
+    def stderr(self) -> str:
+        return self.log.read_text(encoding="utf-8")
+
+
+def _default_sigint() -> None:
+    # A runner started in the background by a non-interactive shell ignores SIGINT, and a child inherits that, so
+    # Ctrl-C's signal would never reach `asya dev`. The child starts as it would from a terminal.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def _run_dev(manifest: Path | str, *, cwd: Path, log: Path, watchdog: float = 120) -> Iterator[DevProcess]:
+    """``asya dev --manifest <manifest> --port 0`` in ``cwd`` until the block ends, then Ctrl-C (kill after 60 s).
+    Its stdout is the caller's to read (the URL line is already consumed); ``watchdog`` seconds in, it is killed."""
+    with (
+        log.open("w") as stderr,
+        subprocess.Popen(
+            [sys.executable, "-m", "asya_local", "dev", "--manifest", str(manifest), "--port", "0"],
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            preexec_fn=_default_sigint,  # noqa: PLW1509 - resets one signal disposition, takes no lock
+        ) as proc,
+    ):
+        timer = threading.Timer(watchdog, proc.kill)
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:"), log.read_text(encoding="utf-8")
+            yield DevProcess(proc, url, log)
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+@pytest.fixture
+def run_dev() -> Callable[..., contextlib.AbstractContextManager[DevProcess]]:
+    """``run_dev(manifest, cwd=..., log=..., watchdog=120)``: a context manager running ``asya dev``."""
+    return _run_dev

@@ -9,8 +9,8 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -146,34 +146,14 @@ def test_no_gateway_is_one_readable_line(command: list[str]) -> None:
     assert err == f"asya: no gateway at {url}: start one with `asya dev`\n"
 
 
-def test_asya_dev_serves_until_interrupted(tmp_path: Path) -> None:
-    log = tmp_path / "dev.stderr"
-    with (
-        log.open("w") as stderr,
-        subprocess.Popen(
-            [sys.executable, "-m", "asya_local", "dev", "--manifest", "asya.yaml", "--port", "0"],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        ) as proc,
-    ):
-        watchdog = threading.Timer(120, proc.kill)
-        watchdog.start()
-        try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().strip()
-            assert url.startswith("http://127.0.0.1:"), log.read_text()
-            assert httpx.get(f"{url}/health", timeout=5).json()["status"] == "ok"
-            proc.send_signal(signal.SIGINT)
-            assert proc.wait(timeout=60) == 0, log.read_text()
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-    assert "press Ctrl-C to stop" in log.read_text()
+def test_asya_dev_serves_until_interrupted(tmp_path: Path, run_dev: Any) -> None:
+    with run_dev("asya.yaml", cwd=REPO, log=tmp_path / "dev.stderr") as dev:
+        assert httpx.get(f"{dev.url}/health", timeout=5).json()["status"] == "ok"
+        dev.proc.send_signal(signal.SIGINT)
+        assert dev.proc.wait(timeout=60) == 0, dev.stderr()
+    assert "press Ctrl-C to stop" in dev.stderr()
     with pytest.raises(httpx.ConnectError):
-        httpx.get(f"{url}/health", timeout=5)
+        httpx.get(f"{dev.url}/health", timeout=5)
 
 
 def test_asya_dev_on_a_busy_port_is_one_readable_line() -> None:
@@ -213,7 +193,7 @@ def shout(payload):
 """
 
 
-def test_asya_dev_with_a_manifest_elsewhere_loads_code_relative_to_it(tmp_path: Path) -> None:
+def test_asya_dev_with_a_manifest_elsewhere_loads_code_relative_to_it(tmp_path: Path, run_dev: Any) -> None:
     """``asya dev --manifest /elsewhere/asya.yaml`` from another directory: actor ``code`` (default ``functions/``) is
     relative to the manifest's directory; ``asya call``/``status`` reach it through ``ASYA_URL``; SIGTERM stops it."""
     mesh_dir = tmp_path / "elsewhere"
@@ -222,41 +202,21 @@ def test_asya_dev_with_a_manifest_elsewhere_loads_code_relative_to_it(tmp_path: 
     (mesh_dir / "functions" / "shouting.py").write_text(_ELSEWHERE_ACTOR, encoding="utf-8")
     cwd = tmp_path / "cwd"
     cwd.mkdir()
-    log = tmp_path / "dev.stderr"
-    with (
-        log.open("w") as stderr,
-        subprocess.Popen(
-            [sys.executable, "-m", "asya_local", "dev", "--manifest", str(mesh_dir / "asya.yaml"), "--port", "0"],
-            cwd=cwd,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        ) as proc,
-    ):
-        watchdog = threading.Timer(120, proc.kill)
-        watchdog.start()
-        try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().strip()
-            assert url.startswith("http://127.0.0.1:"), log.read_text()
-            code, out, err = _run("call", "loud", "--payload", '{"text": "hi there"}', env={"ASYA_URL": url})
-            assert code == 0, err
-            view = json.loads(out)
-            assert view["status"] == "succeeded"
-            assert view["result"] == {"text": "hi there", "shouted": "HI THERE"}
-            code, out, _ = _run("status", view["id"], env={"ASYA_URL": url})
-            assert code == 0
-            assert json.loads(out)["checkpoint_key"].startswith("succeeded/")
-            proc.send_signal(signal.SIGTERM)  # stops as cleanly as Ctrl-C
-            assert proc.wait(timeout=60) == 0, log.read_text()
-            logs = proc.stdout.read()  # unlike the demo, dev keeps the actors' JSON log lines
-            assert '"service":"asya-elsewhere-x-sink"' in logs
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.kill()
-    assert f"mesh 'elsewhere' is up at {url}" in log.read_text()
-    assert "asya dev: stopping" in log.read_text()
+    with run_dev(mesh_dir / "asya.yaml", cwd=cwd, log=tmp_path / "dev.stderr") as dev:
+        code, out, err = _run("call", "loud", "--payload", '{"text": "hi there"}', env={"ASYA_URL": dev.url})
+        assert code == 0, err
+        view = json.loads(out)
+        assert view["status"] == "succeeded"
+        assert view["result"] == {"text": "hi there", "shouted": "HI THERE"}
+        code, out, _ = _run("status", view["id"], env={"ASYA_URL": dev.url})
+        assert code == 0
+        assert json.loads(out)["checkpoint_key"].startswith("succeeded/")
+        dev.proc.send_signal(signal.SIGTERM)  # stops as cleanly as Ctrl-C
+        assert dev.proc.wait(timeout=60) == 0, dev.stderr()
+        logs = dev.proc.stdout.read()  # unlike the demo, dev keeps the actors' JSON log lines
+        assert '"service":"asya-elsewhere-x-sink"' in logs
+    assert f"mesh 'elsewhere' is up at {dev.url}" in dev.stderr()
+    assert "asya dev: stopping" in dev.stderr()
 
 
 def test_asya_demo_runs_the_example_flow_to_its_checkpoint() -> None:

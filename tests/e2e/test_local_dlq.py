@@ -14,7 +14,6 @@ import json
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -77,37 +76,14 @@ class Dev:
 
 
 @pytest.fixture
-def dev(tmp_path: Path) -> Iterator[Dev]:
+def dev(tmp_path: Path, run_dev: Any) -> Iterator[Dev]:
     root = tmp_path / "poison"
     shutil.copytree(POISON, root, ignore=shutil.ignore_patterns("__pycache__", ".asya"))
-    log = tmp_path / "dev.stderr"
-    with (
-        log.open("w") as stderr,
-        subprocess.Popen(
-            [sys.executable, "-m", "asya_local", "dev", "--manifest", "asya.yaml", "--port", "0"],
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-        ) as proc,
-    ):
-        watchdog = threading.Timer(180, proc.kill)
-        watchdog.start()
-        try:
-            assert proc.stdout is not None
-            url = proc.stdout.readline().strip()
-            assert url.startswith("http://127.0.0.1:"), log.read_text()
-            # stdout carries the actors' JSON logs from here on: drain it so the pipe never fills up
-            threading.Thread(target=proc.stdout.read, daemon=True).start()
-            yield Dev(root, proc, url)
-        finally:
-            watchdog.cancel()
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+    with run_dev("asya.yaml", cwd=root, log=tmp_path / "dev.stderr", watchdog=180) as process:
+        assert process.proc.stdout is not None
+        # stdout carries the actors' JSON logs from here on: drain it so the pipe never fills up
+        threading.Thread(target=process.proc.stdout.read, daemon=True).start()
+        yield Dev(root, process.proc, process.url)
 
 
 def test_poison_message_reaches_the_dlq_is_redriven_and_completes_while_the_backstop_times_out_another(
