@@ -94,14 +94,13 @@ def _wru(results: Mapping[str, Any]) -> str | None:
     text = f"**DynamoDB writes.** {fmt(dynamodb['wru'], 1)} write units per task"
     text += f" ({parts}). " if parts else ". "
     return text + (
-        "The gateway creates the task item, its body and event 1 in one transaction (GW-CREATE-7 asks for an "
-        "atomic create; a transaction bills twice) and enters three indexes. Each tracked hop writes the "
-        "conditional status update (P-STAT-3), its event item (GW-DATA-3) and an idempotency item per sent frame "
-        "(P-ACK-8): three items, at least 3 units, plus a `by_status` move (2 index units) when the status "
-        "changes. x-sink adds the result body and the terminal update, which moves `by_status`, leaves "
-        "`active_deadlines` and sets the expiry on `by_created`. With that layout the floor is about 3 units per "
-        "hop; 1 unit per hop would need the status log kept on the task item (GW-DATA-3's MAY) and no "
-        "idempotency items, which the 1 KB task item (GW-DATA-8) and P-ACK-8 rule out."
+        "The gateway puts the task item (which is also event 1, so no transaction: GW-CREATE-7, GW-DATA-8) and "
+        "its body, and enters three indexes. Each tracked hop writes the conditional status update (P-STAT-3), its "
+        "event item (GW-DATA-3) and an idempotency item per sent frame (P-ACK-8): three items, at least 3 units, "
+        "plus a `by_status` move (2 index units) when the status changes. x-sink adds the result body and the "
+        "terminal update, which moves `by_status` and leaves `active_deadlines`. With that layout the floor is "
+        "about 3 units per hop; 1 unit per hop would need the status log kept on the task item (GW-DATA-3's MAY) "
+        "and no idempotency items, which the 1 KB task item (GW-DATA-8) and P-ACK-8 rule out."
     )
 
 

@@ -83,7 +83,6 @@ def _low_load(mesh: Any, store: TaskStore, tasks: int) -> dict[str, Any]:
         "tasks": tasks,
         "e2e_ms": summarize(e2e).to_dict(),
         "hop_ms": summarize(hops).to_dict(),
-        "create_retries": creator.retries,
     }
 
 
@@ -103,14 +102,10 @@ def _saturation(mesh: Any, store: TaskStore, meter: Meter, tasks: int, creators:
     meter.enabled = True
     started = time.monotonic()
 
-    retries: list[int] = []
-
     def create_some(count: int) -> list[str]:
         with httpx.Client(timeout=30) as http:
             creator = TaskCreator(http, mesh.url)
-            ids = [creator.create() for _ in range(count)]
-            retries.append(creator.retries)
-            return ids
+            return [creator.create() for _ in range(count)]
 
     shares = [tasks // creators + (1 if i < tasks % creators else 0) for i in range(creators)]
     with ThreadPoolExecutor(max_workers=creators) as pool:
@@ -131,7 +126,6 @@ def _saturation(mesh: Any, store: TaskStore, meter: Meter, tasks: int, creators:
         "create_seconds": created - started,
         "tasks_per_second": tasks / elapsed,
         "aws_requests_per_task": requests / tasks,
-        "create_retries": sum(retries),
     }
 
 

@@ -70,26 +70,18 @@ def stop_pollers(mesh: Any) -> None:
 
 
 class TaskCreator:
-    """``POST /api/v1/mesh/?flow=`` over one HTTP client. moto's ``TransactWriteItems`` deep-copies the table and
-    fails with a 500 when another thread writes to it meanwhile (a moto race, not the gateway's), so a create that
-    answers 500 is tried again, up to ``attempts`` times; ``retries`` counts them for the report."""
+    """``POST /api/v1/mesh/?flow=`` over one HTTP client."""
 
-    def __init__(self, http: httpx.Client, url: str, *, attempts: int = 5) -> None:
+    def __init__(self, http: httpx.Client, url: str) -> None:
         self._http = http
         self._url = url
-        self._attempts = attempts
-        self.retries = 0
 
     def create(self, payload: Any = PAYLOAD, *, flow: str = FLOW) -> str:
-        """The new task's id; raises on any other answer than 201, or on 500 after the last attempt."""
-        for attempt in range(1, self._attempts + 1):
-            response = self._http.post(f"{self._url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload})
-            if response.status_code == 201:
-                return str(response.json()["id"])
-            if response.status_code != 500 or attempt == self._attempts:
-                break
-            self.retries += 1
-        raise RuntimeError(f"creating a {flow} task failed: {response.status_code} {response.text}")
+        """The new task's id; raises on any other answer than 201."""
+        response = self._http.post(f"{self._url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload})
+        if response.status_code != 201:
+            raise RuntimeError(f"creating a {flow} task failed: {response.status_code} {response.text}")
+        return str(response.json()["id"])
 
 
 def statuses(store: Any, ids: Sequence[str]) -> dict[str, str]:

@@ -307,10 +307,6 @@ def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[st
             ],
             ["one moto request, 1 thread (ms)", fmt(moto_ms)],
             ["moto ceiling: best request rate / requests per task", f"{fmt(data['ceiling_tasks_per_second'])} tasks/s"],
-            [
-                "creates retried after a moto 500 (its TransactWriteItems races concurrent writers)",
-                str(low.get("create_retries", 0) + sat.get("create_retries", 0)),
-            ],
         ],
     )
     out += _section_verdicts(verdicts, "4")

@@ -157,7 +157,6 @@ def measure(*, batch_size: int, progress: str, tasks: int) -> dict[str, Any]:
         batch_size=batch_size,
         progress=progress,
         records={a: n for a, n in records.items() if n},
-        create_retries=creator.retries,
         envelopes_per_task={a: n / tasks for a, n in records.items() if n},
         memory_mb={a.name: a.memory for a in manifest.deployed_actors()},
         steps=len(manifest.flows[FLOW].route),

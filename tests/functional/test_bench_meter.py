@@ -61,10 +61,11 @@ def test_task_writes_are_billed_from_the_items_before_and_after(metered: tuple[M
         )
         assert store.preflight_statuses(["t-1", "t-unknown"]) == {"t-1": "running"}
     usage = meter.snapshot()
-    create = usage[("gateway", "dynamodb", "TransactWriteItems")]
-    assert create.requests == 1
-    assert create.wru_table == 2 * 3  # task, body and event items, each under 1 KB, twice in a transaction
+    create = usage[("gateway", "dynamodb", "PutItem")]
+    assert create.requests == 2
+    assert create.wru_table == 2  # the task and body items, each under 1 KB; event 1 is the task item (GW-CREATE-7)
     assert create.wru_index == 3  # the new task enters all three indexes
+    assert ("gateway", "dynamodb", "TransactWriteItems") not in usage  # transactions bill twice (GW-DATA-8)
     update = usage[("normalize", "dynamodb", "UpdateItem")]
     assert (update.requests, update.wru_table) == (1, 1)
     assert update.wru_index == 2  # by_status moves (pending -> running); by_created and active_deadlines untouched

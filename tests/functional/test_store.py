@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from asya.store import FlyValue, ListQueryError, StatusUpdate, TaskExistsError, TaskStore
 from asya.store import records as rec
@@ -105,6 +106,81 @@ def test_create_refuses_an_existing_id(store: TaskStore) -> None:
     store.create_task(task_id="t1", actor="normalize")
     with pytest.raises(TaskExistsError, match="t1"):
         store.create_task(task_id="t1", actor="normalize")
+
+
+def _items(mesh: Any) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = mesh.aws.dynamodb.scan(TableName=mesh.resources.table, ConsistentRead=True)["Items"]
+    return items
+
+
+def test_gw_create_7_the_task_item_is_event_1_no_transaction_no_event_item(store: TaskStore, mesh: Any) -> None:
+    """GW-CREATE-7 + GW-DATA-8: the record and event 1 are one conditional put of the task item (a transaction would
+    bill each item twice); the log rebuilds event 1 from it, with the data a stored event 1 had."""
+    store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
+    assert sorted(item["sk"]["S"] for item in _items(mesh)) == ["BODY", "TASK"]
+    assert store.events_after("t1", 0) == [
+        {
+            "seq": 1,
+            "event": "status",
+            "data": {
+                "id": "t1",
+                "status": "pending",
+                "progress_percent": 0.0,
+                "current_actor": None,
+                "step": None,
+                "message": "Task created",
+                "timestamp": "2026-03-01T10:00:00.120Z",
+            },
+        }
+    ]
+    assert store.events_after("t1", 1) == []
+    assert _hop(store, "t1", 1, "processing")
+    # event 1 keeps its creation data after the task item moved on, and numbering continues from it
+    events = store.events_after("t1", 0)
+    assert [(e["seq"], e["data"]["status"], e["data"]["message"]) for e in events] == [
+        (1, "pending", "Task created"),
+        (2, "running", "Processing in normalize"),
+    ]
+    assert [e["seq"] for e in store.events_after("t1", 1)] == [2]
+
+
+def test_gw_data_5_event_1_expires_24_hours_after_creation_like_every_event(store: TaskStore, clock: Clock) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    clock.advance(hours=23, minutes=59)
+    assert [e["seq"] for e in store.events_after("t1", 0)] == [1]
+    clock.advance(minutes=1)
+    assert store.events_after("t1", 0) == []
+    assert store.get_task("t1") is not None  # the task itself lives on (30 days after a terminal status)
+
+
+def test_a_stored_event_1_item_of_an_earlier_release_is_read_once(store: TaskStore, mesh: Any) -> None:
+    store.create_task(task_id="t1", actor="normalize")
+    legacy = {
+        **rec.key("t1", rec.event_sk(1)),
+        "first_seq": rec.num_av(1),
+        "type": rec.str_av("status"),
+        "status": rec.str_av("pending"),
+        "data": rec.json_av({"id": "t1", "status": "pending", "message": "stored"}),
+    }
+    mesh.aws.dynamodb.put_item(TableName=mesh.resources.table, Item=legacy)
+    events = store.events_after("t1", 0)
+    assert [(e["seq"], e["data"]["message"]) for e in events] == [(1, "stored")]
+
+
+def test_a_failed_body_write_leaves_no_task_behind(store: TaskStore, mesh: Any) -> None:
+    """The create fails as a whole: a task without its payload never becomes visible."""
+
+    def throttle_body(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Item", {}).get("sk") == {"S": "BODY"}:
+            error = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}}
+            raise ClientError(error, "PutItem")
+
+    mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", throttle_body)
+    with pytest.raises(ClientError) as raised:
+        store.create_task(task_id="t1", actor="normalize", payload={"text": "hi"})
+    assert raised.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
+    assert store.get_task("t1") is None
+    assert _items(mesh) == []
 
 
 def test_unknown_task_view_is_none_and_writes_are_no_ops(store: TaskStore, mesh: Any) -> None:

@@ -142,7 +142,6 @@ def _results(*, good: bool) -> dict[str, Any]:
                 "seconds": 2.0 if good else 25.0,
                 "tasks_per_second": 50.0 if good else 4.0,
                 "aws_requests_per_task": 27.0,
-                "create_retries": 1,
             },
             "moto_requests_per_second": {"1_threads": 200.0, "4_threads": 110.0},
             "ceiling_tasks_per_second": 7.4,

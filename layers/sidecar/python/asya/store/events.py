@@ -8,6 +8,10 @@ of ``n`` values reserved ``n`` consecutive numbers ending at ``last``; it is sto
 envelope), ``envelope_id`` and ``actor`` (absent for ``None``) on the item and ``values`` = JSON array of the payloads
 (GW-DATA-8: the origin is not repeated per value). Every event item expires 24 h after its append (``ttl``); readers
 skip expired items (GW-DATA-5) and values at or below the position they were asked to start after.
+
+Event 1, ``Task created``, has no item of its own: its data is fixed by the task item's ``id`` and ``created_at``, so
+the task item is its record (GW-CREATE-7 without a transaction, GW-DATA-8) and :func:`created_event` rebuilds it,
+for 24 h like any event. An ``EV#000000000001`` item, written by an earlier release, is read as it is instead.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from typing import Any, Final
 
 from asya.envelope import dumps
 from asya.store import records as rec
+from asya.timeutil import parse_ts
 
-__all__ = ["FLY_VALUE_LIMIT", "FlyValue", "expand_events", "fly_items", "status_event_item"]
+__all__ = ["FLY_VALUE_LIMIT", "FlyValue", "created_event", "expand_events", "fly_items", "status_event_item"]
 
 #: A single FLY value over this size (encoded) is logged as a truncation marker (P-STAT-17).
 FLY_VALUE_LIMIT: Final = 256 * 1024
@@ -108,6 +113,23 @@ def fly_items(
     return items
 
 
+def created_event(task_item: Mapping[str, Any], *, now: datetime) -> dict[str, Any] | None:
+    """Event 1 of the task whose item is ``task_item``; ``None`` once it would have expired (24 h after creation)."""
+    created_at = parse_ts(rec.get_str(task_item, "created_at"))
+    if created_at is None or rec.is_expired(task_item, now) or created_at + rec.EVENT_TTL <= now:
+        return None
+    data = {
+        "id": rec.get_str(task_item, "id"),
+        "status": "pending",
+        "progress_percent": 0.0,
+        "current_actor": None,
+        "step": None,
+        "message": rec.CREATED_MESSAGE,
+        "timestamp": rec.get_str(task_item, "created_at"),
+    }
+    return {"seq": 1, "event": "status", "data": data}
+
+
 def expand_events(
     items: Iterable[Mapping[str, Any]],
     *,
@@ -120,7 +142,11 @@ def expand_events(
     ``resolve`` turns the stored status data into the data clients see (``{field}_s3`` into ``{field}_url``).
     """
     events: list[dict[str, Any]] = []
+    task_item: Mapping[str, Any] | None = None
     for item in items:
+        if rec.get_str(item, "sk") == rec.TASK_SK:
+            task_item = item
+            continue
         if rec.is_expired(item, now):
             continue
         kind = rec.get_str(item, "type")
@@ -139,5 +165,9 @@ def expand_events(
                         value if envelope_id is None else {"payload": value, "actor": actor, "envelope_id": envelope_id}
                     )
                     events.append({"seq": seq, "event": "fly", "data": data})
+    if task_item is not None and after_seq < 1 and not any(event["seq"] == 1 for event in events):
+        created = created_event(task_item, now=now)
+        if created is not None:
+            events.append(created)
     events.sort(key=lambda event: int(event["seq"]))
     return events

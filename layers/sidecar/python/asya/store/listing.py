@@ -2,16 +2,19 @@
 
 Without a status filter the walk reads ``by_created`` (``TASKS#{day}``), with one ``by_status``
 (``STATUS#{status}#{day}``), from today back ``window_days`` days (tasks expire 30 days after their terminal status),
-each partition in descending ``{created_at}#{id}`` order. ``flow`` and expired ``ttl`` (GW-DATA-5) are filters.
-The indexes carry only their keys, ``flow`` and ``ttl`` (``asya.tableschema.LIST_PROJECTION``), so that task
-updates do not rewrite them (GW-DATA-8): the walk pages over index entries, then reads the page's task items
+each partition in descending ``{created_at}#{id}`` order. ``flow`` is a filter, and on ``by_status`` an expired
+``ttl`` (GW-DATA-5). The indexes carry only their keys, ``flow`` and (``by_status`` only) ``ttl``
+(``asya.tableschema``), so that task updates do not rewrite them (GW-DATA-8): the walk pages over index entries,
+then reads the page's task items
 (summary attributes only) with one eventually consistent ``BatchGetItem`` (at most 100 keys, unprocessed keys retried,
 ``IncompleteReadError`` if some are left). Entries whose task is gone, expired or no longer has the filtered status
 are dropped from the page (GW-LIST-4). The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is
 the last index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query; a cursor
 whose key is not an entry of its day's partition of this listing's index (another ``status`` filter, forged) is a
 ``ListQueryError``. Pages are exact over the index: one extra entry is read to know whether a next page exists.
-``count`` counts index entries over the whole range (GW-LIST-3).
+``count`` counts index entries over the whole range (GW-LIST-3). A task expires 30 days after its terminal status, so
+an expired entry can sit in a 30-day ``by_created`` window only on its oldest day, until DynamoDB deletes it: such a
+task is dropped from its page and may still be counted.
 """
 
 from __future__ import annotations
@@ -93,9 +96,13 @@ class _Walk:
         self.index, self.pk_name, self.sk_name = (
             ("by_status", "gsi2pk", "gsi2sk") if status is not None else ("by_created", "gsi1pk", "gsi1sk")
         )
-        names = {"#pk": self.pk_name, "#ttl": "ttl"}
-        values: dict[str, Any] = {":now": rec.num_av(rec.epoch(now))}
-        filters = ["(attribute_not_exists(#ttl) OR #ttl > :now)"]
+        names = {"#pk": self.pk_name}
+        values: dict[str, Any] = {}
+        filters: list[str] = []
+        if status is not None:
+            names["#ttl"] = "ttl"
+            values[":now"] = rec.num_av(rec.epoch(now))
+            filters.append("(attribute_not_exists(#ttl) OR #ttl > :now)")
         if flow is not None:
             names["#flow"] = "flow"
             values[":flow"] = rec.str_av(flow)
@@ -112,11 +119,12 @@ class _Walk:
             "TableName": self.table,
             "IndexName": self.index,
             "KeyConditionExpression": "#pk = :part",
-            "FilterExpression": self.filter,
             "ExpressionAttributeNames": self.names,
             "ExpressionAttributeValues": {**self.values, ":part": rec.str_av(self.partition(day))},
             "ScanIndexForward": False,
         }
+        if self.filter:
+            request["FilterExpression"] = self.filter
         if count:
             request["Select"] = "COUNT"
         if start is not None:

@@ -132,7 +132,9 @@ def batch_get(
 
 
 def event_items(dynamodb: Any, table: str, task_id: str, after_seq: int) -> list[dict[str, Any]]:
-    """Event items whose last sequence number is above ``after_seq`` (strongly consistent, in ``sk`` order)."""
+    """Event items whose last sequence number is above ``after_seq`` (strongly consistent, in ``sk`` order); from the
+    start (``after_seq < 1``) the task item too, last, which stands for event 1 (``TASK`` sorts right after ``EV#``
+    and nothing sorts between them)."""
     return query_all(
         dynamodb,
         {
@@ -141,7 +143,7 @@ def event_items(dynamodb: Any, table: str, task_id: str, after_seq: int) -> list
             "ExpressionAttributeValues": {
                 ":pk": rec.str_av(rec.task_pk(task_id)),
                 ":from": rec.str_av(rec.event_sk(max(after_seq, 0) + 1)),
-                ":to": rec.str_av(rec.event_sk(_LAST_SEQ)),
+                ":to": rec.str_av(rec.TASK_SK if after_seq < 1 else rec.event_sk(_LAST_SEQ)),
             },
             "ConsistentRead": True,
         },

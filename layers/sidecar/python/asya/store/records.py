@@ -6,8 +6,9 @@
   ``context_id``, the index keys and ``ttl`` (30 days after a terminal status);
 - body: ``sk = BODY``: ``payload``, ``result``, ``error_details``, ``pause_metadata`` as JSON text, or
   ``{field}_s3`` keys;
-- event: ``sk = EV#{last seq:012d}``: ``first_seq``, ``type`` (``status``/``fly``), ``status``, ``data`` or
-  ``values`` (JSON), ``actor``, ``envelope_id``, ``created_at``, ``ttl`` (24 h).
+- event: ``sk = EV#{last seq:012d}`` (from 2 on: event 1 is read from the task item): ``first_seq``, ``type``
+  (``status``/``fly``), ``status``, ``data`` or ``values`` (JSON), ``actor``, ``envelope_id``, ``created_at``,
+  ``ttl`` (24 h).
 
 Indexes: ``by_created`` (``gsi1pk = TASKS#{day of created_at}``, ``gsi1sk = {created_at}#{id}``), ``by_status``
 (``gsi2pk = STATUS#{status}#{day of created_at}``, same sort key), ``active_deadlines`` (sparse, ``gsi3pk =
@@ -29,6 +30,7 @@ from asya.envelope import dumps
 __all__ = [
     "BODY_FIELDS",
     "BODY_SK",
+    "CREATED_MESSAGE",
     "DEADLINE_SHARDS",
     "EVENT_PREFIX",
     "EVENT_TTL",
@@ -64,6 +66,8 @@ EVENT_PREFIX: Final = "EV#"
 #: S3 prefix of task values too large for the body item (GW-DATA-6, GW-DATA-7).
 TASKS_PREFIX: Final = "tasks/"
 BODY_FIELDS: Final = ("payload", "result", "error_details", "pause_metadata")
+#: The message of a new task and of its event 1 (GW-CREATE-7).
+CREATED_MESSAGE: Final = "Task created"
 
 TERMINAL_TTL: Final = timedelta(days=30)
 EVENT_TTL: Final = timedelta(hours=24)
@@ -168,7 +172,8 @@ def is_expired(item: Mapping[str, Any], now: datetime) -> bool:
 def new_task_item(
     task_id: str, *, actor: str, flow: str | None, deadline_at: str | None, context_id: str | None, now_ms: str
 ) -> dict[str, Any]:
-    """The task item of a new ``pending`` task whose event 1 is ``Task created`` (GW-CREATE-7)."""
+    """The task item of a new ``pending`` task; it also stands for the task's event 1, ``Task created`` (GW-CREATE-7,
+    ``asya.store.events.created_event``)."""
     day = day_of(now_ms)
     item: dict[str, Any] = {
         **key(task_id, TASK_SK),
@@ -179,7 +184,7 @@ def new_task_item(
         "updated_at": str_av(now_ms),
         "actor": str_av(actor),
         "progress_percent": num_av(0),
-        "message": str_av("Task created"),
+        "message": str_av(CREATED_MESSAGE),
         "last_seq": num_av(1),
         "data": json_av({}),
         "gsi1pk": str_av(created_index_pk(day)),

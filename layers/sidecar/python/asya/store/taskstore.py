@@ -3,9 +3,12 @@ GATEWAY sections 4-8, 13, 14).
 
 Write paths and their cost (GW-DATA-8):
 
-- ``create_task``: one ``TransactWriteItems`` (task item, body item, event 1), conditional on the id being new:
-  GW-CREATE-7 asks for the record and event 1 in one atomic write, which a conditional put of one item cannot give
-  (creation happens once per task, off the per-hop path GW-DATA-8 keeps transaction-free);
+- ``create_task``: a ``PutItem`` of the task item conditional on the id being new, then a ``PutItem`` of its body.
+  Event 1 (``Task created``) is not a separate item: it is a function of the task item's creation fields, so the task
+  item is the record and event 1 in one atomic write (GW-CREATE-7) and the event log synthesizes it on read
+  (``asya.store.events``). A transaction would bill every item twice (GW-DATA-8). A failed body write deletes the task
+  item; a gateway dying between the two puts leaves a task that was never sent, which the backstop fails at its
+  deadline, as it does for one dying before the send;
 - a status update (``apply``/``apply_status`` and the ``report_*``, ``cancel`` and backstop helpers built on it): one
   conditional ``UpdateItem`` of the task item (``asya.store.updates``), then one ``PutItem`` of the event item with
   the sequence number the update reserved. Terminal and paused updates first write their large values and the expiry
@@ -120,7 +123,7 @@ class TaskStore:
         deadline_at: str | None = None,
         context_id: str | None = None,
     ) -> dict[str, Any]:
-        """Write the task record ``pending`` with event 1 ``Task created`` atomically (GW-CREATE-7); the task view.
+        """Write the task record ``pending``, which carries event 1 ``Task created`` (GW-CREATE-7); the task view.
 
         Raises :class:`TaskExistsError` when the id is taken.
         """
@@ -131,30 +134,25 @@ class TaskStore:
         )
         name, value, stored = self._bodies.encode(task_id, "payload", payload)
         body = {**rec.key(task_id, rec.BODY_SK), name: value}
-        event = status_event_item(
-            task_id, 1, data=status_data(item, {}), actor=None, envelope_id=task_id, now=now, now_ms=now_ms
-        )
         try:
-            self.dynamodb.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self.table,
-                            "Item": item,
-                            "ConditionExpression": "attribute_not_exists(pk)",
-                        }
-                    },
-                    {"Put": {"TableName": self.table, "Item": body}},
-                    {"Put": {"TableName": self.table, "Item": event}},
-                ]
-            )
+            self.dynamodb.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "TransactionCanceledException":
-                reasons = exc.response.get("CancellationReasons") or []
-                if any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons):
-                    raise TaskExistsError(f"task {task_id!r} already exists") from None
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                raise TaskExistsError(f"task {task_id!r} already exists") from None
+            raise
+        try:
+            self.dynamodb.put_item(TableName=self.table, Item=body)
+        except (ClientError, BotoCoreError):
+            # a task without its payload must not stay visible: the caller sees the create fail
+            self._undo_create(task_id)
             raise
         return task_view(item, self._bodies.urls(stored), bucket=self.bucket)
+
+    def _undo_create(self, task_id: str) -> None:
+        try:
+            self.dynamodb.delete_item(TableName=self.table, Key=rec.key(task_id, rec.TASK_SK))
+        except (ClientError, BotoCoreError) as exc:
+            _log.warning("could not delete task %s after its body write failed: %s", task_id, exc)
 
     def delete_task(self, task_id: str) -> None:
         """Delete the task, its body, its events and its S3 values (GW-CREATE-8: the first send found no queue)."""
