@@ -2,19 +2,18 @@
 
 Without a status filter the walk reads ``by_created`` (``TASKS#{day}``), with one ``by_status``
 (``STATUS#{status}#{day}``), from today back ``window_days`` days (tasks expire 30 days after their terminal status),
-each partition in descending ``{created_at}#{id}`` order. ``flow`` is a filter, and on ``by_status`` an expired
-``ttl`` (GW-DATA-5). The indexes carry only their keys, ``flow`` and (``by_status`` only) ``ttl``
-(``asya.tableschema``), so that task updates do not rewrite them (GW-DATA-8): the walk pages over index entries,
-then reads the page's task items
+each partition in descending ``{created_at}#{id}`` order. ``flow`` is a filter, and on ``by_status`` an expired ``ttl``
+(GW-DATA-5). The indexes carry only their keys, ``flow`` and (``by_status`` only) ``ttl`` (``asya.tableschema``), so
+that task updates do not rewrite them (GW-DATA-8): the walk pages over index entries, then reads the page's task items
 (summary attributes only) with one eventually consistent ``BatchGetItem`` (at most 100 keys, unprocessed keys retried,
-``IncompleteReadError`` if some are left). Entries whose task is gone, expired or no longer has the filtered status
-are dropped from the page (GW-LIST-4). The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is
-the last index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query; a cursor
-whose key is not an entry of its day's partition of this listing's index (another ``status`` filter, forged) is a
-``ListQueryError``. Pages are exact over the index: one extra entry is read to know whether a next page exists.
-``count`` counts index entries over the whole range (GW-LIST-3). A task expires 30 days after its terminal status, so
-an expired entry can sit in a 30-day ``by_created`` window only on its oldest day, until DynamoDB deletes it: such a
-task is dropped from its page and may still be counted.
+``IncompleteReadError`` if some are left). Entries whose task is gone, expired or no longer has the filtered status are
+dropped from the page (GW-LIST-4). The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is the last
+index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query; a cursor whose key is not
+an entry of its day's partition of this listing's index (another ``status`` filter, forged) is a ``ListQueryError``.
+Pages are exact over the index: one extra entry is read to know whether a next page exists. ``count`` counts index
+entries over the whole range (GW-LIST-3). A task expires 30 days after its terminal status, so an expired entry can sit
+in a 30-day ``by_created`` window only on its oldest day, until DynamoDB deletes it: such a task is dropped from its
+page and may still be counted.
 """
 
 from __future__ import annotations
