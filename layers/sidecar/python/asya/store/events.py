@@ -23,6 +23,7 @@ from typing import Any, Final
 
 from asya.envelope import dumps
 from asya.store import records as rec
+from asya.store.views import status_data
 from asya.timeutil import parse_ts
 
 __all__ = ["FLY_VALUE_LIMIT", "FlyValue", "created_event", "expand_events", "fly_items", "status_event_item"]
@@ -115,19 +116,17 @@ def fly_items(
 
 def created_event(task_item: Mapping[str, Any], *, now: datetime) -> dict[str, Any] | None:
     """Event 1 of the task whose item is ``task_item``; ``None`` once it would have expired (24 h after creation)."""
-    created_at = parse_ts(rec.get_str(task_item, "created_at"))
-    if created_at is None or rec.is_expired(task_item, now) or created_at + rec.EVENT_TTL <= now:
+    created_text = rec.get_str(task_item, "created_at")
+    created_at = parse_ts(created_text)
+    if created_text is None or created_at is None:
         return None
-    data = {
-        "id": rec.get_str(task_item, "id"),
-        "status": "pending",
-        "progress_percent": 0.0,
-        "current_actor": None,
-        "step": None,
-        "message": rec.CREATED_MESSAGE,
-        "timestamp": rec.get_str(task_item, "created_at"),
-    }
-    return {"seq": 1, "event": "status", "data": data}
+    if rec.is_expired(task_item, now) or created_at + rec.EVENT_TTL <= now:
+        return None
+    # the task item as it was written: its status data is event 1's, built by the one function that builds them all
+    as_created = rec.new_task_item(
+        rec.get_str(task_item, "id") or "", actor="", flow=None, deadline_at=None, context_id=None, now_ms=created_text
+    )
+    return {"seq": 1, "event": "status", "data": status_data(as_created, {})}
 
 
 def expand_events(
