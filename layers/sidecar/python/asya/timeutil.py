@@ -10,6 +10,7 @@ import math
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import lru_cache
 
 __all__ = [
     "Clock",
@@ -46,6 +47,12 @@ def parse_ts(value: object) -> datetime | None:
     """Parse any RFC 3339 timestamp into an aware UTC datetime; ``None`` when ``value`` is not one (P-GEN-3)."""
     if not isinstance(value, str) or not value:
         return None
+    return _parse_text(value)
+
+
+@lru_cache(maxsize=1024)
+def _parse_text(value: str) -> datetime | None:
+    # cached: a hop reads the same few stamps (created_at, deadline_at) several times, and datetimes are immutable
     text = value.strip()
     if text[-1:] in ("Z", "z"):
         text = text[:-1] + "+00:00"

@@ -139,8 +139,8 @@ def json_av(value: Any) -> dict[str, str]:
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    # boto3 items are plain dicts: the exact-type test spares the slow abc check on the hot path
-    return type(value) is dict or isinstance(value, Mapping)
+    # boto3 items are plain dicts and absent attributes None: both exact tests spare the slow abc check on the hot path
+    return type(value) is dict or (value is not None and isinstance(value, Mapping))
 
 
 def get_str(item: Mapping[str, Any], name: str) -> str | None:
