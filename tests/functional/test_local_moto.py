@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -45,6 +47,29 @@ def test_clients_talk_to_the_server_by_endpoint_only(server: MotoServer) -> None
     # a second, independent set of clients sees the same state: the server is the shared store
     other = server.clients()
     assert other.s3.get_object(Bucket=bucket, Key="k/one.json")["Body"].read() == b"{}"
+
+
+def test_requests_do_not_list_moto_s_package_directory(server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    from moto import backends
+
+    listings: list[str] = []
+    real_listdir = os.listdir
+
+    def counting_listdir(path: Any = ".") -> list[str]:
+        if sys._getframe(1).f_code.co_filename == backends.__file__:  # moto's own listing, not botocore's loader
+            listings.append(os.fspath(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(os, "listdir", counting_listdir)
+    clients = server.clients()
+    clients.sqs.list_queues()
+    clients.dynamodb.list_tables()
+    assert listings == []
+    # the same answer as moto's own listing: every service package, nothing else
+    package = os.path.dirname(backends.__file__)
+    expected = sorted(e for e in real_listdir(package) if os.path.isdir(os.path.join(package, e)) and e[:2] != "__")
+    assert list(backends.list_of_moto_modules()) == expected
+    assert {"sqs", "dynamodb", "s3"} <= set(expected)
 
 
 def test_stop_closes_the_endpoint() -> None:
