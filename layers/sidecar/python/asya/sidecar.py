@@ -25,13 +25,12 @@ record:
 11. a payload reference is read back from S3 (``asya.payloads``, P-LARGE-4): ``PayloadUnavailable`` to x-sump,
     another S3 error fails the record;
 12. the last SLA guard, the same check again just before the call;
-13. ``processing``, the handler call under its time limit ``T = min(actor timeout, deadline_at - now, Lambda remaining
-    time - 5 s)`` (P-TIME-5, ``asya.timeout``); frames leave as they come (``asya.hop``, ``asya.outbox``), FLY values
-    go to the task's log;
-14. zero frames: x-sink ``Completed``; handler error: the retry policy (``asya.retry``, section 8): a retry to the
-    own queue with a delay, or x-sink ``RuntimeError``/``PolicyExhausted``, or the ``on_exhausted`` chain;
-    ``SerializationError``, unknown destinations and ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7,
-    P-ERR-7; frames already produced stay sent): x-sump; then ``completed`` (once the hop's frames left);
+13. ``processing``, then the handler call under its time limit ``T = min(actor timeout, deadline_at - now, Lambda
+    remaining time - 5 s)`` (P-TIME-5, ``asya.timeout``);
+14. its outcome (``asya.handlercall``): frames leave as they come (``asya.hop``, ``asya.outbox``) and FLY values go to
+    the task's log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, section 8);
+    ``SerializationError``, unknown destinations and ``HandlerTimeout``: x-sump; then ``completed`` (once the hop's
+    frames left);
 15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3); a
     frame whose entry still fails when the outbox sends it after its record ended fails that record alone, added to
     ``batchItemFailures`` at the end of the batch. Each failed record is logged once at WARNING (``record failed``,
@@ -46,7 +45,6 @@ resent input payloads keep their reference (P-LARGE-5).
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import time
@@ -61,20 +59,21 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
 from asya import routing
-from asya.abi import AbiState, Frame, Handler, HandlerError, error_details, load_handler
+from asya.abi import Handler, error_details, load_handler
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
-from asya.exceptions import EnvelopeParseError, HandlerLoadError, SerializationError
-from asya.hop import HopOutput, Ticker
-from asya.idempotency import Delivery, HopGuard, HopKey, Idempotency
+from asya.exceptions import EnvelopeParseError, HandlerLoadError
+from asya.handlercall import HandlerCall, Hop, RecordItem
+from asya.hop import Ticker
+from asya.idempotency import Delivery, HopKey, Idempotency
 from asya.infra import InfraErrors
-from asya.outbox import Outbox, Ticket
+from asya.outbox import Outbox
 from asya.payloads import PayloadStore, PayloadUnavailableError
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
-from asya.timeout import SAFETY_MARGIN_SECONDS, CallGuard, CallLimit, HandlerTimeoutError, effective_limit
+from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
 from asya.transport import Transport
 
@@ -90,36 +89,12 @@ _SLA_MARGIN: Final = timedelta(seconds=1)
 
 
 @dataclass(slots=True)
-class _Item:
-    body: str
-    message_id: str = ""
-    envelope: Envelope | None = None
-    error: EnvelopeParseError | None = None
-    delivery: Delivery = field(default_factory=Delivery)
-    first_frame: str | None = None  # state of the hop's FRAME#0 idempotency item at pre-flight (P-ACK-8)
-
-
-@dataclass(slots=True)
 class _Batch:
     context: Any
-    items: dict[str, _Item]
+    items: dict[str, RecordItem]
     outbox: Outbox
     start: StartRule
     preflight: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Hop:
-    """What the steps after the entry update need about one record."""
-
-    item: _Item
-    entry: Envelope
-    trace: routing.Trace
-    report: HopRef | None  # the task whose status this hop writes: tracked roots only
-    fly_id: str | None  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
-    limit: CallLimit  # T of the handler call (P-TIME-5)
-    guard: HopGuard  # sends each output of the hop once across deliveries (P-ACK-8)
-    ticket: Ticket  # the hop's frames in the batch's outbox
 
 
 class ActorRuntime:
@@ -172,6 +147,15 @@ class ActorRuntime:
             random=random,
         )
         self._ticker = Ticker(monotonic=monotonic)
+        self._handler_call = HandlerCall(
+            actor=config.actor,
+            now=lambda: self._ts(self._clock()),
+            monotonic=monotonic,
+            ticker=self._ticker,
+            reporter=self._reporter,
+            errors=self._errors,
+            retrier=self._retrier,
+        )
         self._handler: Handler | None = None
         self._load_error: HandlerLoadError | None = None
         try:
@@ -235,11 +219,11 @@ class ActorRuntime:
     # -- batch level --------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _parse(message_id: str, body: str, delivery: Delivery) -> _Item:
+    def _parse(message_id: str, body: str, delivery: Delivery) -> RecordItem:
         try:
-            return _Item(body=body, message_id=message_id, envelope=parse_envelope(body), delivery=delivery)
+            return RecordItem(body=body, message_id=message_id, envelope=parse_envelope(body), delivery=delivery)
         except EnvelopeParseError as exc:
-            return _Item(body=body, message_id=message_id, error=exc, delivery=delivery)
+            return RecordItem(body=body, message_id=message_id, error=exc, delivery=delivery)
 
     def _preflight(self, items: Any) -> dict[str, str]:
         """Task statuses (P-STAT-10) and every record's FRAME#0 idempotency item (P-ACK-8): one ``BatchGetItem``."""
@@ -297,7 +281,7 @@ class ActorRuntime:
         )
         self._process(item, env, batch, now)
 
-    def _process(self, item: _Item, env: Envelope, batch: _Batch, now_dt: datetime) -> None:
+    def _process(self, item: RecordItem, env: Envelope, batch: _Batch, now_dt: datetime) -> None:
         if self._retrier.defer(env, now_dt):  # step 3: chained retry delay (P-RES-9)
             return
         actor = self._actor
@@ -315,7 +299,7 @@ class ActorRuntime:
         task_status = batch.preflight.get(preflight_id) if preflight_id else None
         if task_status in ("canceled", "paused"):
             assert task_status is not None
-            self._send(routing.preflight_envelope(env, task_status, actor=actor, now=now, trace=trace))
+            self._errors.send(routing.preflight_envelope(env, task_status, actor=actor, now=now, trace=trace))
             self._log.info("task is not running: sent to x-sink", extra={"task_status": task_status})
             return
         if not hook and self._sla_expired(env, report, now_dt, trace):  # step 7
@@ -357,11 +341,11 @@ class ActorRuntime:
                 lost, entry=hop.entry, report=hop.report, now=self._ts(self._clock())
             ),
         )
-        hop = _Hop(
+        hop = Hop(
             item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, guard=guard, ticket=ticket
         )
         started = self._monotonic()
-        frames = self._call(self._handler, hop, batch.outbox)
+        frames = self._handler_call.run(self._handler, hop, batch.outbox)
         if frames is not None and report is not None:
             duration_ms = int((self._monotonic() - started) * 1000)
             batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))
@@ -377,7 +361,7 @@ class ActorRuntime:
                 error=routing.SLA_MESSAGE,
                 error_details={"message": routing.SLA_MESSAGE, "type": routing.DEADLINE_ERROR_TYPE},
             )
-        self._send(routing.sla_envelope(env, actor=self._actor, now=self._ts(now), trace=trace))
+        self._errors.send(routing.sla_envelope(env, actor=self._actor, now=self._ts(now), trace=trace))
         self._log.warning("SLA deadline expired: sent to x-sink")
         return True
 
@@ -389,89 +373,6 @@ class ActorRuntime:
             deadline_left=(deadline - self._clock()).total_seconds() if deadline is not None else None,
             lambda_left=remaining() / 1000 if remaining is not None else None,
         )
-
-    def _call(self, handler: Handler, hop: _Hop, outbox: Outbox) -> int | None:
-        """Run the handler and route its output; the number of frames on success, ``None`` after an error."""
-        entry = hop.entry
-        fly_id = hop.fly_id
-        send_fly = None if fly_id is None else (lambda values: self._reporter.fly(fly_id, entry.id, values))
-        output = HopOutput(
-            send_frames=lambda frames: outbox.stage(hop.ticket, frames),
-            send_fly=send_fly,
-            ticker=self._ticker,
-            schedule_first=handler.kind in ("generator", "async_generator"),
-            monotonic=self._monotonic,
-        )
-
-        def on_frame(frame: Frame) -> None:
-            now = self._ts(self._clock())
-            # child ids derive from the hop (routing.child_id): a redelivery repeats them (P-ACK-8)
-            outgoing = routing.forward_frame(entry, frame, frame.index, actor=self._actor, now=now, trace=hop.trace)
-            output.add_frame(outgoing)
-
-        state = AbiState.from_envelope(entry)
-        failure: HandlerError | SerializationError | HandlerTimeoutError | None = None
-        try:
-            # copy_result=False: a returned plain value is encoded (Outbox.stage) by output.close() below, before any
-            # handler code runs again, so it needs no copy
-            handler.run(
-                entry.payload,
-                state,
-                on_frame=on_frame,
-                on_fly=output.add_fly,
-                guard=CallGuard(hop.limit),
-                copy_result=False,
-            )
-        except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
-            failure = exc
-        outbox.ended(hop.ticket)  # the last frames may wait for the batch's other records
-        try:
-            frames = output.close()  # frames yielded before an error stay sent (P-ABI-11)
-        except SerializationError as exc:
-            failure = failure or exc
-            frames = 0
-        outbox.check(hop.ticket)
-        now = self._ts(self._clock())
-        if isinstance(failure, SerializationError):
-            payload = _pristine_payload(hop.item)
-            self._errors.report(
-                Reason.SERIALIZATION_ERROR, str(failure), entry, hop.report, now, original_payload=payload
-            )
-            return None
-        if isinstance(failure, HandlerTimeoutError):  # infrastructure: x-sump, never retried (P-ERR-7)
-            details = {
-                "limit": failure.limit.source.value,
-                "limit_seconds": failure.limit.seconds,
-                "traceback": error_details(failure)["traceback"],  # shows where the interruption landed
-            }
-            payload = _pristine_payload(hop.item)
-            self._errors.report(
-                Reason.HANDLER_TIMEOUT, str(failure), entry, hop.report, now, original_payload=payload, details=details
-            )
-            return None
-        if failure is not None:  # section 8: retry, x-sink or on_exhausted
-            payload = _pristine_payload(hop.item)
-            self._retrier.handler_error(
-                entry, error_details(failure), payload=payload, report=hop.report, trace=hop.trace, guard=hop.guard
-            )
-            return None
-        if frames == 0:
-            out = routing.zero_frames_envelope(
-                entry,
-                actor=self._actor,
-                now=now,
-                headers=state.headers,
-                payload=_pristine_payload(hop.item),
-                trace=hop.trace,
-            )
-            hop.guard.send([out], lambda once: self._send(once[0]))  # one x-sink envelope per hop (P-ACK-8)
-        return frames
-
-    # -- outcomes -----------------------------------------------------------------------------------------------
-
-    def _send(self, outgoing: routing.Outgoing) -> None:
-        """A required send: any failure propagates and fails the record (P-ACK-2)."""
-        self._errors.send(outgoing)
 
 
 def _preflight_id(env: Envelope) -> str | None:
@@ -492,11 +393,6 @@ def _hop_ref(env: Envelope) -> HopRef:
 
 def _deadline(env: Envelope) -> datetime | None:
     return parse_ts(env.status.deadline_at) if env.status is not None else None
-
-
-def _pristine_payload(item: _Item) -> Any:
-    """The input payload as received: the handler may have mutated the parsed object in place."""
-    return json.loads(item.body).get("payload")
 
 
 _RUNTIME: ActorRuntime | None = None
