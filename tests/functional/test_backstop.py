@@ -21,6 +21,7 @@ from asya_crew.sink import SinkRuntime
 from asya_gateway import backstop as backstop_module
 from asya_gateway.backstop import Backstop, BackstopError, emit_timed_out_metric, lambda_handler
 from asya_local.lambda_event import sqs_event
+from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
 
@@ -28,17 +29,6 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 START = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 DEADLINE = "2026-03-01T10:01:00Z"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
 
 
 class Metrics:
@@ -52,12 +42,12 @@ class Metrics:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock(START)
 
 
 @pytest.fixture
-def store(mesh: Any, clock: Clock) -> TaskStore:
+def store(mesh: Any, clock: ManualClock) -> TaskStore:
     return TaskStore(table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=mesh.aws.dynamodb, clock=clock)
 
 
@@ -88,7 +78,7 @@ def _running(store: TaskStore, task_id: str) -> None:
 
 
 def test_gw_back_2_sweep_fails_expired_pending_and_running_tasks_only(
-    store: TaskStore, clock: Clock, metrics: Metrics
+    store: TaskStore, clock: ManualClock, metrics: Metrics
 ) -> None:
     store.create_task(task_id="expired-pending", actor="normalize", deadline_at=DEADLINE)
     store.create_task(task_id="expired-running", actor="normalize", deadline_at=DEADLINE)
@@ -137,7 +127,7 @@ def test_gw_back_6_emf_metric_line(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_gw_back_4_p_stat_2_late_sink_success_after_the_backstop_keeps_the_task_failed(
-    mesh: Any, store: TaskStore, clock: Clock, metrics: Metrics
+    mesh: Any, store: TaskStore, clock: ManualClock, metrics: Metrics
 ) -> None:
     store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", deadline_at=DEADLINE)
     _running(store, "t1")
@@ -192,7 +182,7 @@ def test_gw_back_4_p_stat_2_late_sink_success_after_the_backstop_keeps_the_task_
 
 
 def test_gw_back_2_task_that_finished_after_the_index_read_is_left_alone(
-    aws: Any, mesh: Any, store: TaskStore, clock: Clock, metrics: Metrics
+    aws: Any, mesh: Any, store: TaskStore, clock: ManualClock, metrics: Metrics
 ) -> None:
     store.create_task(task_id="t1", actor="normalize", deadline_at=DEADLINE)
     clock.advance(minutes=2)
@@ -210,7 +200,7 @@ def test_gw_back_2_task_that_finished_after_the_index_read_is_left_alone(
     assert metrics.calls == [("demo", 0)]
 
 
-def test_gw_back_2_sweep_follows_index_pages(mesh: Any, store: TaskStore, clock: Clock, metrics: Metrics) -> None:
+def test_gw_back_2_sweep_follows_index_pages(mesh: Any, store: TaskStore, clock: ManualClock, metrics: Metrics) -> None:
     ids = [f"t{i:02d}" for i in range(40)]
     for task_id in ids:
         store.create_task(task_id=task_id, actor="normalize", deadline_at=DEADLINE)
@@ -228,7 +218,9 @@ def test_gw_back_2_sweep_follows_index_pages(mesh: Any, store: TaskStore, clock:
     assert {_status(store, task_id) for task_id in ids} == {"failed"}
 
 
-def test_gw_back_2_one_task_error_does_not_stop_the_sweep(store: TaskStore, clock: Clock, metrics: Metrics) -> None:
+def test_gw_back_2_one_task_error_does_not_stop_the_sweep(
+    store: TaskStore, clock: ManualClock, metrics: Metrics
+) -> None:
     for task_id in ("a", "b", "c"):
         store.create_task(task_id=task_id, actor="normalize", deadline_at=DEADLINE)
     clock.advance(minutes=2)
@@ -249,7 +241,9 @@ def test_gw_back_2_one_task_error_does_not_stop_the_sweep(store: TaskStore, cloc
     assert _status(store, "b") == "failed"
 
 
-def test_gw_back_2_sweep_stops_when_the_time_budget_runs_out(store: TaskStore, clock: Clock, metrics: Metrics) -> None:
+def test_gw_back_2_sweep_stops_when_the_time_budget_runs_out(
+    store: TaskStore, clock: ManualClock, metrics: Metrics
+) -> None:
     for i in range(5):
         store.create_task(task_id=f"t{i}", actor="normalize", deadline_at=DEADLINE)
     clock.advance(minutes=2)
@@ -328,7 +322,7 @@ def _wait_for(condition: Any, what: str, limit: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def test_gw_back_1_local_loop_sweeps_periodically_and_stops_cleanly(store: TaskStore, clock: Clock) -> None:
+def test_gw_back_1_local_loop_sweeps_periodically_and_stops_cleanly(store: TaskStore, clock: ManualClock) -> None:
     from asya_local.backstop_loop import BackstopLoop
 
     store.create_task(task_id="t1", actor="normalize", deadline_at=DEADLINE)

@@ -17,18 +17,11 @@ import pytest
 
 from asya.store import FlyValue, TaskStore
 from asya_gateway import GatewayConfig, create_app
+from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
 
 FAST = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05)
-
-
-class ManualClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 @dataclass
@@ -48,7 +41,7 @@ class Gw:
 
 
 def _gateway(mesh: Any, serve_asgi: Any, config: GatewayConfig) -> Gw:
-    clock = ManualClock()
+    clock = ManualClock(datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC))
     store = TaskStore(
         table=mesh.resources.table,
         bucket=mesh.resources.bucket,

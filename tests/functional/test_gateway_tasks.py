@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -17,21 +17,11 @@ from asya.manifest import StorageConfig
 from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.tracing import is_valid_traceparent
+from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
 
 START = datetime(2026, 3, 1, 10, 0, 0, 500000, tzinfo=UTC)
-
-
-class ManualClock:
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 @dataclass

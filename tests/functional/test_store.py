@@ -16,6 +16,7 @@ from botocore.exceptions import ClientError
 
 from asya.store import FlyValue, ListQueryError, StatusUpdate, TaskExistsError, TaskStore
 from asya.store import records as rec
+from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
 
@@ -23,26 +24,13 @@ START = datetime(2026, 3, 1, 10, 0, 0, 120_000, tzinfo=UTC)
 ROUTE = ["normalize", "analyze", "summarize"]
 
 
-class Clock:
-    """An injected clock the test moves by hand."""
-
-    def __init__(self, now: datetime = START) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(START)
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def store(mesh: Any, clock: Clock) -> TaskStore:
+def store(mesh: Any, clock: ManualClock) -> TaskStore:
     return TaskStore(
         table=mesh.resources.table,
         bucket=mesh.resources.bucket,
@@ -144,7 +132,9 @@ def test_gw_create_7_the_task_item_is_event_1_no_transaction_no_event_item(store
     assert [e["seq"] for e in store.events_after("t1", 1)] == [2]
 
 
-def test_gw_data_5_event_1_expires_24_hours_after_creation_like_every_event(store: TaskStore, clock: Clock) -> None:
+def test_gw_data_5_event_1_expires_24_hours_after_creation_like_every_event(
+    store: TaskStore, clock: ManualClock
+) -> None:
     store.create_task(task_id="t1", actor="normalize")
     clock.advance(hours=23, minutes=59)
     assert [e["seq"] for e in store.events_after("t1", 0)] == [1]
@@ -193,7 +183,7 @@ def test_unknown_task_view_is_none_and_writes_are_no_ops(store: TaskStore, mesh:
     assert items == []
 
 
-def test_p_stat_3_full_run_sequence_numbers_are_consecutive(store: TaskStore, clock: Clock) -> None:
+def test_p_stat_3_full_run_sequence_numbers_are_consecutive(store: TaskStore, clock: ManualClock) -> None:
     store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
     for k in (1, 2, 3):
         clock.advance(milliseconds=10)
@@ -307,7 +297,7 @@ def test_status_update_with_wrong_created_day_hint_still_applies(store: TaskStor
     assert _task_item(mesh, "t1")["gsi2pk"]["S"] == "STATUS#running#2026-03-01"
 
 
-def test_pause_and_resume(store: TaskStore, mesh: Any, clock: Clock) -> None:
+def test_pause_and_resume(store: TaskStore, mesh: Any, clock: ManualClock) -> None:
     store.create_task(task_id="t1", actor="normalize", deadline_at="2026-03-01T10:05:00Z")
     meta = {"prompt": "Approve?", "fields": [{"name": "ok", "type": "boolean"}]}
     assert store.apply_status("t1", StatusUpdate(status="paused", pause_metadata=meta, remaining_seconds=299))
@@ -361,7 +351,7 @@ def test_p_stat_17_oversized_fly_value_is_truncated(store: TaskStore) -> None:
     assert events[1]["data"]["payload"] == "small"
 
 
-def test_gw_data_5_expired_events_are_ignored(store: TaskStore, clock: Clock) -> None:
+def test_gw_data_5_expired_events_are_ignored(store: TaskStore, clock: ManualClock) -> None:
     store.create_task(task_id="t1", actor="normalize")
     clock.advance(hours=23)
     assert _hop(store, "t1", 1, "processing")
@@ -369,7 +359,7 @@ def test_gw_data_5_expired_events_are_ignored(store: TaskStore, clock: Clock) ->
     assert [e["seq"] for e in store.events_after("t1", 0)] == [2]
 
 
-def test_gw_data_5_expired_task_is_gone(store: TaskStore, clock: Clock) -> None:
+def test_gw_data_5_expired_task_is_gone(store: TaskStore, clock: ManualClock) -> None:
     store.create_task(task_id="t1", actor="normalize")
     store.report_final("t1", status="succeeded", result=None)
     clock.advance(days=31)
@@ -423,12 +413,12 @@ def test_p_stat_10_preflight_batch_read(store: TaskStore) -> None:
     assert "t130" not in statuses
 
 
-def test_p_stat_10_preflight_read_error_means_unknown(mesh: Any, clock: Clock) -> None:
+def test_p_stat_10_preflight_read_error_means_unknown(mesh: Any, clock: ManualClock) -> None:
     broken = TaskStore(table="asya-demo-missing", dynamodb=mesh.aws.dynamodb, clock=clock)
     assert broken.preflight_statuses(["t1"]) == {}
 
 
-def test_gw_back_3_view_times_out_an_overdue_task(store: TaskStore, clock: Clock, mesh: Any) -> None:
+def test_gw_back_3_view_times_out_an_overdue_task(store: TaskStore, clock: ManualClock, mesh: Any) -> None:
     store.create_task(task_id="t1", actor="normalize", deadline_at="2026-03-01T10:01:00Z")
     _hop(store, "t1", 1, "processing")
     assert store.overdue_tasks() == []
@@ -445,7 +435,7 @@ def test_gw_back_3_view_times_out_an_overdue_task(store: TaskStore, clock: Clock
     assert view["status"] == "failed" and view["checkpoint_key"] == "succeeded/2026-03-01/t1.json"
 
 
-def test_gw_back_2_deadline_changed_is_ignored(store: TaskStore, clock: Clock) -> None:
+def test_gw_back_2_deadline_changed_is_ignored(store: TaskStore, clock: ManualClock) -> None:
     store.create_task(task_id="t1", actor="normalize", deadline_at="2026-03-01T10:01:00Z")
     clock.advance(minutes=2)
     assert store.time_out_overdue("t1", "2026-03-01T09:00:00Z") is False
@@ -453,7 +443,7 @@ def test_gw_back_2_deadline_changed_is_ignored(store: TaskStore, clock: Clock) -
     assert store.get_task("t1", enforce_deadline=False)["status"] == "failed"  # type: ignore[index]
 
 
-def test_gw_list_newest_first_filters_and_cursor(store: TaskStore, clock: Clock) -> None:
+def test_gw_list_newest_first_filters_and_cursor(store: TaskStore, clock: ManualClock) -> None:
     for i in range(5):
         store.create_task(task_id=f"a{i}", actor="normalize", flow="text-pipeline" if i % 2 == 0 else None)
         clock.advance(hours=10)  # spreads the tasks over three days

@@ -17,18 +17,11 @@ import pytest
 from asya import tableschema
 from asya.store import IncompleteReadError, TaskStore
 from asya.store import records as rec
+from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
 
 START = datetime(2026, 3, 1, 10, 0, 0, 120_000, tzinfo=UTC)
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 class Calls:
@@ -53,8 +46,8 @@ class Calls:
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock(START)
 
 
 @pytest.fixture
@@ -65,7 +58,7 @@ def calls(mesh: Any) -> Iterator[Calls]:
 
 
 @pytest.fixture
-def store(mesh: Any, clock: Clock) -> TaskStore:
+def store(mesh: Any, clock: ManualClock) -> TaskStore:
     return TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock)
 
 
@@ -92,7 +85,7 @@ def test_gw_data_8_list_indexes_hold_keys_flow_and_ttl_only(store: TaskStore, me
 
 
 def test_gw_list_2_summaries_come_from_the_task_items_in_one_batch_get(
-    store: TaskStore, mesh: Any, clock: Clock, calls: Calls
+    store: TaskStore, mesh: Any, clock: ManualClock, calls: Calls
 ) -> None:
     for i in range(3):
         store.create_task(task_id=f"t{i}", actor="normalize", flow="text-pipeline")
@@ -108,7 +101,9 @@ def test_gw_list_2_summaries_come_from_the_task_items_in_one_batch_get(
     assert [m["status"] for m in page["messages"]] == ["pending", "running", "pending"]
 
 
-def test_gw_list_4_entries_whose_task_changed_status_are_dropped(store: TaskStore, mesh: Any, clock: Clock) -> None:
+def test_gw_list_4_entries_whose_task_changed_status_are_dropped(
+    store: TaskStore, mesh: Any, clock: ManualClock
+) -> None:
     for i in range(4):
         store.create_task(task_id=f"t{i}", actor="normalize")
         clock.now += timedelta(minutes=1)
@@ -128,7 +123,7 @@ def test_gw_list_4_entries_whose_task_changed_status_are_dropped(store: TaskStor
     assert [m["id"] for m in store.list_tasks(limit=4)["messages"]] == ["t3", "t2", "t1", "t0"]
 
 
-def test_gw_data_5_expired_tasks_are_never_listed(store: TaskStore, clock: Clock) -> None:
+def test_gw_data_5_expired_tasks_are_never_listed(store: TaskStore, clock: ManualClock) -> None:
     store.create_task(task_id="old", actor="normalize")
     assert store.report_final("old", status="succeeded", result=1)
     clock.now += timedelta(minutes=1)
@@ -143,7 +138,7 @@ def test_gw_data_5_expired_tasks_are_never_listed(store: TaskStore, clock: Clock
     assert store.list_tasks(count=True)["total"] == 2
 
 
-def test_gw_data_8_unprocessed_keys_are_retried(store: TaskStore, clock: Clock, calls: Calls) -> None:
+def test_gw_data_8_unprocessed_keys_are_retried(store: TaskStore, clock: ManualClock, calls: Calls) -> None:
     for i in range(3):
         store.create_task(task_id=f"t{i}", actor="normalize")
         clock.now += timedelta(minutes=1)
