@@ -51,7 +51,7 @@ def _runner(name: str) -> Callable[[bool], Any]:
     if name == "coldstart":
         from bench import coldstart
 
-        return lambda quick: coldstart.run(runs=3 if quick else 5)
+        return lambda quick: coldstart.run(runs=4 if quick else coldstart.IMPORT_DEPTHS)
     from bench import memory
 
     return lambda quick: memory.run(batches=20 if quick else memory.BATCHES)

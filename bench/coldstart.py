@@ -1,10 +1,17 @@
 """Benchmark 5: import time of the actor entry point and the gateway app in fresh processes, against boto3 alone.
 
-Each target is imported ``runs`` times (default 5), each in a fresh ``python -X importtime -c "import <module>"``
-process; the figure of one run is the sum of the ``self`` column of every line (every module imported, the
-interpreter's own start-up included, identically for every target). The median over the runs is compared with
-``import boto3`` measured in the same loop (runs interleaved, so machine load hits every target alike). The report
-also shows the median by top-level package, which says where the time goes.
+Each target is imported ``runs`` times (default 8), each in a fresh ``python -X importtime -c ...`` process; the
+figure of one run is the sum of the ``self`` column of every line (every module imported, the interpreter's own
+start-up included, identically for every target). The median over the runs is compared with ``import boto3``
+measured in the same loop (runs interleaved, so machine load hits every target alike). The report also shows the
+median by top-level package, which says where the time goes.
+
+Run ``i`` imports from ``i % IMPORT_DEPTHS`` nested function calls, every target alike. CPython 3.11 keeps frames in
+chunks of a per-thread data stack and frees a chunk as soon as the stack unwinds out of it, so an import whose
+recursive work (the regex compiler, above all) keeps crossing a chunk boundary maps and unmaps memory on every
+crossing. Measured here: ``import asya.sidecar`` took 204 to 274 ms depending on the importer's depth alone, ``import
+boto3`` 144 to 160 ms. The depth Lambda's bootstrap imports a handler from is its own, so the median over depths is
+the fair figure, not whichever depth ``-c "import x"`` happens to hit.
 
 Bytecode: the measured runs read bytecode cached under ``bench/results/pycache`` (``PYTHONPYCACHEPREFIX``; one
 unmeasured import per target writes it), whatever ``PYTHONDONTWRITEBYTECODE`` says, so the figures do not depend on
@@ -31,7 +38,16 @@ from typing import Any, Final
 
 from bench.stats import median, summarize
 
-__all__ = ["LAYER_PACKAGES", "TARGETS", "by_package", "parse_importtime", "run", "tracer_check"]
+__all__ = [
+    "IMPORT_DEPTHS",
+    "LAYER_PACKAGES",
+    "TARGETS",
+    "by_package",
+    "import_code",
+    "parse_importtime",
+    "run",
+    "tracer_check",
+]
 
 #: name -> module imported; ``boto3`` is the reference.
 TARGETS: Final = {
@@ -44,6 +60,13 @@ _REPO: Final = Path(__file__).resolve().parent.parent
 #: Import roots an actor gets from its layers (the asya layer; the dependency layer: Powertools and its one
 #: dependency the runtime lacks); boto3, botocore and their dependencies come with the Lambda runtime.
 LAYER_PACKAGES: Final = ("asya", "asya_crew", "aws_lambda_powertools", "typing_extensions")
+#: Importer stack depths the runs cycle through (see the module docstring).
+IMPORT_DEPTHS: Final = 8
+
+
+def import_code(module: str, depth: int) -> str:
+    """Python source that imports ``module`` from ``depth`` nested calls (0: from one plain function call). Pure."""
+    return f"def _nest(n):\n    if n:\n        return _nest(n - 1)\n    import {module}\n_nest({depth})\n"
 
 
 def parse_importtime(stderr: str) -> list[tuple[str, int]]:
@@ -75,9 +98,9 @@ def _env(pycache: Path, *, write_bytecode: bool) -> dict[str, str]:
     return env
 
 
-def _import_once(module: str, env: Mapping[str, str]) -> list[tuple[str, int]]:
+def _import_once(module: str, env: Mapping[str, str], depth: int = 0) -> list[tuple[str, int]]:
     result = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        [sys.executable, "-X", "importtime", "-c", import_code(module, depth)],
         cwd=_REPO,
         env=dict(env),
         capture_output=True,
@@ -120,7 +143,7 @@ def _medians(samples: list[dict[str, int]]) -> dict[str, float]:
 
 
 def run(
-    *, runs: int = 5, source_runs: int = 3, pycache: Path = _REPO / "bench" / "results" / "pycache"
+    *, runs: int = IMPORT_DEPTHS, source_runs: int = 3, pycache: Path = _REPO / "bench" / "results" / "pycache"
 ) -> dict[str, Any]:
     """Median import times with cached bytecode (every target), then the actor's without any bytecode."""
     cached = _env(pycache, write_bytecode=True)
@@ -128,12 +151,12 @@ def run(
         _import_once(module, cached)  # writes the bytecode the measured runs read
     totals: dict[str, list[float]] = defaultdict(list)
     packages: dict[str, list[dict[str, int]]] = defaultdict(list)
-    for _ in range(runs):
+    for index in range(runs):
         for name, module in TARGETS.items():
-            entries = _import_once(module, cached)
+            entries = _import_once(module, cached, depth=index % IMPORT_DEPTHS)
             totals[name].append(sum(micros for _, micros in entries) / 1000)
             packages[name].append(by_package(entries))
-    out: dict[str, Any] = {"runs": runs, "targets": {}}
+    out: dict[str, Any] = {"runs": runs, "depths": min(runs, IMPORT_DEPTHS), "targets": {}}
     for name, module in TARGETS.items():
         package_ms = _medians(packages[name])
         top = dict(sorted(package_ms.items(), key=lambda kv: -kv[1])[:8])
@@ -143,7 +166,9 @@ def run(
     out["gateway_over_boto3"] = out["targets"]["gateway"]["ms"]["median"] / boto3_ms
     with tempfile.TemporaryDirectory(prefix="asya-bench-pyc-") as empty:
         source = _env(Path(empty), write_bytecode=False)
-        samples = [by_package(_import_once(TARGETS["actor"], source)) for _ in range(source_runs)]
+        samples = [
+            by_package(_import_once(TARGETS["actor"], source, depth=i % IMPORT_DEPTHS)) for i in range(source_runs)
+        ]
     source_ms = _medians(samples)
     cached_ms = _medians(packages["actor"])
     layer = [p for p in LAYER_PACKAGES if p in source_ms]

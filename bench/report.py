@@ -325,8 +325,9 @@ def _coldstart(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[
     if not data:
         return [*out, "Not measured.", ""]
     out += [
-        f"`python -X importtime -c 'import <module>'` in fresh processes, self times summed, {data['runs']} runs each",
-        "interleaved, bytecode cached; ms, median [p5-p95].",
+        f"`python -X importtime` of `import <module>` in fresh processes, self times summed, {data['runs']} runs each",
+        f"interleaved, bytecode cached, imported from {data.get('depths', 1)} different stack depths (CPython 3.11's",
+        "cost depends on it: `bench/coldstart.py`); ms, median [p5-p95].",
         "",
     ]
     rows = []

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,6 +117,21 @@ def test_importtime_lines_are_parsed_and_grouped_by_package() -> None:
     entries = coldstart.parse_importtime(stderr)
     assert entries == [("botocore.compat", 120), ("botocore", 80), ("asya.sidecar", 1500)]
     assert coldstart.by_package(entries) == {"botocore": 200, "asya": 1500}
+
+
+def test_import_code_imports_from_the_given_stack_depth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = "import sys\nframe, DEPTH = sys._getframe(), 0\nwhile frame:\n    frame, DEPTH = frame.f_back, DEPTH + 1\n"
+    names = {depth: f"asya_bench_depth_probe_{depth}" for depth in (0, 5)}
+    for name in names.values():
+        (tmp_path / f"{name}.py").write_text(probe, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        for depth, name in names.items():
+            exec(coldstart.import_code(name, depth), {})
+        assert sys.modules[names[5]].DEPTH - sys.modules[names[0]].DEPTH == 5
+    finally:
+        for name in names.values():
+            sys.modules.pop(name, None)
 
 
 def test_profile_labels_group_by_module() -> None:
