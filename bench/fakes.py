@@ -143,6 +143,8 @@ class FakeClient:
         def call(**params: Any) -> dict[str, Any]:
             return aws.respond(service, operation, params)
 
+        # kept on the instance, so later calls skip __getattr__: the fake's own cost stays out of the figure
+        setattr(self, method, call)
         return call
 
 
