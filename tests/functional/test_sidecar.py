@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from asya import sidecar
 from asya.config import ActorConfig
 from asya.sidecar import ActorRuntime
 from asya.store import TaskStore
@@ -282,6 +283,51 @@ def test_p_env_9_non_json_body_goes_to_sump_with_raw_body(harness: Callable[...,
     assert out["payload"]["details"]["raw_body"] == "{this is not json"
     assert "original_payload" not in out["payload"]
     assert uuid.UUID(out["id"]).version == 4
+
+
+def test_p_ack_3_a_body_nested_too_deeply_to_parse_goes_to_sump_and_spares_the_batch(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness("echo")
+    deep = '{"id": "t-deep", "payload": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    _, failed = h.run(deep, envelope("t-fine"))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["status"]["reason"] == "ParseError"
+    assert "nested too deeply" in sump["payload"]["details"]["message"]
+    [fine] = h.drain("analyze")
+    assert fine["id"] == "t-fine"
+
+
+def test_p_env_13_a_timestamp_out_of_range_is_ignored_not_a_crash(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    env = envelope("t-year-one")
+    env["status"]["created_at"] = "0001-01-01T00:00:00+01:00"  # before year 1 once in UTC
+    _, failed = h.run(env, envelope("t-fine"))
+    assert failed == []
+    assert sorted(out["id"] for out in h.drain("analyze")) == ["t-fine", "t-year-one"]
+    assert h.drain("x-sump") == []
+
+
+def test_p_ack_3_any_parser_failure_becomes_a_parse_error_not_a_failed_batch(
+    harness: Callable[..., Harness], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    h = harness("echo")
+    real_parse = sidecar.parse_envelope
+
+    def parse(body: str) -> Any:
+        if "t-odd" in body:
+            raise KeyError("a parser bug")
+        return real_parse(body)
+
+    monkeypatch.setattr(sidecar, "parse_envelope", parse)
+    _, failed = h.run(envelope("t-odd"), envelope("t-fine"))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["id"] == "t-odd"
+    assert sump["status"]["reason"] == "ParseError"
+    assert "KeyError" in sump["payload"]["details"]["message"]
+    assert [out["id"] for out in h.drain("analyze")] == ["t-fine"]
 
 
 def test_p_env_10_missing_id_goes_to_sump(harness: Callable[..., Harness]) -> None:
@@ -618,8 +664,6 @@ def test_p_trace_1_traceparent_on_every_send(harness: Callable[..., Harness], tr
 def test_lambda_handler_builds_the_runtime_once_from_the_environment(
     mesh: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from asya import sidecar
-
     monkeypatch.setattr(sidecar, "_RUNTIME", None)
     for key, value in {
         "ASYA_NAMESPACE": mesh.resources.namespace,

@@ -27,7 +27,9 @@ def test_p_gen_3_readers_accept_any_rfc3339_form(text: str) -> None:
     assert parsed.replace(microsecond=0) == datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize("text", ["", "yesterday", "2026-03-01T10:00:00", 5, None])
+@pytest.mark.parametrize(
+    "text", ["", "yesterday", "2026-03-01T10:00:00", 5, None, "0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-02:00"]
+)
 def test_parse_ts_rejects_non_timestamps(text: object) -> None:
     assert parse_ts(text) is None
 

@@ -205,6 +205,8 @@ def parse_envelope(body: str | bytes | dict[str, Any]) -> Envelope:
             raise EnvelopeParseError(f"body is not UTF-8: {exc}") from None
         except json.JSONDecodeError as exc:
             raise EnvelopeParseError(f"body is not JSON: {exc.msg} at position {exc.pos}") from None
+        except RecursionError:
+            raise EnvelopeParseError("body is nested too deeply to parse") from None
     if not isinstance(raw, dict):
         raise EnvelopeParseError(f"envelope must be a JSON object, got {type(raw).__name__}")
 

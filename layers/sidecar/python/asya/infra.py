@@ -135,7 +135,7 @@ def parse_failure_envelope(
 def _salvage_id(body: str) -> str | None:
     try:
         raw = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     candidate = raw.get("id") if isinstance(raw, dict) else None
     return candidate if isinstance(candidate, str) and 0 < len(candidate) <= 256 else None

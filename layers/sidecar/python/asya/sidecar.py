@@ -224,6 +224,9 @@ class ActorRuntime:
             return RecordItem(body=body, message_id=message_id, envelope=parse_envelope(body), delivery=delivery)
         except EnvelopeParseError as exc:
             return RecordItem(body=body, message_id=message_id, error=exc, delivery=delivery)
+        except Exception as exc:  # before any record runs: raising here would fail the whole batch (P-ACK-3)
+            error = EnvelopeParseError(f"body could not be parsed: {type(exc).__name__}: {exc}")
+            return RecordItem(body=body, message_id=message_id, error=error, delivery=delivery)
 
     def _preflight(self, items: Any) -> dict[str, str]:
         """Task statuses (P-STAT-10) and every record's FRAME#0 idempotency item (P-ACK-8): one ``BatchGetItem``."""

@@ -62,7 +62,10 @@ def _parse_text(value: str) -> datetime | None:
         return None
     if parsed.tzinfo is None:
         return None
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:  # "0001-01-01T00:00:00+01:00" is a timestamp before year 1 in UTC: not one we can hold
+        return None
 
 
 def parse_duration(value: object, *, field: str) -> float:
