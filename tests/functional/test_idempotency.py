@@ -17,7 +17,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import boto3
 import pytest
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 
 from asya import tableschema
 from asya.config import ActorConfig
@@ -260,6 +262,66 @@ def test_p_ack_8_fan_out_redelivery_and_stable_child_ids(world: Mesh, handlers: 
     assert analyzer.handle(world.receive("analyze", 6)) == []
     sunk = world.drain("x-sink")
     assert sorted(o["id"] for o in sunk) == sorted(ids)
+
+
+class FailEntries:
+    """Makes SQS refuse (``Failed``, not a sender fault) every ``SendMessageBatch`` entry whose body holds ``marker``
+    while active; the other entries of the request are really sent."""
+
+    def __init__(self, sqs: Any, marker: str) -> None:
+        self.sqs = sqs
+        self.marker = marker
+        self.active = True
+        self.plain = boto3.client("sqs", region_name="us-east-1")  # no hooks: sends the entries that pass
+
+    def __enter__(self) -> FailEntries:
+        self.sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch", self._keep)
+        self.sqs.meta.events.register("before-call.sqs.SendMessageBatch", self._answer)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.sqs.meta.events.unregister("before-parameter-build.sqs.SendMessageBatch", self._keep)
+        self.sqs.meta.events.unregister("before-call.sqs.SendMessageBatch", self._answer)
+
+    def _keep(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["fail_entries_params"] = dict(params)
+
+    def _answer(self, context: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        params = context["fail_entries_params"]
+        refused = [e for e in params["Entries"] if self.active and self.marker in e["MessageBody"]]
+        if not refused:
+            return None
+        passing = [e for e in params["Entries"] if e not in refused]
+        answer: dict[str, Any] = {"Successful": [], "Failed": []}
+        if passing:
+            answer = self.plain.send_message_batch(QueueUrl=params["QueueUrl"], Entries=passing)
+        answer.setdefault("Failed", []).extend(
+            {"Id": e["Id"], "SenderFault": False, "Code": "ServiceUnavailable", "Message": "refused by the test"}
+            for e in refused
+        )
+        return AWSResponse(params["QueueUrl"], 200, HTTPHeaders(), None), answer
+
+
+def test_p_ack_8_an_outcome_is_never_taken_for_a_frame_an_earlier_delivery_sent(world: Mesh, handlers: Any) -> None:
+    """Delivery 1 sends frame 0 and fails on frame 1; delivery 2's handler raises. Its retry is the hop's outcome,
+    not frame 0 again: it must leave (P-ACK-8: duplicates are allowed, loss is not; P-RES-8), or frame 1 is lost."""
+    policy = '{"policies": {"default": {"max_attempts": 3, "initial_delay": 60, "jitter": false}}}'
+    actor = Actor(world.mesh, "split_then_fail", resiliency=policy)
+    world.send("normalize", envelope("t-flaky"))
+    first = world.receive("normalize")
+    with FailEntries(world.sqs, '"unlucky"') as refusing:
+        assert actor.handle(first) == [first[0]["MessageId"]], "frame 1 was not sent: the record must fail"
+        refusing.active = False
+        assert [o["payload"] for o in world.drain("analyze")] == [{"chunk": 0}]
+        again = world.redeliver("normalize", first)
+        assert actor.handle(again) == []
+    for message in again:  # acked: what is left on the queue is the delayed retry
+        world.sqs.delete_message(QueueUrl=world.url("normalize"), ReceiptHandle=message["ReceiptHandle"])
+    attributes = world.sqs.get_queue_attributes(
+        QueueUrl=world.url("normalize"), AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert attributes["ApproximateNumberOfMessagesDelayed"] == "1", "the retry of delivery 2 was dropped"
+    assert set(world.idem_items(HopKey("t-flaky", "normalize", 0, 1))) == {"FRAME#0", "OUTCOME"}
 
 
 @pytest.mark.parametrize("handler", ["nothing", "end_route"])

@@ -57,3 +57,13 @@ def gated(payload: dict[str, Any]) -> dict[str, Any]:
         gate.release.wait(30)
     CALLS.append(payload)
     return {**payload, "gated": True}
+
+
+def split_then_fail(payload: dict[str, Any]) -> Iterator[Any]:
+    """Two frames on the first call; every later call raises before yielding (a handler that acts differently on a
+    redelivery, as a transient error makes it)."""
+    CALLS.append(payload)
+    if len(CALLS) > 1:
+        raise ConnectionError("model endpoint unreachable")
+    yield {"chunk": 0}
+    yield {"chunk": 1, "unlucky": True}

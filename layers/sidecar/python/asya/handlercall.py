@@ -142,7 +142,7 @@ class HandlerCall:
                 payload=pristine_payload(hop.item),
                 trace=hop.trace,
             )
-            hop.guard.send([out], lambda once: self._errors.send(once[0]))  # one x-sink envelope per hop (P-ACK-8)
+            hop.guard.send_outcome(out, lambda once: self._errors.send(once[0]))  # once per hop (P-ACK-8)
         return frames
 
     def _failed(self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop) -> None:

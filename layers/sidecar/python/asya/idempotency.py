@@ -3,11 +3,15 @@
 SQS delivers at least once: a hop runs again after an invocation crash (P-ACK-5), a failed record, a lost delete,
 or while it still runs, once its visibility timeout expired and another poller received the message. The layer keeps
 one small item per sent frame in the task table and skips frame ``k`` of a hop whose item says it went out. Frame
-``k`` is the ``k``-th envelope the hop's frames produce, in yield order; the zero-frames x-sink envelope is frame 0.
+``k`` is the ``k``-th envelope the hop's frames produce, in yield order. The hop's outcome envelope (a retry, the
+x-sink envelope of a handler error or of zero frames, the ``on_exhausted`` envelope: at most one per run) has an
+item of its own, ``OUTCOME`` (:meth:`HopGuard.send_outcome`): a handler may act differently on a redelivery (yield
+frames once, raise the next time), and an outcome numbered like a frame would be taken for a frame an earlier
+delivery sent, and silently dropped while that delivery's later frames were never sent.
 
-Items (key layout in ``asya.tableschema``): ``pk = IDEM#{id}#{actor}#{hop}#{attempt}``, ``sk = FRAME#{k}``,
-``state`` (``sent`` or ``claimed``), ``sent_at`` or ``claimed_at`` (``format_ts_ms``), ``ttl`` 15 days after the
-write. ``hop`` is ``len(route.prev)`` of the input, ``attempt`` the one the actor runs (P-PROC-4).
+Items (key layout in ``asya.tableschema``): ``pk = IDEM#{id}#{actor}#{hop}#{attempt}``, ``sk = FRAME#{k}`` or
+``OUTCOME``, ``state`` (``sent`` or ``claimed``), ``sent_at`` or ``claimed_at`` (``format_ts_ms``), ``ttl`` 15 days
+after the write. ``hop`` is ``len(route.prev)`` of the input, ``attempt`` the one the actor runs (P-PROC-4).
 
 Reads: ``FRAME#0`` of every record is read in the pre-flight ``BatchGetItem`` of the batch (``TaskStore.preflight``),
 so a duplicate is recognised before its handler runs, at no extra request.
@@ -39,9 +43,9 @@ failed mark leaves the frame unmarked); failing the record instead would cause t
 Duplicates remain possible when a run dies between a frame's send and its item write (crash window), when SQS hands
 out two copies of one message that both say receive count 1 and run at the same time, when the queue's visibility
 timeout was lowered while a container still holds the old value (read once per container), and when a claimant dies
-after its send but before its mark (the claim is taken over once its lease ran out), and for the outcomes that
-do not go through a :class:`HopGuard` (retries and the x-sink envelopes of handler errors, SLA and pre-flight stops,
-x-sump envelopes). Fan-out children get deterministic ids (``asya.routing.child_id``), so any duplicate that does
+after its send but before its mark (the claim is taken over once its lease ran out), when a redelivered handler
+acts differently (its outcome goes out beside the frames an earlier run sent), and for the envelopes that do not go
+through a :class:`HopGuard` (the x-sink envelopes of SLA and pre-flight stops, x-sump envelopes). Fan-out children get deterministic ids (``asya.routing.child_id``), so any duplicate that does
 leave is caught at its next hop, unless both copies run there at the same time.
 """
 
@@ -65,6 +69,7 @@ __all__ = [
     "CLAIMED",
     "CLAIM_LEASE",
     "MIN_CLAIM_LEASE",
+    "OUTCOME",
     "SENT",
     "Delivery",
     "DuplicateInFlightError",
@@ -74,6 +79,8 @@ __all__ = [
 ]
 
 SENT: Final = "sent"
+#: The slot of the hop's outcome envelope among its frame numbers (``sk = OUTCOME``).
+OUTCOME: Final = tableschema.IDEMPOTENCY_OUTCOME_SLOT
 CLAIMED: Final = "claimed"
 #: A claim older than this was left by a run that died between its claim and its mark: it may be taken over.
 CLAIM_LEASE: Final = timedelta(seconds=60)
@@ -310,7 +317,18 @@ class HopGuard:
 
     def send(self, batch: Sequence[routing.Outgoing], send: Callable[[list[routing.Outgoing]], None]) -> None:
         """Send the next frames of the hop with ``send``, leaving out those an earlier run sent."""
-        frames, held = self.admit(batch)
+        self._send(self.admit(batch), send)
+
+    def send_outcome(self, outgoing: routing.Outgoing, send: Callable[[list[routing.Outgoing]], None]) -> None:
+        """Send the hop's outcome envelope with ``send`` unless an earlier run sent one (its ``OUTCOME`` item)."""
+        self._send(self._admit_slots([(OUTCOME, outgoing)]), send)
+
+    def _send(
+        self,
+        admitted: tuple[list[tuple[int, routing.Outgoing]], list[int]],
+        send: Callable[[list[routing.Outgoing]], None],
+    ) -> None:
+        frames, held = admitted
         if frames:
             indexes = [index for index, _ in frames]
             try:
@@ -329,7 +347,12 @@ class HopGuard:
         others (:meth:`held_error`)."""
         first = self._next
         self._next += len(batch)
-        frames = [(first + offset, outgoing) for offset, outgoing in enumerate(batch)]
+        return self._admit_slots([(first + offset, outgoing) for offset, outgoing in enumerate(batch)])
+
+    def _admit_slots(
+        self, numbered: list[tuple[int, routing.Outgoing]]
+    ) -> tuple[list[tuple[int, routing.Outgoing]], list[int]]:
+        frames = numbered
         if self._first_frame == SENT:
             frames = [(index, outgoing) for index, outgoing in frames if index != 0]
         held: list[int] = []
@@ -344,7 +367,7 @@ class HopGuard:
                 elif state == CLAIMED:
                     held.append(index)
             frames = claimed
-        skipped = len(batch) - len(frames) - len(held)
+        skipped = len(numbered) - len(frames) - len(held)
         self.skipped += skipped
         if skipped:
             self._ledger.log.info(

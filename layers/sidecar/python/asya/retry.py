@@ -2,7 +2,7 @@
 
 :class:`Retrier` asks the actor's policies (``asya.resiliency``) for a plan and sends one envelope; the send is
 required (P-ACK-2): a failure propagates and fails the record, so SQS delivers it again. The outcome of a handler
-error is the hop's next output, so it goes through the hop's idempotency guard (P-ACK-8): a redelivery of a record
+error is the hop's outcome, so it goes through the hop's idempotency guard (P-ACK-8): a redelivery of a record
 whose outcome was already sent does not schedule a second retry or a second x-sink envelope.
 
 - no policy (P-RES-4): x-sink, ``failed``/``RuntimeError``, the error payload (P-RES-11, P-RES-14);
@@ -23,7 +23,7 @@ otherwise the header is removed and processing continues.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -39,9 +39,9 @@ __all__ = ["OutcomeGuard", "Retrier", "retry_envelope", "routed_envelope"]
 
 
 class OutcomeGuard(Protocol):
-    """Sends a hop's outputs at most once across deliveries (``asya.idempotency.HopGuard``)."""
+    """Sends a hop's outcome at most once across deliveries (``asya.idempotency.HopGuard``)."""
 
-    def send(self, batch: Sequence[routing.Outgoing], send: Callable[[list[routing.Outgoing]], None]) -> None: ...
+    def send_outcome(self, outgoing: routing.Outgoing, send: Callable[[list[routing.Outgoing]], None]) -> None: ...
 
 
 class Retrier:
@@ -186,7 +186,7 @@ class Retrier:
         if guard is None:
             send()
         else:
-            guard.send([out], send_all)
+            guard.send_outcome(out, send_all)
 
     def _send_routed(self, out: routing.Outgoing, entry: Envelope, report: HopRef | None, now: str) -> None:
         try:

@@ -4,7 +4,8 @@ The one description both the CDK app and the local mode create resources from, s
 same in AWS and on moto.
 
 Idempotency items (P-ACK-8, ``asya.idempotency``) live in the same table under their own key prefix:
-``pk = IDEM#{id}#{actor}#{hop}#{attempt}``, ``sk = FRAME#{k}``, expiring (``ttl``) 15 days after they were written.
+``pk = IDEM#{id}#{actor}#{hop}#{attempt}``, ``sk = FRAME#{k}`` for frame ``k`` or ``OUTCOME`` for the hop's one outcome
+envelope, expiring (``ttl``) 15 days after they were written.
 ``hop`` is the length of the input's ``route.prev``: with it, an actor that appears twice in one lineage (a loop in
 the route) gets one key per visit. Actor names never contain ``#`` and ``hop``/``attempt`` are integers, so the key
 reads back unambiguously whatever the id holds.
@@ -19,6 +20,8 @@ __all__ = [
     "CREATED_PROJECTION",
     "FANIN_PREFIX",
     "GSIS",
+    "IDEMPOTENCY_OUTCOME_SK",
+    "IDEMPOTENCY_OUTCOME_SLOT",
     "IDEMPOTENCY_PK_PREFIX",
     "IDEMPOTENCY_RETENTION_DAYS",
     "IDEMPOTENCY_SK_PREFIX",
@@ -51,6 +54,10 @@ TASKS_RETENTION_DAYS: Final = 30
 #: Idempotency items (GW-DATA-2): one per sent frame of a hop, kept longer than SQS keeps a message (14 days).
 IDEMPOTENCY_PK_PREFIX: Final = "IDEM#"
 IDEMPOTENCY_SK_PREFIX: Final = "FRAME#"
+#: The slot of a hop's outcome envelope (a retry, the x-sink envelope of a handler error or of zero frames, the
+#: ``on_exhausted`` envelope): kept apart from the frames, whose numbers another delivery may have used differently.
+IDEMPOTENCY_OUTCOME_SLOT: Final = -1
+IDEMPOTENCY_OUTCOME_SK: Final = "OUTCOME"
 IDEMPOTENCY_RETENTION_DAYS: Final = 15
 
 
@@ -60,7 +67,9 @@ def idempotency_pk(envelope_id: str, actor: str, hop: int, attempt: int) -> str:
 
 
 def idempotency_sk(index: int) -> str:
-    """``FRAME#{k}``: the item of the hop's frame ``k`` (the zero-frames x-sink envelope is frame 0)."""
+    """``FRAME#{k}``: the item of the hop's frame ``k``; ``OUTCOME`` for :data:`IDEMPOTENCY_OUTCOME_SLOT`."""
+    if index == IDEMPOTENCY_OUTCOME_SLOT:
+        return IDEMPOTENCY_OUTCOME_SK
     return f"{IDEMPOTENCY_SK_PREFIX}{index}"
 
 
