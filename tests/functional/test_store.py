@@ -173,6 +173,36 @@ def test_a_failed_body_write_leaves_no_task_behind(store: TaskStore, mesh: Any) 
     assert _items(mesh) == []
 
 
+def _orphan_task(store: TaskStore, mesh: Any, task_id: str, deadline_at: str) -> None:
+    """A task item with no body: its body write failed at creation and deleting the task failed too (or the gateway
+    died between the two puts)."""
+    store.create_task(task_id=task_id, actor="normalize", deadline_at=deadline_at, payload={"text": "hi"})
+    mesh.aws.dynamodb.delete_item(TableName=mesh.resources.table, Key=rec.key(task_id, rec.BODY_SK))
+
+
+def test_gw_back_2_a_task_left_without_its_body_still_times_out(
+    store: TaskStore, mesh: Any, clock: ManualClock
+) -> None:
+    _orphan_task(store, mesh, "t1", "2026-03-01T10:01:00Z")
+    clock.advance(minutes=2)
+    assert store.overdue_tasks() == [{"id": "t1", "deadline_at": "2026-03-01T10:01:00Z"}]
+    assert store.time_out_overdue("t1", "2026-03-01T10:01:00Z") is True
+    view = store.get_task("t1")
+    assert view is not None
+    assert view["status"] == "failed" and view["error"] == "task timed out" and view["payload"] is None
+    assert store.overdue_tasks() == []
+
+
+def test_gw_cancel_1_and_p_sink_5_a_task_left_without_its_body_can_still_end(store: TaskStore, mesh: Any) -> None:
+    _orphan_task(store, mesh, "t1", "2026-03-01T11:00:00Z")
+    assert store.cancel("t1") == "canceled"
+    _orphan_task(store, mesh, "t2", "2026-03-01T11:00:00Z")
+    assert store.report_final("t2", status="succeeded", result={"n": 1}) is True
+    view = store.get_task("t2")
+    assert view is not None
+    assert view["status"] == "succeeded" and view["result"] == {"n": 1}
+
+
 def test_unknown_task_view_is_none_and_writes_are_no_ops(store: TaskStore, mesh: Any) -> None:
     """P-STAT-4: writes for an id with no task record are no-ops."""
     assert store.get_task("nope") is None

@@ -45,8 +45,9 @@ out two copies of one message that both say receive count 1 and run at the same 
 timeout was lowered while a container still holds the old value (read once per container), and when a claimant dies
 after its send but before its mark (the claim is taken over once its lease ran out), when a redelivered handler
 acts differently (its outcome goes out beside the frames an earlier run sent), and for the envelopes that do not go
-through a :class:`HopGuard` (the x-sink envelopes of SLA and pre-flight stops, x-sump envelopes). Fan-out children get deterministic ids (``asya.routing.child_id``), so any duplicate that does
-leave is caught at its next hop, unless both copies run there at the same time.
+through a :class:`HopGuard` (the x-sink envelopes of SLA and pre-flight stops, x-sump envelopes). Fan-out children
+get deterministic ids (``asya.routing.child_id``), so any duplicate that does leave is caught at its next hop, unless
+both copies run there at the same time.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ Write paths and their cost (GW-DATA-8):
   Event 1 (``Task created``) is not a separate item: it is a function of the task item's creation fields, so the task
   item is the record and event 1 in one atomic write (GW-CREATE-7) and the event log synthesizes it on read
   (``asya.store.events``). A transaction would bill every item twice (GW-DATA-8). A failed body write deletes the task
-  item; a gateway dying between the two puts leaves a task that was never sent, which the backstop fails at its
-  deadline, as it does for one dying before the send;
+  item; a gateway dying between the two puts (or an undo that fails too) leaves a task that was never sent, which
+  the backstop fails at its deadline, as it does for one dying before the send: a terminal or paused update that
+  finds no body item but the task item writes the body then;
 - a status update (``apply``/``apply_status`` and the ``report_*``, ``cancel`` and backstop helpers built on it): one
   conditional ``UpdateItem`` of the task item (``asya.store.updates``), then one ``PutItem`` of the event item with
   the sequence number the update reserved. Terminal and paused updates first write their large values and the expiry
@@ -344,9 +345,16 @@ class TaskStore:
         try:
             self.dynamodb.update_item(**request)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            if self._get_item(task_id, rec.TASK_SK) is None:
                 return False
-            raise
+            # a task whose body write failed at creation and whose undo failed too: without a body it could never
+            # end (backstop, cancel, x-sink), so the body is written now, with no payload
+            _log.warning("task %s has no body item: writing it with the %s update", task_id, update.status)
+            del request["ConditionExpression"]
+            request["ExpressionAttributeNames"].pop("#pk", None)
+            self.dynamodb.update_item(**request)
         return True
 
     def report_running(
