@@ -203,6 +203,30 @@ def test_gw_cancel_1_and_p_sink_5_a_task_left_without_its_body_can_still_end(sto
     assert view["status"] == "succeeded" and view["result"] == {"n": 1}
 
 
+def test_gw_sse_7_a_final_event_lost_after_its_task_update_is_written_by_the_retry(store: TaskStore, mesh: Any) -> None:
+    """x-sink's final update lands, its event put fails, the record is retried: the retry is stale for the task, but
+    it must still leave the terminal event for SSE clients (GW-DATA-3 gap otherwise never closes)."""
+    store.create_task(task_id="t1", actor="normalize")
+    refused: list[str] = []
+
+    def refuse_final_event(params: dict[str, Any], **_: Any) -> None:
+        item = params.get("Item", {})
+        if item.get("status") == {"S": "succeeded"} and item["sk"]["S"].startswith("EV#") and not refused:
+            refused.append(item["sk"]["S"])
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "try again"}}, "PutItem")
+
+    mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", refuse_final_event)
+    with pytest.raises(ClientError):
+        store.report_final("t1", status="succeeded", result={"n": 1}, checkpoint_key="succeeded/2026-03-01/t1.json")
+    assert refused and [e["data"]["status"] for e in store.events_after("t1", 0)] == ["pending"]
+    assert store.report_final("t1", status="succeeded", result={"n": 1}) is False  # stale: the task already ended
+    events = store.events_after("t1", 0)
+    assert [e["data"]["status"] for e in events] == ["pending", "succeeded"]
+    assert events[-1]["data"]["result"] == {"n": 1} and events[-1]["seq"] == 2
+    store.report_final("t1", status="succeeded", result={"n": 1})  # a third delivery finds the event: writes nothing
+    assert len(store.events_after("t1", 0)) == 2
+
+
 def test_unknown_task_view_is_none_and_writes_are_no_ops(store: TaskStore, mesh: Any) -> None:
     """P-STAT-4: writes for an id with no task record are no-ops."""
     assert store.get_task("nope") is None

@@ -7,7 +7,7 @@ per-task sequence numbers. Status rules (P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9)
 
 Modules: ``transition`` (rules), ``updates`` (condition expressions), ``records`` (item layout), ``bodies`` (large
 values), ``events`` (event log items), ``views`` (task view, status data, list summary), ``listing`` (GW-LIST),
-``taskstore`` (``TaskStore``).
+``writer`` (status writes), ``taskstore`` (``TaskStore``).
 """
 
 from __future__ import annotations

@@ -10,12 +10,9 @@ Write paths and their cost (GW-DATA-8):
   item; a gateway dying between the two puts (or an undo that fails too) leaves a task that was never sent, which
   the backstop fails at its deadline, as it does for one dying before the send: a terminal or paused update that
   finds no body item but the task item writes the body then;
-- a status update (``apply``/``apply_status`` and the ``report_*``, ``cancel`` and backstop helpers built on it): one
-  conditional ``UpdateItem`` of the task item (``asya.store.updates``), then one ``PutItem`` of the event item with
-  the sequence number the update reserved. Terminal and paused updates first write their large values and the expiry
-  to the body item (``result`` and ``error_details`` only if absent, so a losing terminal write cannot replace the
-  winner's), conditional on the task existing. A stale update fails its condition and appends nothing; an unknown id
-  is a no-op (P-STAT-4). A writer dying between the update and the put leaves a gap in the sequence (GW-DATA-3);
+- a status update (``apply``/``apply_status`` and the ``report_*``, ``cancel`` and backstop helpers built on it):
+  ``asya.store.writer``: for a terminal or paused update one ``UpdateItem`` of the body item, then one conditional
+  ``UpdateItem`` of the task item and one ``PutItem`` of the event item;
 - ``append_fly``: one ``UpdateItem`` reserving ``n`` numbers, then the fly item(s).
 
 Reads: the task view and the event log are strongly consistent; pre-flight is one ``BatchGetItem`` per 100 keys
@@ -28,9 +25,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from enum import StrEnum
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -38,42 +32,21 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya.progress import hop_progress
 from asya.store import queries as q
 from asya.store import records as rec
-from asya.store import updates as upd
 from asya.store.bodies import BodyCodec
-from asya.store.errors import StoreConflictError, TaskExistsError
-from asya.store.events import FlyValue, expand_events, fly_items, status_event_item
+from asya.store.errors import TaskExistsError
+from asya.store.events import FlyValue, expand_events, fly_items
 from asya.store.listing import list_tasks
-from asya.store.transition import MISSING, StatusUpdate, Verdict, decide
-from asya.store.views import status_data, stored_state, task_view
+from asya.store.transition import MISSING, StatusUpdate
+from asya.store.views import task_view
+from asya.store.writer import ApplyResult, Outcome, StatusWriter
 from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
 
 __all__ = ["TIMED_OUT", "ApplyResult", "Outcome", "TaskStore"]
 
 _log = logging.getLogger(__name__)
 
-_MAX_ATTEMPTS: Final = 5
 _ROUTE_STEPS: Final = frozenset({"received", "processing", "completed"})
 TIMED_OUT: Final = "task timed out"
-
-
-class Outcome(StrEnum):
-    ACCEPTED = "accepted"
-    STALE = "stale"
-    NOT_FOUND = "not_found"
-    CHECKPOINT_ATTACHED = "checkpoint_attached"
-
-
-@dataclass(frozen=True, slots=True)
-class ApplyResult:
-    """What a status update did; ``status`` is the task's status after it (``None`` for an unknown id)."""
-
-    outcome: Outcome
-    status: str | None = None
-    seq: int | None = None
-
-    @property
-    def accepted(self) -> bool:
-        return self.outcome is Outcome.ACCEPTED
 
 
 class TaskStore:
@@ -96,6 +69,7 @@ class TaskStore:
         self._clock = clock
         self._window = list_window_days
         self._bodies = BodyCodec(bucket=bucket, s3=self._s3_client)
+        self._writer = StatusWriter(table=table, dynamodb=lambda: self.dynamodb, bodies=self._bodies, clock=clock)
 
     @property
     def dynamodb(self) -> Any:
@@ -257,105 +231,7 @@ class TaskStore:
 
     def apply(self, task_id: str, update: StatusUpdate) -> ApplyResult:
         """Apply one status event and say what happened (see :class:`Outcome`)."""
-        if update.status == "pending":
-            return ApplyResult(Outcome.STALE)
-        now = self._clock()
-        now_ms = format_ts_ms(now)
-        stored_body: dict[str, Any] = {}
-        if update.terminal or update.status == "paused":
-            found = self._write_body(task_id, update, now, stored_body)
-            if not found:
-                return ApplyResult(Outcome.NOT_FOUND)
-        hint = parse_ts(update.created_at_hint)
-        day = (hint or now).date().isoformat()
-        spec = upd.blind_update(update, task_id=task_id, now=now, now_ms=now_ms, day=day)
-        for _ in range(_MAX_ATTEMPTS):
-            try:
-                response = self.dynamodb.update_item(**spec.request(self.table, task_id))
-            except ClientError as exc:
-                if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                    raise
-                old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
-                if not old or rec.is_expired(old, now):
-                    return ApplyResult(Outcome.NOT_FOUND)
-                stored = stored_state(old)
-                decision = decide(stored, update)
-                if decision.verdict is Verdict.STALE:
-                    return ApplyResult(Outcome.STALE, stored.status)
-                if decision.verdict is Verdict.ATTACH_CHECKPOINT:
-                    return self._attach(task_id, update.checkpoint_key or "", stored.status)
-                spec = upd.exact_update(
-                    update, stored, task_id=task_id, now=now, now_ms=now_ms, progress=decision.progress
-                )
-                continue
-            new = response["Attributes"]
-            seq = rec.get_int(new, "last_seq") or 0
-            event = status_event_item(
-                task_id,
-                seq,
-                data=status_data(new, stored_body),
-                actor=update.actor,
-                envelope_id=update.envelope_id,
-                now=now,
-                now_ms=now_ms,
-            )
-            self.dynamodb.put_item(TableName=self.table, Item=event)
-            return ApplyResult(Outcome.ACCEPTED, update.status, seq)
-        raise StoreConflictError(f"status update of task {task_id!r} lost {_MAX_ATTEMPTS} races; giving up")
-
-    def _attach(self, task_id: str, checkpoint_key: str, status: str) -> ApplyResult:
-        spec = upd.attach_checkpoint(checkpoint_key)
-        request = spec.request(self.table, task_id)
-        request["ReturnValues"] = "NONE"
-        try:
-            self.dynamodb.update_item(**request)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            return ApplyResult(Outcome.STALE, status)
-        return ApplyResult(Outcome.CHECKPOINT_ATTACHED, status)
-
-    def _write_body(self, task_id: str, update: StatusUpdate, now: datetime, stored: dict[str, Any]) -> bool:
-        """Large values and the expiry of a terminal or paused update, before the status write; False: no task."""
-        spec = upd.UpdateSpec()
-        values: list[tuple[str, Any, bool]] = []
-        if update.status == "succeeded" and update.result is not MISSING:
-            values.append(("result", update.result, True))
-        if update.status == "failed" and update.error_details is not None:
-            values.append(("error_details", dict(update.error_details), True))
-        if update.status == "paused" and update.pause_metadata is not None:
-            values.append(("pause_metadata", dict(update.pause_metadata), False))
-        for field, value, keep_first in values:
-            name, attribute_value, form = self._bodies.encode(task_id, field, value)
-            stored.update(form)
-            placeholder = spec.name(name)
-            label = spec.value(name, attribute_value)
-            spec.sets.append(
-                f"{placeholder} = if_not_exists({placeholder}, {label})" if keep_first else f"{placeholder} = {label}"
-            )
-            if not keep_first:
-                spec.remove(f"{field}_s3" if name == field else field)
-        if update.terminal:
-            spec.set("ttl", rec.num_av(rec.epoch(now + rec.TERMINAL_TTL)))
-        spec.conditions.append(f"attribute_exists({spec.name('pk')})")
-        request = spec.request(self.table, task_id)
-        request["Key"] = rec.key(task_id, rec.BODY_SK)
-        request["ReturnValues"] = "NONE"
-        del request["ReturnValuesOnConditionCheckFailure"]
-        try:
-            self.dynamodb.update_item(**request)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            if self._get_item(task_id, rec.TASK_SK) is None:
-                return False
-            # a task whose body write failed at creation and whose undo failed too: without a body it could never
-            # end (backstop, cancel, x-sink), so the body is written now, with no payload
-            _log.warning("task %s has no body item: writing it with the %s update", task_id, update.status)
-            del request["ConditionExpression"]
-            request["ExpressionAttributeNames"].pop("#pk", None)
-            self.dynamodb.update_item(**request)
-        return True
+        return self._writer.apply(task_id, update)
 
     def report_running(
         self,
