@@ -8,12 +8,15 @@ flow name's syntax); ranges, statuses, cursors and ``cursor`` with ``offset`` ar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from asya import naming
 from asya_gateway.errors import HttpError
 
 __all__ = ["parse_list_query"]
+
+#: Longer digit strings are out of every range here, and Python refuses to convert more than 4300 of them.
+_MAX_DIGITS: Final = 18
 
 
 def _integer(query: Mapping[str, str], name: str, hint: str) -> int | None:
@@ -21,8 +24,8 @@ def _integer(query: Mapping[str, str], name: str, hint: str) -> int | None:
     if raw is None:
         return None
     text = raw.strip()
-    if not (text.isascii() and text.isdigit()):
-        raise HttpError(400, f"{name}: invalid value {raw!r}: {hint}")
+    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS:
+        raise HttpError(400, f"{name}: invalid value {raw[:40]!r}: {hint}")
     return int(text)
 
 

@@ -37,9 +37,14 @@ def request_id_from_headers(headers: Headers) -> str:
             context = None
         if isinstance(context, dict):
             request_id = context.get("requestId")
-            if isinstance(request_id, str) and request_id:
+            # echoed in a response header: printable ASCII only, or a forged header would break the response
+            if isinstance(request_id, str) and 0 < len(request_id) <= 128 and _printable_ascii(request_id):
                 return request_id
     return str(uuid.uuid4())
+
+
+def _printable_ascii(text: str) -> bool:
+    return text.isascii() and text.isprintable()
 
 
 class RequestIdMiddleware:

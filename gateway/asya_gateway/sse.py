@@ -81,8 +81,8 @@ def parse_last_event_id(header: str | None, query: str | None) -> int:
     else:
         return 0
     text = raw.strip()
-    if not _NON_NEGATIVE_INT.match(text):
-        raise HttpError(400, f"{source} must be a non-negative integer, got {raw!r}")
+    if not _NON_NEGATIVE_INT.match(text) or len(text) > 18:  # no task has 10^18 events; int() refuses 4300 digits
+        raise HttpError(400, f"{source} must be a non-negative integer, got {raw[:40]!r}")
     return int(text)
 
 

@@ -86,6 +86,34 @@ def test_number_beyond_float_range_is_invalid_json_gw_gen_5(gw: Gw, number: byte
     assert (event.status_code, event.json()) == (400, INVALID_JSON)
 
 
+@pytest.mark.parametrize(
+    "body",
+    [b'{"payload": "\\ud800"}', b'{"headers": {"a": "\\udfff"}}', b'{"headers": {"\\ud800": "x"}}'],
+)
+def test_a_lone_surrogate_is_invalid_json_not_500_gw_gen_5(gw: Gw, body: bytes) -> None:
+    """``"\\ud800"`` parses, but no UTF-8 text can hold it: 400 ``invalid JSON body``, nothing stored."""
+    create = gw.client.post("/api/v1/mesh/?actor=analyze", content=body)
+    assert (create.status_code, create.json()) == (400, INVALID_JSON)
+    assert gw.table_items() == []
+    task_id = gw.create("actor=analyze")
+    event = gw.client.post(f"/api/v1/mesh/{task_id}/events", content=b'{"type": "fly", "data": "\\ud800"}')
+    assert (event.status_code, event.json()) == (400, INVALID_JSON)
+
+
+def test_a_surrogate_pair_is_a_character_and_parses_gw_gen_5(gw: Gw) -> None:
+    task_id = gw.create("actor=analyze", {"payload": {"emoji": "\U0001f600"}})
+    assert gw.client.get(f"/api/v1/mesh/{task_id}").json()["payload"] == {"emoji": "\U0001f600"}
+
+
+def test_numbers_too_long_for_python_are_400_not_500_gw_list_1_gw_sse_1(gw: Gw) -> None:
+    digits = "1" * 5000
+    listing = gw.client.get(f"/api/v1/mesh/?limit={digits}")
+    assert listing.status_code == 400 and listing.json()["error"].startswith("limit: invalid value '1111")
+    task_id = gw.create("actor=analyze")
+    stream = gw.client.get(f"/api/v1/mesh/{task_id}/events", headers={"Last-Event-ID": digits})
+    assert stream.status_code == 400 and stream.json()["error"].startswith("Last-Event-ID must be a non-negative")
+
+
 def test_finite_fractions_still_parse_gw_gen_5(gw: Gw) -> None:
     task_id = gw.create("actor=analyze", {"payload": {"x": 1.5e300, "y": -0.25}})
     assert gw.client.get(f"/api/v1/mesh/{task_id}").json()["payload"] == {"x": 1.5e300, "y": -0.25}

@@ -334,7 +334,13 @@ def test_request_id_from_lambda_web_adapter_gw_gen_4() -> None:
     assert request_id_from_headers(Headers({"x-amzn-request-context": context})) == (
         "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"
     )
-    for headers in ({}, {"x-amzn-request-context": "not json"}, {"x-amzn-request-context": '{"requestId": 5}'}):
+    forged = [json.dumps({"requestId": bad}) for bad in ("\u0100", "a\nb", "x" * 129)]
+    for headers in (
+        {},
+        {"x-amzn-request-context": "not json"},
+        {"x-amzn-request-context": '{"requestId": 5}'},
+        *({"x-amzn-request-context": context} for context in forged),  # echoed in a header: must stay printable
+    ):
         generated = request_id_from_headers(Headers(headers))
         assert len(generated) == 36
         assert generated.count("-") == 4
