@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from aws_cdk import AssetHashType, CfnElement, CfnOutput, Environment, Stack, Tags
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
@@ -202,6 +203,16 @@ class AsyaStack(Stack):
                 actor.queue.grant_send_messages(sender)
             self._storage.grant_data(sender)
         self._storage.grant_data(self._backstop.function, bucket=False)
+        # mq-diagnostic (GW-OPS-3) reads every DLQ's depth and the queues' oldest-message age from CloudWatch
+        gateway = self._gateway.function
+        for actor in self._actors.values():
+            actor.dlq.grant(gateway, "sqs:GetQueueUrl", "sqs:GetQueueAttributes")
+        gateway.add_to_role_policy(iam.PolicyStatement(actions=["cloudwatch:GetMetricStatistics"], resources=["*"]))
+        acknowledge(
+            self._gateway,
+            "AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:GetMetricStatistics has no resource-level permissions; it only reads metrics.",
+        )
 
     def _outputs(self) -> None:
         CfnOutput(self, "GatewayUrl", value=self._gateway.url, description="Base URL of the gateway API")

@@ -295,6 +295,28 @@ def test_grants_send_to_every_queue_consume_own_and_no_wildcard_actions(
         assert s3_objects, "bucket object write access"
 
 
+def test_gw_ops_3_the_gateway_may_read_every_dlq_and_the_queue_age_metric(
+    example_synth: SynthesizedMesh, example_manifest: Manifest
+) -> None:
+    queues = _queues_by_name(example_synth)
+    dlq_ids = {queues[naming.dlq_name(NS, name)][0] for name in _actor_names(example_manifest)}
+    (gateway,) = [
+        fn
+        for fn in example_synth.of_type("AWS::Lambda::Function").values()
+        if fn["Properties"].get("Handler") == "run.sh"
+    ]
+    statements = _policy_statements_of_function(example_synth, gateway)
+
+    def queue_ids(statement: dict[str, Any]) -> set[str]:
+        return {_ref_id(r) for r in _resources(statement) if isinstance(r, dict) and ("Ref" in r or "Fn::GetAtt" in r)}
+
+    on_dlqs = [s for s in statements if queue_ids(s) & dlq_ids]
+    assert dlq_ids <= {i for s in on_dlqs if "sqs:GetQueueAttributes" in s["Action"] for i in queue_ids(s)}
+    assert all(set(s["Action"]) == {"sqs:GetQueueUrl", "sqs:GetQueueAttributes"} for s in on_dlqs), "read-only"
+    metrics = [s for s in statements if s["Action"] == "cloudwatch:GetMetricStatistics"]
+    assert metrics and metrics[0]["Resource"] == "*"
+
+
 def test_gw_gen_1_every_gateway_method_streams(example_synth: SynthesizedMesh) -> None:
     """GW-GEN-1: the SSE route (served by ``/{proxy+}``) and every other method use response transfer mode STREAM
     with the streaming invocation URI (the Lambda Web Adapter answers in the streaming format only)."""
