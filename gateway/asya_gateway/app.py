@@ -7,7 +7,7 @@ Nothing is read or created at import time; boto3 clients are created on first us
 
 Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (create, list), ``GET``/``DELETE``
 ``/api/v1/mesh/{id}``, ``GET``/``POST`` ``/api/v1/mesh/{id}/events``, ``POST /api/v1/system/mq-diagnostic``,
-``GET /health``. Middleware, outermost first:
+``GET /health``, ``GET /openapi.json``. Middleware, outermost first:
 request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set (GW-GEN-8),
 authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
 """
@@ -35,7 +35,7 @@ from asya_gateway.errors import HttpError, http_error_handler, starlette_http_ex
 from asya_gateway.logs import configure_logging
 from asya_gateway.requestid import RequestIdMiddleware
 from asya_gateway.routes.events import task_events
-from asya_gateway.routes.ops import health, mq_diagnostic
+from asya_gateway.routes.ops import health, mq_diagnostic, openapi
 from asya_gateway.routes.tasks import create_or_list, task_item
 
 __all__ = ["create_app"]
@@ -44,6 +44,7 @@ __all__ = ["create_app"]
 def _routes() -> list[Route]:
     return [
         Route("/health", health, methods=["GET"]),
+        Route("/openapi.json", openapi, methods=["GET"]),
         Route("/api/v1/mesh", create_or_list, methods=["GET", "POST"]),
         Route("/api/v1/mesh/", create_or_list, methods=["GET", "POST"]),
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),

@@ -54,6 +54,40 @@ def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
         yield Gw(client=client, store=store, mesh=mesh)
 
 
+# ---------------------------------------------------------------- GW-OPS-2: the OpenAPI document
+
+
+def test_gw_ops_2_openapi_document_is_valid_and_describes_every_route(gw: Gw) -> None:
+    from openapi_spec_validator import validate
+    from starlette.routing import Route
+
+    from asya_gateway.app import create_app
+
+    response = gw.client.get("/openapi.json")
+    assert response.status_code == 200
+    document = response.json()
+    validate(document)  # raises on anything that is not OpenAPI 3.1
+    assert document["openapi"] == "3.1.0"
+    served = {
+        (route.path.rstrip("/") or "/", method.lower())
+        for route in create_app(GatewayConfig(), manifest=gw.mesh.manifest, store=gw.store).routes
+        if isinstance(route, Route)
+        for method in (route.methods or ()) - {"HEAD"}
+    }
+    described = {
+        (path.rstrip("/") or "/", method)
+        for path, item in document["paths"].items()
+        for method in item
+        if method != "parameters"
+    }
+    assert described == served
+    create = document["paths"]["/api/v1/mesh/"]["post"]
+    flows = next(p for p in create["parameters"] if p["name"] == "flow")["schema"]["enum"]
+    assert flows == sorted(gw.mesh.manifest.flows)
+    assert document["paths"]["/health"]["get"]["security"] == []
+    assert "sigv4" in document["components"]["securitySchemes"]  # the example's gateway.auth.mode: iam
+
+
 # ---------------------------------------------------------------- GW-GEN-5: bodies JSON cannot carry
 
 

@@ -1,4 +1,5 @@
-"""``GET /health`` (GW-OPS-1): liveness without any AWS call; ``POST /api/v1/system/mq-diagnostic`` (GW-OPS-3)."""
+"""``GET /health`` (GW-OPS-1): liveness without any AWS call; ``GET /openapi.json`` (GW-OPS-2);
+``POST /api/v1/system/mq-diagnostic`` (GW-OPS-3)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,18 @@ from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import context_of
 from asya_gateway.diagnostic import QueueDiagnostic, diagnostic_actors
 from asya_gateway.errors import HttpError
+from asya_gateway.openapi import openapi_document
 from asya_gateway.version import VERSION
 
-__all__ = ["health", "mq_diagnostic"]
+__all__ = ["health", "mq_diagnostic", "openapi"]
 
 
 async def health(request: Request) -> Response:
     return JSONResponse({"status": "ok", "version": VERSION})
+
+
+async def openapi(request: Request) -> Response:
+    return JSONResponse(openapi_document(context_of(request).manifest, version=VERSION))
 
 
 async def mq_diagnostic(request: Request) -> Response:

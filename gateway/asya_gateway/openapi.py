@@ -1,0 +1,230 @@
+"""The OpenAPI 3.1 document of the gateway's REST routes (GATEWAY GW-OPS-2), served at ``GET /openapi.json``.
+
+Built from the manifest, so ``flow`` and ``actor`` list the names this gateway accepts and the security scheme is the
+one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``api_key`` (``X-API-Key``), ``jwt``
+(bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``) carry no security requirement. Only routes
+this release serves are described: pause/resume, MCP and A2A are not.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from asya.manifest import Manifest
+from asya.store import STATUSES
+
+__all__ = ["openapi_document"]
+
+_JSON: Final = "application/json"
+_ERROR: Final = {"$ref": "#/components/schemas/Error"}
+
+
+def _response(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"description": description}
+    if schema is not None:
+        out["content"] = {_JSON: {"schema": schema}}
+    return out
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    texts = {
+        400: "Invalid input; the message names the field and the value",
+        401: "Missing or invalid credentials",
+        404: "Unknown task, flow or actor",
+        413: "Body over the size limit",
+    }
+    return {str(code): _response(texts[code], _ERROR) for code in codes}
+
+
+def _task_id() -> dict[str, Any]:
+    return {"name": "task_id", "in": "path", "required": True, "schema": {"type": "string"}}
+
+
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+def _security(mode: str) -> dict[str, Any]:
+    if mode == "iam":
+        return {"sigv4": {"type": "apiKey", "in": "header", "name": "Authorization", "description": "AWS SigV4"}}
+    if mode == "api_key":
+        return {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+    if mode == "jwt":
+        return {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}
+    return {}
+
+
+def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
+    task = {"$ref": "#/components/schemas/Task"}
+    create = {
+        "summary": "Create a task (section 3)",
+        "parameters": [
+            _query("flow", {"type": "string", "enum": flows}, "Run a flow; exactly one of flow and actor"),
+            _query("actor", {"type": "string", "enum": actors}, "Send to one actor"),
+        ],
+        "requestBody": {
+            "required": False,
+            "content": {_JSON: {"schema": {"$ref": "#/components/schemas/CreateBody"}}},
+        },
+        "responses": {
+            "201": _response("Created; Location names the task", {"$ref": "#/components/schemas/Created"}),
+            **_errors(400, 401, 404, 413),
+        },
+    }
+    listing = {
+        "summary": "List tasks, newest first (section 5)",
+        "parameters": [
+            _query("status", {"type": "string", "enum": list(STATUSES)}, "Only tasks in this status"),
+            _query("flow", {"type": "string"}, "Only tasks of this flow"),
+            _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Page size (default 20)"),
+            _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
+            _query("offset", {"type": "integer", "minimum": 0, "maximum": 10000}, "Skip this many tasks"),
+            _query("count", {"type": "boolean"}, "Also count the matching tasks (total)"),
+        ],
+        "responses": {"200": _response("One page", {"$ref": "#/components/schemas/Page"}), **_errors(400, 401)},
+    }
+    return {
+        "/api/v1/mesh/": {"post": create, "get": listing},
+        "/api/v1/mesh/{task_id}": {
+            "parameters": [_task_id()],
+            "get": {
+                "summary": "The task view (section 4)",
+                "responses": {"200": _response("The task", task), **_errors(401, 404)},
+            },
+            "delete": {
+                "summary": "Cancel the task; a terminal task stays as it is (section 6)",
+                "responses": {"204": _response("Canceled, or already terminal"), **_errors(401, 404)},
+            },
+        },
+        "/api/v1/mesh/{task_id}/events": {
+            "parameters": [_task_id()],
+            "get": {
+                "summary": "Server-sent events of the task's log (section 7)",
+                "parameters": [
+                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"}},
+                    _query("last_event_id", {"type": "integer", "minimum": 0}, "Resume after this event"),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "event: status / fly; data: JSON; id: the event's sequence number",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    "204": _response("The task ended and the client has every event"),
+                    **_errors(400, 401, 404),
+                },
+            },
+            "post": {
+                "summary": "A status or FLY event from a producer outside AWS (section 8)",
+                "requestBody": {
+                    "required": True,
+                    "content": {_JSON: {"schema": {"$ref": "#/components/schemas/ProducerEvent"}}},
+                },
+                "responses": {"204": _response("Accepted, or stale"), **_errors(400, 401, 404, 413)},
+            },
+        },
+    }
+
+
+def _ops_paths(actors: list[str]) -> dict[str, Any]:
+    return {
+        "/health": {
+            "get": {
+                "summary": "Liveness, no AWS call (GW-OPS-1)",
+                "security": [],
+                "responses": {"200": _response("Up", {"$ref": "#/components/schemas/Health"})},
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "summary": "This document (GW-OPS-2)",
+                "security": [],
+                "responses": {"200": _response("OpenAPI 3.1", {"type": "object"})},
+            }
+        },
+        "/api/v1/system/mq-diagnostic": {
+            "post": {
+                "summary": "Queue and DLQ health (GW-OPS-3)",
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        _JSON: {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"actors": {"type": "array", "items": {"enum": actors}}},
+                                "additionalProperties": False,
+                            }
+                        }
+                    },
+                },
+                "responses": {"200": _response("Per queue: depth, in flight, delayed, its DLQ"), **_errors(400, 401)},
+            }
+        },
+    }
+
+
+def _schemas() -> dict[str, Any]:
+    any_json: dict[str, Any] = {}
+    return {
+        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
+        "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "version": {"type": "string"}}},
+        "CreateBody": {
+            "type": "object",
+            "properties": {
+                "payload": any_json,
+                "headers": {"type": "object"},
+                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds"},
+            },
+            "additionalProperties": False,
+        },
+        "Created": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "status": {"const": "pending"},
+                "deadline_at": {"type": "string", "format": "date-time"},
+            },
+        },
+        "Task": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "status": {"enum": list(STATUSES)},
+                "progress_percent": {"type": "number"},
+                "current_actor": {"type": ["string", "null"]},
+                "message": {"type": ["string", "null"]},
+                "result": any_json,
+                "error": {"type": "string"},
+                "checkpoint_key": {"type": "string"},
+                "last_event_id": {"type": "integer"},
+            },
+        },
+        "Page": {
+            "type": "object",
+            "properties": {
+                "messages": {"type": "array", "items": {"type": "object"}},
+                "total": {"type": ["integer", "null"]},
+                "next_cursor": {"type": ["string", "null"]},
+            },
+        },
+        "ProducerEvent": {
+            "type": "object",
+            "required": ["type"],
+            "properties": {"type": {"enum": ["status", "fly"]}, "status": {"type": "string"}, "data": any_json},
+        },
+    }
+
+
+def openapi_document(manifest: Manifest, *, version: str) -> dict[str, Any]:
+    """The document for ``manifest``'s gateway (GW-OPS-2). Pure."""
+    flows = sorted(manifest.flows)
+    actors = sorted(actor.name for actor in manifest.deployed_actors())
+    schemes = _security(manifest.gateway.auth.mode)
+    document: dict[str, Any] = {
+        "openapi": "3.1.0",
+        "info": {"title": f"asya gateway ({manifest.namespace})", "version": version},
+        "paths": {**_mesh_paths(flows, actors), **_ops_paths(actors)},
+        "components": {"schemas": _schemas(), "securitySchemes": schemes},
+    }
+    if schemes:
+        document["security"] = [{name: []} for name in schemes]
+    return document
