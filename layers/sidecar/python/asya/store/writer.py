@@ -116,16 +116,10 @@ class StatusWriter:
                 continue
             new = response["Attributes"]
             seq = rec.get_int(new, "last_seq") or 0
-            event = status_event_item(
-                task_id,
-                seq,
-                data=status_data(new, stored_body),
-                actor=update.actor,
-                envelope_id=update.envelope_id,
-                now=now,
-                now_ms=now_ms,
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item=_event(task_id, seq, item=new, body=stored_body, update=update, now=now, now_ms=now_ms),
             )
-            self.dynamodb.put_item(TableName=self.table, Item=event)
             return ApplyResult(Outcome.ACCEPTED, update.status, seq)
         raise StoreConflictError(f"status update of task {task_id!r} lost {_MAX_ATTEMPTS} races; giving up")
 
@@ -139,15 +133,7 @@ class StatusWriter:
         key = rec.key(task_id, rec.event_sk(seq))
         if seq <= 1 or self.dynamodb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item"):
             return
-        event = status_event_item(
-            task_id,
-            seq,
-            data=status_data(old, body),
-            actor=update.actor,
-            envelope_id=update.envelope_id,
-            now=now,
-            now_ms=format_ts_ms(now),
-        )
+        event = _event(task_id, seq, item=old, body=body, update=update, now=now, now_ms=format_ts_ms(now))
         try:
             self.dynamodb.put_item(TableName=self.table, Item=event, ConditionExpression="attribute_not_exists(pk)")
         except ClientError as exc:
@@ -209,3 +195,25 @@ class StatusWriter:
             request["ExpressionAttributeNames"].pop("#pk", None)
             self.dynamodb.update_item(**request)
         return True
+
+
+def _event(
+    task_id: str,
+    seq: int,
+    *,
+    item: Mapping[str, Any],
+    body: Mapping[str, Any],
+    update: StatusUpdate,
+    now: datetime,
+    now_ms: str,
+) -> dict[str, Any]:
+    """The event item of status event ``seq``: the status data of the task ``item`` as written, with ``body``."""
+    return status_event_item(
+        task_id,
+        seq,
+        data=status_data(item, body),
+        actor=update.actor,
+        envelope_id=update.envelope_id,
+        now=now,
+        now_ms=now_ms,
+    )
