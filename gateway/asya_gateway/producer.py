@@ -35,6 +35,8 @@ def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate 
     for key in body:
         if key not in _BODY_KEYS:
             raise HttpError(400, f"unknown field '{key}'")
+    if kind is None:
+        raise HttpError(400, "type: required: use 'status' or 'fly'")
     if kind == "fly":
         return FlyValue(payload=body.get("data"), actor=None, envelope_id=task_id)
     if kind != "status":

@@ -293,7 +293,8 @@ def test_fly_event_gw_evt_4() -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({}, "unknown event type 'null'"),
+        ({}, "type: required: use 'status' or 'fly'"),
+        ({"type": None}, "type: required: use 'status' or 'fly'"),
         ({"type": 3}, "unknown event type '3'"),
         ({"type": "fly", "extra": 1}, "unknown field 'extra'"),
         (
