@@ -47,6 +47,7 @@ from botocore.exceptions import ClientError
 from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
 from asya_local.auth import gateway_auth
+from asya_local.cliargs import http_url, port
 from asya_local.client import GatewayClient
 from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
@@ -105,7 +106,9 @@ def main(
     except GatewayUnreachableError as exc:
         io.error(str(exc))
     except GatewayHttpError as exc:
-        io.error(exc.message)
+        # an unknown path or a failing server: which URL answered is the first thing to check
+        where = exc.url and (exc.status_code == 404 or exc.status_code >= 500)
+        io.error(f"{exc.message} (HTTP {exc.status_code} from {exc.url})" if where else exc.message)
     except (SseStreamError, LocalModeError, AsyaError) as exc:
         io.error(str(exc))
     except KeyboardInterrupt:
@@ -118,12 +121,14 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asya", description="Run and call an Asya mesh.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     remote = argparse.ArgumentParser(add_help=False)
-    remote.add_argument("--url", default=default_url, help=f"gateway URL (env {URL_ENV}; default {DEFAULT_URL})")
+    remote.add_argument(
+        "--url", type=http_url, default=default_url, help=f"gateway URL (env {URL_ENV}; default {DEFAULT_URL})"
+    )
 
     dev = commands.add_parser("dev", help="run the mesh locally (moto, actors, gateway) until Ctrl-C")
     dev.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
     dev.add_argument("--host", default="127.0.0.1", help="interface the gateway listens on (default 127.0.0.1)")
-    dev.add_argument("--port", type=int, default=8080, help="0 picks a free port")
+    dev.add_argument("--port", type=port, default=8080, help="0 picks a free port")
     dev.set_defaults(run=_dev)
 
     call = commands.add_parser("call", parents=[remote], help="create a task and follow it to its end")
@@ -146,7 +151,7 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     demo.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
     demo.add_argument("--flow", default="text-pipeline", help="flow to run (default text-pipeline)")
     demo.add_argument("--text", default=_DEMO_TEXT, help="the payload's text (default: a sample paragraph)")
-    demo.add_argument("--port", type=int, default=8080, help="gateway port; a free one when it is in use")
+    demo.add_argument("--port", type=port, default=8080, help="gateway port; a free one when it is in use")
     demo.set_defaults(run=_demo)
     add_dlq_parser(commands)
     return parser

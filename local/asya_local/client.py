@@ -13,8 +13,8 @@ from urllib.parse import quote
 
 import httpx
 
-from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError
-from asya_local.sse import SseStream, error_message
+from asya_local.exceptions import GatewayHttpError
+from asya_local.sse import SseStream, error_message, unreachable
 
 __all__ = ["GatewayClient"]
 
@@ -72,12 +72,13 @@ class GatewayClient:
         )
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        url = f"{self.url}{path}"
         try:
-            response = self._http.request(method, f"{self.url}{path}", **kwargs)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise GatewayUnreachableError(self.url) from exc
+            response = self._http.request(method, url, **kwargs)
+        except httpx.TransportError as exc:
+            raise unreachable(self.url, exc) from exc
         if response.status_code >= 400:
-            raise GatewayHttpError(response.status_code, error_message(response))
+            raise GatewayHttpError(response.status_code, error_message(response), url)
         return response
 
     @staticmethod

@@ -28,6 +28,7 @@ from botocore.exceptions import NoRegionError
 
 from asya.manifest import load_manifest
 from asya.store import TaskStore
+from asya_local.cliargs import check_http_url, http_url
 from asya_local.dlq import DeadLetters, DlqError
 from asya_local.localstate import read_local_state, state_path
 from asya_local.moto_server import DEFAULT_REGION, make_clients
@@ -54,7 +55,7 @@ def add_dlq_parser(commands: _Commands) -> None:
     common.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
     where = common.add_mutually_exclusive_group()
     where.add_argument("--local", action="store_true", help="the mesh of the running `asya dev` for this manifest")
-    where.add_argument("--endpoint-url", help="SQS/DynamoDB endpoint (env AWS_ENDPOINT_URL)")
+    where.add_argument("--endpoint-url", type=http_url, help="SQS/DynamoDB endpoint (env AWS_ENDPOINT_URL)")
     common.add_argument("--region", help="AWS region (env AWS_REGION)")
     common.add_argument("--json", action="store_true", help="print JSON")
 
@@ -156,7 +157,13 @@ def _dead_letters(args: argparse.Namespace) -> DeadLetters:
     if args.local:
         state = read_local_state(state_path(manifest.base_dir))
         endpoint, region = state.endpoint_url, region or state.region
-    endpoint = endpoint or next((env[name] for name in _ENDPOINT_ENV if env.get(name)), None)
+    if endpoint is None:
+        from_env = next((name for name in _ENDPOINT_ENV if env.get(name)), None)
+        if from_env is not None:
+            try:
+                endpoint = check_http_url(env[from_env])
+            except ValueError as exc:
+                raise DlqError(f"{from_env}: {exc}") from None
     region = region or next((env[name] for name in _REGION_ENV if env.get(name)), None)
     sqs, dynamodb = _clients(endpoint, region)
     return DeadLetters(manifest, sqs=sqs, store=TaskStore(table=manifest.table_name, dynamodb=dynamodb))

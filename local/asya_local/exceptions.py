@@ -12,11 +12,16 @@ class LocalModeError(AsyaError):
 
 
 class GatewayUnreachableError(AsyaError):
-    """No HTTP server answers at the gateway URL (connection refused, DNS failure, timeout)."""
+    """No HTTP server answers at the gateway URL: ``reason`` is ``None`` when the connection was refused (nothing
+    listens there), else why the request failed (a name that does not resolve, a timeout, a server that is not HTTP)."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(f"no gateway at {url}: start one with `asya dev`")
+    def __init__(self, url: str, reason: str | None = None) -> None:
+        if reason is None:
+            super().__init__(f"no gateway at {url}: start one with `asya dev`")
+        else:
+            super().__init__(f"cannot reach the gateway at {url}: {reason}")
         self.url = url
+        self.reason = reason
 
 
 class GatewayAuthError(AsyaError):
@@ -26,10 +31,11 @@ class GatewayAuthError(AsyaError):
 class GatewayHttpError(AsyaError):
     """The gateway answered an error status; ``message`` is its ``{"error": ...}`` text when it sent one."""
 
-    def __init__(self, status_code: int, message: str) -> None:
+    def __init__(self, status_code: int, message: str, url: str = "") -> None:
         super().__init__(f"HTTP {status_code}: {message}")
         self.status_code = status_code
         self.message = message
+        self.url = url
 
 
 class SseStreamError(AsyaError):

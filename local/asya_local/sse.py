@@ -25,7 +25,16 @@ import httpx
 
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, SseStreamError
 
-__all__ = ["TERMINAL_STATUSES", "SseEvent", "SseParser", "SseStream", "error_message", "parse_lines", "terminal_status"]
+__all__ = [
+    "TERMINAL_STATUSES",
+    "SseEvent",
+    "SseParser",
+    "SseStream",
+    "error_message",
+    "parse_lines",
+    "terminal_status",
+    "unreachable",
+]
 
 TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "canceled"})
 _DEFAULT_RETRY_MS: Final = 1000
@@ -164,7 +173,7 @@ class SseStream:
                         return
                     if response.status_code != 200:
                         response.read()
-                        raise GatewayHttpError(response.status_code, error_message(response))
+                        raise GatewayHttpError(response.status_code, error_message(response), self._url)
                     for line in response.iter_lines():
                         event = self._parser.feed(line)
                         if event is None:
@@ -175,7 +184,7 @@ class SseStream:
                             return
             except httpx.ConnectError as exc:
                 if not connected_once:
-                    raise GatewayUnreachableError(_origin(self._url)) from exc
+                    raise unreachable(_origin(self._url), exc) from exc
             except httpx.TransportError:
                 pass
             # A response that ended normally after some events is the server's periodic close (GW-SSE-9).
@@ -189,3 +198,13 @@ class SseStream:
 def _origin(url: str) -> str:
     parsed = httpx.URL(url)
     return str(parsed.copy_with(path="/", query=None, fragment=None)).rstrip("/")
+
+
+def unreachable(url: str, exc: httpx.TransportError) -> GatewayUnreachableError:
+    """The error for a request to the gateway at ``url`` that got no HTTP answer."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError):
+            return GatewayUnreachableError(url)
+        cause = cause.__cause__ or cause.__context__
+    return GatewayUnreachableError(url, str(exc) or type(exc).__name__)

@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +99,11 @@ def test_http_errors_print_the_error_message(local_mesh: LocalMesh) -> None:
     code, out, err = _run("call", "no-such-flow", "--url", local_mesh.url, env={})
     assert code == 2
     assert out == ""
-    assert err == "asya: flow not found: no-such-flow\n"
-    code, _, err = _run("status", "00000000-0000-4000-8000-000000000000", "--url", local_mesh.url, env={})
+    assert err == f"asya: flow not found: no-such-flow (HTTP 404 from {local_mesh.url}/api/v1/mesh/)\n"
+    task_id = "00000000-0000-4000-8000-000000000000"
+    code, _, err = _run("status", task_id, "--url", local_mesh.url, env={})
     assert code == 2
-    assert err == "asya: not found\n"
+    assert err == f"asya: not found (HTTP 404 from {local_mesh.url}/api/v1/mesh/{task_id})\n"
 
 
 def test_gw_auth_4_cli_sends_the_asya_api_key() -> None:
@@ -144,6 +146,58 @@ def test_no_gateway_is_one_readable_line(command: list[str]) -> None:
     assert code == 2
     assert out == ""
     assert err == f"asya: no gateway at {url}: start one with `asya dev`\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "message"),
+    [
+        (["call", "x", "--url", "notaurl"], {}, "argument --url: 'notaurl' is not an http(s) URL with a host"),
+        (["status", "x"], {"ASYA_URL": "localhost:8080"}, "argument --url: 'localhost:8080' is not an http(s) URL"),
+        (["dev", "--port", "99999"], {}, "argument --port: '99999' is not a port: use 0..65535"),
+        (["demo", "--port", "-1"], {}, "argument --port: '-1' is not a port"),
+        (["dlq", "list", "--endpoint-url", "nowhere"], {}, "argument --endpoint-url: 'nowhere' is not an http(s) URL"),
+    ],
+)
+def test_bad_urls_and_ports_are_usage_errors(argv: list[str], env: dict[str, str], message: str) -> None:
+    code, out, err = _run(*argv, env=env)
+    assert code == 2
+    assert out == ""
+    assert message in err and "Traceback" not in err
+
+
+def test_dlq_endpoint_from_the_environment_is_checked() -> None:
+    code, _, err = _run("dlq", "list", "--manifest", str(REPO / "asya.yaml"), env={"AWS_ENDPOINT_URL": "nowhere"})
+    assert code == 2
+    assert err.startswith("asya: AWS_ENDPOINT_URL: 'nowhere' is not an http(s) URL")
+
+
+@pytest.mark.parametrize("command", [["status", "x"], ["watch", "x"], ["call", "text-pipeline"]])
+def test_a_server_that_does_not_speak_http_is_one_readable_line(command: list[str]) -> None:
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        url = f"http://127.0.0.1:{server.getsockname()[1]}"
+        stop = threading.Event()
+
+        def hang_up() -> None:
+            server.settimeout(0.2)
+            while not stop.is_set():
+                try:
+                    conn, _ = server.accept()
+                except OSError:
+                    continue
+                conn.close()
+
+        worker = threading.Thread(target=hang_up, daemon=True)
+        worker.start()
+        try:
+            code, out, err = _run(*command, env={"ASYA_URL": url})
+        finally:
+            stop.set()
+            worker.join(5)
+    assert code == 2
+    assert out == "" and "Traceback" not in err
+    assert err.startswith("asya: ") and url in err, err
 
 
 def test_asya_dev_serves_until_interrupted(tmp_path: Path, run_dev: Any) -> None:
