@@ -291,17 +291,11 @@ def _validate(manifest: Manifest, sources: SourceLayout, deployed: Sequence[Depl
     sources.validate()
     if (problem := undeployed_crew(manifest.crew_targets())) is not None:
         raise DeploymentError(problem)
+    if (missing := manifest.missing_code_dir()) is not None:
+        raise DeploymentError(missing)
     handlers: dict[str, str] = {}
     for actor in deployed:
-        if actor.crew:
-            handlers[actor.name] = crew_handler(actor.name)
-        else:
-            if actor.code_dir is None or not actor.code_dir.is_dir():
-                raise DeploymentError(
-                    f"actors.{actor.name}.code: directory {actor.code_dir} does not exist "
-                    f"(relative to the manifest's directory {manifest.base_dir})"
-                )
-            handlers[actor.name] = SIDECAR_HANDLER
+        handlers[actor.name] = crew_handler(actor.name) if actor.crew else SIDECAR_HANDLER
         try:
             check_env_map(actor)
         except ReservedVariableError as exc:

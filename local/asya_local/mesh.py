@@ -96,7 +96,7 @@ class LocalMesh:
             raise LocalModeError(f"concurrency must be >= 1, got {concurrency!r}")
         if backstop_interval is not None and not backstop_interval > 0:
             raise LocalModeError(f"backstop_interval must be > 0 seconds or None, got {backstop_interval!r}")
-        if (problem := naming.undeployed_crew(manifest.crew_targets())) is not None:
+        if (problem := naming.undeployed_crew(manifest.crew_targets()) or manifest.missing_code_dir()) is not None:
             raise LocalModeError(problem)
         self.manifest = manifest
         self._host = host

@@ -165,6 +165,17 @@ def test_bad_urls_and_ports_are_usage_errors(argv: list[str], env: dict[str, str
     assert message in err and "Traceback" not in err
 
 
+def test_asya_dev_refuses_a_missing_code_directory_before_starting(tmp_path: Path) -> None:
+    manifest = tmp_path / "asya.yaml"
+    manifest.write_text(
+        "namespace: demo\nactors:\n  prep:\n    handler: text.normalize\n    code: nope/\n", encoding="utf-8"
+    )
+    code, out, err = _run("dev", "--manifest", str(manifest), "--port", "0", env={})
+    assert code == 2
+    assert out == ""
+    assert err.startswith(f"asya: actors.prep.code: directory {(tmp_path / 'nope').resolve()} does not exist"), err
+
+
 def test_dlq_endpoint_from_the_environment_is_checked() -> None:
     code, _, err = _run("dlq", "list", "--manifest", str(REPO / "asya.yaml"), env={"AWS_ENDPOINT_URL": "nowhere"})
     assert code == 2

@@ -87,6 +87,13 @@ def test_env_map_may_not_redefine_deployment_variables(key: str, reason: str) ->
         actor_environment(manifest, actor, table="t", bucket="b")
 
 
+@pytest.mark.parametrize("key", ["my-var", "1X", "A", "SPACE X"])
+def test_env_names_lambda_would_refuse_are_refused_at_synthesis(key: str) -> None:
+    actor = _actors(_manifest(env={key: "x"}))["pay"]
+    with pytest.raises(ReservedVariableError, match=f"actors.pay.env.{key}: '{key}' is not a variable name"):
+        check_env_map(actor)
+
+
 def test_log_level_variables_are_the_users_and_powertools_log_level_wins() -> None:
     manifest = _manifest(env={"POWERTOOLS_LOG_LEVEL": "error"})
     env = actor_environment(manifest, _actors(manifest)["pay"], table="t", bucket="b")

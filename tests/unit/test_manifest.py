@@ -196,3 +196,27 @@ def test_crew_targets_lists_every_place_that_names_crew() -> None:
     )
     assert naming.undeployed_crew([]) is None
     assert parse_manifest(_manifest()).crew_targets() == []
+
+
+def test_a_key_repeated_in_the_yaml_is_an_error_not_the_last_one_winning(tmp_path: Path) -> None:
+    path = tmp_path / "asya.yaml"
+    path.write_text(
+        "namespace: demo\nactors:\n  prep:\n    handler: m.a\n  prep:\n    handler: m.b\n", encoding="utf-8"
+    )
+    with pytest.raises(ManifestError, match=r"asya\.yaml: invalid YAML: duplicate key 'prep' \(line 5, column 3\)"):
+        load_manifest(path)
+
+
+def test_a_manifest_that_is_not_utf8_names_the_byte(tmp_path: Path) -> None:
+    path = tmp_path / "asya.yaml"
+    path.write_bytes(b"namespace: d\xe9mo\n")
+    with pytest.raises(ManifestError, match=r"asya\.yaml: not UTF-8 text \(byte 0xe9 at offset 12\)"):
+        load_manifest(path)
+
+
+def test_missing_code_directory_is_named(tmp_path: Path) -> None:
+    manifest = parse_manifest(_manifest(), base_dir=tmp_path)
+    problem = manifest.missing_code_dir()
+    assert problem is not None and problem.startswith("actors.") and "does not exist" in problem
+    (tmp_path / "functions").mkdir()
+    assert parse_manifest(_manifest(), base_dir=tmp_path).missing_code_dir() is None

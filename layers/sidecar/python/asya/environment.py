@@ -22,6 +22,7 @@ in-process), ``POWERTOOLS_SERVICE_NAME`` (``gateway`` or ``backstop``) and ``POW
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -64,6 +65,8 @@ LAMBDA_RESERVED_ENV: Final = frozenset(
     }
 )
 _SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
+#: What Lambda accepts as an environment variable name (its API answers a validation error otherwise).
+_ENV_NAME_RE: Final = re.compile(r"[a-zA-Z][a-zA-Z0-9_]+")
 #: Powertools settings every function gets (EMF metrics land in the ``Asya`` namespace, P-SUMP-2, GW-BACK-6).
 POWERTOOLS_ENV: Final[Mapping[str, str]] = {"POWERTOOLS_METRICS_NAMESPACE": "Asya"}
 _DEPLOYMENT_ENV: Final = frozenset(
@@ -76,7 +79,8 @@ class ReservedVariableError(AsyaError, ValueError):
 
 
 def check_env_map(actor: DeployedActor) -> None:
-    """Refuse an ``env`` map that would redefine a deployment variable or a Lambda-reserved one."""
+    """Refuse an ``env`` map that would redefine a deployment variable or a Lambda-reserved one, or use a name Lambda
+    refuses."""
     for key in actor.env:
         if key in _DEPLOYMENT_ENV:
             raise ReservedVariableError(
@@ -85,6 +89,11 @@ def check_env_map(actor: DeployedActor) -> None:
         if key in LAMBDA_RESERVED_ENV:
             raise ReservedVariableError(
                 f"actors.{actor.name}.env.{key}: {key} is reserved by AWS Lambda; use another name"
+            )
+        if _ENV_NAME_RE.fullmatch(key) is None:
+            raise ReservedVariableError(
+                f"actors.{actor.name}.env.{key}: {key!r} is not a variable name AWS Lambda accepts: use letters, "
+                "digits and underscores, starting with a letter"
             )
 
 

@@ -12,6 +12,7 @@ through environment variables (``asya.config``).
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -354,6 +355,18 @@ class Manifest(_Model):
         """Absolute code directory of user actor ``actor``, relative to the manifest's directory."""
         return (self.base_dir / self.actors[actor].code).resolve()
 
+    def missing_code_dir(self) -> str | None:
+        """The error of the first user actor whose ``code`` directory does not exist, else ``None``: checked before
+        anything is deployed or started, since the handler could not load from it."""
+        for name in self.actors:
+            directory = self.code_dir(name)
+            if not directory.is_dir():
+                return (
+                    f"actors.{name}.code: directory {directory} does not exist "
+                    f"(relative to the manifest's directory {self.base_dir})"
+                )
+        return None
+
     def deployed_actors(self) -> list[DeployedActor]:
         """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump)."""
         out = [
@@ -430,6 +443,23 @@ def parse_manifest(data: object, *, base_dir: Path | str = ".", source: str = "m
         raise ManifestError(f"{source}: {_format_validation_error(exc)}") from None
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` that refuses a key repeated in one mapping: the last one would silently win, so a second
+    ``normalize:`` under ``actors`` would replace the first without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[Any] = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if isinstance(key, str | int | float | bool) and key in seen:
+                mark = key_node.start_mark
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (line {mark.line + 1}, column {mark.column + 1})", mark
+                )
+            seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_manifest(path: Path | str) -> Manifest:
     """Read and validate ``asya.yaml``."""
     manifest_path = Path(path)
@@ -437,10 +467,16 @@ def load_manifest(path: Path | str) -> Manifest:
         text = manifest_path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ManifestError(f"manifest not found: {manifest_path} (pass --manifest PATH)") from None
+    except UnicodeDecodeError as exc:
+        raise ManifestError(
+            f"{manifest_path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})"
+        ) from None
     except OSError as exc:
         raise ManifestError(f"cannot read manifest {manifest_path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        stream = io.StringIO(text)
+        stream.name = str(manifest_path)  # YAML errors then name the file, not "<unicode string>"
+        data = yaml.load(stream, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise ManifestError(f"{manifest_path}: invalid YAML: {exc}") from None
     return parse_manifest(data, base_dir=manifest_path.parent, source=str(manifest_path))
