@@ -61,7 +61,7 @@ def test_missing_command_is_a_usage_error() -> None:
         (["call", "text-pipeline", "--payload", "{not json"], "invalid JSON '{not json'"),
         (["call", "text-pipeline", "--timeout", "0"], "must be >= 1, got '0'"),
         (["call", "text-pipeline", "--timeout", "soon"], "must be an integer number of seconds, got 'soon'"),
-        (["dev", "--port", "http"], "invalid int value: 'http'"),
+        (["dev", "--port", "http"], "argument --port: 'http' is not a port: use 0..65535"),
     ],
 )
 def test_bad_arguments_name_the_value(argv: list[str], message: str) -> None:

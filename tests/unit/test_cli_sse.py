@@ -131,10 +131,20 @@ def test_gw_sse_1_error_status_raises_with_the_error_message() -> None:
 
 def test_no_server_raises_unreachable() -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("connection refused", request=request)
+        # as httpx raises it: the socket's ConnectionRefusedError is the cause
+        raise httpx.ConnectError("connection refused", request=request) from ConnectionRefusedError(111, "refused")
 
     stream, _ = _stream(refuse)
     with pytest.raises(GatewayUnreachableError, match=r"no gateway at http://gw.test: start one with `asya dev`"):
+        list(stream.events())
+
+
+def test_a_server_that_cannot_be_reached_otherwise_says_why() -> None:
+    def unresolvable(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("[Errno -2] Name or service not known", request=request)
+
+    stream, _ = _stream(unresolvable)
+    with pytest.raises(GatewayUnreachableError, match=r"cannot reach the gateway at http://gw.test: \[Errno -2\]"):
         list(stream.events())
 
 
