@@ -220,3 +220,26 @@ def test_missing_code_directory_is_named(tmp_path: Path) -> None:
     assert problem is not None and problem.startswith("actors.") and "does not exist" in problem
     (tmp_path / "functions").mkdir()
     assert parse_manifest(_manifest(), base_dir=tmp_path).missing_code_dir() is None
+
+
+def test_an_unknown_key_is_named_with_the_closest_known_one() -> None:
+    data = _manifest()
+    data["actor"] = data.pop("actors")
+    assert "actor: unknown key (did you mean 'actors'?)" in _error(data)
+    data = _manifest(actors={"prep": {"handler": "mod.prep", "batchsize": 3}})
+    assert "actors.prep.batchsize: unknown key (did you mean 'batch_size'?)" in _error(data)
+
+
+@pytest.mark.parametrize("field", ["callback_url", "auth.jwks_url"])
+def test_gw_gen_9_gateway_urls_must_be_absolute_http_urls(field: str) -> None:
+    gateway: dict[str, Any] = {"callback_url": "not a url"}
+    if field == "auth.jwks_url":
+        gateway = {"auth": {"mode": "jwt", "jwks_url": "keys.json", "issuer": "i", "audience": "a"}}
+    assert f"gateway.{field}: must be an absolute http(s) URL" in _error(_manifest(gateway=gateway))
+
+
+def test_an_empty_manifest_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "asya.yaml"
+    path.write_text("# nothing yet\n", encoding="utf-8")
+    with pytest.raises(ManifestError, match=r"asya\.yaml: the manifest is empty"):
+        load_manifest(path)

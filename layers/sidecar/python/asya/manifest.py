@@ -12,14 +12,16 @@ through environment variables (``asya.config``).
 
 from __future__ import annotations
 
+import difflib
 import io
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from asya import naming
 from asya.exceptions import ManifestError, NamingError
@@ -65,6 +67,17 @@ def _duration(field_name: str) -> BeforeValidator:
 
 
 Duration = Annotated[float, _duration("duration")]
+
+
+def _absolute_http_url(value: str | None) -> str | None:
+    if value is not None:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
+    return value
+
+
+HttpUrl = Annotated[str | None, AfterValidator(_absolute_http_url)]
 
 
 class _Model(BaseModel):
@@ -166,7 +179,7 @@ class CrewConfig(_Model):
 class GatewayAuth(_Model):
     mode: Literal["iam", "api_key", "jwt", "none"] = "iam"
     api_key_secret: str | None = None
-    jwks_url: str | None = None
+    jwks_url: HttpUrl = None
     issuer: str | None = None
     audience: str | None = None
     allow_unauthenticated: bool = False
@@ -182,7 +195,7 @@ class GatewayAuth(_Model):
 
 class GatewayConfig(_Model):
     auth: GatewayAuth = Field(default_factory=GatewayAuth)
-    callback_url: str | None = None
+    callback_url: HttpUrl = None
     cors_origins: list[str] = Field(default_factory=list)
     a2a: dict[str, Any] | None = None
 
@@ -423,6 +436,9 @@ def _format_validation_error(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors(include_url=False):
         path = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            lines.append(f"{path}: unknown key{_did_you_mean(str(error['loc'][-1]))}")
+            continue
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "value_error" and not path:
             lines.append(message)
@@ -433,8 +449,16 @@ def _format_validation_error(exc: ValidationError) -> str:
     return "invalid manifest:\n  " + "\n  ".join(lines)
 
 
+def _did_you_mean(key: str) -> str:
+    known = {name for model in _Model.__subclasses__() for name in model.model_fields}
+    close = difflib.get_close_matches(key, sorted(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def parse_manifest(data: object, *, base_dir: Path | str = ".", source: str = "manifest") -> Manifest:
     """Validate a manifest mapping. Raises :class:`ManifestError` naming each bad field and value."""
+    if data is None:
+        raise ManifestError(f"{source}: the manifest is empty")
     if not isinstance(data, dict):
         raise ManifestError(f"{source}: the manifest must be a mapping, got {type(data).__name__}")
     try:
