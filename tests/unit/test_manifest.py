@@ -243,3 +243,15 @@ def test_an_empty_manifest_says_so(tmp_path: Path) -> None:
     path.write_text("# nothing yet\n", encoding="utf-8")
     with pytest.raises(ManifestError, match=r"asya\.yaml: the manifest is empty"):
         load_manifest(path)
+
+
+@pytest.mark.parametrize(
+    ("defaults", "line"),
+    [
+        ({"batch_size": 50}, "defaults.batch_size: Input should be less than or equal to 10 (got 50)"),
+        ({"memroy": 256}, "defaults.memroy: unknown key (did you mean 'memory'?)"),
+    ],
+)
+def test_p_man_1_a_bad_default_is_reported_once_under_defaults(defaults: dict[str, Any], line: str) -> None:
+    lines = _error(_manifest(defaults=defaults)).splitlines()[1:]
+    assert [entry.strip() for entry in lines] == [line]

@@ -269,6 +269,10 @@ class Manifest(_Model):
         actors = data.get("actors")
         if not isinstance(defaults, dict) or not isinstance(actors, dict):
             return data
+        try:
+            ActorSettings.model_validate(defaults)
+        except ValidationError:
+            return data  # the defaults field reports it once, as defaults.<key>, instead of once per actor
         merged: dict[str, Any] = {}
         for name, spec in actors.items():
             if not isinstance(spec, dict):
