@@ -255,3 +255,10 @@ def test_an_empty_manifest_says_so(tmp_path: Path) -> None:
 def test_p_man_1_a_bad_default_is_reported_once_under_defaults(defaults: dict[str, Any], line: str) -> None:
     lines = _error(_manifest(defaults=defaults)).splitlines()[1:]
     assert [entry.strip() for entry in lines] == [line]
+
+
+def test_p_gen_4_a_duration_out_of_range_says_what_it_came_to() -> None:
+    data = _manifest(actors={"prep": {"handler": "mod.prep", "timeout": "20m"}})
+    assert "actors.prep.timeout: Input should be less than or equal to 890 seconds (got '20m' = 1200 s)" in _error(data)
+    data = _manifest(actors={"prep": {"handler": "mod.prep", "batch_size": "50"}})
+    assert "actors.prep.batch_size: Input should be less than or equal to 10 (got '50')" in _error(data)

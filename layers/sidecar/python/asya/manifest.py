@@ -436,6 +436,10 @@ def _check_json_schema(schema: dict[str, Any], field: str) -> None:
         raise ValueError(f"{field}: invalid JSON Schema: {exc.message}") from None
 
 
+_BOUNDS: Final = frozenset({"less_than", "less_than_equal", "greater_than", "greater_than_equal"})
+_DURATION_FIELDS: Final = frozenset({"timeout", "initial_delay", "max_interval", "max_duration"})
+
+
 def _format_validation_error(exc: ValidationError) -> str:
     lines = []
     for error in exc.errors(include_url=False):
@@ -449,6 +453,14 @@ def _format_validation_error(exc: ValidationError) -> str:
             continue
         bad = error.get("input")
         shown = "" if error["type"] == "missing" else f" (got {bad!r})"
+        if error["type"] in _BOUNDS and isinstance(bad, str) and error["loc"][-1] in _DURATION_FIELDS:
+            # a duration string: say what it came to
+            try:
+                seconds = parse_duration(bad, field=path)
+            except ValueError:
+                pass
+            else:
+                message, shown = f"{message} seconds", f" (got {bad!r} = {seconds:g} s)"
         lines.append(f"{path or 'manifest'}: {message}{shown}")
     return "invalid manifest:\n  " + "\n  ".join(lines)
 
