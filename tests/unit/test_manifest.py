@@ -262,3 +262,9 @@ def test_p_gen_4_a_duration_out_of_range_says_what_it_came_to() -> None:
     assert "actors.prep.timeout: Input should be less than or equal to 890 seconds (got '20m' = 1200 s)" in _error(data)
     data = _manifest(actors={"prep": {"handler": "mod.prep", "batch_size": "50"}})
     assert "actors.prep.batch_size: Input should be less than or equal to 10 (got '50')" in _error(data)
+
+
+def test_p_name_4_a_namespace_too_long_for_the_crew_queues_is_blamed_on_the_namespace() -> None:
+    message = _error(_manifest(namespace="n" * 70))
+    assert f"namespace: {'n' * 70!r} is too long: the crew queue 'asya-{'n' * 70}-x-sink-dlq' would be 86" in message
+    assert "actors.x-sink" not in message

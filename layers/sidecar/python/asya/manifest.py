@@ -287,8 +287,17 @@ class Manifest(_Model):
     @model_validator(mode="after")
     def _check_names_and_references(self) -> Manifest:
         _check(naming.validate_namespace, self.namespace, field="namespace")
-        for crew in naming.CREW_ACTORS:
-            _check(naming.dlq_name, self.namespace, crew)
+        for (
+            crew
+        ) in naming.CREW_ACTORS:  # every mesh deploys these: a namespace too long for them is the namespace's fault
+            try:
+                naming.dlq_name(self.namespace, crew)
+            except NamingError:
+                longest = f"asya-{self.namespace}-{crew}-dlq"
+                raise ValueError(
+                    f"namespace: {self.namespace!r} is too long: the crew queue {longest!r} would be {len(longest)} "
+                    f"characters, over the SQS limit of {naming.MAX_QUEUE_NAME}"
+                ) from None
         for name, actor in self.actors.items():
             field = f"actors.{name}"
             _check(naming.validate_actor_name, name, field=field)
