@@ -260,8 +260,25 @@ def test_p_man_1_a_bad_default_is_reported_once_under_defaults(defaults: dict[st
 def test_p_gen_4_a_duration_out_of_range_says_what_it_came_to() -> None:
     data = _manifest(actors={"prep": {"handler": "mod.prep", "timeout": "20m"}})
     assert "actors.prep.timeout: Input should be less than or equal to 890 seconds (got '20m' = 1200 s)" in _error(data)
-    data = _manifest(actors={"prep": {"handler": "mod.prep", "batch_size": "50"}})
-    assert "actors.prep.batch_size: Input should be less than or equal to 10 (got '50')" in _error(data)
+    data = _manifest(actors={"prep": {"handler": "mod.prep", "max_receive_count": 5000}})
+    assert "actors.prep.max_receive_count: Input should be less than or equal to 1000 (got 5000)" in _error(data)
+
+
+@pytest.mark.parametrize(
+    ("actor", "line"),
+    [
+        ({"batch_size": True}, "actors.prep.batch_size: Input should be a valid integer (got True)"),
+        ({"batch_size": "10"}, "actors.prep.batch_size: Input should be a valid integer (got '10')"),
+        ({"memory": 512.5}, "actors.prep.memory: Input should be a valid integer (got 512.5)"),
+    ],
+)
+def test_p_man_1_numbers_are_not_coerced_from_booleans_or_text(actor: dict[str, Any], line: str) -> None:
+    assert line in _error(_manifest(actors={"prep": {"handler": "mod.prep", **actor}}))
+
+
+def test_flags_are_not_coerced_from_text() -> None:
+    data = _manifest(flows={"main": {"route": ["prep"], "mcp": "yes"}})
+    assert "flows.main.mcp: Input should be a valid boolean (got 'yes')" in _error(data)
 
 
 def test_p_name_4_a_namespace_too_long_for_the_crew_queues_is_blamed_on_the_namespace() -> None:

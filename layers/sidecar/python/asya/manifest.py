@@ -87,12 +87,12 @@ class _Model(BaseModel):
 class Policy(_Model):
     """A retry policy (P-RES-1)."""
 
-    max_attempts: int = Field(3, ge=1)
+    max_attempts: int = Field(3, ge=1, strict=True)
     backoff: Literal["constant", "linear", "exponential"] = "exponential"
     initial_delay: Annotated[Duration, Field(ge=0)] = 1.0
     max_interval: Annotated[Duration, Field(ge=0)] = 300.0
     max_duration: Annotated[Duration, Field(ge=0)] = 0.0
-    jitter: bool = True
+    jitter: bool = Field(True, strict=True)
     on_exhausted: list[str] = Field(default_factory=list)
 
 
@@ -139,11 +139,11 @@ class FanIn(_Model):
 class ActorSettings(_Model):
     """Settings ``defaults`` may set for every user actor (P-MAN-1)."""
 
-    memory: int = Field(512, ge=128, le=10240)
+    memory: int = Field(512, ge=128, le=10240, strict=True)
     timeout: Annotated[Duration, Field(ge=1, le=890)] = 60.0
-    batch_size: int = Field(1, ge=1, le=10)
-    max_concurrency: int | None = Field(None, ge=2, le=1000)
-    max_receive_count: int = Field(5, ge=1, le=1000)
+    batch_size: int = Field(1, ge=1, le=10, strict=True)
+    max_concurrency: int | None = Field(None, ge=2, le=1000, strict=True)
+    max_receive_count: int = Field(5, ge=1, le=1000, strict=True)
     env: dict[str, str] = Field(default_factory=dict)
     resiliency: Resiliency | None = None
 
@@ -168,7 +168,7 @@ class Flow(_Model):
     timeout: Annotated[Duration, Field(ge=1, le=604800)] = 300.0
     input_schema: dict[str, Any] | None = None
     progress: Literal["hops", "detailed", "final"] = "hops"
-    mcp: bool = False
+    mcp: bool = Field(False, strict=True)
     a2a: bool | dict[str, Any] = False
 
 
@@ -182,7 +182,7 @@ class GatewayAuth(_Model):
     jwks_url: HttpUrl = None
     issuer: str | None = None
     audience: str | None = None
-    allow_unauthenticated: bool = False
+    allow_unauthenticated: bool = Field(False, strict=True)
 
     @model_validator(mode="after")
     def _check(self) -> GatewayAuth:
@@ -201,7 +201,7 @@ class GatewayConfig(_Model):
 
 
 class StorageConfig(_Model):
-    offload_threshold_kb: int = Field(240, ge=1, le=1024)
+    offload_threshold_kb: int = Field(240, ge=1, le=1024, strict=True)
 
 
 class DeployedActor(_Model):
