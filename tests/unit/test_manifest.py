@@ -285,3 +285,10 @@ def test_p_name_4_a_namespace_too_long_for_the_crew_queues_is_blamed_on_the_name
     message = _error(_manifest(namespace="n" * 70))
     assert f"namespace: {'n' * 70!r} is too long: the crew queue 'asya-{'n' * 70}-x-sink-dlq' would be 86" in message
     assert "actors.x-sink" not in message
+
+
+def test_a_check_of_a_whole_object_does_not_dump_it() -> None:
+    message = _error(_manifest(actors={"prep": {"handler": "main", "env": {"A": "b"}}}))
+    line = next(entry for entry in message.splitlines() if "handler" in entry)
+    assert line.strip().startswith("actors.prep: handler must be") and "'main'" in line
+    assert "'env'" not in line

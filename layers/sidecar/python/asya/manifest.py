@@ -461,7 +461,9 @@ def _format_validation_error(exc: ValidationError) -> str:
             lines.append(message)
             continue
         bad = error.get("input")
-        shown = "" if error["type"] == "missing" else f" (got {bad!r})"
+        # a whole object fails a check that names its bad member and value itself: no dump of the object
+        whole = error["type"] == "value_error" and isinstance(bad, dict | list)
+        shown = "" if error["type"] == "missing" or whole else f" (got {bad!r})"
         if error["type"] in _BOUNDS and isinstance(bad, str) and error["loc"][-1] in _DURATION_FIELDS:
             # a duration string: say what it came to
             try:
