@@ -726,16 +726,21 @@ class LogLines(logging.Handler):
         return failed
 
 
+def fail_one_record(h: Harness, env: dict[str, Any]) -> logging.LogRecord:
+    """Run a batch of ``env`` alone, check that its record is the one failure, and return its log line (P-ACK-3)."""
+    event = h.event(env)
+    with LogLines(h) as logs:
+        response = h.runtime.handle(event, Context())
+    message_id = event["Records"][0]["messageId"]
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message_id]
+    return logs.record_failure(message_id)
+
+
 def test_p_ack_3_a_failed_record_logs_why_in_one_line(harness: Callable[..., Harness]) -> None:
     """P-ACK-3: a record that fails (here its required x-sink send, P-ACK-2) is delivered again; the operator learns
     why from one WARNING line naming the record and the error, without a traceback (Powertools logs it at DEBUG)."""
     h = harness("boom")
     h.sqs.delete_queue(QueueUrl=h.url("x-sink"))
-    event = h.event(envelope("t-why"))
-    with LogLines(h) as logs:
-        response = h.runtime.handle(event, Context())
-    message_id = event["Records"][0]["messageId"]
-    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message_id]
-    failed = logs.record_failure(message_id)
+    failed = fail_one_record(h, envelope("t-why"))
     assert failed.__dict__["error_type"] == "asya.transport.UnknownActorError"
     assert "x-sink" in failed.__dict__["error"]

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_sidecar import NOW, Context, Harness, LogLines, envelope
+from test_sidecar import NOW, Context, Harness, envelope, fail_one_record
 
 from asya.idempotency import SENT, HopKey
 
@@ -171,11 +171,6 @@ def test_p_route_10_frame_failing_after_its_record_ended_is_logged(harness: Call
                 entry["DelaySeconds"] = 901  # moto answers this entry in ``Failed``, every time
 
     h.sqs.meta.events.register("provide-client-params.sqs.SendMessageBatch", poison)
-    event = h.event(envelope("t-late"))
-    with LogLines(h) as logs:
-        response = h.runtime.handle(event, Context())
-    message_id = event["Records"][0]["messageId"]
-    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message_id]
-    failed = logs.record_failure(message_id)
+    failed = fail_one_record(h, envelope("t-late"))
     assert failed.__dict__["error_type"] == "asya.transport.TransportError"
     assert "still failing after 3 retries" in failed.__dict__["error"]
