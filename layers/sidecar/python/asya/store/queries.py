@@ -36,6 +36,16 @@ def _backoff(attempt: int) -> None:
     time.sleep(0.05 * 2**attempt)
 
 
+def get_item(dynamodb: Any, table: str, task_id: str, sk: str, *, now: datetime) -> dict[str, Any] | None:
+    """Item ``sk`` of task ``task_id``, strongly consistent; ``None`` when absent or expired (GW-DATA-5)."""
+    item: dict[str, Any] | None = dynamodb.get_item(TableName=table, Key=rec.key(task_id, sk), ConsistentRead=True).get(
+        "Item"
+    )
+    if item is None or rec.is_expired(item, now):
+        return None
+    return item
+
+
 def query_all(dynamodb: Any, request: dict[str, Any]) -> list[dict[str, Any]]:
     """Every item of a query, following ``LastEvaluatedKey``."""
     items: list[dict[str, Any]] = []

@@ -141,12 +141,7 @@ class TaskStore:
     # ------------------------------------------------------------------ reads
 
     def _get_item(self, task_id: str, sk: str) -> dict[str, Any] | None:
-        item: dict[str, Any] | None = self.dynamodb.get_item(
-            TableName=self.table, Key=rec.key(task_id, sk), ConsistentRead=True
-        ).get("Item")
-        if item is None or rec.is_expired(item, self._clock()):
-            return None
-        return item
+        return q.get_item(self.dynamodb, self.table, task_id, sk, now=self._clock())
 
     def get_task(self, task_id: str, *, enforce_deadline: bool = True) -> dict[str, Any] | None:
         """The task view (GW-TASK-1), strongly consistent; ``None`` for an unknown or expired id.

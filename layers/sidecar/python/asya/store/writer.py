@@ -25,6 +25,7 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
+from asya.store import queries as q
 from asya.store import records as rec
 from asya.store import updates as upd
 from asya.store.bodies import BodyCodec
@@ -73,11 +74,6 @@ class StatusWriter:
     @property
     def dynamodb(self) -> Any:
         return self._client()
-
-    def _task_exists(self, task_id: str) -> bool:
-        key = rec.key(task_id, rec.TASK_SK)
-        item = self.dynamodb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
-        return item is not None and not rec.is_expired(item, self._clock())
 
     def apply(self, task_id: str, update: StatusUpdate) -> ApplyResult:
         """Apply one status event and say what happened (see :class:`Outcome`)."""
@@ -186,7 +182,7 @@ class StatusWriter:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            if not self._task_exists(task_id):
+            if q.get_item(self.dynamodb, self.table, task_id, rec.TASK_SK, now=now) is None:
                 return False
             # a task whose body write failed at creation and whose undo failed too: without a body it could never
             # end (backstop, cancel, x-sink), so the body is written now, with no payload
