@@ -8,25 +8,23 @@ flow name's syntax); ranges, statuses, cursors and ``cursor`` with ``offset`` ar
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from asya import naming
 from asya_gateway.errors import HttpError
+from asya_gateway.validation import parse_non_negative_int
 
 __all__ = ["parse_list_query"]
-
-#: Longer digit strings are out of every range here, and Python refuses to convert more than 4300 of them.
-_MAX_DIGITS: Final = 18
 
 
 def _integer(query: Mapping[str, str], name: str, hint: str) -> int | None:
     raw = query.get(name) or None
     if raw is None:
         return None
-    text = raw.strip()
-    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS:
+    value = parse_non_negative_int(raw)
+    if value is None:
         raise HttpError(400, f"{name}: invalid value {raw[:40]!r}: {hint}")
-    return int(text)
+    return value
 
 
 def parse_list_query(query: Mapping[str, str]) -> dict[str, Any]:

@@ -20,7 +20,6 @@ A missing sequence number with a later one present is waited for up to ``gap_wai
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ import anyio
 
 from asya.envelope import dumps
 from asya_gateway.errors import HttpError
+from asya_gateway.validation import parse_non_negative_int
 
 __all__ = [
     "KEEPALIVE",
@@ -53,7 +53,6 @@ SSE_HEADERS: Final = {
     "Connection": "keep-alive",
     "X-Accel-Buffering": "no",
 }
-_NON_NEGATIVE_INT: Final = re.compile(r"^[0-9]+$")
 #: Line breaks for ``str.splitlines`` that JSON leaves raw inside strings (the rest are control characters it escapes).
 _SPLITLINES_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
@@ -80,10 +79,10 @@ def parse_last_event_id(header: str | None, query: str | None) -> int:
         raw, source = query, "last_event_id"
     else:
         return 0
-    text = raw.strip()
-    if not _NON_NEGATIVE_INT.match(text) or len(text) > 18:  # no task has 10^18 events; int() refuses 4300 digits
+    position = parse_non_negative_int(raw)
+    if position is None:
         raise HttpError(400, f"{source} must be a non-negative integer, got {raw[:40]!r}")
-    return int(text)
+    return position
 
 
 @dataclass(frozen=True, slots=True)

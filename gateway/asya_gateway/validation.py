@@ -29,6 +29,7 @@ __all__ = [
     "CreateBody",
     "CreateTarget",
     "parse_create_body",
+    "parse_non_negative_int",
     "resolve_target",
     "schema_violation",
     "validate_headers",
@@ -39,6 +40,9 @@ MAX_HEADERS_BYTES: Final = 16 * 1024
 MAX_HEADER_KEY_LENGTH: Final = 128
 MAX_TIMEOUT_SECONDS: Final = 604800
 _RESERVED_PREFIX: Final = "x-asya-"
+#: Longer digit strings are out of every range a query takes (no task has 10^18 events), and Python refuses to
+#: convert more than 4300 of them.
+_MAX_DIGITS: Final = 18
 _ROUTING_KEYS: Final = ("route", "route_next", "next")
 _BODY_KEYS: Final = frozenset({"payload", "headers", "timeout"})
 _TIMEOUT_MESSAGE: Final = f"timeout must be an integer number of seconds between 1 and {MAX_TIMEOUT_SECONDS}"
@@ -61,6 +65,15 @@ class CreateBody:
     payload: Any
     headers: dict[str, Any]
     timeout: int | None
+
+
+def parse_non_negative_int(raw: str) -> int | None:
+    """``raw`` (surrounding blanks ignored) as a non-negative decimal integer; ``None`` unless it is 1 to
+    :data:`_MAX_DIGITS` ASCII digits."""
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_DIGITS:
+        return None
+    return int(text)
 
 
 def resolve_target(query: Mapping[str, str], manifest: Manifest) -> CreateTarget:
