@@ -89,7 +89,8 @@ def test_dependency_layers_hold_aarch64_wheels_for_the_runtime(example_synth: Sy
 
 def test_sidecar_layer_ships_the_asya_package(example_synth: SynthesizedMesh) -> None:
     sidecar = _layer_asset(example_synth, "asya sidecar library")
-    assert (sidecar / "python" / "asya" / "manifest.py").is_file()
+    assert (sidecar / "python" / "asya" / "manifest" / "__init__.py").is_file()
+    assert (sidecar / "python" / "asya" / "sidecar.py").is_file()
     assert not list(sidecar.rglob("__pycache__"))
 
 

@@ -1,0 +1,258 @@
+"""The blocks of an ``asya.yaml`` manifest: actor settings, retry policies, flows, crew, gateway and storage, plus
+the deployment sizing rules (P-MAN-4). :mod:`asya.manifest.model` assembles them into the whole manifest.
+
+A check that spans several members of one block raises :class:`MemberError` naming the member it blames, so the
+error reads ``actors.a.resiliency.rules[0].policy: ...`` rather than blaming the whole block.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from asya import naming
+from asya.timeutil import parse_duration
+
+__all__ = [
+    "CREW_SETTINGS",
+    "ActorSettings",
+    "ActorSpec",
+    "CrewConfig",
+    "DeployedActor",
+    "FanIn",
+    "Flow",
+    "GatewayAuth",
+    "GatewayConfig",
+    "MemberError",
+    "Policy",
+    "Resiliency",
+    "Rule",
+    "StorageConfig",
+    "lambda_timeout",
+    "visibility_timeout",
+]
+
+
+class MemberError(ValueError):
+    """A check of a whole block that blames one of its members: ``member`` is its path inside the block
+    (``rules[0].policy``), ``value`` the bad value (omitted from the message when ``None``)."""
+
+    def __init__(self, member: str, reason: str, value: object = None) -> None:
+        super().__init__(f"{member}: {reason}")
+        self.member = member
+        self.reason = reason
+        self.value = value
+
+
+HANDLER_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
+#: Seconds added to ``batch_size * timeout`` for the Lambda timeout (P-MAN-4).
+LAMBDA_SLACK_SECONDS: Final = 10
+LAMBDA_MAX_SECONDS: Final = 900
+VISIBILITY_MAX_SECONDS: Final = 43200
+
+
+def _duration(field_name: str) -> BeforeValidator:
+    def convert(value: object) -> object:
+        try:
+            return parse_duration(value, field=field_name)
+        except ValueError as exc:
+            # pydantic prefixes the field path; keep only the reason.
+            raise ValueError(str(exc).split(": ", 1)[1]) from None
+
+    return BeforeValidator(convert)
+
+
+Duration = Annotated[float, _duration("duration")]
+
+
+def _absolute_http_url(value: str | None) -> str | None:
+    if value is not None:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
+    return value
+
+
+HttpUrl = Annotated[str | None, AfterValidator(_absolute_http_url)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class Policy(_Model):
+    """A retry policy (P-RES-1)."""
+
+    max_attempts: int = Field(3, ge=1, strict=True)
+    backoff: Literal["constant", "linear", "exponential"] = "exponential"
+    initial_delay: Annotated[Duration, Field(ge=0)] = 1.0
+    max_interval: Annotated[Duration, Field(ge=0)] = 300.0
+    max_duration: Annotated[Duration, Field(ge=0)] = 0.0
+    jitter: bool = Field(True, strict=True)
+    on_exhausted: list[str] = Field(default_factory=list)
+
+
+class Rule(_Model):
+    """Maps exception patterns to a policy (P-RES-2)."""
+
+    errors: list[str] = Field(min_length=1)
+    policy: str
+
+
+class Resiliency(_Model):
+    policies: dict[str, Policy] = Field(default_factory=dict)
+    rules: list[Rule] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _rules_name_declared_policies(self) -> Resiliency:
+        for index, rule in enumerate(self.rules):
+            if rule.policy not in self.policies:
+                raise MemberError(
+                    f"rules[{index}].policy",
+                    f"names undeclared policy {rule.policy!r}; declared: {sorted(self.policies) or 'none'}",
+                )
+        return self
+
+
+class FanIn(_Model):
+    """Fan-in declaration (P-FANIN-1)."""
+
+    aggregator: str | None = None
+    key: str
+
+    @field_validator("key")
+    @classmethod
+    def _check_key(cls, key: str) -> str:
+        if not key.startswith("/"):
+            raise ValueError("must be a JSON Pointer starting with '/'")
+        return key
+
+    @field_validator("aggregator")
+    @classmethod
+    def _check_aggregator(cls, aggregator: str | None) -> str | None:
+        if aggregator is not None:
+            if not aggregator.startswith("x-") or not naming.is_valid_actor_name(aggregator):
+                raise ValueError("must be a valid actor name starting with 'x-'")
+            if aggregator in naming.FIXED_CREW:
+                raise ValueError(f"must not be a fixed crew name ({', '.join(sorted(naming.FIXED_CREW))})")
+        return aggregator
+
+
+class ActorSettings(_Model):
+    """Settings ``defaults`` may set for every user actor (P-MAN-1)."""
+
+    memory: int = Field(512, ge=128, le=10240, strict=True)
+    timeout: Annotated[Duration, Field(ge=1, le=890)] = 60.0
+    batch_size: int = Field(1, ge=1, le=10, strict=True)
+    max_concurrency: int | None = Field(None, ge=2, le=1000, strict=True)
+    max_receive_count: int = Field(5, ge=1, le=1000, strict=True)
+    env: dict[str, str] = Field(default_factory=dict)
+    resiliency: Resiliency | None = None
+
+
+class ActorSpec(ActorSettings):
+    """A user actor after ``defaults`` were applied."""
+
+    handler: str
+    code: str = "functions/"
+    fan_in: FanIn | None = None
+
+    @field_validator("handler")
+    @classmethod
+    def _check_handler(cls, handler: str) -> str:
+        if not HANDLER_RE.match(handler):
+            raise ValueError("must be 'module.function' or 'module.Class.method'")
+        return handler
+
+
+class Flow(_Model):
+    route: list[str] = Field(min_length=1)
+    description: str = ""
+    timeout: Annotated[Duration, Field(ge=1, le=604800)] = 300.0
+    input_schema: dict[str, Any] | None = None
+    progress: Literal["hops", "detailed", "final"] = "hops"
+    mcp: bool = Field(False, strict=True)
+    a2a: bool | dict[str, Any] = False
+
+
+class CrewConfig(_Model):
+    sink_hooks: list[str] = Field(default_factory=list)
+
+
+class GatewayAuth(_Model):
+    mode: Literal["iam", "api_key", "jwt", "none"] = "iam"
+    api_key_secret: str | None = None
+    jwks_url: HttpUrl = None
+    issuer: str | None = None
+    audience: str | None = None
+    allow_unauthenticated: bool = Field(False, strict=True)
+
+    @model_validator(mode="after")
+    def _check(self) -> GatewayAuth:
+        if self.mode == "api_key" and not self.api_key_secret:
+            raise MemberError("api_key_secret", "required when mode is 'api_key'")
+        if self.mode == "jwt":
+            for member in ("jwks_url", "issuer", "audience"):
+                if not getattr(self, member):
+                    raise MemberError(member, "required when mode is 'jwt' (with jwks_url, issuer and audience)")
+        return self
+
+
+class GatewayConfig(_Model):
+    auth: GatewayAuth = Field(default_factory=GatewayAuth)
+    callback_url: HttpUrl = None
+    cors_origins: list[str] = Field(default_factory=list)
+    a2a: dict[str, Any] | None = None
+
+
+class StorageConfig(_Model):
+    offload_threshold_kb: int = Field(240, ge=1, le=1024, strict=True)
+
+
+class DeployedActor(_Model):
+    """One actor as deployed: a user actor or a crew actor, with everything CDK and the local mode need."""
+
+    name: str
+    crew: bool
+    handler: str | None
+    code_dir: Path | None
+    memory: int
+    timeout: float
+    batch_size: int
+    max_concurrency: int | None
+    max_receive_count: int
+    env: dict[str, str]
+    resiliency: Resiliency | None = None
+
+    @property
+    def lambda_timeout(self) -> int:
+        return lambda_timeout(self.batch_size, self.timeout)
+
+    @property
+    def visibility_timeout(self) -> int:
+        return visibility_timeout(self.lambda_timeout)
+
+
+#: Settings of the built-in crew actors (chosen): small, batched, quick.
+CREW_SETTINGS: Final[Mapping[str, Any]] = {
+    "memory": 256,
+    "timeout": 30.0,
+    "batch_size": 10,
+    "max_concurrency": None,
+    "max_receive_count": 5,
+}
+
+
+def lambda_timeout(batch_size: int, timeout: float) -> int:
+    """Deployed Lambda timeout in seconds: ``min(900, batch_size * timeout + 10)`` (P-MAN-4)."""
+    return int(min(LAMBDA_MAX_SECONDS, -(-batch_size * timeout // 1) + LAMBDA_SLACK_SECONDS))
+
+
+def visibility_timeout(lambda_timeout_seconds: int) -> int:
+    """Queue visibility timeout: ``min(43200, 6 * Lambda timeout)`` (P-MAN-4)."""
+    return min(VISIBILITY_MAX_SECONDS, 6 * lambda_timeout_seconds)

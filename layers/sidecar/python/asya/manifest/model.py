@@ -1,0 +1,225 @@
+"""The whole manifest: :class:`Manifest`, the blocks of :mod:`asya.manifest.blocks` with ``defaults`` applied to
+every user actor (the actor's own fields win, ``env`` maps are merged: P-MAN-2), names checked against the naming
+rules (``asya.naming``) and every route, ``on_exhausted`` target and sink hook checked against the actors it may
+name (P-MAN-3).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, model_validator
+
+from asya import naming
+from asya.exceptions import NamingError
+from asya.manifest.blocks import (
+    CREW_SETTINGS,
+    ActorSettings,
+    ActorSpec,
+    CrewConfig,
+    DeployedActor,
+    Flow,
+    GatewayConfig,
+    StorageConfig,
+    _Model,
+)
+
+__all__ = ["Manifest"]
+
+
+class Manifest(_Model):
+    """A validated manifest. ``base_dir`` is the manifest's own directory; actor ``code`` is relative to it."""
+
+    namespace: str
+    defaults: ActorSettings = Field(default_factory=ActorSettings)
+    actors: dict[str, ActorSpec] = Field(default_factory=dict)
+    flows: dict[str, Flow] = Field(default_factory=dict)
+    crew: CrewConfig = Field(default_factory=CrewConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    base_dir: Path = Field(default=Path(), exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_defaults(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        defaults = data.get("defaults") or {}
+        actors = data.get("actors")
+        if not isinstance(defaults, dict) or not isinstance(actors, dict):
+            return data
+        try:
+            ActorSettings.model_validate(defaults)
+        except ValidationError:
+            return data  # the defaults field reports it once, as defaults.<key>, instead of once per actor
+        merged: dict[str, Any] = {}
+        for name, spec in actors.items():
+            if not isinstance(spec, dict):
+                merged[name] = spec
+                continue
+            combined = {**defaults, **spec}
+            if isinstance(defaults.get("env"), dict) and isinstance(spec.get("env"), dict):
+                combined["env"] = {**defaults["env"], **spec["env"]}
+            merged[name] = combined
+        return {**data, "actors": merged}
+
+    @model_validator(mode="after")
+    def _check_names_and_references(self) -> Manifest:
+        _check(naming.validate_namespace, self.namespace, field="namespace")
+        for (
+            crew
+        ) in naming.CREW_ACTORS:  # every mesh deploys these: a namespace too long for them is the namespace's fault
+            try:
+                naming.dlq_name(self.namespace, crew)
+            except NamingError:
+                longest = f"asya-{self.namespace}-{crew}-dlq"
+                raise ValueError(
+                    f"namespace: {self.namespace!r} is too long: the crew queue {longest!r} would be {len(longest)} "
+                    f"characters, over the SQS limit of {naming.MAX_QUEUE_NAME}"
+                ) from None
+        for name, actor in self.actors.items():
+            field = f"actors.{name}"
+            _check(naming.validate_actor_name, name, field=field)
+            if naming.is_crew(name):
+                raise ValueError(f"{field}: actor name {name!r} is reserved for crew (names starting with 'x-')")
+            _check(naming.dlq_name, self.namespace, name)
+            if actor.fan_in is not None:
+                _check(naming.dlq_name, self.namespace, self.aggregator_of(name))
+        routable = self.routable_names()
+        for name, actor in self.actors.items():
+            if actor.resiliency is None:
+                continue
+            for policy_name, policy in actor.resiliency.policies.items():
+                for index, target in enumerate(policy.on_exhausted):
+                    self._check_target(
+                        target, routable, f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted[{index}]"
+                    )
+        for index, hook in enumerate(self.crew.sink_hooks):
+            self._check_target(hook, routable, f"crew.sink_hooks[{index}]")
+        for flow_name, flow in self.flows.items():
+            self._check_flow(flow_name, flow, routable)
+        return self
+
+    def _check_flow(self, flow_name: str, flow: Flow, routable: frozenset[str]) -> None:
+        field = f"flows.{flow_name}"
+        _check(naming.validate_flow_name, flow_name, field=field)
+        for index, target in enumerate(flow.route):
+            self._check_target(target, routable, f"{field}.route[{index}]")
+        for index, target in enumerate(flow.route):
+            spec = self.actors.get(target)
+            if spec is None or spec.fan_in is None:
+                continue
+            aggregator = self.aggregator_of(target)
+            if aggregator not in flow.route[index + 1 :]:
+                raise ValueError(
+                    f"{field}.route: fan-in actor {target!r} must be followed by its aggregator {aggregator!r}, "
+                    f"got {flow.route!r}"
+                )
+        if flow.input_schema is not None:
+            _check_json_schema(flow.input_schema, f"{field}.input_schema")
+        if flow.mcp:
+            schema = flow.input_schema
+            if schema is not None and schema.get("type") != "object":
+                raise ValueError(
+                    f"{field}.input_schema: an MCP flow needs an object schema (type: object), "
+                    f"got type {schema.get('type')!r}"
+                )
+
+    @staticmethod
+    def _check_target(target: str, routable: frozenset[str], field: str) -> None:
+        if target in (naming.SINK, naming.SUMP, naming.RESUME):
+            raise ValueError(f"{field}: {target!r} cannot be routed to; it is added by the runtime")
+        if target not in routable:
+            raise ValueError(f"{field}: unknown actor {target!r}; declared: {sorted(routable)}")
+
+    def aggregator_of(self, actor: str) -> str:
+        """The aggregator name of fan-in actor ``actor`` (P-FANIN-1)."""
+        spec = self.actors[actor]
+        assert spec.fan_in is not None
+        return spec.fan_in.aggregator or naming.default_aggregator(actor)
+
+    def crew_targets(self) -> list[tuple[str, str]]:
+        """``(field, name)`` of every route entry, ``on_exhausted`` target and sink hook that names crew (x-pause or
+        an aggregator), in manifest order. The deployments check these against the crew they can run."""
+        found: list[tuple[str, str]] = []
+        for flow_name, flow in self.flows.items():
+            found += [(f"flows.{flow_name}.route[{i}]", t) for i, t in enumerate(flow.route) if naming.is_crew(t)]
+        for name, actor in self.actors.items():
+            for policy_name, policy in (actor.resiliency.policies if actor.resiliency else {}).items():
+                field = f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted"
+                found += [(f"{field}[{i}]", t) for i, t in enumerate(policy.on_exhausted) if naming.is_crew(t)]
+        found += [(f"crew.sink_hooks[{i}]", t) for i, t in enumerate(self.crew.sink_hooks) if naming.is_crew(t)]
+        return found
+
+    def routable_names(self) -> frozenset[str]:
+        """Names a flow route, ``on_exhausted`` or a sink hook may contain (P-MAN-3)."""
+        aggregators = {self.aggregator_of(name) for name, spec in self.actors.items() if spec.fan_in is not None}
+        return frozenset(self.actors) | naming.ROUTABLE_CREW | aggregators
+
+    def code_dir(self, actor: str) -> Path:
+        """Absolute code directory of user actor ``actor``, relative to the manifest's directory."""
+        return (self.base_dir / self.actors[actor].code).resolve()
+
+    def missing_code_dir(self) -> str | None:
+        """The error of the first user actor whose ``code`` directory does not exist, else ``None``: checked before
+        anything is deployed or started, since the handler could not load from it."""
+        for name in self.actors:
+            directory = self.code_dir(name)
+            if not directory.is_dir():
+                return (
+                    f"actors.{name}.code: directory {directory} does not exist "
+                    f"(relative to the manifest's directory {self.base_dir})"
+                )
+        return None
+
+    def deployed_actors(self) -> list[DeployedActor]:
+        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump)."""
+        out = [
+            DeployedActor(
+                name=name,
+                crew=False,
+                handler=spec.handler,
+                code_dir=self.code_dir(name),
+                memory=spec.memory,
+                timeout=spec.timeout,
+                batch_size=spec.batch_size,
+                max_concurrency=spec.max_concurrency,
+                max_receive_count=spec.max_receive_count,
+                env=dict(spec.env),
+                resiliency=spec.resiliency,
+            )
+            for name, spec in self.actors.items()
+        ]
+        out.extend(
+            DeployedActor(name=crew, crew=True, handler=None, code_dir=None, env={}, **CREW_SETTINGS)
+            for crew in naming.CREW_ACTORS
+        )
+        return out
+
+    def queue_name(self, actor: str) -> str:
+        return naming.queue_name(self.namespace, actor)
+
+    def dlq_name(self, actor: str) -> str:
+        return naming.dlq_name(self.namespace, actor)
+
+    @property
+    def table_name(self) -> str:
+        return naming.table_name(self.namespace)
+
+
+def _check(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except NamingError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _check_json_schema(schema: dict[str, Any], field: str) -> None:
+    from jsonschema import exceptions as js_exceptions
+    from jsonschema import validators
+
+    try:
+        validators.validator_for(schema).check_schema(schema)
+    except js_exceptions.SchemaError as exc:
+        raise ValueError(f"{field}: invalid JSON Schema: {exc.message}") from None
