@@ -8,7 +8,9 @@ completes an event with data. Fields: ``id`` (remembered as ``last_event_id`` un
 ``SseStream(client, url).events()`` yields the events of ``GET url`` (GATEWAY section 7). When the connection drops
 or the server ends the response before a terminal status (GW-SSE-9: at 840 s), it reconnects after the server's
 ``retry`` delay with ``Last-Event-ID`` set to the last id seen, so nothing is lost or repeated (GW-SSE-5). It stops
-after a ``status`` event whose status is terminal (GW-SSE-7) or on a 204 answer (GW-SSE-8). Other answers raise
+after a live ``status`` event (one with an id) whose status is terminal (GW-SSE-7), at the end of the response whose
+catch-up status (no id) was terminal, after the replay of the task's partial output (GW-SSE-6), or on a 204 answer
+(GW-SSE-8). Other answers raise
 :class:`GatewayHttpError`; no server at all raises :class:`GatewayUnreachableError`; ``max_retries`` consecutive
 failed reconnects raise :class:`SseStreamError`.
 """
@@ -165,7 +167,7 @@ class SseStream:
             headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
             if self._parser.last_event_id is not None:
                 headers["Last-Event-ID"] = self._parser.last_event_id
-            received = False
+            received = ended = False
             try:
                 with self._client.stream("GET", self._url, headers=headers) as response:
                     connected_once = True
@@ -181,7 +183,12 @@ class SseStream:
                         received = True
                         yield event
                         if terminal_status(event) is not None:
-                            return
+                            if event.id is not None:
+                                return
+                            # a terminal catch-up: the replay of the task's partial output follows (GW-SSE-6)
+                            ended = True
+                    if ended:
+                        return
             except httpx.ConnectError as exc:
                 if not connected_once:
                     raise unreachable(_origin(self._url), exc) from exc

@@ -116,6 +116,22 @@ def test_gw_sse_9_reconnects_with_last_event_id_after_the_server_closes() -> Non
     assert stream.reconnects == 1
 
 
+def test_gw_sse_6_a_terminal_catch_up_is_followed_by_the_replay_of_partial_output() -> None:
+    requests: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        return _sse(
+            f"retry: 1000\nevent: status\ndata: {_status('succeeded', 100)}\n\n"
+            'id: 5\nevent: fly\ndata: {"payload":"A"}\n\nid: 6\nevent: fly\ndata: {"payload":" friendly"}\n\n'
+        )
+
+    stream, sleeps = _stream(handler)
+    events = list(stream.events())
+    assert [(e.event, e.id) for e in events] == [("status", None), ("fly", "5"), ("fly", "6")]
+    assert len(requests) == 1 and sleeps == []  # the server's close after the replay ends it: no reconnect
+
+
 def test_gw_sse_8_204_stops_the_stream() -> None:
     stream, _ = _stream(lambda request: httpx.Response(204))
     assert list(stream.events()) == []
