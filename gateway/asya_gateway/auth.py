@@ -18,7 +18,6 @@ Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import threading
 import time
@@ -31,7 +30,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from asya.manifest import GatewayAuth
-from asya_gateway.config import GatewayConfig, GatewayConfigError
+from asya_gateway.config import GatewayConfig, GatewayConfigError, parse_key_array
 
 __all__ = [
     "PUBLIC_PATHS",
@@ -102,17 +101,10 @@ class SecretsManagerKeys:
 
             self._client = boto3.client("secretsmanager")
         secret = self._client.get_secret_value(SecretId=self._secret_id)["SecretString"]
-        try:
-            parsed = json.loads(secret)
-        except ValueError:
-            parsed = secret
-        if isinstance(parsed, list) and all(isinstance(key, str) for key in parsed):
-            return tuple(key for key in parsed if key)
-        if isinstance(parsed, str):
-            return (secret,) if secret else ()
-        raise GatewayConfigError(
-            f"secret {self._secret_id!r} (gateway.auth.api_key_secret) must hold a string or a JSON array of strings"
-        )
+        keys = parse_key_array(secret, what=f"secret {self._secret_id!r} (gateway.auth.api_key_secret)")
+        if keys is not None:
+            return keys
+        return (secret,) if secret else ()
 
 
 def extract_credential(headers: Headers) -> str | None:

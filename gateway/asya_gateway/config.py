@@ -7,8 +7,8 @@ Environment variables:
 | ``ASYA_MANIFEST`` | path of the manifest (YAML or JSON) | ``asya.yaml`` |
 | ``ASYA_TABLE`` | DynamoDB task-store table | ``asya-{namespace}-tasks`` |
 | ``ASYA_BUCKET`` | storage bucket | ``asya-{namespace}-storage`` |
-| ``ASYA_API_KEYS`` | comma-separated API keys for ``gateway.auth.mode: api_key`` (local mode, GW-AUTH-4); when set, the
-  Secrets Manager secret is not read | unset |
+| ``ASYA_API_KEYS`` | API keys for ``gateway.auth.mode: api_key`` (local mode, GW-AUTH-4): a JSON array of strings,
+  as in the deployed secret, or comma-separated; when set, the Secrets Manager secret is not read | unset |
 | ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
@@ -18,6 +18,7 @@ them by building the config directly.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
@@ -27,7 +28,7 @@ from typing import Final
 from asya.config import ENV
 from asya.exceptions import AsyaError
 
-__all__ = ["GATEWAY_ENV", "GatewayConfig", "GatewayConfigError"]
+__all__ = ["GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
 
 
 class GatewayConfigError(AsyaError, ValueError):
@@ -76,7 +77,7 @@ class GatewayConfig:
         """Read the configuration from ``env`` (default: ``os.environ``)."""
         source = os.environ if env is None else env
         raw_keys = source.get(GATEWAY_ENV.api_keys)
-        api_keys = None if raw_keys is None else tuple(k.strip() for k in raw_keys.split(",") if k.strip())
+        api_keys = None if raw_keys is None else _api_keys(raw_keys)
         return cls(
             manifest_path=source.get(GATEWAY_ENV.manifest) or "asya.yaml",
             table=source.get(GATEWAY_ENV.table, ""),
@@ -85,6 +86,29 @@ class GatewayConfig:
             in_lambda=bool(source.get(GATEWAY_ENV.lambda_function)),
             sse_max_seconds=_positive(source, GATEWAY_ENV.sse_max_seconds, 840.0),
         )
+
+
+def parse_key_array(text: str, *, what: str) -> tuple[str, ...] | None:
+    """The non-empty keys of ``text`` when it is a JSON array of strings (the format of the deployed secret);
+    ``None`` when it is a plain key (not JSON, or a JSON scalar such as ``12345``). A JSON object (the Secrets Manager
+    key/value form) or an array holding a non-string is a :class:`GatewayConfigError` naming ``what``."""
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(parsed, list) and all(isinstance(key, str) for key in parsed):
+        return tuple(key for key in parsed if key)
+    if isinstance(parsed, list | dict):
+        kind = "an object" if isinstance(parsed, dict) else "an array holding a non-string"
+        raise GatewayConfigError(f"{what} must be a JSON array of strings or one plain key, got {kind}")
+    return None
+
+
+def _api_keys(raw: str) -> tuple[str, ...]:
+    keys = parse_key_array(raw, what=f"environment variable {GATEWAY_ENV.api_keys}")
+    if keys is not None:
+        return keys
+    return tuple(key.strip() for key in raw.split(",") if key.strip())
 
 
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:

@@ -75,13 +75,14 @@ def test_api_key_from_secrets_manager_is_cached_gw_auth_4(mesh: Any, serve_asgi:
         assert client.get("/api/v1/mesh/x", headers={"X-API-Key": "rotated"}).status_code == 401
 
 
-def test_plain_string_secret_is_one_key_gw_auth_4(mesh: Any, serve_asgi: Any) -> None:
+@pytest.mark.parametrize("key", ["only-key", "12345"])  # a numeric key is JSON too, but still one plain key
+def test_plain_string_secret_is_one_key_gw_auth_4(mesh: Any, serve_asgi: Any, key: str) -> None:
     secrets = mesh.aws.session.client("secretsmanager")
-    secrets.create_secret(Name=SECRET, SecretString="only-key")
+    secrets.create_secret(Name=SECRET, SecretString=key)
     auth = GatewayAuth(mode="api_key", api_key_secret=SECRET)
     with _client(mesh, serve_asgi, GatewayConfig(), auth, secretsmanager=secrets) as client:
-        assert client.get("/api/v1/mesh/x", headers={"Authorization": "bearer only-key"}).status_code == 404
-        assert client.get("/api/v1/mesh/x", headers={"Authorization": "Basic only-key"}).status_code == 401
+        assert client.get("/api/v1/mesh/x", headers={"Authorization": f"bearer {key}"}).status_code == 404
+        assert client.get("/api/v1/mesh/x", headers={"Authorization": f"Basic {key}"}).status_code == 401
 
 
 def test_none_and_iam_modes_do_not_check_gw_auth_3_6(mesh: Any, serve_asgi: Any, caplog: Any) -> None:

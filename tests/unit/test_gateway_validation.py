@@ -374,3 +374,22 @@ def test_config_from_env() -> None:
     )
     with pytest.raises(GatewayConfigError, match="ASYA_SSE_MAX_SECONDS"):
         GatewayConfig.from_env({"ASYA_SSE_MAX_SECONDS": "-1"})
+
+
+@pytest.mark.parametrize(
+    ("raw", "keys"),
+    [
+        ('["k1", "", "k,2"]', ("k1", "k,2")),  # the deployed secret's JSON array form (GW-AUTH-4)
+        ("k1, k2", ("k1", "k2")),
+        ("12345", ("12345",)),  # a JSON scalar is a plain key
+        ('"k1"', ('"k1"',)),
+    ],
+)
+def test_gw_auth_4_asya_api_keys_takes_the_secret_s_array_form_or_a_comma_list(raw: str, keys: tuple[str, ...]) -> None:
+    assert GatewayConfig.from_env({"ASYA_API_KEYS": raw}).api_keys == keys
+
+
+@pytest.mark.parametrize(("raw", "kind"), [('{"key": "k1"}', "an object"), ('["k1", 2]', "an array holding")])
+def test_gw_auth_4_asya_api_keys_refuses_json_that_is_not_an_array_of_strings(raw: str, kind: str) -> None:
+    with pytest.raises(GatewayConfigError, match=f"environment variable ASYA_API_KEYS must be .* got {kind}"):
+        GatewayConfig.from_env({"ASYA_API_KEYS": raw})
