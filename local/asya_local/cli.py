@@ -20,8 +20,9 @@ printed) and local-mode start failures.
 ``dev`` and ``demo`` pass ``ASYA_API_KEYS`` and ``ASYA_SSE_MAX_SECONDS`` from ``env`` to the local gateway. ``dev``
 serves on exactly ``--port`` and keeps the actors' JSON logs (stdout); ``demo`` serves on ``--port`` when it is free,
 else on a free port (and says so), and quiets the actors' logs to warnings so the progress bar stays readable.
-``dev`` writes ``.asya/local.json`` next to the manifest while it runs (``asya_local.localstate``) so that
-``dlq --local`` finds its moto endpoint; ``dlq`` is documented in ``asya_local.dlq_cli``.
+``dev`` writes ``.asya/dev/{manifest file name}.json`` next to the manifest while it runs (``asya_local.localstate``)
+so that ``dlq --local`` finds its moto endpoint, and refuses to start while another ``dev`` of the same manifest
+runs; ``dlq`` is documented in ``asya_local.dlq_cli``.
 Configuration is read from ``argv`` and the ``env`` mapping given to :func:`main` (``os.environ`` only when ``main``
 is called without one, i.e. as the console script).
 """
@@ -51,7 +52,7 @@ from asya_local.cliargs import http_url, port
 from asya_local.client import GatewayClient
 from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
-from asya_local.localstate import dev_state
+from asya_local.localstate import dev_state, running_dev, state_path
 from asya_local.progress import ProgressView
 
 __all__ = ["DEFAULT_URL", "URL_ENV", "main"]
@@ -181,6 +182,11 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
     from asya_local.mesh import LocalMesh
 
     manifest = load_manifest(args.manifest)
+    other = running_dev(state_path(args.manifest))
+    if other is not None:
+        raise LocalModeError(
+            f"another asya dev (pid {other.pid}) is serving {args.manifest} at {other.gateway_url}; stop it first"
+        )
     with (
         _sigterm_as_interrupt(),
         LocalMesh(manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env)) as mesh,
@@ -191,7 +197,7 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
         io.err.flush()
         stopped = threading.Event()
         try:
-            with dev_state(mesh):  # lets `asya dlq --local` find this mesh's moto endpoint
+            with dev_state(mesh, args.manifest):  # lets `asya dlq --local` find this mesh's moto endpoint
                 while not stopped.wait(3600):
                     pass
         except KeyboardInterrupt:

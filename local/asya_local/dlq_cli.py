@@ -8,9 +8,10 @@
 
 Common options: ``--manifest asya.yaml`` (queue names), ``--json`` (machine-readable output), and where the queues
 are, first match wins: ``--endpoint-url URL``; ``--local`` (the moto endpoint of the running ``asya dev`` of this
-manifest, from ``.asya/local.json`` next to it); env ``AWS_ENDPOINT_URL_SQS`` / ``AWS_ENDPOINT_URL``; else AWS with
-the default credential chain. A loopback endpoint is moto: it gets fake credentials. The region is ``--region``, else
-the ``asya dev`` state's, else env ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, else the AWS profile's.
+manifest, from ``.asya/dev/{manifest file name}.json`` next to it); env ``AWS_ENDPOINT_URL_SQS`` /
+``AWS_ENDPOINT_URL``; else AWS with the default credential chain. A loopback endpoint is moto: it gets fake
+credentials. The region is ``--region``, else the ``asya dev`` state's, else env ``AWS_REGION`` /
+``AWS_DEFAULT_REGION``, else the AWS profile's.
 
 Exit codes: 0 done; 1 ``redrive`` left messages behind (failed sends, undeleted copies, a move task that did not
 complete); 2 usage and AWS errors (printed as one line).
@@ -155,7 +156,7 @@ def _dead_letters(args: argparse.Namespace) -> DeadLetters:
     endpoint: str | None = args.endpoint_url
     region: str | None = args.region
     if args.local:
-        state = read_local_state(state_path(manifest.base_dir))
+        state = read_local_state(state_path(args.manifest))
         endpoint, region = state.endpoint_url, region or state.region
     if endpoint is None:
         from_env = next((name for name in _ENDPOINT_ENV if env.get(name)), None)

@@ -1,9 +1,11 @@
-"""The state file of a running ``asya dev``: ``.asya/local.json`` next to the manifest.
+"""The state file of a running ``asya dev``: ``.asya/dev/{manifest file name}.json`` next to the manifest.
 
 ``asya dev`` writes it once the mesh is up and removes it when it stops, so other commands (``asya dlq --local``) can
-find the mesh's moto endpoint. Content: ``{"namespace", "endpoint_url", "gateway_url", "region", "pid"}``. The file
-is replaced atomically; it is removed only by the process that wrote it. A file whose ``pid`` is no longer running
-(``asya dev`` was killed) is reported as stale.
+find the mesh's moto endpoint. Content: ``{"namespace", "endpoint_url", "gateway_url", "region", "pid"}``. One file
+per manifest file, so meshes of two manifests in one directory each keep theirs; a second ``asya dev`` of the same
+manifest is refused while the first runs (:func:`running_dev`). The file is replaced atomically; it is removed only
+by the process that wrote it. A file whose ``pid`` is no longer running (``asya dev`` was killed) is reported as
+stale.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ from asya_local.exceptions import LocalModeError
 if TYPE_CHECKING:
     from asya_local.mesh import LocalMesh
 
-__all__ = ["STATE_FILE", "LocalState", "dev_state", "local_state", "read_local_state", "state_path"]
+__all__ = ["STATE_DIR", "LocalState", "dev_state", "local_state", "read_local_state", "running_dev", "state_path"]
 
 #: Relative to the manifest's directory.
-STATE_FILE: Final = Path(".asya") / "local.json"
+STATE_DIR: Final = Path(".asya") / "dev"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,12 +38,24 @@ class LocalState:
     pid: int
 
 
-def state_path(manifest_dir: Path) -> Path:
-    return manifest_dir / STATE_FILE
+def state_path(manifest_file: Path | str) -> Path:
+    """The state file of the ``asya dev`` serving ``manifest_file``."""
+    manifest = Path(manifest_file).resolve()
+    return manifest.parent / STATE_DIR / f"{manifest.name}.json"
 
 
-def dev_state(mesh: LocalMesh) -> contextlib.AbstractContextManager[Path]:
-    """:func:`local_state` for a running mesh, next to its manifest, owned by this process."""
+def running_dev(path: Path) -> LocalState | None:
+    """The state in ``path`` when the ``asya dev`` that wrote it still runs; ``None`` when there is no such file, it is
+    stale or it is unreadable (a new ``asya dev`` replaces it)."""
+    try:
+        state = _load(path)
+    except (FileNotFoundError, LocalModeError):
+        return None
+    return state if _alive(state.pid) else None
+
+
+def dev_state(mesh: LocalMesh, manifest_file: Path | str) -> contextlib.AbstractContextManager[Path]:
+    """:func:`local_state` for a running mesh of ``manifest_file``, next to it, owned by this process."""
     state = LocalState(
         namespace=mesh.manifest.namespace,
         endpoint_url=mesh.endpoint_url,
@@ -49,7 +63,7 @@ def dev_state(mesh: LocalMesh) -> contextlib.AbstractContextManager[Path]:
         region=mesh.clients.region,
         pid=os.getpid(),
     )
-    return local_state(state_path(mesh.manifest.base_dir), state)
+    return local_state(state_path(manifest_file), state)
 
 
 @contextlib.contextmanager

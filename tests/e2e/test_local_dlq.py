@@ -3,8 +3,8 @@ P-ACK-6, P-TIME-9, GW-BACK-1, GW-BACK-4).
 
 ``asya dev`` serves the poison mesh (an actor that crashes its invocation until a flag file exists) from a copy in a
 temporary directory; the test talks to it over HTTP and runs ``asya dlq ... --local`` in-process, which finds the
-mesh through the ``.asya/local.json`` that ``asya dev`` writes. The one shortcut: the actor queue's visibility timeout
-is set to 0 so crashed records come back at once instead of after 90 s.
+mesh through the ``.asya/dev/asya.yaml.json`` that ``asya dev`` writes. The one shortcut: the actor queue's
+visibility timeout is set to 0 so crashed records come back at once instead of after 90 s.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Dev:
         self.root = root
         self.proc = proc
         self.url = url
-        self.state_file = root / ".asya" / "local.json"
+        self.state_file = root / ".asya" / "dev" / "asya.yaml.json"
 
     def dlq(self, *argv: str) -> tuple[int, Any]:
         out, err = io.StringIO(), io.StringIO()

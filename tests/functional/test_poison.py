@@ -218,4 +218,5 @@ def test_asya_dlq_cli_errors_are_one_line(poison: PoisonMesh) -> None:
     assert err == "asya: unknown actor 'nope': mesh 'poison' deploys fragile, x-sink, x-sump\n"
     code, _, err = _cli("dlq", "list", "--manifest", str(POISON / "asya.yaml"), "--local")
     assert code == 2
-    assert err == f"asya: no local mesh: {POISON / '.asya' / 'local.json'} does not exist; start one with `asya dev`\n"
+    state = POISON / ".asya" / "dev" / "asya.yaml.json"
+    assert err == f"asya: no local mesh: {state} does not exist; start one with `asya dev`\n"
