@@ -217,12 +217,13 @@ def _schemas() -> dict[str, Any]:
 def openapi_document(manifest: Manifest, *, version: str) -> dict[str, Any]:
     """The document for ``manifest``'s gateway (GW-OPS-2). Pure."""
     flows = sorted(manifest.flows)
-    actors = sorted(actor.name for actor in manifest.deployed_actors())
+    deployed = sorted(actor.name for actor in manifest.deployed_actors())
     schemes = _security(manifest.gateway.auth.mode)
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": f"asya gateway ({manifest.namespace})", "version": version},
-        "paths": {**_mesh_paths(flows, actors), **_ops_paths(actors)},
+        # a task goes to a user actor only (crew is refused, GW-CREATE-2); every deployed queue can be diagnosed
+        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(deployed)},
         "components": {"schemas": _schemas(), "securitySchemes": schemes},
     }
     if schemes:

@@ -84,6 +84,11 @@ def test_gw_ops_2_openapi_document_is_valid_and_describes_every_route(gw: Gw) ->
     create = document["paths"]["/api/v1/mesh/"]["post"]
     flows = next(p for p in create["parameters"] if p["name"] == "flow")["schema"]["enum"]
     assert flows == sorted(gw.mesh.manifest.flows)
+    actors = next(p for p in create["parameters"] if p["name"] == "actor")["schema"]["enum"]
+    assert actors == sorted(gw.mesh.manifest.actors)  # user actors only: crew is refused (GW-CREATE-2)
+    diagnostic = document["paths"]["/api/v1/system/mq-diagnostic"]["post"]["requestBody"]["content"]
+    queues = diagnostic["application/json"]["schema"]["properties"]["actors"]["items"]["enum"]
+    assert {"x-sink", "x-sump"} <= set(queues)
     assert document["paths"]["/health"]["get"]["security"] == []
     assert "sigv4" in document["components"]["securitySchemes"]  # the example's gateway.auth.mode: iam
 
