@@ -10,6 +10,8 @@ import pytest
 from asya.envelope import Envelope, Route, Status, parse_envelope
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference, payload_key
 
+pytestmark = pytest.mark.functional
+
 
 def _envelope(payload: Any, *, prev: list[str] | None = None) -> Envelope:
     return Envelope(

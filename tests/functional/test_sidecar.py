@@ -299,7 +299,7 @@ def test_p_ack_3_a_body_nested_too_deeply_to_parse_goes_to_sump_and_spares_the_b
     assert fine["id"] == "t-fine"
 
 
-def test_p_env_13_a_timestamp_out_of_range_is_ignored_not_a_crash(harness: Callable[..., Harness]) -> None:
+def test_p_gen_3_a_timestamp_out_of_range_is_ignored_not_a_crash(harness: Callable[..., Harness]) -> None:
     h = harness("echo")
     env = envelope("t-year-one")
     env["status"]["created_at"] = "0001-01-01T00:00:00+01:00"  # before year 1 once in UTC

@@ -419,14 +419,21 @@ def test_p_abi_14_errors_are_thrown_at_the_yield_and_the_generator_continues() -
     assert [f.payload for f in frames] == [{"recovered": "demo"}]
 
 
-@pytest.mark.parametrize("command", [("GET", ".headers.absent"), ("BOOM", 1), ("SET", ".route.next", ["Bad"])])
-def test_p_abi_14_uncaught_command_errors_are_handler_errors(command: tuple[Any, ...]) -> None:
+@pytest.mark.parametrize(
+    ("command", "error"),
+    [
+        (("GET", ".headers.absent"), KeyError),
+        (("BOOM", 1), AbiProtocolError),
+        (("SET", ".route.next", ["Bad"]), ValueError),  # P-ABI-15: plain ValueError, not AbiProtocolError
+    ],
+)
+def test_p_abi_14_uncaught_command_errors_are_handler_errors(command: tuple[Any, ...], error: type[Exception]) -> None:
     def handler(payload: Any) -> Iterator[Any]:
         yield command
 
     with pytest.raises(HandlerError) as info:
         Handler(handler).run(None, make_state(), on_frame=lambda _: None, on_fly=lambda _: None)
-    assert isinstance(info.value.exc, (KeyError, ValueError))
+    assert type(info.value.exc) is error
 
 
 # --- path grammar -----------------------------------------------------------------------------------------------------

@@ -10,6 +10,8 @@ import pytest
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities
 from asya.timeout import SAFETY_MARGIN_SECONDS
 
+pytestmark = pytest.mark.unit
+
 
 class _Context:
     def __init__(self, remaining_ms: int) -> None:

@@ -53,6 +53,6 @@ def test_p_ckpt_1_date_of_updated_at_in_utc() -> None:
     assert checkpoint_key(env, "failed", now=NOW) == "failed/2026-03-02/t1.json"  # type: ignore[arg-type]
 
 
-def test_p_ckpt_1_now_when_updated_at_is_absent_and_origin_id_wins() -> None:
+def test_p_ckpt_1_2_now_when_updated_at_is_absent_and_origin_id_wins() -> None:
     env = _env({"phase": "succeeded"}, {"x-asya-origin-id": "origin/7"})
     assert checkpoint_key(env, "succeeded", now=NOW) == "succeeded/2026-03-05/7.json"  # type: ignore[arg-type]

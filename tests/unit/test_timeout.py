@@ -198,6 +198,9 @@ def test_p_time_7_timer_is_cancelled_race_free_when_the_call_ends_near_the_limit
         pytest.skip("SIGALRM delivery works on the main thread only")
     else:
         body()
+    # the check that matters is that body() did not raise: an interruption escaping a call would surface in a later
+    # call or in the final spin; calls of 3 ms against the 2 ms limit always time out, so the near-limit path ran
+    assert outcomes["timed_out"] >= 30
     assert outcomes["returned"] + outcomes["timed_out"] == 150
 
 
