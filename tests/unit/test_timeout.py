@@ -199,8 +199,8 @@ def test_p_time_7_timer_is_cancelled_race_free_when_the_call_ends_near_the_limit
     else:
         body()
     # the check that matters is that body() did not raise: an interruption escaping a call would surface in a later
-    # call or in the final spin; calls of 3 ms against the 2 ms limit always time out, so the near-limit path ran
-    assert outcomes["timed_out"] >= 30
+    # call or in the final spin. Some calls must have been interrupted, or the near-limit path never ran.
+    assert outcomes["timed_out"] > 0
     assert outcomes["returned"] + outcomes["timed_out"] == 150
 
 
