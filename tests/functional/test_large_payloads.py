@@ -118,7 +118,8 @@ def test_p_large_4_x_sink_checkpoints_and_reports_the_payload_itself(mesh: Any) 
     assert checkpoint["payload"] == result
     view = sink.store.get_task("t1")
     assert view is not None and view["status"] == "succeeded"
-    assert view.get("result") == result or "result_url" in view
+    assert view["result"] == result  # inline: 5 KB is far under the view's 4 MiB limit (GW-DATA-6)
+    assert "result_url" not in view
 
 
 def test_p_large_4_x_sink_keeps_an_unreadable_reference_in_the_checkpoint(mesh: Any) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from asya.config import ActorConfig
+from asya.store import TaskStore
 from asya_crew.sump import SumpRuntime
 from asya_local.lambda_event import sqs_event
 
@@ -167,8 +168,13 @@ def test_p_sump_3_large_payload_logged_as_marker(sump: Sump, caplog: pytest.LogC
 
 
 def test_p_sump_1_never_writes_status_or_sends(sump: Sump, mesh: Any) -> None:
+    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb)
+    store.create_task(task_id="t1", actor="prep")  # a live task: a status write would land (P-STAT-4)
+    before = mesh.aws.dynamodb.scan(TableName=mesh.resources.table, ConsistentRead=True)["Items"]
     assert sump.run(failed())[0] == []
-    assert mesh.aws.dynamodb.scan(TableName=mesh.resources.table)["Items"] == []
+    after = mesh.aws.dynamodb.scan(TableName=mesh.resources.table, ConsistentRead=True)["Items"]
+    assert after == before
+    assert store.get_task("t1")["status"] == "pending"
     for url in mesh.resources.queue_urls.values():
         attrs = mesh.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
         assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "0"

@@ -57,6 +57,12 @@ def test_p_stat_6_running_on_running_is_a_progress_update() -> None:
     assert decide(stored, _running("processing", "a", 16.7)) == Decision(ACCEPT, 16.7)
 
 
+def test_p_stat_6_a_progress_only_change_is_a_progress_update() -> None:
+    # same actor and step, higher progress (a producer's running event, GW-EVT-1): accepted, not stale
+    stored = _stored("running", current_actor="a", step="processing", progress=50.0)
+    assert decide(stored, _running("processing", "a", 60.0)) == Decision(ACCEPT, 60.0)
+
+
 def test_p_stat_6_identical_running_event_is_stale() -> None:
     stored = _stored("running", current_actor="a", step="processing", progress=50.0)
     assert decide(stored, _running("processing", "a", 50.0)).verdict is STALE
