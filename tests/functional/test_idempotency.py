@@ -20,6 +20,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse, HTTPHeaders
+from botocore.exceptions import ClientError
 
 from asya import tableschema
 from asya.config import ActorConfig
@@ -569,3 +570,53 @@ def test_delivery_reads_the_lambda_record_attributes() -> None:
     assert Delivery.of(record) == Delivery(3, 1_700_000_000_000)
     assert Delivery.of({"attributes": {"ApproximateReceiveCount": ""}}) == Delivery(1, None)
     assert Delivery.of({}) == Delivery(1, None)
+
+
+class DynamoDbLimits:
+    """The moto client with two rules of DynamoDB that moto does not apply to ``BatchWriteItem``: at most 25 requests
+    per call (else ``ValidationException``), and a busy table that leaves some requests unprocessed."""
+
+    def __init__(self, client: Any, *, unprocessed_first: int) -> None:
+        self._client = client
+        self._unprocessed = unprocessed_first
+        self.sizes: list[int] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def batch_write_item(self, *, RequestItems: dict[str, list[Any]]) -> dict[str, Any]:
+        [(table, requests)] = RequestItems.items()
+        self.sizes.append(len(requests))
+        if len(requests) > 25:
+            raise ClientError(
+                {"Error": {"Code": "ValidationException", "Message": "Too many items requested"}}, "BatchWriteItem"
+            )
+        kept, self._unprocessed = requests[: len(requests) - self._unprocessed], 0
+        self._client.batch_write_item(RequestItems={table: kept})
+        left = requests[len(kept) :]
+        return {"UnprocessedItems": {table: left} if left else {}}
+
+
+def test_gw_data_8_frame_items_are_written_25_at_a_time_and_unprocessed_ones_retried(world: Mesh) -> None:
+    """A hop of 30 frames: two requests within DynamoDB's 25-item limit, the items a busy table left unprocessed are
+    sent again after a pause, and every frame ends up recorded (P-ACK-8)."""
+    limited = DynamoDbLimits(world.dynamodb, unprocessed_first=4)
+    sleeps: list[float] = []
+    ledger = Idempotency(
+        table=world.table,
+        dynamodb=lambda: limited,
+        visibility_timeout=lambda: 300,
+        clock=lambda: NOW,
+        epoch_ms=lambda: 1_000_000_000_000,
+        sleep=sleeps.append,
+    )
+    ledger.mark_sent_all([(KEY, range(30))])
+    assert limited.sizes == [25, 4, 5]
+    assert len(sleeps) == 1
+    items = world.dynamodb.query(
+        TableName=world.table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": KEY.pk}},
+        ConsistentRead=True,
+    )["Items"]
+    assert sorted(int(item["sk"]["S"].removeprefix("FRAME#")) for item in items) == list(range(30))
