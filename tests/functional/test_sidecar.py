@@ -19,7 +19,7 @@ import pytest
 from asya import sidecar
 from asya.config import ActorConfig
 from asya.sidecar import ActorRuntime
-from asya.store import TaskStore
+from asya.store import StatusUpdate, TaskStore
 from asya.timeutil import format_ts
 
 pytestmark = pytest.mark.functional
@@ -457,6 +457,20 @@ def test_p_stat_10_canceled_task_goes_to_sink_canceled(harness: Callable[..., Ha
     assert out["status"]["phase"] == "canceled"
     assert out["status"]["reason"] == "PreFlightCanceled"
     assert out["status"]["actor"] == "normalize"
+
+
+def test_p_stat_10_paused_task_goes_to_sink_paused(harness: Callable[..., Harness]) -> None:
+    h = harness("echo")
+    h.store.create_task(task_id="t-paused", actor="normalize", payload={"text": "x"})
+    paused = StatusUpdate(status="paused", pause_metadata={"prompt": "approve?"}, remaining_seconds=60)
+    assert h.store.apply("t-paused", paused).accepted
+    _, failed = h.run(envelope("t-paused"))
+    assert failed == []
+    assert h.drain("analyze") == []
+    [out] = h.drain("x-sink")
+    assert (out["status"]["phase"], out["status"]["reason"]) == ("paused", "PreFlightPaused")
+    assert out["status"]["actor"] == "normalize"
+    assert h.store.get_task("t-paused")["status"] == "paused"  # not reported (P-STAT-10)
 
 
 def test_p_fan_5_child_preflight_reads_the_parent(harness: Callable[..., Harness]) -> None:

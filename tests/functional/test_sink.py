@@ -285,6 +285,23 @@ def test_p_sink_6_hooks_get_copies_and_a_missing_hook_fails_the_record(mesh: Any
     assert sink.drain("x-sump") == [env]
 
 
+def test_p_sink_6_a_child_envelope_gets_no_hook_copies(mesh: Any) -> None:
+    sink = Sink(mesh, hooks="analyze")
+    sink.store.create_task(task_id="t1", actor="normalize")
+    assert sink.run(envelope("child-1", parent_id="t1")) == []
+    assert sink.drain("analyze") == []  # hooks run for root envelopes only
+    assert sink.keys("succeeded/") != []  # the child was still checkpointed
+
+
+def test_p_sink_3_a_failed_fan_in_partial_in_stealth_mode_is_not_reported(sink: Sink) -> None:
+    sink.store.create_task(task_id="origin-1", actor="split")
+    fan_in = {"x-asya-fan-in": {"origin_id": "origin-1", "slice_index": 1, "slice_count": 3, "aggregation_key": "k"}}
+    partial = failed_envelope("child-1", headers={**fan_in, "x-asya-mesh-status": "off"}, parent_id="origin-1")
+    assert sink.run(partial) == []
+    assert sink.store.get_task("origin-1")["status"] == "pending"  # type: ignore[index]
+    assert sink.drain("x-sump") == [partial]
+
+
 def test_p_err_4_unparseable_body_goes_to_sump(sink: Sink) -> None:
     assert sink.run("{not json") == []
     [out] = sink.drain("x-sump")
