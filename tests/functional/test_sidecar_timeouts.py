@@ -77,7 +77,8 @@ def assert_timed_out(h: Harness, env: dict[str, Any], message: str, failed: list
 def test_p_time_3_step_7_expired_deadline_never_calls_the_handler(make: Callable[..., Harness]) -> None:
     h = make("sleepy")
     h.store.create_task(task_id="t-sla7", actor="normalize", payload={})
-    _, failed = h.run(envelope("t-sla7", deadline=NOW + timedelta(milliseconds=999)))
+    detailed = {"x-asya-flow": "text-pipeline", "x-asya-progress": "detailed"}  # `received` is written at step 9
+    _, failed = h.run(envelope("t-sla7", headers=detailed, deadline=NOW + timedelta(milliseconds=999)))
     assert failed == []
     [out] = h.drain("x-sink")
     assert out["status"]["reason"] == "Timeout"
@@ -86,6 +87,8 @@ def test_p_time_3_step_7_expired_deadline_never_calls_the_handler(make: Callable
     task = h.store.get_task("t-sla7", enforce_deadline=False)
     assert task is not None
     assert (task["status"], task["error"]) == ("failed", "SLA deadline expired")
+    # caught at step 7, before step 9: no `received` event, unlike the step-12 guard below
+    assert [(e["event"], e["data"]["status"]) for e in h.store.events_after("t-sla7", 1)] == [("status", "failed")]
 
 
 @dataclass
