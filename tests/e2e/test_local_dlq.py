@@ -16,7 +16,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,20 +26,11 @@ import pytest
 from asya.store import TaskStore
 from asya_local.cli import main
 from asya_local.moto_server import make_clients
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
 POISON = Path(__file__).resolve().parent.parent / "handlers" / "poison"
-
-
-def _wait_for(condition: Callable[[], Any], what: str, limit: float = 60.0) -> Any:
-    """Poll until ``condition()`` is truthy and return it; fail naming ``what`` past ``limit`` (a bound, not a timing
-    assertion)."""
-    stop = time.monotonic() + limit
-    while not (value := condition()):
-        assert time.monotonic() < stop, f"gave up waiting for {what}"
-        time.sleep(0.1)
-    return value
 
 
 class Dev:
@@ -89,7 +80,7 @@ def dev(tmp_path: Path, run_dev: Any) -> Iterator[Dev]:
 def test_poison_message_reaches_the_dlq_is_redriven_and_completes_while_the_backstop_times_out_another(
     dev: Dev, tmp_path: Path
 ) -> None:
-    state = _wait_for(lambda: dev.state_file.exists() and json.loads(dev.state_file.read_text()), "the state file")
+    state = wait_for(lambda: dev.state_file.exists() and json.loads(dev.state_file.read_text()), "the state file")
     assert state["gateway_url"] == dev.url and state["pid"] == dev.proc.pid and state["namespace"] == "poison"
     clients = make_clients(state["endpoint_url"], region=state["region"])
     queue = clients.sqs.get_queue_url(QueueName="asya-poison-fragile")["QueueUrl"]
@@ -104,13 +95,13 @@ def test_poison_message_reaches_the_dlq_is_redriven_and_completes_while_the_back
     hasty = dev.create(flag, timeout=8)
 
     # P-ACK-5/6: every invocation crashes; after max_receive_count receives both envelopes are in the DLQ
-    _wait_for(lambda: dev.dlq("list", "fragile")[1][0]["visible"] == 2, "both envelopes in the DLQ")
+    wait_for(lambda: dev.dlq("list", "fragile")[1][0]["visible"] == 2, "both envelopes in the DLQ")
     shown = {m["task_id"]: m for m in dev.dlq("show", "fragile")[1]}
     assert set(shown) == {patient, hasty}
     assert shown[patient]["receive_count"] >= 2
 
     # GW-BACK-1: the mesh's own backstop loop fails the overdue task (read raw: no read-path backstop involved)
-    _wait_for(lambda: raw.get_task(hasty, enforce_deadline=False)["status"] == "failed", "the backstop")  # type: ignore[index]
+    wait_for(lambda: raw.get_task(hasty, enforce_deadline=False)["status"] == "failed", "the backstop")  # type: ignore[index]
     assert raw.get_task(hasty, enforce_deadline=False)["error"] == "task timed out"  # type: ignore[index]
     assert raw.get_task(patient, enforce_deadline=False)["status"] in ("pending", "running")  # type: ignore[index]
 
@@ -119,10 +110,10 @@ def test_poison_message_reaches_the_dlq_is_redriven_and_completes_while_the_back
     assert code == 0
     assert (result["method"], result["moved"], result["failed"]) == ("copy", 2, 0)  # auto: copy for moto
 
-    _wait_for(lambda: dev.view(patient)["status"] == "succeeded", "the redriven task to succeed")
+    wait_for(lambda: dev.view(patient)["status"] == "succeeded", "the redriven task to succeed")
     assert dev.view(patient)["result"] == {"fixed_flag": str(flag), "handled": True}
     # P-STAT-2: the timed-out task stays failed although its envelope was redriven and the actor now works
-    _wait_for(lambda: dev.dlq("list", "fragile")[1][0]["visible"] == 0, "an empty DLQ")
+    wait_for(lambda: dev.dlq("list", "fragile")[1][0]["visible"] == 0, "an empty DLQ")
     view = dev.view(hasty)
     assert (view["status"], view["error"]) == ("failed", "task timed out")
 

@@ -19,6 +19,7 @@ from asya.manifest import load_manifest
 from asya_local.client import GatewayClient
 from asya_local.mesh import LocalMesh
 from asya_local.sse import terminal_status
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -53,8 +54,13 @@ def test_p_time_7_stalled_actor_is_interrupted_and_the_task_fails_with_the_timeo
     # x-sump checkpointed the input envelope under failed/ (P-SUMP-4), reason HandlerTimeout
     s3 = timeout_mesh.clients.s3
     bucket = timeout_mesh.resources.bucket
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="failed/").get("Contents", [])]
-    bodies = [json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for key in keys]
-    [sumped] = [b for b in bodies if b.get("id") == task_id]
+
+    def sumped_checkpoints() -> list[dict[str, object]]:
+        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="failed/").get("Contents", [])]
+        bodies = [json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for key in keys]
+        return [b for b in bodies if b.get("id") == task_id]
+
+    # x-sump runs after the layer's final status write, so the checkpoint may land after SSE showed the end
+    [sumped] = wait_for(sumped_checkpoints, "x-sump's checkpoint")
     assert sumped["status"]["reason"] == "HandlerTimeout"
     assert sumped["payload"]["original_payload"] == {"text": "x", "prepared": True}
