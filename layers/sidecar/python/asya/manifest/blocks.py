@@ -40,13 +40,12 @@ __all__ = [
 
 class MemberError(ValueError):
     """A check of a whole block that blames one of its members: ``member`` is its path inside the block
-    (``rules[0].policy``), ``value`` the bad value (omitted from the message when ``None``)."""
+    (``rules[0].policy``), ``reason`` says what is wrong (naming the bad value where there is one)."""
 
-    def __init__(self, member: str, reason: str, value: object = None) -> None:
+    def __init__(self, member: str, reason: str) -> None:
         super().__init__(f"{member}: {reason}")
         self.member = member
         self.reason = reason
-        self.value = value
 
 
 HANDLER_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")

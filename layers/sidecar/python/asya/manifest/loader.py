@@ -33,8 +33,7 @@ def _format_validation_error(exc: ValidationError) -> str:
         cause = error.get("ctx", {}).get("error")
         if isinstance(cause, MemberError):
             member = f"{path}.{cause.member}" if path else cause.member
-            shown = "" if cause.value is None else f" (got {cause.value!r})"
-            lines.append(f"{member}: {cause.reason}{shown}")
+            lines.append(f"{member}: {cause.reason}")
             continue
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "value_error" and not path:
