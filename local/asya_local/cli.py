@@ -182,7 +182,8 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
     from asya_local.mesh import LocalMesh
 
     manifest = load_manifest(args.manifest)
-    other = running_dev(state_path(args.manifest))
+    state_file = state_path(args.manifest)
+    other = running_dev(state_file)
     if other is not None:
         raise LocalModeError(
             f"another asya dev (pid {other.pid}) is serving {args.manifest} at {other.gateway_url}; stop it first"
@@ -197,7 +198,7 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
         io.err.flush()
         stopped = threading.Event()
         try:
-            with dev_state(mesh, args.manifest):  # lets `asya dlq --local` find this mesh's moto endpoint
+            with dev_state(mesh, state_file):  # lets `asya dlq --local` find this mesh's moto endpoint
                 while not stopped.wait(3600):
                     pass
         except KeyboardInterrupt:

@@ -54,8 +54,8 @@ def running_dev(path: Path) -> LocalState | None:
     return state if _alive(state.pid) else None
 
 
-def dev_state(mesh: LocalMesh, manifest_file: Path | str) -> contextlib.AbstractContextManager[Path]:
-    """:func:`local_state` for a running mesh of ``manifest_file``, next to it, owned by this process."""
+def dev_state(mesh: LocalMesh, path: Path) -> contextlib.AbstractContextManager[Path]:
+    """:func:`local_state` of a running mesh at ``path`` (its manifest's :func:`state_path`), owned by this process."""
     state = LocalState(
         namespace=mesh.manifest.namespace,
         endpoint_url=mesh.endpoint_url,
@@ -63,7 +63,7 @@ def dev_state(mesh: LocalMesh, manifest_file: Path | str) -> contextlib.Abstract
         region=mesh.clients.region,
         pid=os.getpid(),
     )
-    return local_state(state_path(manifest_file), state)
+    return local_state(path, state)
 
 
 @contextlib.contextmanager
