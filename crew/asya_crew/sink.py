@@ -163,7 +163,12 @@ class SinkRuntime(CrewRuntime):
     def _parse_failure(self, body: str, error: EnvelopeParseError) -> None:
         """Step 1 (P-ENV-9..12, P-ERR-4): x-sump with ``details.raw_body``, acked after the send."""
         out = parse_failure_envelope(
-            body, error, actor=self.config.actor, now=format_ts(self._clock()), new_id=self._new_id
+            body,
+            error,
+            actor=self.config.actor,
+            now=format_ts(self._clock()),
+            new_id=self._new_id,
+            tracing=self.config.tracing,
         )
         self._transport.send(out.actor, out.envelope)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})

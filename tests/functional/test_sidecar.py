@@ -346,9 +346,34 @@ def test_p_err_4_parse_error_keeps_a_valid_id(harness: Callable[..., Harness]) -
     h = harness("echo")
     env = envelope("t-noroute")
     del env["route"]
-    h.run(env)
+    _, failed = h.run(env)
+    assert failed == []
     [out] = h.drain("x-sump")
     assert out["id"] == "t-noroute"
+    assert out["status"]["reason"] == "ParseError"
+    assert out["route"] == {"prev": [], "curr": "x-sump", "next": []}  # the one member that did not parse
+
+
+def test_p_err_4_parse_error_keeps_every_member_that_parsed(harness: Callable[..., Harness]) -> None:
+    """P-ERR-4, P-HDR-1: route, headers, parent_id, attempt, created_at and deadline_at of a body refused for one
+    member (here: no payload) travel to x-sump; the payload does not (the body did not parse)."""
+    h = harness("echo")
+    env = envelope("t-nopayload", parent_id="t-origin", headers={"x-asya-flow": "text-pipeline", "k": "v"})
+    env["status"]["attempt"] = 2
+    env["status"]["max_attempts"] = 3
+    del env["payload"]
+    _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("x-sump")
+    assert out["id"] == "t-nopayload"
+    assert out["parent_id"] == "t-origin"
+    assert out["route"] == env["route"]
+    assert out["headers"] == env["headers"]
+    assert out["status"]["attempt"] == 2 and out["status"]["max_attempts"] == 3
+    assert out["status"]["created_at"] == env["status"]["created_at"]
+    assert out["status"]["deadline_at"] == env["status"]["deadline_at"]
+    assert "original_payload" not in out["payload"]
+    assert "payload" in out["payload"]["details"]["message"]
 
 
 def test_p_route_1_route_mismatch_goes_to_sump(harness: Callable[..., Harness]) -> None:

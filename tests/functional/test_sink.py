@@ -314,10 +314,13 @@ def test_p_err_4_unparseable_body_goes_to_sump(sink: Sink) -> None:
 
 def test_p_err_4_a_body_naming_a_valid_id_keeps_it_at_sump(sink: Sink) -> None:
     """The same rule as the actor layer's step 1 (``asya.infra.parse_failure_envelope``): the id survives."""
-    assert sink.run('{"id": "t-9", "route": 5}') == []
+    assert sink.run('{"id": "t-9", "route": 5, "headers": {"x-asya-flow": "f"}, "status": {"attempt": 2}}') == []
     [out] = sink.drain("x-sump")
     assert out["id"] == "t-9"
     assert out["status"]["reason"] == "ParseError"
+    assert out["route"] == {"prev": [], "curr": "x-sump", "next": []}
+    assert out["headers"] == {"x-asya-flow": "f"}  # what parsed is kept (P-HDR-1)
+    assert out["status"]["attempt"] == 2
 
 
 def test_p_large_4_payload_reference_does_not_break(sink: Sink) -> None:

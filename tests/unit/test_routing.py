@@ -339,6 +339,7 @@ def test_p_err_4_sump_envelope_for_a_known_input() -> None:
         actor="analyze",
         now="2026-03-01T10:00:09Z",
         envelope=entry,
+        trace=NO_TRACE,
         original_payload={"frame": 1},
     )
     env = out.envelope.to_dict()
@@ -370,6 +371,7 @@ def test_p_err_4_sump_envelope_for_an_unparsed_body() -> None:
         message="body is not JSON",
         actor="analyze",
         now="2026-03-01T10:00:09Z",
+        trace=NO_TRACE,
         details={"raw_body": "{nope"},
         new_id=lambda: "fresh-id",
     )
@@ -431,9 +433,7 @@ def test_p_time_3_sla_envelope() -> None:
 
 def test_p_trace_1_tracing_off_keeps_the_input_value() -> None:
     trace = routing.Trace.for_hop({"traceparent": TRACEPARENT, "tracestate": "k=v"}, enabled=False)
-    headers: dict[str, Any] = {"traceparent": "00-handler-wrote-this"}
-    trace.apply(headers)
-    assert headers == {"traceparent": TRACEPARENT, "tracestate": "k=v"}
+    assert trace.headers({"traceparent": "00-handler-wrote-this"}) == {"traceparent": TRACEPARENT, "tracestate": "k=v"}
 
 
 def test_p_trace_1_tracing_on_keeps_trace_id_with_a_new_span_per_hop() -> None:
@@ -454,9 +454,55 @@ def test_p_trace_1_malformed_traceparent_passes_unchanged() -> None:
 
 
 def test_p_trace_1_no_input_trace_removes_handler_written_values() -> None:
-    headers: dict[str, Any] = {"traceparent": "x", "tracestate": "y", "keep": 1}
-    routing.Trace.for_hop({}, enabled=True).apply(headers)
-    assert headers == {"keep": 1}
+    source: dict[str, Any] = {"traceparent": "x", "tracestate": "y", "keep": 1}
+    assert routing.Trace.for_hop({}, enabled=True).headers(source) == {"keep": 1}
+    assert source == {"traceparent": "x", "tracestate": "y", "keep": 1}  # a copy: the source is left alone
+
+
+def test_p_hdr_3_zero_frames_envelope_drops_a_handler_written_delay_until() -> None:
+    """Only a chained retry delay sets x-asya-delay-until (P-RES-9); a value a handler wrote would make x-sink's hook
+    copies wait at their hook actor (P-HDR-3)."""
+    out = routing.zero_frames_envelope(
+        _entry(),
+        actor="analyze",
+        now="2026-03-01T10:00:09Z",
+        headers={"x-asya-flow": "text-pipeline", "x-asya-delay-until": "2099-01-01T00:00:00Z"},
+        payload={"p": 1},
+        trace=NO_TRACE,
+    )
+    assert out.envelope.headers == {"x-asya-flow": "text-pipeline"}
+
+
+@pytest.mark.parametrize("build", ["failure", "sla", "preflight", "sump"])
+def test_p_hdr_3_every_derived_envelope_drops_the_inputs_delay_until(build: str) -> None:
+    entry = _entry()
+    entry.headers["x-asya-delay-until"] = "2099-01-01T00:00:00Z"
+    now = "2026-03-01T10:00:09Z"
+    if build == "failure":
+        out = routing.failure_envelope(
+            entry, {"message": "m", "type": "E"}, actor="a", now=now, original_payload=None, trace=NO_TRACE
+        )
+    elif build == "sla":
+        out = routing.sla_envelope(entry, actor="a", now=now, trace=NO_TRACE)
+    elif build == "preflight":
+        out = routing.preflight_envelope(entry, "canceled", actor="a", now=now, trace=NO_TRACE)
+    else:
+        out = routing.sump_envelope(
+            reason=Reason.ROUTE_MISMATCH, message="m", actor="a", now=now, envelope=entry, trace=NO_TRACE
+        )
+    assert "x-asya-delay-until" not in out.envelope.headers
+    assert out.envelope.headers["x-asya-flow"] == "text-pipeline"
+
+
+def test_p_trace_1_sump_envelope_carries_the_hops_new_span() -> None:
+    entry = _entry()
+    entry.headers["traceparent"] = TRACEPARENT
+    trace = routing.Trace.for_hop(entry.headers, enabled=True, span_id=lambda: "cccccccccccccccc")
+    out = routing.sump_envelope(
+        reason=Reason.ROUTE_MISMATCH, message="m", actor="a", now="n", envelope=entry, trace=trace
+    )
+    assert out.envelope.headers["traceparent"] == "00-8f1c2d3e4b5a69788796a5b4c3d2e1f0-cccccccccccccccc-01"
+    assert entry.headers["traceparent"] == TRACEPARENT
 
 
 def test_outgoing_envelopes_do_not_share_route_lists_with_the_input() -> None:

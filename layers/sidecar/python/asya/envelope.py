@@ -1,7 +1,8 @@
 """The envelope: the only module that knows the wire schema (PROTOCOL section 1).
 
 ``parse_envelope`` validates a message body (P-ENV-9 .. P-ENV-13), converts the legacy ``route{actors,current}`` form
-(P-ENV-14, P-ENV-15) and drops unknown members (P-ENV-4). ``Envelope.to_dict`` / ``to_json`` always write the newest
+(P-ENV-14, P-ENV-15) and drops unknown members (P-ENV-4); ``salvage_envelope`` keeps what is valid of a body it
+refused, for the x-sump envelope (P-ERR-4). ``Envelope.to_dict`` / ``to_json`` always write the newest
 format (P-ENV-5): ``route.prev/curr/next`` always present, ``parent_id`` and empty ``headers`` omitted, ``status``
 always present.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import copy as _copy
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
@@ -30,6 +32,7 @@ __all__ = [
     "Status",
     "dumps",
     "parse_envelope",
+    "salvage_envelope",
 ]
 
 _log = logging.getLogger(__name__)
@@ -240,6 +243,34 @@ def parse_envelope(body: str | bytes | dict[str, Any]) -> Envelope:
         parent_id=parent_id or None,
         headers=headers,
         status=None if status_raw is None else Status.from_dict(status_raw),
+    )
+
+
+def salvage_envelope(body: str, *, new_id: Callable[[], str], unknown_route: Callable[[], Route]) -> Envelope:
+    """What an x-sump envelope keeps of a body :func:`parse_envelope` refused (P-ERR-4): each of ``id``, ``route``,
+    ``headers``, ``parent_id`` and ``status`` that is valid on its own, else ``new_id()``, ``unknown_route()``, no
+    headers, no parent and no status. The payload is never kept (``None``): the body did not parse."""
+    try:
+        raw = json.loads(body, parse_constant=_reject_constant)
+    except (ValueError, EnvelopeParseError, RecursionError):
+        raw = None
+    if not isinstance(raw, dict):
+        return Envelope(id=new_id(), route=unknown_route(), payload=None)
+    env_id = raw.get("id")
+    if not isinstance(env_id, str) or not 0 < len(env_id) <= MAX_ID_LENGTH:
+        env_id = new_id()
+    try:
+        route = _parse_route(raw.get("route"))
+    except EnvelopeParseError:
+        route = unknown_route()
+    headers, parent_id, status = raw.get("headers"), raw.get("parent_id"), raw.get("status")
+    return Envelope(
+        id=env_id,
+        route=route,
+        payload=None,
+        parent_id=parent_id if isinstance(parent_id, str) and parent_id else None,
+        headers=headers if isinstance(headers, dict) else {},
+        status=Status.from_dict(status) if isinstance(status, dict) else None,
     )
 
 

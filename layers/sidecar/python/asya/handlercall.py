@@ -149,7 +149,13 @@ class HandlerCall:
         entry, now, payload = hop.entry, self._now(), pristine_payload(hop.item)
         if isinstance(failure, SerializationError):
             self._errors.report(
-                Reason.SERIALIZATION_ERROR, str(failure), entry, hop.report, now, original_payload=payload
+                Reason.SERIALIZATION_ERROR,
+                str(failure),
+                entry,
+                hop.report,
+                now,
+                original_payload=payload,
+                trace=hop.trace,
             )
         elif isinstance(failure, HandlerTimeoutError):  # infrastructure: x-sump, never retried (P-ERR-7)
             details = {
@@ -158,7 +164,14 @@ class HandlerCall:
                 "traceback": error_details(failure)["traceback"],  # shows where the interruption landed
             }
             self._errors.report(
-                Reason.HANDLER_TIMEOUT, str(failure), entry, hop.report, now, original_payload=payload, details=details
+                Reason.HANDLER_TIMEOUT,
+                str(failure),
+                entry,
+                hop.report,
+                now,
+                original_payload=payload,
+                details=details,
+                trace=hop.trace,
             )
         else:  # section 8: retry, x-sink or on_exhausted
             self._retrier.handler_error(

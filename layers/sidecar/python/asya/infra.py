@@ -8,14 +8,13 @@ reporter come from the runtime.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from aws_lambda_powertools import Logger
 
 from asya import routing
-from asya.envelope import Envelope, Reason
+from asya.envelope import Envelope, Reason, salvage_envelope
 from asya.reporting import HopRef, Reporter
 from asya.transport import Transport, UnknownActorError
 
@@ -36,12 +35,14 @@ class InfraErrors:
         reporter: Reporter,
         logger: Logger,
         new_id: Callable[[], str],
+        tracing: bool,
     ) -> None:
         self._actor = actor
         self._transport = transport
         self._reporter = reporter
         self._log = logger
         self._new_id = new_id
+        self._tracing = tracing
 
     def send(self, outgoing: routing.Outgoing) -> None:
         """A required send: any failure propagates and fails the record (P-ACK-2)."""
@@ -56,6 +57,7 @@ class InfraErrors:
         now: str,
         *,
         original_payload: Any,
+        trace: routing.Trace,
         details: Mapping[str, Any] | None = None,
     ) -> None:
         """x-sump first (required), then the best-effort final status."""
@@ -66,6 +68,7 @@ class InfraErrors:
             actor=self._actor,
             now=now,
             envelope=env,
+            trace=trace,
             original_payload=original_payload,
             details=extra,
         )
@@ -76,8 +79,11 @@ class InfraErrors:
 
     def parse_failure(self, body: str, error: Exception, now: str) -> None:
         """A body that is not an envelope (P-ENV-9..12): x-sump with ``details.raw_body``."""
-        out = parse_failure_envelope(body, error, actor=self._actor, now=now, new_id=self._new_id)
-        self._log.append_keys(correlation_id=out.envelope.id, attempt=1, phase="failed")
+        out = parse_failure_envelope(
+            body, error, actor=self._actor, now=now, new_id=self._new_id, tracing=self._tracing
+        )
+        status = out.envelope.status
+        self._log.append_keys(correlation_id=out.envelope.id, attempt=status.attempt if status else 1, phase="failed")
         self.send(out)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
 
@@ -88,6 +94,7 @@ class InfraErrors:
         entry: Envelope,
         report: HopRef | None,
         now: str,
+        trace: routing.Trace,
     ) -> None:
         """Frames of a hop whose destination has no queue: each one's x-sump envelope, required (P-ROUTE-8)."""
         sumps = [
@@ -97,6 +104,7 @@ class InfraErrors:
                 actor=self._actor,
                 now=now,
                 envelope=entry,
+                trace=trace,
                 original_payload=outgoing.envelope.payload,
             )
             for outgoing, error in unknown
@@ -117,28 +125,21 @@ class InfraErrors:
 
 
 def parse_failure_envelope(
-    body: str, error: Exception, *, actor: str, now: str, new_id: Callable[[], str]
+    body: str, error: Exception, *, actor: str, now: str, new_id: Callable[[], str], tracing: bool
 ) -> routing.Outgoing:
-    """The x-sump envelope of a body that is not an envelope (P-ENV-9..12, P-ERR-4): ``details.raw_body`` holds at
-    most :data:`RAW_BODY_LIMIT` bytes of it; the id is kept when the body names a valid one, else ``new_id()``."""
-    known_id = _salvage_id(body)
+    """The x-sump envelope of a body that is not an envelope (P-ENV-9..12, P-ERR-4): the input's id, route, headers,
+    parent_id and status as far as each is valid on its own (``salvage_envelope``), no ``original_payload``, and
+    ``details.raw_body`` with at most :data:`RAW_BODY_LIMIT` bytes of the body."""
+    known = salvage_envelope(body, new_id=new_id, unknown_route=routing.unknown_route)
     return routing.sump_envelope(
         reason=Reason.PARSE_ERROR,
         message=str(error),
         actor=actor,
         now=now,
+        envelope=known,
+        trace=routing.Trace.for_hop(known.headers, enabled=tracing),
         details={"raw_body": _truncate(body, RAW_BODY_LIMIT)},
-        new_id=(lambda: known_id) if known_id else new_id,
     )
-
-
-def _salvage_id(body: str) -> str | None:
-    try:
-        raw = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    candidate = raw.get("id") if isinstance(raw, dict) else None
-    return candidate if isinstance(candidate, str) and 0 < len(candidate) <= 256 else None
 
 
 def _truncate(text: str, limit: int) -> str:

@@ -116,7 +116,7 @@ class Retrier:
             out = routed_envelope(
                 entry, details, plan.policy, actor=self._actor, now=now, original_payload=payload, trace=trace
             )
-            self._once(guard, out, lambda: self._send_routed(out, entry, report, now))
+            self._once(guard, out, lambda: self._send_routed(out, entry, report, now, trace))
             self._log.warning(
                 "retry policy exhausted: sent to on_exhausted",
                 extra={"policy": plan.policy.name, "to": out.envelope.route.curr, "error": message},
@@ -188,7 +188,9 @@ class Retrier:
         else:
             guard.send_outcome(out, send_all)
 
-    def _send_routed(self, out: routing.Outgoing, entry: Envelope, report: HopRef | None, now: str) -> None:
+    def _send_routed(
+        self, out: routing.Outgoing, entry: Envelope, report: HopRef | None, now: str, trace: routing.Trace
+    ) -> None:
         try:
             self._transport.send(out.actor, out.envelope)
         except UnknownActorError as exc:
@@ -198,6 +200,7 @@ class Retrier:
                 actor=self._actor,
                 now=now,
                 envelope=entry,
+                trace=trace,
                 original_payload=out.envelope.payload,
             )
             self._transport.send(sump.actor, sump.envelope)
@@ -221,11 +224,8 @@ def retry_envelope(
 ) -> Envelope:
     """The retry of ``entry`` (P-RES-8), for this actor's own queue; ``delay_until`` chains a long delay (P-RES-9)."""
     status_in = entry.status or Status()
-    headers = dict(entry.headers)
-    trace.apply(headers)
-    if delay_until is None:
-        headers.pop(hdr.DELAY_UNTIL, None)
-    else:
+    headers = trace.headers(entry.headers)
+    if delay_until is not None:
         headers[hdr.DELAY_UNTIL] = delay_until
     status = Status(
         phase=Phase.RETRYING.value,
@@ -255,9 +255,7 @@ def routed_envelope(
 ) -> routing.Outgoing:
     """An exhausted policy with ``on_exhausted`` (P-RES-12): the route shifted onto the chain, the error payload."""
     status_in = entry.status or Status()
-    headers = dict(entry.headers)
-    trace.apply(headers)
-    headers.pop(hdr.DELAY_UNTIL, None)
+    headers = trace.headers(entry.headers)
     route = entry.route.shifted(list(policy.on_exhausted))
     destination = routing.resolve_override(route.curr, headers, by=actor)
     status = Status(

@@ -46,6 +46,7 @@ __all__ = [
     "shift",
     "sla_envelope",
     "sump_envelope",
+    "unknown_route",
     "zero_frames_envelope",
 ]
 
@@ -106,13 +107,18 @@ class Trace:
             parent = f"{match.group(1)}-{match.group(2)}-{new_span}-{match.group(4)}"
         return cls(traceparent=parent, tracestate=state)
 
-    def apply(self, headers: dict[str, Any]) -> None:
-        """Set the layer-managed trace headers on ``headers``, whatever a handler wrote there."""
+    def headers(self, source: Mapping[str, Any]) -> dict[str, Any]:
+        """The headers of a send derived from ``source`` (a copy): the layer-managed ones set whatever a handler wrote
+        (P-HDR-3), the trace headers to this hop's and ``x-asya-delay-until`` dropped (only a chained retry delay
+        sets it, P-RES-9, on the copy this returns)."""
+        out = dict(source)
         for name, value in ((hdr.TRACEPARENT, self.traceparent), (hdr.TRACESTATE, self.tracestate)):
             if value is None:
-                headers.pop(name, None)
+                out.pop(name, None)
             else:
-                headers[name] = value
+                out[name] = value
+        out.pop(hdr.DELAY_UNTIL, None)
+        return out
 
 
 def _new_span_id() -> str:
@@ -223,9 +229,7 @@ def forward_frame(
     status_in = entry.status or Status()
     route = entry.route.shifted(frame.next)
     env_id, parent_id = frame_identity(entry, index, new_id)
-    headers = dict(frame.headers)
-    trace.apply(headers)
-    headers.pop(hdr.DELAY_UNTIL, None)  # layer-managed (P-HDR-3): only a chained retry delay sets it (P-RES-9)
+    headers = trace.headers(frame.headers)
     if route.curr:
         destination = resolve_override(route.curr, headers, by=actor)
         status = Status(
@@ -255,8 +259,7 @@ def zero_frames_envelope(
 ) -> Outgoing:
     """Zero frames (P-ROUTE-5): route not shifted, the input payload, ``headers`` = the ABI headers at the end."""
     status_in = entry.status or Status()
-    out_headers = dict(headers)
-    trace.apply(out_headers)
+    out_headers = trace.headers(headers)
     status = _completed(status_in, actor=actor, now=now, deadline_at=status_in.deadline_at)
     return Outgoing(actor=naming.SINK, envelope=_derived(entry, out_headers, status, payload))
 
@@ -296,8 +299,7 @@ def failure_envelope(
 
     ``max_attempts`` is the exhausted policy's (default: as on entry)."""
     status_in = entry.status or Status()
-    out_headers = dict(entry.headers)
-    trace.apply(out_headers)
+    out_headers = trace.headers(entry.headers)
     status = Status(
         phase=Phase.FAILED.value,
         reason=reason.value,
@@ -333,8 +335,7 @@ def preflight_envelope(envelope: Envelope, task_status: str, *, actor: str, now:
         deadline_at=old.deadline_at,
         error=old.error,
     )
-    out_headers = dict(envelope.headers)
-    trace.apply(out_headers)
+    out_headers = trace.headers(envelope.headers)
     return Outgoing(actor=naming.SINK, envelope=_derived(envelope, out_headers, status, envelope.payload))
 
 
@@ -352,12 +353,16 @@ def sla_envelope(envelope: Envelope, *, actor: str, now: str, trace: Trace) -> O
         deadline_at=old.deadline_at,
         error={"message": SLA_MESSAGE, "type": DEADLINE_ERROR_TYPE},
     )
-    out_headers = dict(envelope.headers)
-    trace.apply(out_headers)
+    out_headers = trace.headers(envelope.headers)
     return Outgoing(actor=naming.SINK, envelope=_derived(envelope, out_headers, status, envelope.payload))
 
 
 _MISSING: Final = object()
+
+
+def unknown_route() -> Route:
+    """The route of an x-sump envelope whose input route is unknown (P-ERR-4)."""
+    return Route([], naming.SUMP, [])
 
 
 def sump_envelope(
@@ -367,13 +372,14 @@ def sump_envelope(
     actor: str,
     now: str,
     envelope: Envelope | None = None,
+    trace: Trace,
     original_payload: Any = _MISSING,
     details: Mapping[str, Any] | None = None,
     new_id: Callable[[], str] = new_uuid4,
 ) -> Outgoing:
-    """The infrastructure-error envelope (P-ERR-4).
+    """The infrastructure-error envelope (P-ERR-4), its headers those of ``envelope`` as any send's (P-HDR-3).
 
-    ``envelope`` is the input as far as it is known (``None`` when the body did not parse: a new id and the route
+    ``envelope`` is the input as far as it is known (``None`` when nothing of it is: a new id and the route
     ``{[], "x-sump", []}``). ``original_payload`` is left out when not given; ``details`` (for instance ``raw_body``)
     is merged into ``payload.details`` after ``message`` and ``type`` (the reason).
     """
@@ -395,9 +401,9 @@ def sump_envelope(
         error=error,
     )
     if envelope is None:
-        out = Envelope(id=new_id(), route=Route([], naming.SUMP, []), payload=payload, status=status)
+        out = Envelope(id=new_id(), route=unknown_route(), payload=payload, status=status)
     else:
-        out = _derived(envelope, dict(envelope.headers), status, payload)
+        out = _derived(envelope, trace.headers(envelope.headers), status, payload)
     return Outgoing(actor=naming.SUMP, envelope=out)
 
 

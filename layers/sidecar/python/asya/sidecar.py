@@ -127,7 +127,12 @@ class ActorRuntime:
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
         self._errors = InfraErrors(
-            actor=config.actor, transport=self._transport, reporter=self._reporter, logger=self._log, new_id=new_id
+            actor=config.actor,
+            transport=self._transport,
+            reporter=self._reporter,
+            logger=self._log,
+            new_id=new_id,
+            tracing=config.tracing,
         )
         self._idem = Idempotency(
             table=config.table,
@@ -296,7 +301,9 @@ class ActorRuntime:
 
         mismatch = routing.route_mismatch(env, actor)
         if mismatch is not None:
-            self._errors.report(Reason.ROUTE_MISMATCH, mismatch, env, report, now, original_payload=env.payload)
+            self._errors.report(
+                Reason.ROUTE_MISMATCH, mismatch, env, report, now, original_payload=env.payload, trace=trace
+            )
             return
         preflight_id = _preflight_id(env)
         task_status = batch.preflight.get(preflight_id) if preflight_id else None
@@ -323,12 +330,15 @@ class ActorRuntime:
                 now,
                 original_payload=env.payload,
                 details=error_details(self._load_error),
+                trace=trace,
             )
             return
         try:  # step 11: the handler gets the payload itself; resends keep the reference (P-LARGE-4, P-LARGE-5)
             entry.payload = self._payloads.rehydrate(env.payload)
         except PayloadUnavailableError as exc:
-            self._errors.report(Reason.PAYLOAD_UNAVAILABLE, str(exc), entry, report, now, original_payload=env.payload)
+            self._errors.report(
+                Reason.PAYLOAD_UNAVAILABLE, str(exc), entry, report, now, original_payload=env.payload, trace=trace
+            )
             return
         if not hook and self._sla_expired(env, report, self._clock(), trace):  # step 12: the last guard
             return
@@ -341,7 +351,7 @@ class ActorRuntime:
             item.message_id,
             guard,
             lambda lost: self._errors.unknown_destinations(
-                lost, entry=hop.entry, report=hop.report, now=self._ts(self._clock())
+                lost, entry=hop.entry, report=hop.report, now=self._ts(self._clock()), trace=hop.trace
             ),
         )
         hop = Hop(
