@@ -136,7 +136,8 @@ async def stream_events(
     yield format_event("status", catchup, retry=RETRY_MS)
     status = catchup.get("status")
     replay_only = status in TERMINAL_STATUSES
-    cursor = position
+    # a position past the log (a stale or forged Last-Event-ID) must not hide the events still to come (GW-SSE-6)
+    cursor = min(position, last_seq)
     gap_seen_at: float | None = None
     while True:
         if status in ACTIVE_STATUSES and not replay_only:

@@ -133,6 +133,18 @@ def test_replay_skips_logged_status_and_streams_live_until_terminal_gw_sse_5_7()
     assert log.deadline_checks >= 2
 
 
+def test_a_position_past_the_log_still_streams_every_later_event_gw_sse_6() -> None:
+    """A Last-Event-ID ahead of the log (L = 2, P = 1000) replays nothing, then streams every event with seq > L."""
+
+    def grow(poll: int, events: list[LogEvent]) -> None:
+        if poll == 2:
+            events.extend([fly(3, "late"), status(4, "succeeded")])
+
+    log = MemoryLog([status(1, "pending"), status(2, "running")], grow)
+    chunks = run(log, catchup_status="running", last_seq=2, position=1000)
+    assert ids_and_names(chunks) == [(None, "status"), ("3", "fly"), ("4", "status")]
+
+
 def test_position_skips_replayed_values_gw_sse_5() -> None:
     log = MemoryLog([status(1, "pending"), fly(2, "a"), fly(3, "b"), status(4, "canceled")])
     assert ids_and_names(run(log, catchup_status="canceled", last_seq=4, position=2)) == [
