@@ -22,7 +22,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.batch import StartRule, UnstartedRecordError, log_failed_record
 from asya.config import ActorConfig
-from asya.envelope import Envelope
+from asya.envelope import Envelope, Phase
 from asya.exceptions import AsyaError
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
 from asya.timeout import SAFETY_MARGIN_SECONDS
@@ -45,6 +45,22 @@ class CrewRuntime:
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
         self._transport = Transport(namespace=config.namespace, sqs=sqs, encoder=self._payloads.encode)
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
+        self._log_keys(actor=config.actor)
+
+    def _log_keys(self, **keys: object) -> None:
+        """Keys every later log line of this runtime carries (P-TRACE-4); a plain ``logging.Logger`` (tests) has
+        none."""
+        if isinstance(self._log, Logger):
+            self._log.append_keys(**keys)
+
+    def _envelope_keys(self, envelope: Envelope) -> None:
+        """The log keys of one record (P-TRACE-4): correlation id = envelope id, attempt and phase."""
+        status = envelope.status
+        self._log_keys(
+            correlation_id=envelope.id,
+            attempt=status.attempt if status is not None else 1,
+            phase=status.phase if status is not None else Phase.PENDING.value,
+        )
 
     @property
     def s3(self) -> Any:

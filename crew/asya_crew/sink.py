@@ -71,6 +71,7 @@ class SinkRuntime(CrewRuntime):
         except EnvelopeParseError as exc:
             self._parse_failure(body, exc)
             return
+        self._envelope_keys(envelope)
         headers = envelope.headers
         phase = envelope.status.phase if envelope.status is not None else Phase.PENDING.value
         context = {"correlation_id": envelope.id, "phase": phase}
@@ -170,6 +171,7 @@ class SinkRuntime(CrewRuntime):
             new_id=self._new_id,
             tracing=self.config.tracing,
         )
+        self._envelope_keys(out.envelope)
         self._transport.send(out.actor, out.envelope)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
 

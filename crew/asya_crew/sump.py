@@ -63,6 +63,7 @@ class SumpRuntime(CrewRuntime):
         except EnvelopeParseError as exc:
             self._unparseable(record.message_id, body, exc)
             return
+        self._envelope_keys(envelope)
         status = envelope.status
         phase = status.phase if status is not None else Phase.PENDING.value
         log = self._log.error if phase == Phase.FAILED.value else self._log.info

@@ -6,12 +6,15 @@ Each outcome is observed in S3 (checkpoints), in the task store and on the x-sum
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from aws_lambda_powertools import Logger
 
 from asya.config import ActorConfig
 from asya.store import TaskStore
@@ -27,7 +30,7 @@ ERROR = {"message": "model returned no text", "type": "myapp.errors.EmptyOutput"
 class Sink:
     """x-sink wired to the moto mesh, with helpers to feed it and read queues and the bucket."""
 
-    def __init__(self, mesh: Any, *, bucket: str | None = None, hooks: str = "") -> None:
+    def __init__(self, mesh: Any, *, bucket: str | None = None, hooks: str = "", logger: Any = None) -> None:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.bucket = bucket or mesh.resources.bucket
@@ -46,7 +49,7 @@ class Sink:
             dynamodb=mesh.aws.dynamodb,
             s3=mesh.aws.s3,
             clock=lambda: NOW,
-            logger=logging.getLogger("test.x-sink"),
+            logger=logger or logging.getLogger("test.x-sink"),
         )
         self.store = TaskStore(
             table=mesh.resources.table,
@@ -341,3 +344,21 @@ def test_p_ack_3_failed_record_logs_why_in_one_line(mesh: Any, caplog: pytest.Lo
     assert failed.__dict__["message_id"]
     assert failed.__dict__["error_type"] == "asya_crew.checkpoint.CheckpointError"
     assert "asya-demo-no-such-bucket" in failed.__dict__["error"]
+
+
+def test_p_trace_4_x_sink_log_lines_carry_actor_attempt_phase_and_correlation_id(mesh: Any) -> None:
+    stream = io.StringIO()
+    logger = Logger(service=f"test-x-sink-{uuid.uuid4()}", logger_handler=logging.StreamHandler(stream))
+    sink = Sink(mesh, logger=logger)
+    sink.store.create_task(task_id="t-logs", actor="normalize")
+    done = envelope("t-logs")
+    done["status"]["attempt"] = 2
+    assert sink.run(done) == []
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    [finished] = [line for line in lines if line["message"] == "envelope finished"]
+    assert (finished["actor"], finished["correlation_id"], finished["attempt"], finished["phase"]) == (
+        "x-sink",
+        "t-logs",
+        2,
+        "succeeded",
+    )

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import uuid
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from aws_lambda_powertools import Logger
 
 from asya.config import ActorConfig
 from asya.store import TaskStore
@@ -21,7 +24,7 @@ LOGGER = "test.x-sump"
 
 
 class Sump:
-    def __init__(self, mesh: Any, *, bucket: str | None = None) -> None:
+    def __init__(self, mesh: Any, *, bucket: str | None = None, logger: Any = None) -> None:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.s3 = mesh.aws.s3
@@ -40,7 +43,7 @@ class Sump:
             dynamodb=mesh.aws.dynamodb,
             s3=self.s3,
             clock=lambda: NOW,
-            logger=logging.getLogger(LOGGER),
+            logger=logger or logging.getLogger(LOGGER),
         )
 
     def run(self, *bodies: str | dict[str, Any]) -> tuple[list[int], list[str]]:
@@ -178,3 +181,20 @@ def test_p_sump_1_never_writes_status_or_sends(sump: Sump, mesh: Any) -> None:
     for url in mesh.resources.queue_urls.values():
         attrs = mesh.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
         assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "0"
+
+
+def test_p_trace_4_x_sump_log_lines_carry_actor_attempt_phase_and_correlation_id(mesh: Any) -> None:
+    stream = io.StringIO()
+    logger = Logger(service=f"test-x-sump-{uuid.uuid4()}", logger_handler=logging.StreamHandler(stream))
+    sump = Sump(mesh, logger=logger)
+    env = failed("t-logs")
+    env["status"]["attempt"] = 3
+    assert sump.run(env)[0] == []
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    [reached] = [line for line in lines if line["message"] == "envelope reached x-sump"]
+    assert (reached["actor"], reached["correlation_id"], reached["attempt"], reached["phase"]) == (
+        "x-sump",
+        "t-logs",
+        3,
+        "failed",
+    )
