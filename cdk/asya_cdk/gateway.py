@@ -10,7 +10,7 @@ request in Lambda's streaming HTTP format, so every method is integrated with re
 Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing; the public routes of GW-AUTH-2
 (``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``) have methods of their own without
 authorization. Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method
-(GW-AUTH-3); ``api_key`` and ``jwt`` -> none at API Gateway, the app checks (GW-AUTH-4, GW-AUTH-5); ``none`` ->
+(GW-AUTH-3); ``api_key`` -> none at API Gateway, the app checks (GW-AUTH-4); ``jwt`` is refused (not built); ``none`` ->
 refused unless ``allow_unauthenticated`` (GW-AUTH-6). With ``iam`` and CORS origins configured, ``OPTIONS`` is left
 open so browsers' preflight requests reach the app. The stage has JSON access logs, ERROR execution logs and
 throttling.
@@ -61,11 +61,17 @@ def lwa_layer_arn(region: str, version: int) -> str:
 
 
 def validate_auth(auth: GatewayAuth) -> None:
-    """Refuse what cannot be deployed (GW-AUTH-6)."""
+    """Refuse what cannot be deployed: an open gateway unless asked for (GW-AUTH-6), and ``jwt``, which the gateway
+    does not verify yet (it would refuse to start, so every request would fail)."""
+    if auth.mode == "jwt":
+        raise DeploymentError(
+            "gateway.auth.mode: 'jwt' is not supported by this gateway version (GW-AUTH-5 is not built yet); "
+            "use 'iam' or 'api_key'"
+        )
     if auth.mode == "none" and not auth.allow_unauthenticated:
         raise DeploymentError(
             "gateway.auth.mode: 'none' would expose every route without authentication (GW-AUTH-6); "
-            "use 'iam', 'api_key' or 'jwt', or set gateway.auth.allow_unauthenticated: true to deploy it anyway"
+            "use 'iam' or 'api_key', or set gateway.auth.allow_unauthenticated: true to deploy it anyway"
         )
 
 

@@ -50,6 +50,15 @@ def test_gw_auth_6_mode_none_is_refused_without_allow_unauthenticated(
     assert "allow_unauthenticated: true" in message
 
 
+def test_gw_auth_5_jwt_mode_is_refused_at_synthesis_until_the_gateway_verifies_tokens(
+    write_manifest: WriteManifest, tmp_path: Path
+) -> None:
+    auth = {"mode": "jwt", "jwks_url": "https://idp.example/jwks", "issuer": "https://idp.example", "audience": "asya"}
+    path = write_manifest(minimal_manifest(gateway={"auth": auth}))
+    with pytest.raises(DeploymentError, match=r"gateway.auth.mode: 'jwt' is not supported .* use 'iam' or 'api_key'"):
+        build(path, tmp_path / "out")
+
+
 def test_gw_auth_6_mode_none_with_allow_unauthenticated_deploys_open_methods(
     write_manifest: WriteManifest, tmp_path: Path
 ) -> None:
