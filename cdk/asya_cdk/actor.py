@@ -4,7 +4,9 @@ Sizing follows P-MAN-4: the function timeout is ``DeployedActor.lambda_timeout``
 ``DeployedActor.visibility_timeout`` (6x). Names follow P-NAME-4: queue ``asya-{ns}-{actor}``, DLQ
 ``asya-{ns}-{actor}-dlq``; both standard queues with SQS-managed encryption and a TLS-only policy, keeping messages
 14 days. The event source mapping always reports partial batch failures (P-ACK-1); after ``max_receive_count``
-receives SQS moves a message to the DLQ (P-ACK-6), whose depth above zero raises the alarm.
+receives SQS moves a message to the DLQ (P-ACK-6), whose depth above zero raises the alarm. An actor whose manifest
+``tracing`` is on gets X-Ray active tracing (and the X-Ray write permissions CDK adds with it, P-TRACE-3); the
+environment, ``ASYA_TRACING`` included, comes from ``asya.environment``.
 
 Grants on other resources (the mesh's queues, the table, the bucket) are the stack's business; this construct only
 lets the function consume its own queue.
@@ -25,6 +27,7 @@ from constructs import Construct
 from asya import naming
 from asya.manifest import DeployedActor
 from asya_cdk.errors import DeploymentError
+from asya_cdk.nag import acknowledge
 
 __all__ = ["QUEUE_RETENTION", "Actor"]
 
@@ -85,7 +88,16 @@ class Actor(Construct):
             timeout=Duration.seconds(actor.lambda_timeout),
             environment=dict(environment),
             log_group=self._log_group,
+            # X-Ray (P-TRACE-3): CDK adds xray:PutTraceSegments/PutTelemetryRecords to the role; off: nothing
+            tracing=lambda_.Tracing.ACTIVE if actor.tracing else None,
         )
+        if actor.tracing:
+            acknowledge(
+                self,
+                "AwsSolutions-IAM5[Resource::*]",
+                "xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions; they only "
+                "write this function's trace data (tracing: true in the manifest).",
+            )
         self._event_source = event_sources.SqsEventSource(
             self._queue,
             batch_size=actor.batch_size,

@@ -7,11 +7,13 @@ while the Lambda has at least the 5 s safety margin left, otherwise it and every
 made visible again at once (best effort).
 
 Payload references (P-LARGE-4): :meth:`CrewRuntime._hydrated` reads them back for checkpoints and results; crew sends
-go through the same offloading encoder as the layer's (``asya.payloads``).
+go through the same offloading encoder as the layer's (``asya.payloads``), and, with ``ASYA_TRACING`` on, carry the
+record's ``AWSTraceHeader`` like the layer's (P-TRACE-3, ``asya.xray``).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -28,6 +30,7 @@ from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
+from asya.xray import TraceHeaders
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "CrewRuntime", "UnstartedRecordError", "run_batch"]
 
@@ -37,13 +40,25 @@ class CrewRuntime:
     implement ``_record``; clients are created lazily when not injected."""
 
     def __init__(
-        self, config: ActorConfig, *, sqs: Any = None, s3: Any = None, clock: Clock = system_clock, logger: Any = None
+        self,
+        config: ActorConfig,
+        *,
+        sqs: Any = None,
+        s3: Any = None,
+        clock: Clock = system_clock,
+        logger: Any = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
         self._s3 = s3
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
-        self._transport = Transport(namespace=config.namespace, sqs=sqs, encoder=self._payloads.encode)
+        # environ: where the invocation's trace header is read per record (default: the live os.environ)
+        self._trace = TraceHeaders(os.environ if environ is None else environ) if config.tracing else None
+        trace_header = self._trace.current if self._trace is not None else None
+        self._transport = Transport(
+            namespace=config.namespace, sqs=sqs, encoder=self._payloads.encode, trace_header=trace_header
+        )
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
         self._log_keys(actor=config.actor)
 
@@ -93,6 +108,8 @@ class CrewRuntime:
         raise NotImplementedError
 
     def _logged_record(self, record: SQSRecord) -> None:
+        if self._trace is not None:
+            self._trace.begin(record.raw_event)
         try:
             self._record(record)
         except Exception as exc:  # re-raised: the record fails (P-ACK-3)

@@ -59,8 +59,9 @@ class SinkRuntime(CrewRuntime):
         clock: Clock = system_clock,
         logger: Any = None,
         new_id: Callable[[], str] = routing.new_uuid4,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger)
+        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ)
         self._new_id = new_id
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
 

@@ -453,3 +453,21 @@ def test_each_worker_gets_its_own_execution_environment(aws: Any) -> None:
     esm.start()
     esm.stop(timeout=10)
     assert len(built) == 2  # worker 0 uses the given handler, the other two get their own
+
+
+def test_p_trace_3_a_records_attributes_carry_the_messages_aws_trace_header(aws: Any) -> None:
+    queue, _ = _queues(aws)
+    trace = "Root=1-67a1b2c3-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
+    aws.sqs.send_message(
+        QueueUrl=queue,
+        MessageBody="traced",
+        MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String", "StringValue": trace}},
+    )
+    aws.sqs.send_message(QueueUrl=queue, MessageBody="untraced")
+    recorder = Recorder()
+    esm = _esm(aws, queue, recorder, batch_size=10)
+    while esm.poll_once(wait_seconds=0):
+        pass
+    records = {r["body"]: r["attributes"] for e in recorder.events for r in e["Records"]}
+    assert records["traced"]["AWSTraceHeader"] == trace
+    assert "AWSTraceHeader" not in records["untraced"]

@@ -309,3 +309,67 @@ def test_a_check_of_a_whole_object_does_not_dump_it() -> None:
     line = next(entry for entry in message.splitlines() if "handler" in entry)
     assert line.strip() == "actors.prep.handler: must be 'module.function' or 'module.Class.method' (got 'main')"
     assert "'env'" not in line
+
+
+def test_p_trace_3_tracing_is_off_by_default_for_actors_and_crew() -> None:
+    manifest = parse_manifest(_manifest())
+    assert {a.name: a.tracing for a in manifest.deployed_actors()} == {
+        "prep": False,
+        "infer": False,
+        naming.SINK: False,
+        naming.SUMP: False,
+    }
+
+
+def test_p_trace_3_defaults_tracing_covers_every_actor_and_the_crew_unless_an_actor_opts_out() -> None:
+    data = _manifest(defaults={"tracing": True})
+    data["actors"]["infer"]["tracing"] = False
+    manifest = parse_manifest(data)
+    assert {a.name: a.tracing for a in manifest.deployed_actors()} == {
+        "prep": True,
+        "infer": False,
+        naming.SINK: True,
+        naming.SUMP: True,
+    }
+
+
+def test_p_trace_3_an_actor_may_trace_alone_without_the_crew() -> None:
+    data = _manifest()
+    data["actors"]["prep"]["tracing"] = True
+    traced = {a.name for a in parse_manifest(data).deployed_actors() if a.tracing}
+    assert traced == {"prep"}
+
+
+@pytest.mark.parametrize(
+    ("data", "line"),
+    [
+        (
+            _manifest(actors={"prep": {"handler": "mod.prep", "tracing": "yes"}}, flows={}),
+            "actors.prep.tracing: Input should be a valid boolean (got 'yes')",
+        ),
+        (
+            _manifest(defaults={"tracing": 1}),
+            "defaults.tracing: Input should be a valid boolean (got 1)",
+        ),
+    ],
+)
+def test_p_man_1_tracing_must_be_a_boolean(data: dict[str, Any], line: str) -> None:
+    error = _error(data)
+    assert line in error
+    assert error.count("tracing") == 1  # a bad default is reported once, not once per actor
+
+
+def test_p_trace_3_tracing_sets_asya_tracing_in_the_actor_environment() -> None:
+    from asya.config import ActorConfig
+    from asya.environment import actor_environment
+
+    data = _manifest()
+    data["actors"]["prep"]["tracing"] = True
+    actors = {a.name: a for a in parse_manifest(data).deployed_actors()}
+    manifest = parse_manifest(data)
+    traced = actor_environment(manifest, actors["prep"], table="t", bucket="b")
+    untraced = actor_environment(manifest, actors["infer"], table="t", bucket="b")
+    assert traced["ASYA_TRACING"] == "true"
+    assert ActorConfig.from_env(traced).tracing is True
+    assert "ASYA_TRACING" not in untraced
+    assert ActorConfig.from_env(untraced).tracing is False

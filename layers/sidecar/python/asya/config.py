@@ -14,10 +14,14 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_OFFLOAD_THRESHOLD_KB`` | claim-check threshold (P-LARGE-1) | ``240`` |
 | ``ASYA_SINK_HOOKS`` | comma-separated hook actors (x-sink only, P-SINK-6) | ``""`` |
 | ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (section 8, ``asya.resiliency``) | no retries |
-| ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled: new span id per hop (P-TRACE-1) | ``false`` |
+| ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled (manifest ``tracing``; the CDK app then turns on the
+  Lambda's active tracing): a new span id per hop (P-TRACE-1), and every send carries the SQS ``AWSTraceHeader`` of
+  its record, else the invocation's ``_X_AMZN_TRACE_ID`` (P-TRACE-3, ``asya.xray``) | ``false`` |
 | ``POWERTOOLS_LOG_LEVEL``, else ``LOG_LEVEL`` | level of the runtime's Powertools logger (the same precedence as
   Powertools; read here so the local mode honours an actor's ``env`` map too) | ``INFO`` |
 
+``_X_AMZN_TRACE_ID`` is not read here: the Lambda runtime sets it anew for every invocation, so a traced runtime
+reads it per record from the environment mapping it is given (``ActorRuntime(environ=...)``, ``asya.xray``).
 ``ASYA_MANIFEST`` (``ENV.manifest``) is the gateway's: the path of the manifest it serves. ``asya.environment`` builds
 these mappings for the CDK app and the local mode.
 """

@@ -10,8 +10,9 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
    AWS Lambda reserves (:class:`ReservedVariableError` names ``actors.{name}.env.{key}``);
 2. ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``,
    ``ASYA_OFFLOAD_THRESHOLD_KB``; ``ASYA_HANDLER`` for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
-   ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_CODE_DIR`` only when ``code_dir`` is
-   given (the local mode: in Lambda the code asset is ``/var/task``, already importable);
+   ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_TRACING=true`` when its ``tracing`` is on
+   (P-TRACE-3); ``ASYA_CODE_DIR`` only when ``code_dir`` is given (the local mode: in Lambda the code asset is
+   ``/var/task``, already importable);
 3. ``POWERTOOLS_SERVICE_NAME=actor`` and ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
 
 Gateway and backstop Lambdas (:func:`gateway_environment`): ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_MANIFEST`` when a
@@ -123,6 +124,8 @@ def actor_environment(
         env[ENV.sink_hooks] = ",".join(manifest.crew.sink_hooks)
     if actor.resiliency is not None:
         env[ENV.resiliency] = json.dumps(actor.resiliency.model_dump(mode="json"), separators=(",", ":"))
+    if actor.tracing:
+        env[ENV.tracing] = "true"
     return env
 
 

@@ -41,6 +41,10 @@ Infrastructure errors are acked only after their x-sump send succeeded (P-ERR-5)
 best-effort final ``failed`` status (P-ERR-6). Every send goes through ``asya.payloads.PayloadStore.encode``: an
 envelope over ``ASYA_OFFLOAD_THRESHOLD_KB`` leaves with its payload in S3 and a reference in its place (P-LARGE-2);
 resent input payloads keep their reference (P-LARGE-5).
+
+X-Ray (P-TRACE-3): with ``ASYA_TRACING`` on, every send of a record carries the SQS ``AWSTraceHeader`` of that
+record, else the invocation's ``_X_AMZN_TRACE_ID``, read per record from ``environ`` (``asya.xray``); frames that
+leave after their record ended keep their record's. With tracing off nothing of this runs.
 """
 
 from __future__ import annotations
@@ -75,7 +79,8 @@ from asya.retry import Retrier
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
-from asya.transport import Transport
+from asya.transport import Transport, UnknownActorError
+from asya.xray import TraceHeaders
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -112,7 +117,10 @@ class ActorRuntime:
         sleep: Callable[[float], None] = time.sleep,
         new_id: Callable[[], str] = routing.new_uuid4,
         random: Callable[[], float] = random.random,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
+        """``environ``: where the invocation's trace header is read per record when tracing is on (default: the
+        live ``os.environ``, which the Lambda runtime updates per invocation)."""
         self.config = config
         self._actor = config.actor
         self._clock = clock
@@ -123,7 +131,14 @@ class ActorRuntime:
         self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
-        self._transport = Transport(namespace=config.namespace, sqs=sqs, sleep=sleep, encoder=self._payloads.encode)
+        self._trace = TraceHeaders(os.environ if environ is None else environ) if config.tracing else None
+        self._transport = Transport(
+            namespace=config.namespace,
+            sqs=sqs,
+            sleep=sleep,
+            encoder=self._payloads.encode,
+            trace_header=self._trace.current if self._trace is not None else None,
+        )
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
         self._errors = InfraErrors(
@@ -201,6 +216,8 @@ class ActorRuntime:
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
         def record_handler(record: SQSRecord) -> None:
+            if self._trace is not None:
+                self._trace.begin(record.raw_event)
             try:
                 self._record(record, batch)
             except Exception as exc:  # re-raised: the record fails (P-ACK-3)
@@ -347,12 +364,15 @@ class ActorRuntime:
         fly_id = None if untracked else (env.parent_id or env.id)
         limit = self._call_limit(None if hook else _deadline(env), batch.context)  # hooks run past it (P-TIME-4)
         guard = self._idem.guard(HopKey.of(env, actor), item.delivery, item.first_frame)
-        ticket = batch.outbox.ticket(
-            item.message_id,
-            guard,
-            lambda lost: self._errors.unknown_destinations(
+
+        def on_unknown(lost: list[tuple[routing.Outgoing, UnknownActorError]]) -> None:
+            self._errors.unknown_destinations(
                 lost, entry=hop.entry, report=hop.report, now=self._ts(self._clock()), trace=hop.trace
-            ),
+            )
+
+        # the outbox may find them after this record ended: its x-sump sends keep this record's trace header
+        ticket = batch.outbox.ticket(
+            item.message_id, guard, self._trace.bound(on_unknown) if self._trace is not None else on_unknown
         )
         hop = Hop(
             item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, guard=guard, ticket=ticket

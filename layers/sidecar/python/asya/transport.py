@@ -14,6 +14,10 @@
   destination is known when the item is produced); :meth:`Transport.send_prepared` sends prepared items grouped
   per queue and never raises for an entry: each result carries its own ``failure``, so one failing entry leaves
   the others' outcomes intact.
+- X-Ray (P-TRACE-3): with ``trace_header=`` (a callable, given only when tracing is on, ``asya.xray``) every message
+  sent carries the SQS system attribute ``AWSTraceHeader`` with the value it returns (per entry in
+  ``SendMessageBatch``), read when the item is sent or, for :meth:`Transport.prepare`, prepared; no value, no
+  attribute. Without it no send carries ``MessageSystemAttributes``.
 
 No client is created before the first send; pass ``sqs=`` to inject one.
 """
@@ -31,6 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import naming
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError, NamingError, SerializationError
+from asya.xray import system_attributes
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -41,6 +46,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "Prepared",
     "SendResult",
+    "TraceHeader",
     "Transport",
     "TransportError",
     "UnknownActorError",
@@ -56,8 +62,10 @@ _INITIAL_BACKOFF: Final = 0.1
 _NO_QUEUE_CODES: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 
 Encoder = Callable[[str, Envelope], str]
-#: (item index, queue url, body, body size in bytes)
-_Entry = tuple[int, str, str, int]
+#: The ``AWSTraceHeader`` of the sends made now (P-TRACE-3), ``None`` for none.
+TraceHeader = Callable[[], str | None]
+#: (item index, queue url, body, body size in bytes, AWSTraceHeader or None)
+_Entry = tuple[int, str, str, int, str | None]
 
 
 class UnknownActorError(AsyaError):
@@ -94,14 +102,15 @@ class SendResult:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """One item ready to send (:meth:`Transport.prepare`): its queue ``url`` and encoded ``body``, or the
-    ``error`` of an unknown destination."""
+    """One item ready to send (:meth:`Transport.prepare`): its queue ``url``, encoded ``body`` and
+    ``trace_header`` (P-TRACE-3), or the ``error`` of an unknown destination."""
 
     actor: str
     url: str = ""
     body: str = ""
     size: int = 0
     error: UnknownActorError | None = None
+    trace_header: str | None = None
 
 
 def _json_body(_actor: str, envelope: Envelope) -> str:
@@ -118,11 +127,13 @@ class Transport:
         sqs: SQSClient | None = None,
         encoder: Encoder = _json_body,
         sleep: Callable[[float], None] = time.sleep,
+        trace_header: TraceHeader | None = None,
     ) -> None:
         self._namespace = naming.validate_namespace(namespace)
         self._sqs = sqs
         self._encoder = encoder
         self._sleep = sleep
+        self._trace_header = trace_header
         self._urls: dict[str, str] = {}
         self._visibility: dict[str, int] = {}
 
@@ -174,8 +185,17 @@ class Transport:
         """Send one envelope; returns the SQS message id."""
         url = self.queue_url(actor)
         body = self.encode(actor, envelope)
+        header = self._trace_header() if self._trace_header is not None else None
         try:
-            response = self.sqs.send_message(QueueUrl=url, MessageBody=body, DelaySeconds=delay_seconds)
+            if header:
+                response = self.sqs.send_message(
+                    QueueUrl=url,
+                    MessageBody=body,
+                    DelaySeconds=delay_seconds,
+                    MessageSystemAttributes=system_attributes(header),
+                )
+            else:
+                response = self.sqs.send_message(QueueUrl=url, MessageBody=body, DelaySeconds=delay_seconds)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
                 self._urls.pop(actor, None)
@@ -194,6 +214,7 @@ class Transport:
         """
         results: list[SendResult | None] = [None] * len(items)
         pending: list[_Entry] = []
+        header = self._trace_header() if self._trace_header is not None else None
         for index, (actor, envelope) in enumerate(items):
             try:
                 url = self.queue_url(actor)
@@ -201,7 +222,7 @@ class Transport:
                 results[index] = SendResult(actor=actor, error=exc)
                 continue
             body, size = self._encode_sized(actor, envelope)
-            pending.append((index, url, body, size))
+            pending.append((index, url, body, size, header))
         for chunk in _chunks(pending):
             failure = self._send_chunk(chunk, items, results)
             if failure is not None:
@@ -216,7 +237,8 @@ class Transport:
         except UnknownActorError as exc:
             return Prepared(actor=actor, error=exc)
         body, size = self._encode_sized(actor, envelope)
-        return Prepared(actor=actor, url=url, body=body, size=size)
+        header = self._trace_header() if self._trace_header is not None else None
+        return Prepared(actor=actor, url=url, body=body, size=size, trace_header=header)
 
     def send_prepared(self, items: Sequence[Prepared]) -> list[SendResult]:
         """Send prepared items, grouped per queue (order kept within a queue); one result per item, in order.
@@ -229,13 +251,13 @@ class Transport:
             if item.error is not None:
                 results[index] = SendResult(actor=item.actor, error=item.error)
             else:
-                pending.append((index, item.url, item.body, item.size))
+                pending.append((index, item.url, item.body, item.size, item.trace_header))
         pending.sort(key=lambda entry: entry[1])  # stable: per-queue order stays the items' order
         actors = [(item.actor, None) for item in items]
         for chunk in _chunks(pending):
             failure = self._send_chunk(chunk, actors, results)
             if failure is not None:
-                for index, _, _, _ in chunk:
+                for index, *_ in chunk:
                     if results[index] is None:
                         results[index] = SendResult(actor=items[index].actor, failure=failure)
         return [r for r in results if r is not None]
@@ -286,7 +308,11 @@ class Transport:
         for attempt in range(_RETRIES + 1):
             if attempt:
                 self._sleep(_INITIAL_BACKOFF * 2 ** (attempt - 1))
-            entries: list[Any] = [{"Id": key, "MessageBody": body} for key, (_, _, body, _) in waiting.items()]
+            entries: list[Any] = [{"Id": key, "MessageBody": entry[2]} for key, entry in waiting.items()]
+            if self._trace_header is not None:  # tracing on (P-TRACE-3): each entry carries its own record's header
+                for request, entry in zip(entries, waiting.values(), strict=True):
+                    if entry[4]:
+                        request["MessageSystemAttributes"] = system_attributes(entry[4])
             try:
                 response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
             except ClientError as exc:
@@ -316,7 +342,7 @@ class Transport:
         items: Sequence[tuple[str, Envelope | None]],
         results: list[SendResult | None],
     ) -> None:
-        for index, _, _, _ in waiting.values():
+        for index, *_ in waiting.values():
             actor = items[index][0]
             self._urls.pop(actor, None)
             results[index] = SendResult(

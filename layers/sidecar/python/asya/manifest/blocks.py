@@ -152,6 +152,9 @@ class ActorSettings(_Model):
     max_receive_count: int = Field(5, ge=1, le=1000, strict=True)
     env: dict[str, str] = Field(default_factory=dict)
     resiliency: Resiliency | None = None
+    #: AWS X-Ray active tracing of the actor's Lambda and ``AWSTraceHeader`` on its sends (P-TRACE-3); off by
+    #: default, X-Ray is billed per trace. ``defaults.tracing`` also decides the crew's (``Manifest.deployed_actors``).
+    tracing: bool = Field(False, strict=True)
 
 
 class ActorSpec(ActorSettings):
@@ -227,6 +230,7 @@ class DeployedActor(_Model):
     max_receive_count: int
     env: dict[str, str]
     resiliency: Resiliency | None = None
+    tracing: bool = False
 
     @property
     def lambda_timeout(self) -> int:

@@ -174,7 +174,8 @@ class Manifest(_Model):
         return None
 
     def deployed_actors(self) -> list[DeployedActor]:
-        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump)."""
+        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump), whose
+        ``tracing`` is ``defaults.tracing``."""
         out = [
             DeployedActor(
                 name=name,
@@ -188,11 +189,21 @@ class Manifest(_Model):
                 max_receive_count=spec.max_receive_count,
                 env=dict(spec.env),
                 resiliency=spec.resiliency,
+                tracing=spec.tracing,
             )
             for name, spec in self.actors.items()
         ]
+        # the crew is traced with the mesh: ``defaults.tracing`` (an actor's own setting covers that actor only)
         out.extend(
-            DeployedActor(name=crew, crew=True, handler=None, code_dir=None, env={}, **CREW_SETTINGS)
+            DeployedActor(
+                name=crew,
+                crew=True,
+                handler=None,
+                code_dir=None,
+                env={},
+                tracing=self.defaults.tracing,
+                **CREW_SETTINGS,
+            )
             for crew in naming.CREW_ACTORS
         )
         return out

@@ -1,0 +1,78 @@
+"""The SQS ``AWSTraceHeader`` of a runtime's sends when X-Ray tracing is on (P-TRACE-3, ``ASYA_TRACING``).
+
+Which header a send carries: the ``AWSTraceHeader`` of the SQS record being processed (Lambda copies the message's
+system attribute into ``record["attributes"]``), else the invocation's own trace header, the environment variable
+``_X_AMZN_TRACE_ID`` that the Lambda runtime sets anew for every invocation, else none (no system attribute).
+
+:class:`TraceHeaders` is built only when tracing is on, with the environment mapping to read that variable from
+(the live ``os.environ`` in Lambda, any mapping in tests and the local mode); it is read when a record begins, never
+at import or build time. The runtime calls :meth:`TraceHeaders.begin` for each record and hands
+:meth:`TraceHeaders.current` to its ``asya.transport.Transport`` (``trace_header=``), which stamps the value on every
+message it sends. The value is passed on as it came: no X-Ray SDK is imported and no segment is recorded here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageSystemAttributeValueTypeDef
+
+__all__ = ["RECORD_ATTRIBUTE", "TRACE_ID_ENV", "TraceHeaders", "system_attributes"]
+
+#: The variable the Lambda runtime sets to the current invocation's trace header.
+TRACE_ID_ENV: Final = "_X_AMZN_TRACE_ID"
+#: The SQS system attribute (and the key Lambda uses in a record's ``attributes``).
+RECORD_ATTRIBUTE: Final[Literal["AWSTraceHeader"]] = "AWSTraceHeader"
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def system_attributes(header: str) -> dict[Literal["AWSTraceHeader"], MessageSystemAttributeValueTypeDef]:
+    """The ``MessageSystemAttributes`` of a send carrying ``header``."""
+    return {RECORD_ATTRIBUTE: {"DataType": "String", "StringValue": header}}
+
+
+class TraceHeaders:
+    """The trace header of the record being processed; one per runtime (records run one at a time, P-PROC-1)."""
+
+    __slots__ = ("_current", "_environ")
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self._current: str | None = None
+
+    def begin(self, record: Mapping[str, Any]) -> None:
+        """A record (the Lambda SQS record mapping) begins: its sends carry its ``AWSTraceHeader``, else the
+        invocation's trace header, else none."""
+        attributes = record.get("attributes")
+        header = attributes.get(RECORD_ATTRIBUTE) if isinstance(attributes, Mapping) else None
+        if not isinstance(header, str) or not header:
+            header = self._environ.get(TRACE_ID_ENV) or None
+        self._current = header
+
+    def current(self) -> str | None:
+        """The header of the current record's sends."""
+        return self._current
+
+    @contextmanager
+    def using(self, header: str | None) -> Iterator[None]:
+        """Sends made inside carry ``header`` (a record's, when its sends happen after it ended)."""
+        saved, self._current = self._current, header
+        try:
+            yield
+        finally:
+            self._current = saved
+
+    def bound(self, fn: Callable[_P, _R]) -> Callable[_P, _R]:
+        """``fn``, whose sends carry the header current now, whenever it is called."""
+        header = self._current
+
+        def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+            with self.using(header):
+                return fn(*args, **kwargs)
+
+        return call
