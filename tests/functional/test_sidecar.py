@@ -527,6 +527,46 @@ def test_p_stat_12_stealth_mode_skips_preflight(harness: Callable[..., Harness])
     assert [o["id"] for o in h.drain("analyze")] == ["t-stealth2"]
 
 
+HOOK_COPY = {"x-asya-sink-hook": {"hook": "normalize", "phase": "succeeded"}}
+
+
+def test_p_stat_13_hook_copy_at_a_user_actor_writes_no_status_events_or_fly(harness: Callable[..., Harness]) -> None:
+    """A hook copy (P-SINK-6) is untracked like a stealth envelope: no progress event, no FLY value, no status change,
+    whatever the progress mode; the handler still runs and its frame leaves with the hook header."""
+    h = harness("stream_fly")
+    h.store.create_task(task_id="t-hook", actor="normalize", payload={})
+    before = h.store.events_after("t-hook", 0)
+    headers = {**HOOK_COPY, "x-asya-progress": "detailed"}
+    _, failed = h.run(envelope("t-hook", nxt=[], headers=headers))
+    assert failed == []
+    assert h.store.events_after("t-hook", 0) == before, "no status event and no FLY event"
+    task = h.store.get_task("t-hook")
+    assert task is not None
+    assert task["status"] == "pending"
+    assert task["last_event_id"] == 1
+    [out] = h.drain("x-sink")
+    assert out["payload"] == {"text": "hello big world", "done": True}
+    assert out["status"]["phase"] == "succeeded"
+    assert out["headers"]["x-asya-sink-hook"] == HOOK_COPY["x-asya-sink-hook"], "x-sink acks it (P-SINK-2)"
+
+
+def test_p_stat_13_hook_copy_skips_preflight_even_for_a_canceled_task(harness: Callable[..., Harness]) -> None:
+    """Pre-flight (P-STAT-10) is skipped for hook copies: the canceled task's hook still runs its handler, and the
+    copy is not turned into a ``PreFlightCanceled`` envelope."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-hook-cancel", actor="normalize", payload={})
+    assert h.store.cancel("t-hook-cancel") == "canceled"
+    before = h.store.events_after("t-hook-cancel", 0)
+    _, failed = h.run(envelope("t-hook-cancel", nxt=[], headers=dict(HOOK_COPY)))
+    assert failed == []
+    [out] = h.drain("x-sink")
+    assert out["status"]["phase"] == "succeeded"
+    assert out["status"]["reason"] == "Completed"
+    assert out["payload"] == {"text": "hello big world", "seen": True}, "the handler ran"
+    assert h.store.events_after("t-hook-cancel", 0) == before
+    assert h.store.get_task("t-hook-cancel")["status"] == "canceled"  # type: ignore[index]
+
+
 def _status_events(h: Harness, task_id: str) -> list[dict[str, Any]]:
     return [e["data"] for e in h.store.events_after(task_id, 1) if e["event"] == "status"]
 
