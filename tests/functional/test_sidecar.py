@@ -567,6 +567,47 @@ def test_p_stat_13_hook_copy_skips_preflight_even_for_a_canceled_task(harness: C
     assert h.store.get_task("t-hook-cancel")["status"] == "canceled"  # type: ignore[index]
 
 
+def test_p_hdr_2_mesh_status_header_name_is_case_sensitive(harness: Callable[..., Harness]) -> None:
+    """``X-Asya-Mesh-Status: off`` is not ``x-asya-mesh-status`` (P-HDR-2): the envelope is tracked, so its progress
+    is written (unlike P-STAT-12's stealth mode, whose *value* alone is case-insensitive); the header travels as is."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-case", actor="normalize", payload={})
+    _, failed = h.run(envelope("t-case", headers={"X-Asya-Mesh-Status": "off"}))
+    assert failed == []
+    assert [(e["status"], e.get("step")) for e in _status_events(h, "t-case")] == [("running", "processing")]
+    task = h.store.get_task("t-case")
+    assert task is not None
+    assert task["status"] == "running"
+    [out] = h.drain("analyze")
+    assert out["headers"]["X-Asya-Mesh-Status"] == "off"
+    assert "x-asya-mesh-status" not in out["headers"]
+
+
+def test_p_hdr_2_sink_hook_header_name_is_case_sensitive(harness: Callable[..., Harness]) -> None:
+    """``X-Asya-Sink-Hook`` does not make a hook copy (P-HDR-2): pre-flight runs and a canceled task's envelope goes
+    to x-sink canceled (P-STAT-10)."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-case-hook", actor="normalize", payload={})
+    h.store.cancel("t-case-hook")
+    _, failed = h.run(envelope("t-case-hook", headers={"X-Asya-Sink-Hook": HOOK_COPY["x-asya-sink-hook"]}))
+    assert failed == []
+    assert h.drain("analyze") == []
+    [out] = h.drain("x-sink")
+    assert (out["status"]["phase"], out["status"]["reason"]) == ("canceled", "PreFlightCanceled")
+
+
+def test_p_hdr_2_route_override_header_name_is_case_sensitive(harness: Callable[..., Harness]) -> None:
+    """``X-Asya-Route-Override`` is no override (P-HDR-2): the route check (P-ROUTE-1) rejects the envelope that
+    ``test_p_route_1_override_target_accepts`` accepts with the lowercase name."""
+    h = harness("echo")
+    headers = {"X-Asya-Route-Override": {"summarize": "normalize"}}
+    _, failed = h.run(envelope("t-case-ovr", curr="summarize", headers=headers))
+    assert failed == []
+    assert h.drain("analyze") == []
+    [out] = h.drain("x-sump")
+    assert out["status"]["reason"] == "RouteMismatch"
+
+
 def _status_events(h: Harness, task_id: str) -> list[dict[str, Any]]:
     return [e["data"] for e in h.store.events_after(task_id, 1) if e["event"] == "status"]
 
