@@ -419,6 +419,27 @@ def test_p_route_8_unknown_next_actor_in_the_input_route(harness: Callable[..., 
     assert sump["id"] == "t-nope"
 
 
+@pytest.mark.parametrize("legacy_end", ["happy-end", "error-end"])
+def test_p_env_16_legacy_end_queue_names_are_unknown_actors(harness: Callable[..., Harness], legacy_end: str) -> None:
+    """P-ENV-16: upstream's end queues mean nothing here; routed to, the frame goes to x-sump as ``UnknownActor``
+    (P-ROUTE-8) and never reaches x-sink as a success or failure."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-legacy-end", actor="normalize", payload={})
+    _, failed = h.run(envelope("t-legacy-end", nxt=[legacy_end]))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["id"] == "t-legacy-end"
+    assert sump["status"]["phase"] == "failed"
+    assert sump["status"]["reason"] == "UnknownActor"
+    assert legacy_end in sump["payload"]["details"]["message"]
+    assert sump["payload"]["original_payload"] == {"text": "hello big world", "seen": True}, "the frame"
+    assert h.drain("x-sink") == []
+    task = h.store.get_task("t-legacy-end")
+    assert task is not None
+    assert task["status"] == "failed"
+    assert legacy_end in task["error"]
+
+
 def test_p_abi_20_unserialisable_frame_goes_to_sump(harness: Callable[..., Harness]) -> None:
     h = harness("not_json")
     _, failed = h.run(envelope("t-nan"))
