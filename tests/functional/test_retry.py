@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 from asya.config import ActorConfig
 from asya.sidecar import ActorRuntime
@@ -251,6 +251,29 @@ def test_p_stat_5_retrying_event_for_a_tracked_task(harness: Callable[..., Harne
     task = h.store.get_task("t-track")
     assert task is not None
     assert (task["status"], task["step"], task["current_actor"]) == ("running", "retrying", "normalize")
+
+
+def test_p_stat_7_a_failing_retrying_write_still_schedules_the_retry(
+    harness: Callable[..., Harness], mesh: Any
+) -> None:
+    """P-STAT-7: the ``processing`` and ``retrying`` writes are refused by DynamoDB; the retry is still sent and the
+    record acked."""
+    h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
+    h.store.create_task(task_id="t-unwritten", actor="normalize", payload=INPUT)
+    before = h.store.events_after("t-unwritten", 0)
+    refused: list[str] = []
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        refused.append(params["TableName"])
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "table unavailable"}}, "UpdateItem")
+
+    mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem", refuse)
+    assert h.run(envelope("t-unwritten")) == []
+    assert len(refused) == 2, "processing and retrying were attempted"
+    [retry] = h.drain("normalize")
+    assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
+    assert h.drain("x-sink") == []
+    assert h.store.events_after("t-unwritten", 0) == before
 
 
 def test_p_stat_12_stealth_retry_writes_no_event(harness: Callable[..., Harness]) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from asya import sidecar
 from asya.config import ActorConfig
@@ -860,3 +861,34 @@ def test_p_ack_3_a_failed_record_logs_why_in_one_line(harness: Callable[..., Har
     failed = fail_one_record(h, envelope("t-why"))
     assert failed.__dict__["error_type"] == "asya.transport.UnknownActorError"
     assert "x-sink" in failed.__dict__["error"]
+
+
+def test_p_stat_7_failing_progress_and_fly_writes_never_fail_the_record(
+    harness: Callable[..., Harness], mesh: Any
+) -> None:
+    """P-STAT-7: every task-record update of the hop (``received``, ``processing``, ``completed`` and the FLY
+    append) is refused by DynamoDB; each failure is logged, and the record still routes its frame and is acked."""
+    h = harness("stream_fly")
+    h.store.create_task(task_id="t-best-effort", actor="normalize", payload={})
+    before = h.store.events_after("t-best-effort", 0)
+    refused: list[str] = []
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        refused.append(params["TableName"])
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "table unavailable"}}, "UpdateItem")
+
+    mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem", refuse)
+    env = envelope("t-best-effort", headers={"x-asya-progress": "detailed"})
+    with LogLines(h) as logs:
+        _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("analyze")
+    assert out["id"] == "t-best-effort"
+    assert out["payload"] == {"text": "hello big world", "done": True}
+    assert h.drain("x-sink") == [] and h.drain("x-sump") == []
+    assert [r.__dict__["step"] for r in logs.named("progress write failed")] == ["received", "processing", "completed"]
+    fly_failures = logs.named("FLY append failed")
+    assert fly_failures and sum(r.__dict__["count"] for r in fly_failures) == 2
+    assert len(refused) == 3 + len(fly_failures), "every refused write was attempted"
+    assert logs.named("record failed: SQS delivers it again") == []
+    assert h.store.events_after("t-best-effort", 0) == before
