@@ -815,12 +815,17 @@ def test_p_ack_4_failed_records_come_back_with_backoff(harness: Callable[..., Ha
 
 
 class LogLines(logging.Handler):
-    """The records one runtime's Powertools logger (named after the actor's queue) emits while attached."""
+    """The records one runtime's Powertools logger (named after the actor's queue) emits while attached, and each as
+    the JSON line Powertools writes for it: formatted at emit time by the logger's own Powertools formatter, which
+    holds the keys the runtime appended for the record being processed (P-TRACE-4). Reading these instead of stdout
+    keeps the test independent of the stream the shared logger's handler captured when it was first built."""
 
     def __init__(self, h: Harness) -> None:
         super().__init__()
         self.records: list[logging.LogRecord] = []
+        self.lines: list[dict[str, Any]] = []
         self._logger = logging.getLogger(h.runtime.config.queue_name)
+        self.setFormatter(self._logger.powertools_handler.formatter)  # type: ignore[attr-defined]
 
     def __enter__(self) -> LogLines:
         self._logger.addHandler(self)
@@ -831,6 +836,7 @@ class LogLines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
+        self.lines.append(json.loads(self.format(record)))
 
     def named(self, message: str) -> list[logging.LogRecord]:
         return [r for r in self.records if r.getMessage() == message]
@@ -892,3 +898,28 @@ def test_p_stat_7_failing_progress_and_fly_writes_never_fail_the_record(
     assert len(refused) == 3 + len(fly_failures), "every refused write was attempted"
     assert logs.named("record failed: SQS delivers it again") == []
     assert h.store.events_after("t-best-effort", 0) == before
+
+
+PHASES = {"pending", "processing", "retrying", "succeeded", "failed", "paused", "canceled"}
+
+
+def test_p_trace_4_a_record_s_log_lines_carry_its_id_actor_attempt_and_phase(harness: Callable[..., Harness]) -> None:
+    """P-TRACE-4: JSON log lines, ``correlation_id`` = the envelope id of the record being processed, plus ``actor``,
+    ``attempt`` and ``phase``. Two records of one batch, each logging once (a handler error without a policy, an
+    expired SLA), must not share each other's keys."""
+    h = harness("boom")
+    retried = envelope("t-log-retry")
+    retried["status"].update(phase="retrying", attempt=2, max_attempts=3)
+    late = envelope("t-log-late", deadline=NOW + timedelta(milliseconds=500))
+    with LogLines(h) as logs:
+        _, failed = h.run(retried, late)
+    assert failed == []
+    by_message = {line["message"]: line for line in logs.lines}
+    error_line = by_message["handler error, no retry policy: sent to x-sink"]
+    sla_line = by_message["SLA deadline expired: sent to x-sink"]
+    assert error_line["correlation_id"] == "t-log-retry"
+    assert sla_line["correlation_id"] == "t-log-late"
+    assert (error_line["actor"], error_line["attempt"]) == ("normalize", 2)
+    assert (sla_line["actor"], sla_line["attempt"]) == ("normalize", 1)
+    assert {error_line["phase"], sla_line["phase"]} <= PHASES
+    assert error_line["level"] == sla_line["level"] == "WARNING"
