@@ -330,6 +330,36 @@ def test_p_res_11_exhausted_policy_goes_to_sink_policy_exhausted(harness: Callab
     assert out["headers"]["x-asya-first-attempt"] == format_ts(NOW)
 
 
+def test_p_err_2_serialization_error_goes_to_sump_and_is_never_retried(harness: Callable[..., Harness]) -> None:
+    """A policy whose rules name ``SerializationError`` (and every ``Exception``) retries a handler error, but a
+    frame that cannot be encoded is an infrastructure error (P-ERR-2, P-ABI-20): straight to x-sump, no retry."""
+    resiliency = {
+        "policies": {"default": {"max_attempts": 5, "initial_delay": 0, "jitter": False}},
+        "rules": [{"errors": ["SerializationError", "TypeError", "Exception"], "policy": "default"}],
+    }
+    control = harness("mutate_then_fail", resiliency)
+    assert control.run(envelope("t-handler-error")) == []
+    [retry] = control.drain("normalize")
+    assert (retry["status"]["phase"], retry["status"]["max_attempts"]) == ("retrying", 5), "the policy retries"
+
+    h = harness("unserialisable", resiliency)
+    h.store.create_task(task_id="t-nan", actor="normalize", payload=INPUT)
+    assert h.run(envelope("t-nan")) == []
+    assert h.sent_to("normalize") == []
+    assert h.drain("normalize") == []
+    assert h.drain("x-sink") == []
+    assert h.drain("analyze") == []
+    [sump] = h.drain("x-sump")
+    assert sump["id"] == "t-nan"
+    assert (sump["status"]["phase"], sump["status"]["reason"]) == ("failed", "SerializationError")
+    assert sump["status"]["attempt"] == 1
+    assert sump["payload"]["original_payload"] == INPUT
+    assert [e.get("step") for e in h.status_events("t-nan") if e["status"] == "running"] == ["processing"]
+    task = h.store.get_task("t-nan")
+    assert task is not None
+    assert task["status"] == "failed"
+
+
 def test_p_res_7_max_duration_exhausts_before_max_attempts(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=10, initial_delay=0, max_duration="30s"))
     h.run(envelope("t-dur"))

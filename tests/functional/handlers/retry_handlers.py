@@ -26,3 +26,8 @@ def fails_before_attempt(payload: dict[str, Any]) -> Iterator[Any]:
     if attempt < payload["succeed_at"]:
         raise TimeoutError(f"attempt {attempt} timed out")
     yield {**payload, "succeeded_on": attempt}
+
+
+def unserialisable(payload: Any) -> float:
+    """A frame that cannot be encoded (P-ABI-20): ``SerializationError``, an infrastructure error (P-ERR-2)."""
+    return float("nan")
