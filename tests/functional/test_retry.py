@@ -330,6 +330,27 @@ def test_p_res_11_exhausted_policy_goes_to_sink_policy_exhausted(harness: Callab
     assert out["headers"]["x-asya-first-attempt"] == format_ts(NOW)
 
 
+def test_p_res_10_a_retry_reruns_the_whole_call_and_sends_its_frames_again(harness: Callable[..., Harness]) -> None:
+    """The frame attempt 1 sent before failing stays sent; the retry runs the generator from the start, so the same
+    frame leaves again (P-RES-10), now from attempt 2."""
+    h = harness("frame_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
+    assert h.run(envelope("t-rerun")) == []
+    [first] = h.drain("analyze")
+    assert first["id"] == "t-rerun"
+    assert first["payload"] == {**INPUT, "sent_on": 1}
+    [retry] = h.drain("normalize")
+    assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
+    assert retry["payload"] == INPUT
+    assert h.run(retry) == []
+    [second] = h.drain("analyze")
+    assert second["id"] == "t-rerun"
+    assert second["payload"] == {**INPUT, "sent_on": 2}
+    assert second["route"] == first["route"] == {"prev": ["intake", "normalize"], "curr": "analyze", "next": []}
+    [again] = h.drain("normalize")
+    assert again["status"]["attempt"] == 3
+    assert h.drain("x-sink") == []
+
+
 def test_p_err_2_serialization_error_goes_to_sump_and_is_never_retried(harness: Callable[..., Harness]) -> None:
     """A policy whose rules name ``SerializationError`` (and every ``Exception``) retries a handler error, but a
     frame that cannot be encoded is an infrastructure error (P-ERR-2, P-ABI-20): straight to x-sump, no retry."""
