@@ -302,6 +302,31 @@ def test_p_sink_3_a_failed_fan_in_partial_in_stealth_mode_is_not_reported(sink: 
     assert sink.drain("x-sump") == [partial]
 
 
+def test_p_stat_11_p_proc_3_no_preflight_or_sla_check_at_x_sink(sink: Sink) -> None:
+    """x-sink runs no route check, pre-flight or SLA check (P-PROC-3, P-STAT-11, P-TIME-4): a succeeded envelope for a
+    canceled task and one whose ``deadline_at`` passed an hour ago (both routed to ``summarize``, not x-sink) are
+    checkpointed as they came and acked; neither is turned into a canceled or Timeout envelope sent back to x-sink."""
+    sink.store.create_task(task_id="t-canceled", actor="normalize")
+    assert sink.store.cancel("t-canceled") == "canceled"
+    sink.store.create_task(task_id="t-late", actor="normalize")
+    expired = "2026-03-02T07:00:00Z"  # NOW - 1 h
+    canceled = envelope("t-canceled", deadline_at=expired)
+    late = envelope("t-late", deadline_at=expired)
+    assert sink.run(canceled, late) == []
+    assert sorted(sink.keys()) == ["succeeded/2026-03-01/t-canceled.json", "succeeded/2026-03-01/t-late.json"]
+    assert sink.object("succeeded/2026-03-01/t-canceled.json")[0] == canceled
+    assert sink.object("succeeded/2026-03-01/t-late.json")[0] == late
+    view = sink.store.get_task("t-canceled")
+    assert view is not None
+    assert view["status"] == "canceled", "the first terminal write wins (P-STAT-2)"
+    assert view["checkpoint_key"] == "succeeded/2026-03-01/t-canceled.json"
+    view = sink.store.get_task("t-late")
+    assert view is not None
+    assert view["status"] == "succeeded" and view["result"] == late["payload"]
+    assert sink.drain("x-sink") == []
+    assert sink.drain("x-sump") == []
+
+
 def test_p_err_4_unparseable_body_goes_to_sump(sink: Sink) -> None:
     assert sink.run("{not json") == []
     [out] = sink.drain("x-sump")
