@@ -724,7 +724,16 @@ def test_p_time_6_short_deadline_budget_lets_a_record_start(harness: Callable[..
     h = harness("echo")
     soon = NOW + timedelta(seconds=8)
     _, failed = h.run(envelope("t-a"), envelope("t-b", deadline=soon), context=Context(remaining_ms=14_000))
-    assert failed == []
+    assert failed == [], "t-b's budget is its deadline, 8 s, within 14 s - 5 s: it starts"
+    outs = {o["id"]: o for o in h.drain("analyze")}
+    assert sorted(outs) == ["t-a", "t-b"]
+    frame = outs["t-b"]
+    assert frame["route"] == {"prev": ["normalize"], "curr": "analyze", "next": []}
+    assert frame["payload"] == {"text": "hello big world", "seen": True}, "the handler ran"
+    assert frame["status"]["phase"] == "pending"
+    assert frame["status"]["deadline_at"] == format_ts(soon)
+    assert h.drain("x-sink") == []
+    assert h.sqs.receive_message(QueueUrl=h.url("normalize")).get("Messages", []) == [], "nothing came back"
 
 
 def test_p_ack_1_lambda_event_fixture_shape(harness: Callable[..., Harness]) -> None:
