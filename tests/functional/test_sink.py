@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from asya.config import ActorConfig
+from asya.headers import is_hook_copy
 from asya.store import TaskStore
 from asya_crew.sink import SinkRuntime
 from asya_local.lambda_event import sqs_event
@@ -267,9 +268,11 @@ def test_p_sink_3_failed_fan_in_partial_fails_the_origin(sink: Sink) -> None:
 
 
 def test_p_sink_6_hooks_get_copies_and_a_missing_hook_fails_the_record(mesh: Any) -> None:
+    """Also P-TIME-2 (hook copies keep ``deadline_at``) and P-STAT-13 (each copy is one the layer treats as
+    untracked)."""
     sink = Sink(mesh, hooks="analyze,no-such-hook,split")
     sink.store.create_task(task_id="t1", actor="normalize")
-    env = failed_envelope()
+    env = failed_envelope(deadline_at="2026-03-02T08:05:00Z")
     assert sink.run(env) == [0]
     for hook in ("analyze", "split"):
         [copy] = sink.drain(hook)
@@ -279,6 +282,8 @@ def test_p_sink_6_hooks_get_copies_and_a_missing_hook_fails_the_record(mesh: Any
         assert copy["headers"]["x-asya-flow"] == "text-pipeline"
         assert copy["status"]["phase"] == "pending" and copy["status"]["actor"] == hook
         assert copy["status"]["created_at"] == "2026-03-01T23:59:00Z"
+        assert copy["status"]["deadline_at"] == "2026-03-02T08:05:00Z"
+        assert is_hook_copy(copy["headers"]), "untracked at the hook actor (P-STAT-13)"
         assert copy["payload"] == env["payload"]
     # the checkpoint, the final status and the x-sump forward still happened before the record failed
     assert sink.store.get_task("t1")["status"] == "failed"  # type: ignore[index]
