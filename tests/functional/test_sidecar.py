@@ -240,6 +240,7 @@ def test_p_route_5_zero_frames_to_sink_with_the_input_as_received(harness: Calla
 
 
 def test_p_route_4_exhausted_route_goes_to_sink(harness: Callable[..., Harness]) -> None:
+    """Also P-ENV-3: an exhausted route is still written with all three members, ``curr`` = ``""``."""
     h = harness("echo")
     _, failed = h.run(envelope("t-end", nxt=[]))
     assert failed == []

@@ -138,6 +138,7 @@ def failed_envelope(env_id: str = "t1", **kwargs: Any) -> dict[str, Any]:
 
 
 def test_p_sink_5_succeeded_checkpoint_and_final_status(sink: Sink) -> None:
+    """Also P-CKPT-4: the checkpoint key is recorded on the task record as ``checkpoint_key``."""
     sink.store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
     env = envelope()
     assert sink.run(env) == []
@@ -156,6 +157,7 @@ def test_p_sink_5_succeeded_checkpoint_and_final_status(sink: Sink) -> None:
 
 
 def test_p_sink_5_failed_reports_error_and_forwards_to_sump(sink: Sink) -> None:
+    """Also P-CKPT-4: ``checkpoint_key`` is recorded with the failed status too."""
     sink.store.create_task(task_id="t1", actor="normalize")
     env = failed_envelope()
     assert sink.run(env) == []
