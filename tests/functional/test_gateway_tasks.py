@@ -62,6 +62,7 @@ def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
 
 
 def test_create_by_flow_sends_envelope_to_first_actor_gw_create_7_9(gw: Gw) -> None:
+    """Also P-TIME-1: ``deadline_at`` = creation time (10:00:00.5) + the flow's 120 s, truncated to whole seconds."""
     response = gw.client.post("/api/v1/mesh/?flow=text-pipeline", json={"payload": {"text": "Hello World"}})
     assert response.status_code == 201
     answer = response.json()
@@ -95,6 +96,7 @@ def test_create_by_flow_sends_envelope_to_first_actor_gw_create_7_9(gw: Gw) -> N
 
 
 def test_create_by_actor_has_no_deadline_unless_timeout_gw_create_6(gw: Gw) -> None:
+    """Also P-TIME-1: ``deadline_at`` only when a timeout applies, then creation time + timeout, truncated."""
     plain = gw.create("actor=analyze", {"payload": [1, 2]})
     assert "deadline_at" not in plain
     timed = gw.create("actor=analyze", {"payload": None, "timeout": 30})

@@ -346,7 +346,9 @@ def test_p_ack_8_same_envelope_twice_in_one_batch_routes_once(world: Mesh, handl
 
 def test_p_ack_8_a_retry_is_a_new_attempt(world: Mesh, handlers: Any) -> None:
     """The key holds the attempt (P-PROC-4): a retry of this actor runs the hop anew, a stale retrying status of
-    another actor does not."""
+    another actor does not. This is the duplicate-suppression side of P-RES-10: frames an earlier attempt already
+    sent do not stop the retry from sending them again (``test_p_res_10_...`` in test_retry.py has the failing
+    generator)."""
     actor = Actor(world.mesh, "echo")
     world.send("normalize", envelope("t-r"))
     assert actor.handle(world.receive("normalize")) == []

@@ -45,11 +45,23 @@ def test_p_large_2_a_body_at_or_under_the_threshold_is_sent_inline(mesh: Any) ->
 
 
 def test_p_large_2_the_threshold_counts_utf8_bytes_not_characters(mesh: Any) -> None:
+    """P-GEN-5: the size of an envelope is the byte length of its UTF-8 JSON encoding, not its character count."""
     envelope = _envelope({"text": "é" * 400})  # 400 characters, 800 bytes: over 0.5 KiB only in bytes
     store = PayloadStore(bucket=mesh.resources.bucket, threshold_kb=1, s3=mesh.aws.s3)
     assert not is_reference(parse_envelope(store.encode("x", envelope)).payload)
     envelope.payload = {"text": "é" * 600}  # 1200 bytes > 1024
     assert is_reference(parse_envelope(store.encode("x", envelope)).payload)
+
+
+def test_p_gen_5_a_kib_is_1024_bytes(mesh: Any) -> None:
+    """P-GEN-5: with a 1 KiB threshold, a body of exactly 1024 bytes stays inline and one of 1025 bytes is offloaded."""
+    store = PayloadStore(bucket=mesh.resources.bucket, threshold_kb=1, s3=mesh.aws.s3)
+    overhead = len(_envelope({"text": ""}).to_json().encode("utf-8"))
+    at_limit = _envelope({"text": "x" * (1024 - overhead)})
+    assert len(at_limit.to_json().encode("utf-8")) == 1024
+    assert not is_reference(parse_envelope(store.encode("x", at_limit)).payload)
+    over = _envelope({"text": "x" * (1025 - overhead)})
+    assert is_reference(parse_envelope(store.encode("x", over)).payload)
 
 
 def test_p_large_5_a_reference_is_resent_as_it_is(mesh: Any) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from botocore.exceptions import EndpointConnectionError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 from asya.config import ActorConfig
 from asya.sidecar import ActorRuntime
@@ -253,6 +253,29 @@ def test_p_stat_5_retrying_event_for_a_tracked_task(harness: Callable[..., Harne
     assert (task["status"], task["step"], task["current_actor"]) == ("running", "retrying", "normalize")
 
 
+def test_p_stat_7_a_failing_retrying_write_still_schedules_the_retry(
+    harness: Callable[..., Harness], mesh: Any
+) -> None:
+    """P-STAT-7: the ``processing`` and ``retrying`` writes are refused by DynamoDB; the retry is still sent and the
+    record acked."""
+    h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
+    h.store.create_task(task_id="t-unwritten", actor="normalize", payload=INPUT)
+    before = h.store.events_after("t-unwritten", 0)
+    refused: list[str] = []
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        refused.append(params["TableName"])
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "table unavailable"}}, "UpdateItem")
+
+    mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem", refuse)
+    assert h.run(envelope("t-unwritten")) == []
+    assert len(refused) == 2, "processing and retrying were attempted"
+    [retry] = h.drain("normalize")
+    assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
+    assert h.drain("x-sink") == []
+    assert h.store.events_after("t-unwritten", 0) == before
+
+
 def test_p_stat_12_stealth_retry_writes_no_event(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(initial_delay=0))
     h.store.create_task(task_id="t-quiet", actor="normalize", payload=INPUT)
@@ -305,6 +328,57 @@ def test_p_res_11_exhausted_policy_goes_to_sink_policy_exhausted(harness: Callab
     assert out["payload"]["details"]["message"] == "model returned no text"
     assert out["payload"]["original_payload"] == INPUT
     assert out["headers"]["x-asya-first-attempt"] == format_ts(NOW)
+
+
+def test_p_res_10_a_retry_reruns_the_whole_call_and_sends_its_frames_again(harness: Callable[..., Harness]) -> None:
+    """The frame attempt 1 sent before failing stays sent; the retry runs the generator from the start, so the same
+    frame leaves again (P-RES-10), now from attempt 2."""
+    h = harness("frame_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
+    assert h.run(envelope("t-rerun")) == []
+    [first] = h.drain("analyze")
+    assert first["id"] == "t-rerun"
+    assert first["payload"] == {**INPUT, "sent_on": 1}
+    [retry] = h.drain("normalize")
+    assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
+    assert retry["payload"] == INPUT
+    assert h.run(retry) == []
+    [second] = h.drain("analyze")
+    assert second["id"] == "t-rerun"
+    assert second["payload"] == {**INPUT, "sent_on": 2}
+    assert second["route"] == first["route"] == {"prev": ["intake", "normalize"], "curr": "analyze", "next": []}
+    [again] = h.drain("normalize")
+    assert again["status"]["attempt"] == 3
+    assert h.drain("x-sink") == []
+
+
+def test_p_err_2_serialization_error_goes_to_sump_and_is_never_retried(harness: Callable[..., Harness]) -> None:
+    """A policy whose rules name ``SerializationError`` (and every ``Exception``) retries a handler error, but a
+    frame that cannot be encoded is an infrastructure error (P-ERR-2, P-ABI-20): straight to x-sump, no retry."""
+    resiliency = {
+        "policies": {"default": {"max_attempts": 5, "initial_delay": 0, "jitter": False}},
+        "rules": [{"errors": ["SerializationError", "TypeError", "Exception"], "policy": "default"}],
+    }
+    control = harness("mutate_then_fail", resiliency)
+    assert control.run(envelope("t-handler-error")) == []
+    [retry] = control.drain("normalize")
+    assert (retry["status"]["phase"], retry["status"]["max_attempts"]) == ("retrying", 5), "the policy retries"
+
+    h = harness("unserialisable", resiliency)
+    h.store.create_task(task_id="t-nan", actor="normalize", payload=INPUT)
+    assert h.run(envelope("t-nan")) == []
+    assert h.sent_to("normalize") == []
+    assert h.drain("normalize") == []
+    assert h.drain("x-sink") == []
+    assert h.drain("analyze") == []
+    [sump] = h.drain("x-sump")
+    assert sump["id"] == "t-nan"
+    assert (sump["status"]["phase"], sump["status"]["reason"]) == ("failed", "SerializationError")
+    assert sump["status"]["attempt"] == 1
+    assert sump["payload"]["original_payload"] == INPUT
+    assert [e.get("step") for e in h.status_events("t-nan") if e["status"] == "running"] == ["processing"]
+    task = h.store.get_task("t-nan")
+    assert task is not None
+    assert task["status"] == "failed"
 
 
 def test_p_res_7_max_duration_exhausts_before_max_attempts(harness: Callable[..., Harness]) -> None:

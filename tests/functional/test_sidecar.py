@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from asya import sidecar
 from asya.config import ActorConfig
@@ -239,6 +240,7 @@ def test_p_route_5_zero_frames_to_sink_with_the_input_as_received(harness: Calla
 
 
 def test_p_route_4_exhausted_route_goes_to_sink(harness: Callable[..., Harness]) -> None:
+    """Also P-ENV-3: an exhausted route is still written with all three members, ``curr`` = ``""``."""
     h = harness("echo")
     _, failed = h.run(envelope("t-end", nxt=[]))
     assert failed == []
@@ -444,6 +446,27 @@ def test_p_route_8_unknown_next_actor_in_the_input_route(harness: Callable[..., 
     assert sump["id"] == "t-nope"
 
 
+@pytest.mark.parametrize("legacy_end", ["happy-end", "error-end"])
+def test_p_env_16_legacy_end_queue_names_are_unknown_actors(harness: Callable[..., Harness], legacy_end: str) -> None:
+    """P-ENV-16: upstream's end queues mean nothing here; routed to, the frame goes to x-sump as ``UnknownActor``
+    (P-ROUTE-8) and never reaches x-sink as a success or failure."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-legacy-end", actor="normalize", payload={})
+    _, failed = h.run(envelope("t-legacy-end", nxt=[legacy_end]))
+    assert failed == []
+    [sump] = h.drain("x-sump")
+    assert sump["id"] == "t-legacy-end"
+    assert sump["status"]["phase"] == "failed"
+    assert sump["status"]["reason"] == "UnknownActor"
+    assert legacy_end in sump["payload"]["details"]["message"]
+    assert sump["payload"]["original_payload"] == {"text": "hello big world", "seen": True}, "the frame"
+    assert h.drain("x-sink") == []
+    task = h.store.get_task("t-legacy-end")
+    assert task is not None
+    assert task["status"] == "failed"
+    assert legacy_end in task["error"]
+
+
 def test_p_abi_20_unserialisable_frame_goes_to_sump(harness: Callable[..., Harness]) -> None:
     h = harness("not_json")
     _, failed = h.run(envelope("t-nan"))
@@ -552,6 +575,87 @@ def test_p_stat_12_stealth_mode_skips_preflight(harness: Callable[..., Harness])
     assert [o["id"] for o in h.drain("analyze")] == ["t-stealth2"]
 
 
+HOOK_COPY = {"x-asya-sink-hook": {"hook": "normalize", "phase": "succeeded"}}
+
+
+def test_p_stat_13_hook_copy_at_a_user_actor_writes_no_status_events_or_fly(harness: Callable[..., Harness]) -> None:
+    """A hook copy (P-SINK-6) is untracked like a stealth envelope: no progress event, no FLY value, no status change,
+    whatever the progress mode; the handler still runs and its frame leaves with the hook header."""
+    h = harness("stream_fly")
+    h.store.create_task(task_id="t-hook", actor="normalize", payload={})
+    before = h.store.events_after("t-hook", 0)
+    headers = {**HOOK_COPY, "x-asya-progress": "detailed"}
+    _, failed = h.run(envelope("t-hook", nxt=[], headers=headers))
+    assert failed == []
+    assert h.store.events_after("t-hook", 0) == before, "no status event and no FLY event"
+    task = h.store.get_task("t-hook")
+    assert task is not None
+    assert task["status"] == "pending"
+    assert task["last_event_id"] == 1
+    [out] = h.drain("x-sink")
+    assert out["payload"] == {"text": "hello big world", "done": True}
+    assert out["status"]["phase"] == "succeeded"
+    assert out["headers"]["x-asya-sink-hook"] == HOOK_COPY["x-asya-sink-hook"], "x-sink acks it (P-SINK-2)"
+
+
+def test_p_stat_13_hook_copy_skips_preflight_even_for_a_canceled_task(harness: Callable[..., Harness]) -> None:
+    """Pre-flight (P-STAT-10) is skipped for hook copies: the canceled task's hook still runs its handler, and the
+    copy is not turned into a ``PreFlightCanceled`` envelope."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-hook-cancel", actor="normalize", payload={})
+    assert h.store.cancel("t-hook-cancel") == "canceled"
+    before = h.store.events_after("t-hook-cancel", 0)
+    _, failed = h.run(envelope("t-hook-cancel", nxt=[], headers=dict(HOOK_COPY)))
+    assert failed == []
+    [out] = h.drain("x-sink")
+    assert out["status"]["phase"] == "succeeded"
+    assert out["status"]["reason"] == "Completed"
+    assert out["payload"] == {"text": "hello big world", "seen": True}, "the handler ran"
+    assert h.store.events_after("t-hook-cancel", 0) == before
+    assert h.store.get_task("t-hook-cancel")["status"] == "canceled"  # type: ignore[index]
+
+
+def test_p_hdr_2_mesh_status_header_name_is_case_sensitive(harness: Callable[..., Harness]) -> None:
+    """``X-Asya-Mesh-Status: off`` is not ``x-asya-mesh-status`` (P-HDR-2): the envelope is tracked, so its progress
+    is written (unlike P-STAT-12's stealth mode, whose *value* alone is case-insensitive); the header travels as is."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-case", actor="normalize", payload={})
+    _, failed = h.run(envelope("t-case", headers={"X-Asya-Mesh-Status": "off"}))
+    assert failed == []
+    assert [(e["status"], e.get("step")) for e in _status_events(h, "t-case")] == [("running", "processing")]
+    task = h.store.get_task("t-case")
+    assert task is not None
+    assert task["status"] == "running"
+    [out] = h.drain("analyze")
+    assert out["headers"]["X-Asya-Mesh-Status"] == "off"
+    assert "x-asya-mesh-status" not in out["headers"]
+
+
+def test_p_hdr_2_sink_hook_header_name_is_case_sensitive(harness: Callable[..., Harness]) -> None:
+    """``X-Asya-Sink-Hook`` does not make a hook copy (P-HDR-2): pre-flight runs and a canceled task's envelope goes
+    to x-sink canceled (P-STAT-10)."""
+    h = harness("echo")
+    h.store.create_task(task_id="t-case-hook", actor="normalize", payload={})
+    h.store.cancel("t-case-hook")
+    _, failed = h.run(envelope("t-case-hook", headers={"X-Asya-Sink-Hook": HOOK_COPY["x-asya-sink-hook"]}))
+    assert failed == []
+    assert h.drain("analyze") == []
+    [out] = h.drain("x-sink")
+    assert (out["status"]["phase"], out["status"]["reason"]) == ("canceled", "PreFlightCanceled")
+
+
+def test_p_hdr_2_route_override_header_name_is_case_sensitive(harness: Callable[..., Harness]) -> None:
+    """``X-Asya-Route-Override`` is no override (P-HDR-2): the route check (P-ROUTE-1) rejects the envelope that
+    ``test_p_route_1_override_target_accepts`` accepts with the lowercase name."""
+    h = harness("echo")
+    headers = {"X-Asya-Route-Override": {"summarize": "normalize"}}
+    _, failed = h.run(envelope("t-case-ovr", curr="summarize", headers=headers))
+    assert failed == []
+    assert h.drain("analyze") == []
+    [out] = h.drain("x-sump")
+    assert out["status"]["reason"] == "RouteMismatch"
+
+
 def _status_events(h: Harness, task_id: str) -> list[dict[str, Any]]:
     return [e["data"] for e in h.store.events_after(task_id, 1) if e["event"] == "status"]
 
@@ -646,7 +750,16 @@ def test_p_time_6_short_deadline_budget_lets_a_record_start(harness: Callable[..
     h = harness("echo")
     soon = NOW + timedelta(seconds=8)
     _, failed = h.run(envelope("t-a"), envelope("t-b", deadline=soon), context=Context(remaining_ms=14_000))
-    assert failed == []
+    assert failed == [], "t-b's budget is its deadline, 8 s, within 14 s - 5 s: it starts"
+    outs = {o["id"]: o for o in h.drain("analyze")}
+    assert sorted(outs) == ["t-a", "t-b"]
+    frame = outs["t-b"]
+    assert frame["route"] == {"prev": ["normalize"], "curr": "analyze", "next": []}
+    assert frame["payload"] == {"text": "hello big world", "seen": True}, "the handler ran"
+    assert frame["status"]["phase"] == "pending"
+    assert frame["status"]["deadline_at"] == format_ts(soon)
+    assert h.drain("x-sink") == []
+    assert h.sqs.receive_message(QueueUrl=h.url("normalize")).get("Messages", []) == [], "nothing came back"
 
 
 def test_p_ack_1_lambda_event_fixture_shape(harness: Callable[..., Harness]) -> None:
@@ -737,12 +850,17 @@ def test_p_ack_4_failed_records_come_back_with_backoff(harness: Callable[..., Ha
 
 
 class LogLines(logging.Handler):
-    """The records one runtime's Powertools logger (named after the actor's queue) emits while attached."""
+    """The records one runtime's Powertools logger (named after the actor's queue) emits while attached, and each as
+    the JSON line Powertools writes for it: formatted at emit time by the logger's own Powertools formatter, which
+    holds the keys the runtime appended for the record being processed (P-TRACE-4). Reading these instead of stdout
+    keeps the test independent of the stream the shared logger's handler captured when it was first built."""
 
     def __init__(self, h: Harness) -> None:
         super().__init__()
         self.records: list[logging.LogRecord] = []
+        self.lines: list[dict[str, Any]] = []
         self._logger = logging.getLogger(h.runtime.config.queue_name)
+        self.setFormatter(self._logger.powertools_handler.formatter)  # type: ignore[attr-defined]
 
     def __enter__(self) -> LogLines:
         self._logger.addHandler(self)
@@ -753,6 +871,7 @@ class LogLines(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.records.append(record)
+        self.lines.append(json.loads(self.format(record)))
 
     def named(self, message: str) -> list[logging.LogRecord]:
         return [r for r in self.records if r.getMessage() == message]
@@ -783,3 +902,59 @@ def test_p_ack_3_a_failed_record_logs_why_in_one_line(harness: Callable[..., Har
     failed = fail_one_record(h, envelope("t-why"))
     assert failed.__dict__["error_type"] == "asya.transport.UnknownActorError"
     assert "x-sink" in failed.__dict__["error"]
+
+
+def test_p_stat_7_failing_progress_and_fly_writes_never_fail_the_record(
+    harness: Callable[..., Harness], mesh: Any
+) -> None:
+    """P-STAT-7: every task-record update of the hop (``received``, ``processing``, ``completed`` and the FLY
+    append) is refused by DynamoDB; each failure is logged, and the record still routes its frame and is acked."""
+    h = harness("stream_fly")
+    h.store.create_task(task_id="t-best-effort", actor="normalize", payload={})
+    before = h.store.events_after("t-best-effort", 0)
+    refused: list[str] = []
+
+    def refuse(params: dict[str, Any], **_: Any) -> None:
+        refused.append(params["TableName"])
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "table unavailable"}}, "UpdateItem")
+
+    mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem", refuse)
+    env = envelope("t-best-effort", headers={"x-asya-progress": "detailed"})
+    with LogLines(h) as logs:
+        _, failed = h.run(env)
+    assert failed == []
+    [out] = h.drain("analyze")
+    assert out["id"] == "t-best-effort"
+    assert out["payload"] == {"text": "hello big world", "done": True}
+    assert h.drain("x-sink") == [] and h.drain("x-sump") == []
+    assert [r.__dict__["step"] for r in logs.named("progress write failed")] == ["received", "processing", "completed"]
+    fly_failures = logs.named("FLY append failed")
+    assert fly_failures and sum(r.__dict__["count"] for r in fly_failures) == 2
+    assert len(refused) == 3 + len(fly_failures), "every refused write was attempted"
+    assert logs.named("record failed: SQS delivers it again") == []
+    assert h.store.events_after("t-best-effort", 0) == before
+
+
+PHASES = {"pending", "processing", "retrying", "succeeded", "failed", "paused", "canceled"}
+
+
+def test_p_trace_4_a_record_s_log_lines_carry_its_id_actor_attempt_and_phase(harness: Callable[..., Harness]) -> None:
+    """P-TRACE-4: JSON log lines, ``correlation_id`` = the envelope id of the record being processed, plus ``actor``,
+    ``attempt`` and ``phase``. Two records of one batch, each logging once (a handler error without a policy, an
+    expired SLA), must not share each other's keys."""
+    h = harness("boom")
+    retried = envelope("t-log-retry")
+    retried["status"].update(phase="retrying", attempt=2, max_attempts=3)
+    late = envelope("t-log-late", deadline=NOW + timedelta(milliseconds=500))
+    with LogLines(h) as logs:
+        _, failed = h.run(retried, late)
+    assert failed == []
+    by_message = {line["message"]: line for line in logs.lines}
+    error_line = by_message["handler error, no retry policy: sent to x-sink"]
+    sla_line = by_message["SLA deadline expired: sent to x-sink"]
+    assert error_line["correlation_id"] == "t-log-retry"
+    assert sla_line["correlation_id"] == "t-log-late"
+    assert (error_line["actor"], error_line["attempt"]) == ("normalize", 2)
+    assert (sla_line["actor"], sla_line["attempt"]) == ("normalize", 1)
+    assert {error_line["phase"], sla_line["phase"]} <= PHASES
+    assert error_line["level"] == sla_line["level"] == "WARNING"

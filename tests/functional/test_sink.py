@@ -17,6 +17,7 @@ import pytest
 from aws_lambda_powertools import Logger
 
 from asya.config import ActorConfig
+from asya.headers import is_hook_copy
 from asya.store import TaskStore
 from asya_crew.sink import SinkRuntime
 from asya_local.lambda_event import sqs_event
@@ -140,6 +141,7 @@ def failed_envelope(env_id: str = "t1", **kwargs: Any) -> dict[str, Any]:
 
 
 def test_p_sink_5_succeeded_checkpoint_and_final_status(sink: Sink) -> None:
+    """Also P-CKPT-4: the checkpoint key is recorded on the task record as ``checkpoint_key``."""
     sink.store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
     env = envelope()
     assert sink.run(env) == []
@@ -158,6 +160,7 @@ def test_p_sink_5_succeeded_checkpoint_and_final_status(sink: Sink) -> None:
 
 
 def test_p_sink_5_failed_reports_error_and_forwards_to_sump(sink: Sink) -> None:
+    """Also P-CKPT-4: ``checkpoint_key`` is recorded with the failed status too."""
     sink.store.create_task(task_id="t1", actor="normalize")
     env = failed_envelope()
     assert sink.run(env) == []
@@ -270,9 +273,11 @@ def test_p_sink_3_failed_fan_in_partial_fails_the_origin(sink: Sink) -> None:
 
 
 def test_p_sink_6_hooks_get_copies_and_a_missing_hook_fails_the_record(mesh: Any) -> None:
+    """Also P-TIME-2 (hook copies keep ``deadline_at``) and P-STAT-13 (each copy is one the layer treats as
+    untracked)."""
     sink = Sink(mesh, hooks="analyze,no-such-hook,split")
     sink.store.create_task(task_id="t1", actor="normalize")
-    env = failed_envelope()
+    env = failed_envelope(deadline_at="2026-03-02T08:05:00Z")
     assert sink.run(env) == [0]
     for hook in ("analyze", "split"):
         [copy] = sink.drain(hook)
@@ -282,6 +287,8 @@ def test_p_sink_6_hooks_get_copies_and_a_missing_hook_fails_the_record(mesh: Any
         assert copy["headers"]["x-asya-flow"] == "text-pipeline"
         assert copy["status"]["phase"] == "pending" and copy["status"]["actor"] == hook
         assert copy["status"]["created_at"] == "2026-03-01T23:59:00Z"
+        assert copy["status"]["deadline_at"] == "2026-03-02T08:05:00Z"
+        assert is_hook_copy(copy["headers"]), "untracked at the hook actor (P-STAT-13)"
         assert copy["payload"] == env["payload"]
     # the checkpoint, the final status and the x-sump forward still happened before the record failed
     assert sink.store.get_task("t1")["status"] == "failed"  # type: ignore[index]
@@ -303,6 +310,31 @@ def test_p_sink_3_a_failed_fan_in_partial_in_stealth_mode_is_not_reported(sink: 
     assert sink.run(partial) == []
     assert sink.store.get_task("origin-1")["status"] == "pending"  # type: ignore[index]
     assert sink.drain("x-sump") == [partial]
+
+
+def test_p_stat_11_p_proc_3_no_preflight_or_sla_check_at_x_sink(sink: Sink) -> None:
+    """x-sink runs no route check, pre-flight or SLA check (P-PROC-3, P-STAT-11, P-TIME-4): a succeeded envelope for a
+    canceled task and one whose ``deadline_at`` passed an hour ago (both routed to ``summarize``, not x-sink) are
+    checkpointed as they came and acked; neither is turned into a canceled or Timeout envelope sent back to x-sink."""
+    sink.store.create_task(task_id="t-canceled", actor="normalize")
+    assert sink.store.cancel("t-canceled") == "canceled"
+    sink.store.create_task(task_id="t-late", actor="normalize")
+    expired = "2026-03-02T07:00:00Z"  # NOW - 1 h
+    canceled = envelope("t-canceled", deadline_at=expired)
+    late = envelope("t-late", deadline_at=expired)
+    assert sink.run(canceled, late) == []
+    assert sorted(sink.keys()) == ["succeeded/2026-03-01/t-canceled.json", "succeeded/2026-03-01/t-late.json"]
+    assert sink.object("succeeded/2026-03-01/t-canceled.json")[0] == canceled
+    assert sink.object("succeeded/2026-03-01/t-late.json")[0] == late
+    view = sink.store.get_task("t-canceled")
+    assert view is not None
+    assert view["status"] == "canceled", "the first terminal write wins (P-STAT-2)"
+    assert view["checkpoint_key"] == "succeeded/2026-03-01/t-canceled.json"
+    view = sink.store.get_task("t-late")
+    assert view is not None
+    assert view["status"] == "succeeded" and view["result"] == late["payload"]
+    assert sink.drain("x-sink") == []
+    assert sink.drain("x-sump") == []
 
 
 def test_p_err_4_unparseable_body_goes_to_sump(sink: Sink) -> None:

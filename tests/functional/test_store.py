@@ -422,6 +422,7 @@ def test_gw_data_5_expired_task_is_gone(store: TaskStore, clock: ManualClock) ->
 
 
 def test_gw_data_6_large_values_go_to_s3(store: TaskStore, mesh: Any) -> None:
+    """P-LARGE-7: task inputs and results too big for the task record are stored in S3 (``GATEWAY.md``, GW-DATA-6)."""
     big = {"text": "y" * (70 * 1024)}
     store.create_task(task_id="t1", actor="normalize", payload=big)
     assert store.report_final("t1", status="succeeded", result=big)

@@ -198,3 +198,22 @@ def test_p_trace_4_x_sump_log_lines_carry_actor_attempt_phase_and_correlation_id
         3,
         "failed",
     )
+
+
+def test_p_stat_11_p_proc_3_no_preflight_or_sla_check_at_x_sump(sump: Sump, mesh: Any) -> None:
+    """x-sump runs no route check, pre-flight or SLA check (P-PROC-3, P-STAT-11, P-TIME-4): a failed envelope for a
+    canceled task, routed to ``analyze`` and an hour past its ``deadline_at``, is checkpointed as it came and acked;
+    nothing is sent (no canceled or Timeout envelope to x-sink) and the task is untouched."""
+    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb)
+    store.create_task(task_id="t1", actor="prep")
+    assert store.cancel("t1") == "canceled"
+    env = failed()
+    env["status"]["deadline_at"] = "2026-03-02T07:00:00Z"  # NOW - 1 h
+    assert sump.run(env)[0] == []
+    assert sump.keys() == ["failed/2026-03-01/t1.json"]
+    assert sump.read("failed/2026-03-01/t1.json") == env
+    assert store.get_task("t1")["status"] == "canceled"
+    for actor in ("x-sink", "x-sump", "analyze"):
+        url = mesh.resources.queue_urls[actor]
+        attrs = mesh.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "0", actor

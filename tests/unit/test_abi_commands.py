@@ -275,6 +275,8 @@ def test_p_abi_16_other_status_writes_are_visible_to_get_only() -> None:
     ],
 )
 def test_p_abi_13_read_only_paths_refuse_set_and_del(path: str) -> None:
+    """Also P-ROUTE-6: a handler cannot change ``route.prev`` or ``route.curr`` (nor the route as a whole); only
+    ``route.next`` is writable."""
     replies, state, _ = run_commands(("SET", path, "x"), ("DEL", path))
     assert [type(r) for r in replies] == [AbiProtocolError, AbiProtocolError]
     assert "read-only" in str(replies[0])

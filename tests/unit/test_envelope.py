@@ -41,6 +41,8 @@ _DROP = object()
 
 
 def test_p_env_2_valid_envelope_round_trips() -> None:
+    """Also P-ENV-3: ``route.prev`` (oldest first), ``route.curr`` and ``route.next`` are read and written back as
+    they are, all three members present."""
     env = parse_envelope(json.dumps(VALID))
     assert env.id == "a1"
     assert env.parent_id == "p0"

@@ -131,6 +131,7 @@ def test_p_gen_4_durations(value: object, seconds: float) -> None:
     ],
 )
 def test_p_man_1_invalid_manifests_name_field_and_value(mutate: Any, expected: str) -> None:
+    """Among them P-RES-2: a resiliency rule naming an undeclared policy is a manifest error."""
     data = _manifest(storage={}, gateway={})
     mutate(data)
     assert expected in _error(data)

@@ -140,6 +140,8 @@ def test_manifest_dump_is_what_the_runtime_reads() -> None:
     ],
 )
 def test_p_man_1_invalid_resiliency_names_the_field_and_value(raw: str, fragment: str) -> None:
+    """Among them P-RES-2: rules are a list of ``{errors, policy}`` and a rule naming an undeclared policy is an
+    error."""
     with pytest.raises(ResiliencyError) as info:
         RetryPolicies.parse(raw)
     assert fragment in str(info.value)

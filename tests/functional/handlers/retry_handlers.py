@@ -26,3 +26,15 @@ def fails_before_attempt(payload: dict[str, Any]) -> Iterator[Any]:
     if attempt < payload["succeed_at"]:
         raise TimeoutError(f"attempt {attempt} timed out")
     yield {**payload, "succeeded_on": attempt}
+
+
+def frame_then_fail(payload: dict[str, Any]) -> Iterator[Any]:
+    """One frame, then an error: a retry runs the whole call again, that frame included (P-RES-10)."""
+    attempt = yield ("GET", ".status.attempt")
+    yield {**payload, "sent_on": attempt}
+    raise ValueError(f"failed after its frame on attempt {attempt}")
+
+
+def unserialisable(payload: Any) -> float:
+    """A frame that cannot be encoded (P-ABI-20): ``SerializationError``, an infrastructure error (P-ERR-2)."""
+    return float("nan")
