@@ -3,8 +3,10 @@ P-ACK-6, P-TIME-9, GW-BACK-1, GW-BACK-4).
 
 ``asya dev`` serves the poison mesh (an actor that crashes its invocation until a flag file exists) from a copy in a
 temporary directory; the test talks to it over HTTP and runs ``asya dlq ... --local`` in-process, which finds the
-mesh through the ``.asya/dev/asya.yaml.json`` that ``asya dev`` writes. The one shortcut: the actor queue's
-visibility timeout is set to 0 so crashed records come back at once instead of after 90 s.
+mesh through the ``.asya/dev/asya.yaml.json`` that ``asya dev`` writes. The one shortcut: the actor queue is
+recreated with a visibility timeout of 0 so crashed records come back at once instead of after 90 s. Recreated, not
+changed in place: moto applies the visibility timeout that was set when a receive started, so a long poll begun before
+a change could still hide a record for 90 s, while one begun on the old queue can never receive from the new one.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,18 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.e2e
 
 POISON = Path(__file__).resolve().parent.parent / "handlers" / "poison"
+#: Attributes SQS sets itself (counts, timestamps, the ARN): not carried over when a queue is recreated.
+_READ_ONLY = {"QueueArn", "CreatedTimestamp", "LastModifiedTimestamp"}
+
+
+def recreate_queue(sqs: Any, name: str, **changes: str) -> None:
+    """Delete queue ``name`` and create it again with the same attributes but ``changes``. A receive in progress keeps
+    polling the deleted queue until its wait ends, and receives nothing sent after this returns."""
+    url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    settable = {k: v for k, v in attributes.items() if k not in _READ_ONLY and not k.startswith("Approximate")}
+    sqs.delete_queue(QueueUrl=url)
+    assert sqs.create_queue(QueueName=name, Attributes={**settable, **changes})["QueueUrl"] == url
 
 
 class Dev:
@@ -83,16 +96,15 @@ def test_poison_message_reaches_the_dlq_is_redriven_and_completes_while_the_back
     state = wait_for(lambda: dev.state_file.exists() and json.loads(dev.state_file.read_text()), "the state file")
     assert state["gateway_url"] == dev.url and state["pid"] == dev.proc.pid and state["namespace"] == "poison"
     clients = make_clients(state["endpoint_url"], region=state["region"])
-    queue = clients.sqs.get_queue_url(QueueName="asya-poison-fragile")["QueueUrl"]
-    clients.sqs.set_queue_attributes(QueueUrl=queue, Attributes={"VisibilityTimeout": "0"})
-    # a long poll that started before the change still hides what it receives for 90 s: let it end (1 s wait)
-    time.sleep(2.5)
+    recreate_queue(clients.sqs, "asya-poison-fragile", VisibilityTimeout="0")
     raw = TaskStore(table="asya-poison-tasks", dynamodb=clients.dynamodb)
 
     flag = tmp_path / "fixed"
+    # Created first, so its two crashed invocations (well under a second together) come before the other task's.
+    # Its deadline is the one real timer here: its envelope must crash into the DLQ at least 1 s before it, or the
+    # layer's own SLA check (P-TIME-3) fails the task instead; 20 s leaves ample room on a busy machine.
+    hasty = dev.create(flag, timeout=20)
     patient = dev.create(flag, timeout=600)
-    # long enough to crash into the DLQ before the layer's own SLA check (P-TIME-3) could fail it
-    hasty = dev.create(flag, timeout=8)
 
     # P-ACK-5/6: every invocation crashes; after max_receive_count receives both envelopes are in the DLQ
     wait_for(lambda: dev.dlq("list", "fragile")[1][0]["visible"] == 2, "both envelopes in the DLQ")

@@ -1,11 +1,14 @@
 """The event source mapping emulator against moto SQS (P-ACK-1, P-ACK-4..7, P-MAN-4): batching, concurrent pollers,
-visibility, crashes, delays and redrive."""
+visibility, crashes, delays and redrive.
+
+Where a visibility timeout or a delay must end, the test skips moto's SQS clock past it (``sqs_clock``) and the
+timeout is long (:data:`VISIBILITY`), so "still hidden" and "visible again" do not depend on how fast the machine is.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +17,18 @@ import pytest
 from asya_local.esm import EsmConfig, EventSourceMapping, batch_failures
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
+from tests.clocks import SqsClock
 
 pytestmark = pytest.mark.functional
 
 EVENTS = Path(__file__).resolve().parent.parent / "events"
+#: A visibility timeout no test run comes near in real time: it ends only when a test skips the SQS clock past it.
+VISIBILITY = 300
+
+
+@pytest.fixture
+def sqs_clock(aws: Any, monkeypatch: pytest.MonkeyPatch) -> SqsClock:
+    return SqsClock().install(monkeypatch)
 
 
 class Recorder:
@@ -92,8 +103,8 @@ def test_p_ack_1_records_not_in_batch_item_failures_are_deleted(aws: Any) -> Non
     assert _counts(aws, queue) == (0, 1)
 
 
-def test_p_ack_1_failed_record_is_redelivered_after_the_visibility_timeout(aws: Any) -> None:
-    queue, _ = _queues(aws, visibility=1)
+def test_p_ack_1_failed_record_is_redelivered_after_the_visibility_timeout(aws: Any, sqs_clock: SqsClock) -> None:
+    queue, _ = _queues(aws, visibility=VISIBILITY)
     (message_id,) = _send(aws, queue, 1)
     first = True
 
@@ -108,7 +119,8 @@ def test_p_ack_1_failed_record_is_redelivered_after_the_visibility_timeout(aws: 
     esm = _esm(aws, queue, handler)
     assert esm.poll_once(wait_seconds=0) == 1
     assert esm.poll_once(wait_seconds=0) == 0  # still invisible
-    assert esm.poll_once(wait_seconds=5) == 1  # visible again after 1 s
+    sqs_clock.advance(VISIBILITY)
+    assert esm.poll_once(wait_seconds=0) == 1  # visible again once the visibility timeout has passed
     second = handler.events[1]["Records"][0]
     assert second["messageId"] == message_id
     assert second["attributes"]["ApproximateReceiveCount"] == "2"
@@ -132,8 +144,8 @@ def test_p_ack_4_visibility_change_made_by_the_handler_is_honoured(aws: Any) -> 
     assert len(handler.events) == 2
 
 
-def test_p_ack_5_crash_deletes_nothing_then_p_ack_6_redrive_to_the_dlq(aws: Any) -> None:
-    queue, dlq = _queues(aws, visibility=1, max_receive_count=2)
+def test_p_ack_5_crash_deletes_nothing_then_p_ack_6_redrive_to_the_dlq(aws: Any, sqs_clock: SqsClock) -> None:
+    queue, dlq = _queues(aws, visibility=VISIBILITY, max_receive_count=2)
     _send(aws, queue, 2)
     calls = 0
 
@@ -147,13 +159,16 @@ def test_p_ack_5_crash_deletes_nothing_then_p_ack_6_redrive_to_the_dlq(aws: Any)
     assert esm.stats.crashes == 1
     assert esm.stats.deleted == 0
     assert _counts(aws, queue) == (0, 2)
-    assert esm.poll_once(wait_seconds=5) == 2  # redelivered after the visibility timeout
+    assert esm.poll_once(wait_seconds=0) == 0  # hidden until the visibility timeout ends
+    sqs_clock.advance(VISIBILITY)
+    assert esm.poll_once(wait_seconds=0) == 2  # redelivered after the visibility timeout
+    assert (esm.stats.crashes, esm.stats.deleted) == (2, 0)
+    sqs_clock.advance(VISIBILITY)
     # the third receive finds both over maxReceiveCount: SQS moves them to the DLQ and returns nothing
-    deadline = time.monotonic() + 10
-    while _counts(aws, dlq)[0] < 2 and time.monotonic() < deadline:
-        esm.poll_once(wait_seconds=1)
+    assert esm.poll_once(wait_seconds=0) == 0
     assert calls == 2
     assert _counts(aws, queue) == (0, 0)
+    assert _counts(aws, dlq) == (2, 0)
     bodies = sorted(
         m["Body"] for m in aws.sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10).get("Messages", [])
     )
@@ -341,10 +356,13 @@ def test_p_ack_5_crash_in_a_worker_keeps_it_polling_and_the_record_comes_back(aw
     assert _counts(aws, queue) == (0, 0)
 
 
-def test_p_ack_7_visibility_expiry_during_a_call_delivers_the_message_again_to_another_worker(aws: Any) -> None:
-    """Concurrent pollers (``max_concurrency``): while the first call still runs past the 1 s visibility timeout,
-    another worker receives the same message with ``ApproximateReceiveCount`` 2, a duplicate delivery."""
-    queue, _ = _queues(aws, visibility=1)
+def test_p_ack_7_visibility_expiry_during_a_call_delivers_the_message_again_to_another_worker(
+    aws: Any, sqs_clock: SqsClock
+) -> None:
+    """Concurrent pollers (``max_concurrency``): while the first call still runs past the visibility timeout,
+    another worker receives the same message with ``ApproximateReceiveCount`` 2, a duplicate delivery. The second
+    receive's timeout then outlasts the test, so no third delivery can come before the deletes."""
+    queue, _ = _queues(aws, visibility=VISIBILITY)
     (message_id,) = _send(aws, queue, 1)
     second_arrived = threading.Event()
     calls: list[tuple[str, str, str]] = []
@@ -356,7 +374,8 @@ def test_p_ack_7_visibility_expiry_during_a_call_delivers_the_message_again_to_a
             calls.append((record["messageId"], record["attributes"]["ApproximateReceiveCount"], _thread_name()))
             first = len(calls) == 1
         if first:
-            second_arrived.wait(20)  # still running when the message becomes visible again
+            sqs_clock.advance(VISIBILITY)  # this call outlives the message's visibility timeout
+            second_arrived.wait(20)  # still running when the message is received again
         else:
             second_arrived.set()
 
@@ -375,18 +394,20 @@ def _thread_name() -> str:
     return threading.current_thread().name
 
 
-def test_delayed_message_is_received_only_after_its_delay(aws: Any) -> None:
+def test_delayed_message_is_received_only_after_its_delay(aws: Any, sqs_clock: SqsClock) -> None:
     """``DelaySeconds`` (used for retries, P-RES-8) is honoured by SQS (moto): hidden first, delivered after."""
+    delay = 120
     queue, _ = _queues(aws)
-    aws.sqs.send_message(QueueUrl=queue, MessageBody="later", DelaySeconds=2)
+    aws.sqs.send_message(QueueUrl=queue, MessageBody="later", DelaySeconds=delay)
     delayed = aws.sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessagesDelayed"])
     assert delayed["Attributes"]["ApproximateNumberOfMessagesDelayed"] == "1"
     handler = Recorder()
     esm = _esm(aws, queue, handler)
     assert esm.poll_once(wait_seconds=0) == 0
-    assert esm.poll_once(wait_seconds=10) == 1
+    sqs_clock.advance(delay)
+    assert esm.poll_once(wait_seconds=0) == 1
     attributes = handler.events[0]["Records"][0]["attributes"]
-    assert int(attributes["ApproximateFirstReceiveTimestamp"]) - int(attributes["SentTimestamp"]) >= 2000
+    assert int(attributes["ApproximateFirstReceiveTimestamp"]) - int(attributes["SentTimestamp"]) >= delay * 1000
 
 
 def _send_one_more_after_first_receive(aws: Any, queue: str) -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,11 @@ from asya_local.exceptions import LocalModeError
 from asya_local.localstate import LocalState, local_state, read_local_state, running_dev, state_path
 
 pytestmark = pytest.mark.unit
+
+#: The largest ``pid_t``, above every kernel's process id limit (Linux: 2**22, macOS: 99999): no process has it, so
+#: a state file naming it was written by an ``asya dev`` that is no longer running. No child is spawned to get a
+#: dead pid (the unit tier starts no processes), and no other process can take this one over in the meantime.
+NO_SUCH_PID = 2**31 - 1
 
 
 def _state(pid: int) -> LocalState:
@@ -56,9 +59,7 @@ def test_missing_stale_and_invalid_files_are_clear_errors(tmp_path: Path) -> Non
     missing = r"no local mesh: .*asya\.yaml\.json does not exist; start one with `asya dev`"
     with pytest.raises(LocalModeError, match=missing):
         read_local_state(path)
-    with subprocess.Popen([sys.executable, "-c", "pass"]) as finished:
-        finished.wait()
-    dead_pid = finished.pid
+    dead_pid = NO_SUCH_PID
     path.parent.mkdir(parents=True)
     path.write_text(_dump(dead_pid))
     assert running_dev(path) is None  # stale: a new `asya dev` may take it over

@@ -1,12 +1,13 @@
-"""to_jsonable (PROTOCOL 3.5): every conversion of P-ABI-19 and the failures of P-ABI-20."""
+"""to_jsonable (PROTOCOL 3.5): every conversion of P-ABI-19 and the failures of P-ABI-20.
+
+What a fresh interpreter imports for it (no pydantic for plain values) needs a child process: that check is in
+``tests/functional/test_serialize_imports.py``."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
 import json
-import subprocess
-import sys
 import uuid
 from collections import OrderedDict, namedtuple
 from datetime import UTC, date, datetime, time, timedelta, timezone
@@ -22,8 +23,6 @@ from asya.exceptions import SerializationError
 from asya.serialize import copy_json, render_path, to_jsonable
 
 pytestmark = pytest.mark.unit
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 class Color(enum.Enum):
@@ -241,28 +240,6 @@ def test_p_abi_20_failing_pydantic_dump_is_a_serialization_error() -> None:
 
     with pytest.raises(SerializationError, match=r"pydantic model .*Model cannot be dumped"):
         to_jsonable(Model(thing=object()))
-
-
-def test_to_jsonable_does_not_import_pydantic_for_plain_values() -> None:
-    """Cold start: pydantic is only touched through a model instance's own methods."""
-    code = (
-        "import sys, dataclasses, datetime\n"
-        "from asya.abi import load_handler, to_jsonable\n"
-        "@dataclasses.dataclass\n"
-        "class D:\n"
-        "    at: datetime.date\n"
-        "print(to_jsonable({'d': D(datetime.date(2026, 1, 1)), 's': {1}, 'b': b'x'}))\n"
-        "print('pydantic' in sys.modules)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=REPO,
-        env={"PYTHONPATH": str(REPO / "layers" / "sidecar" / "python")},
-    )
-    assert result.stdout.splitlines() == ["{'d': {'at': '2026-01-01'}, 's': [1], 'b': 'eA=='}", "False"]
 
 
 def test_copy_json_rebuilds_containers() -> None:

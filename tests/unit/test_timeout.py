@@ -205,23 +205,35 @@ def test_p_time_7_timer_is_cancelled_race_free_when_the_call_ends_near_the_limit
 
 
 def test_p_time_7_concurrent_calls_on_several_threads_each_get_their_own_limit() -> None:
-    """The local mode runs several actors' handlers at once: one watchdog serves them all."""
+    """The local mode runs several actors' handlers at once: one watchdog serves them all. Calls with a short limit
+    are interrupted while calls with a long one are still running on other threads; those are left alone and return.
+    The long calls end once every short one has been interrupted, so the calls overlap however slow the machine."""
     results: dict[int, str] = {}
+    interrupted = threading.Semaphore(0)
+    all_interrupted = threading.Event()
+    short = [i for i in range(6) if i % 2]
+
+    def wait_for_the_interruptions() -> bool:
+        return all_interrupted.wait(LONG)
 
     def worker(index: int) -> None:
-        guard = CallGuard(CallLimit(0.05, LimitSource.ACTOR_TIMEOUT))
+        limit = SHORT if index in short else CallLimit(LONG, LimitSource.ACTOR_TIMEOUT)
         try:
-            guard.call(sleep_long if index % 2 else lambda: spin(0.01))
-            results[index] = "returned"
+            overlapped = CallGuard(limit).call(sleep_long if index in short else wait_for_the_interruptions)
+            results[index] = "returned" if overlapped else "returned, the short calls not all interrupted"
         except HandlerTimeoutError:
             results[index] = "timed out"
+            interrupted.release()
 
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
     for thread in threads:
         thread.start()
+    for _ in short:
+        assert interrupted.acquire(timeout=LONG), "a short call was not interrupted"
+    all_interrupted.set()
     for thread in threads:
         thread.join()
-    assert results == {i: "timed out" if i % 2 else "returned" for i in range(6)}
+    assert results == {i: "timed out" if i in short else "returned" for i in range(6)}
 
 
 @pytest.mark.parametrize("where", WHERE)
