@@ -13,7 +13,6 @@ record's ``AWSTraceHeader`` like the layer's (P-TRACE-3, ``asya.xray``).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
@@ -30,7 +29,7 @@ from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
-from asya.xray import TraceHeaders
+from asya.xray import trace_headers
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "CrewRuntime", "UnstartedRecordError", "run_batch"]
 
@@ -53,8 +52,7 @@ class CrewRuntime:
         self._clock = clock
         self._s3 = s3
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
-        # environ: where the invocation's trace header is read per record (default: the live os.environ)
-        self._trace = TraceHeaders(os.environ if environ is None else environ) if config.tracing else None
+        self._trace = trace_headers(config.tracing, environ)
         trace_header = self._trace.current if self._trace is not None else None
         self._transport = Transport(
             namespace=config.namespace, sqs=sqs, encoder=self._payloads.encode, trace_header=trace_header

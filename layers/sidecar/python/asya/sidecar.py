@@ -80,7 +80,7 @@ from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
 from asya.transport import Transport, UnknownActorError
-from asya.xray import TraceHeaders
+from asya.xray import trace_headers
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -131,7 +131,7 @@ class ActorRuntime:
         self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
-        self._trace = TraceHeaders(os.environ if environ is None else environ) if config.tracing else None
+        self._trace = trace_headers(config.tracing, environ)
         self._transport = Transport(
             namespace=config.namespace,
             sqs=sqs,

@@ -181,21 +181,19 @@ class Transport:
             )
         return body, size
 
+    def _header(self) -> str | None:
+        """The ``AWSTraceHeader`` of a send made now; ``None`` with tracing off (P-TRACE-3)."""
+        return self._trace_header() if self._trace_header is not None else None
+
     def send(self, actor: str, envelope: Envelope, *, delay_seconds: int = 0) -> str:
         """Send one envelope; returns the SQS message id."""
         url = self.queue_url(actor)
         body = self.encode(actor, envelope)
-        header = self._trace_header() if self._trace_header is not None else None
+        extra: dict[str, Any] = {}
+        if header := self._header():
+            extra["MessageSystemAttributes"] = system_attributes(header)
         try:
-            if header:
-                response = self.sqs.send_message(
-                    QueueUrl=url,
-                    MessageBody=body,
-                    DelaySeconds=delay_seconds,
-                    MessageSystemAttributes=system_attributes(header),
-                )
-            else:
-                response = self.sqs.send_message(QueueUrl=url, MessageBody=body, DelaySeconds=delay_seconds)
+            response = self.sqs.send_message(QueueUrl=url, MessageBody=body, DelaySeconds=delay_seconds, **extra)
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
                 self._urls.pop(actor, None)
@@ -214,7 +212,7 @@ class Transport:
         """
         results: list[SendResult | None] = [None] * len(items)
         pending: list[_Entry] = []
-        header = self._trace_header() if self._trace_header is not None else None
+        header = self._header()
         for index, (actor, envelope) in enumerate(items):
             try:
                 url = self.queue_url(actor)
@@ -237,8 +235,7 @@ class Transport:
         except UnknownActorError as exc:
             return Prepared(actor=actor, error=exc)
         body, size = self._encode_sized(actor, envelope)
-        header = self._trace_header() if self._trace_header is not None else None
-        return Prepared(actor=actor, url=url, body=body, size=size, trace_header=header)
+        return Prepared(actor=actor, url=url, body=body, size=size, trace_header=self._header())
 
     def send_prepared(self, items: Sequence[Prepared]) -> list[SendResult]:
         """Send prepared items, grouped per queue (order kept within a queue); one result per item, in order.

@@ -13,6 +13,7 @@ message it sends. The value is passed on as it came: no X-Ray SDK is imported an
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageSystemAttributeValueTypeDef
 
-__all__ = ["RECORD_ATTRIBUTE", "TRACE_ID_ENV", "TraceHeaders", "system_attributes"]
+__all__ = ["RECORD_ATTRIBUTE", "TRACE_ID_ENV", "TraceHeaders", "system_attributes", "trace_headers"]
 
 #: The variable the Lambda runtime sets to the current invocation's trace header.
 TRACE_ID_ENV: Final = "_X_AMZN_TRACE_ID"
@@ -34,6 +35,15 @@ _R = TypeVar("_R")
 def system_attributes(header: str) -> dict[Literal["AWSTraceHeader"], MessageSystemAttributeValueTypeDef]:
     """The ``MessageSystemAttributes`` of a send carrying ``header``."""
     return {RECORD_ATTRIBUTE: {"DataType": "String", "StringValue": header}}
+
+
+def trace_headers(tracing: bool, environ: Mapping[str, str] | None = None) -> TraceHeaders | None:
+    """A runtime's :class:`TraceHeaders` when ``tracing`` is on, else ``None``. ``environ`` is where the invocation's
+    trace header is read per record (default: the live ``os.environ``, which the Lambda runtime updates per
+    invocation)."""
+    if not tracing:
+        return None
+    return TraceHeaders(os.environ if environ is None else environ)
 
 
 class TraceHeaders:
