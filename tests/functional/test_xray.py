@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import uuid
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +19,14 @@ import pytest
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Route, Status
 from asya.sidecar import ActorRuntime
-from asya.timeutil import format_ts
 from asya.transport import Transport
 from asya_crew.sink import SinkRuntime
 from asya_local.lambda_event import sqs_event
+from tests.functional.test_sidecar import NOW, envelope
 
 pytestmark = pytest.mark.functional
 
 HANDLERS = Path(__file__).resolve().parent / "handlers"
-NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 RECORD_TRACE = "Root=1-67a1b2c3-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
 OTHER_RECORD_TRACE = "Root=1-67a1b2c3-fedcba9876543210fedcba98;Parent=1111222233334444;Sampled=1"
 INVOCATION_TRACE = "Root=1-67a1b2c4-aaaaaaaaaaaaaaaaaaaaaaaa;Parent=5555666677778888;Sampled=1;Lineage=a87bd80c:0"
@@ -70,24 +67,6 @@ def _header(message: dict[str, Any]) -> str | None:
         return None
     assert value["DataType"] == "String"
     return str(value["StringValue"])
-
-
-def envelope(env_id: str | None = None, *, curr: str = "normalize", nxt: list[str] | None = None) -> dict[str, Any]:
-    return {
-        "id": env_id or str(uuid.uuid4()),
-        "route": {"prev": [], "curr": curr, "next": ["analyze"] if nxt is None else nxt},
-        "headers": {"x-asya-flow": "text-pipeline"},
-        "status": {
-            "phase": "pending",
-            "actor": curr,
-            "attempt": 1,
-            "max_attempts": 1,
-            "created_at": format_ts(NOW - timedelta(seconds=5)),
-            "updated_at": format_ts(NOW - timedelta(seconds=5)),
-            "deadline_at": format_ts(NOW + timedelta(minutes=5)),
-        },
-        "payload": {"text": "hello"},
-    }
 
 
 class Actor:
