@@ -13,8 +13,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
@@ -33,16 +32,9 @@ from asya.timeutil import format_ts
 from asya.transport import TransportError
 from asya_crew.sink import SinkRuntime
 from asya_local.lambda_event import sqs_event
+from tests.functional.actors import NOW, Context, actor_env, drain
 
 pytestmark = pytest.mark.functional
-
-HANDLERS = Path(__file__).resolve().parent / "handlers"
-NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
-
-
-class Context:
-    def get_remaining_time_in_millis(self) -> int:
-        return 300_000
 
 
 class Actor:
@@ -53,16 +45,7 @@ class Actor:
         self.sqs = mesh.aws.sqs
         self.actor = actor
         config = ActorConfig.from_env(
-            {
-                "ASYA_NAMESPACE": mesh.resources.namespace,
-                "ASYA_ACTOR": actor,
-                "ASYA_HANDLER": f"idem_handlers.{handler}",
-                "ASYA_CODE_DIR": str(HANDLERS),
-                "ASYA_TABLE": mesh.resources.table,
-                "ASYA_BUCKET": mesh.resources.bucket,
-                "ASYA_ACTOR_TIMEOUT": "60",
-                "ASYA_RESILIENCY": resiliency,
-            }
+            actor_env(mesh, actor, f"idem_handlers.{handler}", ASYA_ACTOR_TIMEOUT="60", ASYA_RESILIENCY=resiliency)
         )
         self.runtime = ActorRuntime(
             config, sqs=self.sqs, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3, clock=lambda: NOW, sleep=lambda _s: None
@@ -114,13 +97,7 @@ class Mesh:
         return again
 
     def drain(self, actor: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        url = self.url(actor)
-        while messages := self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-            for message in messages:
-                out.append(json.loads(message["Body"]))
-                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-        return out
+        return drain(self.sqs, self.url(actor))
 
     def idem_items(self, key: HopKey) -> dict[str, dict[str, Any]]:
         items = self.dynamodb.query(
@@ -417,14 +394,7 @@ def test_p_ack_8_concurrent_duplicate_yields_one_envelope_and_one_final_status(
     sunk = world.drain("x-sink")
     assert [o["id"] for o in sunk] == ["t-slow"]
     sink = SinkRuntime(
-        ActorConfig.from_env(
-            {
-                "ASYA_NAMESPACE": world.mesh.resources.namespace,
-                "ASYA_ACTOR": "x-sink",
-                "ASYA_TABLE": world.table,
-                "ASYA_BUCKET": world.mesh.resources.bucket,
-            }
-        ),
+        ActorConfig.from_env(actor_env(world.mesh, "x-sink")),
         sqs=world.sqs,
         dynamodb=world.dynamodb,
         s3=world.mesh.aws.s3,

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.functional.test_sidecar import NOW, Harness
-from tests.functional.test_sidecar import envelope as actor_envelope
+from tests.functional.actors import NOW, Harness
+from tests.functional.actors import envelope as actor_envelope
 from tests.functional.test_sink import Sink
 from tests.functional.test_sink import envelope as sink_envelope
 from tests.functional.test_sump import Sump, failed

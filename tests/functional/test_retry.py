@@ -9,71 +9,34 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
-from asya.config import ActorConfig
-from asya.sidecar import ActorRuntime
-from asya.store import TaskStore
 from asya.timeutil import format_ts
+from tests.functional import actors
+from tests.functional.actors import NOW
 
 pytestmark = pytest.mark.functional
 
-HANDLERS = Path(__file__).resolve().parent / "handlers"
-NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 INPUT = {"text": "Hello World"}
 
 
-class Context:
-    def get_remaining_time_in_millis(self) -> int:
-        return 300_000
-
-
-class Harness:
-    """``normalize`` running a handler of ``retry_handlers`` with a retry policy, plus queue helpers."""
+class Harness(actors.Harness):
+    """``normalize`` running a handler of ``retry_handlers`` with a retry policy, on a clock a test moves, plus the
+    parameters of every ``SendMessage`` the runtime made."""
 
     def __init__(self, mesh: Any, handler: str, resiliency: dict[str, Any] | None, *, random: float = 0.5) -> None:
-        self.mesh = mesh
-        self.sqs = mesh.aws.sqs
         self.now = NOW
         self.sends: list[dict[str, Any]] = []
-        env = {
-            "ASYA_NAMESPACE": mesh.resources.namespace,
-            "ASYA_ACTOR": "normalize",
-            "ASYA_HANDLER": f"retry_handlers.{handler}",
-            "ASYA_CODE_DIR": str(HANDLERS),
-            "ASYA_TABLE": mesh.resources.table,
-            "ASYA_BUCKET": mesh.resources.bucket,
-        }
-        if resiliency is not None:
-            env["ASYA_RESILIENCY"] = json.dumps(resiliency)
-        self.runtime = ActorRuntime(
-            ActorConfig.from_env(env),
-            sqs=self.sqs,
-            dynamodb=mesh.aws.dynamodb,
-            s3=mesh.aws.s3,
-            clock=lambda: self.now,
-            sleep=lambda _s: None,
-            random=lambda: random,
-        )
-        self.store = TaskStore(
-            table=mesh.resources.table,
-            bucket=mesh.resources.bucket,
-            dynamodb=mesh.aws.dynamodb,
-            s3=mesh.aws.s3,
-            clock=lambda: self.now,
-        )
+        env = {} if resiliency is None else {"ASYA_RESILIENCY": json.dumps(resiliency)}
+        super().__init__(mesh, handler, module="retry_handlers", clock=lambda: self.now, env=env, random=lambda: random)
         self.sqs.meta.events.register("before-parameter-build.sqs.SendMessage", self._record_send)
 
     def _record_send(self, params: dict[str, Any], **_: Any) -> None:
         self.sends.append(params)
-
-    def url(self, actor: str) -> str:
-        return str(self.mesh.resources.queue_urls[actor])
 
     def sent_to(self, actor: str) -> list[tuple[int, dict[str, Any]]]:
         """``(DelaySeconds, body)`` of every SendMessage the runtime made to ``actor``'s queue."""
@@ -83,36 +46,16 @@ class Harness:
             if p["QueueUrl"] == self.url(actor)
         ]
 
-    def run(self, body: dict[str, Any]) -> list[dict[str, Any]]:
-        """Deliver ``body`` as one SQS record; returns ``batchItemFailures``."""
-        url = self.url("normalize")
-        self.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(body))
+    def handle(self, body: dict[str, Any]) -> list[dict[str, Any]]:
+        """Deliver ``body`` as one SQS record and delete it when acked (as the ESM does); returns
+        ``batchItemFailures``."""
+        event = self.event(body)
         self.sends.clear()
-        [message] = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1, AttributeNames=["All"])["Messages"]
-        record = {
-            "messageId": message["MessageId"],
-            "receiptHandle": message["ReceiptHandle"],
-            "body": message["Body"],
-            "attributes": message.get("Attributes", {}),
-            "messageAttributes": {},
-            "md5OfBody": message["MD5OfBody"],
-            "eventSource": "aws:sqs",
-            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:asya-demo-normalize",
-            "awsRegion": "us-east-1",
-        }
-        failures: list[dict[str, Any]] = self.runtime.handle({"Records": [record]}, Context())["batchItemFailures"]
+        failures: list[dict[str, Any]] = self.runtime.handle(event, actors.Context())["batchItemFailures"]
         if not failures:
-            self.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            [record] = event["Records"]
+            self.sqs.delete_message(QueueUrl=self.url(self.actor), ReceiptHandle=record["receiptHandle"])
         return failures
-
-    def drain(self, actor: str) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        url = self.url(actor)
-        while messages := self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-            for m in messages:
-                out.append(json.loads(m["Body"]))
-                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-        return out
 
     def delayed(self, actor: str) -> int:
         attrs = self.sqs.get_queue_attributes(QueueUrl=self.url(actor), AttributeNames=["All"])["Attributes"]
@@ -137,21 +80,13 @@ def envelope(
     deadline: timedelta = timedelta(minutes=5),
     payload: Any = None,
 ) -> dict[str, Any]:
-    return {
-        "id": task_id,
-        "route": {"prev": ["intake"], "curr": "normalize", "next": ["analyze"]},
-        "headers": {"x-asya-flow": "text-pipeline", **(headers or {})},
-        "status": {
-            "phase": "pending",
-            "actor": "normalize",
-            "attempt": 1,
-            "max_attempts": 1,
-            "created_at": format_ts(NOW - timedelta(seconds=5)),
-            "updated_at": format_ts(NOW - timedelta(seconds=5)),
-            "deadline_at": format_ts(NOW + deadline),
-        },
-        "payload": dict(INPUT) if payload is None else payload,
-    }
+    return actors.envelope(
+        task_id,
+        prev=["intake"],
+        headers={"x-asya-flow": "text-pipeline", **(headers or {})},
+        deadline=NOW + deadline,
+        payload=dict(INPUT) if payload is None else payload,
+    )
 
 
 def policy(**fields: Any) -> dict[str, Any]:
@@ -164,7 +99,7 @@ def policy(**fields: Any) -> dict[str, Any]:
 def test_p_res_8_retry_envelope_goes_to_the_own_queue(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
     env = envelope("t-retry", headers={"traceparent": "00-8f1c2d3e4b5a69788796a5b4c3d2e1f0-1a2b3c4d5e6f7081-01"})
-    assert h.run(env) == []
+    assert h.handle(env) == []
     assert h.drain("x-sink") == []
     assert h.drain("analyze") == []
     [retry] = h.drain("normalize")
@@ -195,7 +130,7 @@ def test_p_res_8_retry_envelope_goes_to_the_own_queue(harness: Callable[..., Har
 def test_p_res_6_retry_is_sent_with_the_policy_delay(harness: Callable[..., Harness]) -> None:
     # exponential, attempt 1: 4 s, capped at 3 s, jitter U = 0.5 + 0.9 -> 4.2 s -> DelaySeconds 5
     h = harness("mutate_then_fail", policy(initial_delay=4, max_interval=3), random=0.9)
-    assert h.run(envelope("t-delay")) == []
+    assert h.handle(envelope("t-delay")) == []
     [(delay, body)] = h.sent_to("normalize")
     assert delay == 5
     assert body["status"]["phase"] == "retrying"
@@ -209,7 +144,7 @@ def test_p_res_3_rule_selected_by_the_error_mro(harness: Callable[..., Harness])
         "rules": [{"errors": ["OSError"], "policy": "network"}],
     }
     h = harness("rate_limited", resiliency)
-    assert h.run(envelope("t-mro")) == []
+    assert h.handle(envelope("t-mro")) == []
     [retry] = h.drain("normalize")
     assert retry["status"]["max_attempts"] == 5
     assert retry["status"]["error"]["type"] == "retry_handlers.RateLimitedError"
@@ -218,18 +153,18 @@ def test_p_res_3_rule_selected_by_the_error_mro(harness: Callable[..., Harness])
 
 def test_p_proc_4_retry_keeps_attempt_and_first_attempt_until_success(harness: Callable[..., Harness]) -> None:
     h = harness("fails_before_attempt", policy(max_attempts=5, initial_delay=0, jitter=False))
-    h.run(envelope("t-cycle", payload={"succeed_at": 3}))
+    h.handle(envelope("t-cycle", payload={"succeed_at": 3}))
     [second] = h.drain("normalize")
     assert second["status"]["attempt"] == 2
     h.now = NOW + timedelta(seconds=7)
-    h.run(second)
+    h.handle(second)
     [third] = h.drain("normalize")
     assert third["status"]["attempt"] == 3
     assert third["status"]["max_attempts"] == 5
     assert third["headers"]["x-asya-first-attempt"] == format_ts(NOW), "kept across retries of the same actor"
     assert third["status"]["error"]["message"] == "attempt 2 timed out"
     h.now = NOW + timedelta(seconds=9)
-    assert h.run(third) == []
+    assert h.handle(third) == []
     [out] = h.drain("analyze")
     assert out["payload"] == {"succeed_at": 3, "succeeded_on": 3}
     assert out["status"]["phase"] == "pending"
@@ -241,7 +176,7 @@ def test_p_proc_4_retry_keeps_attempt_and_first_attempt_until_success(harness: C
 def test_p_stat_5_retrying_event_for_a_tracked_task(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=2, backoff="constant", jitter=False))
     h.store.create_task(task_id="t-track", actor="normalize", payload=INPUT)
-    assert h.run(envelope("t-track")) == []
+    assert h.handle(envelope("t-track")) == []
     steps = [(e["status"], e.get("step")) for e in h.status_events("t-track")]
     assert steps == [("running", "processing"), ("running", "retrying")]
     retrying = h.status_events("t-track")[-1]
@@ -268,7 +203,7 @@ def test_p_stat_7_a_failing_retrying_write_still_schedules_the_retry(
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "table unavailable"}}, "UpdateItem")
 
     mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem", refuse)
-    assert h.run(envelope("t-unwritten")) == []
+    assert h.handle(envelope("t-unwritten")) == []
     assert len(refused) == 2, "processing and retrying were attempted"
     [retry] = h.drain("normalize")
     assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
@@ -280,7 +215,7 @@ def test_p_stat_12_stealth_retry_writes_no_event(harness: Callable[..., Harness]
     h = harness("mutate_then_fail", policy(initial_delay=0))
     h.store.create_task(task_id="t-quiet", actor="normalize", payload=INPUT)
     before = h.store.events_after("t-quiet", 0)
-    assert h.run(envelope("t-quiet", headers={"x-asya-mesh-status": "off"})) == []
+    assert h.handle(envelope("t-quiet", headers={"x-asya-mesh-status": "off"})) == []
     assert h.store.events_after("t-quiet", 0) == before
     [retry] = h.drain("normalize")
     assert retry["status"]["phase"] == "retrying"
@@ -294,7 +229,7 @@ def test_p_ack_2_failed_retry_send_fails_the_record(harness: Callable[..., Harne
             raise EndpointConnectionError(endpoint_url=params["QueueUrl"])
 
     h.sqs.meta.events.register("before-parameter-build.sqs.SendMessage", reject)
-    failures = h.run(envelope("t-nosend"))
+    failures = h.handle(envelope("t-nosend"))
     assert len(failures) == 1
     assert h.drain("x-sink") == []
 
@@ -305,10 +240,10 @@ def test_p_ack_2_failed_retry_send_fails_the_record(harness: Callable[..., Harne
 def test_p_res_11_exhausted_policy_goes_to_sink_policy_exhausted(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=2, initial_delay=0))
     env = envelope("t-exh")
-    h.run(env)
+    h.handle(env)
     [retry] = h.drain("normalize")
     h.now = NOW + timedelta(seconds=3)
-    assert h.run(retry) == []
+    assert h.handle(retry) == []
     assert h.drain("normalize") == []
     [out] = h.drain("x-sink")
     assert out["route"] == env["route"], "curr stays the failing actor"
@@ -334,14 +269,14 @@ def test_p_res_10_a_retry_reruns_the_whole_call_and_sends_its_frames_again(harne
     """The frame attempt 1 sent before failing stays sent; the retry runs the generator from the start, so the same
     frame leaves again (P-RES-10), now from attempt 2."""
     h = harness("frame_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
-    assert h.run(envelope("t-rerun")) == []
+    assert h.handle(envelope("t-rerun")) == []
     [first] = h.drain("analyze")
     assert first["id"] == "t-rerun"
     assert first["payload"] == {**INPUT, "sent_on": 1}
     [retry] = h.drain("normalize")
     assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
     assert retry["payload"] == INPUT
-    assert h.run(retry) == []
+    assert h.handle(retry) == []
     [second] = h.drain("analyze")
     assert second["id"] == "t-rerun"
     assert second["payload"] == {**INPUT, "sent_on": 2}
@@ -359,13 +294,13 @@ def test_p_err_2_serialization_error_goes_to_sump_and_is_never_retried(harness: 
         "rules": [{"errors": ["SerializationError", "TypeError", "Exception"], "policy": "default"}],
     }
     control = harness("mutate_then_fail", resiliency)
-    assert control.run(envelope("t-handler-error")) == []
+    assert control.handle(envelope("t-handler-error")) == []
     [retry] = control.drain("normalize")
     assert (retry["status"]["phase"], retry["status"]["max_attempts"]) == ("retrying", 5), "the policy retries"
 
     h = harness("unserialisable", resiliency)
     h.store.create_task(task_id="t-nan", actor="normalize", payload=INPUT)
-    assert h.run(envelope("t-nan")) == []
+    assert h.handle(envelope("t-nan")) == []
     assert h.sent_to("normalize") == []
     assert h.drain("normalize") == []
     assert h.drain("x-sink") == []
@@ -383,10 +318,10 @@ def test_p_err_2_serialization_error_goes_to_sump_and_is_never_retried(harness: 
 
 def test_p_res_7_max_duration_exhausts_before_max_attempts(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=10, initial_delay=0, max_duration="30s"))
-    h.run(envelope("t-dur"))
+    h.handle(envelope("t-dur"))
     [retry] = h.drain("normalize")
     h.now = NOW + timedelta(seconds=30)
-    h.run(retry)
+    h.handle(retry)
     [out] = h.drain("x-sink")
     assert out["status"]["reason"] == "PolicyExhausted"
     assert (out["status"]["attempt"], out["status"]["max_attempts"]) == (2, 10)
@@ -394,7 +329,7 @@ def test_p_res_7_max_duration_exhausts_before_max_attempts(harness: Callable[...
 
 def test_p_res_7_retry_past_the_deadline_is_not_scheduled(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=5, initial_delay=10, jitter=False))
-    assert h.run(envelope("t-late", deadline=timedelta(seconds=10))) == []
+    assert h.handle(envelope("t-late", deadline=timedelta(seconds=10))) == []
     assert h.drain("normalize") == []
     [out] = h.drain("x-sink")
     assert out["status"]["reason"] == "PolicyExhausted"
@@ -404,7 +339,7 @@ def test_p_res_7_retry_past_the_deadline_is_not_scheduled(harness: Callable[...,
 def test_p_res_4_error_matching_no_rule_and_no_default_is_runtime_error(harness: Callable[..., Harness]) -> None:
     resiliency = {"policies": {"keys": {}}, "rules": [{"errors": ["KeyError"], "policy": "keys"}]}
     h = harness("mutate_then_fail", resiliency)
-    assert h.run(envelope("t-nopol")) == []
+    assert h.handle(envelope("t-nopol")) == []
     assert h.drain("normalize") == []
     [out] = h.drain("x-sink")
     assert out["status"]["reason"] == "RuntimeError"
@@ -416,7 +351,7 @@ def test_p_res_12_on_exhausted_shifts_the_route_onto_the_chain(harness: Callable
     h = harness("mutate_then_fail", policy(max_attempts=1, on_exhausted=["summarize", "analyze"]))
     h.store.create_task(task_id="t-route", actor="normalize", payload=INPUT)
     env = envelope("t-route")
-    assert h.run(env) == []
+    assert h.handle(env) == []
     assert h.drain("x-sink") == []
     assert h.drain("normalize") == []
     [out] = h.drain("summarize")
@@ -439,7 +374,7 @@ def test_p_res_12_on_exhausted_shifts_the_route_onto_the_chain(harness: Callable
 
 def test_p_res_12_on_exhausted_honours_route_overrides(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=1, on_exhausted=["summarize"]))
-    h.run(envelope("t-ovr", headers={"x-asya-route-override": {"summarize": "analyze"}}))
+    h.handle(envelope("t-ovr", headers={"x-asya-route-override": {"summarize": "analyze"}}))
     assert h.drain("summarize") == []
     [out] = h.drain("analyze")
     assert out["route"]["curr"] == "summarize"
@@ -449,7 +384,7 @@ def test_p_res_12_on_exhausted_honours_route_overrides(harness: Callable[..., Ha
 def test_p_route_8_on_exhausted_destination_without_a_queue_goes_to_sump(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=1, on_exhausted=["summarize"]))
     h.store.create_task(task_id="t-lost", actor="normalize", payload=INPUT)
-    assert h.run(envelope("t-lost", headers={"x-asya-route-override": {"summarize": "ghost"}})) == []
+    assert h.handle(envelope("t-lost", headers={"x-asya-route-override": {"summarize": "ghost"}})) == []
     [sump] = h.drain("x-sump")
     assert sump["status"]["reason"] == "UnknownActor"
     assert "ghost" in sump["payload"]["details"]["message"]
@@ -464,7 +399,7 @@ def test_p_route_8_on_exhausted_destination_without_a_queue_goes_to_sump(harness
 
 def test_p_res_9_long_delay_is_sent_as_900_seconds_with_delay_until(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(initial_delay="2000s", max_interval=0, jitter=False))
-    h.run(envelope("t-long", deadline=timedelta(hours=2)))
+    h.handle(envelope("t-long", deadline=timedelta(hours=2)))
     [(delay, body)] = h.sent_to("normalize")
     assert delay == 900
     assert body["headers"]["x-asya-delay-until"] == format_ts(NOW + timedelta(seconds=2000))
@@ -477,7 +412,7 @@ def test_p_res_9_step_3_resends_a_delayed_envelope_unchanged(harness: Callable[.
     env = envelope("t-wait", headers={"x-asya-delay-until": format_ts(NOW + timedelta(seconds=1100))})
     env["status"].update(phase="retrying", attempt=2, max_attempts=3)
     before = h.store.events_after("t-wait", 0)
-    assert h.run(env) == []
+    assert h.handle(env) == []
     [(delay, body)] = h.sent_to("normalize")
     assert delay == 900
     assert body == env, "re-sent unchanged: same attempt, same headers, same status"
@@ -486,7 +421,7 @@ def test_p_res_9_step_3_resends_a_delayed_envelope_unchanged(harness: Callable[.
     h.now = NOW + timedelta(seconds=900)
     h.sends.clear()
     h.drain("normalize")
-    assert h.run(env) == []
+    assert h.handle(env) == []
     [(delay, _)] = h.sent_to("normalize")
     assert delay == 200, "the remaining delay"
 
@@ -499,7 +434,7 @@ def test_p_res_9_step_3_continues_once_the_delay_is_over(harness: Callable[..., 
         payload={"succeed_at": 2},
     )
     env["status"].update(phase="retrying", attempt=2, max_attempts=3)
-    assert h.run(env) == []
+    assert h.handle(env) == []
     assert h.sent_to("normalize") == []
     [out] = h.drain("analyze")
     assert out["payload"]["succeeded_on"] == 2

@@ -6,10 +6,8 @@ Each outcome is observed twice: as messages on the right queues and as ``batchIt
 from __future__ import annotations
 
 import json
-import logging
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,116 +16,11 @@ import pytest
 from botocore.exceptions import ClientError
 
 from asya import sidecar
-from asya.config import ActorConfig
-from asya.sidecar import ActorRuntime
-from asya.store import StatusUpdate, TaskStore
+from asya.store import StatusUpdate
 from asya.timeutil import format_ts
+from tests.functional.actors import HANDLERS, NOW, Context, Harness, LogLines, envelope, fail_one_record
 
 pytestmark = pytest.mark.functional
-
-HANDLERS = Path(__file__).resolve().parent / "handlers"
-NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
-
-
-@dataclass
-class Context:
-    """The part of the Lambda context object the layer uses."""
-
-    remaining_ms: int = 300_000
-
-    def get_remaining_time_in_millis(self) -> int:
-        return self.remaining_ms
-
-
-class Harness:
-    """One actor runtime wired to the moto mesh, plus helpers to feed it and read the queues."""
-
-    def __init__(
-        self,
-        mesh: Any,
-        handler: str,
-        *,
-        actor: str = "normalize",
-        clock: Callable[[], datetime],
-        env: dict[str, str] | None = None,
-    ) -> None:
-        self.mesh = mesh
-        self.sqs = mesh.aws.sqs
-        self.actor = actor
-        config = ActorConfig.from_env(
-            {
-                "ASYA_NAMESPACE": mesh.resources.namespace,
-                "ASYA_ACTOR": actor,
-                "ASYA_HANDLER": f"sidecar_handlers.{handler}",
-                "ASYA_CODE_DIR": str(HANDLERS),
-                "ASYA_TABLE": mesh.resources.table,
-                "ASYA_BUCKET": mesh.resources.bucket,
-                "ASYA_ACTOR_TIMEOUT": "30",
-                **(env or {}),
-            }
-        )
-        self.runtime = ActorRuntime(
-            config, sqs=self.sqs, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3, clock=clock, sleep=lambda _s: None
-        )
-        self.store = TaskStore(
-            table=mesh.resources.table,
-            bucket=mesh.resources.bucket,
-            dynamodb=mesh.aws.dynamodb,
-            s3=mesh.aws.s3,
-            clock=clock,
-        )
-
-    def url(self, actor: str) -> str:
-        return str(self.mesh.resources.queue_urls[actor])
-
-    def event(self, *bodies: str | dict[str, Any]) -> dict[str, Any]:
-        """Put ``bodies`` on this actor's queue and receive them as one Lambda SQS event."""
-        url = self.url(self.actor)
-        for body in bodies:
-            self.sqs.send_message(QueueUrl=url, MessageBody=body if isinstance(body, str) else json.dumps(body))
-        messages: list[dict[str, Any]] = []
-        while len(messages) < len(bodies):
-            got = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])
-            messages.extend(got.get("Messages", []))
-        by_body = {m["Body"]: m for m in messages}
-        ordered = [by_body[b if isinstance(b, str) else json.dumps(b)] for b in bodies]
-        return {
-            "Records": [
-                {
-                    "messageId": m["MessageId"],
-                    "receiptHandle": m["ReceiptHandle"],
-                    "body": m["Body"],
-                    "attributes": m.get("Attributes", {}),
-                    "messageAttributes": {},
-                    "md5OfBody": m["MD5OfBody"],
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:asya-demo-{self.actor}",
-                    "awsRegion": "us-east-1",
-                }
-                for m in ordered
-            ]
-        }
-
-    def run(self, *bodies: str | dict[str, Any], context: Context | None = None) -> tuple[dict[str, Any], list[str]]:
-        event = self.event(*bodies)
-        response = self.runtime.handle(event, context or Context())
-        failed = [f["itemIdentifier"] for f in response["batchItemFailures"]]
-        ids = [r["messageId"] for r in event["Records"]]
-        return response, [str(ids.index(f)) for f in failed]
-
-    def drain(self, actor: str) -> list[dict[str, Any]]:
-        """Every message waiting on ``actor``'s queue, as parsed JSON, in send order."""
-        out: list[tuple[int, dict[str, Any]]] = []
-        url = self.url(actor)
-        while True:
-            got = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["SentTimestamp"])
-            messages = got.get("Messages", [])
-            if not messages:
-                break
-            for m in messages:
-                out.append((len(out), json.loads(m["Body"])))
-                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-        return [body for _, body in out]
 
 
 @pytest.fixture
@@ -141,38 +34,6 @@ def harness(mesh: Any, clock: Callable[[], datetime]) -> Callable[..., Harness]:
         return Harness(mesh, handler, clock=clock, **kwargs)
 
     return make
-
-
-def envelope(
-    env_id: str | None = None,
-    *,
-    curr: str = "normalize",
-    nxt: list[str] | None = None,
-    headers: dict[str, Any] | None = None,
-    deadline: datetime | None = NOW + timedelta(minutes=5),
-    payload: Any = None,
-    parent_id: str | None = None,
-) -> dict[str, Any]:
-    status: dict[str, Any] = {
-        "phase": "pending",
-        "actor": curr,
-        "attempt": 1,
-        "max_attempts": 1,
-        "created_at": format_ts(NOW - timedelta(seconds=5)),
-        "updated_at": format_ts(NOW - timedelta(seconds=5)),
-    }
-    if deadline is not None:
-        status["deadline_at"] = format_ts(deadline)
-    env: dict[str, Any] = {
-        "id": env_id or str(uuid.uuid4()),
-        "route": {"prev": [], "curr": curr, "next": ["analyze"] if nxt is None else nxt},
-        "headers": headers if headers is not None else {"x-asya-flow": "text-pipeline"},
-        "status": status,
-        "payload": {"text": "hello big world"} if payload is None else payload,
-    }
-    if parent_id:
-        env["parent_id"] = parent_id
-    return env
 
 
 # -- routing outcomes -------------------------------------------------------------------------------------------------
@@ -847,51 +708,6 @@ def test_p_ack_4_failed_records_come_back_with_backoff(harness: Callable[..., Ha
     assert len(response["batchItemFailures"]) == 2
     assert [e["VisibilityTimeout"] for e in seen] == [5, 20]
     assert h.sqs.receive_message(QueueUrl=h.url("normalize")).get("Messages", []) == []
-
-
-class LogLines(logging.Handler):
-    """The records one runtime's Powertools logger (named after the actor's queue) emits while attached, and each as
-    the JSON line Powertools writes for it: formatted at emit time by the logger's own Powertools formatter, which
-    holds the keys the runtime appended for the record being processed (P-TRACE-4). Reading these instead of stdout
-    keeps the test independent of the stream the shared logger's handler captured when it was first built."""
-
-    def __init__(self, h: Harness) -> None:
-        super().__init__()
-        self.records: list[logging.LogRecord] = []
-        self.lines: list[dict[str, Any]] = []
-        self._logger = logging.getLogger(h.runtime.config.queue_name)
-        self.setFormatter(self._logger.powertools_handler.formatter)  # type: ignore[attr-defined]
-
-    def __enter__(self) -> LogLines:
-        self._logger.addHandler(self)
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._logger.removeHandler(self)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-        self.lines.append(json.loads(self.format(record)))
-
-    def named(self, message: str) -> list[logging.LogRecord]:
-        return [r for r in self.records if r.getMessage() == message]
-
-    def record_failure(self, message_id: str) -> logging.LogRecord:
-        """The one WARNING line of a failed record (P-ACK-3): it names the record and carries no traceback."""
-        [failed] = self.named("record failed: SQS delivers it again")
-        assert failed.levelno == logging.WARNING and failed.exc_info is None
-        assert failed.__dict__["message_id"] == message_id
-        return failed
-
-
-def fail_one_record(h: Harness, env: dict[str, Any]) -> logging.LogRecord:
-    """Run a batch of ``env`` alone, check that its record is the one failure, and return its log line (P-ACK-3)."""
-    event = h.event(env)
-    with LogLines(h) as logs:
-        response = h.runtime.handle(event, Context())
-    message_id = event["Records"][0]["messageId"]
-    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [message_id]
-    return logs.record_failure(message_id)
 
 
 def test_p_ack_3_a_failed_record_logs_why_in_one_line(harness: Callable[..., Harness]) -> None:

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from test_sidecar import NOW, Context, Harness, envelope, fail_one_record
 
 from asya.idempotency import SENT, HopKey
+from tests.functional.actors import NOW, Context, Harness, envelope, fail_one_record
 
 pytestmark = pytest.mark.functional
 

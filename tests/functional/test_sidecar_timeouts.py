@@ -17,7 +17,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from test_sidecar import NOW, Context, Harness, envelope
+
+from tests.functional.actors import NOW, Context, Harness, envelope
 
 pytestmark = pytest.mark.functional
 
@@ -34,8 +35,7 @@ def make(mesh: Any) -> Iterator[Callable[..., Harness]]:
     made: list[Harness] = []
 
     def build(handler: str, *, timeout: str = "1", clock: Callable[[], datetime] = lambda: NOW) -> Harness:
-        env = {"ASYA_HANDLER": f"timeout_handlers.{handler}", "ASYA_ACTOR_TIMEOUT": timeout}
-        h = Harness(mesh, "echo", clock=clock, env=env)
+        h = Harness(mesh, handler, module="timeout_handlers", clock=clock, env={"ASYA_ACTOR_TIMEOUT": timeout})
         made.append(h)
         handlers_module().EVENTS.clear()
         handlers_module().SPENT.clear()

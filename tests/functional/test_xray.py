@@ -11,31 +11,22 @@ from __future__ import annotations
 
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Route, Status
-from asya.sidecar import ActorRuntime
 from asya.transport import Transport
 from asya_crew.sink import SinkRuntime
-from asya_local.lambda_event import sqs_event
-from tests.functional.test_sidecar import NOW, envelope
+from tests.functional.actors import NOW, Context, Harness, actor_env, deliver, envelope, queue_arn
 
 pytestmark = pytest.mark.functional
 
-HANDLERS = Path(__file__).resolve().parent / "handlers"
 RECORD_TRACE = "Root=1-67a1b2c3-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1"
 OTHER_RECORD_TRACE = "Root=1-67a1b2c3-fedcba9876543210fedcba98;Parent=1111222233334444;Sampled=1"
 INVOCATION_TRACE = "Root=1-67a1b2c4-aaaaaaaaaaaaaaaaaaaaaaaa;Parent=5555666677778888;Sampled=1;Lineage=a87bd80c:0"
 NEXT_INVOCATION_TRACE = "Root=1-67a1b2c5-bbbbbbbbbbbbbbbbbbbbbbbb;Parent=9999aaaabbbbcccc;Sampled=1"
-
-
-class Context:
-    def get_remaining_time_in_millis(self) -> int:
-        return 300_000
 
 
 class Requests:
@@ -69,41 +60,20 @@ def _header(message: dict[str, Any]) -> str | None:
     return str(value["StringValue"])
 
 
-class Actor:
-    """``normalize`` running a ``sidecar_handlers`` function, traced or not, with an injected environment."""
+class Actor(Harness):
+    """``normalize`` running a ``sidecar_handlers`` function, traced or not, with an injected environment whose
+    ``_X_AMZN_TRACE_ID`` a test sets as the Lambda runtime does per invocation."""
 
     def __init__(self, mesh: Any, handler: str, *, tracing: bool, extra: dict[str, str] | None = None) -> None:
-        self.mesh = mesh
-        self.sqs = mesh.aws.sqs
-        self.requests = Requests(self.sqs)
         self.environ: dict[str, str] = {}
-        env = {
-            "ASYA_NAMESPACE": mesh.resources.namespace,
-            "ASYA_ACTOR": "normalize",
-            "ASYA_HANDLER": f"sidecar_handlers.{handler}",
-            "ASYA_CODE_DIR": str(HANDLERS),
-            "ASYA_TABLE": mesh.resources.table,
-            "ASYA_BUCKET": mesh.resources.bucket,
-            **({"ASYA_TRACING": "true"} if tracing else {}),
-            **(extra or {}),
-        }
-        self.runtime = ActorRuntime(
-            ActorConfig.from_env(env),
-            sqs=self.sqs,
-            dynamodb=mesh.aws.dynamodb,
-            s3=mesh.aws.s3,
-            clock=lambda: NOW,
-            sleep=lambda _s: None,
-            environ=self.environ,
-        )
+        env = {**({"ASYA_TRACING": "true"} if tracing else {}), **(extra or {})}
+        super().__init__(mesh, handler, clock=lambda: NOW, env=env, environ=self.environ)
+        self.requests = Requests(self.sqs)
 
-    def url(self, actor: str) -> str:
-        return str(self.mesh.resources.queue_urls[actor])
-
-    def run(self, *inputs: tuple[dict[str, Any], str | None]) -> dict[str, Any]:
+    def handle(self, *inputs: tuple[dict[str, Any], str | None]) -> dict[str, Any]:
         """Put ``(envelope, AWSTraceHeader or None)`` messages on the queue, receive them as one Lambda event (with
         their system attributes) and handle it."""
-        event = received_event(self.sqs, self.url("normalize"), inputs, arn="asya-demo-normalize")
+        event = self.event(*(body for body, _ in inputs), traces=[trace for _, trace in inputs])
         self.requests.calls.clear()
         response: dict[str, Any] = self.runtime.handle(event, Context())
         assert response == {"batchItemFailures": []}
@@ -112,27 +82,6 @@ class Actor:
     def received(self, actor: str) -> list[tuple[dict[str, Any], str | None]]:
         """``(body, AWSTraceHeader or None)`` of every message waiting on ``actor``'s queue."""
         return receive_all(self.sqs, self.url(actor))
-
-
-def received_event(
-    sqs: Any, url: str, inputs: tuple[tuple[dict[str, Any], str | None], ...], *, arn: str
-) -> dict[str, Any]:
-    texts = []
-    for body, trace in inputs:
-        text = json.dumps(body)
-        texts.append(text)
-        extra: dict[str, Any] = {}
-        if trace is not None:
-            extra["MessageSystemAttributes"] = {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
-        sqs.send_message(QueueUrl=url, MessageBody=text, **extra)
-    messages: list[Any] = []
-    while len(messages) < len(texts):
-        got = sqs.receive_message(
-            QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"], MessageSystemAttributeNames=["All"]
-        )
-        messages += got.get("Messages", [])
-    messages.sort(key=lambda m: texts.index(m["Body"]))
-    return sqs_event(messages, queue_arn=f"arn:aws:sqs:us-east-1:123456789012:{arn}", region="us-east-1")
 
 
 def receive_all(sqs: Any, url: str) -> list[tuple[dict[str, Any], str | None]]:
@@ -153,7 +102,7 @@ def receive_all(sqs: Any, url: str) -> list[tuple[dict[str, Any], str | None]]:
 def test_p_trace_3_frames_carry_the_input_records_aws_trace_header(mesh: Any) -> None:
     actor = Actor(mesh, "echo", tracing=True)
     actor.environ["_X_AMZN_TRACE_ID"] = INVOCATION_TRACE
-    event = actor.run((envelope("t-1"), RECORD_TRACE))
+    event = actor.handle((envelope("t-1"), RECORD_TRACE))
     assert event["Records"][0]["attributes"]["AWSTraceHeader"] == RECORD_TRACE  # as Lambda hands it over
     [frame] = actor.requests.messages(actor.url("analyze"))
     assert _header(frame) == RECORD_TRACE
@@ -165,17 +114,17 @@ def test_p_trace_3_without_one_on_the_record_the_invocation_trace_header_is_used
 ) -> None:
     actor = Actor(mesh, "echo", tracing=True)
     actor.environ["_X_AMZN_TRACE_ID"] = INVOCATION_TRACE
-    actor.run((envelope("t-1"), None))
+    actor.handle((envelope("t-1"), None))
     assert [_header(m) for m in actor.requests.messages(actor.url("analyze"))] == [INVOCATION_TRACE]
     actor.environ["_X_AMZN_TRACE_ID"] = NEXT_INVOCATION_TRACE  # the Lambda runtime sets it anew per invocation
-    actor.run((envelope("t-2"), None))
+    actor.handle((envelope("t-2"), None))
     assert [_header(m) for m in actor.requests.messages(actor.url("analyze"))] == [NEXT_INVOCATION_TRACE]
 
 
 def test_p_trace_3_frames_of_several_records_sent_together_each_carry_their_own_records_header(mesh: Any) -> None:
     actor = Actor(mesh, "echo", tracing=True)
     actor.environ["_X_AMZN_TRACE_ID"] = INVOCATION_TRACE
-    actor.run((envelope("t-1"), RECORD_TRACE), (envelope("t-2"), OTHER_RECORD_TRACE), (envelope("t-3"), None))
+    actor.handle((envelope("t-1"), RECORD_TRACE), (envelope("t-2"), OTHER_RECORD_TRACE), (envelope("t-3"), None))
     batches = [p for name, p in actor.requests.calls if name == "SendMessageBatch"]
     assert [len(p["Entries"]) for p in batches] == [3]  # one SendMessageBatch for the three records' frames
     by_id = {json.loads(m["MessageBody"])["id"]: _header(m) for m in batches[0]["Entries"]}
@@ -184,7 +133,7 @@ def test_p_trace_3_frames_of_several_records_sent_together_each_carry_their_own_
 
 def test_p_trace_3_the_x_sink_send_carries_the_header(mesh: Any) -> None:
     actor = Actor(mesh, "nothing", tracing=True)  # zero frames: x-sink, Completed (single SendMessage)
-    actor.run((envelope("t-1"), RECORD_TRACE))
+    actor.handle((envelope("t-1"), RECORD_TRACE))
     [(body, trace)] = actor.received("x-sink")
     assert body["id"] == "t-1"
     assert trace == RECORD_TRACE
@@ -197,7 +146,7 @@ def test_p_trace_3_the_retry_send_carries_the_header(mesh: Any) -> None:
     }
     actor = Actor(mesh, "boom", tracing=True, extra={"ASYA_RESILIENCY": json.dumps(resiliency)})
     actor.environ["_X_AMZN_TRACE_ID"] = INVOCATION_TRACE
-    actor.run((envelope("t-1"), None))
+    actor.handle((envelope("t-1"), None))
     [(body, trace)] = actor.received("normalize")
     assert body["status"]["attempt"] == 2
     assert trace == INVOCATION_TRACE
@@ -205,7 +154,7 @@ def test_p_trace_3_the_retry_send_carries_the_header(mesh: Any) -> None:
 
 def test_p_trace_3_the_x_sump_sends_of_unknown_destinations_carry_the_header(mesh: Any) -> None:
     actor = Actor(mesh, "to_ghost", tracing=True)
-    actor.run((envelope("t-1"), RECORD_TRACE))
+    actor.handle((envelope("t-1"), RECORD_TRACE))
     sumps = actor.requests.messages(actor.url("x-sump"))
     assert sumps
     assert {_header(m) for m in sumps} == {RECORD_TRACE}
@@ -216,7 +165,7 @@ def test_p_trace_3_tracing_off_sends_no_system_attributes(mesh: Any) -> None:
     for handler in ("echo", "nothing", "to_ghost"):
         actor = Actor(mesh, handler, tracing=False)
         actor.environ["_X_AMZN_TRACE_ID"] = INVOCATION_TRACE
-        actor.run((envelope(), RECORD_TRACE))
+        actor.handle((envelope(), RECORD_TRACE))
         assert actor.requests.calls
         assert not actor.requests.any_system_attributes()
     assert {trace for _, trace in receive_all(mesh.aws.sqs, str(mesh.resources.queue_urls["x-sink"]))} == {None}
@@ -224,7 +173,7 @@ def test_p_trace_3_tracing_off_sends_no_system_attributes(mesh: Any) -> None:
 
 def test_p_trace_3_tracing_on_without_any_trace_header_sends_no_system_attributes(mesh: Any) -> None:
     actor = Actor(mesh, "echo", tracing=True)  # no record header, no _X_AMZN_TRACE_ID (the local mode)
-    actor.run((envelope("t-1"), None))
+    actor.handle((envelope("t-1"), None))
     assert actor.requests.calls
     assert not actor.requests.any_system_attributes()
 
@@ -233,14 +182,7 @@ def test_p_trace_3_tracing_on_without_any_trace_header_sends_no_system_attribute
 
 
 def test_p_trace_3_x_sink_hook_copies_carry_the_records_header(mesh: Any) -> None:
-    env = {
-        "ASYA_NAMESPACE": mesh.resources.namespace,
-        "ASYA_ACTOR": "x-sink",
-        "ASYA_TABLE": mesh.resources.table,
-        "ASYA_BUCKET": mesh.resources.bucket,
-        "ASYA_SINK_HOOKS": "analyze",
-        "ASYA_TRACING": "true",
-    }
+    env = actor_env(mesh, "x-sink", ASYA_SINK_HOOKS="analyze", ASYA_TRACING="true")
     sink = SinkRuntime(
         ActorConfig.from_env(env),
         sqs=mesh.aws.sqs,
@@ -252,8 +194,12 @@ def test_p_trace_3_x_sink_hook_copies_carry_the_records_header(mesh: Any) -> Non
     )
     done = envelope("t-1", curr="summarize", nxt=[])
     done["status"].update(phase="succeeded", actor="summarize", reason="Completed")
-    event = received_event(
-        mesh.aws.sqs, str(mesh.resources.queue_urls["x-sink"]), ((done, RECORD_TRACE),), arn="asya-demo-x-sink"
+    event = deliver(
+        mesh.aws.sqs,
+        str(mesh.resources.queue_urls["x-sink"]),
+        [done],
+        arn=queue_arn(mesh, "x-sink"),
+        traces=[RECORD_TRACE],
     )
     assert sink.handle(event, None) == {"batchItemFailures": []}
     [(copy, trace)] = receive_all(mesh.aws.sqs, str(mesh.resources.queue_urls["analyze"]))
