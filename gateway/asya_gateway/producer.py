@@ -6,8 +6,10 @@ from ``data.progress_percent``, else it is unchanged; ``data.curr`` becomes ``cu
 ``data.pause_metadata`` with a string ``prompt``; ``succeeded`` takes ``data.result``; ``failed`` takes ``data.error``
 (default ``task failed``), ``data.error_details`` and ``data.failed_actor``. Of the other members of ``data`` only the
 status-data extras of GW-TASK-2 are kept (the task item stays small, GW-DATA-8); ``data.message`` (a string) is the
-event's message. ``{"type": "fly", "data"?: any}`` is one FLY value with ``actor`` null and ``envelope_id`` = the task
-id. Malformed input raises :class:`~asya_gateway.errors.HttpError` 400 naming the field.
+event's message. ``data.message`` and ``data.error`` (1 KiB each), ``data.curr`` and ``data.failed_actor`` (256
+characters) and the extras (4 KiB as JSON) are bounded (``asya.store.limits``): a larger one is a 400 naming it.
+``{"type": "fly", "data"?: any}`` is one FLY value with ``actor`` null and ``envelope_id`` = the task id. Malformed
+input raises :class:`~asya_gateway.errors.HttpError` 400 naming the field.
 """
 
 from __future__ import annotations
@@ -28,6 +30,14 @@ EVENT_STATUSES: Final = (*_STEPS, "running", "paused", "succeeded", "failed", "c
 #: Members of the status data object a producer may add (GW-TASK-2).
 _EXTRAS: Final = ("prev", "curr", "next", "message_size_kb", "duration_ms", "frames", "attempt", "delay_seconds")
 _BODY_KEYS: Final = frozenset({"type", "status", "data"})
+#: Where each size-limited field of a status update comes from in the body (``asya.store.limits``).
+_SIZED_FIELDS: Final = {
+    "message": "data.message",
+    "error": "data.error",
+    "failed_actor": "data.failed_actor",
+    "actor": "data.curr",
+    "data": f"data ({', '.join(_EXTRAS)})",
+}
 
 
 def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate | FlyValue:
@@ -53,6 +63,8 @@ def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate 
     try:
         return _status_update(status, data, task_id)
     except StatusUpdateError as exc:
+        if exc.field in _SIZED_FIELDS:
+            raise HttpError(400, f"{_SIZED_FIELDS[exc.field]}: {exc.detail}") from None
         raise HttpError(400, f"data: {exc}") from None
 
 

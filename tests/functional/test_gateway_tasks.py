@@ -372,6 +372,50 @@ def test_post_event_bad_status_and_unknown_task_gw_evt_5(gw: Gw) -> None:
     assert (big.status_code, big.json()) == (413, {"error": "request body too large (limit 1 MiB)"})
 
 
+def test_post_event_values_over_the_task_item_limits_are_400_and_change_nothing_gw_evt_5_gw_data_8(gw: Gw) -> None:
+    """The values a status event puts on the task item are bounded (GW-DATA-8; DynamoDB refuses items over 400 KB):
+    over a limit the answer is 400 naming the field and its size, and the task is untouched."""
+    task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
+    before = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    huge = "x" * 500_000
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({"status": "running", "data": {"message": huge}}, "data.message: 500000 bytes, over the limit of 1024 bytes"),
+        ({"status": "failed", "data": {"error": huge}}, "data.error: 500000 bytes, over the limit of 1024 bytes"),
+        (
+            {"status": "failed", "data": {"failed_actor": "a" * 300}},
+            "data.failed_actor: 300 characters, over the limit of 256",
+        ),
+        ({"status": "running", "data": {"curr": "a" * 300}}, "data.curr: 300 characters, over the limit of 256"),
+        ({"status": "retrying", "data": {"attempt": 2, "prev": ["n" * 40] * 200}}, "data (prev, curr, next, "),
+        # bytes, not characters: 400 euro signs are 1,200 bytes
+        (
+            {"status": "running", "data": {"message": "\u20ac" * 400}},
+            "data.message: 1200 bytes, over the limit of 1024 bytes",
+        ),
+    ]
+    for body, message in cases:
+        response = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "status", **body})
+        assert response.status_code == 400, body
+        assert response.json()["error"].startswith(message)
+    assert gw.client.get(f"/api/v1/mesh/{task_id}").json() == before
+    assert gw.store.events_after(task_id, 1) == []
+
+
+def test_post_event_at_the_limits_and_a_large_result_are_accepted_gw_evt_3_gw_data_6(gw: Gw) -> None:
+    """Exactly at the limits is fine, and a large result is no task-item value: it goes to S3 (GW-DATA-6)."""
+    task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
+    url = f"/api/v1/mesh/{task_id}/events"
+    running = {"message": "m" * 1024, "curr": "a" * 256}
+    assert gw.client.post(url, json={"type": "status", "status": "running", "data": running}).status_code == 204
+    view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert (view["message"], view["current_actor"]) == (running["message"], running["curr"])
+    result = {"text": "r" * 900_000}
+    done = gw.client.post(url, json={"type": "status", "status": "succeeded", "data": {"result": result}})
+    assert done.status_code == 204
+    final = gw.client.get(f"/api/v1/mesh/{task_id}").json()
+    assert (final["status"], final["result"]) == ("succeeded", result)
+
+
 # ---------------------------------------------------------------- general rules
 
 

@@ -188,6 +188,26 @@ def test_p_stat_5_retrying_event_for_a_tracked_task(harness: Callable[..., Harne
     assert (task["status"], task["step"], task["current_actor"]) == ("running", "retrying", "normalize")
 
 
+def test_p_stat_5_a_long_route_and_a_long_retry_error_are_fitted_not_lost(harness: Callable[..., Harness]) -> None:
+    """GW-DATA-8: the layer's running events stay within the store's limits however long the route (a looping agent
+    grows ``prev`` without bound) or the error: the route lists are left out (``omitted``) and the error clipped,
+    while progress still counts the whole route (P-STAT-8) and the retry envelope keeps the whole error."""
+    h = harness("long_error", policy(max_attempts=3, initial_delay=2, backoff="constant", jitter=False))
+    h.store.create_task(task_id="t-long", actor="normalize", payload=INPUT)
+    prev = [f"agent-step-{i:04d}" for i in range(400)]
+    env = actors.envelope("t-long", prev=prev, nxt=["analyze"], deadline=NOW + timedelta(minutes=5))
+    env["payload"] = {"size": 50_000}
+    assert h.handle(env) == []
+    processing, retrying = h.status_events("t-long")
+    assert (processing["step"], processing["omitted"], "prev" in processing) == ("processing", ["prev"], False)
+    assert processing["next"] == ["analyze"]
+    assert processing["progress_percent"] == round((400 + 0.5) / 402 * 100, 1)
+    assert retrying["step"] == "retrying" and retrying["error"].endswith(" bytes]")
+    assert len(retrying["error"].encode("utf-8")) <= 1024
+    [(delay, again)] = h.sent_to("normalize")
+    assert (delay, again["status"]["error"]["message"]) == (2, "e" * 50_000)
+
+
 def test_p_stat_7_a_failing_retrying_write_still_schedules_the_retry(
     harness: Callable[..., Harness], mesh: Any
 ) -> None:

@@ -176,6 +176,24 @@ def test_p_sink_5_failed_reports_error_and_forwards_to_sump(sink: Sink) -> None:
     assert sink.drain("x-sump") == [env]
 
 
+def test_p_sink_5_a_huge_error_message_is_clipped_on_the_task_and_kept_whole_in_error_details(sink: Sink) -> None:
+    """GW-DATA-8: a handler's exception message can be any size; x-sink's final write must still land (P-ACK-2), so
+    ``error`` on the task item is clipped to 1 KiB with a marker while ``error_details`` (body item, S3 over 64 KiB,
+    GW-DATA-6) keeps the whole text."""
+    sink.store.create_task(task_id="t1", actor="normalize")
+    message = "é" * 50_000  # 100,000 bytes: error_details goes to S3
+    error = {**ERROR, "message": message}
+    env = envelope(phase="failed", payload={"error": "boom"}, reason="PolicyExhausted", error=error)
+    assert sink.run(env) == []
+    view = sink.store.get_task("t1")
+    assert view is not None and view["status"] == "failed"
+    assert view["error"].startswith("é" * 400) and view["error"].endswith(" bytes]")
+    assert len(view["error"].encode("utf-8")) <= 1024
+    assert view["error_details"] == error
+    [final] = [e["data"] for e in sink.store.events_after("t1", 1) if e["event"] == "status"]
+    assert final["error"] == view["error"]
+
+
 def test_p_sink_5_error_falls_back_to_payload_error(sink: Sink) -> None:
     sink.store.create_task(task_id="t1", actor="normalize")
     env = envelope(phase="failed", payload={"error": "boom: it broke", "details": {"message": "it broke"}})

@@ -38,3 +38,8 @@ def frame_then_fail(payload: dict[str, Any]) -> Iterator[Any]:
 def unserialisable(payload: Any) -> float:
     """A frame that cannot be encoded (P-ABI-20): ``SerializationError``, an infrastructure error (P-ERR-2)."""
     return float("nan")
+
+
+def long_error(payload: dict[str, Any]) -> Any:
+    """Raises with a message of ``payload["size"]`` characters (an exception can carry a whole model response)."""
+    raise ValueError("e" * payload["size"])

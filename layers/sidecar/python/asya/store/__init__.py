@@ -5,9 +5,9 @@ body item with the large values (or S3 ``tasks/{id}/{field}.json`` above 64 KiB)
 per-task sequence numbers. Status rules (P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9) are applied by one conditional
 ``UpdateItem`` per event; ``asya.store.transition`` is their pure reference.
 
-Modules: ``transition`` (rules), ``updates`` (condition expressions), ``records`` (item layout), ``bodies`` (large
-values), ``events`` (event log items), ``views`` (task view, status data, list summary), ``listing`` (GW-LIST),
-``writer`` (status writes), ``taskstore`` (``TaskStore``).
+Modules: ``transition`` (rules), ``limits`` (sizes of task-item values), ``updates`` (condition expressions),
+``records`` (item layout), ``bodies`` (large values), ``events`` (event log items), ``views`` (task view, status
+data, list summary), ``listing`` (GW-LIST), ``writer`` (status writes), ``taskstore`` (``TaskStore``).
 """
 
 from __future__ import annotations
@@ -21,12 +21,24 @@ from asya.store.errors import (
     TaskExistsError,
 )
 from asya.store.events import FlyValue
+from asya.store.limits import (
+    DATA_LIMIT_BYTES,
+    ERROR_LIMIT_BYTES,
+    MESSAGE_LIMIT_BYTES,
+    NAME_LIMIT,
+    clip_text,
+    fit_data,
+)
 from asya.store.records import is_storable_id
 from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, TaskStore
 from asya.store.transition import MISSING, STATUS_ORDER, STATUSES, TERMINAL, StatusUpdate
 
 __all__ = [
+    "DATA_LIMIT_BYTES",
+    "ERROR_LIMIT_BYTES",
+    "MESSAGE_LIMIT_BYTES",
     "MISSING",
+    "NAME_LIMIT",
     "STATUSES",
     "STATUS_ORDER",
     "TERMINAL",
@@ -42,5 +54,7 @@ __all__ = [
     "StoreError",
     "TaskExistsError",
     "TaskStore",
+    "clip_text",
+    "fit_data",
     "is_storable_id",
 ]

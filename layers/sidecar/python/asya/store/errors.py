@@ -23,7 +23,13 @@ class TaskExistsError(StoreError):
 
 
 class StatusUpdateError(StoreError, ValueError):
-    """A status update is malformed; the message names the field and the bad value."""
+    """A status update is malformed; the message names the field and the bad value. ``field`` and ``detail`` hold
+    the two apart for the errors of a value over a size limit, so a caller can name the field its own way."""
+
+    def __init__(self, detail: str, *, field: str | None = None) -> None:
+        super().__init__(f"{field}: {detail}" if field else detail)
+        self.field = field
+        self.detail = detail
 
 
 class ListQueryError(StoreError, ValueError):

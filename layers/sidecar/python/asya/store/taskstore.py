@@ -35,6 +35,7 @@ from asya.store import records as rec
 from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
 from asya.store.events import FlyValue, expand_events, fly_items
+from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data
 from asya.store.listing import list_tasks
 from asya.store.transition import MISSING, StatusUpdate
 from asya.store.views import task_view
@@ -242,7 +243,10 @@ class TaskStore:
         envelope_id: str | None = None,
         created_at: str | None = None,
     ) -> bool:
-        """A ``running`` event of the layer (P-STAT-5, P-STAT-6) with progress from the input route (P-STAT-8)."""
+        """A ``running`` event of the layer (P-STAT-5, P-STAT-6) with progress from the input route (P-STAT-8).
+
+        Values over the store's limits are fitted, not refused (``asya.store.limits``): a long route or error text
+        must not cost the task its progress."""
         data: dict[str, Any] = {}
         if step in _ROUTE_STEPS:
             data.update(prev=list(route_prev), curr=route_curr, next=list(route_next))
@@ -250,10 +254,10 @@ class TaskStore:
         update = StatusUpdate(
             status="running",
             step=step,
-            actor=actor,
+            actor=actor[:NAME_LIMIT],
             progress=hop_progress(step, route_prev, route_next),
-            message=message,
-            data=data,
+            message=None if message is None else clip_text(message, MESSAGE_LIMIT_BYTES),
+            data=fit_data(data),
             envelope_id=envelope_id,
             created_at_hint=created_at,
         )
@@ -273,15 +277,18 @@ class TaskStore:
         envelope_id: str | None = None,
         created_at: str | None = None,
     ) -> bool:
-        """The final status (P-SINK-5, P-TIME-3, P-ERR-6); a stale write, or a checkpoint attach, returns False."""
+        """The final status (P-SINK-5, P-TIME-3, P-ERR-6); a stale write, or a checkpoint attach, returns False.
+
+        ``error`` and ``message`` over the store's limits are clipped (``asya.store.limits``), never refused: the
+        final status must be written, and the whole error text stays in ``error_details``."""
         update = StatusUpdate(
             status=status,
             result=result,
-            error=error,
+            error=None if error is None else clip_text(error, ERROR_LIMIT_BYTES),
             error_details=error_details,
-            failed_actor=failed_actor,
+            failed_actor=None if failed_actor is None else failed_actor[:NAME_LIMIT],
             checkpoint_key=checkpoint_key,
-            message=message,
+            message=None if message is None else clip_text(message, MESSAGE_LIMIT_BYTES),
             envelope_id=envelope_id,
             created_at_hint=created_at,
         )

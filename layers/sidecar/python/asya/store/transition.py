@@ -27,8 +27,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
+from asya.envelope import dumps
 from asya.progress import RUNNING_STEPS
 from asya.store.errors import StatusUpdateError
+from asya.store.limits import DATA_LIMIT_BYTES, ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, oversize
 
 __all__ = [
     "MISSING",
@@ -72,8 +74,10 @@ class StatusUpdate:
     """One status event to apply to a task (layer, crew, gateway and backstop all use this one shape).
 
     ``data`` holds the extra members of the status data object (GW-TASK-2: ``prev``, ``curr``, ``next``,
-    ``message_size_kb``, ``duration_ms``, ``frames``, ``attempt``, ``delay_seconds``, ...); keep it small, it is stored
-    on the task item. ``result``, ``error_details`` and ``pause_metadata`` go to the task's body item (or S3).
+    ``message_size_kb``, ``duration_ms``, ``frames``, ``attempt``, ``delay_seconds``, ...); it is stored on the task
+    item, as ``data_json``. ``message``, ``error``, ``actor``, ``failed_actor`` and ``data`` are bounded
+    (``asya.store.limits``): a larger one raises :class:`StatusUpdateError`. ``result``, ``error_details`` and
+    ``pause_metadata`` go to the task's body item (or S3), which has no such bound.
     ``created_at_hint`` (the envelope's ``status.created_at``) lets the store guess the task's creation day, which the
     ``by_status`` index key needs, without a read.
     """
@@ -96,8 +100,10 @@ class StatusUpdate:
     if_deadline_at: str | None = None
     envelope_id: str | None = None
     created_at_hint: str | None = None
+    data_json: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self._check_sizes()
         if self.status not in STATUS_ORDER:
             raise StatusUpdateError(f"status: unknown status {self.status!r}: use one of {', '.join(STATUSES)}")
         if self.step is not None and (self.status != "running" or self.step not in RUNNING_STEPS):
@@ -117,6 +123,21 @@ class StatusUpdate:
             raise StatusUpdateError(f"pause_metadata: a paused update needs an object, got {self.pause_metadata!r}")
         if self.result is not MISSING and self.status != "succeeded":
             raise StatusUpdateError(f"result: only a succeeded update has a result (status {self.status!r})")
+
+    def _check_sizes(self) -> None:
+        for name, text, limit in (
+            ("message", self.message, MESSAGE_LIMIT_BYTES),
+            ("error", self.error, ERROR_LIMIT_BYTES),
+        ):
+            if text is not None and (size := oversize(text, limit)) is not None:
+                raise StatusUpdateError(f"{size} bytes, over the limit of {limit} bytes", field=name)
+        for name, value in (("actor", self.actor), ("failed_actor", self.failed_actor)):
+            if value is not None and len(value) > NAME_LIMIT:
+                raise StatusUpdateError(f"{len(value)} characters, over the limit of {NAME_LIMIT}", field=name)
+        data_json = dumps(dict(self.data))
+        if len(data_json) > DATA_LIMIT_BYTES // 4 and (size := len(data_json.encode("utf-8"))) > DATA_LIMIT_BYTES:
+            raise StatusUpdateError(f"{size} bytes as JSON, over the limit of {DATA_LIMIT_BYTES} bytes", field="data")
+        object.__setattr__(self, "data_json", data_json)  # encoded once: the store writes this text
 
     @property
     def order(self) -> int:

@@ -27,6 +27,7 @@ from functools import cache
 from typing import Any
 
 from asya.store import records as rec
+from asya.store.limits import MESSAGE_LIMIT_BYTES, clip_text
 from asya.store.transition import STATUS_ORDER, StatusUpdate, StoredState
 
 __all__ = ["UpdateSpec", "attach_checkpoint", "blind_update", "default_message", "exact_update"]
@@ -122,7 +123,8 @@ def default_message(update: StatusUpdate) -> str:
         return "Canceled"
     if update.status == "paused" and update.pause_metadata is not None:
         prompt = update.pause_metadata.get("prompt")
-        return prompt if isinstance(prompt, str) else "Task paused"
+        # the prompt can be long (it lives whole in pause_metadata): the status line gets its head
+        return clip_text(prompt, MESSAGE_LIMIT_BYTES) if isinstance(prompt, str) else "Task paused"
     return update.status.capitalize()
 
 
@@ -141,7 +143,7 @@ def _clauses(
     spec.set("gsi2pk", rec.str_av(rec.status_index_pk(update.status, day)))
     spec.set("updated_at", rec.str_av(now_ms))
     spec.set("message", rec.str_av(default_message(update)))
-    spec.set("data", rec.json_av(dict(update.data)))
+    spec.set("data", rec.str_av(update.data_json))
     spec.names["#last_seq"] = "last_seq"
     spec.values[":one"] = {"N": "1"}
     spec.sets.append("#last_seq = #last_seq + :one")

@@ -1,0 +1,87 @@
+"""Size limits of what a status update stores on the task item and its event item (GATEWAY GW-DATA-6, GW-DATA-8).
+
+Every status write rewrites the task item and DynamoDB bills a write unit per started KB of it; an item over 400 KB is
+refused outright. So the values a status update puts there are bounded, in UTF-8 bytes:
+
+- ``message`` at most :data:`MESSAGE_LIMIT_BYTES`, ``error`` at most :data:`ERROR_LIMIT_BYTES`;
+- ``actor`` (``current_actor``) and ``failed_actor`` at most :data:`NAME_LIMIT` characters;
+- ``data`` (the status-data extras: ``prev``, ``curr``, ``next``, ``duration_ms``, ...) at most
+  :data:`DATA_LIMIT_BYTES` as compact JSON.
+
+``StatusUpdate`` refuses larger values with a ``StatusUpdateError`` naming the field, its size and the limit, which
+the gateway answers with 400. The layer and the crew must not lose a status to a long exception message or a long
+route, so they fit their values first: :func:`clip_text` cuts text on a character boundary and says how much it cut
+(the whole error stays in ``error_details``, which lives in the body item or S3), :func:`fit_data` clips long strings
+and leaves out the route lists, then other members, when they would not fit (progress is computed before, from the
+route's lengths).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from asya.envelope import dumps
+
+__all__ = [
+    "DATA_LIMIT_BYTES",
+    "ERROR_LIMIT_BYTES",
+    "MESSAGE_LIMIT_BYTES",
+    "NAME_LIMIT",
+    "clip_text",
+    "data_size",
+    "fit_data",
+    "oversize",
+]
+
+MESSAGE_LIMIT_BYTES: Final = 1024
+ERROR_LIMIT_BYTES: Final = 1024
+NAME_LIMIT: Final = 256
+DATA_LIMIT_BYTES: Final = 4096
+#: Members of the status data the layer may leave out to fit, largest first: the input route lists.
+_ROUTE_LISTS: Final = ("prev", "next")
+#: The longest a clip marker can be: `` [truncated, N bytes]`` with up to 10 digits.
+_MARKER_ROOM: Final = 32
+
+
+def oversize(text: str, limit: int) -> int | None:
+    """The UTF-8 size of ``text`` when it is over ``limit`` bytes, else ``None``."""
+    if len(text) * 4 <= limit:  # a character takes at most 4 bytes: no need to encode
+        return None
+    size = len(text.encode("utf-8"))
+    return size if size > limit else None
+
+
+def data_size(data: Mapping[str, Any]) -> int:
+    """Size of ``data`` as the compact JSON the store writes."""
+    return len(dumps(dict(data)).encode("utf-8")) if data else 0
+
+
+def clip_text(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` UTF-8 bytes, else its head and `` [truncated, N bytes]`` (N: the bytes cut),
+    the whole within ``limit``."""
+    if oversize(text, limit) is None:
+        return text
+    encoded = text.encode("utf-8")
+    head = encoded[: max(0, limit - _MARKER_ROOM)].decode("utf-8", errors="ignore")  # a split character is dropped
+    return f"{head} [truncated, {len(encoded) - len(head.encode('utf-8'))} bytes]"
+
+
+def fit_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` within :data:`DATA_LIMIT_BYTES`: string members clipped to :data:`ERROR_LIMIT_BYTES` (a retrying
+    event's ``error``), then members left out, the route lists first and then the largest, until it fits; the names
+    of those left out are listed under ``omitted``."""
+    out = {
+        name: clip_text(value, ERROR_LIMIT_BYTES) if isinstance(value, str) else value for name, value in data.items()
+    }
+    if data_size(out) <= DATA_LIMIT_BYTES:
+        return out
+    omitted: list[str] = []
+    by_size = sorted(out, key=lambda name: (name not in _ROUTE_LISTS, -len(dumps(out[name]))))
+    for name in by_size:
+        del out[name]
+        omitted.append(name)
+        if data_size({**out, "omitted": omitted}) <= DATA_LIMIT_BYTES:
+            break
+    out["omitted"] = omitted
+    return out

@@ -1,0 +1,89 @@
+"""Size limits of the values a status update stores on the task and event items (GW-DATA-8, GW-DATA-6): the checks
+``StatusUpdate`` makes and the fitting the layer and the crew apply instead of being refused."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from asya.store import (
+    DATA_LIMIT_BYTES,
+    ERROR_LIMIT_BYTES,
+    MESSAGE_LIMIT_BYTES,
+    NAME_LIMIT,
+    StatusUpdate,
+    StatusUpdateError,
+    clip_text,
+    fit_data,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def _size(data: dict[str, object]) -> int:
+    return len(json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+
+
+@pytest.mark.parametrize("text", ["", "short", "x" * 1024, "€" * 341])
+def test_gw_data_8_text_within_the_limit_is_kept_as_it_is(text: str) -> None:
+    assert clip_text(text, 1024) is text
+
+
+@pytest.mark.parametrize("text", ["x" * 1025, "€" * 342, "é" * 100_000, "a€" * 5_000])
+def test_gw_data_8_clipped_text_fits_says_how_much_was_cut_and_is_valid_utf_8(text: str) -> None:
+    clipped = clip_text(text, 1024)
+    size = len(clipped.encode("utf-8"))
+    assert size <= 1024
+    head, _, marker = clipped.rpartition(" [truncated, ")
+    assert text.startswith(head) and len(head.encode("utf-8")) > 950
+    assert marker == f"{len(text.encode('utf-8')) - len(head.encode('utf-8'))} bytes]"
+
+
+def test_gw_data_8_small_data_is_unchanged_by_fitting() -> None:
+    data = {"prev": ["normalize"], "curr": "analyze", "next": ["summarize"], "message_size_kb": 1.1}
+    assert fit_data(data) == data
+
+
+def test_gw_data_8_a_long_route_is_left_out_largest_list_first() -> None:
+    data = {"prev": [f"step-{i:04d}" for i in range(600)], "curr": "loop", "next": ["a", "b"], "attempt": 2}
+    fitted = fit_data(data)
+    assert fitted == {"curr": "loop", "next": ["a", "b"], "attempt": 2, "omitted": ["prev"]}
+    both = fit_data({**data, "next": [f"later-{i:04d}" for i in range(500)]})
+    assert set(both) == {"curr", "attempt", "omitted"} and sorted(both["omitted"]) == ["next", "prev"]
+
+
+def test_gw_data_8_a_long_string_member_is_clipped_and_anything_else_too_big_left_out() -> None:
+    fitted = fit_data({"error": "x" * 100_000, "attempt": 2})
+    assert fitted["attempt"] == 2 and len(fitted["error"].encode("utf-8")) <= ERROR_LIMIT_BYTES
+    odd = fit_data({"frames": [{"blob": "y" * 800} for _ in range(10)], "attempt": 2})
+    assert odd == {"attempt": 2, "omitted": ["frames"]}
+    assert _size(odd) <= DATA_LIMIT_BYTES
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"message": "m" * (MESSAGE_LIMIT_BYTES + 1)}, "message: 1025 bytes, over the limit of 1024 bytes"),
+        ({"message": "€" * 342}, "message: 1026 bytes, over the limit of 1024 bytes"),
+        ({"status": "failed", "error": "e" * 2000}, "error: 2000 bytes, over the limit of 1024 bytes"),
+        ({"actor": "a" * (NAME_LIMIT + 1)}, "actor: 257 characters, over the limit of 256"),
+        ({"status": "failed", "failed_actor": "f" * 300}, "failed_actor: 300 characters, over the limit of 256"),
+        ({"data": {"prev": ["p" * 100] * 50}}, "data: 5160 bytes as JSON, over the limit of 4096 bytes"),
+    ],
+)
+def test_gw_data_8_status_update_refuses_values_over_the_limits_naming_the_field(
+    fields: dict[str, object], message: str
+) -> None:
+    kwargs: dict[str, object] = {"status": "running", **fields}
+    with pytest.raises(StatusUpdateError) as caught:
+        StatusUpdate(**kwargs)  # type: ignore[arg-type]
+    assert str(caught.value) == message
+    assert caught.value.field == message.split(":", maxsplit=1)[0]
+
+
+def test_gw_data_8_values_exactly_at_the_limits_are_accepted_and_data_is_encoded_once() -> None:
+    data = {"prev": ["p" * (DATA_LIMIT_BYTES - 13)]}
+    assert _size(data) == DATA_LIMIT_BYTES
+    update = StatusUpdate(status="running", message="m" * MESSAGE_LIMIT_BYTES, actor="a" * NAME_LIMIT, data=data)
+    assert update.data_json == json.dumps(data, separators=(",", ":"))
