@@ -195,10 +195,28 @@ def test_cursor_of_another_listing_answers_400_naming_cursor_gw_list_1(gw: Gw) -
         {"pk": "FANIN#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
         {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-02-28", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
         {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x", "z": ""},
+        # keys over DynamoDB's key sizes (2048-byte partition, 1024-byte sort key): a ValidationException on AWS
+        {
+            "pk": "TASK#" + "x" * 3000,
+            "sk": "TASK",
+            "gsi1pk": "TASKS#2026-03-01",
+            "gsi1sk": "2026-03-01T10:00:00.000Z#x",
+        },
+        {
+            "pk": "TASK#" + "x" * 1100,
+            "sk": "TASK",
+            "gsi1pk": "TASKS#2026-03-01",
+            "gsi1sk": "2026-03-01T10:00:00.000Z#" + "x" * 1100,
+        },
+        # a sort key that is not {created_at}#{id} of the entry's own task
+        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#y"},
+        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01 and more#x"},
+        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-02-28T10:00:00.000Z#x"},
     ],
 )
 def test_forged_cursor_answers_400_not_500_gw_list_1(gw: Gw, key: dict[str, str]) -> None:
-    """GW-LIST-1: a cursor whose day is in the window but whose key is not an entry of that day's partition."""
+    """GW-LIST-1: a cursor whose day is in the window but whose key is not an entry of that day's partition, or could
+    not be one: the cursor is checked before it reaches DynamoDB as an ``ExclusiveStartKey``."""
     gw.create("actor=analyze")
     response = gw.client.get(f"/api/v1/mesh/?cursor={_cursor('2026-03-01', key)}")
     assert response.status_code == 400, response.text

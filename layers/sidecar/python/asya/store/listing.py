@@ -9,7 +9,9 @@ that task updates do not rewrite them (GW-DATA-8): the walk pages over index ent
 ``IncompleteReadError`` if some are left). Entries whose task is gone, expired or no longer has the filtered status are
 dropped from the page (GW-LIST-4). The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is the last
 index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query; a cursor whose key is not
-an entry of its day's partition of this listing's index (another ``status`` filter, forged) is a ``ListQueryError``.
+an entry of its day's partition of this listing's index (another ``status`` filter, forged: keys of another shape or
+over DynamoDB's key sizes, an index sort key other than ``{created_at}#{id}`` of its own task) is a
+``ListQueryError``.
 Pages are exact over the index: one extra entry is read to know whether a next page exists. ``count`` counts index
 entries over the whole range (GW-LIST-3). A task expires 30 days after its terminal status, so an expired entry can sit
 in a 30-day ``by_created`` window only on its oldest day, until DynamoDB deletes it: such a task is dropped from its
@@ -30,6 +32,7 @@ from asya.store import records as rec
 from asya.store.errors import ListQueryError
 from asya.store.transition import STATUSES
 from asya.store.views import summary
+from asya.timeutil import parse_ts
 
 __all__ = ["MAX_LIMIT", "MAX_OFFSET", "decode_cursor", "encode_cursor", "list_tasks"]
 
@@ -142,12 +145,21 @@ class _Walk:
     def owns(self, day: str, key: dict[str, str]) -> bool:
         """Whether ``key`` can be an entry of this walk's partition of ``day``: a cursor made by another listing
         (another status filter, or none) or forged would reach DynamoDB as an invalid ``ExclusiveStartKey``."""
+        if set(key) != {"pk", "sk", self.pk_name, self.sk_name} or not key["pk"].startswith(rec.task_pk("")):
+            return False
+        task_id = key["pk"][len(rec.task_pk("")) :]
+        created_at, hash_sign, sk_id = key[self.sk_name].partition("#")
+        # the index sort key must be the one this task's entry has ({created_at}#{id}, GW-DATA-2): DynamoDB checks
+        # only that a start key fits its key sizes, and an oversized one is a ValidationException, not "no entry"
         return (
-            set(key) == {"pk", "sk", self.pk_name, self.sk_name}
-            and key["pk"].startswith(rec.task_pk(""))
-            and key["sk"] == rec.TASK_SK
+            key["sk"] == rec.TASK_SK
             and key[self.pk_name] == self.partition(day)
-            and bool(key[self.sk_name])
+            and hash_sign == "#"
+            and sk_id == task_id
+            and rec.is_storable_id(task_id)
+            and created_at.startswith(day)
+            and parse_ts(created_at) is not None
+            and rec.fits_sort_key(key[self.sk_name])
         )
 
 

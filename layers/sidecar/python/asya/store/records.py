@@ -44,6 +44,7 @@ __all__ = [
     "deadline_shard",
     "epoch",
     "event_sk",
+    "fits_sort_key",
     "get_int",
     "get_json",
     "get_num",
@@ -78,6 +79,7 @@ VIEW_INLINE_LIMIT: Final = 4 * 1024 * 1024
 DEADLINE_SHARDS: Final = 16
 _SEQ_DIGITS: Final = 12
 _MAX_PARTITION_KEY_BYTES: Final = 2048
+_MAX_SORT_KEY_BYTES: Final = 1024
 
 
 def task_pk(task_id: str) -> str:
@@ -88,6 +90,11 @@ def is_storable_id(task_id: str) -> bool:
     """Whether ``TASK#{id}`` fits DynamoDB's 2048-byte partition key: a longer id names no task, and a read with it
     is a ``ValidationException`` rather than "not found"."""
     return len(task_pk(task_id).encode("utf-8")) <= _MAX_PARTITION_KEY_BYTES
+
+
+def fits_sort_key(value: str) -> bool:
+    """Whether ``value`` fits DynamoDB's 1024-byte sort key (a longer one in a request is a ``ValidationException``)."""
+    return len(value.encode("utf-8")) <= _MAX_SORT_KEY_BYTES
 
 
 def key(task_id: str, sk: str) -> dict[str, Any]:
