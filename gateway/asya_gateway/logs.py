@@ -1,19 +1,22 @@
 """JSON log lines for the ``asya_gateway`` loggers (GW-GEN-4: the request id is logged with every access line).
 
 Under the Lambda Web Adapter the app runs in a uvicorn process that configures only uvicorn's own loggers, so the
-factory path of :func:`asya_gateway.app.create_app` calls :func:`configure_logging`; an embedding process (the local
-mode, tests) keeps its own logging setup. Each line is one JSON object: ``level``, ``logger``, ``message``,
+factory path of :func:`asya_gateway.app.create_app` calls :func:`configure_logging`; an embedding process keeps its
+own logging setup, and may write the same lines to a stream of its own for a while with :func:`json_lines_to`
+(``asya dev`` sends them to its stderr). Each line is one JSON object: ``level``, ``logger``, ``message``,
 ``timestamp`` and the record's extras (``request_id``, ``method``, ``path``, ``status``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import sys
-from typing import Final
+from collections.abc import Iterator
+from typing import Final, TextIO
 
-__all__ = ["JsonFormatter", "configure_logging"]
+__all__ = ["JsonFormatter", "configure_logging", "json_lines_to"]
 
 _EXTRAS: Final = ("request_id", "method", "path", "status")
 
@@ -44,3 +47,22 @@ def configure_logging(level: int = logging.INFO) -> None:
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
+
+
+@contextlib.contextmanager
+def json_lines_to(stream: TextIO, level: int = logging.INFO) -> Iterator[None]:
+    """Write the ``asya_gateway`` logs to ``stream`` as JSON lines while the context is open, then restore the
+    loggers as they were (an embedding process may run several gateways one after the other)."""
+    logger = logging.getLogger("asya_gateway")
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    previous = (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(level)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(previous[0])
+        logger.propagate = previous[1]

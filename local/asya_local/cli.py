@@ -18,7 +18,8 @@ canceled or is still not terminal, 2 usage errors, no gateway at the URL, HTTP e
 printed) and local-mode start failures.
 
 ``dev`` and ``demo`` pass ``ASYA_API_KEYS`` and ``ASYA_SSE_MAX_SECONDS`` from ``env`` to the local gateway. ``dev``
-serves on exactly ``--port`` and keeps the actors' JSON logs (stdout); ``demo`` serves on ``--port`` when it is free,
+serves on exactly ``--port``, keeps the actors' JSON logs (stdout) and writes the gateway's JSON log lines, an access
+line with its ``request_id`` per request among them, to stderr; ``demo`` serves on ``--port`` when it is free,
 else on a free port (and says so), and quiets the actors' logs to warnings so the progress bar stays readable.
 ``dev`` writes ``.asya/dev/{manifest file name}.json`` next to the manifest while it runs (``asya_local.localstate``)
 so that ``dlq --local`` finds its moto endpoint, and refuses to start while another ``dev`` of the same manifest
@@ -179,6 +180,7 @@ def _positive_int(raw: str) -> int:
 
 
 def _dev(args: argparse.Namespace, io: _Io) -> int:
+    from asya_gateway.logs import json_lines_to
     from asya_local.mesh import LocalMesh
 
     manifest = load_manifest(args.manifest)
@@ -190,6 +192,7 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
         )
     with (
         _sigterm_as_interrupt(),
+        json_lines_to(io.err),  # the access line of every request, with its X-Request-Id, as deployed (GW-GEN-4)
         LocalMesh(manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env)) as mesh,
     ):
         io.out.write(f"{mesh.url}\n")

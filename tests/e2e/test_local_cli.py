@@ -214,12 +214,22 @@ def test_a_server_that_does_not_speak_http_is_one_readable_line(command: list[st
     assert err.startswith("asya: ") and url in err, err
 
 
-def test_asya_dev_serves_until_interrupted(tmp_path: Path, run_dev: Any) -> None:
+def test_asya_dev_serves_until_interrupted_and_logs_each_request_with_its_id(tmp_path: Path, run_dev: Any) -> None:
+    """GW-GEN-4 locally: the gateway's JSON access line of every request, with the id its answer carried in
+    ``X-Request-Id``, goes to ``asya dev``'s stderr (stdout stays the URL line and the actors' logs)."""
     with run_dev("asya.yaml", cwd=REPO, log=tmp_path / "dev.stderr") as dev:
-        assert httpx.get(f"{dev.url}/health", timeout=5).json()["status"] == "ok"
+        health = httpx.get(f"{dev.url}/health", timeout=5)
+        assert health.json()["status"] == "ok"
+        missing = httpx.get(f"{dev.url}/api/v1/mesh/no-such-task", timeout=5)
+        assert missing.status_code == 404
         dev.proc.send_signal(signal.SIGINT)
         assert dev.proc.wait(timeout=60) == 0, dev.stderr()
     assert "press Ctrl-C to stop" in dev.stderr()
+    lines = [json.loads(line) for line in dev.stderr().splitlines() if line.startswith("{")]
+    access = {line.get("request_id"): line for line in lines if line["logger"] == "asya_gateway.access"}
+    for response, path in ((health, "/health"), (missing, "/api/v1/mesh/no-such-task")):
+        line = access[response.headers["x-request-id"]]
+        assert (line["method"], line["path"], line["status"]) == ("GET", path, response.status_code)
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{dev.url}/health", timeout=5)
 
