@@ -42,9 +42,7 @@ def configure_logging(level: int = logging.INFO) -> None:
     logger = logging.getLogger("asya_gateway")
     if any(isinstance(handler.formatter, JsonFormatter) for handler in logger.handlers):
         return
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(JsonFormatter())
-    logger.addHandler(handler)
+    logger.addHandler(_json_handler(sys.stdout))
     logger.setLevel(level)
     logger.propagate = False
 
@@ -54,8 +52,7 @@ def json_lines_to(stream: TextIO, level: int = logging.INFO) -> Iterator[None]:
     """Write the ``asya_gateway`` logs to ``stream`` as JSON lines while the context is open, then restore the
     loggers as they were (an embedding process may run several gateways one after the other)."""
     logger = logging.getLogger("asya_gateway")
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonFormatter())
+    handler = _json_handler(stream)
     previous = (logger.level, logger.propagate)
     logger.addHandler(handler)
     logger.setLevel(level)
@@ -66,3 +63,9 @@ def json_lines_to(stream: TextIO, level: int = logging.INFO) -> Iterator[None]:
         logger.removeHandler(handler)
         logger.setLevel(previous[0])
         logger.propagate = previous[1]
+
+
+def _json_handler(stream: TextIO) -> logging.Handler:
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonFormatter())
+    return handler

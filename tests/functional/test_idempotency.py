@@ -28,11 +28,10 @@ from asya.idempotency import CLAIMED, SENT, Delivery, DuplicateInFlightError, Ho
 from asya.routing import Outgoing
 from asya.sidecar import ActorRuntime
 from asya.store import TaskStore
-from asya.timeutil import format_ts
 from asya.transport import TransportError
 from asya_crew.sink import SinkRuntime
 from asya_local.lambda_event import sqs_event
-from tests.functional.actors import NOW, Context, actor_env, drain
+from tests.functional.actors import NOW, Context, actor_env, drain, envelope
 
 pytestmark = pytest.mark.functional
 
@@ -135,25 +134,6 @@ def _reset(module: Any) -> None:
     while not module.GATES.empty():
         module.GATES.get_nowait().release.set()
     module.CALLS.clear()
-
-
-def envelope(env_id: str, *, curr: str = "normalize", nxt: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": env_id,
-        "route": {"prev": [], "curr": curr, "next": ["analyze"] if nxt is None else nxt},
-        "headers": {"x-asya-flow": "text-pipeline"},
-        "status": {
-            "phase": "pending",
-            "actor": curr,
-            "attempt": 1,
-            "max_attempts": 1,
-            "created_at": format_ts(NOW - timedelta(seconds=5)),
-            "updated_at": format_ts(NOW - timedelta(seconds=5)),
-            "deadline_at": format_ts(NOW + timedelta(minutes=5)),
-        },
-        "payload": {"text": "hello big world"},
-        **extra,
-    }
 
 
 # -- sequential redelivery -------------------------------------------------------------------------------------------
