@@ -131,8 +131,8 @@ def _latency(results: Mapping[str, Any]) -> str | None:
     moto = data["moto_requests_per_second"]
     best = max(v for v in moto.values() if v)
     return (
-        f"**Latency and throughput on moto.** moto serves about {fmt(best, 0)} requests/s here (one process, the "
-        f"GIL shared with the gateway, the pollers and the actors) and a task needs "
+        f"**Latency and throughput on moto.** moto serves about {fmt(best, 0)} requests/s here (in its own process, "
+        f"beside the mesh's process of gateway, pollers and actors) and a task needs "
         f"{fmt(data['saturation']['aws_requests_per_task'], 1)} requests, so no mesh can pass "
         f"{fmt(data['ceiling_tasks_per_second'], 1)} tasks/s on it; 40 tasks/s would need about "
         f"{fmt(40 * data['saturation']['aws_requests_per_task'], 0)} requests/s. A hop is a chain of moto round trips "

@@ -53,7 +53,7 @@ def flow_actors(manifest: Manifest) -> list[str]:
 
 @contextmanager
 def running_mesh(manifest: Manifest, **kwargs: Any) -> Iterator[Any]:
-    """A started ``LocalMesh`` on a free port (moto keeps state in process globals: one mesh at a time)."""
+    """A started ``LocalMesh`` on a free port, with its own moto server."""
     from asya_local.mesh import LocalMesh
 
     with LocalMesh(manifest, port=0, **kwargs) as mesh:

@@ -1,6 +1,8 @@
-"""``LocalMesh``: a whole mesh in one process, from its manifest (DESIGN section 1, "Locally").
+"""``LocalMesh``: a whole mesh in one process (and moto's server in its child), from its manifest (DESIGN section 1,
+"Locally").
 
-Start order: moto's server on ``127.0.0.1`` (unless ``endpoint_url`` points at an existing endpoint), the resources
+Start order: moto's server on ``127.0.0.1`` in a child process (:class:`asya_local.moto_server.MotoServer`; not
+when ``endpoint_url`` points at an existing endpoint), the resources
 (:func:`asya_local.provision.provision`), one runtime per deployed actor, one event source mapping emulator per actor,
 the deadline backstop swept every ``backstop_interval`` seconds (:class:`asya_local.backstop_loop.BackstopLoop`,
 GW-BACK-1; ``None`` turns it off), then the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free

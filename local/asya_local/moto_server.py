@@ -1,15 +1,16 @@
-"""moto's HTTP server in a thread, and boto3 clients pointed at any endpoint.
+"""moto's HTTP server in a child process, and boto3 clients pointed at any endpoint.
 
-``MotoServer`` binds moto's ``ThreadedMotoServer`` to ``127.0.0.1`` (never all interfaces) on port 0 by default and
-discovers the real port after start; ``endpoint_url`` is ``http://127.0.0.1:<port>``. Every service shares the one
-endpoint, so state is visible to every client (and every process) that uses it.
+``MotoServer`` runs moto's ``ThreadedMotoServer`` in a child process (``asya_local._moto_child``) bound to
+``127.0.0.1`` (never all interfaces), on port 0 by default, and learns the real port from the child once it is bound;
+``endpoint_url`` is ``http://127.0.0.1:<port>``. Every service shares the one endpoint, so state is visible to every
+client (and every process) that uses it.
 
-``stop()`` resets moto's state before shutting the server down.
-
-Speed: moto's dispatcher tells service hosts apart by listing its own package directory (a ``listdir`` and one
-``isdir`` per entry, some 300 system calls) twice per request. The package cannot change while the process runs, so
-``start()`` replaces that listing with its result, taken once: same answer, about a tenth less server CPU per
-request, which is most of what a local hop waits for (``make bench``, section 4).
+Why a process and not a thread: moto does most of the work of a local hop (each hop is some ten moto requests), and
+in its own process it runs beside the actors, the pollers and the gateway instead of taking turns with them for one
+interpreter lock: local hops are about a quarter faster and throughput about half again as high (``make bench``,
+section 4). State lives in the child, so each server starts empty, two servers in one process never share state,
+and ``stop()`` (closing the child's stdin; killing it after ``_STOP_SECONDS``) discards everything. The child also
+exits when this process dies in any way, since its stdin then reaches end of file.
 
 ``make_clients(endpoint_url)`` is the only place that knows the mesh is local: with an endpoint it passes fake
 credentials and the region explicitly to each client (nothing is read from the environment); with ``None`` it builds
@@ -19,21 +20,23 @@ ordinary clients for real AWS from the default credential chain.
 from __future__ import annotations
 
 import contextlib
-import logging
+import json
+import queue
 import socket
-from collections.abc import Iterable
+import subprocess
+import sys
+import threading
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
 import boto3
-import httpx
 from botocore.config import Config
 
 from asya_local.exceptions import LocalModeError
 
 if TYPE_CHECKING:
-    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
@@ -41,6 +44,9 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_REGION", "FAKE_CREDENTIALS", "AwsClients", "MotoServer", "make_clients"]
 
 DEFAULT_REGION: Final = "us-east-1"
+#: How long ``stop()`` waits for the child to exit after closing its stdin before killing it.
+_STOP_SECONDS: Final = 10.0
+_CHILD_SCRIPT: Final = Path(__file__).resolve().with_name("_moto_child.py")
 #: moto accepts any credentials; these make sure a misconfigured endpoint can never sign for a real account.
 FAKE_CREDENTIALS: Final = {
     "aws_access_key_id": "testing",
@@ -79,12 +85,13 @@ def make_clients(endpoint_url: str | None, *, region: str = DEFAULT_REGION) -> A
 
 
 class MotoServer:
-    """moto's server on ``host:port`` in a daemon thread. Use as a context manager or call ``start``/``stop``."""
+    """moto's server on ``host:port`` in a child process. Use as a context manager or call ``start``/``stop``."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, startup_timeout: float = 60.0) -> None:
         self._host = host
         self._port = port
-        self._server: ThreadedMotoServer | None = None
+        self._startup_timeout = startup_timeout
+        self._process: subprocess.Popen[bytes] | None = None
         self._bound: tuple[str, int] | None = None
 
     @property
@@ -100,33 +107,48 @@ class MotoServer:
             raise LocalModeError("moto server is not running: call start() first")
         return self._bound[1]
 
-    def start(self) -> None:
-        if self._server is not None:
-            return
-        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    @property
+    def pid(self) -> int:
+        """The server process's id."""
+        if self._process is None:
+            raise LocalModeError("moto server is not running: call start() first")
+        return self._process.pid
 
-        # werkzeug logs every request at INFO to stderr unless its logger is configured; keep only warnings.
-        werkzeug_logger = logging.getLogger("werkzeug")
-        if werkzeug_logger.level == logging.NOTSET:
-            werkzeug_logger.setLevel(logging.WARNING)
+    def start(self) -> None:
+        if self._process is not None:
+            return
         if self._port:
             _check_port_free(self._host, self._port)
-        _list_moto_modules_once()
-        server = ThreadedMotoServer(ip_address=self._host, port=self._port, verbose=False)
-        server.start()
-        self._server = server
-        self._bound = server.get_host_and_port()
+        # A script run with -P: its directory does not join sys.path, and the asya_local package is not imported
+        # (a third of a second the child would spend before moto's own import).
+        process = subprocess.Popen(
+            [sys.executable, "-P", str(_CHILD_SCRIPT), self._host, str(self._port)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+        )
+        self._process = process
+        try:
+            self._bound = _read_bound_address(process, self._startup_timeout)
+        except BaseException:
+            self.stop()
+            raise
 
     def stop(self) -> None:
-        """Discard the server's state and shut it down. moto keeps its backends in process globals, so without the
-        reset a later server in the same process would start with this one's queues, tables and objects."""
-        if self._server is None:
+        """Shut the server down; its state (queues, tables, objects) goes with its process."""
+        process = self._process
+        if process is None:
             return
-        with contextlib.suppress(httpx.HTTPError):
-            httpx.post(f"{self.endpoint_url}/moto-api/reset", timeout=10)
-        self._server.stop()
-        self._server = None
+        self._process = None
         self._bound = None
+        assert process.stdin is not None and process.stdout is not None
+        with contextlib.suppress(OSError):
+            process.stdin.close()  # end of file: the child stops serving and exits
+        try:
+            process.wait(timeout=_STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        process.stdout.close()
 
     def clients(self, *, region: str = DEFAULT_REGION) -> AwsClients:
         """Clients pointed at this server."""
@@ -142,19 +164,21 @@ class MotoServer:
         self.stop()
 
 
-def _list_moto_modules_once() -> None:
-    from moto import backends
-
-    listing = backends.list_of_moto_modules
-    if getattr(listing, "_asya_once", False):
-        return
-    modules = tuple(listing())
-
-    def listed() -> Iterable[str]:
-        return modules
-
-    setattr(listed, "_asya_once", True)  # noqa: B010 - a marker on a plain function, for idempotence
-    setattr(backends, "list_of_moto_modules", listed)  # noqa: B010 - module attribute: moto looks it up per call
+def _read_bound_address(process: subprocess.Popen[bytes], timeout: float) -> tuple[str, int]:
+    """The ``{"host", "port"}`` line the child writes once bound, or a ``LocalModeError`` if it dies or stalls."""
+    assert process.stdout is not None
+    stdout = process.stdout
+    lines: queue.Queue[bytes] = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stdout.readline()), name="asya-moto-ready", daemon=True).start()
+    try:
+        line = lines.get(timeout=timeout)
+    except queue.Empty:
+        raise LocalModeError(f"moto server did not start within {timeout:g} s") from None
+    if not line:
+        code = process.wait()
+        raise LocalModeError(f"moto server exited with code {code} before it was ready (its errors are above)")
+    bound = json.loads(line)
+    return str(bound["host"]), int(bound["port"])
 
 
 def _check_port_free(host: str, port: int) -> None:

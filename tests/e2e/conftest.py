@@ -27,8 +27,8 @@ REPO = E2E_DIR.parent.parent
 
 @pytest.fixture(scope="module")
 def local_mesh(example_manifest: Manifest) -> Iterator[LocalMesh]:
-    """The example mesh running in-process, gateway on 127.0.0.1 and a free port. One per test module: moto keeps
-    its state in process globals, so two meshes of one namespace must not run at once."""
+    """The example mesh running in-process (moto in its child process), gateway on 127.0.0.1 and a free port. One per
+    test module: a mesh takes a second or two to start."""
     with LocalMesh(example_manifest, port=0) as mesh:
         yield mesh
 

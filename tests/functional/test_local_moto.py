@@ -1,10 +1,14 @@
-"""moto's threaded server, clients pointed at it by endpoint only, and the ESM emulator over HTTP (DESIGN section 1)."""
+"""moto's server in its child process, clients pointed at it by endpoint only, the ESM emulator over HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -15,6 +19,7 @@ import pytest
 from asya.config import ActorConfig
 from asya.environment import actor_environment
 from asya.manifest import Manifest
+from asya_local._moto_child import list_moto_modules_once
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
@@ -49,9 +54,11 @@ def test_clients_talk_to_the_server_by_endpoint_only(server: MotoServer) -> None
     assert other.s3.get_object(Bucket=bucket, Key="k/one.json")["Body"].read() == b"{}"
 
 
-def test_requests_do_not_list_moto_s_package_directory(server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_moto_s_package_listing_is_taken_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server child applies this at start-up; here it is applied to this process's moto (same answer)."""
     from moto import backends
 
+    list_moto_modules_once()
     listings: list[str] = []
     real_listdir = os.listdir
 
@@ -61,15 +68,72 @@ def test_requests_do_not_list_moto_s_package_directory(server: MotoServer, monke
         return real_listdir(path)
 
     monkeypatch.setattr(os, "listdir", counting_listdir)
-    clients = server.clients()
-    clients.sqs.list_queues()
-    clients.dynamodb.list_tables()
+    first = list(backends.list_of_moto_modules())
+    list_moto_modules_once()  # idempotent: still the one listing
+    assert list(backends.list_of_moto_modules()) == first
     assert listings == []
     # the same answer as moto's own listing: every service package, nothing else
     package = os.path.dirname(backends.__file__)
     expected = sorted(e for e in real_listdir(package) if os.path.isdir(os.path.join(package, e)) and e[:2] != "__")
-    assert list(backends.list_of_moto_modules()) == expected
+    assert first == expected
     assert {"sqs", "dynamodb", "s3"} <= set(expected)
+
+
+def test_each_server_has_its_own_state_and_loses_it_on_stop() -> None:
+    with MotoServer() as one, MotoServer() as two:
+        one.clients().sqs.create_queue(QueueName="only-in-one")
+        assert one.pid != two.pid
+        assert two.clients().sqs.list_queues().get("QueueUrls", []) == []
+        assert len(one.clients().sqs.list_queues()["QueueUrls"]) == 1
+    with MotoServer() as again:
+        assert again.clients().sqs.list_queues().get("QueueUrls", []) == []
+
+
+def test_ctrl_c_reaching_the_server_leaves_it_serving(server: MotoServer) -> None:
+    """A terminal's Ctrl-C signals the whole process group; the mesh drains its pollers against moto, then stops it."""
+    os.kill(server.pid, signal.SIGINT)
+    time.sleep(0.3)
+    assert httpx.get(f"{server.endpoint_url}/moto-api/").status_code == 200
+
+
+def test_the_server_exits_with_the_process_that_started_it() -> None:
+    """Even on SIGKILL, where no stop() runs: no moto is left behind holding its port."""
+    with subprocess.Popen(
+        [sys.executable, "-c", _OWNER_SCRIPT], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
+    ) as owner:
+        try:
+            assert owner.stdout is not None
+            url, pid = owner.stdout.readline().split()
+            assert httpx.get(f"{url}/moto-api/").status_code == 200
+        finally:
+            owner.kill()
+    deadline = time.monotonic() + 20
+    while _alive(int(pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(int(pid))
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{url}/moto-api/")
+
+
+_OWNER_SCRIPT = """
+import time
+from asya_local.moto_server import MotoServer
+server = MotoServer()
+server.start()
+print(server.endpoint_url, server.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its dead parent's reaper) counts as gone
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().split(") ", 1)[1][0] != "Z"
+    return True
 
 
 def test_stop_closes_the_endpoint() -> None:
