@@ -19,7 +19,7 @@ import pytest
 from asya.config import ActorConfig
 from asya.environment import actor_environment
 from asya.manifest import Manifest
-from asya_local._moto_child import list_moto_modules_once
+from asya_local._moto_child import list_moto_modules_once, retention_from_the_queue
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
@@ -77,6 +77,29 @@ def test_moto_s_package_listing_is_taken_once(monkeypatch: pytest.MonkeyPatch) -
     expected = sorted(e for e in real_listdir(package) if os.path.isdir(os.path.join(package, e)) and e[:2] != "__")
     assert first == expected
     assert {"sqs", "dynamodb", "s3"} <= set(expected)
+
+
+def test_receive_checks_retention_from_the_queue_with_moto_s_answers(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server child's replacement gives moto's answer on both sides of the retention period, without computing
+    the queue's attributes (which walk every message in the queue)."""
+    from moto.sqs.models import SQSBackend, sqs_backends
+
+    original = SQSBackend.is_message_valid_based_on_retention_period
+    monkeypatch.setattr(SQSBackend, "is_message_valid_based_on_retention_period", original)  # restored afterwards
+    url = aws.sqs.create_queue(QueueName="retained", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
+    aws.sqs.send_message(QueueUrl=url, MessageBody="fresh")
+    aws.sqs.send_message(QueueUrl=url, MessageBody="stale")
+    backend = sqs_backends["123456789012"]["us-east-1"]
+    fresh, stale = backend.get_queue("retained")._messages
+    stale.sent_timestamp -= 61_000
+    expected = [original(backend, "retained", m) for m in (fresh, stale)]
+    assert expected == [True, False]
+
+    retention_from_the_queue()
+    attributes_read: list[str] = []
+    monkeypatch.setattr(SQSBackend, "get_queue_attributes", lambda *a, **k: attributes_read.append("x"))
+    assert [backend.is_message_valid_based_on_retention_period("retained", m) for m in (fresh, stale)] == expected
+    assert attributes_read == []
 
 
 def test_each_server_has_its_own_state_and_loses_it_on_stop() -> None:
