@@ -7,12 +7,15 @@ report never keeps an explanation the figures no longer support.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 from bench.report import fmt, fmt_money
 from bench.targets import DEFAULT_CONFIG, evaluate, get_path
 
 __all__ = ["findings"]
+
+#: A process busy this share of the time or more is taken to be the bottleneck.
+_SATURATED: Final = 0.8
 
 Finding = Callable[[Mapping[str, Any]], str | None]
 
@@ -130,16 +133,36 @@ def _latency(results: Mapping[str, Any]) -> str | None:
     data = results["latency"]
     moto = data["moto_requests_per_second"]
     best = max(v for v in moto.values() if v)
-    return (
+    saturation = data["saturation"]
+    text = (
         f"**Latency and throughput on moto.** moto serves about {fmt(best, 0)} requests/s here (in its own process, "
         f"beside the mesh's process of gateway, pollers and actors) and a task needs "
-        f"{fmt(data['saturation']['aws_requests_per_task'], 1)} requests, so no mesh can pass "
+        f"{fmt(saturation['aws_requests_per_task'], 1)} requests, so no mesh can pass "
         f"{fmt(data['ceiling_tasks_per_second'], 1)} tasks/s on it; 40 tasks/s would need about "
-        f"{fmt(40 * data['saturation']['aws_requests_per_task'], 0)} requests/s. A hop is a chain of moto round trips "
-        "(receive, pre-flight read, status update and event, send, idempotency write, delete), each a few "
-        "milliseconds, so the hop latency tracks the request count per hop rather than the layer's CPU. Fewer "
-        "requests per hop (sections 2 and 3) improve all three figures."
+        f"{fmt(40 * saturation['aws_requests_per_task'], 0)} requests/s. "
     )
+    moto_busy, mesh_busy = saturation.get("moto_cpu_busy"), saturation.get("mesh_cpu_busy")
+    if moto_busy is not None and mesh_busy is not None:
+        text += (
+            f"At saturation moto's process was busy {moto_busy * 100:.0f}% of the time and the mesh's "
+            f"{mesh_busy * 100:.0f}%: {_limit(moto_busy, mesh_busy)}. "
+        )
+    return text + (
+        "A hop is a chain of moto round trips (receive, pre-flight read, status update and event, send, idempotency "
+        "write, delete), each a few milliseconds, so the hop latency tracks the request count per hop rather than "
+        "the layer's CPU. Fewer requests per hop (sections 2 and 3) improve all three figures."
+    )
+
+
+def _limit(moto_busy: float, mesh_busy: float) -> str:
+    if moto_busy >= _SATURATED:
+        return (
+            "moto is the limit, before the probe's ceiling, as the mesh's requests (conditional updates with "
+            "expressions to parse, receives that walk the queue) cost it more than the probe's"
+        )
+    if mesh_busy >= _SATURATED:
+        return "the mesh's own process (gateway, pollers, actors on one interpreter lock) is the limit"
+    return "neither process is saturated, so the pollers' waits between round trips limit it"
 
 
 def _coldstart(results: Mapping[str, Any]) -> str | None:

@@ -9,7 +9,9 @@ them, serves three phases:
    per actor, the final status), each one hop of an envelope through SQS, a poller and an actor;
 2. **saturation**: ``tasks`` tasks created by ``creators`` threads as fast as the gateway takes them; throughput is
    tasks / (last x-sink ack - first create), with the x-sink poller's ack count read in-process. A counting meter
-   (no billing) gives the AWS requests per task of this very phase, idle polls included;
+   (no billing) gives the AWS requests per task of this very phase, idle polls included, and the CPU time of this
+   process (gateway, pollers, actors) and of moto's server process over the phase says which of the two was busy
+   (moto's from ``/proc``: Linux only, else not reported);
 3. **moto ceiling**: a tight loop of ``SendMessage``, ``ReceiveMessage``, ``DeleteMessage``, ``GetItem``,
    ``PutItem``, ``UpdateItem`` against the same moto server from 1 and from 4 threads; requests/s divided by the
    requests per task is the most tasks/s this moto could serve the mesh.
@@ -20,10 +22,12 @@ Absolute figures depend on the machine; the ratios are measured side by side in 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Final
 
 import httpx
@@ -101,6 +105,7 @@ def _saturation(mesh: Any, store: TaskStore, meter: Meter, tasks: int, creators:
     meter.reset()
     meter.enabled = True
     started = time.monotonic()
+    cpu_started = (time.process_time(), _cpu_seconds(mesh.moto_pid))
 
     def create_some(count: int) -> list[str]:
         with httpx.Client(timeout=30) as http:
@@ -112,6 +117,7 @@ def _saturation(mesh: Any, store: TaskStore, meter: Meter, tasks: int, creators:
         ids = [task_id for chunk in pool.map(create_some, shares) for task_id in chunk]
     created = time.monotonic()
     finished = _wait_for(lambda: sink.stats.deleted - baseline >= tasks, f"{tasks} tasks to reach x-sink")
+    cpu_finished = (time.process_time(), _cpu_seconds(mesh.moto_pid))
     meter.enabled = False
     requests = sum(usage.requests for usage in meter.snapshot().values())
     outcome = statuses(store, ids)
@@ -126,7 +132,24 @@ def _saturation(mesh: Any, store: TaskStore, meter: Meter, tasks: int, creators:
         "create_seconds": created - started,
         "tasks_per_second": tasks / elapsed,
         "aws_requests_per_task": requests / tasks,
+        "mesh_cpu_busy": (cpu_finished[0] - cpu_started[0]) / elapsed,
+        "moto_cpu_busy": _busy(cpu_started[1], cpu_finished[1], elapsed),
     }
+
+
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User plus system CPU seconds of process ``pid`` so far, from ``/proc`` (``None`` without it)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime: fields 14 and 15
+
+
+def _busy(started: float | None, finished: float | None, elapsed: float) -> float | None:
+    return None if started is None or finished is None else (finished - started) / elapsed
 
 
 def _moto_rate(endpoint: str, table: str, threads: int, seconds: float) -> float:

@@ -285,10 +285,11 @@ def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[st
     low, sat, moto = data["low_load"], data["saturation"], data["moto_requests_per_second"]
     moto_ms = 1000 / moto["1_threads"] if moto.get("1_threads") else None
     out += [
-        f"The example mesh (batch size {data['batch_size']}, progress `hops`) on moto's server, every part in one",
-        "process. Hop latency: time between consecutive status events of a task's log (created, each actor's",
-        "`processing`, the final status). End to end: client wall time from the create request to the terminal",
-        "status read over SSE (the gateway polls the log every 250 ms while events flow, which this includes).",
+        f"The example mesh (batch size {data['batch_size']}, progress `hops`) on moto's server: moto in its own",
+        "process, everything else in this one. Hop latency: time between consecutive status events of a task's log",
+        "(created, each actor's `processing`, the final status). End to end: client wall time from the create request",
+        "to the terminal status read over SSE (the gateway polls the log every 250 ms while events flow, which this",
+        "includes).",
         "",
     ]
     out += table(
@@ -301,6 +302,10 @@ def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[st
                 f"{fmt(sat['tasks_per_second'])} tasks/s ({fmt(sat['seconds'], 1)} s)",
             ],
             ["AWS requests per task in that run (idle polls included)", fmt(sat["aws_requests_per_task"], 1)],
+            [
+                "CPU busy in that run: moto's process / the mesh's process",
+                f"{_percent(sat.get('moto_cpu_busy'))} / {_percent(sat.get('mesh_cpu_busy'))}",
+            ],
             [
                 "moto request rate, same run (1 / 4 client threads)",
                 f"{fmt(moto.get('1_threads'), 0)} / {fmt(moto.get('4_threads'), 0)} req/s",
@@ -317,6 +322,10 @@ def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[st
             "",
         ]
     return out
+
+
+def _percent(share: float | None) -> str:
+    return "not measured" if share is None else f"{share * 100:.0f}%"
 
 
 def _coldstart(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:

@@ -142,6 +142,11 @@ class LocalMesh:
         return endpoint
 
     @property
+    def moto_pid(self) -> int | None:
+        """The process id of the mesh's own moto server (``None`` when ``endpoint_url`` named another endpoint)."""
+        return self._moto.pid if self._moto is not None else None
+
+    @property
     def backstop(self) -> BackstopLoop | None:
         """The deadline backstop loop (``None`` before start or when ``backstop_interval`` is ``None``)."""
         return self._backstop

@@ -6,8 +6,10 @@ GW-CREATE-7/9, GW-TASK-1, GW-SSE-2/5/7/8, GW-OPS-1, P-FAN-2/6, P-SINK-5, P-CKPT-
 from __future__ import annotations
 
 import json
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -23,6 +25,13 @@ def test_gw_ops_1_health(local_mesh: LocalMesh) -> None:
     response = httpx.get(f"{local_mesh.url}/health", timeout=5)
     assert response.status_code == 200
     assert response.json()["status"] == "ok"
+
+
+def test_moto_serves_the_mesh_from_its_own_process(local_mesh: LocalMesh) -> None:
+    pid = local_mesh.moto_pid
+    assert pid is not None and pid != os.getpid()
+    assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())  # our child
+    assert httpx.get(f"{local_mesh.endpoint_url}/moto-api/", timeout=5).status_code == 200
 
 
 def test_text_pipeline_succeeds_with_enriched_result_and_checkpoint(local_mesh: LocalMesh, gateway: Any) -> None:

@@ -142,6 +142,7 @@ def _results(*, good: bool) -> dict[str, Any]:
                 "seconds": 2.0 if good else 25.0,
                 "tasks_per_second": 50.0 if good else 4.0,
                 "aws_requests_per_task": 27.0,
+                **({} if good else {"moto_cpu_busy": 0.914, "mesh_cpu_busy": 0.35}),
             },
             "moto_requests_per_second": {"1_threads": 200.0, "4_threads": 110.0},
             "ceiling_tasks_per_second": 7.4,
@@ -243,6 +244,10 @@ def test_report_shows_every_figure_with_target_and_verdict() -> None:
         assert heading in text
     assert "| sqs:ReceiveMessage | 0.40 |" in text  # per task, empty receives left out
     assert "moto request rate" in text
+    assert "| CPU busy in that run: moto's process / the mesh's process | 91% / 35% |" in text
+    assert "| CPU busy in that run: moto's process / the mesh's process | not measured / not measured |" in render(
+        _results(good=True)
+    )
     assert "**Note.** why." in text
     assert text.endswith("\n") and not text.endswith("\n\n")
 
@@ -266,6 +271,28 @@ def test_findings_explain_only_missed_targets() -> None:
     assert "**Cost.**" in joined and "$3.75" in joined  # 75 / 20
     assert "**Latency and throughput on moto.**" in joined
     assert "**Cold start.**" in joined and "asya 25.0 ms" in joined
+
+
+@pytest.mark.parametrize(
+    ("moto_busy", "mesh_busy", "said"),
+    [
+        (0.914, 0.35, "busy 91% of the time and the mesh's 35%: moto is the limit"),
+        (0.4, 0.95, "busy 40% of the time and the mesh's 95%: the mesh's own process"),
+        (0.5, 0.5, "neither process is saturated"),
+    ],
+)
+def test_latency_finding_names_the_busy_process(moto_busy: float, mesh_busy: float, said: str) -> None:
+    results = _results(good=False)
+    results["latency"]["saturation"].update(moto_cpu_busy=moto_busy, mesh_cpu_busy=mesh_busy)
+    (latency,) = [note for note in findings(results) if note.startswith("**Latency")]
+    assert said in latency
+
+
+def test_latency_finding_without_cpu_figures_makes_no_claim_about_them() -> None:
+    results = _results(good=False)
+    del results["latency"]["saturation"]["moto_cpu_busy"]
+    (latency,) = [note for note in findings(results) if note.startswith("**Latency")]
+    assert "busy" not in latency and "7.4 tasks/s" in latency
 
 
 def test_findings_do_not_depend_on_mutation_of_the_results() -> None:
