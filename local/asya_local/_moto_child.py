@@ -2,11 +2,11 @@
 moto and the standard library, not the package around it).
 
 It serves moto's ``ThreadedMotoServer`` on ``HOST:PORT`` (port 0: any free port), writes one JSON line
-``{"host": ..., "port": ...}`` to stdout once the socket is bound, then serves until its stdin reaches end of file and
-exits. The parent holds the other end of that pipe, so the server goes away with the parent however the parent ends
-(a clean ``stop()``, an exception, ``SIGKILL``): no orphaned moto is left holding a port. ``SIGINT`` is ignored:
-Ctrl-C in a terminal reaches the whole process group, and the parent must be able to drain its pollers against a
-live moto before it closes the pipe.
+``{"host": ..., "port": ...}`` to stdout once the socket is bound (any later output goes to stderr), then serves until
+its stdin reaches end of file and exits. The parent holds the other end of that pipe, so the server goes away with the
+parent however the parent ends (a clean ``stop()``, an exception, ``SIGKILL``): no orphaned moto is left holding a
+port. ``SIGINT`` is ignored: Ctrl-C in a terminal reaches the whole process group, and the parent must be able to
+drain its pollers against a live moto before it closes the pipe.
 
 Speed: two of moto 5.2's hot paths redo work whose answer cannot change, so the child replaces them at start-up with
 functions giving the same answers:
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Iterable, Sequence
@@ -45,6 +46,9 @@ def _main(argv: Sequence[str]) -> int:
     bound_host, bound_port = server.get_host_and_port()
     sys.stdout.write(json.dumps({"host": bound_host, "port": bound_port}) + "\n")
     sys.stdout.flush()
+    # Nothing reads the pipe after that line: anything printed later goes to stderr rather than filling the pipe
+    # until a write blocks the server.
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     while sys.stdin.buffer.read(65536):
         pass
     # No server.stop(): it waits out werkzeug's half-second poll, and the state is discarded with the process anyway.

@@ -175,6 +175,15 @@ def test_a_taken_port_is_a_clear_error(server: MotoServer) -> None:
         MotoServer(port=server.port).start()
 
 
+def test_a_server_that_cannot_start_is_a_clear_error() -> None:
+    """203.0.113.1 (TEST-NET-3) is no address of this machine: the child cannot bind it and exits; nothing is sent."""
+    server = MotoServer(host="203.0.113.1")
+    with pytest.raises(LocalModeError, match=r"moto server exited with code [1-9]\d* before it was ready"):
+        server.start()
+    with pytest.raises(LocalModeError, match="not running"):
+        _ = server.pid
+
+
 def test_esm_over_http_long_polls_and_acks(server: MotoServer) -> None:
     clients: AwsClients = server.clients()
     queue = clients.sqs.create_queue(QueueName=f"q-{uuid.uuid4().hex[:12]}")["QueueUrl"]
