@@ -1,12 +1,13 @@
 """The child process ``MotoServer`` starts: ``python -P .../_moto_child.py HOST PORT``, a script on its own (it imports
 moto and the standard library, not the package around it).
 
-It serves moto's ``ThreadedMotoServer`` on ``HOST:PORT`` (port 0: any free port), writes one JSON line
-``{"host": ..., "port": ...}`` to stdout once the socket is bound (any later output goes to stderr), then serves until
-its stdin reaches end of file and exits. The parent holds the other end of that pipe, so the server goes away with the
-parent however the parent ends (a clean ``stop()``, an exception, ``SIGKILL``): no orphaned moto is left holding a
-port. ``SIGINT`` is ignored: Ctrl-C in a terminal reaches the whole process group, and the parent must be able to
-drain its pollers against a live moto before it closes the pipe.
+It serves moto's server app, as moto's ``ThreadedMotoServer`` does, on ``HOST:PORT`` (port 0: any free port); writes
+one JSON line ``{"host": ..., "port": ...}`` to stdout once the socket is bound (any later output goes to stderr), or
+exits with code 1 if it cannot bind; then serves until its stdin reaches end of file and exits. The parent holds the
+other end of that pipe, so the server goes away with the parent however the parent ends (a clean ``stop()``, an
+exception, ``SIGKILL``): no orphaned moto is left holding a port. ``SIGINT`` is ignored: Ctrl-C in a terminal reaches
+the whole process group, and the parent must be able to drain its pollers against a live moto before it closes the
+pipe.
 
 Speed: two of moto 5.2's hot paths redo work whose answer cannot change, so the child replaces them at start-up with
 functions giving the same answers:
@@ -27,6 +28,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterable, Sequence
 
 __all__: list[str] = []
@@ -35,15 +37,24 @@ __all__: list[str] = []
 def _main(argv: Sequence[str]) -> int:
     host, port = argv[0], int(argv[1])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+    from werkzeug.serving import make_server
 
     # werkzeug logs every request at INFO to stderr unless its logger is configured; keep only warnings.
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     list_moto_modules_once()
     retention_from_the_queue()
-    server = ThreadedMotoServer(ip_address=host, port=port, verbose=False)
-    server.start()
-    bound_host, bound_port = server.get_host_and_port()
+    # What moto's ThreadedMotoServer builds, bound here rather than in its thread, so an address that cannot be
+    # bound ends this process with the error instead of leaving it waiting for a server that never starts.
+    try:
+        server = make_server(
+            host, port, DomainDispatcherApplication(create_backend_app), True, request_handler=MotoRequestHandler
+        )
+    except OSError as exc:
+        sys.stderr.write(f"moto server: cannot bind {host}:{port}: {exc.strerror}\n")
+        return 1
+    bound_host, bound_port = server.server_address[:2]
+    threading.Thread(target=server.serve_forever, name="moto-server", daemon=True).start()
     sys.stdout.write(json.dumps({"host": bound_host, "port": bound_port}) + "\n")
     sys.stdout.flush()
     # Nothing reads the pipe after that line: anything printed later goes to stderr rather than filling the pipe
@@ -51,7 +62,7 @@ def _main(argv: Sequence[str]) -> int:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     while sys.stdin.buffer.read(65536):
         pass
-    # No server.stop(): it waits out werkzeug's half-second poll, and the state is discarded with the process anyway.
+    # No server.shutdown(): it waits out werkzeug's half-second poll, and the state goes with the process anyway.
     return 0
 
 

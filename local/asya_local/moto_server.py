@@ -1,16 +1,16 @@
 """moto's HTTP server in a child process, and boto3 clients pointed at any endpoint.
 
-``MotoServer`` runs moto's ``ThreadedMotoServer`` in a child process (``asya_local._moto_child``) bound to
+``MotoServer`` runs moto's server in a child process (the script ``asya_local/_moto_child.py``) bound to
 ``127.0.0.1`` (never all interfaces), on port 0 by default, and learns the real port from the child once it is bound;
 ``endpoint_url`` is ``http://127.0.0.1:<port>``. Every service shares the one endpoint, so state is visible to every
 client (and every process) that uses it.
 
 Why a process and not a thread: moto does most of the work of a local hop (each hop is some ten moto requests), and
 in its own process it runs beside the actors, the pollers and the gateway instead of taking turns with them for one
-interpreter lock: local hops are about a quarter faster and throughput about half again as high (``make bench``,
-section 4). State lives in the child, so each server starts empty, two servers in one process never share state,
-and ``stop()`` (closing the child's stdin; killing it after ``_STOP_SECONDS``) discards everything. The child also
-exits when this process dies in any way, since its stdin then reaches end of file.
+interpreter lock: when this changed, local hops got about a fifth faster and throughput half again as high (``make
+bench``, section 4). State lives in the child, so each server starts empty, two servers in one process never share
+state, and ``stop()`` (closing the child's stdin; killing it after ``_STOP_SECONDS``) discards everything. The child
+also exits when this process dies in any way, since its stdin then reaches end of file.
 
 ``make_clients(endpoint_url)`` is the only place that knows the mesh is local: with an endpoint it passes fake
 credentials and the region explicitly to each client (nothing is read from the environment); with ``None`` it builds
@@ -182,7 +182,7 @@ def _read_bound_address(process: subprocess.Popen[bytes], timeout: float) -> tup
 
 
 def _check_port_free(host: str, port: int) -> None:
-    # ThreadedMotoServer binds inside its thread and would wait forever for a port that is taken.
+    # The child would exit on a taken port too, but only its stderr would say why.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:

@@ -21,6 +21,7 @@ from asya.headers import is_hook_copy
 from asya.store import TaskStore
 from asya_crew.sink import SinkRuntime
 from asya_local.lambda_event import sqs_event
+from tests.functional.actors import actor_env
 
 pytestmark = pytest.mark.functional
 
@@ -35,15 +36,7 @@ class Sink:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.bucket = bucket or mesh.resources.bucket
-        config = ActorConfig.from_env(
-            {
-                "ASYA_NAMESPACE": mesh.resources.namespace,
-                "ASYA_ACTOR": "x-sink",
-                "ASYA_TABLE": mesh.resources.table,
-                "ASYA_BUCKET": self.bucket,
-                "ASYA_SINK_HOOKS": hooks,
-            }
-        )
+        config = ActorConfig.from_env(actor_env(mesh, "x-sink", ASYA_BUCKET=self.bucket, ASYA_SINK_HOOKS=hooks))
         self.runtime = SinkRuntime(
             config,
             sqs=self.sqs,

@@ -16,6 +16,7 @@ from asya.config import ActorConfig
 from asya.store import TaskStore
 from asya_crew.sump import SumpRuntime
 from asya_local.lambda_event import sqs_event
+from tests.functional.actors import actor_env
 
 pytestmark = pytest.mark.functional
 
@@ -29,14 +30,7 @@ class Sump:
         self.sqs = mesh.aws.sqs
         self.s3 = mesh.aws.s3
         self.bucket = mesh.resources.bucket
-        config = ActorConfig.from_env(
-            {
-                "ASYA_NAMESPACE": mesh.resources.namespace,
-                "ASYA_ACTOR": "x-sump",
-                "ASYA_TABLE": mesh.resources.table,
-                "ASYA_BUCKET": bucket or self.bucket,
-            }
-        )
+        config = ActorConfig.from_env(actor_env(mesh, "x-sump", ASYA_BUCKET=bucket or self.bucket))
         self.runtime = SumpRuntime(
             config,
             sqs=self.sqs,
