@@ -9,6 +9,9 @@ exception, ``SIGKILL``): no orphaned moto is left holding a port. ``SIGINT`` is 
 the whole process group, and the parent must be able to drain its pollers against a live moto before it closes the
 pipe.
 
+Atomicity: DynamoDB requests are served one at a time (``dynamodb_one_request_at_a_time``), so a read never sees a
+half-applied ``UpdateItem`` and two conditional writes never both pass a condition meant for one.
+
 Speed: two of moto 5.2's hot paths redo work whose answer cannot change, so the child replaces them at start-up with
 functions giving the same answers:
 
@@ -23,6 +26,7 @@ functions giving the same answers:
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -30,6 +34,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 __all__: list[str] = []
 
@@ -44,6 +49,7 @@ def _main(argv: Sequence[str]) -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     list_moto_modules_once()
     retention_from_the_queue()
+    dynamodb_one_request_at_a_time()
     # What moto's ThreadedMotoServer builds, bound here rather than in its thread, so an address that cannot be
     # bound ends this process with the error instead of leaving it waiting for a server that never starts.
     try:
@@ -94,6 +100,30 @@ def retention_from_the_queue() -> None:
         return retention_period + message.sent_timestamp / 1000 > now  # type: ignore[operator]
 
     SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
+
+
+def dynamodb_one_request_at_a_time() -> None:
+    """Serve DynamoDB requests one at a time, each from parsing its parameters to serializing its answer (idempotent).
+
+    moto applies an ``UpdateItem`` to the stored item in place, clause by clause, after checking its condition, and
+    serves each HTTP request on its own thread. Concurrent requests can therefore read a half-updated item (a status
+    set, its step not yet) or both pass a condition only one of them should, which DynamoDB never allows: every
+    single-item write is atomic and conditions are checked atomically with it. Python runs one thread at a time
+    anyway, so the lock costs moto no throughput."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+    if getattr(original, "_asya_locked", False):
+        return
+    lock = threading.RLock()
+
+    @functools.wraps(original)
+    def call_action(self: DynamoHandler) -> Any:
+        with lock:
+            return original(self)
+
+    setattr(call_action, "_asya_locked", True)  # noqa: B010 - a marker on a plain function, for idempotence
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
 
 
 if __name__ == "__main__":

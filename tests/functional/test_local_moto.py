@@ -19,7 +19,11 @@ import pytest
 from asya.config import ActorConfig
 from asya.environment import actor_environment
 from asya.manifest import Manifest
-from asya_local._moto_child import list_moto_modules_once, retention_from_the_queue
+from asya_local._moto_child import (
+    dynamodb_one_request_at_a_time,
+    list_moto_modules_once,
+    retention_from_the_queue,
+)
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
@@ -100,6 +104,55 @@ def test_receive_checks_retention_from_the_queue_with_moto_s_answers(aws: Any, m
     monkeypatch.setattr(SQSBackend, "get_queue_attributes", lambda *a, **k: attributes_read.append("x"))
     assert [backend.is_message_valid_based_on_retention_period("retained", m) for m in (fresh, stale)] == expected
     assert attributes_read == []
+
+
+def test_dynamodb_requests_are_served_one_at_a_time(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server child's lock: while an ``UpdateItem`` is being applied, a read of the item waits for it, so it sees
+    the whole update or none of it (DynamoDB's single-item atomicity), never a half-applied one."""
+    from moto.dynamodb.parsing.executors import UpdateExpressionExecutor
+    from moto.dynamodb.responses import DynamoHandler
+
+    monkeypatch.setattr(DynamoHandler, "call_action", DynamoHandler.call_action)  # restored afterwards
+    dynamodb_one_request_at_a_time()
+    dynamodb_one_request_at_a_time()  # idempotent: one lock, not two
+    applying, release = threading.Event(), threading.Event()
+    execute = UpdateExpressionExecutor.execute
+
+    def paused_execute(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not applying.is_set():  # the outermost call, before any clause is applied
+            applying.set()
+            assert release.wait(10)
+        execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(UpdateExpressionExecutor, "execute", paused_execute)
+    aws.dynamodb.create_table(
+        TableName="atomic",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    key = {"pk": {"S": "k"}}
+    aws.dynamodb.put_item(TableName="atomic", Item={**key, "a": {"N": "0"}, "b": {"N": "0"}})
+    update = threading.Thread(
+        target=aws.dynamodb.update_item,
+        kwargs={
+            "TableName": "atomic",
+            "Key": key,
+            "UpdateExpression": "SET a = :v, b = :v",
+            "ExpressionAttributeValues": {":v": {"N": "1"}},
+        },
+    )
+    update.start()
+    assert applying.wait(10)
+    seen: list[dict[str, Any]] = []
+    read = threading.Thread(target=lambda: seen.append(aws.dynamodb.get_item(TableName="atomic", Key=key)["Item"]))
+    read.start()
+    read.join(0.5)
+    assert read.is_alive() and seen == []  # waiting for the update, not reading around it
+    release.set()
+    update.join(10)
+    read.join(10)
+    assert (seen[0]["a"], seen[0]["b"]) == ({"N": "1"}, {"N": "1"})
 
 
 def test_each_server_has_its_own_state_and_loses_it_on_stop() -> None:
