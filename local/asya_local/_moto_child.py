@@ -36,7 +36,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__: list[str] = []
+__all__ = ["dynamodb_one_request_at_a_time", "list_moto_modules_once", "retention_from_the_queue"]
 
 
 def _main(argv: Sequence[str]) -> int:
