@@ -135,7 +135,7 @@ class StatusUpdate:
             if value is not None and len(value) > NAME_LIMIT:
                 raise StatusUpdateError(f"{len(value)} characters, over the limit of {NAME_LIMIT}", field=name)
         data_json = dumps(dict(self.data))
-        if len(data_json) > DATA_LIMIT_BYTES // 4 and (size := len(data_json.encode("utf-8"))) > DATA_LIMIT_BYTES:
+        if (size := oversize(data_json, DATA_LIMIT_BYTES)) is not None:
             raise StatusUpdateError(f"{size} bytes as JSON, over the limit of {DATA_LIMIT_BYTES} bytes", field="data")
         object.__setattr__(self, "data_json", data_json)  # encoded once: the store writes this text
 
