@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from asya import naming
 from asya.config import ActorConfig
 from asya.sidecar import ActorRuntime
 from asya.store import TaskStore
@@ -52,7 +53,7 @@ def actor_env(mesh: Any, actor: str, handler: str | None = None, **extra: str) -
 
 
 def queue_arn(mesh: Any, actor: str) -> str:
-    return f"arn:aws:sqs:{REGION}:123456789012:asya-{mesh.resources.namespace}-{actor}"
+    return f"arn:aws:sqs:{REGION}:123456789012:{naming.queue_name(mesh.resources.namespace, actor)}"
 
 
 def deliver(

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.functional.actors import NOW, Context, Harness, envelope
+from asya_local.lambda_event import sqs_event
+from tests.functional.actors import NOW, REGION, Context, Harness, envelope, queue_arn
 
 pytestmark = pytest.mark.functional
 
@@ -255,22 +256,7 @@ def _receive_event(h: Harness, count: int) -> dict[str, Any]:
         messages.extend(got.get("Messages", []))
         if len(messages) >= count:
             break
-    return {
-        "Records": [
-            {
-                "messageId": m["MessageId"],
-                "receiptHandle": m["ReceiptHandle"],
-                "body": m["Body"],
-                "attributes": m.get("Attributes", {}),
-                "messageAttributes": {},
-                "md5OfBody": m["MD5OfBody"],
-                "eventSource": "aws:sqs",
-                "eventSourceARN": f"arn:aws:sqs:us-east-1:123456789012:asya-demo-{h.actor}",
-                "awsRegion": "us-east-1",
-            }
-            for m in messages
-        ]
-    }
+    return sqs_event(messages, queue_arn=queue_arn(h.mesh, h.actor), region=REGION)
 
 
 def _ids(event: dict[str, Any], response: dict[str, Any]) -> list[str]:

@@ -20,8 +20,7 @@ from asya.config import ActorConfig
 from asya.headers import is_hook_copy
 from asya.store import TaskStore
 from asya_crew.sink import SinkRuntime
-from asya_local.lambda_event import sqs_event
-from tests.functional.actors import actor_env
+from tests.functional.actors import actor_env, deliver, drain, queue_arn
 
 pytestmark = pytest.mark.functional
 
@@ -56,28 +55,13 @@ class Sink:
     def run(self, *bodies: str | dict[str, Any]) -> list[int]:
         """Deliver ``bodies`` through the x-sink queue as one batch; the indexes of the failed records."""
         url = self.mesh.resources.queue_urls["x-sink"]
-        texts = [b if isinstance(b, str) else json.dumps(b) for b in bodies]
-        for text in texts:
-            self.sqs.send_message(QueueUrl=url, MessageBody=text)
-        messages: list[Any] = []
-        while len(messages) < len(texts):
-            messages += self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get(
-                "Messages", []
-            )
-        messages.sort(key=lambda m: texts.index(m["Body"]))
-        event = sqs_event(messages, queue_arn="arn:aws:sqs:us-east-1:123456789012:asya-demo-x-sink", region="us-east-1")
+        event = deliver(self.sqs, url, bodies, arn=queue_arn(self.mesh, "x-sink"))
         response = self.runtime.handle(event, None)
         ids = [r["messageId"] for r in event["Records"]]
         return [ids.index(f["itemIdentifier"]) for f in response["batchItemFailures"]]
 
     def drain(self, actor: str) -> list[dict[str, Any]]:
-        url = self.mesh.resources.queue_urls[actor]
-        out: list[dict[str, Any]] = []
-        while messages := self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-            for m in messages:
-                out.append(json.loads(m["Body"]))
-                self.sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-        return out
+        return drain(self.sqs, self.mesh.resources.queue_urls[actor])
 
     def keys(self, prefix: str = "") -> list[str]:
         listing = self.mesh.aws.s3.list_objects_v2(Bucket=self.mesh.resources.bucket, Prefix=prefix)

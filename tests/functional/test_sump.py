@@ -15,8 +15,7 @@ from aws_lambda_powertools import Logger
 from asya.config import ActorConfig
 from asya.store import TaskStore
 from asya_crew.sump import SumpRuntime
-from asya_local.lambda_event import sqs_event
-from tests.functional.actors import actor_env
+from tests.functional.actors import actor_env, deliver, queue_arn
 
 pytestmark = pytest.mark.functional
 
@@ -43,16 +42,7 @@ class Sump:
     def run(self, *bodies: str | dict[str, Any]) -> tuple[list[int], list[str]]:
         """One batch through the x-sump queue: (failed record indexes, message ids)."""
         url = self.mesh.resources.queue_urls["x-sump"]
-        texts = [b if isinstance(b, str) else json.dumps(b) for b in bodies]
-        for text in texts:
-            self.sqs.send_message(QueueUrl=url, MessageBody=text)
-        messages: list[Any] = []
-        while len(messages) < len(texts):
-            messages += self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"]).get(
-                "Messages", []
-            )
-        messages.sort(key=lambda m: texts.index(m["Body"]))
-        event = sqs_event(messages, queue_arn="arn:aws:sqs:us-east-1:123456789012:asya-demo-x-sump", region="us-east-1")
+        event = deliver(self.sqs, url, bodies, arn=queue_arn(self.mesh, "x-sump"))
         response = self.runtime.handle(event, None)
         ids = [r["messageId"] for r in event["Records"]]
         return [ids.index(f["itemIdentifier"]) for f in response["batchItemFailures"]], ids
