@@ -3,11 +3,11 @@ moto and the standard library, not the package around it).
 
 It serves moto's server app, as moto's ``ThreadedMotoServer`` does, on ``HOST:PORT`` (port 0: any free port); writes
 one JSON line ``{"host": ..., "port": ...}`` to stdout once the socket is bound (any later output goes to stderr), or
-exits with code 1 if it cannot bind; then serves until its stdin reaches end of file and exits. The parent holds the
-other end of that pipe, so the server goes away with the parent however the parent ends (a clean ``stop()``, an
-exception, ``SIGKILL``): no orphaned moto is left holding a port. ``SIGINT`` is ignored: Ctrl-C in a terminal reaches
-the whole process group, and the parent must be able to drain its pollers against a live moto before it closes the
-pipe.
+exits with code 1, the reason on stderr, if it cannot bind; then serves until its stdin reaches end of file and
+exits. The parent holds the other end of that pipe, so the server goes away with the parent however the parent ends
+(a clean ``stop()``, an exception, ``SIGKILL``): no orphaned moto is left holding a port. ``SIGINT`` is ignored:
+Ctrl-C in a terminal reaches the whole process group, and the parent must be able to drain its pollers against a
+live moto before it closes the pipe.
 
 Atomicity: DynamoDB requests are served one at a time (``dynamodb_one_request_at_a_time``), so a read never sees a
 half-applied ``UpdateItem`` and two conditional writes never both pass a condition meant for one.
@@ -50,15 +50,11 @@ def _main(argv: Sequence[str]) -> int:
     list_moto_modules_once()
     retention_from_the_queue()
     dynamodb_one_request_at_a_time()
-    # What moto's ThreadedMotoServer builds, bound here rather than in its thread, so an address that cannot be
-    # bound ends this process with the error instead of leaving it waiting for a server that never starts.
-    try:
-        server = make_server(
-            host, port, DomainDispatcherApplication(create_backend_app), True, request_handler=MotoRequestHandler
-        )
-    except OSError as exc:
-        sys.stderr.write(f"moto server: cannot bind {host}:{port}: {exc.strerror}\n")
-        return 1
+    # What moto's ThreadedMotoServer builds, bound here rather than in its thread: werkzeug binds in make_server and,
+    # when it cannot, writes why to stderr and exits with code 1, where ThreadedMotoServer would wait forever.
+    server = make_server(
+        host, port, DomainDispatcherApplication(create_backend_app), True, request_handler=MotoRequestHandler
+    )
     bound_host, bound_port = server.server_address[:2]
     threading.Thread(target=server.serve_forever, name="moto-server", daemon=True).start()
     sys.stdout.write(json.dumps({"host": bound_host, "port": bound_port}) + "\n")
