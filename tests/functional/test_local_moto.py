@@ -21,7 +21,12 @@ from asya.environment import actor_environment
 from asya.manifest import Manifest
 from asya_local._moto_child import (
     dynamodb_one_request_at_a_time,
+    lex_condition_expressions_once,
+    list_handler_methods_once,
     list_moto_modules_once,
+    parse_update_expressions_once,
+    pick_serialized_keys_once,
+    query_reads_one_partition,
     retention_from_the_queue,
 )
 from asya_local.esm import EsmConfig, EventSourceMapping
@@ -153,6 +158,249 @@ def test_dynamodb_requests_are_served_one_at_a_time(aws: Any, monkeypatch: pytes
     update.join(10)
     read.join(10)
     assert (seen[0]["a"], seen[0]["b"]) == ({"N": "1"}, {"N": "1"})
+
+
+def _task_table(aws: Any, name: str) -> None:
+    aws.dynamodb.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+            {"AttributeName": "gpk", "AttributeType": "S"},
+            {"AttributeName": "gsk", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_g",
+                "KeySchema": [
+                    {"AttributeName": "gpk", "KeyType": "HASH"},
+                    {"AttributeName": "gsk", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def _answers(call: Any, **kwargs: Any) -> Any:
+    """A response without its metadata, or the error it raised (in-process moto lets its own bugs through too)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        response: dict[str, Any] = call(**kwargs)
+    except ClientError as error:
+        return ("error", error.response["Error"]["Code"], error.response["Error"]["Message"])
+    except Exception as error:
+        return ("raised", type(error).__name__, str(error))
+    response.pop("ResponseMetadata", None)
+    return response
+
+
+_NESTED = {
+    "M": {
+        "s": {"S": "text"},
+        "n": {"N": "1.50"},
+        "l": {"L": [{"S": "a"}, {"N": "2"}, {"BOOL": False}, {"NULL": True}, {"M": {"x": {"SS": ["p", "q"]}}}]},
+        "b": {"B": b"\x00\x01"},
+        "ns": {"NS": ["1", "2"]},
+    }
+}
+
+
+def _update_scenario(aws: Any, table: str) -> str:
+    """The mesh's kind of conditional updates, accepted and refused, with placeholders, and some moto refuses."""
+    _task_table(aws, table)
+    key = {"pk": {"S": "TASK#1"}, "sk": {"S": "TASK"}}
+    put = {**key, "status": {"S": "pending"}, "last_seq": {"N": "1"}, "data": _NESTED}
+    answers = [
+        _answers(aws.dynamodb.put_item, TableName=table, Item=put, ConditionExpression="attribute_not_exists(pk)")
+    ]
+    update: dict[str, Any] = {
+        "TableName": table,
+        "Key": key,
+        "UpdateExpression": "SET #status = :status, last_seq = last_seq + :one REMOVE #data",
+        "ConditionExpression": "(#status IN (:pending, :running)) AND (begins_with(sk, :t))",
+        "ExpressionAttributeNames": {"#status": "status", "#data": "data"},
+        "ExpressionAttributeValues": {
+            ":status": {"S": "running"},
+            ":one": {"N": "1"},
+            ":pending": {"S": "pending"},
+            ":running": {"S": "running"},
+            ":t": {"S": "TA"},
+        },
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+    answers.append(_answers(aws.dynamodb.update_item, **update))
+    answers.append(_answers(aws.dynamodb.update_item, **update))  # the same texts again, the item changed
+    refused = {**update, "ExpressionAttributeValues": {**update["ExpressionAttributeValues"], ":t": {"S": "X"}}}
+    answers.append(_answers(aws.dynamodb.update_item, **refused))
+    answers.append(_answers(aws.dynamodb.update_item, **{**update, "UpdateExpression": "SET #status = :status SET"}))
+    for _ in range(2):
+        answers.append(_answers(aws.dynamodb.update_item, **{**update, "ConditionExpression": "#status = :status ?"}))
+    answers.append(_answers(aws.dynamodb.update_item, **{**update, "UpdateExpression": "SET pk = :status"}))
+    answers.append(_answers(aws.dynamodb.get_item, TableName=table, Key=key, ConsistentRead=True))
+    return repr(answers).replace(table, "<table>")
+
+
+def _tree(node: Any) -> Any:
+    """A parsed update expression as nested tuples, to compare trees by value."""
+    children = getattr(node, "children", None)
+    if children is None:
+        return repr(node)
+    return (type(node).__name__, tuple(_tree(child) for child in children))
+
+
+def test_update_and_condition_expressions_are_parsed_once_with_moto_s_answers(
+    aws: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same answers, errors included, as moto parsing every time; the tree shared between requests is left as
+    parsed (moto's handler only reads it, its validator works on a copy)."""
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+    from moto.dynamodb.parsing import expressions
+    from moto.dynamodb.parsing.tokens import ExpressionTokenizer
+
+    parser: Any = vars(expressions)["UpdateExpressionParser"]
+    monkeypatch.setattr(parser, "make", vars(parser)["make"])  # restored afterwards
+    lex = ConditionExpressionParser._lex_condition_expression
+    monkeypatch.setattr(ConditionExpressionParser, "_lex_condition_expression", lex)
+    expected = _update_scenario(aws, "moto-s-own")
+
+    parse_update_expressions_once()
+    parse_update_expressions_once()  # idempotent
+    lex_condition_expressions_once()
+    lex_condition_expressions_once()
+    tokenized: list[str] = []
+    make_list = ExpressionTokenizer.make_list
+
+    def counted_make_list(text: str) -> Any:
+        tokenized.append(text)
+        return make_list(text)
+
+    monkeypatch.setattr(ExpressionTokenizer, "make_list", counted_make_list)
+    lexed: list[str] = []
+
+    def counted_lex(self: ConditionExpressionParser) -> Any:
+        lexed.append(str(self.condition_expression))
+        return lex(self)
+
+    monkeypatch.setattr(ConditionExpressionParser, "_lex_condition_expression", counted_lex)
+    lex_condition_expressions_once()  # over the counting one, to count what reaches moto's lexer
+    assert _update_scenario(aws, "adjusted") == expected
+    text = "SET #status = :status, last_seq = last_seq + :one REMOVE #data"
+    assert tokenized.count(text) == 1
+    assert lexed.count("(#status IN (:pending, :running)) AND (begins_with(sk, :t))") == 1
+    assert lexed.count("#status = :status ?") == 2  # a text that does not lex is lexed (and refused) each time
+    # the shared tree is still the tree moto's make builds afresh (its own body: tokenize, then parse)
+    assert _tree(parser.make(text)) == _tree(parser(make_list(text)).parse())
+
+
+def _query_scenario(aws: Any, table: str) -> str:
+    _task_table(aws, table)
+    for task in range(6):
+        for seq in (3, 1, 2, 10):
+            item = {"pk": {"S": f"TASK#{task}"}, "sk": {"S": f"EV#{seq:03d}"}, "n": {"N": str(seq)}}
+            if seq != 2:  # not every item is in the index
+                item |= {"gpk": {"S": f"SHARD#{task % 2}"}, "gsk": {"S": f"2026-01-0{seq % 9}"}}
+            aws.dynamodb.put_item(TableName=table, Item=item)
+    values = {":pk": {"S": "TASK#3"}, ":from": {"S": "EV#002"}, ":to": {"S": "EV#999"}}
+    answers = [
+        _answers(
+            aws.dynamodb.query, TableName=table, KeyConditionExpression="pk = :pk", ExpressionAttributeValues=values
+        )
+        for values in ({":pk": {"S": "TASK#3"}}, {":pk": {"S": "TASK#none"}})
+    ]
+    ranged = "pk = :pk AND sk BETWEEN :from AND :to"
+    for extra in ({}, {"ScanIndexForward": False}, {"Limit": 2}, {"FilterExpression": "n > :from2"}):
+        request = {"TableName": table, "KeyConditionExpression": ranged, "ExpressionAttributeValues": values, **extra}
+        if "FilterExpression" in extra:
+            request["ExpressionAttributeValues"] = {**values, ":from2": {"N": "2"}}
+        page = _answers(aws.dynamodb.query, **request)
+        answers.append(page)
+        if "LastEvaluatedKey" in page:
+            answers.append(_answers(aws.dynamodb.query, **request, ExclusiveStartKey=page["LastEvaluatedKey"]))
+    index = {
+        "TableName": table,
+        "IndexName": "by_g",
+        "KeyConditionExpression": "gpk = :g AND gsk <= :due",
+        "ExpressionAttributeValues": {":g": {"S": "SHARD#1"}, ":due": {"S": "2026-01-05"}},
+    }
+    answers.append(_answers(aws.dynamodb.query, **index))
+    answers.append(_answers(aws.dynamodb.query, **index, Limit=2, ScanIndexForward=False))
+    answers.append(_answers(aws.dynamodb.scan, TableName=table))  # scans still take every item, sorted
+    return repr(answers).replace(table, "<table>")
+
+
+def test_query_reads_one_partition_with_moto_s_answers(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Queries on the table's key and on an index, paged, reversed and filtered, answer as moto's own full walk."""
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.table import Table
+
+    monkeypatch.setattr(Table, "query", Table.query)  # restored afterwards
+    monkeypatch.setattr(Table, "all_items", Table.all_items)
+    expected = _query_scenario(aws, "moto-s-own")
+    query_reads_one_partition()
+    query_reads_one_partition()  # idempotent
+    assert _query_scenario(aws, "adjusted") == expected
+    stored = dynamodb_backends["123456789012"]["us-east-1"].get_table("adjusted").items
+    assert len(stored) == 6  # querying an absent partition added no key to the defaultdict
+
+
+def test_serialized_keys_are_picked_once_with_moto_s_answers(aws: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every response shape the mesh sees (nested items, lists, errors, SQS, S3) serializes as with moto's picker."""
+    from moto.core.serialize import AttributePicker, ResponseSerializer
+
+    monkeypatch.setattr(ResponseSerializer, "get_value", ResponseSerializer.get_value)  # restored afterwards
+
+    def scenario(suffix: str) -> list[Any]:
+        answers: list[Any] = [_update_scenario(aws, f"table-{suffix}"), _query_scenario(aws, f"query-{suffix}")]
+        answers.append(_answers(aws.dynamodb.describe_table, TableName=f"query-{suffix}")["Table"]["KeySchema"])
+        url = aws.sqs.create_queue(QueueName=f"q-{suffix}", Attributes={"VisibilityTimeout": "5"})["QueueUrl"]
+        aws.sqs.send_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {"Id": "a", "MessageBody": "x", "MessageAttributes": {"k": {"DataType": "String", "StringValue": "v"}}}
+            ],
+        )
+        got = aws.sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"], AttributeNames=["All"])["Messages"]
+        answers.append([(m["Body"], m["MessageAttributes"], sorted(m["Attributes"])) for m in got])
+        answers.append(_answers(aws.sqs.get_queue_attributes, QueueUrl=url, AttributeNames=["VisibilityTimeout"]))
+        return answers
+
+    expected = scenario("own")
+    pick_serialized_keys_once()
+    pick_serialized_keys_once()  # idempotent
+    picked: list[str] = []
+    keys_of = AttributePicker.get_possible_keys
+
+    def counted_keys(self: AttributePicker, context: Any) -> Any:
+        picked.append(context.key)
+        return keys_of(self, context)
+
+    monkeypatch.setattr(AttributePicker, "get_possible_keys", counted_keys)
+    assert scenario("adjusted") == expected
+    again = len(picked)
+    scenario("again")
+    assert len(picked) == again  # every name found the first time
+
+
+def test_handler_methods_are_listed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import inspect
+
+    from moto.core import responses, utils
+    from moto.dynamodb.responses import DynamoHandler
+    from moto.sqs.responses import SQSResponse
+
+    monkeypatch.setattr(responses, "method_names_from_class", utils.method_names_from_class)  # restored afterwards
+    list_handler_methods_once()
+    list_handler_methods_once()  # idempotent
+    listed = vars(responses)["method_names_from_class"]
+    for handler in (DynamoHandler, SQSResponse):
+        assert listed(handler) == utils.method_names_from_class(handler)
+    monkeypatch.setattr(inspect, "getmembers", lambda *a, **k: pytest.fail("listed again"))  # moto's own listing
+    assert "update_item" in listed(DynamoHandler)
 
 
 def test_each_server_has_its_own_state_and_loses_it_on_stop() -> None:
