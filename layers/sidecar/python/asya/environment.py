@@ -70,9 +70,7 @@ _SERVICE_NAME: Final = "POWERTOOLS_SERVICE_NAME"
 _ENV_NAME_RE: Final = re.compile(r"[a-zA-Z][a-zA-Z0-9_]+")
 #: Powertools settings every function gets (EMF metrics land in the ``Asya`` namespace, P-SUMP-2, GW-BACK-6).
 POWERTOOLS_ENV: Final[Mapping[str, str]] = {"POWERTOOLS_METRICS_NAMESPACE": "Asya"}
-_DEPLOYMENT_ENV: Final = frozenset(
-    {getattr(ENV, name) for name in ENV.__slots__} | set(POWERTOOLS_ENV) | {_SERVICE_NAME}
-)
+_DEPLOYMENT_ENV: Final = frozenset(ENV.names() | set(POWERTOOLS_ENV) | {_SERVICE_NAME})
 
 
 class ReservedVariableError(AsyaError, ValueError):

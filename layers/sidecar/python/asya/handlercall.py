@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from asya import routing
@@ -35,30 +34,59 @@ from asya.timeout import CallGuard, CallLimit, HandlerTimeoutError
 __all__ = ["HandlerCall", "Hop", "RecordItem", "pristine_payload"]
 
 
-@dataclass(slots=True)
+# RecordItem and Hop are plain classes, not dataclasses: generating a dataclass's methods costs cold-start time, and
+# neither is compared or printed.
+
+
 class RecordItem:
     """One SQS record of the batch, parsed before any record runs."""
 
-    body: str
-    message_id: str = ""
-    envelope: Envelope | None = None
-    error: EnvelopeParseError | None = None
-    delivery: Delivery = field(default_factory=Delivery)
-    first_frame: str | None = None  # state of the hop's FRAME#0 idempotency item at pre-flight (P-ACK-8)
+    __slots__ = ("body", "delivery", "envelope", "error", "first_frame", "message_id")
+
+    def __init__(
+        self,
+        body: str,
+        *,
+        message_id: str = "",
+        envelope: Envelope | None = None,
+        error: EnvelopeParseError | None = None,
+        delivery: Delivery | None = None,
+        first_frame: str | None = None,
+    ) -> None:
+        self.body = body
+        self.message_id = message_id
+        self.envelope = envelope
+        self.error = error
+        self.delivery = Delivery() if delivery is None else delivery
+        #: state of the hop's FRAME#0 idempotency item at pre-flight (P-ACK-8)
+        self.first_frame = first_frame
 
 
-@dataclass(slots=True)
 class Hop:
     """What the handler call and its outcome need about one record."""
 
-    item: RecordItem
-    entry: Envelope
-    trace: routing.Trace
-    report: HopRef | None  # the task whose status this hop writes: tracked roots only
-    fly_id: str | None  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
-    limit: CallLimit  # T of the handler call (P-TIME-5)
-    guard: HopGuard  # sends each output of the hop once across deliveries (P-ACK-8)
-    ticket: Ticket  # the hop's frames in the batch's outbox
+    __slots__ = ("entry", "fly_id", "guard", "item", "limit", "report", "ticket", "trace")
+
+    def __init__(
+        self,
+        *,
+        item: RecordItem,
+        entry: Envelope,
+        trace: routing.Trace,
+        report: HopRef | None,
+        fly_id: str | None,
+        limit: CallLimit,
+        guard: HopGuard,
+        ticket: Ticket,
+    ) -> None:
+        self.item = item
+        self.entry = entry
+        self.trace = trace
+        self.report = report  # the task whose status this hop writes: tracked roots only
+        self.fly_id = fly_id  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
+        self.limit = limit  # T of the handler call (P-TIME-5)
+        self.guard = guard  # sends each output of the hop once across deliveries (P-ACK-8)
+        self.ticket = ticket  # the hop's frames in the batch's outbox
 
 
 def pristine_payload(item: RecordItem) -> Any:

@@ -36,7 +36,6 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from asya.hop import FRAME_BATCH, FRAME_MAX_WAIT, Ticker
@@ -50,26 +49,34 @@ __all__ = ["Outbox", "Ticket", "UnknownHandler"]
 UnknownHandler = Callable[[list[tuple[Outgoing, UnknownActorError]]], None]
 
 
-@dataclass(eq=False, slots=True)
+# Ticket and _Queued are plain classes, not dataclasses: generating a dataclass's methods costs cold-start time, and
+# neither is compared (a ticket is found by identity) or printed.
+
+
 class Ticket:
     """One record's share of the outbox."""
 
-    record_id: str
-    guard: HopGuard
-    on_unknown: UnknownHandler
-    running: bool = True  # the handler call is in progress: its frames leave at once
-    error: BaseException | None = None
-    queued: int = 0
-    callbacks: list[Callable[[], None]] = field(default_factory=list)
+    __slots__ = ("callbacks", "error", "guard", "on_unknown", "queued", "record_id", "running")
+
+    def __init__(self, *, record_id: str, guard: HopGuard, on_unknown: UnknownHandler) -> None:
+        self.record_id = record_id
+        self.guard = guard
+        self.on_unknown = on_unknown
+        self.running = True  # the handler call is in progress: its frames leave at once
+        self.error: BaseException | None = None
+        self.queued = 0
+        self.callbacks: list[Callable[[], None]] = []
 
 
-@dataclass(slots=True)
 class _Queued:
-    ticket: Ticket
-    index: int  # the frame's index in its hop (P-ACK-8)
-    outgoing: Outgoing
-    prepared: Prepared
-    at: float  # monotonic time it was queued
+    __slots__ = ("at", "index", "outgoing", "prepared", "ticket")
+
+    def __init__(self, ticket: Ticket, index: int, outgoing: Outgoing, prepared: Prepared, at: float) -> None:
+        self.ticket = ticket
+        self.index = index  # the frame's index in its hop (P-ACK-8)
+        self.outgoing = outgoing
+        self.prepared = prepared
+        self.at = at  # monotonic time it was queued
 
 
 class Outbox:

@@ -53,7 +53,6 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
@@ -80,12 +79,13 @@ from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
 from asya.transport import Transport, UnknownActorError
-from asya.xray import trace_headers
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
+
+    from asya.xray import TraceHeaders
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
 
@@ -93,13 +93,24 @@ __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lam
 _SLA_MARGIN: Final = timedelta(seconds=1)
 
 
-@dataclass(slots=True)
 class _Batch:
-    context: Any
-    items: dict[str, RecordItem]
-    outbox: Outbox
-    start: StartRule
-    preflight: dict[str, str] = field(default_factory=dict)
+    # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here
+    __slots__ = ("context", "items", "outbox", "preflight", "start")
+
+    def __init__(
+        self,
+        *,
+        context: Any,
+        items: dict[str, RecordItem],
+        outbox: Outbox,
+        start: StartRule,
+        preflight: dict[str, str] | None = None,
+    ) -> None:
+        self.context = context
+        self.items = items
+        self.outbox = outbox
+        self.start = start
+        self.preflight: dict[str, str] = {} if preflight is None else preflight
 
 
 class ActorRuntime:
@@ -131,7 +142,12 @@ class ActorRuntime:
         self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
-        self._trace = trace_headers(config.tracing, environ)
+        self._trace: TraceHeaders | None = None
+        if config.tracing:
+            # deferred: most actors run with tracing off and then never need the module
+            from asya.xray import trace_headers
+
+            self._trace = trace_headers(config.tracing, environ)
         self._transport = Transport(
             namespace=config.namespace,
             sqs=sqs,

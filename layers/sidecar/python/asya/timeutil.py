@@ -23,7 +23,8 @@ __all__ = [
 
 Clock = Callable[[], datetime]
 
-_DURATION_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$")
+# compiled on first use (``re`` caches it), not at import: only durations written with a unit need it
+_DURATION = r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)\s*$"
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -77,7 +78,7 @@ def parse_duration(value: object, *, field: str) -> float:
         raise ValueError(f"{field}: invalid duration {value!r}: use a number of seconds or a string like '90s'")
     if isinstance(value, int | float):
         seconds = float(value)
-    elif isinstance(value, str) and (match := _DURATION_RE.match(value)):
+    elif isinstance(value, str) and (match := re.match(_DURATION, value)):
         seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
     else:
         raise ValueError(f"{field}: invalid duration {value!r}: use a number of seconds or a string like '90s'")

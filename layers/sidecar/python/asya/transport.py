@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
@@ -35,10 +35,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import naming
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError, NamingError, SerializationError
-from asya.xray import system_attributes
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageSystemAttributeValueTypeDef
 
 __all__ = [
     "MAX_BATCH_BYTES",
@@ -191,7 +191,7 @@ class Transport:
         body = self.encode(actor, envelope)
         extra: dict[str, Any] = {}
         if header := self._header():
-            extra["MessageSystemAttributes"] = system_attributes(header)
+            extra["MessageSystemAttributes"] = _system_attributes(header)
         try:
             response = self.sqs.send_message(QueueUrl=url, MessageBody=body, DelaySeconds=delay_seconds, **extra)
         except ClientError as exc:
@@ -309,7 +309,7 @@ class Transport:
             if self._trace_header is not None:  # tracing on (P-TRACE-3): each entry carries its own record's header
                 for request, entry in zip(entries, waiting.values(), strict=True):
                     if entry[4]:
-                        request["MessageSystemAttributes"] = system_attributes(entry[4])
+                        request["MessageSystemAttributes"] = _system_attributes(entry[4])
             try:
                 response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
             except ClientError as exc:
@@ -366,3 +366,10 @@ def _chunks(pending: list[_Entry]) -> list[list[_Entry]]:
             current.append(entry)
             size += body_size
     return out
+
+
+def _system_attributes(header: str) -> dict[Literal["AWSTraceHeader"], MessageSystemAttributeValueTypeDef]:
+    # deferred: only a traced actor sends trace headers; with tracing off the module is never needed
+    from asya.xray import system_attributes
+
+    return system_attributes(header)

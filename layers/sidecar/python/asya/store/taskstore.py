@@ -36,7 +36,6 @@ from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
 from asya.store.events import FlyValue, expand_events, fly_items
 from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data
-from asya.store.listing import list_tasks
 from asya.store.transition import MISSING, StatusUpdate
 from asya.store.views import task_view
 from asya.store.writer import ApplyResult, Outcome, StatusWriter
@@ -178,6 +177,9 @@ class TaskStore:
         count: bool = False,
     ) -> dict[str, Any]:
         """GW-LIST-2: ``{"messages", "total", "next_cursor"}``; raises ``ListQueryError`` naming a bad parameter."""
+        # deferred: only the gateway lists tasks; an actor's cold start does not pay for the listing module
+        from asya.store.listing import list_tasks
+
         return list_tasks(
             self.dynamodb,
             self.table,

@@ -21,7 +21,6 @@ one or more updates per hop); only the values are built per call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from typing import Any
@@ -33,15 +32,19 @@ from asya.store.transition import STATUS_ORDER, StatusUpdate, StoredState
 __all__ = ["UpdateSpec", "attach_checkpoint", "blind_update", "default_message", "exact_update"]
 
 
-@dataclass
 class UpdateSpec:
     """An ``UpdateItem`` request on the task item, built clause by clause."""
 
-    sets: list[str] = field(default_factory=list)
-    removes: list[str] = field(default_factory=list)
-    conditions: list[str] = field(default_factory=list)
-    names: dict[str, str] = field(default_factory=dict)
-    values: dict[str, Any] = field(default_factory=dict)
+    # a plain class, not a dataclass: generating a dataclass's methods costs the actor's cold start, and a spec is
+    # only ever built up and turned into a request
+    __slots__ = ("conditions", "names", "removes", "sets", "values")
+
+    def __init__(self) -> None:
+        self.sets: list[str] = []
+        self.removes: list[str] = []
+        self.conditions: list[str] = []
+        self.names: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
 
     def name(self, attribute: str) -> str:
         placeholder = _name_placeholder(attribute)
