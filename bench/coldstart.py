@@ -6,12 +6,14 @@ start-up included, identically for every target). The median over the runs is co
 measured in the same loop (runs interleaved, so machine load hits every target alike). The report also shows the
 median by top-level package, which says where the time goes.
 
-Run ``i`` imports from ``i % IMPORT_DEPTHS`` nested function calls, every target alike. CPython 3.11 keeps frames in
-chunks of a per-thread data stack and frees a chunk as soon as the stack unwinds out of it, so an import whose
-recursive work (the regex compiler, above all) keeps crossing a chunk boundary maps and unmaps memory on every
-crossing. Measured here: ``import asya.sidecar`` took 204 to 274 ms depending on the importer's depth alone, ``import
-boto3`` 144 to 160 ms. The depth Lambda's bootstrap imports a handler from is its own, so the median over depths is
-the fair figure, not whichever depth ``-c "import x"`` happens to hit.
+Run ``i`` imports from ``(i % IMPORT_DEPTHS) * DEPTH_STEP`` nested function calls, every target alike. CPython 3.11
+keeps frames in chunks of a per-thread data stack and frees a chunk as soon as the stack unwinds out of it, so an
+import whose recursive work (the regex compiler, above all) keeps crossing a chunk boundary maps and unmaps memory on
+every crossing. Measured here: ``import asya.sidecar`` took 204 to 274 ms depending on the importer's depth alone,
+``import boto3`` 144 to 160 ms. The depth Lambda's bootstrap imports a handler from is its own, so the median over
+depths is the fair figure, not whichever depth ``-c "import x"`` happens to hit. The swings repeat over a cycle of
+some tens of frames, and any change to code that runs while boto3 imports moves where they fall: 8 neighbouring depths
+(as this bench first used) could show a 6 ms saving as a 15 ms loss, so the runs sweep depths 0 to 195 in steps of 5.
 
 Bytecode: the measured runs read bytecode cached under ``bench/results/pycache`` (``PYTHONPYCACHEPREFIX``; one
 unmeasured import per target writes it), whatever ``PYTHONDONTWRITEBYTECODE`` says, so the figures do not depend on
@@ -39,6 +41,7 @@ from typing import Any, Final
 from bench.stats import median, summarize
 
 __all__ = [
+    "DEPTH_STEP",
     "IMPORT_DEPTHS",
     "LAYER_PACKAGES",
     "TARGETS",
@@ -60,8 +63,9 @@ _REPO: Final = Path(__file__).resolve().parent.parent
 #: Import roots an actor gets from its layers (the asya layer; the dependency layer: Powertools and its one
 #: dependency the runtime lacks); boto3, botocore and their dependencies come with the Lambda runtime.
 LAYER_PACKAGES: Final = ("asya", "asya_crew", "aws_lambda_powertools", "typing_extensions")
-#: Importer stack depths the runs cycle through (see the module docstring).
-IMPORT_DEPTHS: Final = 8
+#: Importer stack depths the runs cycle through, ``DEPTH_STEP`` apart (see the module docstring).
+IMPORT_DEPTHS: Final = 40
+DEPTH_STEP: Final = 5
 
 
 def import_code(module: str, depth: int) -> str:
@@ -153,7 +157,7 @@ def run(
     packages: dict[str, list[dict[str, int]]] = defaultdict(list)
     for index in range(runs):
         for name, module in TARGETS.items():
-            entries = _import_once(module, cached, depth=index % IMPORT_DEPTHS)
+            entries = _import_once(module, cached, depth=(index % IMPORT_DEPTHS) * DEPTH_STEP)
             totals[name].append(sum(micros for _, micros in entries) / 1000)
             packages[name].append(by_package(entries))
     out: dict[str, Any] = {"runs": runs, "depths": min(runs, IMPORT_DEPTHS), "targets": {}}
@@ -167,7 +171,8 @@ def run(
     with tempfile.TemporaryDirectory(prefix="asya-bench-pyc-") as empty:
         source = _env(Path(empty), write_bytecode=False)
         samples = [
-            by_package(_import_once(TARGETS["actor"], source, depth=i % IMPORT_DEPTHS)) for i in range(source_runs)
+            by_package(_import_once(TARGETS["actor"], source, depth=(i % IMPORT_DEPTHS) * DEPTH_STEP))
+            for i in range(source_runs)
         ]
     source_ms = _medians(samples)
     cached_ms = _medians(packages["actor"])

@@ -174,7 +174,7 @@ TARGETS: Final = (
     Target(
         "coldstart_ratio",
         "5",
-        "Actor entry import time / boto3 import time (medians of 8 runs over 8 stack depths)",
+        "Actor entry import time / boto3 import time (medians over 40 importer stack depths)",
         "<=",
         1.5,
         "x",
