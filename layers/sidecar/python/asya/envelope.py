@@ -71,9 +71,14 @@ class Reason(StrEnum):
     PAYLOAD_UNAVAILABLE = "PayloadUnavailable"
 
 
+#: Built once: ``json.dumps`` and ``json.loads`` given options build a new encoder or decoder on every call, and a hop
+#: encodes and decodes several documents. Both keep no state between calls, so one of each is shared.
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Compact UTF-8 JSON as every sender writes it; ``NaN`` and ``Infinity`` are refused (P-ABI-20)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 @dataclass(slots=True)
@@ -203,7 +208,7 @@ def parse_envelope(body: str | bytes | dict[str, Any]) -> Envelope:
     else:
         try:
             text = body.decode("utf-8") if isinstance(body, bytes) else body
-            raw = json.loads(text, parse_constant=_reject_constant)
+            raw = _loads(text)
         except UnicodeDecodeError as exc:
             raise EnvelopeParseError(f"body is not UTF-8: {exc}") from None
         except json.JSONDecodeError as exc:
@@ -251,7 +256,7 @@ def salvage_envelope(body: str, *, new_id: Callable[[], str], unknown_route: Cal
     ``headers``, ``parent_id`` and ``status`` that is valid on its own, else ``new_id()``, ``unknown_route()``, no
     headers, no parent and no status. The payload is never kept (``None``): the body did not parse."""
     try:
-        raw = json.loads(body, parse_constant=_reject_constant)
+        raw = _loads(body)
     except (ValueError, EnvelopeParseError, RecursionError):
         raw = None
     if not isinstance(raw, dict):
@@ -277,6 +282,16 @@ def salvage_envelope(body: str, *, new_id: Callable[[], str], unknown_route: Cal
 def _reject_constant(name: str) -> Any:
     """``NaN``/``Infinity`` are not JSON (RFC 8259); Python's parser accepts them unless told otherwise."""
     raise EnvelopeParseError(f"body is not JSON: {name} is not a JSON value")
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=_reject_constant)`` with the decoder built once (see ``_ENCODER``)."""
+    if text.startswith("\ufeff"):  # json.loads' own check, which the decoder lacks
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def _is_str_list(value: object) -> bool:
