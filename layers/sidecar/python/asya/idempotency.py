@@ -398,6 +398,8 @@ class HopGuard:
 
 def _str(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
+    if type(value) is dict:  # boto3 items are plain dicts: no abc check for them
+        return value.get("S")
     return value["S"] if isinstance(value, Mapping) and "S" in value else None
 
 
