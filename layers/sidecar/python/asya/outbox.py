@@ -34,7 +34,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,8 +125,8 @@ class Outbox:
             if ticket.running:
                 self._flush(list(self._queue))
             else:
-                counts = Counter(q.prepared.url for q in self._queue)
-                full = {url for url, count in counts.items() if count >= FRAME_BATCH}
+                urls = [q.prepared.url for q in self._queue]
+                full = {url for url in set(urls) if urls.count(url) >= FRAME_BATCH}
                 if full:
                     self._flush([q for q in self._queue if q.prepared.url in full])
             self._schedule()
