@@ -240,3 +240,21 @@ def test_envelope_to_json_is_compact_utf8() -> None:
     text = env.to_json()
     assert '"id":"é"' in text
     assert " " not in text
+
+
+def _refuse(name: str) -> None:
+    raise ValueError(name)
+
+
+@pytest.mark.parametrize("body", ["\ufeff{}", '{"id": NaN}', "[1", "{} x", ""])
+def test_p_env_9_parse_errors_are_those_of_json_loads(body: str) -> None:
+    """The shared decoder answers what ``json.loads`` would, its BOM check included."""
+    try:
+        json.loads(body, parse_constant=_refuse)
+    except json.JSONDecodeError as exc:
+        expected = f"body is not JSON: {exc.msg} at position {exc.pos}"
+    except ValueError as exc:
+        expected = f"body is not JSON: {exc} is not a JSON value"
+    with pytest.raises(EnvelopeParseError) as caught:
+        parse_envelope(body)
+    assert str(caught.value) == expected

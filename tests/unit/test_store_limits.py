@@ -16,6 +16,7 @@ from asya.store import (
     StatusUpdateError,
     clip_text,
     fit_data,
+    fit_data_json,
 )
 
 pytestmark = pytest.mark.unit
@@ -87,3 +88,19 @@ def test_gw_data_8_values_exactly_at_the_limits_are_accepted_and_data_is_encoded
     assert _size(data) == DATA_LIMIT_BYTES
     update = StatusUpdate(status="running", message="m" * MESSAGE_LIMIT_BYTES, actor="a" * NAME_LIMIT, data=data)
     assert update.data_json == json.dumps(data, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {},
+        {"prev": ["a"], "curr": "b", "next": ["c"], "message_size_kb": 1.5},
+        {"error": "é" * 100_000, "attempt": 2},
+        {"prev": [f"earlier-{i:04d}" for i in range(500)], "curr": "x", "next": []},
+    ],
+)
+def test_gw_data_8_fit_data_json_is_fit_data_with_its_compact_json(data: dict[str, object]) -> None:
+    fitted, text = fit_data_json(data)
+    assert fitted == fit_data(data)
+    assert text == json.dumps(fitted, separators=(",", ":"), ensure_ascii=False)
+    assert StatusUpdate(status="running", data=fitted, data_json=text).data_json == text

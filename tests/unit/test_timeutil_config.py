@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -62,3 +62,17 @@ def test_actor_config_from_env_mapping() -> None:
 def test_actor_config_errors(env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ActorConfig.from_env(env)
+
+
+@pytest.mark.parametrize(
+    "moment",
+    [
+        datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
+        datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-5))),
+        datetime(1000, 1, 1, 0, 0, 0, 999, tzinfo=UTC),
+        datetime(999, 6, 1, 12, 0, 0, 1000, tzinfo=UTC),
+    ],
+)
+def test_gw_gen_6_format_ts_ms_is_the_strftime_form(moment: datetime) -> None:
+    utc = moment.astimezone(UTC)
+    assert format_ts_ms(moment) == utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"

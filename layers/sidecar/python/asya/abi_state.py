@@ -87,8 +87,8 @@ class AbiState:
             "id": id,
             "parent_id": parent_id,
             "route": {"prev": list(prev), "curr": curr, "next": list(next)},
-            "headers": copy_json(dict(headers or {})),
-            "status": copy_json(dict(status or {})),
+            "headers": _owned(headers),
+            "status": _owned(status),
         }
 
     @classmethod
@@ -243,3 +243,9 @@ def _check_next(value: Any, path: str) -> None:
 def _check_deadline(value: Any, path: str) -> None:
     if value is not None and parse_ts(value) is None:
         raise ValueError(f"SET {path}: status.deadline_at must be an RFC 3339 timestamp string or null, got {value!r}")
+
+
+def _owned(value: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A deep copy of ``value`` as a plain dict (``copy_json`` rebuilds a dict itself: no shallow copy first)."""
+    copied: dict[str, Any] = copy_json(value if type(value) is dict else dict(value or {}))
+    return copied

@@ -52,6 +52,9 @@ class Phase(StrEnum):
     CANCELED = "canceled"
 
 
+_PHASES: Final = frozenset(phase.value for phase in Phase)
+
+
 class Reason(StrEnum):
     """Envelope status reasons (P-ENV-8)."""
 
@@ -71,9 +74,14 @@ class Reason(StrEnum):
     PAYLOAD_UNAVAILABLE = "PayloadUnavailable"
 
 
+#: Built once: ``json.dumps`` and ``json.loads`` given options build a new encoder or decoder on every call, and a hop
+#: encodes and decodes several documents. Both keep no state between calls, so one of each is shared.
+_ENCODER: Final = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def dumps(value: Any) -> str:
     """Compact UTF-8 JSON as every sender writes it; ``NaN`` and ``Infinity`` are refused (P-ABI-20)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return _ENCODER.encode(value)
 
 
 @dataclass(slots=True)
@@ -118,44 +126,41 @@ class Status:
             out["actor"] = self.actor
         out["attempt"] = self.attempt
         out["max_attempts"] = self.max_attempts
-        for key in ("created_at", "updated_at", "deadline_at"):
-            value = getattr(self, key)
-            if value is not None:
-                out[key] = value
+        if self.created_at is not None:
+            out["created_at"] = self.created_at
+        if self.updated_at is not None:
+            out["updated_at"] = self.updated_at
+        if self.deadline_at is not None:
+            out["deadline_at"] = self.deadline_at
         if self.error is not None:
             out["error"] = _copy.deepcopy(self.error)
         return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> Status:
-        status = cls()
-        phase = raw.get("phase")
-        if isinstance(phase, str) and phase in Phase.__members__.values():
-            status.phase = phase
-        reason = raw.get("reason")
-        if isinstance(reason, str) and reason:
-            status.reason = reason
-        actor = raw.get("actor")
-        if isinstance(actor, str) and actor:
-            status.actor = actor
-        for key in ("attempt", "max_attempts"):
-            value = raw.get(key)
-            if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-                setattr(status, key, value)
-        for key in ("created_at", "updated_at"):
-            value = raw.get(key)
-            if parse_ts(value) is not None:
-                setattr(status, key, value)
-        deadline = raw.get("deadline_at")
-        if deadline is not None:
-            if parse_ts(deadline) is not None:
-                status.deadline_at = deadline
-            else:
-                _log.warning("ignoring unparseable status.deadline_at %r (P-ENV-13)", deadline)
-        error = raw.get("error")
-        if isinstance(error, dict) and isinstance(error.get("message"), str):
-            status.error = _copy.deepcopy(error)
-        return status
+        get = raw.get
+        phase, reason, actor = get("phase"), get("reason"), get("actor")
+        created_at, updated_at, deadline = get("created_at"), get("updated_at"), get("deadline_at")
+        if deadline is not None and parse_ts(deadline) is None:
+            _log.warning("ignoring unparseable status.deadline_at %r (P-ENV-13)", deadline)
+            deadline = None
+        error = get("error")
+        return cls(
+            phase=phase if isinstance(phase, str) and phase in _PHASES else Phase.PENDING.value,
+            reason=reason if isinstance(reason, str) and reason else None,
+            actor=actor if isinstance(actor, str) and actor else None,
+            attempt=_count(get("attempt")),
+            max_attempts=_count(get("max_attempts")),
+            created_at=created_at if parse_ts(created_at) is not None else None,
+            updated_at=updated_at if parse_ts(updated_at) is not None else None,
+            deadline_at=deadline,
+            error=_copy.deepcopy(error) if isinstance(error, dict) and isinstance(error.get("message"), str) else None,
+        )
+
+
+def _count(value: object) -> int:
+    """``attempt``/``max_attempts``: a positive integer (not a bool), else the default 1."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else 1
 
 
 @dataclass(slots=True)
@@ -203,7 +208,7 @@ def parse_envelope(body: str | bytes | dict[str, Any]) -> Envelope:
     else:
         try:
             text = body.decode("utf-8") if isinstance(body, bytes) else body
-            raw = json.loads(text, parse_constant=_reject_constant)
+            raw = _loads(text)
         except UnicodeDecodeError as exc:
             raise EnvelopeParseError(f"body is not UTF-8: {exc}") from None
         except json.JSONDecodeError as exc:
@@ -251,7 +256,7 @@ def salvage_envelope(body: str, *, new_id: Callable[[], str], unknown_route: Cal
     ``headers``, ``parent_id`` and ``status`` that is valid on its own, else ``new_id()``, ``unknown_route()``, no
     headers, no parent and no status. The payload is never kept (``None``): the body did not parse."""
     try:
-        raw = json.loads(body, parse_constant=_reject_constant)
+        raw = _loads(body)
     except (ValueError, EnvelopeParseError, RecursionError):
         raw = None
     if not isinstance(raw, dict):
@@ -277,6 +282,16 @@ def salvage_envelope(body: str, *, new_id: Callable[[], str], unknown_route: Cal
 def _reject_constant(name: str) -> Any:
     """``NaN``/``Infinity`` are not JSON (RFC 8259); Python's parser accepts them unless told otherwise."""
     raise EnvelopeParseError(f"body is not JSON: {name} is not a JSON value")
+
+
+_DECODER: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def _loads(text: str) -> Any:
+    """``json.loads(text, parse_constant=_reject_constant)`` with the decoder built once (see ``_ENCODER``)."""
+    if text.startswith("\ufeff"):  # json.loads' own check, which the decoder lacks
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+    return _DECODER.decode(text)
 
 
 def _is_str_list(value: object) -> bool:

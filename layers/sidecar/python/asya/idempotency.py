@@ -55,7 +55,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Final
 
@@ -127,15 +127,16 @@ class HopKey:
     actor: str
     hop: int
     attempt: int
+    #: ``IDEM#{id}#{actor}#{hop}#{attempt}``, the partition of the hop's items; built once, read for every frame.
+    pk: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "pk", tableschema.idempotency_pk(self.envelope_id, self.actor, self.hop, self.attempt))
 
     @classmethod
     def of(cls, envelope: Envelope, actor: str) -> HopKey:
         """The hop ``actor`` runs for the input ``envelope`` (before the entry update)."""
         return cls(envelope.id, actor, len(envelope.route.prev), routing.entry_attempt(envelope, actor))
-
-    @property
-    def pk(self) -> str:
-        return tableschema.idempotency_pk(self.envelope_id, self.actor, self.hop, self.attempt)
 
     def frame_key(self, index: int) -> dict[str, Any]:
         return {
@@ -397,6 +398,8 @@ class HopGuard:
 
 def _str(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
+    if type(value) is dict:  # boto3 items are plain dicts: no abc check for them
+        return value.get("S")
     return value["S"] if isinstance(value, Mapping) and "S" in value else None
 
 

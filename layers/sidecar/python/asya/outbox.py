@@ -34,12 +34,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from asya.hop import FRAME_BATCH, FRAME_MAX_WAIT, Ticker
-from asya.idempotency import HopGuard, Idempotency
+from asya.idempotency import HopGuard, HopKey, Idempotency
 from asya.routing import Outgoing
 from asya.transport import Prepared, SendResult, Transport, TransportError, UnknownActorError
 
@@ -99,14 +98,16 @@ class Outbox:
         self._lock = threading.RLock()
         self._queue: list[_Queued] = []
         self._tickets: list[Ticket] = []
+        self._hops: set[HopKey] = set()
 
     def ticket(self, record_id: str, guard: HopGuard, on_unknown: UnknownHandler) -> Ticket:
         with self._lock:
-            if any(t.guard.key == guard.key for t in self._tickets):
+            if guard.key in self._hops:
                 # a second copy of one message in the batch: it must find the first copy's items (P-ACK-8)
                 self._flush(list(self._queue))
             ticket = Ticket(record_id=record_id, guard=guard, on_unknown=on_unknown)
             self._tickets.append(ticket)
+            self._hops.add(guard.key)
             return ticket
 
     def stage(self, ticket: Ticket, frames: Sequence[Outgoing]) -> None:
@@ -131,8 +132,8 @@ class Outbox:
             if ticket.running:
                 self._flush(list(self._queue))
             else:
-                counts = Counter(q.prepared.url for q in self._queue)
-                full = {url for url, count in counts.items() if count >= FRAME_BATCH}
+                urls = [q.prepared.url for q in self._queue]
+                full = {url for url in set(urls) if urls.count(url) >= FRAME_BATCH}
                 if full:
                     self._flush([q for q in self._queue if q.prepared.url in full])
             self._schedule()

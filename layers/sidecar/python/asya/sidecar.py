@@ -320,9 +320,12 @@ class ActorRuntime:
             attempt=status.attempt if status else 1,
             phase=status.phase if status else "pending",
         )
-        self._process(item, env, batch, now)
+        self._process(item, env, batch, now, deadline)
 
-    def _process(self, item: RecordItem, env: Envelope, batch: _Batch, now_dt: datetime) -> None:
+    def _process(
+        self, item: RecordItem, env: Envelope, batch: _Batch, now_dt: datetime, deadline: datetime | None
+    ) -> None:
+        """Steps 3-15 of P-PROC-2; ``deadline`` is ``env``'s parsed ``status.deadline_at``."""
         if self._retrier.defer(env, now_dt):  # step 3: chained retry delay (P-RES-9)
             return
         actor = self._actor
@@ -345,7 +348,7 @@ class ActorRuntime:
             self._errors.send(routing.preflight_envelope(env, task_status, actor=actor, now=now, trace=trace))
             self._log.info("task is not running: sent to x-sink", extra={"task_status": task_status})
             return
-        if not hook and self._sla_expired(env, report, now_dt, trace):  # step 7
+        if not hook and self._sla_expired(env, deadline, report, now_dt, trace):  # step 7
             return
 
         entry = routing.entry_update(env, actor, now)
@@ -373,12 +376,12 @@ class ActorRuntime:
                 Reason.PAYLOAD_UNAVAILABLE, str(exc), entry, report, now, original_payload=env.payload, trace=trace
             )
             return
-        if not hook and self._sla_expired(env, report, self._clock(), trace):  # step 12: the last guard
+        if not hook and self._sla_expired(env, deadline, report, self._clock(), trace):  # step 12: the last guard
             return
         if report is not None:
             self._reporter.processing(report, mode, size_kb)
         fly_id = None if untracked else (env.parent_id or env.id)
-        limit = self._call_limit(None if hook else _deadline(env), batch.context)  # hooks run past it (P-TIME-4)
+        limit = self._call_limit(None if hook else deadline, batch.context)  # hooks run past it (P-TIME-4)
         guard = self._idem.guard(HopKey.of(env, actor), item.delivery, item.first_frame)
 
         def on_unknown(lost: list[tuple[routing.Outgoing, UnknownActorError]]) -> None:
@@ -399,9 +402,10 @@ class ActorRuntime:
             duration_ms = int((self._monotonic() - started) * 1000)
             batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))
 
-    def _sla_expired(self, env: Envelope, report: HopRef | None, now: datetime, trace: routing.Trace) -> bool:
+    def _sla_expired(
+        self, env: Envelope, deadline: datetime | None, report: HopRef | None, now: datetime, trace: routing.Trace
+    ) -> bool:
         """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink, reason Timeout."""
-        deadline = _deadline(env)
         if deadline is None or deadline - now >= _SLA_MARGIN:
             return False
         if report is not None:

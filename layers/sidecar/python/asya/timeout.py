@@ -92,12 +92,12 @@ def effective_limit(
     margin: float = SAFETY_MARGIN_SECONDS,
 ) -> CallLimit:
     """``T = min(actor timeout, deadline_at - now, Lambda remaining time - margin)``; absent bounds do not count."""
-    candidates = [(actor_timeout, LimitSource.ACTOR_TIMEOUT)]
-    if deadline_left is not None:
-        candidates.append((deadline_left, LimitSource.TASK_DEADLINE))
-    if lambda_left is not None:
-        candidates.append((lambda_left - margin, LimitSource.LAMBDA_TIME))
-    seconds, source = min(candidates, key=lambda c: c[0])  # min keeps the first of equal values
+    seconds, source = actor_timeout, LimitSource.ACTOR_TIMEOUT
+    # strictly smaller only: of equal bounds the first one named above is the source
+    if deadline_left is not None and deadline_left < seconds:
+        seconds, source = deadline_left, LimitSource.TASK_DEADLINE
+    if lambda_left is not None and lambda_left - margin < seconds:
+        seconds, source = lambda_left - margin, LimitSource.LAMBDA_TIME
     return CallLimit(seconds=max(0.0, seconds), source=source)
 
 

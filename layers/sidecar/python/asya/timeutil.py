@@ -41,7 +41,9 @@ def format_ts(moment: datetime) -> str:
 def format_ts_ms(moment: datetime) -> str:
     """Task-record form: milliseconds, ``Z`` suffix (GW-GEN-6)."""
     utc = moment.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    if utc.year >= 1000:  # isoformat is about twice as fast as strftime (every status write stamps one)
+        return utc.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"  # strftime does not pad the year
 
 
 def parse_ts(value: object) -> datetime | None:

@@ -28,6 +28,7 @@ from asya.store.limits import (
     NAME_LIMIT,
     clip_text,
     fit_data,
+    fit_data_json,
 )
 from asya.store.records import is_storable_id
 from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, TaskStore
@@ -56,5 +57,6 @@ __all__ = [
     "TaskStore",
     "clip_text",
     "fit_data",
+    "fit_data_json",
     "is_storable_id",
 ]

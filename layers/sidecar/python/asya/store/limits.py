@@ -31,6 +31,7 @@ __all__ = [
     "clip_text",
     "data_size",
     "fit_data",
+    "fit_data_json",
     "oversize",
 ]
 
@@ -71,11 +72,18 @@ def fit_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """``data`` within :data:`DATA_LIMIT_BYTES`: string members clipped to :data:`ERROR_LIMIT_BYTES` (a retrying
     event's ``error``), then members left out, the route lists first and then the largest, until it fits; the names
     of those left out are listed under ``omitted``."""
+    return fit_data_json(data)[0]
+
+
+def fit_data_json(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """:func:`fit_data` and the compact JSON of its result, which the size check already encoded: a status update
+    takes it as its ``data_json`` instead of encoding the same data again."""
     out = {
         name: clip_text(value, ERROR_LIMIT_BYTES) if isinstance(value, str) else value for name, value in data.items()
     }
-    if data_size(out) <= DATA_LIMIT_BYTES:
-        return out
+    text = dumps(out)
+    if _utf8_size(text) <= DATA_LIMIT_BYTES:
+        return out, text
     omitted: list[str] = []
     by_size = sorted(out, key=lambda name: (name not in _ROUTE_LISTS, -len(dumps(out[name]))))
     for name in by_size:
@@ -84,4 +92,8 @@ def fit_data(data: Mapping[str, Any]) -> dict[str, Any]:
         if data_size({**out, "omitted": omitted}) <= DATA_LIMIT_BYTES:
             break
     out["omitted"] = omitted
-    return out
+    return out, dumps(out)
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))

@@ -146,22 +146,30 @@ def json_av(value: Any) -> dict[str, str]:
 
 
 def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
-    # boto3 items are plain dicts and absent attributes None: both exact tests spare the slow abc check on the hot path
-    return type(value) is dict or (value is not None and isinstance(value, Mapping))
+    return value is not None and isinstance(value, Mapping)
 
 
+# boto3 items are plain dicts: the exact test first spares the slow abc check of other mappings on the hot path
 def get_str(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
+    if type(value) is dict:
+        return value.get("S")
     return value["S"] if _is_mapping(value) and "S" in value else None
 
 
 def get_num(item: Mapping[str, Any], name: str) -> float | None:
     value = item.get(name)
+    if type(value) is dict:
+        number = value.get("N")
+        return None if number is None else float(number)
     return float(value["N"]) if _is_mapping(value) and "N" in value else None
 
 
 def get_int(item: Mapping[str, Any], name: str) -> int | None:
     value = item.get(name)
+    if type(value) is dict:
+        number = value.get("N")
+        return None if number is None else int(number)
     return int(value["N"]) if _is_mapping(value) and "N" in value else None
 
 

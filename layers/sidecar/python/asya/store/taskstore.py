@@ -35,7 +35,7 @@ from asya.store import records as rec
 from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
 from asya.store.events import FlyValue, expand_events, fly_items
-from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data
+from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data_json
 from asya.store.transition import MISSING, StatusUpdate
 from asya.store.views import task_view
 from asya.store.writer import ApplyResult, Outcome, StatusWriter
@@ -253,13 +253,15 @@ class TaskStore:
         if step in _ROUTE_STEPS:
             data.update(prev=list(route_prev), curr=route_curr, next=list(route_next))
         data.update(extra or {})
+        fitted, fitted_json = fit_data_json(data)
         update = StatusUpdate(
             status="running",
             step=step,
             actor=actor[:NAME_LIMIT],
             progress=hop_progress(step, route_prev, route_next),
             message=None if message is None else clip_text(message, MESSAGE_LIMIT_BYTES),
-            data=fit_data(data),
+            data=fitted,
+            data_json=fitted_json,
             envelope_id=envelope_id,
             created_at_hint=created_at,
         )

@@ -100,7 +100,9 @@ class StatusUpdate:
     if_deadline_at: str | None = None
     envelope_id: str | None = None
     created_at_hint: str | None = None
-    data_json: str = field(init=False, repr=False, compare=False)
+    #: ``data`` as compact JSON: given by a caller that already encoded it (``asya.store.limits.fit_data_json``),
+    #: else encoded here.
+    data_json: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._check_sizes()
@@ -134,7 +136,7 @@ class StatusUpdate:
         for name, value in (("actor", self.actor), ("failed_actor", self.failed_actor)):
             if value is not None and len(value) > NAME_LIMIT:
                 raise StatusUpdateError(f"{len(value)} characters, over the limit of {NAME_LIMIT}", field=name)
-        data_json = dumps(dict(self.data))
+        data_json = self.data_json or dumps(dict(self.data))
         if (size := oversize(data_json, DATA_LIMIT_BYTES)) is not None:
             raise StatusUpdateError(f"{size} bytes as JSON, over the limit of {DATA_LIMIT_BYTES} bytes", field="data")
         object.__setattr__(self, "data_json", data_json)  # encoded once: the store writes this text

@@ -73,7 +73,7 @@ class UpdateSpec:
             "TableName": table,
             "Key": rec.key(task_id, rec.TASK_SK),
             "UpdateExpression": expression,
-            "ConditionExpression": " AND ".join(f"({c})" for c in self.conditions),
+            "ConditionExpression": "(" + ") AND (".join(self.conditions) + ")" if self.conditions else "",
             "ExpressionAttributeNames": self.names,
             "ReturnValues": "ALL_NEW",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
