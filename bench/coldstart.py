@@ -1,10 +1,10 @@
 """Benchmark 5: import time of the actor entry point and the gateway app in fresh processes, against boto3 alone.
 
-Each target is imported ``runs`` times (default 8), each in a fresh ``python -X importtime -c ...`` process; the
-figure of one run is the sum of the ``self`` column of every line (every module imported, the interpreter's own
-start-up included, identically for every target). The median over the runs is compared with ``import boto3``
-measured in the same loop (runs interleaved, so machine load hits every target alike). The report also shows the
-median by top-level package, which says where the time goes.
+Each target is imported ``runs`` times (default :data:`IMPORT_DEPTHS`), each in a fresh ``python -X importtime -c
+...`` process; the figure of one run is the sum of the ``self`` column of every line (every module imported, the
+interpreter's own start-up included, identically for every target). The median over the runs is compared with ``import
+boto3`` measured in the same loop (runs interleaved, so machine load hits every target alike). The report also shows
+the median by top-level package, which says where the time goes.
 
 Run ``i`` imports from ``(i % IMPORT_DEPTHS) * DEPTH_STEP`` nested function calls, every target alike. CPython 3.11
 keeps frames in chunks of a per-thread data stack and frees a chunk as soon as the stack unwinds out of it, so an

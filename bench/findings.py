@@ -157,8 +157,9 @@ def _latency(results: Mapping[str, Any]) -> str | None:
 def _limit(moto_busy: float, mesh_busy: float) -> str:
     if moto_busy >= _SATURATED:
         return (
-            "moto is the limit, before the probe's ceiling, as the mesh's requests (conditional updates with "
-            "expressions to parse, receives that walk the queue) cost it more than the probe's"
+            "moto is the limit, before the probe's ceiling, as the mesh's requests (conditional updates that moto "
+            "validates and applies clause by clause, items it copies, answers built against the service model) "
+            "cost it more than the probe's"
         )
     if mesh_busy >= _SATURATED:
         return "the mesh's own process (gateway, pollers, actors on one interpreter lock) is the limit"

@@ -341,8 +341,22 @@ def test_query_reads_one_partition_with_moto_s_answers(aws: Any, monkeypatch: py
     monkeypatch.setattr(Table, "query", Table.query)  # restored afterwards
     monkeypatch.setattr(Table, "all_items", Table.all_items)
     expected = _query_scenario(aws, "moto-s-own")
+    walks: list[str] = []
+    every_item = Table.all_items
+
+    def counted_walk(self: Table) -> Any:
+        walks.append(self.name)
+        return every_item(self)
+
+    monkeypatch.setattr(Table, "all_items", counted_walk)  # the adjustment wraps this one
     query_reads_one_partition()
     query_reads_one_partition()  # idempotent
+    aws.dynamodb.query(
+        TableName="moto-s-own", KeyConditionExpression="pk = :pk", ExpressionAttributeValues={":pk": {"S": "TASK#3"}}
+    )
+    assert walks == []  # a query on the table's key took its partition, not the whole table
+    aws.dynamodb.scan(TableName="moto-s-own")
+    assert walks == ["moto-s-own"]  # a scan still walks every item (so the count above could have failed)
     assert _query_scenario(aws, "adjusted") == expected
     stored = dynamodb_backends["123456789012"]["us-east-1"].get_table("adjusted").items
     assert len(stored) == 6  # querying an absent partition added no key to the defaultdict
@@ -382,6 +396,7 @@ def test_serialized_keys_are_picked_once_with_moto_s_answers(aws: Any, monkeypat
     monkeypatch.setattr(AttributePicker, "get_possible_keys", counted_keys)
     assert scenario("adjusted") == expected
     again = len(picked)
+    assert again > 0  # the first pass went through moto's picker
     scenario("again")
     assert len(picked) == again  # every name found the first time
 

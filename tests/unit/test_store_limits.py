@@ -91,16 +91,29 @@ def test_gw_data_8_values_exactly_at_the_limits_are_accepted_and_data_is_encoded
 
 
 @pytest.mark.parametrize(
-    "data",
+    ("data", "kept", "omitted"),
     [
-        {},
-        {"prev": ["a"], "curr": "b", "next": ["c"], "message_size_kb": 1.5},
-        {"error": "é" * 100_000, "attempt": 2},
-        {"prev": [f"earlier-{i:04d}" for i in range(500)], "curr": "x", "next": []},
+        ({}, {}, None),
+        ({"prev": ["a"], "curr": "b", "next": ["c"], "message_size_kb": 1.5}, None, None),
+        ({"error": "é" * 100_000, "attempt": 2}, {"attempt": 2}, None),
+        (
+            {"prev": [f"earlier-{i:04d}" for i in range(500)], "curr": "x", "next": []},
+            {"curr": "x", "next": []},
+            ["prev"],
+        ),
     ],
 )
-def test_gw_data_8_fit_data_json_is_fit_data_with_its_compact_json(data: dict[str, object]) -> None:
+def test_gw_data_8_fit_data_json_gives_the_fitted_data_and_its_compact_json(
+    data: dict[str, object], kept: dict[str, object] | None, omitted: list[str] | None
+) -> None:
     fitted, text = fit_data_json(data)
-    assert fitted == fit_data(data)
+    expected = dict(data if kept is None else kept)
+    if "error" in data:
+        assert isinstance(fitted["error"], str) and fitted["error"].endswith(" bytes]")
+        assert len(fitted["error"].encode("utf-8")) <= ERROR_LIMIT_BYTES
+        expected["error"] = fitted["error"]
+    if omitted is not None:
+        expected["omitted"] = omitted
+    assert fitted == expected
     assert text == json.dumps(fitted, separators=(",", ":"), ensure_ascii=False)
     assert StatusUpdate(status="running", data=fitted, data_json=text).data_json == text

@@ -65,14 +65,15 @@ def test_actor_config_errors(env: dict[str, str], message: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "moment",
+    ("moment", "stamp"),
     [
-        datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC),
-        datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-5))),
-        datetime(1000, 1, 1, 0, 0, 0, 999, tzinfo=UTC),
-        datetime(999, 6, 1, 12, 0, 0, 1000, tzinfo=UTC),
+        (datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC), "2026-01-02T03:04:05.678Z"),
+        (datetime(2026, 12, 31, 23, 59, 59, 999999, tzinfo=timezone(timedelta(hours=-5))), "2027-01-01T04:59:59.999Z"),
+        (datetime(1000, 1, 1, 0, 0, 0, 999, tzinfo=UTC), "1000-01-01T00:00:00.000Z"),
+        (datetime(999, 6, 1, 12, 0, 0, 1000, tzinfo=UTC), "0999-06-01T12:00:00.001Z"),
     ],
 )
-def test_gw_gen_6_format_ts_ms_is_the_strftime_form(moment: datetime) -> None:
-    utc = moment.astimezone(UTC)
-    assert format_ts_ms(moment) == utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+def test_gw_gen_6_format_ts_ms_reads_back(moment: datetime, stamp: str) -> None:
+    # milliseconds truncated, UTC with Z, the year padded to four digits: parse_ts reads every stamp back
+    assert format_ts_ms(moment) == stamp
+    assert parse_ts(stamp) == moment.replace(microsecond=moment.microsecond // 1000 * 1000)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 from asya.exceptions import AbiProtocolError
@@ -33,12 +33,17 @@ __all__ = ["Segment", "delete_value", "get_value", "parse_path", "set_value"]
 Segment = str | int | slice
 
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
-# compiled on first use (``re`` caches it), not at import: only handlers that use bracket paths need it
 _BRACKET: Final = r"""\[(?:
         ("(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*")   # json-string
         |(-?[0-9]+)                                                  # int
         |(-?[0-9]+)?:(-?[0-9]+)?                                     # slice
     )\]"""
+
+
+@cache
+def _bracket() -> re.Pattern[str]:
+    # compiled on first use, not at import: only handlers that use bracket paths need it
+    return re.compile(_BRACKET, re.VERBOSE)
 
 
 def parse_path(path: object) -> tuple[Segment, ...]:
@@ -56,7 +61,7 @@ def _parse(path: str) -> tuple[Segment, ...]:
     pos, end = 1, len(path)
     while pos < end:
         if path[pos] == "[":
-            match = re.compile(_BRACKET, re.VERBOSE).match(path, pos)
+            match = _bracket().match(path, pos)
             if match is None:
                 raise AbiProtocolError(f"malformed path {path!r}: bad bracket segment at position {pos}")
             text, index, start, stop = match.groups()

@@ -64,6 +64,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import routing, tableschema
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError
+from asya.store.records import get_str
 from asya.timeutil import Clock, format_ts_ms, system_clock
 
 __all__ = [
@@ -192,9 +193,9 @@ class Idempotency:
         first_sk = tableschema.idempotency_sk(0)
         found: dict[str, str] = {}
         for item in items:
-            pk, sk = _str(item, tableschema.PARTITION_KEY), _str(item, tableschema.SORT_KEY)
+            pk, sk = get_str(item, tableschema.PARTITION_KEY), get_str(item, tableschema.SORT_KEY)
             if pk and sk == first_sk and pk.startswith(tableschema.IDEMPOTENCY_PK_PREFIX):
-                found[pk] = _str(item, "state") or SENT
+                found[pk] = get_str(item, "state") or SENT
         states: list[str | None] = []
         earlier: set[str] = set()
         for key in keys:
@@ -256,7 +257,7 @@ class Idempotency:
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 old: Mapping[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
-                return _str(old, "state") or SENT
+                return get_str(old, "state") or SENT
             self.log.warning("idempotency claim failed: sending anyway", extra={"pk": key.pk, "error": str(exc)})
         except BotoCoreError as exc:
             self.log.warning("idempotency claim failed: sending anyway", extra={"pk": key.pk, "error": str(exc)})
@@ -394,13 +395,6 @@ class HopGuard:
             f"frames {list(held)} of hop {self._key.pk} are being sent by another delivery of this message; "
             "the record is retried once that delivery has finished"
         )
-
-
-def _str(item: Mapping[str, Any], name: str) -> str | None:
-    value = item.get(name)
-    if type(value) is dict:  # boto3 items are plain dicts: no abc check for them
-        return value.get("S")
-    return value["S"] if isinstance(value, Mapping) and "S" in value else None
 
 
 def _positive_int(value: object) -> int | None:

@@ -132,8 +132,10 @@ class Outbox:
             if ticket.running:
                 self._flush(list(self._queue))
             else:
-                urls = [q.prepared.url for q in self._queue]
-                full = {url for url in set(urls) if urls.count(url) >= FRAME_BATCH}
+                counts: dict[str, int] = {}
+                for queued in self._queue:
+                    counts[queued.prepared.url] = counts.get(queued.prepared.url, 0) + 1
+                full = {url for url, count in counts.items() if count >= FRAME_BATCH}
                 if full:
                     self._flush([q for q in self._queue if q.prepared.url in full])
             self._schedule()

@@ -19,6 +19,7 @@ import secrets
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final, Protocol
 
 from asya import headers as hdr
@@ -54,8 +55,6 @@ SLA_MESSAGE: Final = "SLA deadline expired"
 #: ``status.error.type`` of an SLA envelope (P-TIME-3, chosen).
 DEADLINE_ERROR_TYPE: Final = "DeadlineExceeded"
 
-# compiled on first use (``re`` caches it), not at import: only traced actors parse it
-_TRACEPARENT: Final = r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$"
 #: Salt of :func:`child_id`, so child ids never coincide with other hashes of the same text.
 _CHILD_ID_NAMESPACE: Final = b"asya-child-id-v1\x00"
 
@@ -86,6 +85,12 @@ class Outgoing:
     envelope: Envelope
 
 
+@cache
+def _traceparent() -> re.Pattern[str]:
+    # compiled on first use, not at import: only traced actors parse it
+    return re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
 @dataclass(frozen=True, slots=True)
 class Trace:
     """The trace headers written on every send of one hop (P-TRACE-1, P-HDR-3)."""
@@ -103,7 +108,7 @@ class Trace:
         state = headers.get(hdr.TRACESTATE)
         parent = parent if isinstance(parent, str) else None
         state = state if isinstance(state, str) else None
-        if enabled and parent is not None and (match := re.match(_TRACEPARENT, parent)):
+        if enabled and parent is not None and (match := _traceparent().match(parent)):
             new_span = (span_id or _new_span_id)()
             parent = f"{match.group(1)}-{match.group(2)}-{new_span}-{match.group(4)}"
         return cls(traceparent=parent, tracestate=state)

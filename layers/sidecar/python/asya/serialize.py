@@ -168,7 +168,8 @@ def _check_plain(value: Any, depth: int) -> None:
     if kind is dict:
         if depth >= PLAIN_MAX_DEPTH:
             raise _NotPlainError
-        # keys first, then values: two plain loops are ~5% faster than unpacking items() (no copy to differ from)
+        # keys first, then values: two plain loops are ~5% faster than unpacking items(); unlike _plain_copy, nothing
+        # here needs a key and its value together
         for key in value:
             if type(key) is not str:
                 raise _NotPlainError

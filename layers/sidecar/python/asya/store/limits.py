@@ -49,7 +49,7 @@ def oversize(text: str, limit: int) -> int | None:
     """The UTF-8 size of ``text`` when it is over ``limit`` bytes, else ``None``."""
     if len(text) * 4 <= limit:  # a character takes at most 4 bytes: no need to encode
         return None
-    size = len(text.encode("utf-8"))
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
     return size if size > limit else None
 
 
@@ -82,7 +82,7 @@ def fit_data_json(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         name: clip_text(value, ERROR_LIMIT_BYTES) if isinstance(value, str) else value for name, value in data.items()
     }
     text = dumps(out)
-    if _utf8_size(text) <= DATA_LIMIT_BYTES:
+    if oversize(text, DATA_LIMIT_BYTES) is None:
         return out, text
     omitted: list[str] = []
     by_size = sorted(out, key=lambda name: (name not in _ROUTE_LISTS, -len(dumps(out[name]))))
@@ -93,7 +93,3 @@ def fit_data_json(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
             break
     out["omitted"] = omitted
     return out, dumps(out)
-
-
-def _utf8_size(text: str) -> int:
-    return len(text) if text.isascii() else len(text.encode("utf-8"))
