@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -116,4 +117,7 @@ def test_gw_data_8_fit_data_json_gives_the_fitted_data_and_its_compact_json(
         expected["omitted"] = omitted
     assert fitted == expected
     assert text == json.dumps(fitted, separators=(",", ":"), ensure_ascii=False)
-    assert StatusUpdate(status="running", data=fitted, data_json=text).data_json == text
+    update = StatusUpdate(status="running", data=fitted, encoded_data=text)
+    assert update.data_json == text
+    # replace() with other data encodes that data: the given text does not outlive the data it encoded
+    assert dataclasses.replace(update, data={"b": 2}).data_json == '{"b":2}'

@@ -261,7 +261,7 @@ class TaskStore:
             progress=hop_progress(step, route_prev, route_next),
             message=None if message is None else clip_text(message, MESSAGE_LIMIT_BYTES),
             data=fitted,
-            data_json=fitted_json,
+            encoded_data=fitted_json,
             envelope_id=envelope_id,
             created_at_hint=created_at,
         )

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
@@ -100,12 +100,14 @@ class StatusUpdate:
     if_deadline_at: str | None = None
     envelope_id: str | None = None
     created_at_hint: str | None = None
-    #: ``data`` as compact JSON: given by a caller that already encoded it (``asya.store.limits.fit_data_json``),
-    #: else encoded here.
-    data_json: str = field(default="", repr=False, compare=False)
+    #: ``data`` as compact JSON, the text the store writes: ``encoded_data`` or, without it, encoded here.
+    data_json: str = field(init=False, repr=False, compare=False)
+    #: ``data`` already encoded by the caller (``asya.store.limits.fit_data_json``). Init-only, so that
+    #: ``dataclasses.replace`` with other ``data`` encodes that data instead of keeping a text that no longer matches.
+    encoded_data: InitVar[str] = ""
 
-    def __post_init__(self) -> None:
-        self._check_sizes()
+    def __post_init__(self, encoded_data: str) -> None:
+        self._check_sizes(encoded_data)
         if self.status not in STATUS_ORDER:
             raise StatusUpdateError(f"status: unknown status {self.status!r}: use one of {', '.join(STATUSES)}")
         if self.step is not None and (self.status != "running" or self.step not in RUNNING_STEPS):
@@ -126,7 +128,7 @@ class StatusUpdate:
         if self.result is not MISSING and self.status != "succeeded":
             raise StatusUpdateError(f"result: only a succeeded update has a result (status {self.status!r})")
 
-    def _check_sizes(self) -> None:
+    def _check_sizes(self, encoded_data: str) -> None:
         for name, text, limit in (
             ("message", self.message, MESSAGE_LIMIT_BYTES),
             ("error", self.error, ERROR_LIMIT_BYTES),
@@ -136,7 +138,7 @@ class StatusUpdate:
         for name, value in (("actor", self.actor), ("failed_actor", self.failed_actor)):
             if value is not None and len(value) > NAME_LIMIT:
                 raise StatusUpdateError(f"{len(value)} characters, over the limit of {NAME_LIMIT}", field=name)
-        data_json = self.data_json or dumps(dict(self.data))
+        data_json = encoded_data or dumps(dict(self.data))
         if (size := oversize(data_json, DATA_LIMIT_BYTES)) is not None:
             raise StatusUpdateError(f"{size} bytes as JSON, over the limit of {DATA_LIMIT_BYTES} bytes", field="data")
         object.__setattr__(self, "data_json", data_json)  # encoded once: the store writes this text
