@@ -23,6 +23,7 @@ __all__ = [
     "ACTOR_NAME_RE",
     "CREW_ACTORS",
     "CREW_ENTRY_POINTS",
+    "DEADLINE",
     "FIXED_CREW",
     "FLOW_NAME_RE",
     "MAX_QUEUE_NAME",
@@ -57,8 +58,10 @@ SINK: Final = "x-sink"
 SUMP: Final = "x-sump"
 PAUSE: Final = "x-pause"
 RESUME: Final = "x-resume"
-#: Crew actors with a fixed name; aggregators (``x-fanin-*``) are crew too but are named per fan-in actor.
-FIXED_CREW: Final = frozenset({SINK, SUMP, PAUSE, RESUME})
+#: The queue of per-task deadline timers, consumed by the backstop function (GATEWAY GW-BACK-1); not an actor.
+DEADLINE: Final = "x-deadline"
+#: Crew names with a fixed name; aggregators (``x-fanin-*``) are crew too but are named per fan-in actor.
+FIXED_CREW: Final = frozenset({SINK, SUMP, PAUSE, RESUME, DEADLINE})
 #: Crew actors every mesh deploys, whatever its flows use.
 CREW_ACTORS: Final = (SINK, SUMP)
 #: Crew names a flow route may contain (P-MAN-3); aggregators are allowed separately.
