@@ -55,7 +55,11 @@ class CrewRuntime:
         self._trace = trace_headers(config.tracing, environ)
         trace_header = self._trace.current if self._trace is not None else None
         self._transport = Transport(
-            namespace=config.namespace, sqs=sqs, encoder=self._payloads.encode, trace_header=trace_header
+            namespace=config.namespace,
+            sqs=sqs,
+            encoder=self._payloads.encode,
+            trace_header=trace_header,
+            account_id=config.account_id,
         )
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
         self._log_keys(actor=config.actor)

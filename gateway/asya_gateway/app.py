@@ -82,7 +82,9 @@ def create_app(
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's
         payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
-        transport = Transport(namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode)
+        transport = Transport(
+            namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
+        )
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
     middleware = [Middleware(RequestIdMiddleware)]
     if manifest.gateway.cors_origins:
