@@ -292,8 +292,8 @@ def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: s
         spec.conditions.append(f"{order} <= {spec.value('one_order', rec.num_av(STATUS_ORDER['running']))}")
         if progress is not None:
             spec.conditions.append(
-                f"(attribute_not_exists({spec.name('progress_percent')}) OR "
-                f"{spec.name('progress_percent')} <= {spec.value('progress_percent', rec.num_av(progress))})"
+                f"attribute_not_exists({spec.name('progress_percent')}) OR "
+                f"{spec.name('progress_percent')} <= {spec.value('progress_percent', rec.num_av(progress))}"
             )
         if update.claim is not None:
             spec.conditions.append(claim_condition(spec, update.claim, rec.epoch_ms(now)))
