@@ -8,6 +8,8 @@ poll's read of the task item, so polling costs one query (``asya_gateway.follow`
 
 from __future__ import annotations
 
+import dataclasses
+
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -57,8 +59,14 @@ async def post_event(request: Request) -> Response:
     body = await read_json_object(request, limit=EVENTS_BODY_LIMIT)
     event = parse_producer_event(body, task_id)
     if isinstance(event, FlyValue):
-        found = await ctx.call(ctx.store.append_fly, task_id, [event])
+        # a terminal task drops the value (P-STAT-15): stale, not unknown (GW-EVT-5)
+        found = await ctx.call(ctx.store.append_fly, task_id, [event]) or bool(
+            await ctx.call(ctx.store.statuses, [task_id])
+        )
     else:
+        if event.terminal:
+            # the request id tags the terminal write, so that only this request writes the result item (GW-DATA-2)
+            event = dataclasses.replace(event, writer_id=str(getattr(request.state, "request_id", "")) or None)
         result = await ctx.call(ctx.store.apply, task_id, event)
         found = result.outcome is not Outcome.NOT_FOUND
     if not found:
