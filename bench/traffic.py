@@ -163,7 +163,17 @@ def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False) ->
         )
         for actor in records
     }
+    hops = sum(records.values())
+    gateway_sqs = sum(v.billed_requests for (c, service, _), v in usage.items() if (c, service) == ("gateway", "sqs"))
+    all_sqs = sum(
+        v.billed_requests - v.empty_receives
+        for (c, service, _), v in usage.items()
+        if service == "sqs" and c not in TIME_DRIVEN
+    )
     summary.update(
+        # GW-DATA-8: the create's send (the gateway's) and all timer traffic are reported apart from the per-hop figure
+        sqs_per_hop_without_create=(all_sqs - gateway_sqs) / hops if hops else 0.0,
+        sqs_create_per_task=gateway_sqs / tasks,
         dynamodb_write_requests_per_hop={a: writes[a] / n for a, n in records.items() if n},
         batch_size=batch_size,
         progress=progress,
