@@ -63,7 +63,7 @@ class Gsi:
 #: for an SQS timer, swept by the backstop (GW-BACK-1).
 GSIS: Final = (
     Gsi("by_created", "gsi1pk", "gsi1sk", projection=()),
-    Gsi("by_outcome", "gsi2pk", "gsi2sk", projection=()),
+    Gsi("by_outcome", "gsi2pk", "gsi1sk", projection=()),
     Gsi("long_deadlines", "gsi3pk", "gsi3sk", projection=()),
 )
 
