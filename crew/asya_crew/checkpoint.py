@@ -6,8 +6,8 @@ GW-DATA-7).
   The last part is a fresh UUID4 per object, never an id from the envelope, so no id can steer a key (P-CKPT-2).
 - Body: one line per envelope, in record order, each the whole envelope as compact JSON (the caller passes it with its
   payload rehydrated, P-LARGE-4), ``Content-Type: application/x-ndjson``; the bucket's default encryption applies
-  (P-CKPT-3). U+2028 and U+2029 are written as ``\\u2028``/``\\u2029`` escapes so that readers that also split lines
-  there (Python's ``str.splitlines``) see the same lines as ``sed``, Athena and DuckDB.
+  (P-CKPT-3). U+0085, U+2028 and U+2029 are written as ``\\u`` escapes so that readers that also split lines there
+  (Python's ``str.splitlines``) see the same lines as ``sed``, Athena and DuckDB.
 - Each object is written with one ``PutObject`` with ``If-None-Match: *``: a redelivered record lands in a new object
   and never overwrites lines other tasks point to (P-CKPT-1). A failed PUT fails every record it holds:
   :meth:`CheckpointWriter.write` returns a :class:`CheckpointError` for each of them, and the caller fails those
@@ -46,6 +46,8 @@ __all__ = [
 CONTENT_TYPE: Final = "application/x-ndjson"
 UNPARSED_PREFIX: Final = "unparsed/"
 _PHASES: Final = frozenset({"succeeded", "failed"})
+#: The line breaks JSON leaves raw in UTF-8 output, written as escapes (they can only occur inside JSON strings)
+_LINE_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 class CheckpointError(AsyaError):
@@ -81,7 +83,7 @@ def checkpoint_day(envelope: Envelope, *, now: datetime) -> str:
 
 def checkpoint_text(envelope: Envelope) -> str:
     """The envelope as one JSON Lines line, without its newline (P-CKPT-3)."""
-    return envelope.to_json().replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+    return envelope.to_json().translate(_LINE_BREAKS)
 
 
 class CheckpointWriter:

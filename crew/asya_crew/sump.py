@@ -116,7 +116,7 @@ class SumpRuntime(CrewRuntime):
         if envelope.parent_id or hdr.is_stealth(envelope.headers):
             return
         if not self._store.attach_checkpoint(envelope.id, key=checkpoint.key, line=checkpoint.line):
-            self._log.info("task unknown or already checkpointed: not attached", extra={"correlation_id": envelope.id})
+            self._log.debug("task unknown or already checkpointed: not attached", extra={"correlation_id": envelope.id})
 
     def _unparseable(self, message_id: str, body: str, error: str) -> None:
         raw = body.encode("utf-8")[:LOG_PAYLOAD_LIMIT].decode("utf-8", errors="ignore")
