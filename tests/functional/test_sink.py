@@ -96,7 +96,8 @@ class Sink:
         view = self.store.get_task(task_id)
         assert view is not None
         lines, _ = self.object(view["checkpoint_key"])
-        return lines[view["checkpoint_line"] - 1]
+        line: dict[str, Any] = lines[view["checkpoint_line"] - 1]
+        return line
 
     def task_item(self, task_id: str) -> dict[str, Any]:
         key = {"pk": {"S": f"TASK#{task_id}"}, "sk": {"S": "TASK"}}
