@@ -26,12 +26,13 @@ KEY = re.compile(r"failed/\d{4}-\d{2}-\d{2}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}
 
 
 class Sump:
-    def __init__(self, mesh: Any, *, bucket: str | None = None, logger: Any = None) -> None:
+    def __init__(self, mesh: Any, *, bucket: str | None = None, table: str | None = None, logger: Any = None) -> None:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.s3 = mesh.aws.s3
         self.bucket = mesh.resources.bucket
-        config = ActorConfig.from_env(actor_env(mesh, "x-sump", ASYA_BUCKET=bucket or self.bucket))
+        extra = {"ASYA_BUCKET": bucket or self.bucket, "ASYA_TABLE": table or mesh.resources.table}
+        config = ActorConfig.from_env(actor_env(mesh, "x-sump", **extra))
         self.runtime = SumpRuntime(
             config,
             sqs=self.sqs,
@@ -309,3 +310,32 @@ def test_p_stat_11_p_proc_3_no_preflight_or_sla_check_at_x_sump(sump: Sump, mesh
         url = mesh.resources.queue_urls[actor]
         attrs = mesh.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
         assert attrs["Attributes"]["ApproximateNumberOfMessages"] == "0", actor
+
+
+def test_p_sump_4_a_failed_hook_copy_is_checkpointed_but_not_attached(
+    sump: Sump, mesh: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A hook's failure is not the task's outcome (P-SINK-2, P-STAT-13): x-sump keeps its line (x-sink wrote none)
+    and logs ``sink hook failed`` at WARNING, and the task keeps the checkpoint it has (or none)."""
+    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb)
+    store.create_task(task_id="t1", actor="prep")
+    env = failed(reason="RuntimeError")
+    env["headers"]["x-asya-sink-hook"] = {"hook": "notify", "phase": "succeeded"}
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert sump.run(env)[0] == []
+    assert sump.checkpoint() == [env]
+    assert "checkpoint_key" not in store.get_task("t1")  # type: ignore[operator]
+    [record] = [r for r in caplog.records if r.name == LOGGER]
+    assert (record.levelno, record.getMessage()) == (logging.WARNING, "sink hook failed")
+    assert record.hook == {"hook": "notify", "phase": "succeeded"}  # type: ignore[attr-defined]
+
+
+def test_p_stat_2_an_attach_that_cannot_be_written_fails_the_record(
+    mesh: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The attach is on the durability path (P-SUMP-4): a table error fails the record so SQS delivers it again
+    (its line is then written again, in another object), and nothing is counted yet."""
+    sump = Sump(mesh, table="asya-demo-no-such-table")
+    assert sump.run(failed("t1"))[0] == [0]
+    assert len(sump.keys()) == 1, "the line was written before the attach"
+    assert metrics(capsys.readouterr().out) == []
