@@ -22,7 +22,7 @@ from asya.config import ActorConfig
 from asya.headers import is_hook_copy
 from asya.store import TaskStore
 from asya_crew.sink import SinkRuntime
-from tests.functional.actors import actor_env, deliver, drain, queue_arn
+from tests.functional.actors import Context, actor_env, deliver, drain, queue_arn
 
 pytestmark = pytest.mark.functional
 
@@ -68,11 +68,11 @@ class Sink:
             clock=lambda: NOW,
         )
 
-    def run(self, *bodies: str | dict[str, Any]) -> list[int]:
+    def run(self, *bodies: str | dict[str, Any], context: Any = None) -> list[int]:
         """Deliver ``bodies`` through the x-sink queue as one batch; the indexes of the failed records."""
         url = self.mesh.resources.queue_urls["x-sink"]
         event = deliver(self.sqs, url, bodies, arn=queue_arn(self.mesh, "x-sink"))
-        response = self.runtime.handle(event, None)
+        response = self.runtime.handle(event, context)
         ids = [r["messageId"] for r in event["Records"]]
         self.message_ids = ids
         return [ids.index(f["itemIdentifier"]) for f in response["batchItemFailures"]]
@@ -534,3 +534,16 @@ def test_p_trace_4_x_sink_log_lines_carry_actor_attempt_phase_and_correlation_id
         2,
         "succeeded",
     )
+
+
+def test_p_time_6_unstarted_records_get_no_line_and_come_back_at_once(sink: Sink) -> None:
+    """P-TIME-6 for crew (budget 0): with less than the 5 s margin left only the first record starts; the others fail
+    unstarted, are left out of the checkpoint object and made visible again at once, and their tasks are untouched."""
+    for task_id in ("t1", "t2", "t3"):
+        sink.store.create_task(task_id=task_id, actor="normalize")
+    assert sink.run(envelope("t1"), envelope("t2"), envelope("t3"), context=Context(remaining_ms=4_000)) == [1, 2]
+    [key] = sink.keys()
+    assert [line["id"] for line in sink.object(key)[0]] == ["t1"]
+    assert [sink.store.get_task(t)["status"] for t in ("t1", "t2", "t3")] == ["succeeded", "pending", "pending"]  # type: ignore[index]
+    back = sink.drain("x-sink")  # visibility 0: receivable again without waiting
+    assert sorted(env["id"] for env in back) == ["t2", "t3"]

@@ -339,3 +339,18 @@ def test_p_stat_2_an_attach_that_cannot_be_written_fails_the_record(
     assert sump.run(failed("t1"))[0] == [0]
     assert len(sump.keys()) == 1, "the line was written before the attach"
     assert metrics(capsys.readouterr().out) == []
+
+
+def test_p_sink_3_a_failed_fan_in_slice_forwarded_by_x_sink_is_checkpointed_and_logged_as_task_failed(
+    sump: Sump, caplog: pytest.LogCaptureFixture
+) -> None:
+    """x-sink writes no checkpoint for a failed fan-in slice (P-SINK-3), so x-sump keeps its line; it is a handler's
+    failure forwarded by x-sink, so the log line is ``task failed`` at WARNING (issue 20 point 7)."""
+    env = failed("child-1", reason="PolicyExhausted")
+    env["parent_id"] = "origin-1"
+    env["headers"]["x-asya-fan-in"] = {"origin_id": "origin-1", "slice_index": 1, "slice_count": 3}
+    with caplog.at_level(logging.INFO, logger=LOGGER):
+        assert sump.run(env)[0] == []
+    assert sump.checkpoint() == [env]
+    [record] = [r for r in caplog.records if r.name == LOGGER]
+    assert (record.levelno, record.getMessage()) == (logging.WARNING, "task failed")
