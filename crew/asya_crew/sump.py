@@ -47,14 +47,13 @@ from asya.timeutil import Clock, system_clock
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
-__all__ = ["LOG_PAYLOAD_LIMIT", "METRIC_NAME", "METRIC_NAMESPACE", "PARTIAL_FAILURE", "SumpRuntime", "lambda_handler"]
+__all__ = ["LOG_PAYLOAD_LIMIT", "METRIC_NAME", "METRIC_NAMESPACE", "SumpRuntime", "lambda_handler"]
 
 METRIC_NAME: Final = "FailedEnvelopes"
 METRIC_NAMESPACE: Final = "Asya"
 #: A CloudWatch log event holds at most 256 KB: larger payloads are logged as a marker (P-SUMP-3).
 LOG_PAYLOAD_LIMIT: Final = 200 * 1024
-#: The reason of a partial-failure notice (P-RES-10, R2).
-PARTIAL_FAILURE: Final = "PartialFailure"
+_PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
 
 
 class SumpRuntime(CrewRuntime):
@@ -76,7 +75,7 @@ class SumpRuntime(CrewRuntime):
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
-        if phase != Phase.FAILED.value or hdr.CHECKPOINTED in envelope.headers or _reason(envelope) == PARTIAL_FAILURE:
+        if phase != Phase.FAILED.value or hdr.CHECKPOINTED in envelope.headers or _reason(envelope) == _PARTIAL_FAILURE:
             return None
         return phase
 
@@ -101,7 +100,7 @@ class SumpRuntime(CrewRuntime):
             self._log.warning("task failed", extra={**fields, "checkpointed": headers.get(hdr.CHECKPOINTED)})
         elif hdr.is_hook_copy(headers):
             self._log.warning("sink hook failed", extra={**fields, "hook": headers[hdr.SINK_HOOK]})
-        elif reason == PARTIAL_FAILURE:
+        elif reason == _PARTIAL_FAILURE:
             self._log.warning("partial failure", extra=fields)
         else:
             self._log.error("infrastructure error", extra=fields)
