@@ -21,6 +21,7 @@ from aws_lambda_powertools import Logger
 from asya.config import ActorConfig
 from asya.headers import is_hook_copy
 from asya.store import TaskStore
+from asya.store.limits import ERROR_LIMIT_BYTES
 from asya_crew.sink import SinkRuntime
 from tests.functional.actors import Context, actor_env, deliver, drain, queue_arn
 
@@ -258,8 +259,8 @@ def test_p_ckpt_1_a_failed_put_fails_every_record_it_holds_and_nothing_else(mesh
 
 def test_p_sink_5_a_huge_error_message_is_clipped_on_the_task_and_kept_whole_in_error_details(sink: Sink) -> None:
     """GW-DATA-8: a handler's exception message can be any size; x-sink's final write must still land (P-ACK-2), so
-    ``error`` on the task item is clipped to 1 KiB with a marker while ``error_details`` (body item, S3 over 64 KiB,
-    GW-DATA-6) keeps the whole text."""
+    ``error`` on the task item is clipped to the store's limit with an ellipsis while ``error_details`` (result item,
+    S3 over its limit, GW-DATA-6) keeps the whole text."""
     sink.store.create_task(task_id="t1", actor="normalize")
     message = "é" * 50_000  # 100,000 bytes: error_details goes to S3
     error = {**ERROR, "message": message}
@@ -267,11 +268,10 @@ def test_p_sink_5_a_huge_error_message_is_clipped_on_the_task_and_kept_whole_in_
     assert sink.run(env) == []
     view = sink.store.get_task("t1")
     assert view is not None and view["status"] == "failed"
-    assert view["error"].startswith("é" * 400) and view["error"].endswith(" bytes]")
-    assert len(view["error"].encode("utf-8")) <= 1024
+    assert view["error"].startswith("é" * 100) and view["error"].endswith("…")
+    assert len(view["error"].encode("utf-8")) <= ERROR_LIMIT_BYTES
     assert view["error_details"] == error
-    [final] = [e["data"] for e in sink.store.events_after("t1", 1) if e["event"] == "status"]
-    assert final["error"] == view["error"]
+    assert view["data"]["error"] == view["error"]
 
 
 def test_p_sink_5_error_falls_back_to_payload_error(sink: Sink) -> None:
