@@ -195,6 +195,8 @@ def _schemas() -> dict[str, Any]:
                 "result": any_json,
                 "error": {"type": "string"},
                 "checkpoint_key": {"type": "string"},
+                "checkpoint_line": {"type": "integer", "minimum": 1},
+                "checkpoint_uri": {"type": "string"},
                 "last_event_id": {"type": "integer"},
             },
         },

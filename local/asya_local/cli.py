@@ -299,7 +299,8 @@ def _demo(args: argparse.Namespace, io: _Io) -> int:
         except ClientError as exc:
             io.error(f"checkpoint s3://{bucket}/{key} not found: {exc.response['Error']['Code']}")
             return 1
-        io.out.write(f"checkpoint: s3://{bucket}/{key} ({size} bytes, verified in moto S3)\n")
+        line = view.get("checkpoint_line")
+        io.out.write(f"checkpoint: s3://{bucket}/{key} line {line} ({size} bytes, verified in moto S3)\n")
         io.out.flush()
     return 0
 
