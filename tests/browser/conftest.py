@@ -1,0 +1,130 @@
+"""Browser tier: the web console (``/console/``) in Debian's headless ``chromium``, driven by Playwright for Python,
+against a local mesh (``LocalMesh``, as the e2e tier starts it) of ``tests/browser/mesh/asya.yaml``.
+
+The browser is ``/usr/bin/chromium`` (env ``ASYA_CHROMIUM`` names another), launched by executable path with a fresh
+user data directory; Playwright's own browser download is never used (it cannot be reached from these machines).
+``make test`` installs ``chromium`` with apt-get when it runs as root. Without a browser every test here skips, with
+a reason that says so in the ``-ra`` summary. Screenshots of each page go to ``tests/browser/artifacts/`` (ignored).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.manifest import Manifest, load_manifest
+from asya_local.mesh import LocalMesh
+
+BROWSER_DIR = Path(__file__).resolve().parent
+ARTIFACTS = BROWSER_DIR / "artifacts"
+#: Flags for a quiet, offline, throwaway chromium (no GPU, no QUIC, no first-run or background traffic).
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+#: Upper bound of one wait in the page (a bound, not a timing assertion).
+WAIT_MS = 30_000
+
+
+def _chromium() -> str:
+    path = os.environ.get("ASYA_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).is_file():
+        pytest.skip(
+            f"BROWSER TESTS SKIPPED: no chromium at {path}. `make test` installs Debian's chromium with apt-get when "
+            "run as root; elsewhere install it (apt-get install chromium) or set ASYA_CHROMIUM to a Chromium binary."
+        )
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One persistent chromium context (fresh user data dir) for the session."""
+    executable = _chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:  # pragma: no cover - the dev extra installs it
+        pytest.skip(f"BROWSER TESTS SKIPPED: the playwright package is missing ({exc}); run `make install`")
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=executable,
+            headless=True,
+            args=list(CHROMIUM_FLAGS),
+            viewport={"width": 1280, "height": 900},
+        )
+        context.set_default_timeout(WAIT_MS)
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture
+def page(browser_context: Any) -> Iterator[Any]:
+    """A new tab; fails the test on any uncaught error in the console's JavaScript."""
+    tab = browser_context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield tab
+    finally:
+        tab.close()
+    assert not errors, f"uncaught JavaScript errors in the console: {errors}"
+
+
+@pytest.fixture(scope="session")
+def console_manifest() -> Manifest:
+    return load_manifest(BROWSER_DIR / "mesh" / "asya.yaml")
+
+
+@dataclass(frozen=True)
+class Console:
+    """A running mesh and the console's URL on it."""
+
+    mesh: LocalMesh
+    headers: dict[str, str]
+
+    @property
+    def url(self) -> str:
+        return f"{self.mesh.url}/console/"
+
+    def create(self, flow: str, payload: Any) -> str:
+        response = httpx.post(
+            f"{self.mesh.url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload}, headers=self.headers
+        )
+        assert response.status_code == 201, response.text
+        return str(response.json()["id"])
+
+    def view(self, task_id: str) -> dict[str, Any]:
+        response = httpx.get(f"{self.mesh.url}/api/v1/mesh/{task_id}", headers=self.headers)
+        assert response.status_code == 200, response.text
+        body: dict[str, Any] = response.json()
+        return body
+
+
+@pytest.fixture(scope="module")
+def console(console_manifest: Manifest) -> Iterator[Console]:
+    """The browser mesh with the manifest's auth (``iam``: not enforced locally, as under ``asya dev``)."""
+    with LocalMesh(console_manifest, port=0) as mesh:
+        yield Console(mesh, headers={})
+
+
+def screenshot(page: Any, name: str) -> Path:
+    """Save a full-page screenshot as ``tests/browser/artifacts/{name}.png``."""
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
