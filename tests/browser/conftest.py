@@ -12,18 +12,16 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from asya.manifest import Manifest, load_manifest
 from asya_local.mesh import LocalMesh
+from tests.browser.pages import ARTIFACTS, Console
 
 BROWSER_DIR = Path(__file__).resolve().parent
-ARTIFACTS = BROWSER_DIR / "artifacts"
 #: Flags for a quiet, offline, throwaway chromium (no GPU, no QUIC, no first-run or background traffic).
 CHROMIUM_FLAGS = (
     "--headless",
@@ -91,40 +89,8 @@ def console_manifest() -> Manifest:
     return load_manifest(BROWSER_DIR / "mesh" / "asya.yaml")
 
 
-@dataclass(frozen=True)
-class Console:
-    """A running mesh and the console's URL on it."""
-
-    mesh: LocalMesh
-    headers: dict[str, str]
-
-    @property
-    def url(self) -> str:
-        return f"{self.mesh.url}/console/"
-
-    def create(self, flow: str, payload: Any) -> str:
-        response = httpx.post(
-            f"{self.mesh.url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload}, headers=self.headers
-        )
-        assert response.status_code == 201, response.text
-        return str(response.json()["id"])
-
-    def view(self, task_id: str) -> dict[str, Any]:
-        response = httpx.get(f"{self.mesh.url}/api/v1/mesh/{task_id}", headers=self.headers)
-        assert response.status_code == 200, response.text
-        body: dict[str, Any] = response.json()
-        return body
-
-
 @pytest.fixture(scope="module")
 def console(console_manifest: Manifest) -> Iterator[Console]:
     """The browser mesh with the manifest's auth (``iam``: not enforced locally, as under ``asya dev``)."""
     with LocalMesh(console_manifest, port=0) as mesh:
         yield Console(mesh, headers={})
-
-
-def screenshot(page: Any, name: str) -> Path:
-    """Save a full-page screenshot as ``tests/browser/artifacts/{name}.png``."""
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    return path

@@ -649,7 +649,8 @@ async function newTaskPage(flowName) {
   const inputs = properties ? Object.entries(properties).map(([name, sub]) => fieldInput(name, sub || {}, required.has(name))) : [];
   const rawText = el("textarea", { id: "raw-payload", rows: "10", text: schema && schema.type === "object" ? "{}" : "null" });
   const rawToggle = el("input", { type: "checkbox", id: "use-raw", checked: !properties });
-  const formFields = el("div", { id: "schema-fields", hidden: !properties }, inputs.map((input) => input.row));
+  // a fieldset, so that switching to raw JSON disables its controls and their browser validation with them
+  const formFields = el("fieldset", { id: "schema-fields", class: "plain", hidden: !properties }, inputs.map((input) => input.row));
   const rawBox = el("div", { id: "raw-box", hidden: Boolean(properties) },
     el("label", { for: "raw-payload", class: "muted", text: "Payload (any JSON value)" }), rawText);
   const timeout = el("input", { id: "timeout", type: "number", min: "1", max: "604800", step: "1", placeholder: String(flow.timeout) });
@@ -663,6 +664,7 @@ async function newTaskPage(flowName) {
       }
     }
     formFields.hidden = rawToggle.checked;
+    formFields.disabled = rawToggle.checked;
     rawBox.hidden = !rawToggle.checked;
   });
   function collect() {

@@ -1,5 +1,5 @@
 """Actors of the browser tests' mesh: ``draft`` streams its text as FLY values, ``review`` fails on request, ``linger``
-takes a few seconds so a task can be canceled while it runs."""
+takes a few seconds so a task can be canceled while it runs, ``split`` fans out one payload per line."""
 
 from __future__ import annotations
 
@@ -30,3 +30,8 @@ def review(payload: dict[str, Any]) -> dict[str, Any]:
 def linger(payload: dict[str, Any]) -> dict[str, Any]:
     time.sleep(float(payload.get("seconds", 4)))
     return payload
+
+
+def split(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for line in str(payload.get("text", "")).splitlines():
+        yield {"topic": line}
