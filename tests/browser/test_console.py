@@ -195,8 +195,49 @@ def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Cons
     assert timeline.locator("tbody tr").count() == len(steps)
 
 
-def test_gw_resume_1_paused_task_resumes_from_the_form(console: Console) -> None:
+def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(page: Any, console: Console) -> None:
+    """A task paused through the producer route (GW-EVT-3) gets a resume form with one input per P-PAUSE-3 field;
+    until pause/resume is built the gateway's answer to the form's POST .../resume is shown as is."""
+    task_id = console.create("slow", {"topic": "pause me", "seconds": 3})
+    pause = {
+        "prompt": "Approve <b>this</b> draft?",
+        "fields": [
+            {"name": "approved", "type": "boolean", "required": True, "prompt": "Ship it"},
+            {"name": "note", "type": "string"},
+            {"name": "copies", "type": "integer"},
+            {"name": "extra", "type": "object"},
+        ],
+    }
+    answer = httpx.post(
+        f"{console.mesh.url}/api/v1/mesh/{task_id}/events",
+        json={"type": "status", "status": "paused", "data": {"pause_metadata": pause}},
+    )
+    assert answer.status_code == 204, answer.text
+    _open(page, console, f"#/task/{task_id}")
+    _wait_status(page, "paused")
+    form = page.locator("#resume-form")
+    form.wait_for()
+    assert "Approve <b>this</b> draft?" in form.text_content()
+    assert page.locator("#field-approved").get_attribute("type") == "checkbox"
+    assert page.locator("#field-note").get_attribute("type") == "text"
+    assert page.locator("#field-copies").get_attribute("type") == "number"
+    assert page.locator("#field-extra").evaluate("node => node.tagName") == "TEXTAREA"
+    assert page.locator('[data-testid=pipeline] .stage.paused[data-actor="linger"]').count() == 1
+    screenshot(page, "task-paused")
+    page.fill("#field-copies", "1.5")
+    assert page.locator("#field-copies").evaluate("node => node.validity.valid") is False  # integer: step 1
+    page.fill("#field-copies", "2")
+    page.click("#resume-form button[type=submit]")
+    if not _serves_resume(console):
+        page.locator("#resume-error").filter(has_text="not found").wait_for()
+
+
+def _serves_resume(console: Console) -> bool:
     document = httpx.get(f"{console.mesh.url}/openapi.json").json()
-    if not any(path.endswith("/resume") for path in document["paths"]):
+    return any(path.endswith("/resume") for path in document["paths"])
+
+
+def test_gw_resume_1_paused_task_resumes_from_the_form(console: Console) -> None:
+    if not _serves_resume(console):
         pytest.skip("pause/resume is not built yet: the gateway serves no POST /api/v1/mesh/{id}/resume (GW-RESUME-1)")
     pytest.fail("pause/resume has landed: extend this test to pause a task and resume it from the console's form")

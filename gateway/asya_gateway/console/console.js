@@ -328,7 +328,6 @@ async function taskPage(id) {
   const live = el("div", { class: "card" });
   const fly = el("pre", { class: "fly", id: "fly", "data-testid": "fly" });
   const outcome = el("div");
-  const extra = el("div");
   const raw = el("pre", { id: "raw-json" });
   const rawBox = el("details", { class: "card", id: "raw" }, el("summary", { text: "Raw JSON" }), raw);
   const timeline = el("div", { id: "timeline" });
@@ -433,7 +432,7 @@ async function taskPage(id) {
   }
 
   renderView();
-  show(header, live, outcome, extra, timeline, rawBox);
+  show(header, live, outcome, timeline, rawBox);
   const stop = follow(id, { status: onStatus, fly: onFly });
   state.cleanup.push(stop);
   loadTimeline();
