@@ -10,47 +10,23 @@ a reason that says so in the ``-ra`` summary. Screenshots of each page go to ``t
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from asya.manifest import Manifest, load_manifest
 from asya_local.mesh import LocalMesh
-from tests.browser.pages import ARTIFACTS, Console
+from tests.browser.pages import ARTIFACTS, BROWSER_DIR, CHROMIUM_FLAGS, Console, chromium_or_skip
 
-BROWSER_DIR = Path(__file__).resolve().parent
-#: Flags for a quiet, offline, throwaway chromium (no GPU, no QUIC, no first-run or background traffic).
-CHROMIUM_FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 #: Upper bound of one wait in the page (a bound, not a timing assertion).
 WAIT_MS = 30_000
-
-
-def _chromium() -> str:
-    path = os.environ.get("ASYA_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-    if not Path(path).is_file():
-        pytest.skip(
-            f"BROWSER TESTS SKIPPED: no chromium at {path}. `make test` installs Debian's chromium with apt-get when "
-            "run as root; elsewhere install it (apt-get install chromium) or set ASYA_CHROMIUM to a Chromium binary."
-        )
-    return path
 
 
 @pytest.fixture(scope="session")
 def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One persistent chromium context (fresh user data dir) for the session."""
-    executable = _chromium()
+    executable = chromium_or_skip(os.environ)
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:  # pragma: no cover - the dev extra installs it

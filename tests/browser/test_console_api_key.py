@@ -14,8 +14,7 @@ import yaml
 
 from asya.manifest import parse_manifest
 from asya_local.mesh import LocalMesh
-from tests.browser.conftest import BROWSER_DIR
-from tests.browser.pages import Console, screenshot
+from tests.browser.pages import BROWSER_DIR, Console, screenshot
 
 pytestmark = pytest.mark.browser
 

@@ -13,7 +13,9 @@ const STATUSES = ["pending", "running", "paused", "succeeded", "failed", "cancel
 const BASE = location.pathname.replace(/console\/[^/]*$/, "");
 const LOCAL = ["127.0.0.1", "localhost", "[::1]"].includes(location.hostname);
 
-const state = { mesh: null, cleanup: [] };
+// `page` counts page changes: a page's late async work checks its own `alive()` before touching the DOM or
+// starting timers and streams, so a slow answer for a page already left never draws over the current one.
+const state = { mesh: null, cleanup: [], page: 0 };
 
 // ---------------------------------------------------------------- DOM helpers (textContent only)
 
@@ -74,9 +76,21 @@ function kv(pairs) {
   return list;
 }
 
-function show(...nodes) {
+function begin() {
+  state.page += 1;
   for (const fn of state.cleanup.splice(0)) fn();
-  document.getElementById("main").replaceChildren(...nodes);
+  const token = state.page;
+  return () => token === state.page;
+}
+
+function show(alive, ...nodes) {
+  if (alive()) document.getElementById("main").replaceChildren(...nodes);
+}
+
+// Run fn when the page is left (at once when it already was).
+function onLeave(alive, fn) {
+  if (alive()) state.cleanup.push(fn);
+  else fn();
 }
 
 function banner(message) {
@@ -174,11 +188,11 @@ async function mesh() {
 }
 
 // Poll fn every `ms` while the page is visible; stopped when the page changes (costs nothing while nobody looks).
-function every(ms, fn) {
+function every(alive, ms, fn) {
   const timer = setInterval(() => {
     if (document.visibilityState === "visible") fn();
   }, ms);
-  state.cleanup.push(() => clearInterval(timer));
+  onLeave(alive, () => clearInterval(timer));
 }
 
 function failure(error) {
@@ -238,7 +252,7 @@ function attemptOf(view) {
 
 // ---------------------------------------------------------------- tasks page
 
-async function tasksPage(params) {
+async function tasksPage(alive, params) {
   const flows = await mesh().then((m) => m.flows, () => []);
   const filters = { status: params.get("status") || "", flow: params.get("flow") || "" };
   const cursors = [];
@@ -299,7 +313,7 @@ async function tasksPage(params) {
     load();
   });
 
-  show(el("h1", { text: "Tasks" }),
+  show(alive, el("h1", { text: "Tasks" }),
     el("div", { class: "card" },
       el("div", { class: "filters" }, el("label", {}, "Status ", statusSelect), el("label", {}, "Flow ", flowSelect),
         el("a", { href: "#/new", text: "+ New task" })),
@@ -307,7 +321,7 @@ async function tasksPage(params) {
   let running = await load();
   // the list refreshes itself while tasks on it run, and at a slower pace otherwise (new tasks appear)
   let ticks = 0;
-  every(2000, async () => {
+  every(alive, 2000, async () => {
     ticks += 1;
     if (running || ticks % 5 === 0) running = await load();
   });
@@ -315,13 +329,13 @@ async function tasksPage(params) {
 
 // ---------------------------------------------------------------- task page
 
-async function taskPage(id) {
+async function taskPage(alive, id) {
   const flows = await mesh().then((m) => m.flows, () => []);
   let view;
   try {
     view = await api("GET", "api/v1/mesh/" + encodeURIComponent(id));
   } catch (error) {
-    show(el("h1", { text: "Task" }), failure(error));
+    show(alive, el("h1", { text: "Task" }), failure(error));
     return;
   }
   const header = el("div", { class: "card" });
@@ -432,9 +446,9 @@ async function taskPage(id) {
   }
 
   renderView();
-  show(header, live, outcome, timeline, rawBox);
-  const stop = follow(id, { status: onStatus, fly: onFly });
-  state.cleanup.push(stop);
+  show(alive, header, live, outcome, timeline, rawBox);
+  if (!alive()) return;
+  onLeave(alive, follow(id, { status: onStatus, fly: onFly }));
   loadTimeline();
 }
 
@@ -625,17 +639,17 @@ function fieldInput(name, schema, required, hint) {
   return { name, row, read };
 }
 
-async function newTaskPage(flowName) {
+async function newTaskPage(alive, flowName) {
   let info;
   try {
     info = await mesh();
   } catch (error) {
-    show(el("h1", { text: "New task" }), failure(error));
+    show(alive, el("h1", { text: "New task" }), failure(error));
     return;
   }
   const flow = info.flows.find((f) => f.name === flowName);
   if (!flow) {
-    show(el("h1", { text: "New task" }), el("div", { class: "card" }, el("p", { text: "Pick a flow:" }),
+    show(alive, el("h1", { text: "New task" }), el("div", { class: "card" }, el("p", { text: "Pick a flow:" }),
       info.flows.length ? el("ul", { id: "flow-list" }, info.flows.map((f) => el("li", {},
         el("a", { href: "#/new/" + encodeURIComponent(f.name), text: f.name }), f.description ? " · " + f.description : "")))
         : el("p", { class: "empty", text: "The manifest declares no flows." }),
@@ -705,7 +719,7 @@ async function newTaskPage(flowName) {
       message.textContent = error.message;
     }
   });
-  show(form);
+  show(alive, form);
 }
 
 // ---------------------------------------------------------------- mesh page
@@ -715,12 +729,12 @@ function dlqCommands(actor) {
   return ["asya dlq show " + actor + where, "asya dlq redrive " + actor + where];
 }
 
-async function meshPage() {
+async function meshPage(alive) {
   let info;
   try {
     info = await mesh();
   } catch (error) {
-    show(el("h1", { text: "Mesh" }), failure(error));
+    show(alive, el("h1", { text: "Mesh" }), failure(error));
     return;
   }
   const alerts = el("div", { id: "dlq-alerts" });
@@ -774,12 +788,12 @@ async function meshPage() {
     }));
   }
 
-  show(el("h1", {}, "Mesh ", el("span", { class: "muted", text: info.namespace })), alerts,
+  show(alive, el("h1", {}, "Mesh ", el("span", { class: "muted", text: info.namespace })), alerts,
     el("div", { class: "card" }, el("h2", { text: "Queues" }), checked,
       el("table", { id: "queues" }, el("thead", {}, el("tr", {}, ["Actor", "Depth", "In flight", "Delayed", "DLQ", "Oldest", "Last error"].map((h) => el("th", { text: h })))), queues)),
     flows);
   await load();
-  every(5000, load);
+  every(alive, 5000, load);
 }
 
 // ---------------------------------------------------------------- router
@@ -791,10 +805,11 @@ function route() {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   for (const link of document.querySelectorAll("[data-nav]")) link.classList.toggle("active", link.dataset.nav === (parts[0] || "tasks"));
   banner("");
-  if (parts[0] === "task" && parts[1]) return taskPage(parts[1]);
-  if (parts[0] === "mesh") return meshPage();
-  if (parts[0] === "new") return newTaskPage(parts[1] || "");
-  return tasksPage(params);
+  const alive = begin();
+  if (parts[0] === "task" && parts[1]) return taskPage(alive, parts[1]);
+  if (parts[0] === "mesh") return meshPage(alive);
+  if (parts[0] === "new") return newTaskPage(alive, parts[1] || "");
+  return tasksPage(alive, params);
 }
 
 setupKeyForm();
