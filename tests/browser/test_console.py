@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.browser.pages import Console, screenshot
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -132,6 +133,26 @@ def test_gw_list_1_tasks_page_lists_newest_first_and_filters(page: Any, console:
     page.locator(f'[data-task-row="{second}"]').wait_for()
     assert page.locator(f'[data-task-row="{first}"]').count() == 0
     assert {badge.text_content() for badge in page.locator("#tasks .badge").all()} == {"failed"}
+
+
+def test_gw_list_2_tasks_page_pages_with_the_cursor(page: Any, console: Console) -> None:
+    """Older and Newer walk the list with ``next_cursor`` (GW-LIST-2), two tasks a page here. (The page's CSP refuses
+    string evaluation, so Playwright's ``wait_for_function`` cannot run there: rows are polled from Python.)"""
+    for index in range(3):
+        console.create("write", {"topic": f"page {index}", "words": 1})
+    _open(page, console, "#/tasks?limit=2")
+    rows = page.locator("#tasks tbody tr[data-task-row]")
+
+    def shown() -> list[str]:
+        return [str(row.get_attribute("data-task-row")) for row in rows.all()]
+
+    first = wait_for(lambda: shown() if len(shown()) == 2 else None, "the first page", limit=30)
+    assert page.locator("#tasks-newer").is_disabled()
+    page.click("#tasks-older")
+    second = wait_for(lambda: (ids := shown()) and not set(ids) & set(first) and ids, "the second page", limit=30)
+    assert len(second) <= 2
+    page.click("#tasks-newer")
+    wait_for(lambda: shown() == first, "the first page again", limit=30)
 
 
 def test_gw_ops_3_mesh_page_shows_a_dlq_with_messages_and_the_commands(page: Any, console: Console) -> None:

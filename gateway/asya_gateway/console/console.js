@@ -255,6 +255,7 @@ function attemptOf(view) {
 async function tasksPage(alive, params) {
   const flows = await mesh().then((m) => m.flows, () => []);
   const filters = { status: params.get("status") || "", flow: params.get("flow") || "" };
+  const limit = /^\d+$/.test(params.get("limit") || "") ? Math.min(100, Math.max(1, Number(params.get("limit")))) : 20;
   const cursors = [];
   let cursor = null;
   const statusSelect = el("select", { id: "filter-status" }, el("option", { value: "", text: "any status" }),
@@ -262,14 +263,14 @@ async function tasksPage(alive, params) {
   const flowSelect = el("select", { id: "filter-flow" }, el("option", { value: "", text: "any flow" }),
     flows.map((f) => el("option", { value: f.name, text: f.name, selected: f.name === filters.flow })));
   const body = el("tbody");
-  const prev = el("button", { type: "button", class: "secondary", text: "← Newer" });
-  const next = el("button", { type: "button", class: "secondary", text: "Older →" });
+  const prev = el("button", { type: "button", class: "secondary", id: "tasks-newer", text: "← Newer" });
+  const next = el("button", { type: "button", class: "secondary", id: "tasks-older", text: "Older →" });
   const table = el("table", { id: "tasks" },
     el("thead", {}, el("tr", {}, ["Task", "Flow", "Status", "Progress", "Actor", "Created", "Error"].map((h) => el("th", { text: h })))),
     body);
 
   async function load() {
-    const query = new URLSearchParams({ limit: "20" });
+    const query = new URLSearchParams({ limit: String(limit) });
     if (filters.status) query.set("status", filters.status);
     if (filters.flow) query.set("flow", filters.flow);
     if (cursor) query.set("cursor", cursor);
@@ -299,6 +300,7 @@ async function tasksPage(alive, params) {
     const query = new URLSearchParams();
     if (statusSelect.value) query.set("status", statusSelect.value);
     if (flowSelect.value) query.set("flow", flowSelect.value);
+    if (limit !== 20) query.set("limit", String(limit));
     location.hash = "#/tasks" + (query.toString() ? "?" + query.toString() : "");
   }
   statusSelect.addEventListener("change", refilter);
