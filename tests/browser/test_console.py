@@ -117,6 +117,18 @@ def test_gw_cancel_1_cancel_button_cancels_a_running_task(page: Any, console: Co
     assert page.locator("#cancel").is_disabled()
 
 
+def test_p_retry_task_page_marks_the_retrying_actor(page: Any, console: Console) -> None:
+    """A handler error with a retry policy shows the actor as retrying with its attempt, then the task succeeds."""
+    task_id = console.create("bumpy", {"topic": "retry me"})
+    _open(page, console, f"#/task/{task_id}")
+    retrying = page.locator('[data-testid=pipeline] .stage.retrying[data-actor="wobble"]')
+    retrying.wait_for()
+    assert "retrying (attempt 2)" in retrying.text_content()
+    screenshot(page, "task-retrying")
+    _wait_status(page, "succeeded")
+    assert json.loads(page.locator("#result pre").text_content())["wobbled"] is True
+
+
 def test_gw_list_1_tasks_page_lists_newest_first_and_filters(page: Any, console: Console) -> None:
     first = console.create("write", {"topic": "older", "words": 1})
     second = console.create("write", {"topic": "newer", "words": 1, "fail": True})
@@ -156,6 +168,8 @@ def test_gw_list_2_tasks_page_pages_with_the_cursor(page: Any, console: Console)
 
 
 def test_gw_ops_3_mesh_page_shows_a_dlq_with_messages_and_the_commands(page: Any, console: Console) -> None:
+    failed = console.create("write", {"topic": "mesh page", "words": 1, "fail": True})
+    wait_for(lambda: console.view(failed)["status"] == "failed", "the failing task")
     sqs = console.mesh.clients.sqs
     url = sqs.get_queue_url(QueueName="asya-console-review-dlq")["QueueUrl"]
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"id": "dead-letter", "payload": {}}))
@@ -169,6 +183,9 @@ def test_gw_ops_3_mesh_page_shows_a_dlq_with_messages_and_the_commands(page: Any
         )
         assert page.locator("[data-dlq]").count() == 1
         assert page.locator('[data-queue="review"] td.dlq-count').text_content() == "1"
+        last_error = page.locator('[data-queue="review"]').locator(f'[data-task="{failed}"]')
+        last_error.wait_for()  # the newest failed task of the actor, linked (GW-LIST-4: the list lags a little)
+        assert "rejected draft about mesh page" in page.locator('[data-queue="review"]').text_content()
         assert page.locator('[data-flow="write"] .stage').all_text_contents() == ["draft", "review"]
         screenshot(page, "mesh")
     finally:

@@ -1,11 +1,15 @@
 """Actors of the browser tests' mesh: ``draft`` streams its text as FLY values, ``review`` fails on request, ``linger``
-takes a few seconds so a task can be canceled while it runs, ``split`` fans out one payload per line."""
+takes a few seconds so a task can be canceled while it runs, ``split`` fans out one payload per line, ``wobble``
+fails its first call for each topic with a ``ConnectionError`` (retried by its policy) and passes on the second."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from typing import Any
+
+#: Topics ``wobble`` has failed once (one process runs every poller locally).
+_WOBBLED: set[str] = set()
 
 
 class ReviewRejectedError(ValueError):
@@ -35,3 +39,11 @@ def linger(payload: dict[str, Any]) -> dict[str, Any]:
 def split(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     for line in str(payload.get("text", "")).splitlines():
         yield {"topic": line}
+
+
+def wobble(payload: dict[str, Any]) -> dict[str, Any]:
+    topic = str(payload.get("topic"))
+    if topic not in _WOBBLED:
+        _WOBBLED.add(topic)
+        raise ConnectionError(f"flaky upstream for {topic}")
+    return {**payload, "wobbled": True}
