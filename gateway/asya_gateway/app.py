@@ -7,8 +7,9 @@ Nothing is read or created at import time; boto3 clients are created on first us
 
 Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (create, list), ``GET``/``DELETE``
 ``/api/v1/mesh/{id}``, ``GET``/``POST`` ``/api/v1/mesh/{id}/events``, ``POST /api/v1/system/mq-diagnostic``,
-``GET /health``, ``GET /openapi.json``. Middleware, outermost first:
-request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set (GW-GEN-8),
+``GET /api/v1/system/mesh`` (the manifest's flows and actors, :mod:`asya_gateway.routes.system`), ``GET /health``,
+``GET /openapi.json``, and the web console at ``/console/`` (:mod:`asya_gateway.webconsole`). Middleware, outermost
+first: request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set (GW-GEN-8),
 authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
 """
 
@@ -20,7 +21,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from asya import naming
 from asya.manifest import Manifest, load_manifest
@@ -36,12 +37,14 @@ from asya_gateway.logs import configure_logging
 from asya_gateway.requestid import RequestIdMiddleware
 from asya_gateway.routes.events import task_events
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
+from asya_gateway.routes.system import mesh_summary
 from asya_gateway.routes.tasks import create_or_list, task_item
+from asya_gateway.webconsole import CONSOLE_PATH, ConsoleAssets, console_redirect
 
 __all__ = ["create_app"]
 
 
-def _routes() -> list[Route]:
+def _routes() -> list[Route | Mount]:
     return [
         Route("/health", health, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
@@ -50,6 +53,9 @@ def _routes() -> list[Route]:
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
         Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
         Route("/api/v1/system/mq-diagnostic", mq_diagnostic, methods=["POST"]),
+        Route("/api/v1/system/mesh", mesh_summary, methods=["GET"]),
+        Route(CONSOLE_PATH, console_redirect, methods=["GET"]),
+        Mount(CONSOLE_PATH, app=ConsoleAssets()),
     ]
 
 

@@ -197,7 +197,10 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
     ):
         io.out.write(f"{mesh.url}\n")
         io.out.flush()
-        io.err.write(f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url}; press Ctrl-C to stop\n")
+        io.err.write(
+            f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url} (web console: {mesh.url}/console/); "
+            "press Ctrl-C to stop\n"
+        )
         io.err.flush()
         stopped = threading.Event()
         try:

@@ -295,6 +295,7 @@ def test_asya_dev_with_a_manifest_elsewhere_loads_code_relative_to_it(tmp_path: 
         logs = dev.proc.stdout.read()  # unlike the demo, dev keeps the actors' JSON log lines
         assert '"service":"asya-elsewhere-x-sink"' in logs
     assert f"mesh 'elsewhere' is up at {dev.url}" in dev.stderr()
+    assert f"(web console: {dev.url}/console/)" in dev.stderr()  # issue 21
     assert "asya dev: stopping" in dev.stderr()
 
 
