@@ -37,6 +37,7 @@ from asya_gateway.requestid import RequestIdMiddleware
 from asya_gateway.routes.events import task_events
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
 from asya_gateway.routes.tasks import create_or_list, task_item
+from asya_gateway.timers import DeadlineTimers
 
 __all__ = ["create_app"]
 
@@ -59,6 +60,7 @@ def create_app(
     manifest: Manifest | None = None,
     store: TaskStore | None = None,
     transport: Transport | None = None,
+    timers: DeadlineTimers | None = None,
     sqs: Any = None,
     dynamodb: Any = None,
     s3: Any = None,
@@ -85,6 +87,8 @@ def create_app(
         transport = Transport(
             namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
         )
+    if timers is None:
+        timers = DeadlineTimers(namespace=manifest.namespace, sqs=sqs, account_id=config.account_id, clock=clock)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
     middleware = [Middleware(RequestIdMiddleware)]
     if manifest.gateway.cors_origins:
@@ -105,6 +109,12 @@ def create_app(
     )
     app.router.redirect_slashes = False
     app.state.gateway = GatewayContext(
-        config=config, manifest=manifest, store=store, transport=transport, clock=clock, cloudwatch=cloudwatch
+        config=config,
+        manifest=manifest,
+        store=store,
+        transport=transport,
+        clock=clock,
+        timers=timers,
+        cloudwatch=cloudwatch,
     )
     return app
