@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import BotoCoreError, ClientError
@@ -68,6 +68,9 @@ DEFAULT_RESERVE_SECONDS: Final = 5.0
 _ACTIVE: Final = frozenset({"pending", "running"})
 #: Failures of one task's read or write: counted against that task only.
 _TASK_ERRORS: Final = (ClientError, BotoCoreError, StoreError, TimerError)
+
+#: What became of one timer.
+_Outcome = Literal["timed_out", "rearmed", "dropped"]
 
 _log = logging.getLogger(__name__)
 
@@ -201,7 +204,7 @@ class Backstop:
             self._metric(self.namespace, timed_out)
         return TimerBatchResult(timed_out=timed_out, dropped=dropped, rearmed=rearmed, failed=tuple(failed))
 
-    def _handle_timer(self, timer: Timer) -> str:
+    def _handle_timer(self, timer: Timer) -> _Outcome:
         state = self._deadline_state(timer.task_id)
         if state is None:
             _log.debug("backstop: timer of task %s dropped: no such task", timer.task_id)
