@@ -17,7 +17,7 @@ def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore
     actors = {"normalize", "analyze", "summarize", "split", "x-sink", "x-sump"}
     assert set(mesh.resources.queue_urls) == set(mesh.resources.dlq_urls) == actors | {"x-deadline"}
     table = mesh.aws.dynamodb.describe_table(TableName="asya-demo-tasks")["Table"]
-    assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {"by_created", "by_status", "active_deadlines"}
+    assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {"by_created", "by_outcome", "long_deadlines"}
 
 
 def test_gw_back_1_provision_creates_the_deadline_timer_queue_with_its_dlq(mesh) -> None:  # type: ignore[no-untyped-def]
