@@ -2,9 +2,14 @@
 
 Create (GW-CREATE-7): validate, make a UUID4, build headers (client headers, trace context, ``x-asya-flow`` and
 ``x-asya-progress`` for a flow, ``x-asya-gateway-url`` when a callback URL is configured), compute ``deadline_at``,
-write the record with event 1, then send the envelope to the first actor. A missing queue deletes the record again
-(404, GW-CREATE-8); any other send failure marks the task ``failed`` with ``dispatch failed: <AWS error code>`` and
-answers 500.
+write the record with event 1, arm the deadline timer (GW-BACK-1, ``asya_gateway.timers``), then send the envelope to
+the first actor. A missing queue deletes the record again (404, GW-CREATE-8); any other send failure marks the task
+``failed`` with ``dispatch failed: <AWS error code>`` and answers 500.
+
+The timer is armed before the envelope is sent, not after (GW-CREATE-7 lists it last): a failed timer send then
+fails a task that nothing has started, in the same way as a failed envelope send (``failed`` with ``dispatch failed:
+<AWS error code>``, 500), so a client is never answered 201 for a task whose deadline nothing would enforce. A timer
+armed for a task whose first send then fails finds the task failed (or deleted) and drops itself.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.errors import HttpError
 from asya_gateway.listing import parse_list_query
+from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import CreateBody, CreateTarget, parse_create_body, resolve_target, schema_violation
 
@@ -83,6 +89,8 @@ async def create_task(request: Request) -> Response:
         payload=create.payload,
         deadline_at=deadline_at,
     )
+    if deadline_at is not None:
+        await _arm_deadline(ctx, task_id, deadline_at)
     await _dispatch(ctx, task_id, entry, envelope)
     answer: dict[str, Any] = {"id": task_id, "status": "pending"}
     if deadline_at is not None:
@@ -106,6 +114,16 @@ def _envelope_headers(
     if callback_url:
         headers[hdr.GATEWAY_URL] = callback_url
     return headers
+
+
+async def _arm_deadline(ctx: GatewayContext, task_id: str, deadline_at: str) -> None:
+    try:
+        await ctx.call(ctx.timers.arm, task_id, deadline_at)
+    except TimerError as exc:
+        _log.error("deadline timer of task %s not armed: %s", task_id, exc)
+        update = StatusUpdate(status="failed", error=f"dispatch failed: {exc.code}", envelope_id=task_id)
+        await ctx.call(ctx.store.apply_status, task_id, update)
+        raise HttpError(500, "failed to dispatch message") from None
 
 
 async def _dispatch(ctx: GatewayContext, task_id: str, actor: str, envelope: Envelope) -> None:
