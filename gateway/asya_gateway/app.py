@@ -37,6 +37,7 @@ from asya_gateway.logs import configure_logging
 from asya_gateway.requestid import RequestIdMiddleware
 from asya_gateway.routes.events import task_events
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
+from asya_gateway.routes.resume import resume_task
 from asya_gateway.routes.system import mesh_summary
 from asya_gateway.routes.tasks import create_or_list, task_item
 from asya_gateway.timers import DeadlineTimers
@@ -53,6 +54,7 @@ def _routes() -> list[Route | Mount]:
         Route("/api/v1/mesh/", create_or_list, methods=["GET", "POST"]),
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
         Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
+        Route("/api/v1/mesh/{task_id}/resume", resume_task, methods=["POST"]),
         Route("/api/v1/system/mq-diagnostic", mq_diagnostic, methods=["POST"]),
         Route("/api/v1/system/mesh", mesh_summary, methods=["GET"]),
         Route(CONSOLE_PATH, console_redirect, methods=["GET"]),

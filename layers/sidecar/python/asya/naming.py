@@ -28,6 +28,7 @@ __all__ = [
     "FLOW_NAME_RE",
     "MAX_QUEUE_NAME",
     "NAMESPACE_RE",
+    "PAUSE_CREW",
     "ROUTABLE_CREW",
     "SIDECAR_ENTRY_POINT",
     "SINK",
@@ -90,12 +91,16 @@ SIDECAR_ENTRY_POINT: Final = EntryPoint("asya.sidecar", "ActorRuntime")
 CREW_ENTRY_POINTS: Final = {
     SINK: EntryPoint("asya_crew.sink", "SinkRuntime"),
     SUMP: EntryPoint("asya_crew.sump", "SumpRuntime"),
+    PAUSE: EntryPoint("asya_crew.pause", "PauseRuntime"),
+    RESUME: EntryPoint("asya_crew.resume", "ResumeRuntime"),
 }
+#: Crew a mesh deploys when a route, ``on_exhausted`` or sink hook names x-pause: the pair serves pause and resume.
+PAUSE_CREW: Final = (PAUSE, RESUME)
 
 
 def undeployed_crew(targets: list[tuple[str, str]]) -> str | None:
     """A readable error for the first of ``targets`` (``(field, crew name)``, ``Manifest.crew_targets``) that names
-    crew this release cannot run (x-pause, x-resume, fan-in aggregators), else ``None``. The spec allows them in a
+    crew this release cannot run (fan-in aggregators), else ``None``. The spec allows them in a
     manifest (P-MAN-3); refusing at deploy or start time beats every task failing at that hop."""
     for field, name in targets:
         if name not in CREW_ENTRY_POINTS:

@@ -69,7 +69,7 @@ class Manifest(_Model):
         _check(naming.validate_namespace, self.namespace, field="namespace")
         for (
             crew
-        ) in naming.CREW_ACTORS:  # every mesh deploys these: a namespace too long for them is the namespace's fault
+        ) in self.crew_actors():  # every mesh deploys these: a namespace too long for them is the namespace's fault
             try:
                 naming.dlq_name(self.namespace, crew)
             except NamingError:
@@ -174,8 +174,8 @@ class Manifest(_Model):
         return None
 
     def deployed_actors(self) -> list[DeployedActor]:
-        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump), whose
-        ``tracing`` is ``defaults.tracing``."""
+        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump, and
+        x-pause with x-resume when used, :meth:`crew_actors`), whose ``tracing`` is ``defaults.tracing``."""
         out = [
             DeployedActor(
                 name=name,
@@ -204,9 +204,16 @@ class Manifest(_Model):
                 tracing=self.defaults.tracing,
                 **CREW_SETTINGS,
             )
-            for crew in naming.CREW_ACTORS
+            for crew in self.crew_actors()
         )
         return out
+
+    def crew_actors(self) -> tuple[str, ...]:
+        """The crew this mesh deploys: x-sink and x-sump always, x-pause and x-resume when anything names x-pause
+        (P-PAUSE-1)."""
+        if any(name == naming.PAUSE for _, name in self.crew_targets()):
+            return (*naming.CREW_ACTORS, *naming.PAUSE_CREW)
+        return naming.CREW_ACTORS
 
     def queue_name(self, actor: str) -> str:
         return naming.queue_name(self.namespace, actor)

@@ -11,7 +11,8 @@ Write paths and their cost (GW-DATA-8; the layout is in ``asya.store.records``):
   ``final`` the task item's fence only; for a child its child item (``asya.store.fences``);
 - a status update (``apply`` and the ``report_*``, ``cancel`` and backstop helpers built on it): ONE conditional
   ``UpdateItem`` of the task item (``asya.store.writer``); an accepted terminal update with a result or error details
-  then puts the ``RESULT`` item, a paused one the ``PAUSE`` item;
+  then puts the ``RESULT`` item, a paused one the ``PAUSE`` item; x-pause puts its ``PAUSE`` item first
+  (``put_pause_item``), then makes its paused write, which is its hop claim (``pause``, P-PAUSE-5): 2 write units;
 - ``append_fly``: one ``UpdateItem`` taking ``n`` numbers (``ADD``-style, conditional on a non-terminal task), then
   the fly item(s).
 
@@ -28,6 +29,7 @@ import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -55,6 +57,8 @@ TIMED_OUT: Final = "task timed out"
 #: How long a reader waits for a result item its task item announces (GW-DATA-2).
 _RESULT_WAIT: Final = 2.0
 _RESULT_POLL: Final = 0.1
+#: The pause item's lifetime (GW-DATA-2): no write removes it when the task ends.
+_PAUSE_TTL: Final = timedelta(days=400)
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,6 +478,57 @@ class TaskStore:
         now = self._clock()
         for item in fly_items(task_id, last, [v.to_dict() for v in values], now=now, now_ms=format_ts_ms(now)):
             self.dynamodb.put_item(TableName=self.table, Item=item)
+        return True
+
+    def put_pause_item(self, task_id: str, *, pause_metadata: Mapping[str, Any], fence: tuple[int, int]) -> None:
+        """Step (1) of x-pause (P-PAUSE-5): the ``PAUSE`` item with ``pause_metadata`` (S3 above 64 KiB) and the fence
+        of the hop that pauses, kept 400 days (GW-DATA-2). One ``PutItem``; an error propagates (durable path)."""
+        name, value, _ = self._bodies.encode(task_id, "pause_metadata", dict(pause_metadata))
+        item = {
+            **rec.key(task_id, rec.PAUSE_SK),
+            name: value,
+            "fence_h": rec.num_av(fence[0]),
+            "fence_a": rec.num_av(fence[1]),
+            "ttl": rec.num_av(rec.epoch(self._clock() + _PAUSE_TTL)),
+        }
+        self.dynamodb.put_item(TableName=self.table, Item=item)
+
+    def pause(
+        self,
+        task_id: str,
+        *,
+        actor: str,
+        pause_metadata: Mapping[str, Any],
+        remaining_seconds: int | None,
+        claim: tuple[int, int, int],
+        envelope_id: str | None = None,
+        created_at: str | None = None,
+    ) -> ApplyResult:
+        """Step (2) of x-pause (P-PAUSE-5): the status write ``paused`` that freezes the deadline (``deadline_at``
+        removed, ``remaining_seconds`` stored) and is x-pause's hop claim (P-ACK-8). ONE conditional ``UpdateItem``;
+        the pause item is not written again (call :meth:`put_pause_item` first)."""
+        update = StatusUpdate(
+            status="paused",
+            actor=actor[:NAME_LIMIT],
+            pause_metadata=pause_metadata,
+            remaining_seconds=remaining_seconds,
+            claim=claim,
+            envelope_id=envelope_id,
+            created_at_hint=created_at,
+        )
+        return self.apply(task_id, update)
+
+    def has_paused_envelope(self, task_id: str) -> bool:
+        """Whether ``paused/{id}.json`` exists (P-RESUME-1, GW-RESUME-2): one ``HeadObject``; other S3 errors
+        propagate."""
+        if not self.bucket:
+            return False
+        try:
+            self._s3_client().head_object(Bucket=self.bucket, Key=f"paused/{task_id}.json")
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
         return True
 
     def cancel(self, task_id: str) -> str:

@@ -32,6 +32,7 @@ from asya.timeutil import parse_ts
 
 __all__ = [
     "OUTCOME_STATUSES",
+    "RESUMED_ATTEMPT",
     "UpdateSpec",
     "attach_checkpoint",
     "blind_update",
@@ -43,6 +44,8 @@ __all__ = [
     "refence_condition",
 ]
 
+#: The fence attempt a resume stores over x-pause's hop (P-RESUME-1): above any attempt a delivery can carry.
+RESUMED_ATTEMPT: Final = 2**31 - 1
 #: Terminal statuses listed by the sparse ``by_outcome`` index (GW-DATA-2).
 OUTCOME_STATUSES: Final = frozenset({"failed", "canceled"})
 
@@ -182,6 +185,9 @@ def _clauses(
         spec.set("fence_a", rec.num_av(update.refence[1] + 1))
         spec.set("lease_until", rec.num_av(0))
     if update.resume:
+        # the resume raises the fence to (h_pause, maximum): a redelivered x-pause is a duplicate (P-RESUME-1)
+        spec.set("fence_a", rec.num_av(RESUMED_ATTEMPT))
+        spec.set("lease_until", rec.num_av(0))
         spec.remove("remaining_seconds")
         if update.deadline_at is None:
             spec.remove("deadline_at", "gsi3pk", "gsi3sk")

@@ -8,7 +8,9 @@ task item is the state and ``last_seq`` numbers its changes (P-STAT-3). Then, on
 - an accepted terminal update with a result or error details: one ``PutItem`` of the ``RESULT`` item. The task item
   was tagged ``terminal_by`` = the update's ``writer_id`` in the same write, so only that writer, or a redelivery of
   its message (which finds its own tag), writes the result item; a stale writer never changes it (GW-DATA-2);
-- an accepted ``paused`` update: one ``PutItem`` of the ``PAUSE`` item with ``pause_metadata``.
+- an accepted ``paused`` update that is not a hop claim (the producer route, a failed resume's way back): one
+  ``PutItem`` of the ``PAUSE`` item with ``pause_metadata``; x-pause's paused claim writes none, its pause item came
+  first (P-PAUSE-5, ``TaskStore.put_pause_item``).
 
 A stale terminal update attaches its checkpoint to a task that has none (P-STAT-2). A hop claim (``update.claim``,
 P-ACK-8) whose condition fails is classified from the old item: :attr:`Outcome.DUPLICATE` (a higher fence, or a
@@ -118,7 +120,8 @@ class StatusWriter:
             new = response["Attributes"]
             if update.terminal and upd.has_result(update):
                 self._put_result(task_id, update, now)
-            elif update.status == "paused" and update.pause_metadata is not None:
+            elif update.status == "paused" and update.pause_metadata is not None and update.claim is None:
+                # x-pause's paused write (a claim) comes after its own pause item write (P-PAUSE-5)
                 self._put_pause(task_id, update)
             return ApplyResult(Outcome.ACCEPTED, update.status, rec.get_int(new, "last_seq"))
         raise StoreConflictError(f"status update of task {task_id!r} lost {_MAX_ATTEMPTS} races; giving up")

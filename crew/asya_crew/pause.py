@@ -1,0 +1,190 @@
+"""x-pause: stop a tracked task for human input (PROTOCOL 12.4, P-PAUSE-1..6; P-ACK-8's crew fence; GW-DATA-2).
+
+Per record, after the regular steps (``asya_crew.routed``: parse, route check, pre-flight, SLA check):
+
+- an untracked envelope (stealth, hook copy, fan-out child, or no task record) is rejected: ``x-pause requires a task
+  tracked by the gateway`` (P-PAUSE-2, P-CREW-1); so is invalid pause metadata (P-PAUSE-3, ``asya.pausing``);
+- pre-flight: a ``succeeded``/``failed`` task or a stored fence above this hop's is a duplicate (acked, nothing
+  written); a ``canceled`` task goes to x-sink (P-STAT-10); a ``paused`` task holding this hop's fence is a redelivery
+  that completes the file (below);
+- then, in this order (P-PAUSE-5): (1) the ``PAUSE`` item (``pause_metadata`` and the fence ``(h, a)``); (2) the
+  status write ``paused`` with ``remaining_seconds = floor(deadline_at - now)`` (``null`` without a deadline), which
+  removes the task's ``deadline_at`` (the backstop drops its timer, GW-BACK-5) and is the hop claim; (3) the file
+  ``paused/{id}.json`` (P-PAUSE-4). A claim refused by a higher fence (a resume raised it, P-RESUME-1) or a finished
+  task writes nothing more: no orphan file. A refusal by a ``paused`` task holding this fence (a redelivery after (2))
+  stores the file when it is missing.
+- nothing is sent (P-PAUSE-6); the record is acked once the file exists. Any write error fails the record.
+
+Write units per pause: the pause item and the task item, 1 each for items under 1 KB (GW-DATA-8).
+Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Final
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.exceptions import ClientError
+
+from asya import headers as hdr
+from asya import pausing, routing
+from asya.config import ActorConfig
+from asya.envelope import Envelope
+from asya.exceptions import AsyaError
+from asya.store import Outcome
+from asya_crew.checkpoint import CheckpointLine
+from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
+from asya_crew.runtime import Parsed, Unparsed
+
+__all__ = ["NOT_TRACKED", "PauseRuntime", "PausedFileError", "lambda_handler"]
+
+NOT_TRACKED: Final = "x-pause requires a task tracked by the gateway"
+#: P-ACK-8: the claim's lease runs past the Lambda's timeout by this much.
+_LEASE_MARGIN_MS: Final = 10_000
+_FINISHED: Final = frozenset({"succeeded", "failed"})
+#: S3's answers to a conditional put whose object exists (another delivery stored the file meanwhile).
+_ALREADY_STORED: Final = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
+
+
+class PausedFileError(AsyaError):
+    """``paused/{id}.json`` could not be stored (no bucket, or S3 refused): the record fails and comes back."""
+
+
+class PauseRuntime(RoutedCrewRuntime):
+    """The x-pause Lambda runtime."""
+
+    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
+        if isinstance(prepared, Unparsed):
+            self._parse_failure(prepared.body, prepared.error)
+            return
+        try:
+            self._pause(prepared.envelope)
+        except StopRecord:
+            return
+
+    def _pause(self, envelope: Envelope) -> None:
+        self._check_route(envelope)
+        if hdr.is_stealth(envelope.headers) or hdr.is_hook_copy(envelope.headers) or envelope.parent_id:
+            self._reject(envelope, NOT_TRACKED)
+        fence = (len(envelope.route.prev) + 1, routing.entry_attempt(envelope, self.config.actor))
+        task = self._task_item(envelope.id)
+        if task is None:
+            self._reject(envelope, NOT_TRACKED)
+        self._preflight(envelope, task, fence)
+        self._check_sla(envelope)
+        try:
+            metadata = pausing.parse_metadata(envelope.headers.get(hdr.PAUSE))
+        except pausing.PauseMetadataError as exc:
+            self._reject(envelope, str(exc))
+        payload = self._payload(envelope)
+        now = self._clock()
+        status = envelope.status
+        remaining = pausing.remaining_seconds(status.deadline_at if status else None, now)
+        self._store.put_pause_item(envelope.id, pause_metadata=metadata.to_dict(), fence=fence)
+        lease_until = int(now.timestamp() * 1000) + int(self.config.actor_timeout * 1000) + _LEASE_MARGIN_MS
+        result = self._store.pause(
+            envelope.id,
+            actor=self.config.actor,
+            pause_metadata=metadata.to_dict(),
+            remaining_seconds=remaining,
+            claim=(*fence, lease_until),
+            envelope_id=envelope.id,
+            created_at=status.created_at if status else None,
+        )
+        if result.outcome is Outcome.ACCEPTED:
+            document = pausing.paused_document(envelope, payload, metadata, now=now, remaining=remaining)
+            self._put_file(envelope.id, document, only_if_missing=False)
+            self._log.info("task paused", extra={"remaining_seconds": remaining})
+            return
+        if result.outcome is Outcome.NOT_FOUND:
+            self._reject(envelope, NOT_TRACKED)
+        if result.status == "paused":
+            self._complete_redelivery(envelope, fence, payload, metadata, remaining)
+            return
+        if result.status == "canceled":
+            self._stop_if_canceled(envelope, result.status)
+        self._log.info("duplicate delivery: nothing written", extra={"task_status": result.status})
+
+    def _preflight(self, envelope: Envelope, task: dict[str, Any], fence: tuple[int, int]) -> None:
+        status = status_of(task)
+        self._stop_if_canceled(envelope, status)
+        stored = self._store.fence_of(task)
+        if status in _FINISHED or (stored is not None and stored > fence):
+            self._log.info("duplicate delivery: acked without a write", extra={"task_status": status})
+            raise StopRecord
+        if status == "paused":
+            if stored == fence:
+                self._complete_redelivery(envelope, fence, None, None, None)
+            else:
+                self._log.info("task is paused by another hop: acked", extra={"task_status": status})
+            raise StopRecord
+
+    def _complete_redelivery(
+        self,
+        envelope: Envelope,
+        fence: tuple[int, int],
+        payload: Any,
+        metadata: pausing.PauseMetadata | None,
+        remaining: int | None,
+    ) -> None:
+        """A redelivery that finds the task paused: with this hop's fence it stores the file when it is missing
+        (P-PAUSE-5); under another fence it writes nothing."""
+        task = self._task_item(envelope.id)
+        if task is None or status_of(task) != "paused" or self._store.fence_of(task) != fence:
+            self._log.info("task paused by another hop: nothing written")
+            return
+        if self._file_exists(envelope.id):
+            self._log.info("redelivery of a completed pause: acked")
+            return
+        if metadata is None:
+            metadata = pausing.parse_metadata(envelope.headers.get(hdr.PAUSE))
+        if payload is None:
+            payload = self._payload(envelope)
+        if remaining is None:
+            stored_remaining = task.get("remaining_seconds", {}).get("N")
+            remaining = int(stored_remaining) if stored_remaining is not None else None
+        document = pausing.paused_document(envelope, payload, metadata, now=self._clock(), remaining=remaining)
+        self._put_file(envelope.id, document, only_if_missing=True)
+        self._log.info("redelivery stored the missing paused file")
+
+    def _file_exists(self, task_id: str) -> bool:
+        try:
+            self.s3.head_object(Bucket=self._bucket(), Key=pausing.paused_key(task_id))
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def _bucket(self) -> str:
+        if not self.config.bucket:
+            raise PausedFileError("ASYA_BUCKET is not set: x-pause cannot store the paused envelope")
+        return self.config.bucket
+
+    def _put_file(self, task_id: str, document: dict[str, Any], *, only_if_missing: bool) -> None:
+        extra = {"IfNoneMatch": "*"} if only_if_missing else {}
+        try:
+            self.s3.put_object(
+                Bucket=self._bucket(),
+                Key=pausing.paused_key(task_id),
+                Body=json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode("utf-8"),
+                ContentType="application/json",
+                **extra,
+            )
+        except ClientError as exc:
+            if only_if_missing and exc.response["Error"]["Code"] in _ALREADY_STORED:
+                return
+            raise PausedFileError(f"could not store {pausing.paused_key(task_id)}: {exc}") from exc
+
+
+_RUNTIME: PauseRuntime | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The x-pause Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
+    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
+    if _RUNTIME is None:
+        _RUNTIME = PauseRuntime(ActorConfig.from_env(os.environ))
+    return _RUNTIME.handle(event, context)

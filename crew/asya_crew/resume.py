@@ -1,0 +1,119 @@
+"""x-resume: send a paused task on with the resume input merged in (PROTOCOL 12.5, P-RESUME-2..6).
+
+The gateway's resume (``asya_gateway.routes.resume``) switched the task ``paused -> running`` and raised its fence
+(P-RESUME-1); that write is x-resume's fence, so x-resume claims nothing and writes no status (P-ACK-8, P-RESUME-2).
+Per record, after the regular steps (``asya_crew.routed``: parse, route check, SLA check):
+
+- ``x-asya-resume-task`` must be present and equal to ``id``, else the task is rejected (P-CREW-1);
+- pre-flight (P-STAT-10): a ``canceled`` task goes to x-sink; a ``paused`` one (paused again: this resume is stale),
+  a finished one or an unknown id is acked without a send;
+- ``paused/{id}.json`` is loaded; a missing file means the resume was already delivered: warning, ack (P-RESUME-3);
+- the input (the payload) is merged into the stored payload (P-RESUME-4, ``asya.pausing.merge_input``); a bad merge
+  is rejected;
+- the restored envelope goes on under the task's own id (P-RESUME-5): its route the stored ``next`` (x-sink with
+  ``Completed`` when empty), its deadline ``now + x-asya-resume-timeout`` when that header is present;
+- after the send, the file is deleted (a delete failure is logged) and the record acked (P-RESUME-6).
+
+Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from botocore.exceptions import BotoCoreError, ClientError
+
+from asya import headers as hdr
+from asya import pausing
+from asya.config import ActorConfig
+from asya.envelope import Envelope
+from asya_crew.checkpoint import CheckpointLine
+from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
+from asya_crew.runtime import Parsed, Unparsed
+
+__all__ = ["ResumeRuntime", "lambda_handler"]
+
+
+class ResumeRuntime(RoutedCrewRuntime):
+    """The x-resume Lambda runtime."""
+
+    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
+        if isinstance(prepared, Unparsed):
+            self._parse_failure(prepared.body, prepared.error)
+            return
+        try:
+            self._resume(prepared.envelope)
+        except StopRecord:
+            return
+
+    def _resume(self, envelope: Envelope) -> None:
+        self._check_route(envelope)
+        task_id = envelope.headers.get(hdr.RESUME_TASK)
+        if task_id != envelope.id:
+            self._reject(envelope, f"x-resume: header {hdr.RESUME_TASK} must equal the envelope id, got {task_id!r}")
+        task = self._task_item(envelope.id)
+        status = status_of(task)
+        self._stop_if_canceled(envelope, status)
+        if status not in ("pending", "running"):
+            self._log.info("stale resume: acked without a send", extra={"task_status": status})
+            return
+        self._check_sla(envelope)
+        document = self._load(envelope.id)
+        if document is None:
+            self._log.warning("paused envelope not found: the resume was already delivered; acked")
+            return
+        given = self._payload(envelope)
+        try:
+            payload = pausing.merge_input(document, given)
+        except pausing.ResumeMergeError as exc:
+            self._reject(envelope, str(exc))
+        timeout = _timeout(envelope.headers.get(hdr.RESUME_TIMEOUT))
+        trace = {k: v for k, v in envelope.headers.items() if k in (hdr.TRACEPARENT, hdr.TRACESTATE)}
+        destination, out = pausing.restored_envelope(
+            document, payload, trace_headers=trace, now=self._clock(), timeout=timeout
+        )
+        self._transport.send(destination, out)
+        self._log.info("task resumed", extra={"destination": destination})
+        self._delete(envelope.id)
+
+    def _load(self, task_id: str) -> dict[str, Any] | None:
+        bucket = self.config.bucket
+        if not bucket:
+            return None
+        try:
+            body = self.s3.get_object(Bucket=bucket, Key=pausing.paused_key(task_id))["Body"].read()
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise
+        document = json.loads(body)
+        if not isinstance(document, dict) or not isinstance(document.get("id"), str):
+            raise ValueError(f"{pausing.paused_key(task_id)}: not a paused envelope")
+        return document
+
+    def _delete(self, task_id: str) -> None:
+        try:
+            self.s3.delete_object(Bucket=self.config.bucket, Key=pausing.paused_key(task_id))
+        except (ClientError, BotoCoreError) as exc:
+            self._log.warning("could not delete the paused envelope", extra={"error": str(exc)})
+
+
+def _timeout(value: object) -> int | None:
+    """``x-asya-resume-timeout``: integer seconds as a string; anything else means no deadline."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+_RUNTIME: ResumeRuntime | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The x-resume Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
+    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
+    if _RUNTIME is None:
+        _RUNTIME = ResumeRuntime(ActorConfig.from_env(os.environ))
+    return _RUNTIME.handle(event, context)

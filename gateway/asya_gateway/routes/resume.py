@@ -1,0 +1,130 @@
+"""``POST /api/v1/mesh/{id}/resume``: resume a paused task with a client's input (GATEWAY section 9, PROTOCOL
+P-RESUME-1, GW-BACK-1, GW-BACK-5).
+
+Body ``{"input": object, "timeout"?: integer}`` (``timeout`` as GW-CREATE-6; other members answer 400 naming them).
+Answers:
+
+- 404 ``{"error": "not found"}`` for an unknown id;
+- 409 ``{"error": "task is not paused (status: <s>)"}`` for a task that is not paused, and for a lost race with
+  another resume or a cancel (the status found); 409 ``{"error": "task has no stored envelope to resume"}`` while
+  x-pause has not stored ``paused/{id}.json`` yet (the client retries);
+- 400 ``{"error": "missing required field '<name>'"}`` / ``{"error": "field '<name>' must be <type>"}`` against
+  ``pause_metadata.fields`` (GW-RESUME-1, ``asya.pausing.input_problem``);
+- 202 ``{"id", "status": "running", "deadline_at"}`` after: ONE conditional write ``paused -> running`` (message
+  ``Resumed``, the fence raised to ``(h_pause, maximum)`` so a redelivered x-pause is a duplicate, the deadline now +
+  ``timeout`` else + ``remaining_seconds``, none when both are null), the deadline timer armed (GW-BACK-1), and the
+  resume envelope sent to ``asya-{ns}-x-resume`` (P-RESUME-1);
+- 500 ``{"error": "failed to dispatch resume"}`` when the timer or the send fails: the task is set back to
+  ``paused`` with its frozen ``remaining_seconds`` (GW-RESUME-4), so the client can resume again.
+
+Write units: 1 (the task item, under 1 KB), plus the ``long_deadlines`` index entry for a deadline over 900 s away.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any, Final
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from asya import headers as hdr
+from asya import naming, pausing
+from asya.envelope import Envelope, Route, Status
+from asya.exceptions import SerializationError
+from asya.store import Outcome, StatusUpdate
+from asya.timeutil import format_ts
+from asya.transport import TransportError
+from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
+from asya_gateway.context import GatewayContext, context_of
+from asya_gateway.errors import HttpError
+from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
+from asya_gateway.timers import TimerError
+from asya_gateway.tracing import trace_headers
+from asya_gateway.validation import validate_timeout
+
+__all__ = ["NO_ENVELOPE", "resume_task"]
+
+_log = logging.getLogger("asya_gateway.resume")
+
+NO_ENVELOPE: Final = "task has no stored envelope to resume"
+_DISPATCH_FAILED: Final = "failed to dispatch resume"
+_BODY_KEYS: Final = frozenset({"input", "timeout"})
+
+
+async def resume_task(request: Request) -> Response:
+    ctx = context_of(request)
+    task_id = task_id_of(request)
+    body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
+    for key in body:
+        if key not in _BODY_KEYS:
+            raise HttpError(400, f"unknown field '{key}'")
+    if "input" not in body:
+        raise HttpError(400, "input is required")
+    given = body["input"]
+    if not isinstance(given, dict):
+        raise HttpError(400, "input must be an object")
+    timeout = validate_timeout(body.get("timeout"))
+    view = await load_view(ctx, task_id)
+    if view["status"] != "paused":
+        raise HttpError(409, f"task is not paused (status: {view['status']})")
+    metadata = view.get("pause_metadata")
+    problem = pausing.input_problem(metadata if isinstance(metadata, dict) else None, given)
+    if problem is not None:
+        raise HttpError(400, problem)
+    if not await ctx.call(ctx.store.has_paused_envelope, task_id):
+        raise HttpError(409, NO_ENVELOPE)
+    remaining = view.get("remaining_seconds")
+    seconds = timeout if timeout is not None else remaining
+    now = ctx.clock()
+    deadline_at = format_ts(now + timedelta(seconds=seconds)) if seconds is not None else None
+    update = StatusUpdate(
+        status="running", resume=True, deadline_at=deadline_at, actor=naming.RESUME, envelope_id=task_id
+    )
+    result = await ctx.call(ctx.store.apply, task_id, update)
+    if result.outcome is Outcome.NOT_FOUND:
+        raise HttpError(404, NOT_FOUND)
+    if not result.accepted:
+        raise HttpError(409, f"task is not paused (status: {result.status})")
+    headers: dict[str, Any] = {hdr.RESUME_TASK: task_id}
+    if seconds is not None:
+        headers[hdr.RESUME_TIMEOUT] = str(seconds)
+    headers.update(trace_headers(request.headers.get(hdr.TRACEPARENT), request.headers.get(hdr.TRACESTATE), {}))
+    stamp = format_ts(now)
+    envelope = Envelope(
+        id=task_id,
+        route=Route(prev=[], curr=naming.RESUME, next=[]),
+        payload=given,
+        headers=headers,
+        status=Status(
+            phase="pending",
+            actor=naming.RESUME,
+            attempt=1,
+            max_attempts=1,
+            created_at=stamp,
+            updated_at=stamp,
+            deadline_at=deadline_at,
+        ),
+    )
+    try:
+        if deadline_at is not None:
+            await ctx.call(ctx.timers.arm, task_id, deadline_at)
+        await ctx.call(ctx.transport.send, naming.RESUME, envelope)
+    except (TimerError, TransportError, SerializationError) as exc:
+        _log.error("resume of task %s not dispatched: %s", task_id, exc)
+        await _back_to_paused(ctx, task_id, metadata, remaining)
+        raise HttpError(500, _DISPATCH_FAILED) from None
+    return JSONResponse({"id": task_id, "status": "running", "deadline_at": deadline_at}, status_code=202)
+
+
+async def _back_to_paused(ctx: GatewayContext, task_id: str, metadata: object, remaining: object) -> None:
+    """GW-RESUME-4: the task is paused again with its frozen budget; its raised fence stays (x-pause is done)."""
+    update = StatusUpdate(
+        status="paused",
+        pause_metadata=metadata if isinstance(metadata, dict) else dict(pausing.DEFAULT_METADATA),
+        remaining_seconds=remaining if isinstance(remaining, int) else None,
+        message="Resume not dispatched",
+        envelope_id=task_id,
+    )
+    await ctx.call(ctx.store.apply, task_id, update)
