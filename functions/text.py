@@ -51,3 +51,25 @@ def split_sentences(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
     sentences = [part.strip() for part in re.split(r"(?<=[.!?])\s+", str(payload["text"])) if part.strip()]
     for index, sentence in enumerate(sentences):
         yield {"text": sentence, "index": index, "of": len(sentences)}
+
+
+def request_review(payload: dict[str, Any]) -> Iterator[Any]:
+    """Ask a human to approve the analysis before it is published: the pause metadata the next hop (x-pause) shows
+    as the prompt and the form of `asya resume` (PROTOCOL P-PAUSE-3)."""
+    yield (
+        "SET",
+        ".headers.x-asya-pause",
+        {
+            "prompt": f"Publish this {payload.get('sentiment', 'neutral')} text? {payload.get('normalized', '')[:80]}",
+            "fields": [
+                {"name": "approved", "type": "boolean", "required": True, "prompt": "Publish it?"},
+                {"name": "note", "type": "string", "prompt": "A note for the record", "payload_key": "/review/note"},
+            ],
+        },
+    )
+    yield payload
+
+
+def publish(payload: dict[str, Any]) -> dict[str, Any]:
+    """The last step after the review: published when the reviewer approved."""
+    return {**payload, "published": payload.get("approved") is True}

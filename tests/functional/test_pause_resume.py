@@ -1,0 +1,382 @@
+"""Pause and resume against moto: x-pause and x-resume runtimes, the gateway's resume route, cancel and the deadline
+backstop (PROTOCOL 12.4 P-PAUSE-1..6, 12.5 P-RESUME-1..6, P-STAT-1, P-STAT-10, P-ACK-8, P-HDR-4, P-TIME-9; GATEWAY
+section 9 GW-RESUME-1..4, GW-DATA-2, GW-CANCEL-2, GW-BACK-1, GW-BACK-5, GW-TASK-1).
+
+Write units are metered with the bench's meter (``bench.meter``) on the real calls (GW-DATA-8 budget: at most 2 per
+pause and 2 per resume).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.config import ActorConfig
+from asya.store import TaskStore
+from asya.timeutil import format_ts
+from asya_crew.pause import NOT_TRACKED, PauseRuntime
+from asya_crew.resume import ResumeRuntime
+from asya_gateway import GatewayConfig, create_app
+from asya_gateway.backstop import Backstop
+from asya_gateway.timers import DeadlineTimers
+from bench.meter import Meter, Usage
+from tests.clocks import ManualClock
+from tests.functional.actors import Context, actor_env, deliver, drain, queue_arn
+
+pytestmark = pytest.mark.functional
+
+START = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
+FLOW = "reviewed-text"
+#: The example flow's route (asya.yaml): x-pause sits before publish.
+PREV_AT_PAUSE = ["normalize", "analyze", "request-review"]
+METADATA = {
+    "prompt": "Publish this text?",
+    "fields": [
+        {"name": "approved", "type": "boolean", "required": True},
+        {"name": "note", "type": "string", "payload_key": "/review/note"},
+        {"name": "score", "type": "integer"},
+    ],
+}
+
+
+@dataclass
+class Rig:
+    mesh: Any
+    clock: ManualClock
+    store: TaskStore
+    client: httpx.Client
+    pause: PauseRuntime
+    resume: ResumeRuntime
+    meter: Meter
+    #: ``(write units, SQS sends)`` of the last resume request
+    last_resume: tuple[int, int] = (0, 0)
+
+    def create(self, timeout: int | None = None) -> tuple[str, dict[str, Any]]:
+        body: dict[str, Any] = {"payload": {"text": "a good day"}}
+        if timeout is not None:
+            body["timeout"] = timeout
+        response = self.client.post(f"/api/v1/mesh/?flow={FLOW}", json=body)
+        assert response.status_code == 201, response.text
+        [created] = drain(self.mesh.aws.sqs, self.url("normalize"))
+        return str(response.json()["id"]), created
+
+    def url(self, actor: str) -> str:
+        return str(self.mesh.resources.queue_urls[actor])
+
+    def at_pause(self, created: dict[str, Any], metadata: Any = METADATA, attempt: int = 1) -> dict[str, Any]:
+        """The envelope request-review sends to x-pause for the task ``created`` (its first envelope)."""
+        headers = {**created["headers"], "x-asya-route-resolved": {}}
+        if metadata is not None:
+            headers["x-asya-pause"] = metadata
+        return {
+            "id": created["id"],
+            "route": {"prev": PREV_AT_PAUSE, "curr": "x-pause", "next": ["publish"]},
+            "headers": headers,
+            "status": {**created["status"], "actor": "x-pause", "attempt": attempt},
+            "payload": {"text": "a good day", "sentiment": "positive", "review": {"by": "bot"}},
+        }
+
+    def run(self, actor: str, body: dict[str, Any]) -> list[str]:
+        """Deliver ``body`` to ``actor``'s runtime as one batch, metered as ``actor``; the failed record ids."""
+        runtime = self.pause if actor == "x-pause" else self.resume
+        event = deliver(self.mesh.aws.sqs, self.url(actor), [body], arn=queue_arn(self.mesh, actor))
+        with self.meter.component(actor):
+            response = runtime.handle(event, Context())
+        return [f["itemIdentifier"] for f in response["batchItemFailures"]]
+
+    def view(self, task_id: str) -> dict[str, Any]:
+        response = self.client.get(f"/api/v1/mesh/{task_id}")
+        assert response.status_code == 200, response.text
+        view: dict[str, Any] = response.json()
+        return view
+
+    def resume_task(self, task_id: str, body: dict[str, Any]) -> httpx.Response:
+        """POST the resume; its write units (the gateway's, metered in uvicorn's threads) land in ``last_resume``."""
+        before, sends = self.writes("gateway"), self.sends("gateway")
+        response = self.client.post(f"/api/v1/mesh/{task_id}/resume", json=body)
+        self.last_resume = (self.writes("gateway") - before, self.sends("gateway") - sends)
+        return response
+
+    def sends(self, component: str) -> int:
+        found = self.meter.snapshot().get((component, "sqs", "SendMessage"))
+        return found.requests if found is not None else 0
+
+    def paused_file(self, task_id: str) -> dict[str, Any] | None:
+        s3 = self.mesh.aws.s3
+        found = s3.list_objects_v2(Bucket=self.mesh.resources.bucket, Prefix=f"paused/{task_id}.json")
+        if not found.get("KeyCount"):
+            return None
+        body = s3.get_object(Bucket=self.mesh.resources.bucket, Key=f"paused/{task_id}.json")["Body"].read()
+        document: dict[str, Any] = json.loads(body)
+        return document
+
+    def writes(self, component: str) -> int:
+        usage = Usage()
+        for (name, svc, operation), value in self.meter.snapshot().items():
+            if name == component and svc == "dynamodb" and operation in ("PutItem", "UpdateItem", "DeleteItem"):
+                usage.add(value)
+        return usage.wru
+
+
+@pytest.fixture
+def rig(mesh: Any, serve_asgi: Any) -> Iterator[Rig]:
+    clock = ManualClock(START)
+    aws = mesh.aws
+    meter = Meter(shadow_dynamodb=aws.session.client("dynamodb"))
+    for client in (aws.sqs, aws.dynamodb, aws.s3):
+        meter.attach(client)
+    store = TaskStore(
+        table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=aws.dynamodb, s3=aws.s3, clock=clock
+    )
+    app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=aws.sqs, s3=aws.s3, clock=clock)
+
+    def config(actor: str) -> ActorConfig:
+        return ActorConfig.from_env(actor_env(mesh, actor, ASYA_ACTOR_TIMEOUT="30"))
+
+    clients = {"sqs": aws.sqs, "dynamodb": aws.dynamodb, "s3": aws.s3, "clock": clock}
+    with httpx.Client(base_url=serve_asgi(app)) as client:
+        yield Rig(
+            mesh=mesh,
+            clock=clock,
+            store=store,
+            client=client,
+            pause=PauseRuntime(config("x-pause"), **clients),
+            resume=ResumeRuntime(config("x-resume"), **clients),
+            meter=meter,
+        )
+
+
+def _pause(rig: Rig, *, timeout: int | None = None, after: float = 10) -> tuple[str, dict[str, Any]]:
+    task_id, created = rig.create(timeout)
+    rig.clock.advance(after)
+    body = rig.at_pause(created)
+    assert rig.run("x-pause", body) == []
+    return task_id, body
+
+
+def test_p_pause_5_pause_stores_item_status_and_file_then_resume_succeeds_gw_resume_3(rig: Rig) -> None:
+    """The whole round on one task id: x-pause (2 write units), GET paused with the prompt and the frozen budget, the
+    resume (1 write unit), x-resume sends the merged envelope on under the same id and deletes the file."""
+    task_id, _ = _pause(rig)
+
+    view = rig.view(task_id)
+    assert view["status"] == "paused"
+    assert view["pause_metadata"] == METADATA  # GW-TASK-1, from the PAUSE item
+    assert view["remaining_seconds"] == 590  # the flow's 600 s less the 10 s spent (P-PAUSE-4)
+    assert view["deadline_at"] is None  # frozen: the backstop cannot fire (GW-BACK-5)
+    assert view["message"] == "Publish this text?"
+    assert view["data"]["remaining_seconds"] == 590 and view["data"]["pause_metadata"] == METADATA
+    assert rig.writes("x-pause") == 2, "pause item + paused claim (GW-DATA-8 budget: at most 2)"
+    assert drain(rig.mesh.aws.sqs, rig.url("x-sink")) == []  # P-PAUSE-6: it sends nothing
+
+    document = rig.paused_file(task_id)
+    assert document is not None
+    assert document["id"] == task_id
+    assert document["route"] == {"prev": [*PREV_AT_PAUSE, "x-pause"], "curr": "", "next": ["publish"]}
+    assert "x-asya-pause" not in document["headers"] and "x-asya-route-resolved" not in document["headers"]  # P-HDR-4
+    assert document["headers"]["x-asya-flow"] == FLOW
+    assert document["pause"]["remaining_seconds"] == 590
+    assert document["pause"]["metadata"] == METADATA
+    assert document["payload"]["review"] == {"by": "bot"}
+
+    rig.clock.advance(3600)  # an hour of human thinking costs nothing of the budget
+    answer = rig.resume_task(task_id, {"input": {"approved": True, "note": "fine", "ignored": 1}})
+    assert answer.status_code == 202, answer.text
+    deadline = format_ts(rig.clock() + timedelta(seconds=590))
+    assert answer.json() == {"id": task_id, "status": "running", "deadline_at": deadline}
+    write_units, sends = rig.last_resume
+    assert write_units == 1, "the paused -> running write (GW-DATA-8 budget: at most 2)"
+    assert sends == 2, "the new deadline's timer (GW-BACK-1) and the envelope to x-resume"
+    running = rig.view(task_id)
+    assert (running["status"], running["deadline_at"], running["message"]) == ("running", deadline, "Resumed")
+
+    [resume_message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert resume_message["route"] == {"prev": [], "curr": "x-resume", "next": []}
+    assert resume_message["headers"]["x-asya-resume-task"] == task_id
+    assert resume_message["headers"]["x-asya-resume-timeout"] == "590"
+    assert rig.run("x-resume", resume_message) == []
+    assert rig.writes("x-resume") == 0, "x-resume claims nothing: the gateway's resume is its fence (P-RESUME-2)"
+
+    [restored] = drain(rig.mesh.aws.sqs, rig.url("publish"))
+    assert restored["id"] == task_id  # P-RESUME-6: the same task id
+    assert restored["route"] == {"prev": [*PREV_AT_PAUSE, "x-pause", "x-resume"], "curr": "publish", "next": []}
+    assert restored["payload"] == {
+        "text": "a good day",
+        "sentiment": "positive",
+        "review": {"by": "bot", "note": "fine"},  # payload_key /review/note (P-RESUME-4)
+        "approved": True,
+    }
+    assert restored["status"]["deadline_at"] == deadline
+    assert restored["status"]["created_at"] == "2026-03-01T10:00:00Z"
+    assert restored["headers"]["x-asya-flow"] == FLOW
+    assert "x-asya-resume-task" not in restored["headers"]
+    assert rig.paused_file(task_id) is None  # P-RESUME-6
+
+
+def test_gw_resume_1_bad_input_answers_400_naming_the_field(rig: Rig) -> None:
+    task_id, _ = _pause(rig)
+    cases = [
+        ({"input": {"note": "x"}}, "missing required field 'approved'"),
+        ({"input": {"approved": "yes"}}, "field 'approved' must be boolean"),
+        ({"input": {"approved": True, "score": 1.5}}, "field 'score' must be integer"),
+        ({"input": {"approved": True, "note": 3}}, "field 'note' must be string"),
+        ({"input": [1]}, "input must be an object"),
+        ({}, "input is required"),
+        ({"input": {"approved": True}, "timeout": 0}, "timeout must be an integer number of seconds between 1"),
+        ({"input": {"approved": True}, "extra": 1}, "unknown field 'extra'"),
+    ]
+    for body, message in cases:
+        response = rig.resume_task(task_id, body)
+        assert response.status_code == 400, (body, response.text)
+        assert response.json()["error"].startswith(message), response.json()
+        assert rig.last_resume == (0, 0)
+    assert rig.view(task_id)["status"] == "paused"  # nothing changed
+
+
+def test_gw_resume_2_unknown_not_paused_and_no_stored_envelope(rig: Rig) -> None:
+    missing = rig.resume_task("no-such-task", {"input": {}})
+    assert (missing.status_code, missing.json()) == (404, {"error": "not found"})
+
+    pending_id, created = rig.create()
+    pending = rig.resume_task(pending_id, {"input": {"approved": True}})
+    assert (pending.status_code, pending.json()) == (409, {"error": "task is not paused (status: pending)"})
+
+    # between the paused write and the file (P-PAUSE-5 step 3) a resume answers 409, which the client retries
+    task_id, _ = _pause(rig)
+    rig.mesh.aws.s3.delete_object(Bucket=rig.mesh.resources.bucket, Key=f"paused/{task_id}.json")
+    early = rig.resume_task(task_id, {"input": {"approved": True}})
+    assert (early.status_code, early.json()) == (409, {"error": "task has no stored envelope to resume"})
+    assert rig.view(task_id)["status"] == "paused"
+
+    # a second resume after the first won: 409 with the status found
+    rig2_id, _ = _pause(rig)
+    assert rig.resume_task(rig2_id, {"input": {"approved": True}}).status_code == 202
+    again = rig.resume_task(rig2_id, {"input": {"approved": True}})
+    assert (again.status_code, again.json()) == (409, {"error": "task is not paused (status: running)"})
+
+
+def test_p_pause_5_redelivery_with_the_same_fence_completes_a_missing_file(rig: Rig) -> None:
+    task_id, body = _pause(rig)
+    rig.mesh.aws.s3.delete_object(Bucket=rig.mesh.resources.bucket, Key=f"paused/{task_id}.json")
+    before = rig.writes("x-pause")
+    assert rig.run("x-pause", body) == []
+    assert rig.writes("x-pause") == before, "the redelivery writes no item: the task already holds its fence"
+    document = rig.paused_file(task_id)
+    assert document is not None and document["pause"]["remaining_seconds"] == 590
+
+
+def test_p_resume_1_a_duplicate_x_pause_after_the_resume_writes_nothing(rig: Rig) -> None:
+    """The resume raised the fence to (h_pause, maximum): the redelivered x-pause is a duplicate (P-ACK-8)."""
+    task_id, body = _pause(rig)
+    assert rig.resume_task(task_id, {"input": {"approved": False}}).status_code == 202
+    before = rig.writes("x-pause")
+    assert rig.run("x-pause", body) == []
+    assert rig.writes("x-pause") == before, "no pause item, no paused write"
+    assert rig.view(task_id)["status"] == "running"
+    assert rig.paused_file(task_id) is not None, "the file x-resume still needs is left as it is"
+    # and a later attempt of the same hop (a retry's redelivery) is a duplicate too
+    assert rig.run("x-pause", rig.at_pause({**body, "status": body["status"]}, attempt=7)) == []
+    assert rig.view(task_id)["status"] == "running"
+    assert rig.writes("x-pause") == before
+
+
+def test_gw_back_5_the_backstop_never_times_out_a_paused_task(rig: Rig) -> None:
+    task_id, created = rig.create(timeout=60)
+    deadline = created["status"]["deadline_at"]
+    rig.clock.advance(10)
+    assert rig.run("x-pause", rig.at_pause(created)) == []
+    timer = {"id": task_id, "deadline_at": deadline}  # the create's timer (GW-BACK-1), as it comes due
+
+    rig.clock.advance(3600)  # long past the deadline
+    backstop = Backstop(rig.store, namespace="demo", timers=DeadlineTimers(namespace="demo"), metric=None)
+    result = backstop.handle_timers([{"messageId": "m1", "body": json.dumps(timer)}])
+    assert (result.timed_out, result.dropped, result.failed) == (0, 1, ())
+    view = rig.view(task_id)  # the read-path backstop (GW-BACK-3) does not fire either: no deadline while paused
+    assert (view["status"], view["remaining_seconds"]) == ("paused", 50)
+
+    # resumed, the task gets now + 50 s and a new timer; the old one stays harmless
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    renewed = format_ts(rig.clock() + timedelta(seconds=50))
+    assert rig.view(task_id)["deadline_at"] == renewed
+    assert backstop.handle_timers([{"messageId": "m2", "body": json.dumps(timer)}]).timed_out == 0
+    rig.clock.advance(51)
+    new_timer = {"id": task_id, "deadline_at": renewed}
+    assert backstop.handle_timers([{"messageId": "m3", "body": json.dumps(new_timer)}]).timed_out == 1
+    assert rig.view(task_id)["status"] == "failed"
+
+
+def test_gw_resume_3_a_timeout_replaces_the_frozen_budget(rig: Rig) -> None:
+    task_id, _ = _pause(rig)
+    answer = rig.resume_task(task_id, {"input": {"approved": True}, "timeout": 30})
+    assert answer.json()["deadline_at"] == format_ts(rig.clock() + timedelta(seconds=30))
+    [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert message["headers"]["x-asya-resume-timeout"] == "30"
+
+
+def test_gw_cancel_2_cancel_while_paused_deletes_the_paused_envelope(rig: Rig) -> None:
+    task_id, _ = _pause(rig)
+    assert rig.paused_file(task_id) is not None
+    assert rig.client.delete(f"/api/v1/mesh/{task_id}").status_code == 204
+    assert rig.view(task_id)["status"] == "canceled"
+    assert rig.paused_file(task_id) is None
+    late = rig.resume_task(task_id, {"input": {"approved": True}})
+    assert (late.status_code, late.json()) == (409, {"error": "task is not paused (status: canceled)"})
+
+
+def test_p_pause_2_untracked_envelopes_and_bad_metadata_are_rejected_p_crew_1(rig: Rig) -> None:
+    _, created = rig.create()
+    stealth = rig.at_pause(created)
+    stealth["headers"]["x-asya-mesh-status"] = "off"
+    assert rig.run("x-pause", stealth) == []
+    unknown = {**rig.at_pause(created), "id": "never-created"}
+    assert rig.run("x-pause", unknown) == []
+    [first, second] = drain(rig.mesh.aws.sqs, rig.url("x-sink"))
+    for rejected in (first, second):
+        assert rejected["status"]["phase"] == "failed" and rejected["status"]["reason"] == "RuntimeError"
+        assert rejected["status"]["error"]["message"] == NOT_TRACKED
+        assert rejected["route"]["curr"] == "x-pause"  # route unchanged
+
+    task_id, created = rig.create()
+    bad = rig.at_pause(created, metadata={"prompt": "ok", "fields": [{"name": "a", "type": "date"}]})
+    assert rig.run("x-pause", bad) == []
+    [failed] = drain(rig.mesh.aws.sqs, rig.url("x-sink"))
+    assert failed["status"]["error"]["message"].startswith("x-asya-pause.fields[0].type: must be one of")
+    assert rig.paused_file(task_id) is None
+    assert rig.view(task_id)["status"] == "pending", "nothing written: x-sink fails the task"
+
+
+def test_p_pause_3_default_metadata_and_no_deadline(rig: Rig) -> None:
+    response = rig.client.post("/api/v1/mesh/?actor=request-review", json={"payload": {"text": "x"}})
+    task_id = response.json()["id"]
+    [created] = drain(rig.mesh.aws.sqs, rig.url("request-review"))
+    assert rig.run("x-pause", rig.at_pause(created, metadata=None)) == []
+    view = rig.view(task_id)
+    assert view["pause_metadata"] == {"prompt": "Task paused", "fields": []}
+    assert view["remaining_seconds"] is None
+    answer = rig.resume_task(task_id, {"input": {"anything": 1}})
+    assert answer.status_code == 202 and answer.json()["deadline_at"] is None
+    [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert "x-asya-resume-timeout" not in message["headers"]
+
+
+def test_p_resume_2_header_must_name_the_task_and_stale_resumes_are_dropped(rig: Rig) -> None:
+    task_id, _ = _pause(rig)
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+
+    forged = {**message, "headers": {**message["headers"], "x-asya-resume-task": "other"}}
+    assert rig.run("x-resume", forged) == []
+    [rejected] = drain(rig.mesh.aws.sqs, rig.url("x-sink"))
+    assert "x-asya-resume-task must equal the envelope id" in rejected["status"]["error"]["message"]
+
+    assert rig.run("x-resume", message) == []
+    assert len(drain(rig.mesh.aws.sqs, rig.url("publish"))) == 1
+    # P-RESUME-3: a redelivered resume finds no file: acked, nothing sent
+    assert rig.run("x-resume", message) == []
+    assert drain(rig.mesh.aws.sqs, rig.url("publish")) == []
