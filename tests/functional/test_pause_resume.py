@@ -243,7 +243,7 @@ def test_gw_resume_2_unknown_not_paused_and_no_stored_envelope(rig: Rig) -> None
     missing = rig.resume_task("no-such-task", {"input": {}})
     assert (missing.status_code, missing.json()) == (404, {"error": "not found"})
 
-    pending_id, created = rig.create()
+    pending_id, _ = rig.create()
     pending = rig.resume_task(pending_id, {"input": {"approved": True}})
     assert (pending.status_code, pending.json()) == (409, {"error": "task is not paused (status: pending)"})
 
