@@ -166,6 +166,8 @@ def test_crew_handlers() -> None:
     assert CREW_HANDLERS == {
         "x-sink": "asya_crew.sink.lambda_handler",
         "x-sump": "asya_crew.sump.lambda_handler",
+        "x-pause": "asya_crew.pause.lambda_handler",
+        "x-resume": "asya_crew.resume.lambda_handler",
     }
 
 

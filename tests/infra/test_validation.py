@@ -148,8 +148,10 @@ def test_actor_exposes_its_resources() -> None:
 
 def test_unknown_crew_actor_has_no_handler() -> None:
     assert crew_handler("x-sink") == "asya_crew.sink.lambda_handler"
-    with pytest.raises(DeploymentError, match="crew actor 'x-pause' has no Lambda handler"):
-        crew_handler("x-pause")
+    assert crew_handler("x-pause") == "asya_crew.pause.lambda_handler"
+    assert crew_handler("x-resume") == "asya_crew.resume.lambda_handler"
+    with pytest.raises(DeploymentError, match="crew actor 'x-fanin-echo' has no Lambda handler"):
+        crew_handler("x-fanin-echo")
 
 
 def test_settings_from_context() -> None:
@@ -186,6 +188,8 @@ def test_source_layout_names_the_missing_directory(tmp_path: Path) -> None:
 def test_p_man_3_a_route_through_crew_this_release_cannot_run_is_refused_at_synth(
     write_manifest: WriteManifest, tmp_path: Path
 ) -> None:
-    path = write_manifest(minimal_manifest(flows={"review": {"route": ["echo", "x-pause", "echo"]}}))
-    with pytest.raises(DeploymentError, match=r"flows\.review\.route\[1\]: crew actor 'x-pause' is not available"):
+    manifest = minimal_manifest(flows={"review": {"route": ["echo", "x-fanin-echo"]}})
+    manifest["actors"]["echo"]["fan_in"] = {"key": "/items"}
+    path = write_manifest(manifest)
+    with pytest.raises(DeploymentError, match=r"flows\.review\.route\[1\]: crew actor 'x-fanin-echo' is not available"):
         build(path, tmp_path / "out")

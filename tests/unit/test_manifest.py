@@ -207,10 +207,20 @@ def test_crew_targets_lists_every_place_that_names_crew() -> None:
     ]
     assert naming.undeployed_crew(manifest.crew_targets()) == (
         "flows.main.route[2]: crew actor 'x-fanin-prep' is not available in this release "
-        "(deployable crew: x-sink, x-sump)"
+        "(deployable crew: x-pause, x-resume, x-sink, x-sump)"
     )
     assert naming.undeployed_crew([]) is None
+    assert naming.undeployed_crew([("flows.main.route[3]", "x-pause")]) is None  # P-PAUSE-1: x-pause runs
     assert parse_manifest(_manifest()).crew_targets() == []
+
+
+def test_p_pause_1_a_manifest_naming_x_pause_deploys_x_pause_and_x_resume() -> None:
+    plain = parse_manifest(_manifest())
+    assert [a.name for a in plain.deployed_actors() if a.crew] == ["x-sink", "x-sump"]
+    data = _manifest()
+    data["flows"]["main"]["route"] = ["prep", "x-pause", "infer"]
+    pausing = parse_manifest(data)
+    assert [a.name for a in pausing.deployed_actors() if a.crew] == ["x-sink", "x-sump", "x-pause", "x-resume"]
 
 
 def test_a_key_repeated_in_the_yaml_is_an_error_not_the_last_one_winning(tmp_path: Path) -> None:
