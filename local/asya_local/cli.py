@@ -5,6 +5,7 @@ Commands::
     asya dev    [--manifest asya.yaml] [--host 127.0.0.1] [--port 8080]    run the mesh locally until Ctrl-C
     asya call   FLOW | --actor NAME [--payload JSON] [--timeout S] [--no-wait] [--url URL]
     asya status ID [--url URL]                                              the task view, pretty JSON
+    asya resume ID (--input JSON | --input-file PATH) [--timeout S] [--url URL]   resume a paused task
     asya watch  ID [--url URL]                                              the SSE transcript as it arrives
     asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T] [--port 8080]   the example flow end to end
     asya dlq    list [ACTOR] | show ACTOR | redrive ACTOR   [--local | --endpoint-url URL]   dead-letter queues
@@ -13,7 +14,10 @@ Commands::
 authenticate to it (env ``ASYA_API_KEY``, IAM signing for ``execute-api`` URLs, ``ASYA_AUTH``). ``call`` creates a task
 (GW-CREATE-7); with ``--no-wait`` it prints the id, otherwise it follows the SSE stream (progress bar and FLY output on
 stderr) and prints the final task view as JSON on stdout. ``--timeout`` is the task's timeout (GW-CREATE-6); the CLI
-stops following 30 s after it. Exit codes: 0 success (``call``/``demo``: the task succeeded), 1 the task failed, was
+stops following 30 s after it. A task that pauses (x-pause) stops the following: ``call`` shows the prompt and
+fields on stderr and, when stdin is a terminal, asks for the input, resumes and follows on; otherwise it prints the
+view and exits 1 (``asya resume`` continues it; ``asya_local.resume_cli``). ``status`` adds the prompt of a paused
+task on stderr. Exit codes: 0 success (``call``/``demo``: the task succeeded), 1 the task failed, was
 canceled or is still not terminal, 2 usage errors, no gateway at the URL, HTTP errors (their ``{"error"}`` message is
 printed) and local-mode start failures.
 
@@ -55,6 +59,7 @@ from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
 from asya_local.localstate import dev_state, running_dev, state_path
 from asya_local.progress import ProgressView
+from asya_local.resume_cli import add_resume_parser, describe_pause, handle_pause
 
 __all__ = ["DEFAULT_URL", "URL_ENV", "main"]
 
@@ -76,6 +81,7 @@ _DEMO_TEXT: Final = (
 class _Io:
     out: TextIO
     err: TextIO
+    inp: TextIO = sys.stdin
 
     def print_json(self, value: Any) -> None:
         self.out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
@@ -92,9 +98,10 @@ def main(
     env: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    stdin: TextIO | None = None,
 ) -> int:
     """Run one command; returns the exit code."""
-    io = _Io(out=stdout or sys.stdout, err=stderr or sys.stderr)
+    io = _Io(out=stdout or sys.stdout, err=stderr or sys.stderr, inp=stdin or sys.stdin)
     environment = os.environ if env is None else env
     parser = _parser(default_url=environment.get(URL_ENV) or DEFAULT_URL)
     try:
@@ -155,6 +162,7 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     demo.add_argument("--text", default=_DEMO_TEXT, help="the payload's text (default: a sample paragraph)")
     demo.add_argument("--port", type=port, default=8080, help="gateway port; a free one when it is in use")
     demo.set_defaults(run=_demo)
+    add_resume_parser(commands, remote)
     add_dlq_parser(commands)
     return parser
 
@@ -242,13 +250,18 @@ def _call(args: argparse.Namespace, io: _Io) -> int:
             return 0
         limit = None if args.timeout is None else args.timeout + _FOLLOW_GRACE_SECONDS
         view = _follow(client, task_id, io, limit=limit)
+        while view.get("status") == "paused" and handle_pause(client, view, stdin=io.inp, err=io.err):
+            view = _follow(client, task_id, io, limit=limit)
     io.print_json(view)
     return 0 if view.get("status") == "succeeded" else 1
 
 
 def _status(args: argparse.Namespace, io: _Io) -> int:
     with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
-        io.print_json(client.get(args.id))
+        view = client.get(args.id)
+    io.print_json(view)
+    if view.get("status") == "paused":
+        io.err.write(describe_pause(view))
     return 0
 
 
@@ -320,6 +333,8 @@ def _follow(client: GatewayClient, task_id: str, io: _Io, *, limit: float | None
     try:
         for event in client.events(task_id).events():
             view.on_event(event)
+            if event.event == "status" and event.json().get("status") == "paused":
+                break  # not terminal, but nothing moves until someone resumes it
             if deadline is not None and time.monotonic() > deadline:
                 io.error(f"stopped following task {task_id} after {limit:.0f} s")
                 break

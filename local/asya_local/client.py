@@ -1,4 +1,4 @@
-"""A small HTTP client of the gateway's REST routes (GATEWAY sections 3, 4, 7) used by the CLI.
+"""A small HTTP client of the gateway's REST routes (GATEWAY sections 3, 4, 7, 9) used by the CLI.
 
 Every call raises :class:`GatewayUnreachableError` when nothing listens at the URL and :class:`GatewayHttpError`
 carrying the ``{"error": ...}`` message for any error status. ``auth`` (``asya_local.auth.gateway_auth``) signs or
@@ -61,6 +61,13 @@ class GatewayClient:
     def get(self, task_id: str) -> dict[str, Any]:
         """``GET /api/v1/mesh/{id}``: the task view (GW-TASK-1)."""
         return self._json(self._request("GET", f"/api/v1/mesh/{quote(task_id, safe='')}"))
+
+    def resume(self, task_id: str, value: dict[str, Any], *, timeout: int | None = None) -> dict[str, Any]:
+        """``POST /api/v1/mesh/{id}/resume`` (GATEWAY section 9); returns ``{"id", "status", "deadline_at"}``."""
+        body: dict[str, Any] = {"input": value}
+        if timeout is not None:
+            body["timeout"] = timeout
+        return self._json(self._request("POST", f"/api/v1/mesh/{quote(task_id, safe='')}/resume", json=body))
 
     def health(self) -> dict[str, Any]:
         return self._json(self._request("GET", "/health"))
