@@ -59,7 +59,10 @@ def test_p_name_4_every_deployed_actor_has_queue_and_dlq(
     example_synth: SynthesizedMesh, example_manifest: Manifest
 ) -> None:
     names = _actor_names(example_manifest)
-    assert names == ["normalize", "analyze", "summarize", "split", naming.SINK, naming.SUMP]
+    assert names == [
+        *("normalize", "analyze", "summarize", "split", "request-review", "publish"),
+        *(naming.SINK, naming.SUMP, naming.PAUSE, naming.RESUME),
+    ]
     expected = {f"asya-{NS}-{name}" for name in names} | {f"asya-{NS}-{name}-dlq" for name in names}
     assert set(_queues_by_name(example_synth)) == expected
 
@@ -82,7 +85,8 @@ def test_p_man_4_visibility_is_six_times_lambda_timeout(example_synth: Synthesiz
     """P-MAN-4: Lambda timeout = min(900, batch_size * timeout + 10); visibility = 6 x Lambda timeout."""
     queues = _queues_by_name(example_synth)
     by_queue = _function_of_queue(example_synth)
-    actors = {f"asya-{NS}-{name}" for name in ("normalize", "analyze", "summarize", "split", "x-sink", "x-sump")}
+    names = ("normalize", "analyze", "summarize", "split", "request-review", "publish")
+    actors = {f"asya-{NS}-{name}" for name in (*names, "x-sink", "x-sump", "x-pause", "x-resume")}
     for name in actors:
         queue_id, props = queues[name]
         function = by_queue[queue_id]
