@@ -4,7 +4,7 @@ Built from the manifest, so ``flow`` and ``actor`` list the names this gateway a
 one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``api_key`` (``X-API-Key``), ``jwt``
 (bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``) carry no
 security requirement. Only routes
-this release serves are described: pause/resume, MCP and A2A are not.
+this release serves are described: MCP and A2A are not.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "Invalid input; the message names the field and the value",
         401: "Missing or invalid credentials",
         404: "Unknown task, flow or actor",
+        409: "The task is not in a state that allows this; the message says which",
         413: "Body over the size limit",
+        500: "The request could not be dispatched; nothing changed",
     }
     return {str(code): _response(texts[code], _ERROR) for code in codes}
 
@@ -95,6 +97,20 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "delete": {
                 "summary": "Cancel the task; a terminal task stays as it is (section 6)",
                 "responses": {"204": _response("Canceled, or already terminal"), **_errors(401, 404)},
+            },
+        },
+        "/api/v1/mesh/{task_id}/resume": {
+            "parameters": [_task_id()],
+            "post": {
+                "summary": "Resume a paused task with the input its pause fields ask for (section 9)",
+                "requestBody": {
+                    "required": True,
+                    "content": {_JSON: {"schema": {"$ref": "#/components/schemas/ResumeBody"}}},
+                },
+                "responses": {
+                    "202": _response("Resumed under the same id", {"$ref": "#/components/schemas/Resumed"}),
+                    **_errors(400, 401, 404, 409, 413, 500),
+                },
             },
         },
         "/api/v1/mesh/{task_id}/events": {
@@ -189,6 +205,23 @@ def _schemas() -> dict[str, Any]:
                 "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds"},
             },
             "additionalProperties": False,
+        },
+        "ResumeBody": {
+            "type": "object",
+            "required": ["input"],
+            "properties": {
+                "input": {"type": "object", "description": "checked against pause_metadata.fields"},
+                "timeout": {"type": "integer", "minimum": 1, "maximum": 604800, "description": "seconds"},
+            },
+            "additionalProperties": False,
+        },
+        "Resumed": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "status": {"const": "running"},
+                "deadline_at": {"type": ["string", "null"], "format": "date-time"},
+            },
         },
         "Created": {
             "type": "object",

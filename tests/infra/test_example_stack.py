@@ -97,7 +97,7 @@ def test_p_man_4_visibility_is_six_times_lambda_timeout(example_synth: Synthesiz
 
 def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> None:
     queues = example_synth.of_type("AWS::SQS::Queue")
-    assert len(queues) == 12
+    assert len(queues) == 20  # 10 actors (6 user, x-sink, x-sump, x-pause, x-resume), each with its DLQ
     assert all(res["Properties"]["SqsManagedSseEnabled"] is True for res in queues.values())
     protected: set[str] = set()
     for policy in example_synth.of_type("AWS::SQS::QueuePolicy").values():
@@ -112,7 +112,7 @@ def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> No
 
 def test_p_ack_1_event_source_mappings_report_batch_item_failures(example_synth: SynthesizedMesh) -> None:
     mappings = example_synth.of_type("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 6
+    assert len(mappings) == 10
     for esm in mappings.values():
         props = esm["Properties"]
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
