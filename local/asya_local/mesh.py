@@ -10,8 +10,10 @@ the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free por
 ``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy`` says so).
 ``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order.
 
-Runtimes are the real Lambda entry points, picked by actor name: ``x-sink`` -> ``asya_crew.sink.SinkRuntime``,
-``x-sump`` -> ``asya_crew.sump.SumpRuntime``, any other -> ``asya.sidecar.ActorRuntime``; each is built as
+Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.CREW_ENTRY_POINTS``): ``x-sink`` ->
+``asya_crew.sink.SinkRuntime``, ``x-sump`` -> ``asya_crew.sump.SumpRuntime``, ``x-pause`` ->
+``asya_crew.pause.PauseRuntime``, ``x-resume`` -> ``asya_crew.resume.ResumeRuntime``, any other ->
+``asya.sidecar.ActorRuntime``; each is built as
 ``Runtime(ActorConfig.from_env(env), sqs=, dynamodb=, s3=)`` where ``env`` holds exactly the variables the CDK app
 sets on the Lambda (``asya.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
 already importable) and, when ``actor_log_level`` is given, ``POWERTOOLS_LOG_LEVEL`` (``asya demo`` quiets the
