@@ -380,3 +380,14 @@ def test_p_resume_2_header_must_name_the_task_and_stale_resumes_are_dropped(rig:
     # P-RESUME-3: a redelivered resume finds no file: acked, nothing sent
     assert rig.run("x-resume", message) == []
     assert drain(rig.mesh.aws.sqs, rig.url("publish")) == []
+
+
+def test_gw_data_8_a_resume_with_a_long_deadline_stays_within_2_write_units_gw_back_1(rig: Rig) -> None:
+    """A renewed deadline over 900 s away enters the sparse ``long_deadlines`` index instead of getting a timer."""
+    task_id, _ = _pause(rig)
+    answer = rig.resume_task(task_id, {"input": {"approved": True}, "timeout": 3600})
+    assert answer.status_code == 202
+    assert rig.last_resume == (2, 1), "the task item and its long_deadlines entry; only the x-resume send"
+    due = format_ts(rig.clock() + timedelta(seconds=3600))
+    rig.clock.advance(3601)
+    assert {"id": task_id, "deadline_at": due} in [e for page in rig.store.long_deadline_pages() for e in page]
