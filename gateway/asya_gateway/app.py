@@ -84,7 +84,7 @@ def create_app(
         payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
         transport = Transport(namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
-    middleware = [Middleware(RequestIdMiddleware)]
+    middleware = [Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda)]
     if manifest.gateway.cors_origins:
         middleware.append(
             Middleware(

@@ -1,7 +1,14 @@
 """``GET /health`` (GW-OPS-1): liveness without any AWS call; ``GET /openapi.json`` (GW-OPS-2);
-``POST /api/v1/system/mq-diagnostic`` (GW-OPS-3)."""
+``POST /api/v1/system/mq-diagnostic`` (GW-OPS-3).
+
+The diagnostic's ``actors`` list holds at most :data:`MAX_DIAGNOSTIC_NAMES` entries as sent (chosen: duplicates count,
+so the work per request is bounded before anything else is looked at); the names are then de-duplicated in their
+first order, so each queue is checked once (R2: 5,000 copies of one name used to cost 5,000 checks).
+"""
 
 from __future__ import annotations
+
+from typing import Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -14,7 +21,10 @@ from asya_gateway.errors import HttpError
 from asya_gateway.openapi import openapi_document
 from asya_gateway.version import VERSION
 
-__all__ = ["health", "mq_diagnostic", "openapi"]
+__all__ = ["MAX_DIAGNOSTIC_NAMES", "health", "mq_diagnostic", "openapi"]
+
+#: GW-OPS-3: the longest ``actors`` list a diagnostic request may give.
+MAX_DIAGNOSTIC_NAMES: Final = 200
 
 
 async def health(request: Request) -> Response:
@@ -38,9 +48,14 @@ async def mq_diagnostic(request: Request) -> Response:
         actors = known
     elif not isinstance(actors, list) or not all(isinstance(name, str) for name in actors):
         raise HttpError(400, "actors must be an array of actor names")
+    elif len(actors) > MAX_DIAGNOSTIC_NAMES:
+        raise HttpError(400, f"actors: at most {MAX_DIAGNOSTIC_NAMES} names, got {len(actors)}")
+    else:
+        actors = list(dict.fromkeys(actors))
+    valid = set(known) | naming.FIXED_CREW
     for name in actors:
-        if name not in known and name not in naming.FIXED_CREW:
-            raise HttpError(400, f"actors: unknown actor '{name}'")
+        if name not in valid:
+            raise HttpError(400, f"actors: unknown actor '{name}' (actors: {', '.join(sorted(valid))})")
     diagnostic = QueueDiagnostic(
         namespace=ctx.manifest.namespace,
         sqs=ctx.transport.sqs,
