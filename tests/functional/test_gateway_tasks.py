@@ -147,6 +147,9 @@ def _nested(depth: int) -> Any:
 
 
 DEEP_257 = _nested(257)
+NULL_PAYLOAD = (
+    'payload does not match input_schema: $: the payload is null or missing; send the input as {"payload": <input>}'
+)
 
 BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
     ("", {}, 400, "actor or flow query parameter required"),
@@ -171,13 +174,13 @@ BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
         "flow=text-pipeline",
         {},
         400,
-        'payload does not match input_schema: $: the payload is null or missing; send the input as {"payload": <input>}',
+        NULL_PAYLOAD,
     ),
     (
         "flow=text-pipeline",
         {"payload": None},
         400,
-        'payload does not match input_schema: $: the payload is null or missing; send the input as {"payload": <input>}',
+        NULL_PAYLOAD,
     ),
     (
         "actor=analyze",
