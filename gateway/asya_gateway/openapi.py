@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
 
@@ -17,6 +18,7 @@ __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
+_FLOW_PATTERN: Final = naming.FLOW_NAME_RE.pattern
 
 
 def _response(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -34,6 +36,11 @@ def _errors(*codes: int) -> dict[str, Any]:
         413: "Body over the size limit",
     }
     return {str(code): _response(texts[code], _ERROR) for code in codes}
+
+
+def _or_empty(schema: dict[str, Any]) -> dict[str, Any]:
+    """A query parameter whose empty value counts as absent (GW-CREATE-1, GW-LIST-1, chosen)."""
+    return {"anyOf": [schema, {"const": ""}]}
 
 
 def _task_id() -> dict[str, Any]:
@@ -59,8 +66,8 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
     create = {
         "summary": "Create a task (section 3)",
         "parameters": [
-            _query("flow", {"type": "string", "enum": flows}, "Run a flow; exactly one of flow and actor"),
-            _query("actor", {"type": "string", "enum": actors}, "Send to one actor"),
+            _query("flow", _or_empty({"type": "string", "enum": flows}), "Run a flow; exactly one of flow and actor"),
+            _query("actor", _or_empty({"type": "string", "enum": actors}), "Send to one actor"),
         ],
         "requestBody": {
             "required": False,
@@ -74,12 +81,12 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
     listing = {
         "summary": "List tasks, newest first (section 5)",
         "parameters": [
-            _query("status", {"type": "string", "enum": list(STATUSES)}, "Only tasks in this status"),
-            _query("flow", {"type": "string"}, "Only tasks of this flow"),
-            _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Page size (default 20)"),
+            _query("status", _or_empty({"type": "string", "enum": list(STATUSES)}), "Only tasks in this status"),
+            _query("flow", _or_empty({"type": "string", "pattern": _FLOW_PATTERN}), "Only tasks of this flow"),
+            _query("limit", _or_empty({"type": "integer", "minimum": 1, "maximum": 100}), "Page size (default 20)"),
             _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
-            _query("offset", {"type": "integer", "minimum": 0, "maximum": 10000}, "Skip this many tasks"),
-            _query("count", {"type": "boolean"}, "Also count the matching tasks (total)"),
+            _query("offset", _or_empty({"type": "integer", "minimum": 0, "maximum": 10000}), "Skip this many tasks"),
+            _query("count", _or_empty({"type": "boolean"}), "Also count the matching tasks (total)"),
         ],
         "responses": {"200": _response("One page", {"$ref": "#/components/schemas/Page"}), **_errors(400, 401)},
     }
