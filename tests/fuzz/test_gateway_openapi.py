@@ -21,9 +21,8 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
-from schemathesis.specs.openapi.schemas import OpenApiSchema
-
 from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.specs.openapi.schemas import OpenApiSchema
 
 from asya.manifest import GatewayAuth
 from asya.manifest import GatewayConfig as ManifestGateway
@@ -54,6 +53,7 @@ def gateway_schema(mesh: Any) -> OpenApiSchema:
 def _run(operation: Any, mode: GenerationMode) -> bool:
     """Run ``operation``'s examples of ``mode``; False when the mode has nothing to generate for it (negative
     requests of an operation without parameters or body)."""
+
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
         max_examples=EXAMPLES,
@@ -78,7 +78,6 @@ def test_gateway_conforms_to_its_openapi_document_gw_ops_2(gateway_schema: OpenA
     labels = sorted(operation.label for operation in operations)
     # schemathesis leaves out the operation serving the document it loaded (GET /openapi.json)
     assert labels == [
-
         "DELETE /api/v1/mesh/{task_id}",
         "GET /api/v1/mesh/",
         "GET /api/v1/mesh/{task_id}",
