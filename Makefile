@@ -26,7 +26,7 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/asya demo --manifest asya.yaml
 
-## Lint, type-check, then the whole test suite (unit, functional, infra, e2e).
+## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, fuzz).
 test: install lint
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 $(PYTEST_ARGS) tests
 
