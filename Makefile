@@ -48,4 +48,4 @@ bench: install
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache bench/results
+	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results
