@@ -13,6 +13,8 @@ from typing import Any, Final
 from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
+from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES
+from asya_gateway.validation import MAX_TIMEOUT_SECONDS
 
 __all__ = ["openapi_document"]
 
@@ -157,7 +159,13 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                         _JSON: {
                             "schema": {
                                 "type": "object",
-                                "properties": {"actors": {"type": "array", "items": {"enum": actors}}},
+                                "properties": {
+                                    "actors": {
+                                        "type": "array",
+                                        "maxItems": MAX_DIAGNOSTIC_NAMES,
+                                        "items": {"enum": actors},
+                                    }
+                                },
                                 "additionalProperties": False,
                             }
                         }
@@ -179,7 +187,12 @@ def _schemas() -> dict[str, Any]:
             "properties": {
                 "payload": any_json,
                 "headers": {"type": "object"},
-                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds"},
+                "timeout": {
+                    "type": ["integer", "null"],
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_SECONDS,
+                    "description": "seconds (GW-CREATE-6)",
+                },
             },
             "additionalProperties": False,
         },

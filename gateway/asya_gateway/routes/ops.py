@@ -8,23 +8,18 @@ first order, so each queue is checked once (R2: 5,000 copies of one name used to
 
 from __future__ import annotations
 
-from typing import Final
-
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from asya import naming
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import context_of
-from asya_gateway.diagnostic import QueueDiagnostic, diagnostic_actors
+from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, QueueDiagnostic, diagnostic_actors
 from asya_gateway.errors import HttpError
 from asya_gateway.openapi import openapi_document
 from asya_gateway.version import VERSION
 
-__all__ = ["MAX_DIAGNOSTIC_NAMES", "health", "mq_diagnostic", "openapi"]
-
-#: GW-OPS-3: the longest ``actors`` list a diagnostic request may give.
-MAX_DIAGNOSTIC_NAMES: Final = 200
+__all__ = ["health", "mq_diagnostic", "openapi"]
 
 
 async def health(request: Request) -> Response:
