@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 
 from asya.callback import is_reporter_url, reporter_base, sends_api_key
+from asya.exceptions import ManifestError
+from asya.manifest import parse_manifest
 
 pytestmark = pytest.mark.unit
 
@@ -69,3 +71,13 @@ def test_p_stat_18_header_wins_env_is_the_fallback_and_neither_is_off() -> None:
 def test_p_stat_18_the_api_key_goes_only_to_the_configured_origin(base: str, sends: bool) -> None:
     assert sends_api_key(base, ENV) is sends
     assert sends_api_key(base, None) is False
+
+
+@pytest.mark.parametrize(
+    "url", ["http://:8080", "ftp://gw.example.com", "file:///etc/passwd", "https://u:p@gw.example.com"]
+)
+def test_gw_gen_9_callback_url_follows_the_same_rule(url: str) -> None:
+    """The manifest's ``gateway.callback_url``, which the gateway stamps as ``x-asya-gateway-url`` (GW-CREATE-7), is
+    refused at load by the rule the reporter applies, so no envelope carries a URL the reporter would ignore."""
+    with pytest.raises(ManifestError, match=r"gateway\.callback_url: must be an absolute http\(s\) URL"):
+        parse_manifest({"namespace": "demo", "actors": {"a": {"handler": "m.f"}}, "gateway": {"callback_url": url}})
