@@ -169,7 +169,7 @@ def validate_headers(headers: object, *, user_actors: Collection[str]) -> dict[s
         return {}
     if not isinstance(headers, dict):
         raise HttpError(400, f"headers must be an object, got {type(headers).__name__}")
-    if nesting_exceeds(headers, MAX_NESTING):
+    if any(nesting_exceeds(value, MAX_NESTING) for value in headers.values()):
         raise HttpError(400, f"headers nesting exceeds {MAX_NESTING} levels")
     size = len(dumps(headers).encode("utf-8"))
     if size > MAX_HEADERS_BYTES:

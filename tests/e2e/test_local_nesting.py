@@ -33,9 +33,16 @@ def _nested(depth: int) -> Any:
 
 
 def test_gw_create_4_a_256_level_payload_flows_end_to_end(deep_mesh: LocalMesh) -> None:
-    gateway = Gateway(deep_mesh.url)
     payload = _nested(256)
-    task_id = gateway.create(flow="deep", payload=payload)
+    response = httpx.post(
+        f"{deep_mesh.url}/api/v1/mesh/",
+        params={"flow": "deep"},
+        json={"payload": payload, "headers": {"deep": payload}},
+        timeout=10,
+    )
+    assert response.status_code == 201, response.text
+    task_id = response.json()["id"]
+    gateway = Gateway(deep_mesh.url)
     events = gateway.follow(task_id)
     assert terminal_status(events[-1]) == "succeeded", events[-1].data
     task = gateway.get(task_id)
@@ -45,6 +52,7 @@ def test_gw_create_4_a_256_level_payload_flows_end_to_end(deep_mesh: LocalMesh) 
     checkpoint = json.loads(s3.get_object(Bucket=deep_mesh.resources.bucket, Key=task["checkpoint_key"])["Body"].read())
     assert checkpoint["payload"] == payload
     assert checkpoint["route"]["prev"] == ["echo", "relay"]
+    assert checkpoint["headers"]["deep"] == payload, "header values nested as deep travel too"
 
 
 def test_gw_create_4_257_levels_are_refused_at_the_gateway(deep_mesh: LocalMesh) -> None:

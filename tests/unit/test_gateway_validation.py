@@ -113,6 +113,7 @@ def test_payload_nested_up_to_256_levels_is_accepted_gw_create_4(depth: int) -> 
     for level in range(depth):
         payload = [payload] if level % 2 else {"k": payload}
     assert parse_body({"payload": payload}).payload is payload
+    assert parse_body({"headers": {"deep": payload}}).headers == {"deep": payload}, "each header value, as deep"
 
 
 @pytest.mark.parametrize("depth", [257, 890, 5000])
