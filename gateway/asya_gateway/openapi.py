@@ -13,7 +13,7 @@ from typing import Any, Final
 from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
-from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES
+from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, diagnostic_actors
 from asya_gateway.validation import MAX_TIMEOUT_SECONDS
 
 __all__ = ["openapi_document"]
@@ -237,13 +237,14 @@ def _schemas() -> dict[str, Any]:
 def openapi_document(manifest: Manifest, *, version: str) -> dict[str, Any]:
     """The document for ``manifest``'s gateway (GW-OPS-2). Pure."""
     flows = sorted(manifest.flows)
-    deployed = sorted(actor.name for actor in manifest.deployed_actors())
+    diagnosable = sorted(set(diagnostic_actors(manifest)) | naming.FIXED_CREW)
     schemes = _security(manifest.gateway.auth.mode)
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": f"asya gateway ({manifest.namespace})", "version": version},
-        # a task goes to a user actor only (crew is refused, GW-CREATE-2); every deployed queue can be diagnosed
-        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(deployed)},
+        # a task goes to a user actor only (crew is refused, GW-CREATE-2); the diagnostic takes every actor of the
+        # manifest and every crew name (GW-OPS-3)
+        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable)},
         "components": {"schemas": _schemas(), "securitySchemes": schemes},
     }
     if schemes:
