@@ -11,11 +11,11 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
-from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from asya import naming
+from asya.callback import is_reporter_url
 from asya.timeutil import parse_duration
 
 __all__ = [
@@ -70,10 +70,9 @@ Duration = Annotated[float, _duration("duration")]
 
 
 def _absolute_http_url(value: str | None) -> str | None:
-    if value is not None:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
+    # the same rule as the HTTP reporter's for x-asya-gateway-url (asya.callback): a host, no user info
+    if value is not None and not is_reporter_url(value):
+        raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
     return value
 
 
