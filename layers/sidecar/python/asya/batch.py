@@ -18,12 +18,12 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Final, Protocol
 
 from asya.exceptions import AsyaError
-
-#: SQS's longest visibility timeout (12 hours).
-_MAX_VISIBILITY: Final = 43_200
 from asya.timeout import SAFETY_MARGIN_SECONDS
 
 __all__ = ["RECORD_FAILED", "StartRule", "UnstartedRecordError", "failed_visibilities", "log_failed_record"]
+
+#: SQS's longest visibility timeout (12 hours).
+_MAX_VISIBILITY: Final = 43_200
 
 RECORD_FAILED = "record failed: SQS delivers it again"
 

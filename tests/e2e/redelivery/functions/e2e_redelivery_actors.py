@@ -2,8 +2,8 @@
 
 ``linger``: the first call for a text waits 3 s (three times its queue's lowered visibility timeout, so SQS hands the
 message out again meanwhile) unless a second delivery of the same message reaches the handler first, which the hop
-claim must prevent (P-ACK-8); every other call returns at once. ``tally`` counts its calls per text: more than one means a duplicate got
-past ``linger``'s layer.
+claim must prevent (P-ACK-8); every other call returns at once. ``tally`` counts its calls per text: more than one
+means a duplicate got past ``linger``'s layer.
 """
 
 from __future__ import annotations
