@@ -20,6 +20,7 @@ from asya.timeutil import parse_duration
 
 __all__ = [
     "CREW_SETTINGS",
+    "LOG_RETENTION_DAYS",
     "ActorSettings",
     "ActorSpec",
     "CrewConfig",
@@ -29,6 +30,7 @@ __all__ = [
     "GatewayAuth",
     "GatewayConfig",
     "MemberError",
+    "ObservabilityConfig",
     "Policy",
     "Resiliency",
     "Rule",
@@ -212,8 +214,43 @@ class GatewayConfig(_Model):
     a2a: dict[str, Any] | None = None
 
 
+KMS_KEY_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+SNS_TOPIC_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
+#: The retention periods CloudWatch Logs accepts, in days.
+LOG_RETENTION_DAYS: Final = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
+
+
+def _matching(pattern: re.Pattern[str], example: str) -> AfterValidator:
+    def check(value: str | None) -> str | None:
+        if value is not None and not pattern.match(value):
+            raise ValueError(f"{value!r} is not an ARN of the form {example}")
+        return value
+
+    return AfterValidator(check)
+
+
 class StorageConfig(_Model):
     offload_threshold_kb: int = Field(240, ge=1, le=1024, strict=True)
+    #: A customer-managed KMS key for the table and the queues; unset: the AWS-owned keys (no KMS charge).
+    kms_key_arn: Annotated[
+        str | None, _matching(KMS_KEY_ARN_RE, "arn:aws:kms:REGION:ACCOUNT:key/KEY-ID (a key ARN, not an alias)")
+    ] = None
+
+
+class ObservabilityConfig(_Model):
+    """The deployed mesh's dashboard, alarms and logs."""
+
+    log_retention_days: int = Field(30, strict=True)
+    #: Alarms notify this SNS topic; unset: the alarms exist with no action.
+    alarm_topic_arn: Annotated[str | None, _matching(SNS_TOPIC_ARN_RE, "arn:aws:sns:REGION:ACCOUNT:NAME")] = None
+    dashboard: bool = Field(True, strict=True)
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{value!r} is not a CloudWatch Logs retention; use one of {list(LOG_RETENTION_DAYS)}")
+        return value
 
 
 class DeployedActor(_Model):

@@ -21,6 +21,7 @@ from asya.manifest.blocks import (
     DeployedActor,
     Flow,
     GatewayConfig,
+    ObservabilityConfig,
     StorageConfig,
     _Model,
 )
@@ -38,6 +39,7 @@ class Manifest(_Model):
     crew: CrewConfig = Field(default_factory=CrewConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     base_dir: Path = Field(default=Path(), exclude=True)
 
     @model_validator(mode="before")
