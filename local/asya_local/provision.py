@@ -22,10 +22,12 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
-__all__ = ["QUEUE_RETENTION_SECONDS", "MeshResources", "provision"]
+__all__ = ["DLQ_RETENTION_SECONDS", "QUEUE_RETENTION_SECONDS", "MeshResources", "provision"]
 
-#: 14 days, the SQS maximum, for queues and DLQs alike (P-ACK-6).
-QUEUE_RETENTION_SECONDS: Final = 1_209_600
+#: A source queue keeps messages 7 days (P-ACK-6; the CDK app: asya_cdk.actor.QUEUE_RETENTION).
+QUEUE_RETENTION_SECONDS: Final = 604_800
+#: A DLQ keeps messages longer than its source queue (14 days, the SQS maximum): SQS keeps the original enqueue time.
+DLQ_RETENTION_SECONDS: Final = 1_209_600
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +58,7 @@ def provision(
     for actor in manifest.deployed_actors():
         dlq_url = sqs.create_queue(
             QueueName=manifest.dlq_name(actor.name),
-            Attributes={"MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
+            Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
         )["QueueUrl"]
         dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         queue_url = sqs.create_queue(
