@@ -12,8 +12,8 @@ import pytest
 from asya import naming, tableschema
 from asya.manifest import Manifest
 from asya_cdk.actor import AGE_ALARM_SECONDS
-from asya_cdk.permissions import DEADLINE_INDEXES
 from asya_cdk.observability import BACKSTOP_ERROR_MINUTES, SUMP_BACKLOG_MINUTES
+from asya_cdk.permissions import DEADLINE_INDEXES
 from asya_cdk.testing import SynthesizedMesh
 
 pytestmark = pytest.mark.infra
