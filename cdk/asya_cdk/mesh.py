@@ -51,7 +51,7 @@ from asya import naming
 from asya.environment import ReservedVariableError, actor_environment, check_env_map, gateway_environment
 from asya.envnames import ENV
 from asya.exceptions import AsyaError
-from asya.manifest import DeployedActor, Manifest, load_manifest
+from asya.manifest import Manifest, load_manifest
 from asya_cdk.actor import Actor, ActorOverrides
 from asya_cdk.assets import (
     ASSET_EXCLUDES,
@@ -194,8 +194,7 @@ class AsyaMesh(Construct):
         )
 
         deployed = loaded.deployed_actors()
-        crew_code = lambda_.Code.from_asset(str(layout.crew_dir), exclude=list(ASSET_EXCLUDES))
-        code_by_dir: dict[Path, lambda_.Code] = {}
+        code_cache: dict[tuple[str, Path], lambda_.Code] = {}
         overrides = ActorOverrides(
             queue=given_fields(queue_props),
             dead_letter_queue=given_fields(dead_letter_queue_props),
@@ -207,7 +206,9 @@ class AsyaMesh(Construct):
         self._actors: dict[str, Actor] = {}
         shared = _Shared(scope=self, table=table, bucket=bucket, layers=(sidecar_layer, actor_deps))
         for actor, group in zip(deployed, self._actor_groups(len(deployed), actors_per_stack, shared), strict=True):
-            code = crew_code if actor.crew else self._user_code(actor, code_by_dir)
+            directory = layout.crew_dir if actor.crew else actor.code_dir
+            assert directory is not None  # checked by _check_manifest
+            code = _code(group.scope, directory, code_cache)
             built = Actor(
                 group.scope,
                 actor.name,
@@ -318,7 +319,6 @@ class AsyaMesh(Construct):
     def _nested_group(self, number: int, shared: _Shared) -> _Shared:
         values = {
             "TableArn": shared.table.table_arn,
-            "TableName": shared.table.table_name,
             "BucketArn": shared.bucket.bucket_arn,
             "BucketName": shared.bucket.bucket_name,
             **{f"Layer{i}": layer.layer_version_arn for i, layer in enumerate(shared.layers)},
@@ -330,23 +330,15 @@ class AsyaMesh(Construct):
         param = {name: CfnParameter(nested, name, type="String").value_as_string for name in values}
         return _Shared(
             scope=nested,
-            table=dynamodb.Table.from_table_attributes(
-                nested, "Table", table_arn=param["TableArn"], table_name=param["TableName"]
-            ),
+            table=dynamodb.Table.from_table_attributes(nested, "SharedTable", table_arn=param["TableArn"]),
             bucket=s3.Bucket.from_bucket_attributes(
-                nested, "Bucket", bucket_arn=param["BucketArn"], bucket_name=param["BucketName"]
+                nested, "SharedBucket", bucket_arn=param["BucketArn"], bucket_name=param["BucketName"]
             ),
             layers=tuple(
-                lambda_.LayerVersion.from_layer_version_arn(nested, f"Layer{i}", param[f"Layer{i}"])
+                lambda_.LayerVersion.from_layer_version_arn(nested, f"SharedLayer{i}", param[f"Layer{i}"])
                 for i in range(len(shared.layers))
             ),
         )
-
-    def _user_code(self, actor: DeployedActor, cache: dict[Path, lambda_.Code]) -> lambda_.Code:
-        assert actor.code_dir is not None  # checked by _check_manifest
-        if actor.code_dir not in cache:
-            cache[actor.code_dir] = lambda_.Code.from_asset(str(actor.code_dir), exclude=list(ASSET_EXCLUDES))
-        return cache[actor.code_dir]
 
     def _layer(self, id: str, code: lambda_.Code, runtime: lambda_.Runtime, description: str) -> lambda_.LayerVersion:
         return lambda_.LayerVersion(
@@ -486,6 +478,14 @@ def _check_manifest(manifest: Manifest, sources: SourceLayout, problems: list[st
         except (ReservedVariableError, DeploymentError) as exc:
             problems.append(str(exc))
     return handlers
+
+
+def _code(scope: Construct, directory: Path, cache: dict[tuple[str, Path], lambda_.Code]) -> lambda_.Code:
+    """One asset per directory and stack (CDK binds a ``Code`` to the first stack that uses it)."""
+    key = (Stack.of(scope).node.path, directory)
+    if key not in cache:
+        cache[key] = lambda_.Code.from_asset(str(directory), exclude=list(ASSET_EXCLUDES))
+    return cache[key]
 
 
 def _cached_code(builder: DependencyBuilder, pins: Sequence[str]) -> lambda_.Code:
