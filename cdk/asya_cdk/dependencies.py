@@ -41,8 +41,17 @@ __all__ = [
 #: Packages of the actor layer (sidecar and crew). boto3 comes with the Lambda runtime; pydantic is not needed on the
 #: actor hot path (actors get their configuration from environment variables, ``asya.config``).
 ACTOR_REQUIREMENTS: Final = ("aws-lambda-powertools",)
-#: Packages of the gateway layer: the ASGI app, its server, the manifest model and input-schema validation.
-GATEWAY_REQUIREMENTS: Final = ("aws-lambda-powertools", "pydantic", "pyyaml", "jsonschema", "starlette", "uvicorn")
+#: Packages of the gateway layer: the ASGI app, its server, the manifest model, input-schema validation and JWT
+#: verification (GW-AUTH-5).
+GATEWAY_REQUIREMENTS: Final = (
+    "aws-lambda-powertools",
+    "pydantic",
+    "pyyaml",
+    "jsonschema",
+    "starlette",
+    "uvicorn",
+    "joserfc",
+)
 
 LAMBDA_PLATFORM: Final = "manylinux2014_aarch64"
 #: Bump when the layout of a built directory changes, so old cache entries are not reused.

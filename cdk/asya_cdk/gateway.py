@@ -10,8 +10,8 @@ request in Lambda's streaming HTTP format, so every method is integrated with re
 Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing; the public routes of GW-AUTH-2
 (``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``) have methods of their own without
 authorization. Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method
-(GW-AUTH-3); ``api_key`` -> none at API Gateway, the app checks (GW-AUTH-4); ``jwt`` is refused (the app does not verify
-tokens yet); ``none`` -> refused unless
+(GW-AUTH-3); ``api_key`` -> none at API Gateway, the app checks (GW-AUTH-4); ``jwt`` -> none at API Gateway, the app
+verifies the bearer token against the manifest's JWKS, issuer and audience (GW-AUTH-5); ``none`` -> refused unless
 ``allow_unauthenticated`` (GW-AUTH-6). With ``iam`` and CORS origins configured, ``OPTIONS`` is left
 open so browsers' preflight requests reach the app. The stage has JSON access logs, ERROR execution logs and
 throttling. ``api_overrides`` (``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with
@@ -59,13 +59,7 @@ _APIGW_LOGS_POLICY: Final = (
 
 
 def check_auth(auth: GatewayAuth) -> None:
-    """Refuse what cannot be deployed: an open gateway unless asked for (GW-AUTH-6), and ``jwt``, which the gateway
-    does not verify yet (it would refuse to start, so every request would fail)."""
-    if auth.mode == "jwt":
-        raise DeploymentError(
-            "gateway.auth.mode: 'jwt' is not supported by this gateway version (GW-AUTH-5 is not built yet); "
-            "use 'iam' or 'api_key'"
-        )
+    """Refuse an open gateway unless asked for (GW-AUTH-6). ``jwt``'s settings are checked by the manifest."""
     if auth.mode == "none" and not auth.allow_unauthenticated:
         raise DeploymentError(
             "gateway.auth.mode: 'none' would expose every route without authentication (GW-AUTH-6); "

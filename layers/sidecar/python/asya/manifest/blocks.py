@@ -188,6 +188,9 @@ class CrewConfig(_Model):
     sink_hooks: list[str] = Field(default_factory=list)
 
 
+_LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
 class GatewayAuth(_Model):
     mode: Literal["iam", "api_key", "jwt", "none"] = "iam"
     api_key_secret: str | None = None
@@ -202,8 +205,14 @@ class GatewayAuth(_Model):
             raise MemberError("api_key_secret", "required when mode is 'api_key'")
         if self.mode == "jwt":
             for member in ("jwks_url", "issuer", "audience"):
-                if not getattr(self, member):
+                value = getattr(self, member)
+                if not value or not value.strip():
                     raise MemberError(member, "required when mode is 'jwt' (with jwks_url, issuer and audience)")
+            parts = urlsplit(self.jwks_url or "")
+            if parts.scheme != "https" and parts.hostname not in _LOOPBACK_HOSTS:
+                raise MemberError(
+                    "jwks_url", f"{self.jwks_url!r} must be an https URL (http only on loopback, for the local mode)"
+                )
         return self
 
 
