@@ -4,8 +4,8 @@ Use :class:`AsyaMesh` in your own CDK app, or :class:`AsyaStack` (the repository
 
 Imports only the contract modules of the runtime (``asya.naming``, ``asya.manifest``, ``asya.tableschema``,
 ``asya.envnames``, ``asya.environment``, ``asya.exceptions``). Importing this package creates nothing; building a mesh
-builds the dependency layers (``pip install --platform ...``, cached under ``.cdk.staging/``) and stages the gateway
-asset.
+checks the committed layer locks and stages the gateway asset; the dependency layers are built by CDK's local
+bundling during ``app.synth()`` (``pip install --require-hashes``, cached under ``.cdk.staging/``).
 """
 
 from __future__ import annotations
@@ -15,9 +15,17 @@ from asya_cdk.assets import SourceLayout, render_manifest_json, stage_gateway_as
 from asya_cdk.backstop import Backstop
 from asya_cdk.composition import BuiltApp, build_app, load_cdk_context
 from asya_cdk.crew import CREW_HANDLERS, SIDECAR_HANDLER, crew_handler
-from asya_cdk.dependencies import ACTOR_REQUIREMENTS, GATEWAY_REQUIREMENTS, DependencyBuilder, pinned_requirements
+from asya_cdk.dependencies import (
+    ACTOR_REQUIREMENTS,
+    GATEWAY_REQUIREMENTS,
+    LAYER_REQUIREMENTS,
+    DependencyBuilder,
+    LockedLayerBundling,
+    pinned_requirements,
+)
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.gateway import Gateway, check_auth
+from asya_cdk.locks import Lock, check_lock
 from asya_cdk.lwa import LWA_REGIONS, lwa_layer_arn
 from asya_cdk.mesh import AsyaMesh
 from asya_cdk.observability import MeshObservability
@@ -31,6 +39,7 @@ __all__ = [
     "CONTEXT",
     "CREW_HANDLERS",
     "GATEWAY_REQUIREMENTS",
+    "LAYER_REQUIREMENTS",
     "LWA_REGIONS",
     "ROLES",
     "SIDECAR_HANDLER",
@@ -45,11 +54,14 @@ __all__ = [
     "DeploySettings",
     "DeploymentError",
     "Gateway",
+    "Lock",
+    "LockedLayerBundling",
     "MeshObservability",
     "SourceLayout",
     "Storage",
     "build_app",
     "check_auth",
+    "check_lock",
     "crew_handler",
     "load_cdk_context",
     "lwa_layer_arn",

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from aws_cdk import AssetHashType, Aws, CfnParameter, NestedStack, Stack, Tags
+from aws_cdk import Aws, CfnParameter, NestedStack, Stack, Tags
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -62,9 +62,10 @@ from asya_cdk.assets import (
 )
 from asya_cdk.backstop import Backstop
 from asya_cdk.crew import SIDECAR_HANDLER, crew_handler
-from asya_cdk.dependencies import ACTOR_REQUIREMENTS, GATEWAY_REQUIREMENTS, DependencyBuilder, pinned_requirements
+from asya_cdk.dependencies import LAYER_REQUIREMENTS, DependencyBuilder, locked_layer_code, pinned_requirements
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway, check_auth
+from asya_cdk.locks import Lock, check_lock
 from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
 from asya_cdk.nag import acknowledge
 from asya_cdk.observability import MeshObservability
@@ -151,6 +152,7 @@ class AsyaMesh(Construct):
                 problems.append(str(exc))
         else:
             adapter_arn = None
+        locks = _check_locks(layout, runtime, problems)
         if problems or loaded is None:
             raise DeploymentError("cannot deploy this mesh:\n- " + "\n- ".join(problems))
         super().__init__(scope, id)
@@ -184,13 +186,11 @@ class AsyaMesh(Construct):
             runtime,
             "asya sidecar library (package asya)",
         )
-        actor_pins = pinned_requirements(ACTOR_REQUIREMENTS, pyproject=layout.pyproject)
-        gateway_pins = pinned_requirements(GATEWAY_REQUIREMENTS, pyproject=layout.pyproject)
         actor_deps = self._layer(
-            "ActorDependencies", _cached_code(builder, actor_pins), runtime, "asya actor dependencies"
+            "ActorDependencies", locked_layer_code(builder, locks["actor"]), runtime, "asya actor dependencies"
         )
         gateway_deps = self._layer(
-            "GatewayDependencies", _cached_code(builder, gateway_pins), runtime, "asya gateway dependencies"
+            "GatewayDependencies", locked_layer_code(builder, locks["gateway"]), runtime, "asya gateway dependencies"
         )
 
         deployed = loaded.deployed_actors()
@@ -488,10 +488,16 @@ def _code(scope: Construct, directory: Path, cache: dict[tuple[str, Path], lambd
     return cache[key]
 
 
-def _cached_code(builder: DependencyBuilder, pins: Sequence[str]) -> lambda_.Code:
-    directory = builder.build(pins)
-    # The cache key already covers every byte pip wrote; fingerprinting ~30 MB again on every synth is wasted time.
-    return lambda_.Code.from_asset(str(directory), asset_hash=builder.key(pins), asset_hash_type=AssetHashType.CUSTOM)
+def _check_locks(layout: SourceLayout, runtime: lambda_.Runtime, problems: list[str]) -> dict[str, Lock]:
+    """The committed lock of each dependency layer, checked against ``pyproject.toml`` (no network)."""
+    locks: dict[str, Lock] = {}
+    for layer, names in LAYER_REQUIREMENTS.items():
+        try:
+            requires = pinned_requirements(names, pyproject=layout.pyproject)
+            locks[layer] = check_lock(layout.lock_dir, layer, runtime.name.removeprefix("python"), requires)
+        except DeploymentError as exc:
+            problems.append(str(exc))
+    return locks
 
 
 _RETENTION: Final[Mapping[int, str]] = {
