@@ -13,8 +13,8 @@ and hard-links (or copies) it into CDK's output directory, so repeated synths, i
 build. CDK runs the bundling while it stages the asset, so ``cdk ls`` / ``cdk diff -e`` of other stacks skip it
 (context ``aws:cdk:bundling-stacks``). Every installed file is pinned by hash; a changed lock builds a new
 directory. A cache directory is built under a temporary name and renamed into place, so an interrupted or concurrent
-build never leaves a half-filled entry behind. The layers ship no bytecode (``--no-compile``): see docs/deploy.md,
-"Cold start".
+build never leaves a half-filled entry behind. pip compiles nothing (``--no-compile``: it would write bytecode for
+this machine's Python); :mod:`asya_cdk.bytecode` compiles the layer when this interpreter matches the runtime.
 
 Top-level pins come from ``pyproject.toml`` (``[project].dependencies``): the layers ship exactly the versions the
 tests ran, and :func:`~asya_cdk.locks.check_lock` refuses a lock resolved from other pins.
@@ -38,6 +38,7 @@ import jsii
 from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
+from asya_cdk.bytecode import compile_tree
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.locks import LAMBDA_PLATFORM, Lock
 
@@ -113,10 +114,12 @@ class DependencyBuilder:
     python_version: str
     platform: str = LAMBDA_PLATFORM
     pip: tuple[str, ...] = field(default=(sys.executable, "-m", "pip"))
+    #: Compile the layer (``asya_cdk.bytecode``): only when this interpreter matches ``python_version``.
+    compile_bytecode: bool = False
 
     def key(self, lock: Lock) -> str:
         """Content hash naming the cache entry (and the CDK asset) of ``lock``."""
-        return f"{_FORMAT_VERSION}{lock.digest[:19]}"
+        return f"{_FORMAT_VERSION}{'c' if self.compile_bytecode else 's'}{lock.digest[:18]}"
 
     def layer_dir(self, lock: Lock) -> Path:
         return self.cache_dir / f"deps-{self.key(lock)}"
@@ -132,6 +135,8 @@ class DependencyBuilder:
             self._pip_install(lock, scratch / "python")
             # Console scripts (uvicorn, jp.py) are useless in a layer and pip wrote them for this machine's Python.
             shutil.rmtree(scratch / "python" / "bin", ignore_errors=True)
+            if self.compile_bytecode:
+                compile_tree(scratch / "python")
             shutil.copyfile(lock.path, scratch / "requirements.lock.txt")
             try:
                 scratch.rename(target)

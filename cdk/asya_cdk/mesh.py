@@ -61,6 +61,7 @@ from asya_cdk.assets import (
     stage_gateway_asset,
 )
 from asya_cdk.backstop import Backstop
+from asya_cdk.bytecode import interpreter_matches, stage_compiled
 from asya_cdk.crew import SIDECAR_HANDLER, crew_handler
 from asya_cdk.dependencies import LAYER_REQUIREMENTS, DependencyBuilder, locked_layer_code, pinned_requirements
 from asya_cdk.errors import DeploymentError
@@ -100,7 +101,7 @@ class AsyaMesh(Construct):
         id: str,
         *,
         manifest: Manifest | str | Path,
-        runtime: lambda_.Runtime = lambda_.Runtime.PYTHON_3_14,
+        runtime: lambda_.Runtime | None = None,
         web_adapter_layer: lambda_.ILayerVersion | None = None,
         lwa_layer_version: int = DEFAULT_LWA_VERSION,
         sources: SourceLayout | None = None,
@@ -140,8 +141,7 @@ class AsyaMesh(Construct):
                 f"actors_per_stack: {actors_per_stack!r} is outside 1..{_MAX_ACTORS_PER_STACK} (500 resources per "
                 "nested stack)"
             )
-        if runtime.name not in {r.name for r in PYTHON_RUNTIMES.values()}:
-            problems.append(f"runtime: {runtime.name!r} is not one of {sorted(PYTHON_RUNTIMES)} (python only)")
+        runtime = _runtime(loaded, runtime, problems)
         handlers: dict[str, str] = {}
         if loaded is not None:
             handlers = _check_manifest(loaded, layout, problems)
@@ -152,7 +152,7 @@ class AsyaMesh(Construct):
                 problems.append(str(exc))
         else:
             adapter_arn = None
-        locks = _check_locks(layout, runtime, problems)
+        locks = _check_locks(layout, runtime, problems) if loaded is not None else {}
         if problems or loaded is None:
             raise DeploymentError("cannot deploy this mesh:\n- " + "\n- ".join(problems))
         super().__init__(scope, id)
@@ -177,14 +177,21 @@ class AsyaMesh(Construct):
         )
         table, bucket = self._storage.table, self._storage.bucket
 
+        python_version = runtime.name.removeprefix("python")
+        compiled = interpreter_matches(python_version)
         builder = dependencies or DependencyBuilder(
-            cache_dir=layout.staging_dir, python_version=runtime.name.removeprefix("python")
+            cache_dir=layout.staging_dir, python_version=python_version, compile_bytecode=compiled
+        )
+        sidecar_dir = (
+            stage_compiled(layout.sidecar_layer_dir, layout.staging_dir, "sidecar")
+            if compiled
+            else layout.sidecar_layer_dir
         )
         sidecar_layer = self._layer(
             "SidecarLayer",
-            lambda_.Code.from_asset(str(layout.sidecar_layer_dir), exclude=list(ASSET_EXCLUDES)),
+            lambda_.Code.from_asset(str(sidecar_dir), exclude=[] if compiled else list(ASSET_EXCLUDES)),
             runtime,
-            "asya sidecar library (package asya)",
+            "asya sidecar library (package asya)" + (f", compiled for Python {python_version}" if compiled else ""),
         )
         actor_deps = self._layer(
             "ActorDependencies", locked_layer_code(builder, locks["actor"]), runtime, "asya actor dependencies"
@@ -486,6 +493,22 @@ def _code(scope: Construct, directory: Path, cache: dict[tuple[str, Path], lambd
     if key not in cache:
         cache[key] = lambda_.Code.from_asset(str(directory), exclude=list(ASSET_EXCLUDES))
     return cache[key]
+
+
+def _runtime(manifest: Manifest | None, given: lambda_.Runtime | None, problems: list[str]) -> lambda_.Runtime:
+    """The manifest's ``deployment.python_version``, else ``given``, else Python 3.14; a clash is a problem."""
+    chosen = None if manifest is None else manifest.deployment.python_version
+    if given is not None and given.name not in {r.name for r in PYTHON_RUNTIMES.values()}:
+        problems.append(f"runtime: {given.name!r} is not one of the Python runtimes {sorted(PYTHON_RUNTIMES)}")
+        return lambda_.Runtime.PYTHON_3_14
+    if chosen is not None:
+        if given is not None and given.name != PYTHON_RUNTIMES[chosen].name:
+            problems.append(
+                f"runtime: {given.name!r} clashes with the manifest's deployment.python_version {chosen!r}; "
+                "give one of them"
+            )
+        return PYTHON_RUNTIMES[chosen]
+    return given or lambda_.Runtime.PYTHON_3_14
 
 
 def _check_locks(layout: SourceLayout, runtime: lambda_.Runtime, problems: list[str]) -> dict[str, Lock]:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import re
 import stat
+import sys
 from pathlib import Path
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_lambda as lambda_
 
 from asya.manifest import Manifest
 from asya_cdk import (
@@ -181,3 +184,52 @@ def test_gateway_staging_is_content_addressed(tmp_path: Path, example_manifest: 
     changed = stage_gateway_asset(gateway_dir=gateway, manifest_json=manifest_json + " ", staging_dir=staging)
     assert changed != first
     assert sorted(p.name for p in staging.iterdir()) == sorted([first.name, changed.name])
+
+
+def test_cold_start_layers_ship_unchecked_hash_bytecode_when_the_interpreter_matches(
+    tmp_path: Path, write_manifest: Any
+) -> None:
+    """Issue 19 item 9: the manifest chooses the runtime; this interpreter's minor version matches it, so the
+    sidecar and dependency layers carry PEP 552 unchecked-hash ``.pyc`` (flags 0b01) for that version."""
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    path = write_manifest(
+        {
+            "namespace": "warm",
+            "actors": {"echo": {"handler": "text.normalize", "code": str(REPO / "functions")}},
+            "deployment": {"python_version": version},
+        }
+    )
+    app = cdk.App(outdir=str(tmp_path / "out"))
+    stack = cdk.Stack(app, "S", env=cdk.Environment(region="us-east-1"))
+    mesh = AsyaMesh(stack, "Default", manifest=path)
+    template = app.synth().get_stack_artifact(stack.artifact_id).template
+    layers = {
+        res["Properties"]["Description"]: tmp_path / "out" / f"asset.{res['Properties']['Content']['S3Key'][:-4]}"
+        for res in template["Resources"].values()
+        if res["Type"] == "AWS::Lambda::LayerVersion"
+    }
+    functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    assert {f["Properties"]["Runtime"] for f in functions} == {f"python{version}"}
+    tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}"
+    (sidecar,) = [d for desc, d in layers.items() if desc.startswith("asya sidecar library")]
+    (actor_deps,) = [d for desc, d in layers.items() if desc.startswith("asya actor dependencies")]
+    for root, module in ((sidecar, "asya/sidecar"), (actor_deps, "aws_lambda_powertools/__init__")):
+        source = root / "python" / f"{module}.py"
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        assert pyc.is_file(), pyc
+        flags = int.from_bytes(pyc.read_bytes()[4:8], "little")
+        assert flags == 0b01, "hash-based, unchecked (PEP 552)"
+    assert mesh.manifest.deployment.python_version == version
+
+
+def test_a_runtime_clashing_with_the_manifest_is_refused(tmp_path: Path, write_manifest: Any) -> None:
+    path = write_manifest(
+        {
+            "namespace": "warm",
+            "actors": {"echo": {"handler": "text.normalize", "code": str(REPO / "functions")}},
+            "deployment": {"python_version": "3.12"},
+        }
+    )
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    with pytest.raises(DeploymentError, match=r"runtime: 'python3.13' clashes with the manifest's deployment"):
+        AsyaMesh(stack, "Default", manifest=path, runtime=lambda_.Runtime.PYTHON_3_13)

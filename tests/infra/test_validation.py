@@ -157,7 +157,9 @@ def test_settings_from_context() -> None:
     settings = DeploySettings.from_context({"asya:lwaLayerVersion": "26"}, {"CDK_DEFAULT_REGION": "eu-west-1"})
     assert settings.lwa_layer_version == 26
     assert settings.region == "eu-west-1"
-    assert settings.runtime.name == "python3.14"
+    assert settings.runtime is None  # the manifest's deployment.python_version, else AsyaMesh's default (3.14)
+    runtime = DeploySettings.from_context({"asya:pythonVersion": "3.13"}, {}).runtime
+    assert runtime is not None and runtime.name == "python3.13"
     assert DeploySettings.from_context({"asya:region": "ap-south-1"}, {"CDK_DEFAULT_REGION": "x"}).region == (
         "ap-south-1"
     )

@@ -25,6 +25,7 @@ __all__ = [
     "ActorSpec",
     "CrewConfig",
     "DeployedActor",
+    "DeploymentConfig",
     "FanIn",
     "Flow",
     "GatewayAuth",
@@ -244,6 +245,14 @@ class StorageConfig(_Model):
     kms_key_arn: Annotated[
         str | None, _matching(KMS_KEY_ARN_RE, "arn:aws:kms:REGION:ACCOUNT:key/KEY-ID (a key ARN, not an alias)")
     ] = None
+
+
+class DeploymentConfig(_Model):
+    """How the mesh is deployed to AWS (read by the CDK app only)."""
+
+    #: The Lambda Python runtime of every function and layer; unset: the CDK app's (context ``asya:pythonVersion``,
+    #: else 3.14). When it matches the interpreter that synthesizes, the layers ship compiled bytecode.
+    python_version: Literal["3.11", "3.12", "3.13", "3.14"] | None = None
 
 
 class ObservabilityConfig(_Model):

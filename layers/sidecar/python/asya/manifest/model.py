@@ -19,6 +19,7 @@ from asya.manifest.blocks import (
     ActorSpec,
     CrewConfig,
     DeployedActor,
+    DeploymentConfig,
     Flow,
     GatewayConfig,
     ObservabilityConfig,
@@ -40,6 +41,7 @@ class Manifest(_Model):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
     base_dir: Path = Field(default=Path(), exclude=True)
 
     @model_validator(mode="before")
