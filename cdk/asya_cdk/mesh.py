@@ -303,7 +303,7 @@ class AsyaMesh(Construct):
             alarm_topic_arn=loaded.observability.alarm_topic_arn,
             dashboard=loaded.observability.dashboard,
         )
-        self._acknowledge(namespace)
+        self._acknowledge()
 
     def _key(self, manifest: Manifest) -> kms.IKey | None:
         arn = manifest.storage.kms_key_arn
@@ -357,19 +357,11 @@ class AsyaMesh(Construct):
             description=description[:256],
         )
 
-    def _acknowledge(self, namespace: str) -> None:
+    def _acknowledge(self) -> None:
         acknowledge(
             self,
             f"AwsSolutions-IAM4[{_BASIC_EXECUTION_POLICY}]",
             "AWSLambdaBasicExecutionRole only lets a function write its own CloudWatch logs.",
-        )
-        acknowledge(
-            self,
-            "AwsSolutions-IAM5",
-            f"Wildcards are limited to the least-privilege matrix of docs/deploy.md: the mesh's queue names "
-            f"(asya-{namespace}-*, P-NAME-4), object keys under the bucket prefixes each role owns (GW-DATA-7, keys "
-            "are per task and envelope), the table's named indexes, and KMS's GenerateDataKey*/ReEncrypt* on the "
-            "mesh's key only.",
         )
 
     @property
