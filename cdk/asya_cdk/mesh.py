@@ -31,11 +31,10 @@ versions. The construct emits no ``CfnOutput`` and reads no context.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from aws_cdk import Aws, CfnParameter, NestedStack, Stack, Tags
+from aws_cdk import Aws, NestedStack, Stack, Tags
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -48,10 +47,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import naming
-from asya.environment import ReservedVariableError, actor_environment, check_env_map, gateway_environment
+from asya.environment import actor_environment, gateway_environment
 from asya.envnames import ENV
-from asya.exceptions import AsyaError
-from asya.manifest import Manifest, load_manifest
+from asya.manifest import Manifest
 from asya_cdk.actor import Actor, ActorOverrides
 from asya_cdk.assets import (
     ASSET_EXCLUDES,
@@ -62,27 +60,28 @@ from asya_cdk.assets import (
 )
 from asya_cdk.backstop import Backstop
 from asya_cdk.bytecode import interpreter_matches, stage_compiled
-from asya_cdk.crew import SIDECAR_HANDLER, crew_handler
-from asya_cdk.dependencies import LAYER_REQUIREMENTS, DependencyBuilder, locked_layer_code, pinned_requirements
+from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load
+from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
 from asya_cdk.errors import DeploymentError
-from asya_cdk.gateway import Gateway, check_auth
-from asya_cdk.locks import Lock, check_lock
+from asya_cdk.gateway import Gateway
 from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
 from asya_cdk.nag import acknowledge
-from asya_cdk.observability import MeshObservability
+from asya_cdk.observability import MeshObservability, retention_days
 from asya_cdk.permissions import ACTOR, BACKSTOP, GATEWAY, SINK, SUMP, Access, grant_access
+from asya_cdk.placement import (
+    DEFAULT_ACTORS_PER_STACK,
+    INLINE_ACTORS,
+    MAX_ACTORS_PER_STACK,
+    ActorGroup,
+    actor_groups,
+    group_code,
+)
 from asya_cdk.props import check_props, given_fields
-from asya_cdk.settings import PYTHON_RUNTIMES
 from asya_cdk.storage import Storage
 
 __all__ = ["DEFAULT_ACTORS_PER_STACK", "DEFAULT_BACKSTOP_HANDLER", "INLINE_ACTORS", "AsyaMesh", "default_sources"]
 
 DEFAULT_BACKSTOP_HANDLER: Final = "asya_gateway.backstop.lambda_handler"
-#: Deployed actors that stay in the enclosing stack (11 resources each, with ~60 shared ones, under 500).
-INLINE_ACTORS: Final = 36
-#: Actors per nested stack when the mesh is split.
-DEFAULT_ACTORS_PER_STACK: Final = 40
-_MAX_ACTORS_PER_STACK: Final = 42
 _BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 _CREW_ACCESS: Final[Mapping[str, Access]] = {naming.SINK: SINK, naming.SUMP: SUMP}
 
@@ -120,7 +119,7 @@ class AsyaMesh(Construct):
         backstop_handler: str = DEFAULT_BACKSTOP_HANDLER,
     ) -> None:
         layout = sources or default_sources()
-        loaded, problems = _load(manifest)
+        loaded, problems = load(manifest)
         hooks: dict[str, object | None] = {
             "queue_props": queue_props,
             "dead_letter_queue_props": dead_letter_queue_props,
@@ -136,15 +135,15 @@ class AsyaMesh(Construct):
             problems.append("existing_table_obj, table_props: give one or the other, not both")
         if existing_bucket_obj is not None and bucket_props is not None:
             problems.append("existing_bucket_obj, bucket_props: give one or the other, not both")
-        if actors_per_stack is not None and not 1 <= actors_per_stack <= _MAX_ACTORS_PER_STACK:
+        if actors_per_stack is not None and not 1 <= actors_per_stack <= MAX_ACTORS_PER_STACK:
             problems.append(
-                f"actors_per_stack: {actors_per_stack!r} is outside 1..{_MAX_ACTORS_PER_STACK} (500 resources per "
+                f"actors_per_stack: {actors_per_stack!r} is outside 1..{MAX_ACTORS_PER_STACK} (500 resources per "
                 "nested stack)"
             )
-        runtime = _runtime(loaded, runtime, problems)
+        runtime = choose_runtime(loaded, runtime, problems)
         handlers: dict[str, str] = {}
         if loaded is not None:
-            handlers = _check_manifest(loaded, layout, problems)
+            handlers = check_manifest(loaded, layout, problems)
         if web_adapter_layer is None and loaded is not None:
             try:
                 adapter_arn: str | None = lwa_layer_arn(Stack.of(scope).region, lwa_layer_version)
@@ -152,7 +151,7 @@ class AsyaMesh(Construct):
                 problems.append(str(exc))
         else:
             adapter_arn = None
-        locks = _check_locks(layout, runtime, problems) if loaded is not None else {}
+        locks = check_locks(layout, runtime, problems) if loaded is not None else {}
         if problems or loaded is None:
             raise DeploymentError("cannot deploy this mesh:\n- " + "\n- ".join(problems))
         super().__init__(scope, id)
@@ -161,7 +160,7 @@ class AsyaMesh(Construct):
         Tags.of(self).add("asya:namespace", namespace)
         key = self._key(loaded)
         self._key_obj = key
-        retention = logs.RetentionDays[_RETENTION[loaded.observability.log_retention_days]]
+        retention = retention_days(loaded.observability.log_retention_days)
         function_extra = given_fields(lambda_function_props)
         log_extra = given_fields(log_group_props)
 
@@ -211,11 +210,13 @@ class AsyaMesh(Construct):
         )
         self._actor_stacks: list[NestedStack] = []
         self._actors: dict[str, Actor] = {}
-        shared = _Shared(scope=self, table=table, bucket=bucket, layers=(sidecar_layer, actor_deps))
-        for actor, group in zip(deployed, self._actor_groups(len(deployed), actors_per_stack, shared), strict=True):
+        shared = ActorGroup(scope=self, table=table, bucket=bucket, layers=(sidecar_layer, actor_deps))
+        for actor, group in zip(
+            deployed, actor_groups(self, len(deployed), actors_per_stack, shared, self._actor_stacks), strict=True
+        ):
             directory = layout.crew_dir if actor.crew else actor.code_dir
             assert directory is not None  # checked by _check_manifest
-            code = _code(group.scope, directory, code_cache)
+            code = group_code(group.scope, directory, code_cache)
             built = Actor(
                 group.scope,
                 actor.name,
@@ -309,44 +310,6 @@ class AsyaMesh(Construct):
         arn = manifest.storage.kms_key_arn
         return None if arn is None else kms.Key.from_key_arn(self, "Key", arn)
 
-    def _actor_groups(self, count: int, per_stack: int | None, shared: _Shared) -> list[_Shared]:
-        """Where each actor goes: this construct, or nested stacks of ``per_stack`` actors. A nested stack takes the
-        table, bucket and layers as its own parameters, so its policies and cdk-nag findings name them locally."""
-        if per_stack is None and count <= INLINE_ACTORS:
-            return [shared] * count
-        size = per_stack or DEFAULT_ACTORS_PER_STACK
-        groups: list[_Shared] = []
-        for index in range(count):
-            if index % size == 0:
-                groups.append(self._nested_group(index // size, shared))
-            else:
-                groups.append(groups[-1])
-        return groups
-
-    def _nested_group(self, number: int, shared: _Shared) -> _Shared:
-        values = {
-            "TableArn": shared.table.table_arn,
-            "BucketArn": shared.bucket.bucket_arn,
-            "BucketName": shared.bucket.bucket_name,
-            **{f"Layer{i}": layer.layer_version_arn for i, layer in enumerate(shared.layers)},
-        }
-        nested = NestedStack(
-            self, f"Actors{number}", description=f"asya mesh actors, group {number}", parameters=values
-        )
-        self._actor_stacks.append(nested)
-        param = {name: CfnParameter(nested, name, type="String").value_as_string for name in values}
-        return _Shared(
-            scope=nested,
-            table=dynamodb.Table.from_table_attributes(nested, "SharedTable", table_arn=param["TableArn"]),
-            bucket=s3.Bucket.from_bucket_attributes(
-                nested, "SharedBucket", bucket_arn=param["BucketArn"], bucket_name=param["BucketName"]
-            ),
-            layers=tuple(
-                lambda_.LayerVersion.from_layer_version_arn(nested, f"SharedLayer{i}", param[f"Layer{i}"])
-                for i in range(len(shared.layers))
-            ),
-        )
-
     def _layer(self, id: str, code: lambda_.Code, runtime: lambda_.Runtime, description: str) -> lambda_.LayerVersion:
         return lambda_.LayerVersion(
             self,
@@ -437,102 +400,3 @@ class AsyaMesh(Construct):
     @property
     def alarms(self) -> MeshObservability:
         return self._observability
-
-
-@dataclass(frozen=True, slots=True)
-class _Shared:
-    """What the actors of one stack use: the construct they go into, the table, the bucket, the layers."""
-
-    scope: Construct
-    table: dynamodb.ITable
-    bucket: s3.IBucket
-    layers: tuple[lambda_.ILayerVersion, ...]
-
-
-def _load(manifest: Manifest | str | Path) -> tuple[Manifest | None, list[str]]:
-    if isinstance(manifest, Manifest):
-        return manifest, []
-    try:
-        return load_manifest(Path(manifest)), []
-    except AsyaError as exc:
-        return None, [f"manifest: {exc}"]
-
-
-def _check_manifest(manifest: Manifest, sources: SourceLayout, problems: list[str]) -> dict[str, str]:
-    """Append what cannot be deployed to ``problems``; return each actor's Lambda handler."""
-    try:
-        check_auth(manifest.gateway.auth)
-        sources.validate()
-    except DeploymentError as exc:
-        problems.append(str(exc))
-    if (problem := naming.undeployed_crew(manifest.crew_targets())) is not None:
-        problems.append(problem)
-    if (missing := manifest.missing_code_dir()) is not None:
-        problems.append(missing)
-    handlers: dict[str, str] = {}
-    for actor in manifest.deployed_actors():
-        try:
-            handlers[actor.name] = crew_handler(actor.name) if actor.crew else SIDECAR_HANDLER
-            check_env_map(actor)
-        except (ReservedVariableError, DeploymentError) as exc:
-            problems.append(str(exc))
-    return handlers
-
-
-def _code(scope: Construct, directory: Path, cache: dict[tuple[str, Path], lambda_.Code]) -> lambda_.Code:
-    """One asset per directory and stack (CDK binds a ``Code`` to the first stack that uses it)."""
-    key = (Stack.of(scope).node.path, directory)
-    if key not in cache:
-        cache[key] = lambda_.Code.from_asset(str(directory), exclude=list(ASSET_EXCLUDES))
-    return cache[key]
-
-
-def _runtime(manifest: Manifest | None, given: lambda_.Runtime | None, problems: list[str]) -> lambda_.Runtime:
-    """The manifest's ``deployment.python_version``, else ``given``, else Python 3.14; a clash is a problem."""
-    chosen = None if manifest is None else manifest.deployment.python_version
-    if given is not None and given.name not in {r.name for r in PYTHON_RUNTIMES.values()}:
-        problems.append(f"runtime: {given.name!r} is not one of the Python runtimes {sorted(PYTHON_RUNTIMES)}")
-        return lambda_.Runtime.PYTHON_3_14
-    if chosen is not None:
-        if given is not None and given.name != PYTHON_RUNTIMES[chosen].name:
-            problems.append(
-                f"runtime: {given.name!r} clashes with the manifest's deployment.python_version {chosen!r}; "
-                "give one of them"
-            )
-        return PYTHON_RUNTIMES[chosen]
-    return given or lambda_.Runtime.PYTHON_3_14
-
-
-def _check_locks(layout: SourceLayout, runtime: lambda_.Runtime, problems: list[str]) -> dict[str, Lock]:
-    """The committed lock of each dependency layer, checked against ``pyproject.toml`` (no network)."""
-    locks: dict[str, Lock] = {}
-    for layer, names in LAYER_REQUIREMENTS.items():
-        try:
-            requires = pinned_requirements(names, pyproject=layout.pyproject)
-            locks[layer] = check_lock(layout.lock_dir, layer, runtime.name.removeprefix("python"), requires)
-        except DeploymentError as exc:
-            problems.append(str(exc))
-    return locks
-
-
-_RETENTION: Final[Mapping[int, str]] = {
-    1: "ONE_DAY",
-    3: "THREE_DAYS",
-    5: "FIVE_DAYS",
-    7: "ONE_WEEK",
-    14: "TWO_WEEKS",
-    30: "ONE_MONTH",
-    60: "TWO_MONTHS",
-    90: "THREE_MONTHS",
-    120: "FOUR_MONTHS",
-    150: "FIVE_MONTHS",
-    180: "SIX_MONTHS",
-    365: "ONE_YEAR",
-    400: "THIRTEEN_MONTHS",
-    545: "EIGHTEEN_MONTHS",
-    731: "TWO_YEARS",
-    1096: "THREE_YEARS",
-    1827: "FIVE_YEARS",
-    2192: "SIX_YEARS",
-    2557: "SEVEN_YEARS",
-}

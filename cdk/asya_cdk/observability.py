@@ -18,12 +18,13 @@ duration (p50, p99).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from constructs import Construct
 
@@ -32,7 +33,7 @@ from asya_cdk.actor import Actor
 from asya_cdk.backstop import Backstop
 from asya_cdk.gateway import Gateway
 
-__all__ = ["BACKSTOP_ERROR_MINUTES", "METRICS_NAMESPACE", "SUMP_BACKLOG_MINUTES", "MeshObservability"]
+__all__ = ["BACKSTOP_ERROR_MINUTES", "METRICS_NAMESPACE", "SUMP_BACKLOG_MINUTES", "MeshObservability", "retention_days"]
 
 SUMP_BACKLOG_MINUTES: Final = 5
 BACKSTOP_ERROR_MINUTES: Final = 3
@@ -196,3 +197,31 @@ def _queue_metric(name: str, queue: str, *, label: str | None = None) -> cloudwa
         period=_PERIOD,
         label=label,
     )
+
+
+def retention_days(days: int) -> logs.RetentionDays:
+    """The CloudWatch Logs retention of ``days`` (one of ``asya.manifest.blocks.LOG_RETENTION_DAYS``)."""
+    return logs.RetentionDays[_RETENTION[days]]
+
+
+_RETENTION: Final[Mapping[int, str]] = {
+    1: "ONE_DAY",
+    3: "THREE_DAYS",
+    5: "FIVE_DAYS",
+    7: "ONE_WEEK",
+    14: "TWO_WEEKS",
+    30: "ONE_MONTH",
+    60: "TWO_MONTHS",
+    90: "THREE_MONTHS",
+    120: "FOUR_MONTHS",
+    150: "FIVE_MONTHS",
+    180: "SIX_MONTHS",
+    365: "ONE_YEAR",
+    400: "THIRTEEN_MONTHS",
+    545: "EIGHTEEN_MONTHS",
+    731: "TWO_YEARS",
+    1096: "THREE_YEARS",
+    1827: "FIVE_YEARS",
+    2192: "SIX_YEARS",
+    2557: "SEVEN_YEARS",
+}
