@@ -87,7 +87,7 @@ _PAYLOADS: Final = tableschema.PAYLOADS_PREFIX
 
 ACTOR: Final = Access(
     "actor",
-    _ITEM_RW,
+    (*_ITEM_RW, "dynamodb:BatchGetItem"),  # BatchGetItem: the pre-flight read of each batch (P-STAT-10)
     s3_read=(_PAYLOADS, tableschema.FANIN_PREFIX),
     s3_write=(_PAYLOADS, tableschema.FANIN_PREFIX),
 )

@@ -33,7 +33,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from asya.manifest import GatewayAuth
-from asya_gateway.config import GatewayConfig, GatewayConfigError, parse_key_array
+from asya_gateway.config import GatewayConfig, parse_key_array
 from asya_gateway.jwtauth import JwksKeys, JwtAuthenticator
 from asya_gateway.webconsole import is_console_path
 
