@@ -55,8 +55,8 @@ __all__ = [
     "mesh_queue_arn_pattern",
 ]
 
-#: The indexes only the backstop reads (revision 1's ``active_deadlines``, revision 2's ``long_deadlines``).
-DEADLINE_INDEXES: Final = frozenset({"active_deadlines", "long_deadlines"})
+#: The index only the backstop reads (GW-BACK-1).
+DEADLINE_INDEXES: Final = frozenset({"long_deadlines"})
 _CHECKPOINT_SUCCEEDED: Final = "succeeded/"
 _CHECKPOINT_FAILED: Final = "failed/"
 _UNPARSED: Final = "unparsed/"
