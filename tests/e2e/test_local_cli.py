@@ -342,4 +342,4 @@ def test_asya_demo_runs_the_example_flow_to_its_checkpoint() -> None:
     # hops closer together than the gateway's 250 ms poll coalesce (GW-SSE-3): which running bars show varies
     assert len(bars) >= 2
     assert bars[-1].endswith("100.0%  succeeded")
-    assert "  | A positive text of 26 words starting with 'hello world! asya'." in lines
+    assert "A positive text of 26 words starting with 'hello world! asya'." in lines
