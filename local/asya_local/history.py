@@ -9,7 +9,8 @@ Two taps feed :class:`RunHistory`, both in the local mode's own process, so noth
 - :meth:`RunHistory.attach` registers botocore hooks on the mesh's SQS client (``SendMessage`` and
   ``SendMessageBatch``, after the call, only the entries SQS accepted): each envelope sent is an *output* of the open
   step whose envelope it continues: the one with the same id (the next hop, a retry, the hand-off to ``x-sink``) or
-  with the id of its ``parent_id`` (a fan-out child). A send with no open step is the gateway creating a task.
+  with the id of its ``parent_id`` (a fan-out child). A send with no open step, or of a ``pending`` envelope with an
+empty ``route.prev`` (which SQS may deliver before the sender's call returns), is the gateway creating a task.
 
 A step's ``error`` comes from what it sent: a ``retrying`` or ``failed`` status's error, an ``x-sink``/``x-sump``
 envelope's ``error`` payload, or the crash of its invocation.
@@ -207,11 +208,11 @@ class RunHistory:
         parent_id = _str_or_none(envelope.get("parent_id"))
         payload = envelope.get("payload")
         with self._lock:
-            senders = self._open.get(envelope_id) or (self._open.get(parent_id, []) if parent_id else [])
-            if not senders:
+            candidates = self._open.get(envelope_id, []) + (self._open.get(parent_id, []) if parent_id else [])
+            step = None if _is_creation(envelope) else _sender(candidates, destination, envelope)
+            if step is None:
                 self._task_for(envelope_id, parent_id)  # the gateway created a task: known from now on
                 return
-            step = senders[-1]
             step.outputs.append({"actor": destination, "envelope_id": envelope_id, "payload": self._bounded(payload)})
             if step.error is None:
                 step.error = _error_of(destination, envelope)
@@ -261,6 +262,38 @@ def _envelope(body: object) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) and isinstance(value.get("id"), str) else None
+
+
+def _sender(candidates: list[_Step], destination: str, envelope: dict[str, Any]) -> _Step | None:
+    """Which open step sent ``envelope`` to ``destination``. The next actor may already have received an envelope
+    (same id, step open too) before its sender's call returned, so a step never counts as the sender of what goes to
+    its own queue, unless that is a retry; the actors the envelope's route names (``curr``, the last of ``prev``)
+    are preferred, the latest step first."""
+    status, route = envelope.get("status"), envelope.get("route")
+    retry = isinstance(status, dict) and status.get("phase") == "retrying"
+    hints: set[object] = set()
+    if isinstance(route, dict):
+        hints.add(route.get("curr"))
+        prev = route.get("prev")
+        if isinstance(prev, list) and prev:
+            hints.add(prev[-1])
+    possible = [step for step in candidates if retry or step.actor != destination]
+    named = [step for step in possible if step.actor in hints]
+    chosen = named or possible
+    return chosen[-1] if chosen else None
+
+
+def _is_creation(envelope: dict[str, Any]) -> bool:
+    """The gateway's first envelope of a task: nothing behind it on the route, still ``pending``. Its send can be
+    seen after the first actor already received it, so it must never count as that actor's output."""
+    route, status = envelope.get("route"), envelope.get("status")
+    return (
+        not envelope.get("parent_id")
+        and isinstance(route, dict)
+        and not route.get("prev")
+        and isinstance(status, dict)
+        and status.get("phase") == "pending"
+    )
 
 
 def _str_or_none(value: object) -> str | None:
