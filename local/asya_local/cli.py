@@ -60,6 +60,7 @@ from asya_local.discovery import DEFAULT_URL, URL_ENV, discover
 from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
 from asya_local.localstate import dev_state, running_dev, state_path
+from asya_local.preflight import check_mesh
 from asya_local.progress import ProgressView
 from asya_local.tasks_cli import add_task_parsers
 
@@ -208,6 +209,7 @@ def _dev(args: argparse.Namespace, io: CliIo) -> int:
     from asya_local.mesh import LocalMesh
 
     manifest = load_manifest(args.manifest)
+    check_mesh(manifest, source=args.manifest, instantiate=True)
     state_file = state_path(args.manifest)
     other = running_dev(state_file)
     if other is not None:
@@ -321,6 +323,7 @@ def _demo(args: argparse.Namespace, io: CliIo) -> int:
     from asya_local.mesh import LocalMesh
 
     manifest = load_manifest(args.manifest)
+    check_mesh(manifest, source=args.manifest, instantiate=True)
     io.err.write(f"asya demo: starting mesh {manifest.namespace!r} (moto, {len(manifest.deployed_actors())} actors)\n")
     mesh = LocalMesh(
         manifest,

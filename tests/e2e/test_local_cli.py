@@ -181,7 +181,10 @@ def test_asya_dev_refuses_a_missing_code_directory_before_starting(tmp_path: Pat
     code, out, err = _run("dev", "--manifest", str(manifest), "--port", "0", env={})
     assert code == 2
     assert out == ""
-    assert err.startswith(f"asya: actors.prep.code: directory {(tmp_path / 'nope').resolve()} does not exist"), err
+    assert err.startswith(
+        f"asya: {manifest}: 1 problem, nothing started:\n  actors.prep.code: directory {(tmp_path / 'nope').resolve()} "
+        "does not exist"
+    ), err
 
 
 def test_dlq_endpoint_from_the_environment_is_checked() -> None:
@@ -343,3 +346,25 @@ def test_asya_demo_runs_the_example_flow_to_its_checkpoint() -> None:
     assert len(bars) >= 2
     assert bars[-1].endswith("100.0%  succeeded")
     assert "A positive text of 26 words starting with 'hello world! asya'." in lines
+
+
+def test_asya_dev_refuses_a_handler_that_does_not_load_before_starting(tmp_path: Path) -> None:
+    """Issue 20 point 5: a handler path that does not exist stops ``asya dev`` before moto or the gateway start,
+    with every problem in one message (exit 2, nothing on stdout)."""
+    (tmp_path / "functions").mkdir()
+    (tmp_path / "functions" / "shop_actors.py").write_text("def ok(payload):\n    return payload\n")
+    manifest = tmp_path / "asya.yaml"
+    manifest.write_text(
+        "namespace: shop\nactors:\n  ok: {handler: shop_actors.ok}\n  typo: {handler: shop_actors.nope}\n"
+        "  gone: {handler: missing_mod.run}\n",
+        encoding="utf-8",
+    )
+    code, out, err = _run("dev", "--manifest", str(manifest), "--port", "0", env={})
+    assert (code, out) == (2, "")
+    assert err == (
+        f"asya: {manifest}: 2 problems, nothing started:\n"
+        "  actors.typo.handler: handler 'shop_actors.nope': shop_actors has no attribute 'nope'\n"
+        "  actors.gone.handler: handler 'missing_mod.run': no module could be imported; tried missing_mod "
+        "(No module named 'missing_mod')\n"
+    )
+    assert not (tmp_path / ".asya").exists()
