@@ -29,7 +29,8 @@ def test_every_problem_is_reported_at_once_in_manifest_order(tmp_path: Path) -> 
         code,
         "def ok(payload):\n    return payload\n"
         "def two(payload, extra):\n    return payload\n"
-        "class Needs:\n    def __init__(self, model):\n        pass\n    def run(self, payload):\n        return payload\n",
+        "class Needs:\n    def __init__(self, model):\n        pass\n"
+        "    def run(self, payload):\n        return payload\n",
     )
     manifest = parse_manifest(
         {
