@@ -59,7 +59,6 @@ from asya_local.cliio import CliIo, compact_json
 from asya_local.discovery import DEFAULT_URL, URL_ENV, discover
 from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
-from asya_local.localstate import dev_state, running_dev, state_path
 from asya_local.preflight import check_mesh
 from asya_local.progress import ProgressView
 from asya_local.tasks_cli import add_task_parsers
@@ -68,8 +67,6 @@ __all__ = ["DEFAULT_URL", "URL_ENV", "main"]
 
 #: How long ``call`` keeps following after the task's own timeout (the gateway fails the task at its deadline).
 _FOLLOW_GRACE_SECONDS: Final = 30
-#: How often ``dev`` checks that moto's process still runs (it holds the whole local state).
-_MOTO_CHECK_SECONDS: Final = 1.0
 #: Gateway environment variables ``dev`` and ``demo`` pass through to the local gateway (GW-AUTH-4).
 _GATEWAY_PASSTHROUGH: Final = ("ASYA_API_KEYS", "ASYA_SSE_MAX_SECONDS")
 #: The demo shows a progress bar; the actors' INFO lines (one JSON line per envelope) would break it up.
@@ -205,40 +202,15 @@ def _positive_int(raw: str) -> int:
 
 def _dev(args: argparse.Namespace, io: CliIo) -> int:
     from asya_gateway.logs import json_lines_to
-    from asya_local.history import RunHistory
-    from asya_local.mesh import LocalMesh
+    from asya_local.devloop import DevLoop, DevOptions
 
-    manifest = load_manifest(args.manifest)
-    check_mesh(manifest, source=args.manifest, instantiate=True)
-    state_file = state_path(args.manifest)
-    other = running_dev(state_file)
-    if other is not None:
-        raise LocalModeError(
-            f"another asya dev (pid {other.pid}) is serving {args.manifest} at {other.gateway_url}; stop it first"
-        )
-    history = RunHistory(namespace=manifest.namespace)
+    options = DevOptions(manifest=args.manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env))
     with (
         _sigterm_as_interrupt(),
         json_lines_to(io.err),  # the access line of every request, with its X-Request-Id, as deployed (GW-GEN-4)
-        LocalMesh(
-            manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env), history=history
-        ) as mesh,
     ):
-        io.out.write(f"{mesh.url}\n")
-        io.out.flush()
-        io.err.write(
-            f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url} (web console: {mesh.url}/console/); "
-            "press Ctrl-C to stop\n"
-        )
-        io.err.flush()
-        stopped = threading.Event()
         try:
-            with dev_state(mesh, state_file):  # lets `asya dlq --local` find this mesh's moto endpoint
-                while not stopped.wait(_MOTO_CHECK_SECONDS):
-                    problem = mesh.moto_problem()
-                    if problem is not None:
-                        io.error(f"{problem}; asya dev stops (start it again for a fresh mesh)")
-                        return 2
+            return DevLoop(options, out=io.out, err=io.err).run()
         except KeyboardInterrupt:
             io.err.write("asya dev: stopping\n")
     return 0

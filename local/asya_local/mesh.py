@@ -13,7 +13,8 @@ the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free por
 The gateway app gets the local routes of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
 process is gone (:meth:`LocalMesh.moto_problem`), and, when a :class:`~asya_local.history.RunHistory` is given
 (``asya dev`` gives one), ``GET /api/v1/dev/history/{id}`` served from it; the history then records every delivery
-of the emulators and every send of the mesh's SQS client.
+of the emulators and every send of the mesh's SQS client. With a :class:`~asya_local.reload.CodeWatcher`, user
+actors' runtimes are rebuilt (their handler code imported afresh) before the first invocation after a code change.
 
 Runtimes are the real Lambda entry points, picked by actor name: ``x-sink`` -> ``asya_crew.sink.SinkRuntime``,
 ``x-sump`` -> ``asya_crew.sump.SumpRuntime``, any other -> ``asya.sidecar.ActorRuntime``; each is built as
@@ -52,6 +53,7 @@ from asya_local.history import RunHistory
 from asya_local.lambda_event import LambdaContext
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources, provision
+from asya_local.reload import CodeWatcher, ReloadingHandler
 
 __all__ = ["ActorRuntimeLike", "LocalMesh", "runtime_entry_point", "runtime_environment"]
 
@@ -101,6 +103,8 @@ class LocalMesh:
         startup_timeout: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
         history: RunHistory | None = None,
+        watcher: CodeWatcher | None = None,
+        moto_problem: Callable[[], str | None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise LocalModeError(f"concurrency must be >= 1, got {concurrency!r}")
@@ -122,6 +126,8 @@ class LocalMesh:
         self._startup_timeout = startup_timeout
         self._monotonic = monotonic
         self._history = history
+        self._watcher = watcher
+        self._moto_problem = moto_problem
         self._moto: MotoServer | None = None
         self._clients: AwsClients | None = None
         self._resources: MeshResources | None = None
@@ -161,8 +167,11 @@ class LocalMesh:
         return self._history
 
     def moto_problem(self) -> str | None:
-        """``None`` while the mesh's own moto server runs (or the mesh uses another endpoint); else why not."""
-        return self._moto.problem() if self._moto is not None else None
+        """``None`` while the mesh's moto server runs; else why not. The mesh checks its own server; with another
+        endpoint, the ``moto_problem`` it was given (``None``: no check)."""
+        if self._moto is not None:
+            return self._moto.problem()
+        return self._moto_problem() if self._moto_problem is not None else None
 
     @property
     def backstop(self) -> BackstopLoop | None:
@@ -211,9 +220,10 @@ class LocalMesh:
         )
         self._resources = resources
         for actor in self.manifest.deployed_actors():
-            runtime = self._build_runtime(actor, resources, clients)
             # Lambda scales an SQS event source up to the actor's max_concurrency: as many local pollers (capped)
             workers = min(actor.max_concurrency or self._concurrency, _MAX_WORKERS)
+            # one runtime per concurrent invocation, as Lambda runs them in separate containers
+            new_handler = functools.partial(self._runtime_handler, actor, resources, clients)
             esm = EventSourceMapping(
                 EsmConfig(
                     function_name=self.manifest.queue_name(actor.name),
@@ -225,11 +235,10 @@ class LocalMesh:
                     wait_seconds=self._poll_wait_seconds,
                     region=self._region,
                 ),
-                self._recorded(actor.name, runtime.handle),
+                new_handler(),
                 sqs=clients.sqs,
                 monotonic=self._monotonic,
-                # one runtime per concurrent invocation, as Lambda runs them in separate containers
-                new_handler=functools.partial(self._runtime_handler, actor, resources, clients),
+                new_handler=new_handler,
             )
             self._esms[actor.name] = esm
             esm.start()
@@ -280,8 +289,13 @@ class LocalMesh:
 
     # -- parts -----------------------------------------------------------------------------------------------
 
-    def _runtime_handler(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> Any:
-        return self._recorded(actor.name, self._build_runtime(actor, resources, clients).handle)
+    def _runtime_handler(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> Handler:
+        def build() -> Handler:
+            return self._recorded(actor.name, self._build_runtime(actor, resources, clients).handle)
+
+        if self._watcher is None or actor.crew:
+            return build()
+        return ReloadingHandler(build, self._watcher)
 
     def _recorded(self, actor: str, handler: Handler) -> Handler:
         return handler if self._history is None else self._history.wrap(actor, handler)
