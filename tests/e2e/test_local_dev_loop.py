@@ -4,6 +4,7 @@ and a manifest change restarts the mesh on the same URL against the same moto, s
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,8 +54,6 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
     stat = path.stat()
     if stat.st_mtime_ns == before:
-        import os
-
         os.utime(path, ns=(stat.st_atime_ns, before + 1_000_000))
 
 
@@ -96,4 +95,4 @@ def test_an_edited_handler_runs_at_the_next_invocation_and_a_manifest_change_kee
         assert twice["result"] == {"said": "A!", "version": 2, "echoed": True}, json.dumps(twice)
         history = httpx.get(f"{dev.url}/api/v1/dev/history/{first['id']}", timeout=10)
         assert history.status_code == 200  # the run history survives a restart of the same namespace
-        assert [step["actor"] for step in history.json()["steps"]][0] == "shout"
+        assert history.json()["steps"][0]["actor"] == "shout"
