@@ -10,6 +10,7 @@ Commands::
     asya list | cancel ID | retry ID | checkpoint ID | history ID           task commands (asya_local.tasks_cli)
     asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T] [--port 8080]   the example flow end to end
     asya dlq    list [ACTOR] | show ACTOR | redrive ACTOR   [--local | --endpoint-url URL]   dead-letter queues
+    asya init DIR | synth | deploy | destroy                                a project and its deployment
 
 ``--url``, else the running ``asya dev`` of ``--manifest`` (its state file), else env ``ASYA_URL``, else
 ``http://127.0.0.1:8080`` picks the gateway (``asya_local.discovery``); ``asya_local.auth`` picks how to authenticate
@@ -61,6 +62,7 @@ from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
 from asya_local.preflight import check_mesh
 from asya_local.progress import ProgressView
+from asya_local.project_cli import add_project_parsers
 from asya_local.tasks_cli import add_task_parsers
 
 __all__ = ["DEFAULT_URL", "URL_ENV", "main"]
@@ -177,6 +179,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
     add_dlq_parser(commands)
     add_task_parsers(commands, remote)
+    add_project_parsers(commands)
     return parser
 
 
