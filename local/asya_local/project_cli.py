@@ -13,7 +13,8 @@ CDK CLI (``npx --yes aws-cdk@2.1148.1``: the 2.x release that reads the assembly
 project directory with ``--app "<this Python> app.py"`` (the interpreter asya runs on, whatever ``cdk.json`` says)
 and ``--output cdk.out`` (``synth`` with ``--quiet``: the app names the template written, the CLI does not print
 it). The CLI's output is passed through line by line as text; the jsii end-of-life notice for Node 20 is silenced
-as in the repository's Makefile (env ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``, unless set). The exit code is the CDK CLI's; 2 when the project or Node.js is missing.
+as in the repository's Makefile (env ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``, unless set). The exit code
+is the CDK CLI's; 2 when the project or Node.js is missing.
 """
 
 from __future__ import annotations
