@@ -25,7 +25,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -74,10 +74,15 @@ def _init(args: argparse.Namespace, io: CliIo) -> int:
 
 
 def cdk_command(
-    action: str, project: Path, *, context: list[str], extra: list[str], python: str = sys.executable
+    action: str,
+    *,
+    context: list[str],
+    extra: list[str],
+    python: str = sys.executable,
+    which: Callable[[str], str | None] = shutil.which,
 ) -> list[str]:
-    """The CDK CLI command line ``asya <action>`` runs in ``project``."""
-    npx = shutil.which("npx")
+    """The CDK CLI command line ``asya <action>`` runs in the project directory."""
+    npx = which("npx")
     if npx is None:
         raise LocalModeError("npx was not found: the CDK CLI needs Node.js (https://nodejs.org), install it first")
     command = [npx, "--yes", CDK_CLI, action, "--app", f"{shlex.quote(python)} app.py", "--output", "cdk.out"]
@@ -99,7 +104,7 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
             )
     manifest_path = project / "asya.yaml"
     check_mesh(load_manifest(manifest_path), source=str(manifest_path), instantiate=False)
-    command = cdk_command(args.cdk_command, project, context=args.context, extra=args.cdk_args)
+    command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
     return _stream(command, cwd=project, env=_cdk_env(args.env), io=io)
 
 

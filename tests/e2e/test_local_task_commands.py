@@ -316,3 +316,30 @@ def test_asya_dev_exits_with_a_clear_message_when_moto_dies(tmp_path: Path, run_
         "asya dev stops (start it again for a fresh mesh)\n"
     ) in dev.stderr()
     assert not state_path(TASKS_DIR / "asya.yaml").exists()
+
+
+def test_checkpoint_that_cannot_be_read_names_the_object_and_the_error(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    task_id = _create(tasks_mesh, "napping", {"seconds": 0})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    deadline = time.monotonic() + 10
+    view = httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+    while "checkpoint_uri" not in view and time.monotonic() < deadline:
+        time.sleep(0.1)
+        view = httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+    bucket, key = view["checkpoint_uri"].removeprefix("s3://").split("/", 1)
+    tasks_mesh.clients.s3.delete_object(Bucket=bucket, Key=key)
+    code, out, err = _run("checkpoint", task_id, cwd=workdir)
+    assert (code, out) == (2, "")
+    assert err == f"asya: cannot read checkpoint {view['checkpoint_uri']}: NoSuchKey\n"
+
+
+def test_the_test_client_wants_exactly_one_of_flow_and_actor(tasks_mesh: LocalMesh) -> None:
+    from asya_local.client import GatewayClient
+    from asya_local.testing import MeshClient
+
+    with GatewayClient(tasks_mesh.url) as client:
+        mesh = MeshClient(tasks_mesh, client)
+        with pytest.raises(ValueError) as caught:
+            mesh.call("napping", {}, actor="nap")
+        assert str(caught.value) == "give exactly one of flow and actor, got flow='napping', actor='nap'"
+        assert mesh.call(None, {"seconds": 0}, actor="nap")["result"] == {"seconds": 0, "rested": True}
