@@ -96,3 +96,49 @@ def test_an_edited_handler_runs_at_the_next_invocation_and_a_manifest_change_kee
         history = httpx.get(f"{dev.url}/api/v1/dev/history/{first['id']}", timeout=10)
         assert history.status_code == 200  # the run history survives a restart of the same namespace
         assert history.json()["steps"][0]["actor"] == "shout"
+
+
+def test_fix_the_actor_then_redrive_its_dlq_and_the_new_code_runs(tmp_path: Path) -> None:
+    """The README's "fix the actor first, and redrive", locally: a task's envelope sits in the actor's DLQ (moved
+    there through SQS as a redrive policy does), the handler file is fixed, ``asya dlq redrive --local`` sends it
+    back, and the reloaded code finishes the task (no restart, the task kept)."""
+    import io as text_io
+
+    from asya.manifest import load_manifest
+    from asya_local.cli import main
+    from asya_local.localstate import dev_state, state_path
+    from asya_local.mesh import LocalMesh
+    from asya_local.reload import CodeWatcher
+
+    (tmp_path / "functions").mkdir()
+    code = tmp_path / "functions" / "redrive_actors.py"
+    _write(code, "def shout(payload):\n    raise SystemExit('v1 crashes the container')\n")
+    manifest_path = tmp_path / "asya.yaml"
+    _write(manifest_path, _MANIFEST.replace("loop_actors", "redrive_actors"))
+    manifest = load_manifest(manifest_path)
+    watcher = CodeWatcher([tmp_path / "functions"])
+    with LocalMesh(manifest, port=0, watcher=watcher) as mesh, dev_state(mesh, state_path(manifest_path)):
+        shout = mesh.esms["shout"]
+        shout.stop(timeout=30)  # hold the envelope where the test can move it, as repeated crashes would
+        created = httpx.post(f"{mesh.url}/api/v1/mesh/", params={"flow": "loud"}, json={"payload": {"text": "hi"}})
+        task_id = created.json()["id"]
+        sqs, queue, dlq = mesh.clients.sqs, mesh.resources.queue_urls["shout"], mesh.resources.dlq_urls["shout"]
+        (message,) = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5)["Messages"]
+        sqs.send_message(QueueUrl=dlq, MessageBody=message["Body"])
+        sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+
+        _write(code, _V2.replace("def echo", "def unused"))
+        change = watcher.poll()
+        assert change is not None and change.files == (code.resolve(),)
+        shout.start()
+        out, err = text_io.StringIO(), text_io.StringIO()
+        status = main(
+            ["dlq", "redrive", "shout", "--local", "--manifest", str(manifest_path)], env={}, stdout=out, stderr=err
+        )
+        assert status == 0, err.getvalue()
+        _wait_for(
+            lambda: httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "succeeded",
+            "the redriven task",
+        )
+        view = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+        assert view["result"] == {"said": "HI!", "version": 2}
