@@ -85,34 +85,37 @@ class DevLoop:
                 "press Ctrl-C to stop"
             )
             stamp = _stamp(self._manifest_path)
-            while not self._stop.wait(self._options.check_interval):
-                problem = moto.problem()
-                if problem is not None:
-                    self._error(f"{problem}; asya dev stops (start it again for a fresh mesh)")
-                    return 2
-                change = watcher.poll()
-                if change is not None:
-                    files = ", ".join(_shown(path, self._manifest_path.parent) for path in change.files)
-                    modules = ", ".join(change.modules) or "none loaded yet"
-                    self._note(f"code changed ({files}): reloading {modules} before each actor's next invocation")
-                current = _stamp(self._manifest_path)
-                if current == stamp:
-                    continue
-                stamp = current
-                replacement = self._reloaded_manifest()
-                if replacement is None:
-                    continue
-                if replacement.namespace != manifest.namespace:
-                    history = RunHistory(namespace=replacement.namespace)
-                manifest = replacement
-                port = int(mesh.url.rsplit(":", 1)[1])
-                state.close()
-                stack.close()
-                watcher.watch(_code_dirs(manifest))
-                mesh = stack.enter_context(self._mesh(manifest, moto, history, watcher, port=port))
-                state = stack.enter_context(contextlib.ExitStack())
-                state.enter_context(dev_state(mesh, self._state_file))
-                self._note(f"mesh {manifest.namespace!r} restarted at {mesh.url}; moto's state was kept")
+            try:
+                while not self._stop.wait(self._options.check_interval):
+                    problem = moto.problem()
+                    if problem is not None:
+                        self._error(f"{problem}; asya dev stops (start it again for a fresh mesh)")
+                        return 2
+                    change = watcher.poll()
+                    if change is not None:
+                        files = ", ".join(_shown(path, self._manifest_path.parent) for path in change.files)
+                        modules = ", ".join(change.modules) or "none loaded yet"
+                        self._note(f"code changed ({files}): reloading {modules} before each actor's next invocation")
+                    current = _stamp(self._manifest_path)
+                    if current == stamp:
+                        continue
+                    stamp = current
+                    replacement = self._reloaded_manifest()
+                    if replacement is None:
+                        continue
+                    if replacement.namespace != manifest.namespace:
+                        history = RunHistory(namespace=replacement.namespace)
+                    manifest = replacement
+                    port = int(mesh.url.rsplit(":", 1)[1])
+                    state.close()
+                    stack.close()
+                    watcher.watch(_code_dirs(manifest))
+                    mesh = stack.enter_context(self._mesh(manifest, moto, history, watcher, port=port))
+                    state = stack.enter_context(contextlib.ExitStack())
+                    state.enter_context(dev_state(mesh, self._state_file))
+                    self._note(f"mesh {manifest.namespace!r} restarted at {mesh.url}; moto's state was kept")
+            except KeyboardInterrupt:
+                self._note("stopping")
         return 0
 
     def _load(self) -> Manifest:

@@ -1,10 +1,12 @@
 """Reloading handler code between invocations, for ``asya dev``.
 
 :class:`CodeWatcher` watches the ``*.py`` files under the manifest's code directories (by modification time and
-size, polled: no extra dependency, and it works on every file system). :meth:`CodeWatcher.poll`, called by the dev
-loop, returns what changed: the changed files and the modules it forgot. On a change every module loaded from a
-watched directory is removed from ``sys.modules`` (not only the changed file's: a handler module keeps references
-to the helpers it imported, which must be fresh too) and :attr:`CodeWatcher.generation` goes up by one.
+size, polled: no extra dependency, and it works on every file system), skipping hidden directories, virtual
+environments, ``site-packages``, ``node_modules``, caches and build output. :meth:`CodeWatcher.poll`, called by the
+dev loop, returns what changed: the changed files and the modules it forgot. On a change every module loaded from a
+watched file is removed from ``sys.modules`` (not only the changed file's: a handler module keeps references to the
+helpers it imported, which must be fresh too), except the mesh's own packages (``asya``, ``asya_crew``, ...), and
+:attr:`CodeWatcher.generation` goes up by one.
 
 :class:`ReloadingHandler` is what an event source mapping calls for a user actor: before each invocation, when the
 generation moved, it builds a new runtime (``factory``), whose ``load_handler`` imports the code afresh and, for a
@@ -14,16 +16,26 @@ with; nothing is reloaded in the middle of one.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["CodeChange", "CodeWatcher", "ReloadingHandler"]
 
 Handler = Callable[[dict[str, Any], Any], Any]
+#: The mesh's own packages stay loaded even when a code directory holds them (``code: .`` in this repository):
+#: reloading the runtime under running pollers would mix two versions of its classes.
+_NEVER_RELOADED: Final = frozenset({"asya", "asya_crew", "asya_gateway", "asya_cdk", "asya_local"})
+#: Directories never watched: virtual environments, installed packages, caches, build output, hidden directories.
+_SKIPPED_DIRS: Final = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "cdk.out", "build", "dist"})
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith(".") or name in _SKIPPED_DIRS
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,26 +85,33 @@ class CodeWatcher:
     def _scan(self) -> dict[Path, tuple[int, int]]:
         stamps: dict[Path, tuple[int, int]] = {}
         for directory in self._directories:
-            for path in directory.rglob("*.py"):
-                if "__pycache__" in path.parts:
-                    continue
-                try:
-                    stat = path.stat()
-                except OSError:
-                    continue  # removed while scanning: the next poll sees it gone
-                stamps[path] = (stat.st_mtime_ns, stat.st_size)
+            for root, subdirs, files in os.walk(directory):
+                subdirs[:] = [name for name in subdirs if not _skipped(name)]
+                for name in files:
+                    if not name.endswith(".py"):
+                        continue
+                    path = Path(root) / name
+                    try:
+                        stat = path.stat()
+                    except OSError:
+                        continue  # removed while scanning: the next poll sees it gone
+                    stamps[path] = (stat.st_mtime_ns, stat.st_size)
         return stamps
 
     def _forget_modules(self) -> tuple[str, ...]:
         forgotten = []
         for name, module in list(sys.modules.items()):
             location = getattr(module, "__file__", None)
-            if not location:
+            if not location or name.partition(".")[0] in _NEVER_RELOADED:
                 continue
             path = Path(location).resolve()
-            if any(path.is_relative_to(directory) for directory in self._directories):
-                del sys.modules[name]
-                forgotten.append(name)
+            for directory in self._directories:
+                if path.is_relative_to(directory) and not any(
+                    _skipped(part) for part in path.relative_to(directory).parts[:-1]
+                ):
+                    del sys.modules[name]
+                    forgotten.append(name)
+                    break
         return tuple(sorted(forgotten))
 
 
