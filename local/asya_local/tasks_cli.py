@@ -202,7 +202,10 @@ def render_history(history: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     for index, step in enumerate(steps):
         parent = senders.get(str(step.get("envelope_id")))
-        level = depth[parent] + 1 if parent is not None and parent < index and _forks(steps[parent], step) else 0
+        level = 0
+        if parent is not None and parent < index:
+            # a child sits one level under the step that forked it; the rest of its lineage stays at its level
+            level = depth[parent] + (1 if _forks(steps[parent], step) else 0)
         depth[index] = level
         pad = "  " * level
         head = f"{pad}{step.get('started_at', '')}  {step.get('actor')}  attempt {step.get('attempt')}"
