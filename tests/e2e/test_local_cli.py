@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -27,8 +28,9 @@ REPO = Path(__file__).resolve().parent.parent.parent
 
 
 def _run(*argv: str, env: dict[str, str]) -> tuple[int, str, str]:
+    """The CLI in-process, looking for a running ``asya dev`` in this directory (none runs here)."""
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), env=env, stdout=out, stderr=err)
+    code = main(list(argv), env=env, stdout=out, stderr=err, cwd=Path(__file__).resolve().parent)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -225,7 +227,11 @@ def test_a_server_that_does_not_speak_http_is_one_readable_line(command: list[st
 def test_asya_dev_serves_until_interrupted_and_logs_each_request_with_its_id(tmp_path: Path, run_dev: Any) -> None:
     """GW-GEN-4 locally: the gateway's JSON access line of every request, with the id its answer carried in
     ``X-Request-Id``, goes to ``asya dev``'s stderr (stdout stays the URL line and the actors' logs)."""
-    with run_dev("asya.yaml", cwd=REPO, log=tmp_path / "dev.stderr") as dev:
+    # a copy of the example project: a running asya dev announces itself next to its manifest, where the CLI of
+    # tests running meanwhile (from the repository root) would find it before their ASYA_URL
+    shutil.copytree(REPO / "functions", tmp_path / "functions")
+    shutil.copy(REPO / "asya.yaml", tmp_path / "asya.yaml")
+    with run_dev("asya.yaml", cwd=tmp_path, log=tmp_path / "dev.stderr") as dev:
         health = httpx.get(f"{dev.url}/health", timeout=5)
         assert health.json()["status"] == "ok"
         missing = httpx.get(f"{dev.url}/api/v1/mesh/no-such-task", timeout=5)

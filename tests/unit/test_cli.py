@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 def _run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), env={}, stdout=out, stderr=err)
+    code = main(list(argv), env={}, stdout=out, stderr=err, cwd=Path(__file__).resolve().parent)
     return code, out.getvalue(), err.getvalue()
 
 
