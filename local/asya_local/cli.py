@@ -127,7 +127,7 @@ def _resolve_target(
     try:
         url = http_url(target.url)
     except argparse.ArgumentTypeError as exc:
-        parser.error(f"argument --url: {exc}" if target.source != "--url" else str(exc))
+        parser.error(f"{target.source}: {exc}")  # ASYA_URL or a state file: --url was checked by argparse
     args.url = url
     args.target = target
     args.client = lambda: GatewayClient(url, auth=gateway_auth(url, env))

@@ -162,7 +162,7 @@ def test_no_gateway_is_one_readable_line(command: list[str]) -> None:
     ("argv", "env", "message"),
     [
         (["call", "x", "--url", "notaurl"], {}, "argument --url: 'notaurl' is not an http(s) URL with a host"),
-        (["status", "x"], {"ASYA_URL": "localhost:8080"}, "argument --url: 'localhost:8080' is not an http(s) URL"),
+        (["status", "x"], {"ASYA_URL": "localhost:8080"}, "ASYA_URL: 'localhost:8080' is not an http(s) URL"),
         (["dev", "--port", "99999"], {}, "argument --port: '99999' is not a port: use 0..65535"),
         (["demo", "--port", "-1"], {}, "argument --port: '-1' is not a port"),
         (["dlq", "list", "--endpoint-url", "nowhere"], {}, "argument --endpoint-url: 'nowhere' is not an http(s) URL"),
