@@ -65,13 +65,13 @@ class DevLoop:
         self._state_file = state_path(options.manifest)
 
     def run(self) -> int:
-        manifest = self._load()
-        other = running_dev(self._state_file)
+        other = running_dev(self._state_file)  # first: no handler is loaded for a mesh that is already served
         if other is not None:
             raise LocalModeError(
                 f"another asya dev (pid {other.pid}) is serving {self._options.manifest} at {other.gateway_url}; "
                 "stop it first"
             )
+        manifest = self._load()
         watcher = CodeWatcher(_code_dirs(manifest))
         with MotoServer(host="127.0.0.1", port=0) as moto, contextlib.ExitStack() as stack:
             history = RunHistory(namespace=manifest.namespace)
