@@ -114,16 +114,15 @@ def test_call_brief_of_a_failed_task_prints_the_error(tasks_mesh: LocalMesh, wor
     assert "failed  boom on 1 (at explode)" in err  # the progress line names the error too
 
 
-def test_list_filters_by_flow(tasks_mesh: LocalMesh, workdir: Path) -> None:
-    """GW-LIST-1/2: one line per task, newest first, with the error of a failed one. (``--status`` is passed to the
-    gateway as ``status``; the store's outcome index is the lead's revision 2 work, not asserted here.)"""
+def test_list_filters_by_status_and_flow(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """GW-LIST-1/2: one line per task, newest first, with the error of a failed one."""
     failed = _create(tasks_mesh, "doomed", {"n": 2})
     _wait_status(tasks_mesh, failed, {"failed"})
     done = _create(tasks_mesh, "napping", {"seconds": 0})
     _wait_status(tasks_mesh, done, {"succeeded"})
     deadline = time.monotonic() + 15  # listing reads eventually consistent indexes (GW-LIST-4)
     while True:
-        code, out, _ = _run("list", "--flow", "doomed", cwd=workdir)
+        code, out, _ = _run("list", "--status", "failed", "--flow", "doomed", cwd=workdir)
         assert code == 0
         if failed in out or time.monotonic() > deadline:
             break
