@@ -10,7 +10,8 @@ Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
   or a JSON array of strings), read lazily and cached for at most 5 min. Keys are compared in constant time.
 - ``jwt`` is not served by this version: :func:`build_authenticator` refuses it, so the gateway fails closed.
 
-Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``. Failures answer
+Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and its A2A 1.x
+path ``/.well-known/agent-card.json``. Failures answer
 401 ``{"error": "authentication required"}`` (no credentials) or ``{"error": "invalid credentials"}`` with
 ``WWW-Authenticate: Bearer realm="asya-gateway"``; under ``/a2a`` the body is the JSON-RPC error -32005 (GW-AUTH-7).
 """
@@ -46,7 +47,7 @@ __all__ = [
 
 _log = logging.getLogger("asya_gateway.auth")
 
-PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json"})
+PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json"})
 AUTH_REQUIRED: Final = "authentication required"
 INVALID_CREDENTIALS: Final = "invalid credentials"
 _CHALLENGE: Final = {"WWW-Authenticate": 'Bearer realm="asya-gateway"'}

@@ -1,0 +1,89 @@
+"""The A2A agent card (GW-A2A-1, GW-A2A-2), public (GW-AUTH-2).
+
+Served at ``/.well-known/agent-card.json`` (the path the ``a2a-sdk`` 1.x client reads) and at the spec's
+``/.well-known/agent.json`` (A2A 0.2/0.3 clients). The card describes the A2A 0.3 JSON-RPC interface at
+``{url}``: ``protocolVersion`` ``0.3.0``, ``preferredTransport`` ``JSONRPC``; the 1.x SDK client reads it through its
+0.3 compatibility layer and then speaks the 0.3 method names. Values come from the manifest's ``gateway.a2a`` block
+(``name``, ``description``, ``version``, ``public_url``, ``provider_organization``, ``provider_url``); ``url`` is
+``public_url`` (else the request's base URL) plus ``/a2a/``. Skills are the flows with ``a2a`` enabled.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from asya.manifest import Manifest
+from asya_gateway.context import context_of
+
+__all__ = ["CARD_PATHS", "a2a_skills", "agent_card", "build_card"]
+
+CARD_PATHS: Final = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+
+
+def a2a_skills(manifest: Manifest) -> dict[str, dict[str, Any]]:
+    """``{flow name: its a2a options}`` of the A2A-enabled flows (``a2a: true`` gives ``{}``), sorted by name."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in sorted(manifest.flows):
+        option = manifest.flows[name].a2a
+        if option is True:
+            out[name] = {}
+        elif isinstance(option, dict):
+            out[name] = dict(option)
+    return out
+
+
+def _skill(manifest: Manifest, name: str, options: dict[str, Any]) -> dict[str, Any]:
+    skill: dict[str, Any] = {
+        "id": name,
+        "name": name,
+        "description": manifest.flows[name].description,
+        "tags": list(options.get("tags") or [name]),
+    }
+    if options.get("examples"):
+        skill["examples"] = list(options["examples"])
+    if options.get("input_modes"):
+        skill["inputModes"] = list(options["input_modes"])
+    if options.get("output_modes"):
+        skill["outputModes"] = list(options["output_modes"])
+    return skill
+
+
+def build_card(manifest: Manifest, base_url: str) -> dict[str, Any]:
+    """GW-A2A-1 for this manifest; ``base_url`` is used when ``gateway.a2a.public_url`` is not set."""
+    conf = manifest.gateway.a2a or {}
+    root = str(conf.get("public_url") or base_url).rstrip("/")
+    card: dict[str, Any] = {
+        "protocolVersion": "0.3.0",
+        "name": conf.get("name", "Asya Gateway"),
+        "description": conf.get("description", "Asya actor mesh on AWS"),
+        "url": f"{root}/a2a/",
+        "preferredTransport": "JSONRPC",
+        "version": conf.get("version", "1.0.0"),
+        "capabilities": {"streaming": True, "pushNotifications": False, "stateTransitionHistory": False},
+        "defaultInputModes": ["application/json", "text/plain"],
+        "defaultOutputModes": ["application/json", "text/plain"],
+        "skills": [_skill(manifest, name, options) for name, options in a2a_skills(manifest).items()],
+    }
+    if conf.get("provider_organization"):
+        card["provider"] = {"organization": conf["provider_organization"], "url": conf.get("provider_url", "")}
+    mode = manifest.gateway.auth.mode
+    if mode == "api_key":
+        card["securitySchemes"] = {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}
+        card["security"] = [{"apiKey": []}]
+    elif mode == "jwt":
+        card["securitySchemes"] = {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}
+        card["security"] = [{"bearer": []}]
+    return card
+
+
+def _base_url(request: Request) -> str:
+    # behind API Gateway the stage is the ASGI root_path (LWA passes it through): keep it in the URL
+    root = request.scope.get("root_path", "")
+    return f"{request.url.scheme}://{request.url.netloc}{root}"
+
+
+async def agent_card(request: Request) -> Response:
+    return JSONResponse(build_card(context_of(request).manifest, _base_url(request)))
