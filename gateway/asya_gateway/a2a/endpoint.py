@@ -125,11 +125,10 @@ async def _cancel(ctx: GatewayContext, task_id: str, rid: Any) -> dict[str, Any]
     outcome = await ctx.call(ctx.store.cancel, task_id) if is_storable_id(task_id) else "not_found"
     if outcome == "not_found":
         raise RpcError(TASK_NOT_FOUND, f"task not found: {task_id}", request_id=rid)
-    task = await _task(ctx, task_id)
-    if outcome == "terminal" and task["status"]["state"] != "canceled":
+    if outcome == "terminal":
         status = (await _view(ctx, task_id, rid))["status"]
         raise RpcError(TASK_NOT_CANCELABLE, f"task cannot be canceled (status: {status})", request_id=rid)
-    return task
+    return await _task(ctx, task_id)
 
 
 def _skill(ctx: GatewayContext, params: Mapping[str, Any]) -> str:

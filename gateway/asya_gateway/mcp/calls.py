@@ -87,7 +87,7 @@ async def _frames(
     """The JSON-RPC messages of one call (``None``: nothing to say for a while), the response last."""
     settings = ctx.sse_settings
     last_status: Mapping[str, Any] = {"status": "pending"}
-    progress = -1.0
+    progress = 0.0
     events: AsyncIterator[FollowEvent] = follow_task(ctx, task_id)
     async for event in paced(events, idle=settings.keepalive, limit=settings.max_seconds):
         if event is None:
