@@ -48,6 +48,7 @@ from botocore.exceptions import ClientError
 
 from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
+from asya_local.agents_cli import add_agent_parsers
 from asya_local.auth import gateway_auth
 from asya_local.cliargs import http_url, port
 from asya_local.client import GatewayClient
@@ -156,6 +157,7 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     demo.add_argument("--port", type=port, default=8080, help="gateway port; a free one when it is in use")
     demo.set_defaults(run=_demo)
     add_dlq_parser(commands)
+    add_agent_parsers(commands, remote=remote)
     return parser
 
 

@@ -62,6 +62,10 @@ class GatewayClient:
         """``GET /api/v1/mesh/{id}``: the task view (GW-TASK-1)."""
         return self._json(self._request("GET", f"/api/v1/mesh/{quote(task_id, safe='')}"))
 
+    def agent_card(self) -> dict[str, Any]:
+        """``GET /.well-known/agent-card.json``: the A2A agent card (GW-A2A-1)."""
+        return self._json(self._request("GET", "/.well-known/agent-card.json"))
+
     def health(self) -> dict[str, Any]:
         return self._json(self._request("GET", "/health"))
 

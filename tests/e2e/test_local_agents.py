@@ -5,6 +5,8 @@ speaks A2A 0.3 through its compatibility transport). The mesh (tests/e2e/agents/
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -32,6 +34,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from asya.manifest import Manifest, load_manifest
+from asya_local.cli import main
 from asya_local.mesh import LocalMesh
 from tests.e2e.conftest import E2E_DIR
 
@@ -473,3 +476,40 @@ def test_auth_failures_gw_auth_7(agents_mesh: LocalMesh) -> None:
     with pytest.raises(BaseExceptionGroup) as info:  # the SDK reports the 401 as a failed initialize
         asyncio.run(sdk_without_key())
     assert info.group_contains(MCPError)
+
+
+# -- CLI ------------------------------------------------------------------------------------------------------
+
+
+def _cli(*argv: str, url: str, key: str | None = KEY) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    env = {"ASYA_URL": url} if key is None else {"ASYA_URL": url, "ASYA_API_KEY": key}
+    return main(list(argv), env=env, stdout=out, stderr=err), out.getvalue(), err.getvalue()
+
+
+def test_cli_mcp_list_and_a2a_card(agents_mesh: LocalMesh) -> None:
+    code, out, _ = _cli("mcp", "list", url=agents_mesh.url)
+    assert code == 0
+    assert [line.split()[0] for line in out.splitlines()] == ["doomed", "slow", "text-pipeline"]
+    assert "Normalize, analyze and summarize a text" in out
+    code, out, _ = _cli("a2a", "card", url=agents_mesh.url, key=None)  # the card is public
+    assert code == 0 and json.loads(out)["name"] == "Agents E2E"
+    code, _, err = _cli("mcp", "list", url=agents_mesh.url, key="wrong")
+    assert code == 2 and "invalid credentials" in err
+
+
+def test_cli_mcp_call_shows_progress_and_fly_then_prints_the_result(agents_mesh: LocalMesh) -> None:
+    code, out, err = _cli("mcp", "call", "text-pipeline", "--args", '{"text": "Hello World"}', url=agents_mesh.url)
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["summary"].startswith("A positive text of 2 words")
+    lines = err.splitlines()
+    assert any("normalize  processing" in line for line in lines)  # the progress bar (not a TTY: one line a step)
+    assert any(line.startswith("  | A positive") for line in lines)  # the FLY text
+    assert lines[-1].startswith("task: ")
+    code, out, err = _cli("mcp", "call", "doomed", "--args", '{"text": "x"}', url=agents_mesh.url)
+    assert code == 1 and out.strip() == "cannot process 'x'"
+    code, _, err = _cli("mcp", "call", "nope", url=agents_mesh.url)
+    assert code == 2 and "unknown tool: nope" in err
+    code, _, err = _cli("mcp", "call", "slow", "--args", "[1]", url=agents_mesh.url)
+    assert code == 2 and "must be a JSON object" in err
