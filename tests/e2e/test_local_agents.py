@@ -1,6 +1,7 @@
 """MCP (GATEWAY section 11) and A2A (section 12) over HTTP against a local mesh, driven by the real SDK clients:
-the ``mcp`` 2.x client session over Streamable HTTP and the ``a2a-sdk`` 1.x client (which reads our 0.3 card and
-speaks A2A 0.3 through its compatibility transport). The mesh (tests/e2e/agents/asya.yaml) uses ``api_key`` auth."""
+the ``mcp`` 2.x client session over Streamable HTTP and the ``a2a-sdk`` 1.x client, which speaks A2A 1.0
+(``SendMessage``, ...); the spec's 0.3 methods (``message/send``, ...) are driven over raw JSON-RPC, and the SDK's
+0.3 compatibility transport once. The mesh (tests/e2e/agents/asya.yaml) uses ``api_key`` auth."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
+from a2a.client.card_resolver import parse_agent_card
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -296,8 +298,11 @@ async def a2a_client(url: str, *, streaming: bool) -> AsyncIterator[Any]:
 
 
 def test_a2a_send_blocking_returns_the_completed_task_gw_a2a_8_10(agents_mesh: LocalMesh) -> None:
+    seen_transports: list[str] = []
+
     async def run() -> Any:
         async with a2a_client(agents_mesh.url, streaming=False) as client:
+            seen_transports.append(type(client._transport).__name__)
             events = [
                 e async for e in client.send_message(_send_data({"text": "Good morning. Sunny day."}, "text-pipeline"))
             ]
@@ -306,6 +311,7 @@ def test_a2a_send_blocking_returns_the_completed_task_gw_a2a_8_10(agents_mesh: L
             return task, fetched
 
     task, fetched = asyncio.run(run())
+    assert seen_transports == ["JsonRpcTransport"]  # A2A 1.0, not the 0.3 compatibility transport
     assert task.status.state == TaskState.TASK_STATE_COMPLETED
     uuid.UUID(task.id)
     assert task.context_id
@@ -334,6 +340,31 @@ def test_a2a_stream_sends_task_working_fly_result_final_gw_a2a_11(agents_mesh: L
     assert text.startswith("A positive text of 2 words")
     assert [a.append for a in fly][:2] == [False, True] and fly[-1].last_chunk and not fly[0].last_chunk
     assert artifacts[-1].artifact.artifact_id == "result" and artifacts[-1].last_chunk
+
+
+def test_a2a_sdk_0_3_transport_speaks_the_spec_methods_gw_a2a_3_11(agents_mesh: LocalMesh) -> None:
+    """The card also offers JSON-RPC 0.3 (GW-A2A-1); the SDK's 0.3 transport sends ``message/stream`` and
+    ``tasks/get`` and parses our 0.3 events."""
+    card = httpx.get(f"{agents_mesh.url}/.well-known/agent.json", timeout=10).json()
+    card["supportedInterfaces"] = [i for i in card["supportedInterfaces"] if i["protocolVersion"] == "0.3"]
+
+    async def run() -> tuple[str, list[Any], Any]:
+        async with httpx.AsyncClient(headers=AUTH, timeout=120) as http:
+            client = await create_client(parse_agent_card(card), ClientConfig(streaming=True, httpx_client=http))
+            try:
+                events = [e async for e in client.send_message(_send_data({"text": "Hi there"}, "text-pipeline"))]
+                task = await client.get_task(GetTaskRequest(id=events[0].task.id))
+                return type(client._transport).__name__, events, task
+            finally:
+                await client.close()
+
+    transport, events, task = asyncio.run(run())
+    assert transport == "CompatJsonRpcTransport"
+    assert events[0].task.status.state == TaskState.TASK_STATE_SUBMITTED
+    assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+    fly = [e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update"]
+    assert fly[0].artifact.artifact_id == "fly-stream" and fly[-1].artifact.artifact_id == "result"
+    assert task.status.state == TaskState.TASK_STATE_COMPLETED and task.artifacts[0].artifact_id == "result"
 
 
 def test_a2a_failed_task_and_skill_errors_gw_a2a_4_9(agents_mesh: LocalMesh) -> None:
@@ -403,7 +434,7 @@ def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh) ->
             return [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))]
 
     events = asyncio.run(run())
-    assert events[0].WhichOneof("payload") == "status_update"
+    assert events[0].WhichOneof("payload") == "task"  # A2A 1.0: the Task first
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     result = [e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update"]
     assert result[-1].artifact.artifact_id == "result"

@@ -1,9 +1,9 @@
 """The A2A agent card (GW-A2A-1, GW-A2A-2), public (GW-AUTH-2).
 
 Served at ``/.well-known/agent-card.json`` (the path the ``a2a-sdk`` 1.x client reads) and at the spec's
-``/.well-known/agent.json`` (A2A 0.2/0.3 clients). The card describes the A2A 0.3 JSON-RPC interface at
-``{url}``: ``protocolVersion`` ``0.3.0``, ``preferredTransport`` ``JSONRPC``; the 1.x SDK client reads it through its
-0.3 compatibility layer and then speaks the 0.3 method names. Values come from the manifest's ``gateway.a2a`` block
+``/.well-known/agent.json`` (A2A 0.2/0.3 clients). One card serves both: the 0.3 members (``protocolVersion``
+``0.3.0``, ``url``, ``preferredTransport`` ``JSONRPC``) and 1.0's ``supportedInterfaces``, which lists the same URL
+for JSON-RPC 1.0 (preferred by 1.x clients) and 0.3 (``asya_gateway.a2a.endpoint`` serves both method sets). Values come from the manifest's ``gateway.a2a`` block
 (``name``, ``description``, ``version``, ``public_url``, ``provider_organization``, ``provider_url``); ``url`` is
 ``public_url`` (else the request's base URL) plus ``/a2a/``. Skills are the flows with ``a2a`` enabled.
 """
@@ -61,6 +61,10 @@ def build_card(manifest: Manifest, base_url: str) -> dict[str, Any]:
         "description": conf.get("description", "Asya actor mesh on AWS"),
         "url": f"{root}/a2a/",
         "preferredTransport": "JSONRPC",
+        "supportedInterfaces": [
+            {"url": f"{root}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": f"{root}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
+        ],
         "version": conf.get("version", "1.0.0"),
         "capabilities": {"streaming": True, "pushNotifications": False, "stateTransitionHistory": False},
         "defaultInputModes": ["application/json", "text/plain"],

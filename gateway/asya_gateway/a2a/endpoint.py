@@ -1,7 +1,13 @@
-"""``POST /a2a/``: A2A 0.3 JSON-RPC (GATEWAY section 12).
+"""``POST /a2a/``: A2A JSON-RPC (GATEWAY section 12), in two dialects chosen by the method name.
 
-Methods (GW-A2A-3): ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``, ``tasks/resubscribe``;
-``tasks/pushNotificationConfig/*`` answer -32003, anything else -32601. JSON-RPC errors travel with HTTP 200 (the
+- A2A 0.3 (the spec's): ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``,
+  ``tasks/resubscribe``; ``tasks/pushNotificationConfig/*`` answer -32003 (GW-A2A-3).
+- A2A 1.0 (the ``a2a-sdk`` 1.x client's): ``SendMessage``, ``SendStreamingMessage``, ``GetTask``, ``CancelTask``,
+  ``SubscribeToTask`` with ProtoJSON shapes (``asya_gateway.a2a.v1``); the push config methods answer -32003. A
+  1.0 ``SubscribeToTask`` starts with the Task (1.0's rule, where 0.3 starts with a status update) and answers
+  -32004 for a terminal task, as 1.0 requires.
+
+Anything else is -32601. JSON-RPC errors travel with HTTP 200 (the
 framing errors of ``asya_gateway.jsonrpc`` with 400). The A2A task id is the mesh task id and the context id is
 stored on the task (GW-A2A-6), so a restart loses nothing. Waits and streams follow the task with
 ``asya_gateway.follow`` for at most the gateway's long-response limit (``sse_max_seconds``, 840 s).
@@ -23,8 +29,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from asya import headers as hdr
 from asya.envelope import dumps
 from asya.store import is_storable_id
+from asya_gateway.a2a import v1
 from asya_gateway.a2a.card import a2a_skills
 from asya_gateway.a2a.mapping import (
+    STATES,
     A2AParamsError,
     artifact_update,
     fly_artifact,
@@ -72,19 +80,53 @@ async def a2a_endpoint(request: Request) -> Response:
         return JSONResponse(error_body(exc.code, exc.message, exc.request_id), status_code=exc.http_status)
 
 
+class _Call:
+    """One request in its dialect: the 0.3 method it maps to, and how its results are written."""
+
+    def __init__(self, message: RpcMessage) -> None:
+        raw = message.method or ""
+        self.rid = message.id
+        self.modern = raw in v1.METHODS or raw in v1.PUSH_METHODS
+        self.method = v1.METHODS.get(raw, raw)
+        self.push = raw in v1.PUSH_METHODS or raw.startswith("tasks/pushNotificationConfig/")
+        self.params = message.params
+        if self.modern and isinstance(self.params.get("message"), dict):
+            self.params = {**self.params, "message": v1.message_from_v1(self.params["message"])}
+
+    def task(self, task: dict[str, Any]) -> dict[str, Any]:
+        return result_body(self.rid, v1.task_to_v1(task) if self.modern else task)
+
+    def sent(self, task: dict[str, Any]) -> dict[str, Any]:
+        return result_body(self.rid, {"task": v1.task_to_v1(task)} if self.modern else task)
+
+    def event(self, event: dict[str, Any]) -> dict[str, Any]:
+        return result_body(self.rid, v1.stream_response(event) if self.modern else event)
+
+    def blocking(self) -> bool:
+        configuration = self.params.get("configuration")
+        if not isinstance(configuration, dict):
+            return True
+        if self.modern:
+            return configuration.get("returnImmediately") is not True
+        return configuration.get("blocking", True) is not False
+
+
 async def _dispatch(ctx: GatewayContext, message: RpcMessage) -> Response:
-    method, rid = message.method or "", message.id
+    call = _Call(message)
+    method, rid = call.method, call.rid
     try:
         if method in ("message/send", "message/stream"):
-            return await _send(ctx, message, stream=method == "message/stream")
+            return await _send(ctx, call, stream=method == "message/stream")
         if method == "tasks/get":
-            return JSONResponse(result_body(rid, await _task(ctx, _task_id(message))))
+            return JSONResponse(call.task(await _task(ctx, _task_id(call))))
         if method == "tasks/cancel":
-            return JSONResponse(result_body(rid, await _cancel(ctx, _task_id(message), rid)))
+            return JSONResponse(call.task(await _cancel(ctx, _task_id(call), rid)))
         if method == "tasks/resubscribe":
-            task_id = _task_id(message)
-            view = await _view(ctx, task_id, rid)
-            return StreamingResponse(_sse(_resubscribe(ctx, view, rid)), headers=SSE_HEADERS)
+            view = await _view(ctx, _task_id(call), rid)
+            if call.modern and view["status"] in TERMINAL_STATUSES:
+                state = STATES[view["status"]]
+                raise RpcError(UNSUPPORTED_OPERATION, f"task {view['id']} is in terminal state: {state}")
+            return StreamingResponse(_sse(call, _resubscribe(ctx, view, modern=call.modern)), headers=SSE_HEADERS)
     except A2AParamsError as exc:
         raise RpcError(INVALID_PARAMS, str(exc), request_id=rid) from None
     except RpcError as exc:
@@ -93,13 +135,13 @@ async def _dispatch(ctx: GatewayContext, message: RpcMessage) -> Response:
     except Exception:
         _log.exception("A2A %s failed", method)
         raise RpcError(INTERNAL_ERROR, "internal error", request_id=rid) from None
-    if method.startswith("tasks/pushNotificationConfig/"):
+    if call.push:
         raise RpcError(PUSH_NOT_SUPPORTED, "push notifications are not supported", request_id=rid)
-    raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}", request_id=rid)
+    raise RpcError(METHOD_NOT_FOUND, f"method not found: {message.method}", request_id=rid)
 
 
-def _task_id(message: RpcMessage) -> str:
-    task_id = message.params.get("id")
+def _task_id(call: _Call) -> str:
+    task_id = call.params.get("id")
     if not isinstance(task_id, str) or not task_id:
         raise A2AParamsError("params.id must be a non-empty string")
     return task_id
@@ -116,9 +158,12 @@ def _context_id(view: Mapping[str, Any]) -> str:
     return str(view.get("context_id") or view["id"])
 
 
+def _task_of(view: Mapping[str, Any]) -> dict[str, Any]:
+    return task_object(str(view["id"]), _context_id(view), view["data"], flow=view.get("flow"))
+
+
 async def _task(ctx: GatewayContext, task_id: str) -> dict[str, Any]:
-    view = await _view(ctx, task_id, None)
-    return task_object(task_id, _context_id(view), view["data"], flow=view.get("flow"))
+    return _task_of(await _view(ctx, task_id, None))
 
 
 async def _cancel(ctx: GatewayContext, task_id: str, rid: Any) -> dict[str, Any]:
@@ -156,13 +201,13 @@ async def resume_task(ctx: GatewayContext, view: Mapping[str, Any], payload: Map
     )
 
 
-async def _send(ctx: GatewayContext, message: RpcMessage, *, stream: bool) -> Response:
-    params, rid = message.params, message.id
+async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
+    params, rid = call.params, call.rid
     user = params.get("message")
     payload, history = message_payload(user)
     assert isinstance(user, dict)
     existing = user.get("taskId")
-    if existing is not None:
+    if existing:
         view = await _view(ctx, str(existing), rid)
         if view["status"] != "paused":
             raise RpcError(
@@ -192,68 +237,67 @@ async def _send(ctx: GatewayContext, message: RpcMessage, *, stream: bool) -> Re
         )
     except HttpError as exc:
         raise RpcError(INTERNAL_ERROR, f"dispatch failed: {exc.message}", request_id=rid) from None
-    submitted = {"status": "pending", "progress_percent": 0.0, "timestamp": None}
     if stream:
+        submitted = {"status": "pending", "progress_percent": 0.0, "timestamp": None}
         first = task_object(task_id, context_id, submitted, flow=flow)
-        return StreamingResponse(_sse(_live(ctx, task_id, context_id, rid, first=first)), headers=SSE_HEADERS)
-    configuration = params.get("configuration")
-    blocking = configuration.get("blocking", True) if isinstance(configuration, dict) else True
-    if blocking is False:
-        return JSONResponse(result_body(rid, await _task(ctx, task_id)))
-    settings = ctx.sse_settings
-    async for event in paced(follow_task(ctx, task_id), idle=settings.keepalive, limit=settings.max_seconds):
-        if event is not None and (event.status in TERMINAL_STATUSES or event.status == "paused"):
-            break
-    return JSONResponse(result_body(rid, await _task(ctx, task_id)))
+        return StreamingResponse(_sse(call, _live(ctx, task_id, context_id, first=first)), headers=SSE_HEADERS)
+    if call.blocking():
+        settings = ctx.sse_settings
+        async for event in paced(follow_task(ctx, task_id), idle=settings.keepalive, limit=settings.max_seconds):
+            if event is not None and (event.status in TERMINAL_STATUSES or event.status == "paused"):
+                break
+    return JSONResponse(call.sent(await _task(ctx, task_id)))
 
 
-async def _sse(frames: AsyncIterator[dict[str, Any] | None]) -> AsyncIterator[str]:
-    async for frame in frames:
-        yield KEEPALIVE if frame is None else f"data: {dumps(frame)}\n\n"
+async def _sse(call: _Call, events: AsyncIterator[dict[str, Any] | None]) -> AsyncIterator[str]:
+    async for event in events:
+        yield KEEPALIVE if event is None else f"data: {dumps(call.event(event))}\n\n"
 
 
-async def _resubscribe(ctx: GatewayContext, view: Mapping[str, Any], rid: Any) -> AsyncIterator[dict[str, Any] | None]:
-    """GW-A2A-13: the current state, then live events only."""
+async def _resubscribe(
+    ctx: GatewayContext, view: Mapping[str, Any], *, modern: bool
+) -> AsyncIterator[dict[str, Any] | None]:
+    """GW-A2A-13: the current state (1.0: the Task), then live events only."""
     task_id, context_id = str(view["id"]), _context_id(view)
     data = view["data"]
     if view["status"] in TERMINAL_STATUSES:
         if view["status"] == "succeeded":
-            artifact = result_artifact(data)
-            yield result_body(rid, artifact_update(task_id, context_id, artifact, append=False, last_chunk=True))
-        yield result_body(rid, status_update(task_id, context_id, data, final=True))
+            yield artifact_update(task_id, context_id, result_artifact(data), append=False, last_chunk=True)
+        yield status_update(task_id, context_id, data, final=True)
         return
-    yield result_body(rid, status_update(task_id, context_id, data, final=view["status"] == "paused"))
+    if modern:
+        yield _task_of(view)
+    else:
+        yield status_update(task_id, context_id, data, final=view["status"] == "paused")
     if view["status"] == "paused":
         return
-    async for frame in _live(ctx, task_id, context_id, rid, first=None, after=int(view["last_event_id"])):
-        yield frame
+    async for event in _live(ctx, task_id, context_id, first=None, after=int(view["last_event_id"])):
+        yield event
 
 
 async def _live(
     ctx: GatewayContext,
     task_id: str,
     context_id: str,
-    rid: Any,
     *,
     first: dict[str, Any] | None,
     after: int = 0,
 ) -> AsyncIterator[dict[str, Any] | None]:
     """GW-A2A-11 (1)-(4): the Task, working updates, FLY chunks, then the final events."""
     if first is not None:
-        yield result_body(rid, first)
+        yield first
     settings = ctx.sse_settings
     fly_sent = False
     label: tuple[Any, ...] | None = None
     catchup = True
-    async for event in paced(
-        follow_task(ctx, task_id, after=after), idle=settings.keepalive, limit=settings.max_seconds
-    ):
+    events = paced(follow_task(ctx, task_id, after=after), idle=settings.keepalive, limit=settings.max_seconds)
+    async for event in events:
         if event is None:
             yield None
             continue
         if event.name == "fly":
             artifact = fly_artifact(event.data.get("payload"))
-            yield result_body(rid, artifact_update(task_id, context_id, artifact, append=fly_sent, last_chunk=False))
+            yield artifact_update(task_id, context_id, artifact, append=fly_sent, last_chunk=False)
             fly_sent = True
             continue
         status, data = event.status, event.data
@@ -261,15 +305,14 @@ async def _live(
         if status in TERMINAL_STATUSES or status == "paused":
             if fly_sent:
                 closing = {"artifactId": "fly-stream", "parts": [{"kind": "text", "text": ""}]}
-                yield result_body(rid, artifact_update(task_id, context_id, closing, append=True, last_chunk=True))
+                yield artifact_update(task_id, context_id, closing, append=True, last_chunk=True)
             if status == "succeeded":
-                artifact = result_artifact(data)
-                yield result_body(rid, artifact_update(task_id, context_id, artifact, append=False, last_chunk=True))
-            yield result_body(rid, status_update(task_id, context_id, data, final=True))
+                yield artifact_update(task_id, context_id, result_artifact(data), append=False, last_chunk=True)
+            yield status_update(task_id, context_id, data, final=True)
             return
         if status != "running" or (skip_catchup and first is None):
             continue
         current = (data.get("current_actor"), data.get("step"), data.get("progress_percent"))
         if current != label:
             label = current
-            yield result_body(rid, status_update(task_id, context_id, data, final=False))
+            yield status_update(task_id, context_id, data, final=False)
