@@ -3,9 +3,10 @@
 Served at ``/.well-known/agent-card.json`` (the path the ``a2a-sdk`` 1.x client reads) and at the spec's
 ``/.well-known/agent.json`` (A2A 0.2/0.3 clients). One card serves both: the 0.3 members (``protocolVersion``
 ``0.3.0``, ``url``, ``preferredTransport`` ``JSONRPC``) and 1.0's ``supportedInterfaces``, which lists the same URL
-for JSON-RPC 1.0 (preferred by 1.x clients) and 0.3 (``asya_gateway.a2a.endpoint`` serves both method sets). Values come from the manifest's ``gateway.a2a`` block
-(``name``, ``description``, ``version``, ``public_url``, ``provider_organization``, ``provider_url``); ``url`` is
-``public_url`` (else the request's base URL) plus ``/a2a/``. Skills are the flows with ``a2a`` enabled.
+for JSON-RPC 1.0 (preferred by 1.x clients) and 0.3 (``asya_gateway.a2a.endpoint`` serves both method sets).
+Values come from the manifest's ``gateway.a2a`` block (``name``, ``description``, ``version``, ``public_url``,
+``provider_organization``, ``provider_url``); ``url`` is ``public_url`` (else the request's base URL) plus
+``/a2a/``. Skills are the flows with ``a2a`` enabled.
 """
 
 from __future__ import annotations
