@@ -16,7 +16,7 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from asya.manifest import Manifest
+from asya.manifest import A2ASkillOptions, Manifest
 from asya_gateway.context import context_of
 
 __all__ = ["CARD_PATHS", "a2a_skills", "agent_card", "build_card"]
@@ -24,56 +24,49 @@ __all__ = ["CARD_PATHS", "a2a_skills", "agent_card", "build_card"]
 CARD_PATHS: Final = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
 
-def a2a_skills(manifest: Manifest) -> dict[str, dict[str, Any]]:
-    """``{flow name: its a2a options}`` of the A2A-enabled flows (``a2a: true`` gives ``{}``), sorted by name."""
-    out: dict[str, dict[str, Any]] = {}
-    for name in sorted(manifest.flows):
-        option = manifest.flows[name].a2a
-        if option is True:
-            out[name] = {}
-        elif isinstance(option, dict):
-            out[name] = dict(option)
-    return out
+def a2a_skills(manifest: Manifest) -> dict[str, A2ASkillOptions]:
+    """``{flow name: its a2a options}`` of the A2A-enabled flows (``a2a: true`` gives the defaults), sorted by name."""
+    return {name: option for name in sorted(manifest.flows) if (option := manifest.flows[name].a2a) is not None}
 
 
-def _skill(manifest: Manifest, name: str, options: dict[str, Any]) -> dict[str, Any]:
+def _skill(manifest: Manifest, name: str, options: A2ASkillOptions) -> dict[str, Any]:
     skill: dict[str, Any] = {
         "id": name,
         "name": name,
         "description": manifest.flows[name].description,
-        "tags": list(options.get("tags") or [name]),
+        "tags": list(options.tags or [name]),
     }
-    if options.get("examples"):
-        skill["examples"] = list(options["examples"])
-    if options.get("input_modes"):
-        skill["inputModes"] = list(options["input_modes"])
-    if options.get("output_modes"):
-        skill["outputModes"] = list(options["output_modes"])
+    if options.examples:
+        skill["examples"] = list(options.examples)
+    if options.input_modes:
+        skill["inputModes"] = list(options.input_modes)
+    if options.output_modes:
+        skill["outputModes"] = list(options.output_modes)
     return skill
 
 
 def build_card(manifest: Manifest, base_url: str) -> dict[str, Any]:
     """GW-A2A-1 for this manifest; ``base_url`` is used when ``gateway.a2a.public_url`` is not set."""
-    conf = manifest.gateway.a2a or {}
-    root = str(conf.get("public_url") or base_url).rstrip("/")
+    conf = manifest.gateway.a2a
+    root = (conf.public_url or base_url).rstrip("/")
     card: dict[str, Any] = {
         "protocolVersion": "0.3.0",
-        "name": conf.get("name", "Asya Gateway"),
-        "description": conf.get("description", "Asya actor mesh on AWS"),
+        "name": conf.name,
+        "description": conf.description,
         "url": f"{root}/a2a/",
         "preferredTransport": "JSONRPC",
         "supportedInterfaces": [
             {"url": f"{root}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": f"{root}/a2a/", "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ],
-        "version": conf.get("version", "1.0.0"),
+        "version": conf.version,
         "capabilities": {"streaming": True, "pushNotifications": False, "stateTransitionHistory": False},
         "defaultInputModes": ["application/json", "text/plain"],
         "defaultOutputModes": ["application/json", "text/plain"],
         "skills": [_skill(manifest, name, options) for name, options in a2a_skills(manifest).items()],
     }
-    if conf.get("provider_organization"):
-        card["provider"] = {"organization": conf["provider_organization"], "url": conf.get("provider_url", "")}
+    if conf.provider_organization:
+        card["provider"] = {"organization": conf.provider_organization, "url": conf.provider_url or ""}
     mode = manifest.gateway.auth.mode
     if mode == "api_key":
         card["securitySchemes"] = {"apiKey": {"type": "apiKey", "in": "header", "name": "X-API-Key"}}

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 from asya.manifest.blocks import (
     CREW_SETTINGS,
+    A2ASkillOptions,
     ActorSettings,
     ActorSpec,
     CrewConfig,
     DeployedActor,
     FanIn,
     Flow,
+    GatewayA2A,
     GatewayAuth,
     GatewayConfig,
     Policy,
@@ -37,12 +39,14 @@ from asya.manifest.model import Manifest
 
 __all__ = [
     "CREW_SETTINGS",
+    "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",
     "CrewConfig",
     "DeployedActor",
     "FanIn",
     "Flow",
+    "GatewayA2A",
     "GatewayAuth",
     "GatewayConfig",
     "Manifest",
