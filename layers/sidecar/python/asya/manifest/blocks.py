@@ -199,7 +199,7 @@ def _a2a_option(value: object) -> object:
         return None
     if isinstance(value, dict):
         return value
-    raise ValueError(f"must be true, false or an object (tags, examples, input_modes, output_modes), got {value!r}")
+    raise ValueError("must be true, false or an object (tags, examples, input_modes, output_modes)")
 
 
 class Flow(_Model):
