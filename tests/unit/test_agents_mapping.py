@@ -49,7 +49,7 @@ def test_gw_mcp_5_manifest_rejects_an_mcp_flow_without_an_object_schema() -> Non
 
 def test_gw_a2a_2_manifest_checks_the_a2a_fields() -> None:
     assert (
-        "flows.main.a2a: must be true, false or an object (tags, examples, input_modes, output_modes), got 'yes'"
+        "flows.main.a2a: must be true, false or an object (tags, examples, input_modes, output_modes) (got 'yes')"
         in (_error(_data(main={"a2a": "yes"})))
     )
     assert "flows.main.a2a.tag: unknown key (did you mean 'tags'?)" in _error(_data(main={"a2a": {"tag": ["x"]}}))
