@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -30,7 +31,7 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.errors import TaskNotCancelableError
 from google.protobuf import json_format
 from google.protobuf.struct_pb2 import Value
-from mcp import ClientSession
+from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
@@ -544,3 +545,21 @@ def test_cli_mcp_call_shows_progress_and_fly_then_prints_the_result(agents_mesh:
     assert code == 2 and "unknown tool: nope" in err
     code, _, err = _cli("mcp", "call", "slow", "--args", "[1]", url=agents_mesh.url)
     assert code == 2 and "must be a JSON object" in err
+
+
+def test_mcp_sdk_auto_mode_falls_back_from_discover_to_initialize_gw_mcp_1(local_mesh: LocalMesh) -> None:
+    """The ``mcp`` 2.x high-level client probes the 2026-07-28 ``server/discover`` first; the gateway answers -32601
+    and the client settles on 2025-11-25 through ``initialize`` (the example mesh's ``iam`` mode is not enforced
+    locally, so the client needs no credentials)."""
+
+    async def run() -> tuple[str | None, list[str], Any]:
+        async with Client(f"{local_mesh.url}/mcp") as client:
+            tools = await client.list_tools()
+            result = await client.call_tool("text-pipeline", {"text": "Auto mode works."})
+            return client.protocol_version, [tool.name for tool in tools.tools], result
+
+    version, names, result = asyncio.run(run())
+    assert version == "2025-11-25"
+    assert names == ["sentences", "text-pipeline"]
+    assert result.is_error is False
+    assert re.match(r"A \w+ text of 3 words", result.structured_content["summary"])
