@@ -99,8 +99,17 @@ def create_app(
                 CORSMiddleware,
                 allow_origins=list(manifest.gateway.cors_origins),
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-API-Key", "traceparent"],
-                expose_headers=["Location", "X-Request-Id"],
+                allow_headers=[
+                    "Authorization",
+                    "Content-Type",
+                    "Last-Event-ID",
+                    "X-API-Key",
+                    "traceparent",
+                    "Mcp-Session-Id",
+                    "MCP-Protocol-Version",
+                ],
+                # a browser MCP client must read the session id initialize answers
+                expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id"],
             )
         )
     middleware.append(Middleware(AuthMiddleware, authenticator=authenticator))

@@ -1,0 +1,154 @@
+"""Gateway pieces of the agent protocols against in-process moto: MCP sessions with their sliding expiry
+(GW-MCP-2, GW-DATA-2) and the ``follow_task`` contract that MCP and A2A waits consume (GW-SSE-3..9, GW-MCP-8)."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.store import FlyValue, TaskStore
+from asya_gateway import GatewayConfig, create_app
+from asya_gateway.context import GatewayContext
+from asya_gateway.follow import FollowEvent, TaskNotFoundError, follow_task
+from asya_gateway.mcp.sessions import SESSION_TTL_SECONDS, SessionStore
+from tests.clocks import ManualClock
+
+pytestmark = pytest.mark.functional
+
+FAST = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05)
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock(datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC))
+
+
+@pytest.fixture
+def store(mesh: Any, clock: ManualClock) -> TaskStore:
+    return TaskStore(
+        table=mesh.resources.table,
+        bucket=mesh.resources.bucket,
+        dynamodb=mesh.aws.dynamodb,
+        s3=mesh.aws.s3,
+        clock=clock,
+    )
+
+
+@pytest.fixture
+def ctx(mesh: Any, store: TaskStore, clock: ManualClock) -> GatewayContext:
+    app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
+    context = app.state.gateway
+    assert isinstance(context, GatewayContext)
+    return context
+
+
+def _ttl(mesh: Any, session_id: str) -> int:
+    item = mesh.aws.dynamodb.get_item(
+        TableName=mesh.resources.table, Key={"pk": {"S": f"MCPSESSION#{session_id}"}, "sk": {"S": "SESSION"}}
+    )["Item"]
+    return int(item["ttl"]["N"])
+
+
+def test_gw_mcp_2_sessions_slide_their_24_h_expiry(mesh: Any, store: TaskStore, clock: ManualClock) -> None:
+    sessions = SessionStore(store, clock)
+    session = sessions.create("2025-06-18")
+    start = int(clock().timestamp())
+    assert _ttl(mesh, session.id) == start + SESSION_TTL_SECONDS
+    clock.advance(minutes=30)
+    assert sessions.get(session.id) == session
+    assert _ttl(mesh, session.id) == start + SESSION_TTL_SECONDS  # under an hour of use: no write
+    clock.advance(hours=2)
+    assert sessions.get(session.id) is not None
+    assert _ttl(mesh, session.id) == int(clock().timestamp()) + SESSION_TTL_SECONDS  # pushed forward
+    sessions.set_log_level(session.id, "error")
+    assert sessions.get(session.id).log_level == "error"  # type: ignore[union-attr]
+    clock.advance(hours=24)
+    assert sessions.get(session.id) is None  # expired though moto never deletes the item (GW-DATA-5)
+    other = sessions.create("2025-11-25")
+    sessions.delete(other.id)
+    assert sessions.get(other.id) is None
+    sessions.set_log_level(other.id, "debug")  # a deleted session is not written back
+    assert sessions.get(other.id) is None
+    assert sessions.get("x" * 200) is None
+
+
+def test_gw_mcp_2_an_expired_session_answers_404_over_http(
+    mesh: Any, store: TaskStore, clock: ManualClock, serve_asgi: Any
+) -> None:
+    app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
+    with httpx.Client(base_url=serve_asgi(app)) as client:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}}
+        answer = client.post("/mcp", json=init)
+        assert answer.json()["result"]["protocolVersion"] == "2025-03-26"
+        headers = {"Mcp-Session-Id": answer.headers["mcp-session-id"]}
+        ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
+        assert client.post("/mcp", json=ping, headers=headers).status_code == 200
+        clock.advance(hours=24, seconds=1)
+        expired = client.post("/mcp", json=ping, headers=headers)
+        assert expired.status_code == 404
+        assert expired.json() == {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {"code": -32600, "message": "session not found or expired: initialize again"},
+        }
+
+
+async def _collect(ctx: GatewayContext, task_id: str, after: int = 0) -> list[FollowEvent]:
+    return [event async for event in follow_task(ctx, task_id, after=after)]
+
+
+def _running(store: TaskStore, task_id: str) -> None:
+    store.report_running(
+        task_id,
+        step="processing",
+        actor="normalize",
+        route_prev=[],
+        route_curr="normalize",
+        route_next=["analyze", "summarize"],
+    )
+
+
+def test_follow_task_catchup_fly_then_terminal_last(ctx: GatewayContext, store: TaskStore) -> None:
+    store.create_task(task_id="t-1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
+    _running(store, "t-1")
+    store.append_fly("t-1", [FlyValue(payload="A", actor="summarize", envelope_id="t-1")])
+
+    async def run() -> list[FollowEvent]:
+        events: list[FollowEvent] = []
+        async for event in follow_task(ctx, "t-1"):
+            events.append(event)
+            if event.name == "fly" and event.data["payload"] == "A":
+                await asyncio.to_thread(
+                    store.append_fly, "t-1", [FlyValue(payload="B", actor="summarize", envelope_id="t-1")]
+                )
+                await asyncio.to_thread(store.report_final, "t-1", status="succeeded", result={"summary": "ok"})
+        return events
+
+    events = asyncio.run(run())
+    assert (events[0].name, events[0].seq, events[0].status) == ("status", None, "running")
+    assert [(e.name, e.data.get("payload")) for e in events[1:3]] == [("fly", "A"), ("fly", "B")]
+    assert [e.seq for e in events[1:]] == sorted(e.seq for e in events[1:] if e.seq is not None)
+    assert events[-1].status == "succeeded" and events[-1].data["result"] == {"summary": "ok"}
+    assert [e.status for e in events if e.status in ("succeeded", "failed", "canceled")] == ["succeeded"]
+
+
+def test_follow_task_of_a_terminal_task_replays_then_repeats_the_outcome(ctx: GatewayContext, store: TaskStore) -> None:
+    store.create_task(task_id="t-2", actor="normalize", flow="text-pipeline", payload={})
+    store.append_fly("t-2", [FlyValue(payload="x", actor="normalize", envelope_id="t-2")])
+    store.report_final("t-2", status="failed", error="boom")
+    events = asyncio.run(_collect(ctx, "t-2"))
+    assert [(e.name, e.status) for e in events] == [("status", "failed"), ("fly", None), ("status", "failed")]
+    assert events[-1].data["error"] == "boom"
+    fly_seq = events[1].seq
+    assert fly_seq is not None
+    after = asyncio.run(_collect(ctx, "t-2", after=fly_seq))
+    assert [e.name for e in after] == ["status", "status"]  # nothing replayed before `after`
+
+
+def test_follow_task_unknown_id(ctx: GatewayContext) -> None:
+    with pytest.raises(TaskNotFoundError, match="task not found: nope"):
+        asyncio.run(_collect(ctx, "nope"))
