@@ -9,6 +9,7 @@ import asyncio
 import io
 import json
 import re
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -563,3 +564,31 @@ def test_mcp_sdk_auto_mode_falls_back_from_discover_to_initialize_gw_mcp_1(local
     assert names == ["sentences", "text-pipeline"]
     assert result.is_error is False
     assert re.match(r"A \w+ text of 3 words", result.structured_content["summary"])
+
+
+def test_mcp_call_of_a_task_canceled_meanwhile_is_a_tool_error_gw_mcp_7(agents_mesh: LocalMesh) -> None:
+    """The task of a running tool call is canceled over REST (DELETE): the call answers ``task was canceled``."""
+    marker = str(uuid.uuid4())
+
+    def cancel_when_running() -> str:
+        for _ in range(200):
+            page = httpx.get(f"{agents_mesh.url}/api/v1/mesh/", params={"flow": "slow"}, headers=AUTH, timeout=10)
+            for summary in page.json()["messages"]:
+                view = httpx.get(f"{agents_mesh.url}/api/v1/mesh/{summary['id']}", headers=AUTH, timeout=10).json()
+                if view["payload"].get("marker") == marker and view["status"] == "running":
+                    deleted = httpx.delete(f"{agents_mesh.url}/api/v1/mesh/{view['id']}", headers=AUTH, timeout=10)
+                    assert deleted.status_code == 204
+                    return str(view["id"])
+            time.sleep(0.1)
+        raise AssertionError("the tool call's task never ran")
+
+    async def run() -> tuple[Any, str]:
+        async with mcp_session(agents_mesh.url) as session:
+            call = asyncio.ensure_future(session.call_tool("slow", {"seconds": 5, "marker": marker}))
+            canceled = await asyncio.to_thread(cancel_when_running)
+            return await call, canceled
+
+    result, task_id = asyncio.run(run())
+    assert result.is_error is True
+    assert result.content[0].text == "task was canceled"
+    assert result.meta["asya/task_id"] == task_id
