@@ -146,7 +146,8 @@ def test_mcp_call_streams_progress_then_fly_in_order_gw_mcp_7_9(agents_mesh: Loc
     percents = [p for p, _, _ in progress]
     assert percents == sorted(set(percents)) and percents[-1] == 100.0  # strictly increasing, ends at 100
     assert all(total == 100 for _, total, _ in progress)
-    assert ("normalize: processing" in {m for _, _, m in progress}) and progress[-1][2] == "summarize: completed"
+    # the messages are "<current_actor>: <step>"; which steps a poll sees depends on timing (coalesced, GW-SSE-6)
+    assert all(re.fullmatch(r"(normalize|analyze|summarize): \w+", m or "") for _, _, m in progress), progress
     fly = [value for kind, value in seen if kind == "fly"]
     assert {(p.level, p.logger) for p in fly} == {("info", "asya.fly")}
     assert all(p.data["task_id"] == task_id and p.data["actor"] == "summarize" for p in fly)
@@ -326,9 +327,11 @@ def test_a2a_send_blocking_returns_the_completed_task_gw_a2a_8_10(agents_mesh: L
 
 
 def test_a2a_stream_sends_task_working_fly_result_final_gw_a2a_11(agents_mesh: LocalMesh) -> None:
+    """The ``slow`` flow runs for 2 s, so the stream sees it working whatever the poll cadence."""
+
     async def run() -> list[Any]:
         async with a2a_client(agents_mesh.url, streaming=True) as client:
-            return [e async for e in client.send_message(_send_data({"text": "Hello World"}, "text-pipeline"))]
+            return [e async for e in client.send_message(_send_data({"seconds": 2}, "slow"))]
 
     events = asyncio.run(run())
     kinds = [e.WhichOneof("payload") for e in events]
@@ -338,10 +341,12 @@ def test_a2a_stream_sends_task_working_fly_result_final_gw_a2a_11(agents_mesh: L
     assert working and {u.status.state for u in working} == {TaskState.TASK_STATE_WORKING}
     artifacts = [e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update"]
     fly = [a for a in artifacts if a.artifact.artifact_id == "fly-stream"]
-    text = "".join(a.artifact.parts[0].text for a in fly)
-    assert text.startswith("A positive text of 2 words")
-    assert [a.append for a in fly][:2] == [False, True] and fly[-1].last_chunk and not fly[0].last_chunk
+    assert [a.artifact.parts[0].text for a in fly] == ["tick 0", "tick 1", ""]  # every value, then the closing chunk
+    assert [a.append for a in fly] == [False, True, True]
+    assert [a.last_chunk for a in fly] == [False, False, True]
     assert artifacts[-1].artifact.artifact_id == "result" and artifacts[-1].last_chunk
+    result = json_format.MessageToDict(artifacts[-1].artifact.parts[1].data)
+    assert (result["seconds"], result["lingered"]) == (2, True)
 
 
 def test_a2a_sdk_0_3_transport_speaks_the_spec_methods_gw_a2a_3_11(agents_mesh: LocalMesh) -> None:
@@ -419,7 +424,7 @@ def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh) ->
         "kind": "message",
         "role": "user",
         "messageId": "m-r",
-        "parts": [{"kind": "data", "data": {"seconds": 3}}],
+        "parts": [{"kind": "data", "data": {"seconds": 4}}],
     }
     body = {
         "jsonrpc": "2.0",
@@ -441,13 +446,13 @@ def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh) ->
     result = [e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update"]
     assert result[-1].artifact.artifact_id == "result"
     assert json_format.MessageToDict(result[-1].artifact.parts[1].data) == {
-        "seconds": 3,
+        "seconds": 4,
         "lingered": True,
         "a2a": {
             "task": {
                 "id": task_id,
                 "context_id": json_format.MessageToDict(result[-1].artifact.parts[1].data)["a2a"]["task"]["context_id"],
-                "history": [{"id": "m-r", "role": "user", "data": {"seconds": 3}}],
+                "history": [{"id": "m-r", "role": "user", "data": {"seconds": 4}}],
             }
         },
     }
