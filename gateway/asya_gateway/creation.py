@@ -3,9 +3,10 @@
 :func:`start_task` takes a validated target and body: it makes a UUID4, builds the envelope headers (client headers,
 trace context, ``x-asya-flow`` and ``x-asya-progress`` for a flow, ``x-asya-gateway-url`` when a callback URL is
 configured, plus the caller's ``extra_headers`` such as A2A's ids), computes ``deadline_at``, writes the record, then
-sends the envelope to the first actor. A missing queue deletes the record again (:class:`HttpError` 404,
+sends the envelope to the first actor. A missing queue deletes the record again (:class:`DispatchError` 404,
 GW-CREATE-8); any other send failure marks the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises
-:class:`HttpError` 500 ``failed to dispatch message``.
+:class:`DispatchError` 500 ``failed to dispatch message`` (an :class:`HttpError` whose ``reason`` MCP and A2A
+report).
 """
 
 from __future__ import annotations
@@ -29,9 +30,19 @@ from asya_gateway.errors import HttpError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import CreateBody, CreateTarget
 
-__all__ = ["aws_error_code", "start_task"]
+__all__ = ["DispatchError", "aws_error_code", "start_task"]
 
 _log = logging.getLogger("asya_gateway.tasks")
+
+
+class DispatchError(HttpError):
+    """The envelope could not be sent: ``reason`` is the AWS error code (or ``actor not found: <name>``), the HTTP
+    answer is the REST route's (GW-CREATE-7, GW-CREATE-8)."""
+
+    def __init__(self, status: int, message: str, *, reason: str, task_id: str) -> None:
+        super().__init__(status, message)
+        self.reason = reason
+        self.task_id = task_id
 
 
 async def start_task(
@@ -111,13 +122,14 @@ async def _dispatch(ctx: GatewayContext, task_id: str, actor: str, envelope: Env
         await ctx.call(ctx.transport.send, actor, envelope)
     except UnknownActorError:
         await ctx.call(ctx.store.delete_task, task_id)
-        raise HttpError(404, f"actor not found: {actor}") from None
+        message = f"actor not found: {actor}"
+        raise DispatchError(404, message, reason=message, task_id=task_id) from None
     except (TransportError, SerializationError) as exc:
         code = aws_error_code(exc)
         _log.error("dispatch of task %s to %s failed: %s", task_id, actor, exc)
         update = StatusUpdate(status="failed", error=f"dispatch failed: {code}", envelope_id=task_id)
         await ctx.call(ctx.store.apply_status, task_id, update)
-        raise HttpError(500, "failed to dispatch message") from None
+        raise DispatchError(500, "failed to dispatch message", reason=code, task_id=task_id) from None
 
 
 def aws_error_code(exc: BaseException) -> str:

@@ -152,3 +152,41 @@ def test_follow_task_of_a_terminal_task_replays_then_repeats_the_outcome(ctx: Ga
 def test_follow_task_unknown_id(ctx: GatewayContext) -> None:
     with pytest.raises(TaskNotFoundError, match="task not found: nope"):
         asyncio.run(_collect(ctx, "nope"))
+
+
+def test_gw_mcp_6_a_creation_failure_is_a_tool_error(
+    mesh: Any, store: TaskStore, clock: ManualClock, serve_asgi: Any
+) -> None:
+    """The flow's first queue is gone: the task is removed again (GW-CREATE-8) and the call answers
+    ``dispatch failed: ...`` with ``isError`` (GW-MCP-6); A2A answers -32603 with the same reason."""
+    sqs = mesh.aws.sqs
+    sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName="asya-demo-normalize")["QueueUrl"])
+    app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=sqs, clock=clock)
+    with httpx.Client(base_url=serve_asgi(app)) as client:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+        headers = {"Mcp-Session-Id": client.post("/mcp", json=init).headers["mcp-session-id"]}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "text-pipeline", "arguments": {"text": "hi"}},
+        }
+        result = client.post("/mcp", json=call, headers=headers).json()["result"]
+        assert result == {
+            "content": [{"type": "text", "text": "dispatch failed: actor not found: normalize"}],
+            "isError": True,
+        }
+        message = {
+            "kind": "message",
+            "role": "user",
+            "messageId": "m",
+            "parts": [{"kind": "data", "data": {"text": "hi"}}],
+        }
+        send = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "message/send",
+            "params": {"message": message, "metadata": {"skill": "text-pipeline"}},
+        }
+        error = client.post("/a2a/", json=send).json()["error"]
+        assert error == {"code": -32603, "message": "dispatch failed: actor not found: normalize"}

@@ -42,8 +42,7 @@ from asya_gateway.a2a.mapping import (
     task_object,
 )
 from asya_gateway.context import GatewayContext, context_of
-from asya_gateway.creation import start_task
-from asya_gateway.errors import HttpError
+from asya_gateway.creation import DispatchError, start_task
 from asya_gateway.follow import TERMINAL_STATUSES, follow_task
 from asya_gateway.jsonrpc import (
     INTERNAL_ERROR,
@@ -235,8 +234,8 @@ async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
             context_id=context_id,
             task_id=task_id,
         )
-    except HttpError as exc:
-        raise RpcError(INTERNAL_ERROR, f"dispatch failed: {exc.message}", request_id=rid) from None
+    except DispatchError as exc:
+        raise RpcError(INTERNAL_ERROR, f"dispatch failed: {exc.reason}", request_id=rid) from None
     if stream:
         submitted = {"status": "pending", "progress_percent": 0.0, "timestamp": None}
         first = task_object(task_id, context_id, submitted, flow=flow)

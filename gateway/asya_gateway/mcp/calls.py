@@ -23,8 +23,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from asya.envelope import dumps
 from asya_gateway.context import GatewayContext
-from asya_gateway.creation import start_task
-from asya_gateway.errors import HttpError
+from asya_gateway.creation import DispatchError, start_task
 from asya_gateway.follow import TERMINAL_STATUSES, FollowEvent, follow_task
 from asya_gateway.jsonrpc import INVALID_PARAMS, RpcError, RpcMessage, result_body
 from asya_gateway.mcp.sessions import LOG_LEVELS, McpSession
@@ -62,8 +61,10 @@ async def call_tool(ctx: GatewayContext, request: Request, message: RpcMessage, 
         return JSONResponse(result_body(rid, text_result(f"invalid arguments: {violation}", is_error=True)))
     try:
         created = await start_task(ctx, target, CreateBody(payload=arguments, headers={}, timeout=None))
-    except HttpError as exc:
-        return JSONResponse(result_body(rid, text_result(f"dispatch failed: {exc.message}", is_error=True)))
+    except DispatchError as exc:
+        text = f"dispatch failed: {exc.reason}"
+        task = None if exc.status == 404 else exc.task_id  # a 404 removed the task again
+        return JSONResponse(result_body(rid, text_result(text, is_error=True, task_id=task)))
     task_id = str(created["id"])
     fly_on = session.log_level not in LOG_LEVELS or LOG_LEVELS.index(session.log_level) <= LOG_LEVELS.index("info")
     frames = _frames(ctx, task_id, rid, token=token, fly=fly_on)
