@@ -216,3 +216,30 @@ def test_a2a_1_0_messages_are_read_as_0_3() -> None:
         {"kind": "file", "file": {"name": "y", "mimeType": "text/plain", "uri": "https://x/y"}},
     ]
     assert v1.message_from_v1(message)["role"] == "user"
+
+
+def _request(headers: dict[str, str]) -> Any:
+    from starlette.requests import Request
+
+    raw = [(k.lower().encode(), v.encode()) for k, v in headers.items()]
+    scope = {
+        "type": "http",
+        "scheme": "http",
+        "server": ("127.0.0.1", 8080),
+        "path": "/.well-known/agent.json",
+        "root_path": "",
+        "headers": [(b"host", b"127.0.0.1:8080"), *raw],
+        "query_string": b"",
+    }
+    return Request(scope)
+
+
+def test_gw_a2a_2_card_url_behind_api_gateway_keeps_the_stage() -> None:
+    from asya_gateway.a2a import base_url
+
+    assert base_url(_request({})) == "http://127.0.0.1:8080"
+    context = '{"requestId": "r", "domainName": "abc123.execute-api.eu-west-1.amazonaws.com", "stage": "prod"}'
+    assert base_url(_request({"x-amzn-request-context": context})) == (
+        "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
+    )
+    assert base_url(_request({"x-amzn-request-context": "not json"})) == "http://127.0.0.1:8080"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from asya_gateway.a2a.card import CARD_PATHS, a2a_skills, agent_card, build_card
+from asya_gateway.a2a.card import CARD_PATHS, a2a_skills, agent_card, base_url, build_card
 from asya_gateway.a2a.endpoint import a2a_endpoint, resume_task
 
-__all__ = ["CARD_PATHS", "a2a_endpoint", "a2a_skills", "agent_card", "build_card", "resume_task"]
+__all__ = ["CARD_PATHS", "a2a_endpoint", "a2a_skills", "agent_card", "base_url", "build_card", "resume_task"]

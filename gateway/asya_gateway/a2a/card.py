@@ -5,12 +5,13 @@ Served at ``/.well-known/agent-card.json`` (the path the ``a2a-sdk`` 1.x client 
 ``0.3.0``, ``url``, ``preferredTransport`` ``JSONRPC``) and 1.0's ``supportedInterfaces``, which lists the same URL
 for JSON-RPC 1.0 (preferred by 1.x clients) and 0.3 (``asya_gateway.a2a.endpoint`` serves both method sets).
 Values come from the manifest's ``gateway.a2a`` block (``name``, ``description``, ``version``, ``public_url``,
-``provider_organization``, ``provider_url``); ``url`` is ``public_url`` (else the request's base URL) plus
-``/a2a/``. Skills are the flows with ``a2a`` enabled.
+``provider_organization``, ``provider_url``); ``url`` is ``public_url`` (else :func:`base_url`) plus ``/a2a/``.
+Skills are the flows with ``a2a`` enabled.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -18,8 +19,9 @@ from starlette.responses import JSONResponse, Response
 
 from asya.manifest import A2ASkillOptions, Manifest
 from asya_gateway.context import context_of
+from asya_gateway.requestid import REQUEST_CONTEXT_HEADER
 
-__all__ = ["CARD_PATHS", "a2a_skills", "agent_card", "build_card"]
+__all__ = ["CARD_PATHS", "a2a_skills", "agent_card", "base_url", "build_card"]
 
 CARD_PATHS: Final = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 
@@ -77,11 +79,23 @@ def build_card(manifest: Manifest, base_url: str) -> dict[str, Any]:
     return card
 
 
-def _base_url(request: Request) -> str:
-    # behind API Gateway the stage is the ASGI root_path (LWA passes it through): keep it in the URL
+def base_url(request: Request) -> str:
+    """The gateway's external base URL as this request reached it: behind API Gateway, ``https://{domainName}/
+    {stage}`` from the request context the Lambda Web Adapter passes (the app's own URL has no stage); locally the
+    request's scheme and host. A custom domain with a base path needs ``gateway.a2a.public_url``."""
+    raw = request.headers.get(REQUEST_CONTEXT_HEADER)
+    if raw:
+        try:
+            context: Any = json.loads(raw)
+        except ValueError:
+            context = None
+        if isinstance(context, dict) and isinstance(context.get("domainName"), str) and context["domainName"]:
+            stage = context.get("stage")
+            suffix = f"/{stage}" if isinstance(stage, str) and stage and stage != "$default" else ""
+            return f"https://{context['domainName']}{suffix}"
     root = request.scope.get("root_path", "")
     return f"{request.url.scheme}://{request.url.netloc}{root}"
 
 
 async def agent_card(request: Request) -> Response:
-    return JSONResponse(build_card(context_of(request).manifest, _base_url(request)))
+    return JSONResponse(build_card(context_of(request).manifest, base_url(request)))
