@@ -11,9 +11,18 @@ PYTEST_ARGS ?=
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: install demo test lint format synth bench clean
+.PHONY: install chromium demo test lint format synth bench clean
 
 install: $(STAMP)
+
+## Debian's chromium for the browser tests (tests/browser): installed with apt-get when running as root and missing.
+## Never `playwright install`: its browser download cannot be reached from these machines. Without root or apt-get
+## the browser tier skips with a loud reason.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium \
+			|| echo "make: could not install chromium; the browser tests will skip" >&2; \
+	fi
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version'
@@ -26,8 +35,8 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/asya demo --manifest asya.yaml
 
-## Lint, type-check, then the whole test suite (unit, functional, infra, e2e).
-test: install lint
+## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser).
+test: install chromium lint
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 $(PYTEST_ARGS) tests
 
 lint: install

@@ -74,6 +74,7 @@ def cost_section(results: Mapping[str, Any], prices_text: str) -> dict[str, Any]
             "sfn_transitions_per_step": prices.sfn_transitions_per_step,
             "sfn_express_memory_mb": prices.sfn_express_memory_mb,
             "sfn_step_seconds": list(prices.sfn_step_seconds),
+            "dynamodb_provisioned_utilization": prices.dynamodb_provisioned_utilization,
         },
         "configs": configs,
     }

@@ -33,6 +33,7 @@ __all__ = [
     "PriceTable",
     "TaskProfile",
     "compare",
+    "dynamodb_provisioned_cost",
     "load_prices",
     "mesh_cost",
     "orchestration_gb_seconds",
@@ -47,6 +48,8 @@ _REQUIRED_PRICES: Final = (
     "sqs_request",
     "dynamodb_write_request_unit",
     "dynamodb_read_request_unit",
+    "dynamodb_provisioned_wcu_hour",
+    "dynamodb_provisioned_rcu_hour",
     "s3_tier1_request",
     "s3_tier2_request",
     "lambda_request",
@@ -85,6 +88,7 @@ class PriceTable:
     sfn_transitions_per_step: int
     sfn_express_memory_mb: int
     sfn_step_seconds: tuple[float, ...]
+    dynamodb_provisioned_utilization: float = 0.7
 
     def each(self, name: str) -> float:
         return self.prices[name].each
@@ -140,7 +144,15 @@ def load_prices(text: str) -> PriceTable:
         sfn_transitions_per_step=int(_number(assumptions.get("sfn_transitions_per_step"), "sfn_transitions_per_step")),
         sfn_express_memory_mb=int(_number(assumptions.get("sfn_express_memory_mb"), "sfn_express_memory_mb")),
         sfn_step_seconds=tuple(_number(s, "assumptions.sfn_step_seconds[]") for s in steps),
+        dynamodb_provisioned_utilization=_utilization(assumptions.get("dynamodb_provisioned_utilization")),
     )
+
+
+def _utilization(value: object) -> float:
+    share = _number(value, "assumptions.dynamodb_provisioned_utilization")
+    if not 0 < share <= 1:
+        raise PriceError(f"assumptions.dynamodb_provisioned_utilization must be in (0, 1], got {value!r}")
+    return share
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +231,15 @@ def mesh_cost(profile: TaskProfile, prices: PriceTable) -> dict[str, float]:
     return out
 
 
+def dynamodb_provisioned_cost(profile: TaskProfile, prices: PriceTable) -> dict[str, float]:
+    """USD per million tasks of the task's DynamoDB units on provisioned capacity used at the assumed utilization
+    (one capacity unit-hour carries ``3600 * utilization`` one-unit requests): what a steady high-volume user pays."""
+    requests_per_unit_hour = 3600 * prices.dynamodb_provisioned_utilization
+    writes = profile.dynamodb_wru * prices.each("dynamodb_provisioned_wcu_hour") / requests_per_unit_hour
+    reads = profile.dynamodb_rru * prices.each("dynamodb_provisioned_rcu_hour") / requests_per_unit_hour
+    return {"dynamodb_writes": writes * PER_MILLION, "dynamodb_reads": reads * PER_MILLION}
+
+
 def sfn_standard_cost(steps: int, prices: PriceTable) -> float:
     """USD per million executions of a ``steps``-state Standard workflow."""
     return steps * prices.sfn_transitions_per_step * prices.each("sfn_standard_transition") * PER_MILLION
@@ -238,10 +259,14 @@ def compare(profile: TaskProfile, prices: PriceTable) -> dict[str, Any]:
     standard = sfn_standard_cost(profile.steps, prices)
     express = {f"{seconds:g}s": sfn_express_cost(profile.steps, seconds, prices) for seconds in prices.sfn_step_seconds}
     total = mesh["total"]
+    provisioned = dynamodb_provisioned_cost(profile, prices)
+    provisioned_total = total - mesh["dynamodb_writes"] - mesh["dynamodb_reads"] + sum(provisioned.values())
     return {
         "mesh": mesh,
+        "mesh_dynamodb_provisioned": {**provisioned, "total": provisioned_total},
         "sfn_standard": standard,
         "sfn_express": express,
         "standard_over_mesh": standard / total if total else None,
+        "standard_over_mesh_provisioned": standard / provisioned_total if provisioned_total else None,
         "mesh_over_express": {name: total / value for name, value in express.items()},
     }

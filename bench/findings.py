@@ -85,7 +85,7 @@ def _sqs(results: Mapping[str, Any]) -> str | None:
 
 
 def _wru(results: Mapping[str, Any]) -> str | None:
-    if not _missed(results, "wru_per_hop"):
+    if not _missed(results, "wru_per_task"):
         return None
     cfg = get_path(results, "traffic", DEFAULT_CONFIG)
     dynamodb = cfg["services"]["dynamodb"]["per_task"]
@@ -97,13 +97,9 @@ def _wru(results: Mapping[str, Any]) -> str | None:
     text = f"**DynamoDB writes.** {fmt(dynamodb['wru'], 1)} write units per task"
     text += f" ({parts}). " if parts else ". "
     return text + (
-        "The gateway puts the task item (which is also event 1, so no transaction: GW-CREATE-7, GW-DATA-8) and "
-        "its body, and enters three indexes. Each tracked hop writes the conditional status update (P-STAT-3), its "
-        "event item (GW-DATA-3) and an idempotency item per sent frame (P-ACK-8): three items, at least 3 units, "
-        "plus a `by_status` move (2 index units) when the status changes. x-sink adds the result body and the "
-        "terminal update, which moves `by_status` and leaves `active_deadlines`. With that layout the floor is "
-        "about 3 units per hop; 1 unit per hop would need the status log kept on the task item (GW-DATA-3's MAY) "
-        "and no idempotency items, which the 1 KB task item (GW-DATA-8) and P-ACK-8 rule out."
+        "The budget counts the create's task item and its `by_created` entry (2), the body (1), one claim per "
+        "actor (3) and x-sink's terminal update and result item (2); more means an item passed 1 KB or a write "
+        "the budget leaves out (FLY values, progress `detailed`, a retry) happened."
     )
 
 
@@ -115,9 +111,9 @@ def _cost(results: Mapping[str, Any]) -> str | None:
     total = mesh["total"]
     ranked = sorted(((k, v) for k, v in mesh.items() if k != "total"), key=lambda kv: -kv[1])
     parts = ", ".join(f"{k.replace('_', ' ')} {fmt_money(v)} ({v / total:.0%})" for k, v in ranked[:3])
-    standard_goal = cfg["sfn_standard"] / 20
+    standard_goal = cfg["sfn_standard"] / 8
     text = f"**Cost.** {fmt_money(total)} per million tasks, led by {parts}. "
-    text += f"Twenty times cheaper than Standard means at most {fmt_money(standard_goal)}"
+    text += f"Eight times cheaper than Standard means at most {fmt_money(standard_goal)}"
     if mesh["s3_requests"] >= standard_goal:
         text += f"; the x-sink checkpoint alone (S3 requests, {fmt_money(mesh['s3_requests'])}) is above that"
     return text + (

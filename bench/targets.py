@@ -1,4 +1,5 @@
-"""The targets of issue 4 and their verdicts on a results document (``bench/results/latest.json``). Pure.
+"""The targets of issues 4 and 15 (spec revision 2, GATEWAY GW-DATA-8) and their verdicts on a results document
+(``bench/results/latest.json``). Pure.
 
 Each :class:`Target` reads one figure out of the results (``None`` when that benchmark did not run) and compares it
 with its threshold; :func:`evaluate` turns every target into a :class:`Verdict` (``met`` is ``None`` when the figure
@@ -78,6 +79,14 @@ def _preflight_only(results: Mapping[str, Any]) -> float | None:
     return worst
 
 
+def _writes_per_intermediate_hop(results: Mapping[str, Any]) -> float | None:
+    writes = get_path(results, "traffic", DEFAULT_CONFIG, "dynamodb_write_requests_per_hop")
+    if not isinstance(writes, Mapping):
+        return None
+    users = [float(count) for actor, count in writes.items() if not str(actor).startswith("x-")]
+    return max(users) if users else None
+
+
 def _no_tracer(results: Mapping[str, Any]) -> float | None:
     tracer = get_path(results, "coldstart", "tracer")
     if not isinstance(tracer, Mapping):
@@ -102,20 +111,47 @@ TARGETS: Final = (
     Target(
         "sqs_per_hop",
         "2",
-        "SQS requests per envelope-hop (batch 10, progress hops)",
+        "SQS requests per envelope-hop, the create's send and timer traffic excluded (batch 10, progress hops)",
         "<=",
         0.3,
         "",
-        lambda r: _num(get_path(r, "traffic", DEFAULT_CONFIG, "services", "sqs", "per_hop", "billed_requests")),
+        lambda r: _num(get_path(r, "traffic", DEFAULT_CONFIG, "sqs_per_hop_without_create")),
     ),
     Target(
-        "wru_per_hop",
+        "wru_per_task",
         "2",
-        "DynamoDB write units per envelope-hop (batch 10, progress hops)",
+        "DynamoDB write units per task, table and indexes (batch 10, progress hops, no FLY)",
+        "<=",
+        8,
+        "WRU",
+        lambda r: _num(get_path(r, "traffic", DEFAULT_CONFIG, "services", "dynamodb", "per_task", "wru")),
+    ),
+    Target(
+        "writes_per_intermediate_hop",
+        "2",
+        "DynamoDB write requests per intermediate hop (the hop claim; most of any user actor)",
         "<=",
         1,
-        "WRU",
-        lambda r: _num(get_path(r, "traffic", DEFAULT_CONFIG, "services", "dynamodb", "per_hop", "wru")),
+        "",
+        _writes_per_intermediate_hop,
+    ),
+    Target(
+        "rru_per_hop",
+        "2",
+        "DynamoDB read units per envelope-hop",
+        "<=",
+        1,
+        "RRU",
+        lambda r: _num(get_path(r, "traffic", DEFAULT_CONFIG, "services", "dynamodb", "per_hop", "rru")),
+    ),
+    Target(
+        "s3_put_per_task",
+        "2",
+        "S3 PUT (tier-1) requests per task",
+        "<=",
+        0.2,
+        "",
+        lambda r: _num(get_path(r, "traffic", DEFAULT_CONFIG, "services", "s3", "per_task", "s3_tier1")),
     ),
     Target(
         "reads_per_batch",
@@ -131,7 +167,7 @@ TARGETS: Final = (
         "3",
         "Step Functions Standard cost / mesh cost (orchestration, per million tasks)",
         ">=",
-        20,
+        8,
         "x",
         lambda r: _num(get_path(r, "cost", "configs", DEFAULT_CONFIG, "standard_over_mesh")),
     ),

@@ -22,8 +22,8 @@ from typing import Any, Final
 import httpx
 
 from asya.store import TaskStore
-from bench.meshes import FLOW, TaskCreator, flow_actors, manifest_variant, running_mesh, statuses, stop_pollers
-from bench.meter import READ_OPERATIONS, Meter, Usage
+from bench.meshes import FLOW, PAYLOAD, TaskCreator, flow_actors, manifest_variant, running_mesh, statuses, stop_pollers
+from bench.meter import READ_OPERATIONS, WRITE_OPERATIONS, Meter, Usage
 
 __all__ = ["BATCH_SIZES", "POLLER_OPERATIONS", "PROGRESS_MODES", "TIME_DRIVEN", "measure", "run", "summarize_usage"]
 
@@ -124,8 +124,9 @@ def _drain(mesh: Any, meter: Meter, actors: list[str]) -> None:
     raise RuntimeError(f"queues still not empty after {_MAX_ROUNDS} rounds")
 
 
-def measure(*, batch_size: int, progress: str, tasks: int) -> dict[str, Any]:
-    """Meter ``tasks`` tasks of the example flow on a fresh local mesh."""
+def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False) -> dict[str, Any]:
+    """Meter ``tasks`` tasks of the example flow on a fresh local mesh; ``fly``: summarize streams its summary as
+    FLY values (the budget of GW-DATA-8 is stated without them)."""
     from asya_local.moto_server import make_clients
 
     manifest = manifest_variant(batch_size=batch_size, progress=progress)
@@ -137,11 +138,12 @@ def measure(*, batch_size: int, progress: str, tasks: int) -> dict[str, Any]:
         meter = Meter(shadow_dynamodb=shadow)
         for client in (mesh.clients.sqs, mesh.clients.dynamodb, mesh.clients.s3):
             meter.attach(client)
-        warm = [creator.create() for _ in range(batch_size)]
+        payload = {**PAYLOAD, "stream": fly}
+        warm = [creator.create(payload) for _ in range(batch_size)]
         _drain(mesh, meter, actors)
         meter.reset()
         before = {actor: esm.stats for actor, esm in mesh.esms.items()}
-        ids = [creator.create() for _ in range(tasks)]
+        ids = [creator.create(payload) for _ in range(tasks)]
         _drain(mesh, meter, actors)
         usage = meter.snapshot()
         after = {actor: esm.stats for actor, esm in mesh.esms.items()}
@@ -153,9 +155,29 @@ def measure(*, batch_size: int, progress: str, tasks: int) -> dict[str, Any]:
     invocations = {a: after[a].invocations - before[a].invocations for a in after if after[a] != before[a]}
     records = {a: after[a].records - before[a].records for a in after}
     summary = summarize_usage(usage, tasks=tasks, hops=sum(records.values()), invocations=invocations)
+    writes = {
+        actor: sum(
+            value.requests
+            for (c, service, op), value in usage.items()
+            if (c, service) == (actor, "dynamodb") and op in WRITE_OPERATIONS
+        )
+        for actor in records
+    }
+    hops = sum(records.values())
+    gateway_sqs = sum(v.billed_requests for (c, service, _), v in usage.items() if (c, service) == ("gateway", "sqs"))
+    all_sqs = sum(
+        v.billed_requests - v.empty_receives
+        for (c, service, _), v in usage.items()
+        if service == "sqs" and c not in TIME_DRIVEN
+    )
     summary.update(
+        # GW-DATA-8: the create's send (the gateway's) and all timer traffic are reported apart from the per-hop figure
+        sqs_per_hop_without_create=(all_sqs - gateway_sqs) / hops if hops else 0.0,
+        sqs_create_per_task=gateway_sqs / tasks,
+        dynamodb_write_requests_per_hop={a: writes[a] / n for a, n in records.items() if n},
         batch_size=batch_size,
         progress=progress,
+        fly=fly,
         records={a: n for a, n in records.items() if n},
         envelopes_per_task={a: n / tasks for a, n in records.items() if n},
         memory_mb={a.name: a.memory for a in manifest.deployed_actors()},

@@ -33,14 +33,16 @@ class Analyzer:
 
 
 def summarize(payload: dict[str, Any]) -> Iterator[Any]:
-    """Build a one-line summary, streaming it word by word as live partial output (FLY)."""
+    """Build a one-line summary, streaming it word by word as live partial output (FLY) unless the input says
+    ``"stream": false``."""
     words = str(payload.get("normalized", payload.get("text", ""))).split()
     summary = f"A {payload.get('sentiment', 'neutral')} text of {len(words)} words"
     if words:
         summary += f" starting with '{' '.join(words[:3])}'"
     summary += "."
-    for index, word in enumerate(summary.split(" ")):
-        yield "FLY", word if index == 0 else f" {word}"
+    if payload.get("stream", True):
+        for index, word in enumerate(summary.split(" ")):
+            yield "FLY", word if index == 0 else f" {word}"
     yield {**payload, "summary": summary}
 
 

@@ -5,17 +5,25 @@ user actors. Each module exposes ``Runtime(config, *, sqs=None, dynamodb=None, s
 
 from __future__ import annotations
 
-from asya_crew.checkpoint import CheckpointError, checkpoint_id, checkpoint_key, checkpoint_name, put_checkpoint
+from asya_crew.checkpoint import (
+    CheckpointEntry,
+    CheckpointError,
+    CheckpointLine,
+    CheckpointWriter,
+    checkpoint_day,
+    checkpoint_text,
+)
 from asya_crew.sink import HookSendError, SinkRuntime
 from asya_crew.sump import SumpRuntime
 
 __all__ = [
+    "CheckpointEntry",
     "CheckpointError",
+    "CheckpointLine",
+    "CheckpointWriter",
     "HookSendError",
     "SinkRuntime",
     "SumpRuntime",
-    "checkpoint_id",
-    "checkpoint_key",
-    "checkpoint_name",
-    "put_checkpoint",
+    "checkpoint_day",
+    "checkpoint_text",
 ]

@@ -1,75 +1,153 @@
-"""Checkpoints of finished envelopes in the storage bucket (PROTOCOL P-CKPT-1..4).
+"""Checkpoints of finished envelopes as JSON Lines objects in the storage bucket (PROTOCOL P-CKPT-1..4, GATEWAY
+GW-DATA-7).
 
-- Key: ``{phase}/{YYYY-MM-DD}/{name}.json``, ``phase`` in ``succeeded``/``failed``, the UTC date of
-  ``status.updated_at`` (now when absent or unparseable), so redeliveries hit the same key (P-CKPT-1).
-- ``name``: the id (``x-asya-origin-id`` when present, else ``id``) after its last ``/`` or ``\\``; when that part is
-  empty, ``.``, ``..`` or holds a control character, ``id-`` + the SHA-256 hex of the id (P-CKPT-2).
-- Body: the whole envelope as JSON, ``Content-Type: application/json``; the bucket's default encryption applies
-  (P-CKPT-3). ``if_absent`` writes with ``If-None-Match: *`` and keeps an existing object (x-sump, P-SUMP-4).
-
-A failed write raises :class:`CheckpointError`: the caller fails the record so SQS retries it.
+- One object per crew invocation and per (``phase``, UTC date of ``status.updated_at``, now when absent or
+  unparseable) among its records: key ``{phase}/{YYYY-MM-DD}/{uuid4}.jsonl``, ``phase`` in ``succeeded``/``failed``.
+  The last part is a fresh UUID4 per object, never an id from the envelope, so no id can steer a key (P-CKPT-2).
+- Body: one line per envelope, in record order, each the whole envelope as compact JSON (the caller passes it with its
+  payload rehydrated, P-LARGE-4), ``Content-Type: application/x-ndjson``; the bucket's default encryption applies
+  (P-CKPT-3). U+0085, U+2028 and U+2029 are written as ``\\u`` escapes so that readers that also split lines there
+  (Python's ``str.splitlines``) see the same lines as ``sed``, Athena and DuckDB.
+- Each object is written with one ``PutObject`` with ``If-None-Match: *``: a redelivered record lands in a new object
+  and never overwrites lines other tasks point to (P-CKPT-1). A failed PUT fails every record it holds:
+  :meth:`CheckpointWriter.write` returns a :class:`CheckpointError` for each of them, and the caller fails those
+  records before any status write (P-SINK-5 (b), P-SUMP-4).
+- :func:`put_unparsed`: a body x-sump could not parse goes to ``unparsed/{YYYY-MM-DD}/sqs-{messageId}.txt`` (today's
+  UTC date), ``text/plain; charset=utf-8``, create-if-absent: the SQS message id names it, never the body (P-SUMP-5).
+- A record's place is a :class:`CheckpointLine` ``(key, line)``, ``line`` 1-based (P-CKPT-4); the task record and the
+  ``x-asya-checkpointed`` header carry it (P-SINK-5).
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
+import uuid
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from asya import headers as hdr
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError
 from asya.timeutil import parse_ts
 
-__all__ = ["CheckpointError", "checkpoint_id", "checkpoint_key", "checkpoint_name", "put_checkpoint"]
+__all__ = [
+    "CONTENT_TYPE",
+    "CheckpointEntry",
+    "CheckpointError",
+    "CheckpointLine",
+    "CheckpointWriter",
+    "checkpoint_day",
+    "checkpoint_text",
+    "put_unparsed",
+]
 
-_CONTROL: Final = re.compile(r"[\x00-\x1f\x7f]")
+CONTENT_TYPE: Final = "application/x-ndjson"
+UNPARSED_PREFIX: Final = "unparsed/"
+_PHASES: Final = frozenset({"succeeded", "failed"})
+#: The line breaks JSON leaves raw in UTF-8 output, written as escapes (they can only occur inside JSON strings)
+_LINE_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 class CheckpointError(AsyaError):
-    """A checkpoint could not be written (the record must fail, P-SINK-5 (b), P-SUMP-4)."""
+    """A checkpoint object could not be written: every record it holds fails (P-SINK-5 (b), P-SUMP-4)."""
 
 
-def checkpoint_id(envelope: Envelope) -> str:
-    """The id a checkpoint (and x-sink's final status) is about: ``x-asya-origin-id`` when present, else ``id``."""
-    origin = envelope.headers.get(hdr.ORIGIN_ID)
-    return origin if isinstance(origin, str) and origin else envelope.id
+@dataclass(frozen=True, slots=True)
+class CheckpointLine:
+    """Where one envelope was checkpointed: the object key and its 1-based line (P-CKPT-4)."""
+
+    key: str
+    line: int
+
+    def header(self) -> dict[str, Any]:
+        """The ``x-asya-checkpointed`` header value (P-SINK-5 (e))."""
+        return {"key": self.key, "line": self.line}
 
 
-def checkpoint_name(task_id: str) -> str:
-    """The sanitised file name of ``task_id`` (P-CKPT-2): ``../../etc/passwd`` becomes ``passwd``."""
-    name = re.split(r"[/\\]", task_id)[-1]
-    if name in ("", ".", "..") or _CONTROL.search(name):
-        return "id-" + hashlib.sha256(task_id.encode("utf-8")).hexdigest()
-    return name
+@dataclass(frozen=True, slots=True)
+class CheckpointEntry:
+    """One record's envelope to checkpoint: ``ref`` names the record to the caller (its SQS message id)."""
+
+    ref: Hashable
+    phase: str
+    envelope: Envelope
 
 
-def checkpoint_key(envelope: Envelope, phase: str, *, now: datetime) -> str:
-    """``{phase}/{YYYY-MM-DD}/{name}.json`` (P-CKPT-1)."""
+def checkpoint_day(envelope: Envelope, *, now: datetime) -> str:
+    """``YYYY-MM-DD``: the UTC date of ``status.updated_at``, else of ``now`` (P-CKPT-1)."""
     updated = parse_ts(envelope.status.updated_at) if envelope.status is not None else None
-    day = (updated or now).date().isoformat()
-    return f"{phase}/{day}/{checkpoint_name(checkpoint_id(envelope))}.json"
+    return (updated or now).date().isoformat()
 
 
-def put_checkpoint(s3: Any, bucket: str, key: str, body: str, *, if_absent: bool = False) -> bool:
-    """Write ``body`` at ``key``. With ``if_absent`` an existing object is kept and False is returned."""
-    request: dict[str, Any] = {
-        "Bucket": bucket,
-        "Key": key,
-        "Body": body.encode("utf-8"),
-        "ContentType": "application/json",
-    }
-    if if_absent:
-        request["IfNoneMatch"] = "*"
+def checkpoint_text(envelope: Envelope) -> str:
+    """The envelope as one JSON Lines line, without its newline (P-CKPT-3)."""
+    return envelope.to_json().translate(_LINE_BREAKS)
+
+
+class CheckpointWriter:
+    """Groups a batch's entries into objects and writes each with one PUT. ``s3`` returns the client (called only
+    when there is something to write); ``new_id`` names objects (a UUID4 by default)."""
+
+    def __init__(
+        self,
+        *,
+        bucket: str,
+        s3: Callable[[], Any],
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    ) -> None:
+        self._bucket = bucket
+        self._s3 = s3
+        self._clock = clock
+        self._new_id = new_id
+
+    def write(self, entries: Iterable[CheckpointEntry]) -> dict[Hashable, CheckpointLine | CheckpointError]:
+        """Write ``entries`` (in record order) and say, per ``ref``, where it landed or why it did not."""
+        now = self._clock()
+        groups: dict[tuple[str, str], list[CheckpointEntry]] = {}
+        for entry in entries:
+            if entry.phase not in _PHASES:
+                raise ValueError(f"phase: checkpoints are for 'succeeded' or 'failed' envelopes, got {entry.phase!r}")
+            groups.setdefault((entry.phase, checkpoint_day(entry.envelope, now=now)), []).append(entry)
+        out: dict[Hashable, CheckpointLine | CheckpointError] = {}
+        for (phase, day), members in groups.items():
+            key = f"{phase}/{day}/{self._new_id()}.jsonl"
+            try:
+                self._put(key, [checkpoint_text(entry.envelope) for entry in members])
+            except CheckpointError as exc:
+                out.update((entry.ref, exc) for entry in members)
+                continue
+            out.update((entry.ref, CheckpointLine(key, line)) for line, entry in enumerate(members, start=1))
+        return out
+
+    def _put(self, key: str, lines: list[str]) -> None:
+        body = ("\n".join(lines) + "\n").encode("utf-8")
+        try:
+            self._s3().put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=CONTENT_TYPE, IfNoneMatch="*")
+        except ClientError as exc:
+            code = exc.response["Error"]["Code"]
+            raise CheckpointError(f"checkpoint s3://{self._bucket}/{key} could not be written ({code}): {exc}") from exc
+        except BotoCoreError as exc:
+            raise CheckpointError(f"checkpoint s3://{self._bucket}/{key} could not be written: {exc}") from exc
+
+
+def put_unparsed(s3: Any, bucket: str, message_id: str, body: str, *, now: datetime) -> str:
+    """Store a body that did not parse (P-SUMP-5); its key. An object already there (a redelivery) is kept."""
+    key = f"{UNPARSED_PREFIX}{now.date().isoformat()}/sqs-{message_id}.txt"
     try:
-        s3.put_object(**request)
+        s3.put_object(
+            Bucket=bucket,
+            Key=key,
+            Body=body.encode("utf-8", errors="surrogateescape"),
+            ContentType="text/plain; charset=utf-8",
+            IfNoneMatch="*",
+        )
     except ClientError as exc:
-        if if_absent and exc.response["Error"]["Code"] == "PreconditionFailed":
-            return False
-        raise CheckpointError(f"checkpoint s3://{bucket}/{key} could not be written: {exc}") from exc
+        code = exc.response["Error"]["Code"]
+        if code != "PreconditionFailed":
+            raise CheckpointError(f"unparsed body s3://{bucket}/{key} could not be written ({code}): {exc}") from exc
     except BotoCoreError as exc:
-        raise CheckpointError(f"checkpoint s3://{bucket}/{key} could not be written: {exc}") from exc
-    return True
+        raise CheckpointError(f"unparsed body s3://{bucket}/{key} could not be written: {exc}") from exc
+    return key

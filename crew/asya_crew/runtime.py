@@ -1,10 +1,17 @@
-"""The batch loop x-sink and x-sump share (PROTOCOL P-PROC-3: steps 1, 2 and 15 of P-PROC-2, P-ACK-1..3).
+"""The batch loop x-sink and x-sump share (PROTOCOL P-PROC-3: steps 1, 2 and 15 of P-PROC-2, P-ACK-1..3, P-CKPT-1).
 
-Records run one at a time in batch order through Powertools ``BatchProcessor`` (``EventType.SQS``); a record whose
-handler raises is reported in ``batchItemFailures`` (with one WARNING line naming the error) and never affects the
-others. Start rule (P-TIME-6) with budget ``B = 0`` for crew: the first record always starts; a later one starts only
-while the Lambda has at least the 5 s safety margin left, otherwise it and every later record fail unstarted and are
-made visible again at once (best effort).
+A batch runs in two passes, because a checkpoint object holds the lines of every record of the invocation with the
+same phase and date and must be written before any final status write of its records (P-CKPT-1):
+
+1. **prepare**, each record in batch order: the start rule (P-TIME-6, budget ``B = 0`` for crew: the first record
+   always starts; a later one starts only while the Lambda has at least the 5 s safety margin left, otherwise it and
+   every later record fail unstarted and are made visible again at once, best effort); parse the body; when the
+   subclass says the envelope needs a checkpoint (:meth:`CrewRuntime._checkpoint_phase`), rehydrate its payload;
+2. **checkpoint**: one PUT per (phase, date) object (``asya_crew.checkpoint``);
+3. **complete**, each record in batch order through Powertools ``BatchProcessor`` (``EventType.SQS``): a record whose
+   prepare step or checkpoint object failed fails here; otherwise the subclass's :meth:`CrewRuntime._complete` runs
+   with the record's :class:`~asya_crew.checkpoint.CheckpointLine`. A record that fails is reported in
+   ``batchItemFailures`` (with one WARNING line naming the error) and never affects the others.
 
 Payload references (P-LARGE-4): :meth:`CrewRuntime._hydrated` reads them back for checkpoints and results; crew sends
 go through the same offloading encoder as the layer's (``asya.payloads``), and, with ``ASYA_TRACING`` on, carry the
@@ -13,8 +20,8 @@ record's ``AWSTraceHeader`` like the layer's (P-TRACE-3, ``asya.xray``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import replace
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -23,20 +30,40 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya.batch import StartRule, UnstartedRecordError, log_failed_record
 from asya.config import ActorConfig
-from asya.envelope import Envelope, Phase
-from asya.exceptions import AsyaError
+from asya.envelope import Envelope, Phase, parse_envelope
+from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
 from asya.xray import trace_headers
+from asya_crew.checkpoint import CheckpointEntry, CheckpointError, CheckpointLine, CheckpointWriter
 
-__all__ = ["SAFETY_MARGIN_SECONDS", "CrewRuntime", "UnstartedRecordError", "run_batch"]
+__all__ = ["SAFETY_MARGIN_SECONDS", "CrewRuntime", "Parsed", "Unparsed", "UnstartedRecordError"]
+
+
+@dataclass(frozen=True, slots=True)
+class Unparsed:
+    """A record whose body is not a valid envelope."""
+
+    body: str
+    error: EnvelopeParseError
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """A parsed record: its envelope and phase and, when it is checkpointed, the phase of its checkpoint and the
+    envelope with its payload rehydrated (P-LARGE-4)."""
+
+    envelope: Envelope
+    phase: str
+    checkpoint_phase: str | None = None
+    hydrated: Envelope | None = None
 
 
 class CrewRuntime:
-    """What x-sink and x-sump share: config, clock, lazy S3 client, transport, logger and the batch loop. Subclasses
-    implement ``_record``; clients are created lazily when not injected."""
+    """What x-sink and x-sump share: config, clock, lazy S3 client, transport, logger, checkpoints and the batch loop.
+    Subclasses implement ``_checkpoint_phase`` and ``_complete``; clients are created lazily when not injected."""
 
     def __init__(
         self,
@@ -47,6 +74,7 @@ class CrewRuntime:
         clock: Clock = system_clock,
         logger: Any = None,
         environ: Mapping[str, str] | None = None,
+        new_key_id: Callable[[], str] | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
@@ -55,9 +83,15 @@ class CrewRuntime:
         self._trace = trace_headers(config.tracing, environ)
         trace_header = self._trace.current if self._trace is not None else None
         self._transport = Transport(
-            namespace=config.namespace, sqs=sqs, encoder=self._payloads.encode, trace_header=trace_header
+            namespace=config.namespace,
+            sqs=sqs,
+            encoder=self._payloads.encode,
+            trace_header=trace_header,
+            account_id=config.account_id,
         )
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
+        naming = {} if new_key_id is None else {"new_id": new_key_id}
+        self._checkpoints = CheckpointWriter(bucket=config.bucket, s3=lambda: self.s3, clock=clock, **naming)
         self._log_keys(actor=config.actor)
 
     def _log_keys(self, **keys: object) -> None:
@@ -98,46 +132,78 @@ class CrewRuntime:
             return envelope
         return envelope if hydrated is payload else replace(envelope, payload=hydrated)
 
+    # ------------------------------------------------------------------ the batch
+
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
-        return run_batch(event, context, self._logged_record, release=self._release)
+        start = StartRule(context)
+        prepared: dict[Hashable, Parsed | Unparsed | Exception] = {}
+        for raw in event.get("Records") or []:
+            record = SQSRecord(raw)
+            try:
+                start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle)
+                prepared[record.message_id] = self._prepare(record)
+            except Exception as exc:  # re-raised for this record alone in the complete pass (P-ACK-3)
+                prepared[record.message_id] = exc
+        entries = [
+            CheckpointEntry(ref, outcome.checkpoint_phase, outcome.hydrated)
+            for ref, outcome in prepared.items()
+            if isinstance(outcome, Parsed) and outcome.checkpoint_phase is not None and outcome.hydrated is not None
+        ]
+        written = self._checkpoints.write(entries) if entries else {}
 
-    def _record(self, record: SQSRecord) -> None:
+        def complete(record: SQSRecord) -> None:
+            outcome = prepared[record.message_id]
+            if isinstance(outcome, UnstartedRecordError):
+                raise outcome
+            try:
+                if isinstance(outcome, Exception):
+                    raise outcome
+                line = written.get(record.message_id)
+                if isinstance(line, CheckpointError):
+                    raise line
+                if self._trace is not None:
+                    self._trace.begin(record.raw_event)
+                if isinstance(outcome, Parsed):
+                    self._envelope_keys(outcome.envelope)
+                self._complete(record, outcome, line)
+            except Exception as exc:  # re-raised: the record fails (P-ACK-3)
+                log_failed_record(self._log, record.message_id, exc)
+                raise
+
+        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        response = process_partial_response(
+            event=dict(event), record_handler=complete, processor=processor, context=context
+        )
+        if start.unstarted:
+            self._release(start.unstarted)
+        return dict(response)
+
+    def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
+        body = record.body or ""
+        try:
+            envelope = parse_envelope(body)
+        except EnvelopeParseError as exc:
+            return Unparsed(body=body, error=exc)
+        phase = envelope.status.phase if envelope.status is not None else Phase.PENDING.value
+        checkpoint_phase = self._checkpoint_phase(envelope, phase)
+        if checkpoint_phase is None:
+            return Parsed(envelope=envelope, phase=phase)
+        self._envelope_keys(envelope)
+        return Parsed(
+            envelope=envelope, phase=phase, checkpoint_phase=checkpoint_phase, hydrated=self._hydrated(envelope)
+        )
+
+    def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
+        """The phase of the checkpoint ``envelope`` gets in this crew actor, or ``None`` for none."""
         raise NotImplementedError
 
-    def _logged_record(self, record: SQSRecord) -> None:
-        if self._trace is not None:
-            self._trace.begin(record.raw_event)
-        try:
-            self._record(record)
-        except Exception as exc:  # re-raised: the record fails (P-ACK-3)
-            log_failed_record(self._log, record.message_id, exc)
-            raise
+    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
+        """Everything after the checkpoint; raising fails the record."""
+        raise NotImplementedError
 
     def _release(self, receipt_handles: list[str]) -> None:
         try:
             self._transport.change_visibility(self.config.actor, receipt_handles, 0)
         except AsyaError as exc:  # best effort (P-TIME-6 SHOULD): the records come back after their timeout anyway
             self._log.warning("could not release unstarted records", extra={"error": str(exc)})
-
-
-def run_batch(
-    event: Mapping[str, Any],
-    context: Any,
-    record_handler: Callable[[SQSRecord], None],
-    *,
-    release: Callable[[list[str]], None],
-) -> dict[str, Any]:
-    """Run ``record_handler`` on every record; ``{"batchItemFailures": [...]}``. ``release`` gets the receipt handles
-    of unstarted records."""
-    start = StartRule(context)
-
-    def handle(record: SQSRecord) -> None:
-        start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle)
-        record_handler(record)
-
-    processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-    response = process_partial_response(event=dict(event), record_handler=handle, processor=processor, context=context)
-    if start.unstarted:
-        release(start.unstarted)
-    return dict(response)

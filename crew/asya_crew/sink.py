@@ -6,11 +6,15 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
 - fan-in partial (``x-asya-fan-in``): phase ``failed`` becomes the final ``failed`` status of
   ``x-asya-fan-in.origin_id`` (unless stealth) and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
 - phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
-- ``succeeded``/``failed`` (P-SINK-5): (b) checkpoint ``{phase}/{date}/{name}.json`` (a failure fails the record);
-  (c) unless ``parent_id`` is set or the envelope is in stealth mode, the final status of ``x-asya-origin-id`` (else
-  ``id``) with its ``checkpoint_key``; an unknown task is a no-op, a stale write is fine, a write error fails the
-  record; (d) one copy per ``ASYA_SINK_HOOKS`` actor for a root envelope (P-SINK-6), each sent even when another
-  fails; (e) phase ``failed``: the envelope unchanged to x-sump; (f) ack once every send succeeded.
+- ``succeeded``/``failed`` (P-SINK-5): (a) the payload is rehydrated; (b) the envelope is one line of the invocation's
+  JSON Lines object for its phase and date (``asya_crew.checkpoint``), written before any status write; a failed PUT
+  fails every record of that object; (c) unless ``parent_id`` is set or the envelope is in stealth mode, the final
+  status of ``x-asya-origin-id`` (else ``id``) with ``checkpoint_key``, ``checkpoint_line`` and ``writer_id`` = the
+  record's SQS message id; an unknown task is a no-op, a stale write is fine (it attaches the checkpoint to a terminal
+  task that has none, P-STAT-2), a write error fails the record; (d) one copy per ``ASYA_SINK_HOOKS`` actor for a
+  root envelope (P-SINK-6), each sent even when another fails; (e) phase ``failed``: the envelope to x-sump with header
+  ``x-asya-checkpointed = {"key", "line"}``, so x-sump does not checkpoint it again (P-SUMP-4); (f) ack once every
+  send succeeded.
 
 Payload references (``__ref__``, P-LARGE-4) are read back before (b) and (c): the checkpoint and the task's result hold
 the payload itself (and ``payload.original_payload`` of a failed envelope); hooks and x-sump get the envelope as it
@@ -29,13 +33,13 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya import headers as hdr
 from asya import naming, routing
 from asya.config import ActorConfig
-from asya.envelope import Envelope, Phase, Route, Status, parse_envelope
+from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.infra import parse_failure_envelope
 from asya.store import TaskStore
 from asya.timeutil import Clock, format_ts, system_clock
-from asya_crew.checkpoint import checkpoint_id, checkpoint_key, put_checkpoint
-from asya_crew.runtime import CrewRuntime
+from asya_crew.checkpoint import CheckpointLine
+from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
 __all__ = ["HookSendError", "SinkRuntime", "lambda_handler"]
 
@@ -60,57 +64,75 @@ class SinkRuntime(CrewRuntime):
         logger: Any = None,
         new_id: Callable[[], str] = routing.new_uuid4,
         environ: Mapping[str, str] | None = None,
+        new_key_id: Callable[[], str] | None = None,
     ) -> None:
-        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ)
+        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ, new_key_id=new_key_id)
         self._new_id = new_id
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
 
-    def _record(self, record: SQSRecord) -> None:
-        body = record.body or ""
-        try:
-            envelope = parse_envelope(body)
-        except EnvelopeParseError as exc:
-            self._parse_failure(body, exc)
-            return
-        self._envelope_keys(envelope)
+    def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         headers = envelope.headers
-        phase = envelope.status.phase if envelope.status is not None else Phase.PENDING.value
+        if hdr.is_hook_copy(headers) or hdr.FAN_IN in headers or phase not in _FINAL_PHASES:
+            return None
+        return phase
+
+    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
+        if isinstance(prepared, Unparsed):
+            self._parse_failure(prepared.body, prepared.error)
+            return
+        envelope = prepared.envelope
+        phase = prepared.phase
         context = {"correlation_id": envelope.id, "phase": phase}
-        if hdr.is_hook_copy(headers):
+        if hdr.is_hook_copy(envelope.headers):
             if phase == Phase.FAILED.value:
                 self._transport.send(naming.SUMP, envelope)
             return
-        if hdr.FAN_IN in headers:
-            self._fan_in_partial(envelope, phase, context)
+        if hdr.FAN_IN in envelope.headers:
+            self._fan_in_partial(record.message_id, envelope, phase, context)
             return
-        if phase not in _FINAL_PHASES:
+        if checkpoint is None or prepared.hydrated is None:
             self._log.info("envelope acked without a final status", extra=context)
             return
-        self._finish(envelope, phase, context)
+        self._finish(record.message_id, prepared, checkpoint, context)
 
-    def _finish(self, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
-        key = checkpoint_key(envelope, phase, now=self._clock())
-        hydrated = self._hydrated(envelope)
-        put_checkpoint(self.s3, self.config.bucket, key, hydrated.to_json())
+    def _finish(self, writer_id: str, prepared: Parsed, checkpoint: CheckpointLine, context: Mapping[str, Any]) -> None:
+        envelope, phase = prepared.envelope, prepared.phase
+        hydrated = prepared.hydrated or envelope
         if not envelope.parent_id and not hdr.is_stealth(envelope.headers):
-            self._report(checkpoint_id(envelope), hydrated, phase, key)
+            self._report(_task_id(envelope), hydrated, phase, checkpoint, writer_id)
         hook_errors = self._send_hooks(envelope, phase) if not envelope.parent_id else []
         if phase == Phase.FAILED.value:
-            self._transport.send(naming.SUMP, envelope)
+            forwarded = envelope.copy()
+            forwarded.headers[hdr.CHECKPOINTED] = checkpoint.header()
+            self._transport.send(naming.SUMP, forwarded)
         if hook_errors:
             raise HookSendError(f"sink hooks not reached: {'; '.join(hook_errors)}")
-        self._log.info("envelope finished", extra={**context, "checkpoint_key": key})
+        self._log.info(
+            "envelope finished",
+            extra={**context, "checkpoint_key": checkpoint.key, "checkpoint_line": checkpoint.line},
+        )
 
-    def _report(self, task_id: str, envelope: Envelope, phase: str, key: str | None) -> None:
+    def _report(
+        self,
+        task_id: str,
+        envelope: Envelope,
+        phase: str,
+        checkpoint: CheckpointLine | None,
+        writer_id: str,
+    ) -> None:
         status = envelope.status or Status()
+        key = checkpoint.key if checkpoint is not None else None
+        line = checkpoint.line if checkpoint is not None else None
         if phase == Phase.SUCCEEDED.value:
             self._store.report_final(
                 task_id,
                 status="succeeded",
                 result=envelope.payload,
                 checkpoint_key=key,
+                checkpoint_line=line,
                 envelope_id=envelope.id,
                 created_at=status.created_at,
+                writer_id=writer_id,
             )
             return
         payload = envelope.payload if isinstance(envelope.payload, dict) else {}
@@ -125,18 +147,20 @@ class SinkRuntime(CrewRuntime):
             error_details=details if isinstance(details, dict) else None,
             failed_actor=status.actor,
             checkpoint_key=key,
+            checkpoint_line=line,
             envelope_id=envelope.id,
             created_at=status.created_at,
+            writer_id=writer_id,
         )
 
-    def _fan_in_partial(self, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
+    def _fan_in_partial(self, writer_id: str, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
         if phase != Phase.FAILED.value:
             self._log.warning("fan-in partial reached x-sink: acked", extra=context)
             return
         fan_in = envelope.headers.get(hdr.FAN_IN)
         origin = fan_in.get("origin_id") if isinstance(fan_in, dict) else None
         if isinstance(origin, str) and origin and not hdr.is_stealth(envelope.headers):
-            self._report(origin, envelope, phase, None)
+            self._report(origin, envelope, phase, None, writer_id)
         self._transport.send(naming.SUMP, envelope)
 
     def _send_hooks(self, envelope: Envelope, phase: str) -> list[str]:
@@ -175,6 +199,12 @@ class SinkRuntime(CrewRuntime):
         self._envelope_keys(out.envelope)
         self._transport.send(out.actor, out.envelope)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
+
+
+def _task_id(envelope: Envelope) -> str:
+    """The task x-sink reports: ``x-asya-origin-id`` when present (an aggregator's output), else ``id`` (P-SINK-5)."""
+    origin = envelope.headers.get(hdr.ORIGIN_ID)
+    return origin if isinstance(origin, str) and origin else envelope.id
 
 
 _RUNTIME: SinkRuntime | None = None

@@ -1,35 +1,51 @@
-"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..5).
+"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..5, P-STAT-2).
 
-Per record: it accepts any route, never writes status and never sends (P-SUMP-1).
+Per record: it accepts any route and never sends (P-SUMP-1). What it receives, and what it does with it:
 
-- A body that does not parse is logged raw and stored at ``failed/{YYYY-MM-DD}/sqs-{messageId}.json`` (today's UTC
-  date) as ``{"message_id", "error", "raw_body"}`` (chosen: the raw body may not be JSON), create-if-absent (P-SUMP-5).
-- Otherwise the whole envelope is logged as one JSON line, at ERROR for phase ``failed`` else INFO; a payload over
-  200 KiB is logged as ``{"__truncated__": true, "size_bytes": n}`` (P-SUMP-3). Phase ``failed`` is checkpointed at
-  the failed key with ``If-None-Match: *``, keeping a checkpoint x-sink already wrote; any other write failure fails
-  the record (P-SUMP-4). A payload reference, and one in ``payload.original_payload``, is read back first, so the
-  checkpoint holds the payload itself (P-LARGE-4).
+| received | checkpoint (P-SUMP-4) | attach to the task (P-STAT-2) | log line (P-SUMP-3) |
+|---|---|---|---|
+| a failure x-sink forwarded (header ``x-asya-checkpointed``) | no: x-sink wrote it | no | ``task failed``, WARNING |
+| a failed fan-in slice x-sink forwarded (``x-asya-fan-in``) | yes: x-sink wrote none | no | ``task failed``, WARNING |
+| a failed hook copy (``x-asya-sink-hook``) | yes | no: not the task's outcome | ``sink hook failed``, WARNING |
+| a partial-failure notice (reason ``PartialFailure``, P-RES-10) | no | no | ``partial failure``, WARNING |
+| any other phase ``failed`` envelope (an infrastructure error) | yes | yes | ``infrastructure error``, ERROR |
+| another phase | no | no | ``envelope reached x-sump``, INFO |
+
+- Checkpoints are lines of the invocation's JSON Lines objects (``asya_crew.checkpoint``), written before anything
+  else of their records; a failed PUT fails every record of the object. A payload reference, and one in
+  ``payload.original_payload``, is read back first, so the line holds the payload itself (P-LARGE-4).
+- Attach: for a root envelope (no ``parent_id``) outside stealth mode, ``TaskStore.attach_checkpoint`` gives the task
+  ``id`` its ``checkpoint_key``/``checkpoint_line`` when it has none, terminal or not (x-sump may run before the
+  layer's final write), changing no status; an unknown id or a task with a checkpoint is left alone. A write error
+  fails the record (the checkpoint line is then written again, in another object, by the redelivery).
+- Every log line carries ``reason`` and ``error_type`` (``status.error.type``) and the whole envelope, a payload over
+  200 KiB replaced by ``{"__truncated__": true, "size_bytes": n}``.
+- A body that does not parse is logged raw at ERROR and stored at ``unparsed/{YYYY-MM-DD}/sqs-{messageId}.txt``
+  (today's UTC date, ``text/plain``), create-if-absent so a redelivery keeps the first copy (P-SUMP-5).
 - Then one EMF metric ``FailedEnvelopes`` (count 1, namespace ``Asya``, dimensions ``Namespace``, ``Actor`` =
-  ``status.actor`` else ``unknown``, ``Reason`` = ``status.reason`` else ``None``) is printed (P-SUMP-2); emitted after
-  the checkpoint so a retried record is counted once.
+  ``status.actor`` else ``unknown``, ``Reason`` = ``status.reason`` else ``None``) is printed (P-SUMP-2): the
+  ``Reason`` dimension tells handler failures (``RuntimeError``, ``PolicyExhausted``, ...) from infrastructure ones.
+  It is emitted last, so a retried record is counted once.
 
-Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_BUCKET``).
+Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya import headers as hdr
 from asya.config import ActorConfig
-from asya.envelope import Envelope, Phase, Reason, dumps, parse_envelope
-from asya.exceptions import EnvelopeParseError
+from asya.envelope import Envelope, Phase, Reason, dumps
+from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
-from asya_crew.checkpoint import checkpoint_key, put_checkpoint
-from asya_crew.runtime import CrewRuntime
+from asya_crew.checkpoint import CheckpointLine, put_unparsed
+from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
 __all__ = ["LOG_PAYLOAD_LIMIT", "METRIC_NAME", "METRIC_NAMESPACE", "SumpRuntime", "lambda_handler"]
 
@@ -37,11 +53,12 @@ METRIC_NAME: Final = "FailedEnvelopes"
 METRIC_NAMESPACE: Final = "Asya"
 #: A CloudWatch log event holds at most 256 KB: larger payloads are logged as a marker (P-SUMP-3).
 LOG_PAYLOAD_LIMIT: Final = 200 * 1024
+_PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
 
 
 class SumpRuntime(CrewRuntime):
     """The x-sump Lambda runtime; clients are created lazily when not injected. x-sump sends nothing, so ``sqs``
-    is used only to release unstarted records."""
+    is used only to release unstarted records; ``dynamodb`` only to attach checkpoints (P-STAT-2)."""
 
     def __init__(
         self,
@@ -52,37 +69,58 @@ class SumpRuntime(CrewRuntime):
         s3: Any = None,
         clock: Clock = system_clock,
         logger: Any = None,
+        new_key_id: Callable[[], str] | None = None,
     ) -> None:
-        del dynamodb  # accepted for the common runtime signature: x-sump never writes status (P-SUMP-1)
-        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger)
+        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, new_key_id=new_key_id)
+        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
 
-    def _record(self, record: SQSRecord) -> None:
-        body = record.body or ""
-        try:
-            envelope = parse_envelope(body)
-        except EnvelopeParseError as exc:
-            self._unparseable(record.message_id, body, exc)
+    def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
+        if phase != Phase.FAILED.value or hdr.CHECKPOINTED in envelope.headers or _reason(envelope) == _PARTIAL_FAILURE:
+            return None
+        return phase
+
+    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
+        if isinstance(prepared, Unparsed):
+            self._unparseable(record.message_id, prepared.body, str(prepared.error))
             return
-        self._envelope_keys(envelope)
+        envelope = prepared.envelope
+        reason = _reason(envelope)
+        fields: dict[str, Any] = {
+            "correlation_id": envelope.id,
+            "reason": reason,
+            "error_type": _error_type(envelope),
+            "envelope": _loggable(envelope),
+        }
+        if checkpoint is not None:
+            fields.update(checkpoint_key=checkpoint.key, checkpoint_line=checkpoint.line)
+        headers = envelope.headers
+        if prepared.phase != Phase.FAILED.value:
+            self._log.info("envelope reached x-sump", extra=fields)
+        elif hdr.CHECKPOINTED in headers or hdr.FAN_IN in headers:
+            self._log.warning("task failed", extra={**fields, "checkpointed": headers.get(hdr.CHECKPOINTED)})
+        elif hdr.is_hook_copy(headers):
+            self._log.warning("sink hook failed", extra={**fields, "hook": headers[hdr.SINK_HOOK]})
+        elif reason == _PARTIAL_FAILURE:
+            self._log.warning("partial failure", extra=fields)
+        else:
+            self._log.error("infrastructure error", extra=fields)
+            if checkpoint is not None:
+                self._attach(envelope, checkpoint)
         status = envelope.status
-        phase = status.phase if status is not None else Phase.PENDING.value
-        log = self._log.error if phase == Phase.FAILED.value else self._log.info
-        log("envelope reached x-sump", extra={"correlation_id": envelope.id, "envelope": _loggable(envelope)})
-        if phase == Phase.FAILED.value:
-            key = checkpoint_key(envelope, Phase.FAILED.value, now=self._clock())
-            document = self._hydrated(envelope).to_json()  # P-LARGE-4: the payload, not a reference to it
-            if not put_checkpoint(self.s3, self.config.bucket, key, document, if_absent=True):
-                self._log.info("checkpoint already present: kept", extra={"checkpoint_key": key})
-        actor = status.actor if status is not None and status.actor else "unknown"
-        reason = status.reason if status is not None and status.reason else "None"
-        self._metric(actor, reason)
+        self._metric(status.actor if status is not None and status.actor else "unknown", reason or "None")
 
-    def _unparseable(self, message_id: str, body: str, error: EnvelopeParseError) -> None:
+    def _attach(self, envelope: Envelope, checkpoint: CheckpointLine) -> None:
+        """P-STAT-2: the task the layer failed (or is about to fail) for this infrastructure error points at the
+        line; a write error fails the record (P-SUMP-4)."""
+        if envelope.parent_id or hdr.is_stealth(envelope.headers):
+            return
+        if not self._store.attach_checkpoint(envelope.id, key=checkpoint.key, line=checkpoint.line):
+            self._log.debug("task unknown or already checkpointed: not attached", extra={"correlation_id": envelope.id})
+
+    def _unparseable(self, message_id: str, body: str, error: str) -> None:
         raw = body.encode("utf-8")[:LOG_PAYLOAD_LIMIT].decode("utf-8", errors="ignore")
-        self._log.error("body is not a valid envelope", extra={"raw_body": raw, "error": str(error)})
-        key = f"{Phase.FAILED.value}/{self._clock().date().isoformat()}/sqs-{message_id}.json"
-        document = dumps({"message_id": message_id, "error": str(error), "raw_body": body})
-        put_checkpoint(self.s3, self.config.bucket, key, document, if_absent=True)
+        key = put_unparsed(self.s3, self.config.bucket, message_id, body, now=self._clock())
+        self._log.error("body is not a valid envelope", extra={"raw_body": raw, "error": error, "stored_at": key})
         self._metric("unknown", Reason.PARSE_ERROR.value)
 
     def _metric(self, actor: str, reason: str) -> None:
@@ -91,6 +129,17 @@ class SumpRuntime(CrewRuntime):
             name=METRIC_NAME, unit=MetricUnit.Count, value=1, namespace=METRIC_NAMESPACE, default_dimensions=dimensions
         ):
             pass
+
+
+def _reason(envelope: Envelope) -> str | None:
+    status = envelope.status
+    return status.reason if status is not None and status.reason else None
+
+
+def _error_type(envelope: Envelope) -> str | None:
+    error: Mapping[str, Any] | None = envelope.status.error if envelope.status is not None else None
+    kind = error.get("type") if isinstance(error, Mapping) else None
+    return kind if isinstance(kind, str) else None
 
 
 def _loggable(envelope: Envelope) -> dict[str, Any]:

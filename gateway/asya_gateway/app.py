@@ -7,11 +7,12 @@ Nothing is read or created at import time; boto3 clients are created on first us
 
 Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (create, list), ``GET``/``DELETE``
 ``/api/v1/mesh/{id}``, ``GET``/``POST`` ``/api/v1/mesh/{id}/events``, ``POST /api/v1/system/mq-diagnostic``,
-``GET /health``, ``GET /openapi.json``, MCP ``POST``/``DELETE /mcp`` (section 11, ``asya_gateway.mcp``), A2A
-``POST /a2a/`` and the agent card at ``GET /.well-known/agent-card.json`` and ``/.well-known/agent.json`` (section 12,
-``asya_gateway.a2a``). Middleware, outermost first:
-request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set (GW-GEN-8),
-authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
+``GET /api/v1/system/mesh`` (the manifest's flows and actors, :mod:`asya_gateway.routes.system`), ``GET /health``,
+``GET /openapi.json``, the web console at ``/console/`` (:mod:`asya_gateway.webconsole`), MCP ``POST``/``DELETE
+/mcp`` (section 11, :mod:`asya_gateway.mcp`), A2A ``POST /a2a/`` and the agent card at ``GET
+/.well-known/agent-card.json`` and ``/.well-known/agent.json`` (section 12, :mod:`asya_gateway.a2a`). Middleware,
+outermost first: request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set
+(GW-GEN-8), authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.cors import CORSMiddleware
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from asya import naming
 from asya.manifest import Manifest, load_manifest
@@ -40,12 +41,14 @@ from asya_gateway.mcp import mcp_endpoint
 from asya_gateway.requestid import RequestIdMiddleware
 from asya_gateway.routes.events import task_events
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
+from asya_gateway.routes.system import mesh_summary
 from asya_gateway.routes.tasks import create_or_list, task_item
+from asya_gateway.webconsole import CONSOLE_PATH, ConsoleAssets, console_redirect
 
 __all__ = ["create_app"]
 
 
-def _routes() -> list[Route]:
+def _routes() -> list[Route | Mount]:
     return [
         Route("/health", health, methods=["GET"]),
         Route("/openapi.json", openapi, methods=["GET"]),
@@ -54,6 +57,9 @@ def _routes() -> list[Route]:
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
         Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
         Route("/api/v1/system/mq-diagnostic", mq_diagnostic, methods=["POST"]),
+        Route("/api/v1/system/mesh", mesh_summary, methods=["GET"]),
+        Route(CONSOLE_PATH, console_redirect, methods=["GET"]),
+        Mount(CONSOLE_PATH, app=ConsoleAssets()),
         Route("/mcp", mcp_endpoint, methods=["POST", "DELETE"]),
         Route("/a2a/", a2a_endpoint, methods=["POST"]),
         Route("/a2a", a2a_endpoint, methods=["POST"]),
@@ -90,7 +96,9 @@ def create_app(
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's
         payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
-        transport = Transport(namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode)
+        transport = Transport(
+            namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
+        )
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
     middleware = [Middleware(RequestIdMiddleware)]
     if manifest.gateway.cors_origins:

@@ -11,7 +11,8 @@ Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
 - ``jwt`` is not served by this version: :func:`build_authenticator` refuses it, so the gateway fails closed.
 
 Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and its A2A 1.x
-path ``/.well-known/agent-card.json``. Failures answer
+path ``/.well-known/agent-card.json``, and the web console's static assets under ``/console`` (they hold no data;
+the page then calls the API with the user's credentials, :mod:`asya_gateway.webconsole`). Failures answer
 401 ``{"error": "authentication required"}`` (no credentials) or ``{"error": "invalid credentials"}`` with
 ``WWW-Authenticate: Bearer realm="asya-gateway"``; under ``/a2a`` the body is the JSON-RPC error -32005 (GW-AUTH-7).
 """
@@ -32,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from asya.manifest import GatewayAuth
 from asya_gateway.config import GatewayConfig, GatewayConfigError, parse_key_array
+from asya_gateway.webconsole import is_console_path
 
 __all__ = [
     "PUBLIC_PATHS",
@@ -174,7 +176,7 @@ class AuthMiddleware:
         self.authenticator = authenticator
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or is_console_path(scope["path"]):
             await self.app(scope, receive, send)
             return
         message = await self.authenticator.failure(Headers(scope=scope))

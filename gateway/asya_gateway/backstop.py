@@ -114,7 +114,7 @@ class Backstop:
         sweep stops starting writes when it falls under the reserve. Errors reading the index propagate."""
         due = timed_out = skipped = errors = 0
         complete = True
-        for page in self.store.overdue_pages(page_size=self._page_size):
+        for page in self.store.long_deadline_pages(page_size=self._page_size):
             for entry in page:
                 if time_left is not None and time_left() < self._reserve:
                     complete = False

@@ -9,11 +9,12 @@ Environment variables:
 | ``ASYA_BUCKET`` | storage bucket | ``asya-{namespace}-storage`` |
 | ``ASYA_API_KEYS`` | API keys for ``gateway.auth.mode: api_key`` (local mode, GW-AUTH-4): a JSON array of strings,
   as in the deployed secret, or comma-separated; when set, the Secrets Manager secret is not read | unset |
+| ``ASYA_ACCOUNT_ID`` | AWS account of the queues: queue URLs built without ``GetQueueUrl`` (GW-CREATE-7) | unset |
 | ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
-The SSE poll cadence (GW-SSE-9) and the sequence-gap wait (GW-DATA-3) are fields with spec defaults; tests shorten
-them by building the config directly.
+The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
+shorten them by building the config directly.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class _EnvNames:
     bucket: str = ENV.bucket
     api_keys: str = "ASYA_API_KEYS"
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
+    account_id: str = "ASYA_ACCOUNT_ID"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
@@ -67,10 +69,12 @@ class GatewayConfig:
     sse_fast_window: float = 5.0
     sse_keepalive: float = 15.0
     sse_max_seconds: float = 840.0
-    #: GW-DATA-3: how long a reader waits for a missing sequence number before skipping it.
-    sse_gap_wait: float = 2.0
+    #: GW-SSE-6: how long a follower holds back a number without a fly item before taking it for a status change.
+    sse_gap_wait: float = 1.0
     #: GW-AUTH-4: how long keys read from Secrets Manager are cached.
     api_key_cache_seconds: float = 300.0
+    #: the AWS account of the mesh's queues: queue URLs are built without ``GetQueueUrl`` (GW-CREATE-7)
+    account_id: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -85,6 +89,7 @@ class GatewayConfig:
             api_keys=api_keys,
             in_lambda=bool(source.get(GATEWAY_ENV.lambda_function)),
             sse_max_seconds=_positive(source, GATEWAY_ENV.sse_max_seconds, 840.0),
+            account_id=source.get(GATEWAY_ENV.account_id, "").strip(),
         )
 
 

@@ -1,116 +1,185 @@
-"""Following one task as a stream of events: what SSE, MCP and A2A waits consume (contracts: ``follow_task``).
+"""Following a task: the events SSE, MCP and A2A waits emit, from reads of the task item (GATEWAY GW-SSE-3..10,
+GW-MCP-8, GW-BACK-3; PROTOCOL P-STAT-3, P-STAT-16).
 
-``follow_task(ctx, task_id, after=0)`` yields :class:`FollowEvent` values in this order:
+Status changes are numbered on the task item (``last_seq``) but stored as no item, so a follower emits ``status``
+events from what it reads on the task item, and ``fly`` events from the fly items (``TaskStore.snapshot``: one
+strongly consistent query per poll). Rules:
 
-1. the catch-up ``status`` (``seq`` None): the status data (GW-TASK-2) of a strongly consistent read of the task;
-2. the task's log after ``after``: ``fly`` events are replayed and then followed live, each with its ``seq``;
-   ``status`` events up to the catch-up's ``last_event_id`` are skipped (the catch-up reflects them), later ones are
-   yielded as they are read (GW-SSE-6);
-3. the terminal ``status`` always last, after which the iterator ends. A task that is terminal at the catch-up
-   yields the replay of its fly events and then its terminal status again, so a consumer that only looks at the last
-   event always sees the outcome.
+1. the catch-up: the first event is always ``status`` with the status data of a consistent read, with no id
+   (GW-SSE-4); ``L`` is that read's ``last_seq``, ``P`` the client's position, the cursor starts at ``min(P, L)``;
+2. each poll sends, in number order, every fly event above the cursor; a number in ``(cursor, last_seq]`` without a
+   fly item is held back until ``hold_back`` seconds (1 s) after this follower first saw it (its fly item may still
+   be written, P-STAT-16), then counts as a status change; no event passes a held-back number (GW-SSE-6);
+3. when the record's status, step, current actor or progress changed since the last status sent, one ``status``
+   event with the record's state and id = ``last_seq``, or one less than the lowest held-back number, whichever is
+   lower (changes between two polls coalesce, so ids may skip, GW-SSE-3);
+4. a terminal record is sent last, once no number is held back: every fly event, then the terminal ``status`` with
+   id = ``last_seq``, and the stream ends (GW-SSE-6, GW-SSE-7); a catch-up that is already terminal is followed by
+   the replay and this same terminal event;
+5. polls run every ``poll_fast`` s while something changed in the last ``fast_window`` s, else every ``poll_slow``
+   s; a ``keepalive`` event is yielded after ``keepalive`` s without output; the stream ends after ``max_seconds``
+   or when the task is gone (GW-SSE-9). Before a poll of a ``pending``/``running`` task past its deadline the
+   follower applies the read-path backstop (GW-BACK-3).
 
-The iterator does not end on its own otherwise (a paused task waits for its resume): consumers stop when they have
-what they need or when their own wait limit passes (GW-MCP-8, GW-A2A-8). Before each poll of a ``pending`` or
-``running`` task past its deadline the read-path backstop (GW-BACK-3) fails it. Polling follows the gateway's SSE
-cadence (:class:`asya_gateway.sse.SseSettings`); a missing sequence number is waited for ``gap_wait`` s, then skipped
-(GW-DATA-3).
-
-This version is a thin adapter over the current event log (``TaskStore.events_after``); revision 2 of the store
-replaces its internals, not its signature. Raises :class:`TaskNotFoundError` when the task does not exist.
+:func:`follow` is the engine over any :class:`FollowSource`; :func:`follow_task` follows a task of the gateway's
+store from a position, for waits that need no 404/204 answer first (MCP, A2A).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
 
 import anyio
 
-from asya.exceptions import AsyaError
-from asya.timeutil import parse_ts
+from asya.store import Snapshot
+from asya.timeutil import Clock, parse_ts
 from asya_gateway.context import GatewayContext
+from asya_gateway.sse import SseSettings
 
-__all__ = ["ACTIVE_STATUSES", "TERMINAL_STATUSES", "FollowEvent", "TaskNotFoundError", "follow_task"]
+__all__ = [
+    "KEEPALIVE",
+    "TERMINAL_STATUSES",
+    "FollowEvent",
+    "FollowSource",
+    "StoreSource",
+    "follow",
+    "follow_task",
+]
 
 TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "canceled"})
-ACTIVE_STATUSES: Final = frozenset({"pending", "running"})
-
-
-class TaskNotFoundError(AsyaError, LookupError):
-    """The followed task does not exist (or expired)."""
+_ACTIVE: Final = frozenset({"pending", "running"})
+_STATE_KEYS: Final = ("status", "step", "current_actor", "progress_percent")
 
 
 @dataclass(frozen=True, slots=True)
 class FollowEvent:
-    """One event of a followed task: ``status`` data is GW-TASK-2's object, ``fly`` data GW-SSE-11's."""
+    """One event of a followed task: ``name`` is ``status``, ``fly`` or ``keepalive``; ``seq`` is its id (``None``
+    for the catch-up and keepalives)."""
 
-    name: Literal["status", "fly"]
+    name: str
     seq: int | None
-    data: Mapping[str, Any] = field(default_factory=dict)
+    data: Mapping[str, Any]
 
     @property
-    def status(self) -> str | None:
-        value = self.data.get("status") if self.name == "status" else None
-        return value if isinstance(value, str) else None
+    def terminal(self) -> bool:
+        return self.name == "status" and self.seq is not None and self.data.get("status") in TERMINAL_STATUSES
 
 
-async def follow_task(ctx: GatewayContext, task_id: str, *, after: int = 0) -> AsyncIterator[FollowEvent]:
-    """The events of ``task_id`` after sequence ``after`` (see the module docstring)."""
+#: Yielded after ``keepalive`` seconds without output, so a transport can keep its connection alive.
+KEEPALIVE: Final = FollowEvent("keepalive", None, {})
+
+
+class FollowSource(Protocol):
+    async def snapshot(self, after: int) -> Snapshot | None:
+        """The task's state and its fly events above ``after`` (a consistent read); ``None`` once it is gone."""
+        ...
+
+    async def time_out(self, deadline_at: str) -> None:
+        """The read-path backstop (GW-BACK-3) for a task past ``deadline_at``."""
+        ...
+
+
+class StoreSource:
+    """A task of the gateway's store as a :class:`FollowSource`."""
+
+    def __init__(self, ctx: GatewayContext, task_id: str, *, created_at: str | None = None) -> None:
+        self._ctx = ctx
+        self._task_id = task_id
+        self._created_at = created_at
+
+    async def snapshot(self, after: int) -> Snapshot | None:
+        return await self._ctx.call(self._ctx.store.snapshot, self._task_id, after)
+
+    async def time_out(self, deadline_at: str) -> None:
+        ctx = self._ctx
+        await ctx.call(ctx.store.time_out_overdue, self._task_id, deadline_at, created_at=self._created_at)
+
+
+def _state(data: Mapping[str, Any]) -> tuple[Any, ...]:
+    return tuple(data.get(key) for key in _STATE_KEYS)
+
+
+async def follow(
+    source: FollowSource,
+    *,
+    catchup: Mapping[str, Any],
+    last_seq: int,
+    position: int,
+    settings: SseSettings,
+    deadline_at: str | None = None,
+    clock: Clock | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+) -> AsyncIterator[FollowEvent]:
+    """The events of one follower after the 404/204 checks (see the module docstring); ``catchup`` is the status data
+    of the consistent read whose ``last_seq`` is ``last_seq``; ``deadline_at`` its deadline, for the read-path
+    backstop when ``clock`` is given."""
+    started = last_output = last_change = monotonic()
+    yield FollowEvent("status", None, catchup)
+    cursor = min(position, last_seq)
+    sent_state = _state(catchup)
+    first_seen: dict[int, float] = {}
+    status = catchup.get("status")
+    while True:
+        if clock is not None and status in _ACTIVE and isinstance(deadline_at, str):
+            deadline = parse_ts(deadline_at)
+            if deadline is not None and deadline <= clock():
+                await source.time_out(deadline_at)
+        snap = await source.snapshot(cursor)
+        if snap is None:
+            return
+        now = monotonic()
+        status, deadline_at = snap.status, snap.deadline_at
+        fly = {int(event["seq"]): event for event in snap.fly}
+        held: int | None = None
+        for number in range(cursor + 1, snap.last_seq + 1):
+            event = fly.get(number)
+            if event is not None:
+                yield FollowEvent("fly", number, event["data"])
+                cursor = number
+                last_output = last_change = now
+                continue
+            seen = first_seen.setdefault(number, now)
+            if now - seen < settings.gap_wait:
+                held = number
+                break
+            cursor = number  # a number without an item, older than the hold-back: a status change
+        first_seen = {n: t for n, t in first_seen.items() if n > cursor}
+        if held is None and snap.terminal:
+            yield FollowEvent("status", snap.last_seq, snap.data)
+            return
+        if not snap.terminal and _state(snap.data) != sent_state:
+            event_id = snap.last_seq if held is None else min(snap.last_seq, held - 1)
+            yield FollowEvent("status", event_id, snap.data)
+            sent_state = _state(snap.data)
+            cursor = max(cursor, event_id)
+            last_output = last_change = now
+        if now - started >= settings.max_seconds:
+            return
+        if now - last_output >= settings.keepalive:
+            yield KEEPALIVE
+            last_output = now
+        fast = now - last_change < settings.fast_window or held is not None
+        await anyio.sleep(settings.poll_fast if fast else settings.poll_slow)
+
+
+async def follow_task(
+    ctx: GatewayContext, task_id: str, *, after: int = 0, settings: SseSettings | None = None
+) -> AsyncIterator[FollowEvent]:
+    """Follow a task of the store from position ``after``: nothing when the task does not exist."""
     view = await ctx.call(ctx.store.get_task, task_id)
     if view is None:
-        raise TaskNotFoundError(f"task not found: {task_id}")
-    catchup = ctx.store.status_data(view)
-    last_seq = int(view["last_event_id"])
-    status = str(catchup.get("status"))
-    deadline_at: str | None = view.get("deadline_at")
-    created_at = view.get("created_at")
-    yield FollowEvent("status", None, catchup)
-    settings = ctx.sse_settings
-    cursor = min(after, last_seq)
-    replay_only = status in TERMINAL_STATUSES
-    gap_seen_at: float | None = None
-    last_event_at = time.monotonic()
-    while True:
-        if status in ACTIVE_STATUSES and not replay_only:
-            deadline = parse_ts(deadline_at)
-            if deadline is not None and deadline <= ctx.clock():
-                await ctx.call(ctx.store.time_out_overdue, task_id, deadline_at or "", created_at=created_at)
-        raw = await ctx.call(ctx.store.events_after, task_id, cursor)
-        now = time.monotonic()
-        for entry in raw:
-            seq = int(entry["seq"])
-            if seq <= cursor:
-                continue
-            if replay_only and seq > last_seq:
-                break
-            if seq > cursor + 1:
-                gap_seen_at = now if gap_seen_at is None else gap_seen_at
-                if now - gap_seen_at < settings.gap_wait:
-                    break
-            gap_seen_at = None
-            cursor = seq
-            name = str(entry["event"])
-            data = entry["data"]
-            if name == "fly":
-                last_event_at = now
-                yield FollowEvent("fly", seq, data)
-                continue
-            previous, status = status, str(data.get("status") or status)
-            if previous == "paused" and status != "paused":
-                # a resume renews the deadline: read it again before the backstop uses it
-                fresh = await ctx.call(ctx.store.get_task, task_id, enforce_deadline=False)
-                deadline_at = None if fresh is None else fresh.get("deadline_at")
-            if seq <= last_seq:
-                continue
-            last_event_at = now
-            yield FollowEvent("status", seq, data)
-            if status in TERMINAL_STATUSES:
-                return
-        if replay_only and gap_seen_at is None:
-            yield FollowEvent("status", last_seq, catchup)
-            return
-        fast = time.monotonic() - last_event_at < settings.fast_window or gap_seen_at is not None
-        await anyio.sleep(settings.poll_fast if fast else settings.poll_slow)
+        return
+    source = StoreSource(ctx, task_id, created_at=view.get("created_at"))
+    async for event in follow(
+        source,
+        catchup=ctx.store.status_data(view),
+        last_seq=int(view["last_event_id"]),
+        position=after,
+        settings=settings or ctx.sse_settings,
+        deadline_at=view.get("deadline_at"),
+        clock=ctx.clock,
+    ):
+        yield event

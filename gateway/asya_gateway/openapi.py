@@ -2,9 +2,10 @@
 
 Built from the manifest, so ``flow`` and ``actor`` list the names this gateway accepts and the security scheme is the
 one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``api_key`` (``X-API-Key``), ``jwt``
-(bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the agent card) carry no security
-requirement. Only routes this release serves are described (pause/resume is not); the JSON-RPC endpoints ``/mcp``
-and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's (``docs/agents.md``).
+(bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``, the agent
+card) carry no security requirement. Only routes this release serves are described (pause/resume is not); the
+JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's
+(``docs/agents.md``).
 """
 
 from __future__ import annotations
@@ -160,6 +161,19 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                 "responses": {"200": _response("Per queue: depth, in flight, delayed, its DLQ"), **_errors(400, 401)},
             }
         },
+        "/api/v1/system/mesh": {
+            "get": {
+                "summary": "The manifest's namespace, auth mode, flows (route, input_schema) and actors (chosen)",
+                "responses": {"200": _response("The mesh", {"$ref": "#/components/schemas/Mesh"}), **_errors(401)},
+            }
+        },
+        "/console": {
+            "get": {
+                "summary": "The web console (static HTML, CSS and JS under /console/; they hold no data)",
+                "security": [],
+                "responses": {"307": {"description": "Redirect to /console/"}},
+            }
+        },
     }
 
 
@@ -236,6 +250,8 @@ def _schemas() -> dict[str, Any]:
                 "result": any_json,
                 "error": {"type": "string"},
                 "checkpoint_key": {"type": "string"},
+                "checkpoint_line": {"type": "integer", "minimum": 1},
+                "checkpoint_uri": {"type": "string"},
                 "last_event_id": {"type": "integer"},
             },
         },
@@ -245,6 +261,16 @@ def _schemas() -> dict[str, Any]:
                 "messages": {"type": "array", "items": {"type": "object"}},
                 "total": {"type": ["integer", "null"]},
                 "next_cursor": {"type": ["string", "null"]},
+            },
+        },
+        "Mesh": {
+            "type": "object",
+            "properties": {
+                "namespace": {"type": "string"},
+                "auth": {"enum": ["iam", "api_key", "jwt", "none"]},
+                "flows": {"type": "array", "items": {"type": "object"}},
+                "actors": {"type": "array", "items": {"type": "string"}},
+                "queues": {"type": "array", "items": {"type": "string"}},
             },
         },
         "JsonRpcRequest": {

@@ -1,31 +1,16 @@
-"""Server-sent events for ``GET /api/v1/mesh/{id}/events`` (GW-SSE-1 .. GW-SSE-11): wire format and the stream loop.
+"""Server-sent events for ``GET /api/v1/mesh/{id}/events`` (GW-SSE-1 .. GW-SSE-11): the wire format.
 
 Wire format (GW-SSE-2): optional ``retry:``, optional ``id: <seq>``, ``event: <name>``, one ``data: <single-line
 JSON>``, blank line; ``:keepalive`` comments. The JSON escapes U+0085, U+2028 and U+2029 too: SSE does not end a line
-there, but ``str.splitlines`` and the clients built on it (httpx ``iter_lines``) do. The loop reads the task's event
-log through a :class:`StreamSource`:
-
-1. catch-up ``status`` frame (``retry: 1000``, no id) built by the caller from a consistent read; ``L`` = the record's
-   last event id, ``P`` = the client's position (GW-SSE-4);
-2. the log after ``P``: ``status`` events up to ``L`` are skipped (the catch-up reflects them), ``fly`` events are
-   replayed, everything after ``L`` is streamed, in sequence order, each with its id (GW-SSE-5, GW-SSE-6);
-3. the stream ends after a terminal ``status`` event, after the replay when the catch-up is terminal, after
-   ``max_seconds`` (GW-SSE-9) or when the client goes away (Starlette cancels the generator).
-
-A missing sequence number with a later one present is waited for up to ``gap_wait`` seconds, then skipped
-(GW-DATA-3). Polling runs every ``poll_fast`` s while an event arrived in the last ``fast_window`` s, else every
-``poll_slow`` s; ``:keepalive`` is written after ``keepalive`` s without output. Before each poll of a ``pending`` or
-``running`` task the source applies the read-path backstop (GW-BACK-3).
+there, but ``str.splitlines`` and the clients built on it (httpx ``iter_lines``) do. What is sent, and when, is
+``asya_gateway.follow``: :func:`sse_body` writes its events in this format.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
-
-import anyio
+from typing import Any, Final
 
 from asya.envelope import dumps
 from asya_gateway.errors import HttpError
@@ -35,18 +20,15 @@ __all__ = [
     "KEEPALIVE",
     "SSE_HEADERS",
     "TERMINAL_STATUSES",
-    "LogEvent",
     "SseSettings",
-    "StreamSource",
     "format_event",
     "parse_last_event_id",
-    "stream_events",
+    "sse_body",
 ]
 
 KEEPALIVE: Final = ":keepalive\n\n"
 RETRY_MS: Final = 1000
 TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "canceled"})
-ACTIVE_STATUSES: Final = frozenset({"pending", "running"})
 SSE_HEADERS: Final = {
     "Content-Type": "text/event-stream",
     "Cache-Control": "no-cache",
@@ -86,91 +68,24 @@ def parse_last_event_id(header: str | None, query: str | None) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class LogEvent:
-    """One event of the task's log as the stream writes it: ``name`` is ``status`` or ``fly``."""
-
-    seq: int
-    name: str
-    data: Mapping[str, Any]
-
-    @property
-    def status(self) -> str | None:
-        value = self.data.get("status") if self.name == "status" else None
-        return value if isinstance(value, str) else None
-
-
-@dataclass(frozen=True, slots=True)
 class SseSettings:
+    """Poll cadence and limits of a follower (GW-SSE-9); ``gap_wait`` is the hold-back of a number without a fly
+    item (GW-SSE-6: 1 s)."""
+
     poll_fast: float = 0.25
     poll_slow: float = 1.0
     fast_window: float = 5.0
     keepalive: float = 15.0
     max_seconds: float = 840.0
-    gap_wait: float = 2.0
+    gap_wait: float = 1.0
 
 
-class StreamSource(Protocol):
-    async def events_after(self, seq: int) -> list[LogEvent]:
-        """Events with a sequence number above ``seq``, ordered by sequence (a consistent read)."""
-        ...
-
-    async def enforce_deadline(self) -> None:
-        """Apply the read-path backstop (GW-BACK-3) when the task is past its deadline; its event shows up in the
-        log."""
-        ...
-
-
-async def stream_events(
-    source: StreamSource,
-    *,
-    catchup: Mapping[str, Any],
-    last_seq: int,
-    position: int,
-    settings: SseSettings,
-    monotonic: Callable[[], float] = time.monotonic,
-) -> AsyncIterator[str]:
-    """The body of one SSE response (after the 404/204 checks, which the route makes before starting it)."""
-    started = monotonic()
-    last_output = started
-    last_event_at = started
-    yield format_event("status", catchup, retry=RETRY_MS)
-    status = catchup.get("status")
-    replay_only = status in TERMINAL_STATUSES
-    # a position past the log (a stale or forged Last-Event-ID) must not hide the events still to come (GW-SSE-6)
-    cursor = min(position, last_seq)
-    gap_seen_at: float | None = None
-    while True:
-        if status in ACTIVE_STATUSES and not replay_only:
-            await source.enforce_deadline()
-        events = await source.events_after(cursor)
-        now = monotonic()
-        for event in events:
-            if event.seq <= cursor:
-                continue
-            if replay_only and event.seq > last_seq:
-                break
-            if event.seq > cursor + 1:
-                if gap_seen_at is None:
-                    gap_seen_at = now
-                if now - gap_seen_at < settings.gap_wait:
-                    break
-            gap_seen_at = None
-            cursor = event.seq
-            if event.name == "status":
-                status = event.status or status
-                if event.seq <= last_seq:
-                    continue
-            yield format_event(event.name, event.data, event_id=event.seq)
-            last_output = last_event_at = now
-            if event.name == "status" and status in TERMINAL_STATUSES:
-                return
-        if replay_only and gap_seen_at is None:
-            return
-        now = monotonic()
-        if now - started >= settings.max_seconds:
-            return
-        if now - last_output >= settings.keepalive:
+async def sse_body(events: AsyncIterator[Any]) -> AsyncIterator[str]:
+    """The SSE text of a follower's events (``asya_gateway.follow.FollowEvent``): the catch-up carries ``retry``."""
+    async for event in events:
+        if event.name == "keepalive":
             yield KEEPALIVE
-            last_output = now
-        fast = now - last_event_at < settings.fast_window or gap_seen_at is not None
-        await anyio.sleep(settings.poll_fast if fast else settings.poll_slow)
+        elif event.seq is None:
+            yield format_event(event.name, event.data, retry=RETRY_MS)
+        else:
+            yield format_event(event.name, event.data, event_id=event.seq)

@@ -1,50 +1,23 @@
-"""Bounded waits on a followed task with idle ticks, for the streamed answers of MCP and A2A (GW-MCP-8, GW-A2A-11).
+"""What ends a wait on a followed task (GW-MCP-8, GW-A2A-8, GW-A2A-11): MCP ``tools/call`` and A2A sends and
+streams consume :func:`asya_gateway.follow.follow_task` (which also paces keepalives and ends by the long-response
+limit) until the task's terminal event or until it pauses.
 
-:func:`paced` re-yields the events of an async iterator, yields ``None`` after each ``idle`` seconds without one
-(the caller writes a ``:keepalive`` comment, GW-SSE-9) and stops when ``limit`` seconds have passed since it started,
-closing the source. The pending read is never cancelled by an idle tick, only at the end, so no event is lost.
+A terminal catch-up (``seq`` None) does not end a wait: the follower replays the task's FLY values after it and
+then sends the terminal event again.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import time
-from collections.abc import AsyncIterator
-from typing import TypeVar
+from asya_gateway.follow import FollowEvent
 
-__all__ = ["paced"]
-
-_T = TypeVar("_T")
+__all__ = ["ends_wait", "status_of"]
 
 
-async def paced(events: AsyncIterator[_T], *, idle: float, limit: float) -> AsyncIterator[_T | None]:
-    """See the module docstring."""
-    ends_at = time.monotonic() + limit
-    pending: asyncio.Future[_T] | None = None
-    try:
-        while True:
-            left = ends_at - time.monotonic()
-            if left <= 0:
-                return
-            if pending is None:
-                pending = asyncio.ensure_future(anext(events))
-            done, _ = await asyncio.wait({pending}, timeout=min(idle, left))
-            if not done:
-                if time.monotonic() < ends_at:
-                    yield None
-                continue
-            future, pending = pending, None
-            try:
-                value = future.result()
-            except StopAsyncIteration:
-                return
-            yield value
-    finally:
-        if pending is not None:
-            pending.cancel()
-            with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                await pending
-        aclose = getattr(events, "aclose", None)
-        if aclose is not None:
-            await aclose()
+def status_of(event: FollowEvent) -> str | None:
+    """The task status a ``status`` event carries; ``None`` for other events."""
+    value = event.data.get("status") if event.name == "status" else None
+    return value if isinstance(value, str) else None
+
+
+def ends_wait(event: FollowEvent) -> bool:
+    return event.terminal or status_of(event) == "paused"

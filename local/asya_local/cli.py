@@ -199,7 +199,10 @@ def _dev(args: argparse.Namespace, io: _Io) -> int:
     ):
         io.out.write(f"{mesh.url}\n")
         io.out.flush()
-        io.err.write(f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url}; press Ctrl-C to stop\n")
+        io.err.write(
+            f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url} (web console: {mesh.url}/console/); "
+            "press Ctrl-C to stop\n"
+        )
         io.err.flush()
         stopped = threading.Event()
         try:
@@ -301,7 +304,8 @@ def _demo(args: argparse.Namespace, io: _Io) -> int:
         except ClientError as exc:
             io.error(f"checkpoint s3://{bucket}/{key} not found: {exc.response['Error']['Code']}")
             return 1
-        io.out.write(f"checkpoint: s3://{bucket}/{key} ({size} bytes, verified in moto S3)\n")
+        line = view.get("checkpoint_line")
+        io.out.write(f"checkpoint: s3://{bucket}/{key} line {line} ({size} bytes, verified in moto S3)\n")
         io.out.flush()
     return 0
 

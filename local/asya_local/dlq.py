@@ -297,7 +297,7 @@ class DeadLetters:
     def _describe(self, actor: str, messages: Sequence[dict[str, Any]]) -> list[DlqMessage]:
         parsed = [(message, _envelope_fields(message.get("Body", ""))) for message in messages]
         ids = [fields["task_id"] for _, fields in parsed if fields["task_id"]]
-        statuses = self._store.preflight_statuses(ids) if self._store is not None and ids else {}
+        statuses = self._store.statuses(ids) if self._store is not None and ids else {}
         max_receives = next(a.max_receive_count for a in self.manifest.deployed_actors() if a.name == actor)
         out = []
         for message, fields in parsed:

@@ -36,14 +36,14 @@ from typing import Any, Final, Protocol
 import httpx
 
 from asya import naming
-from asya.config import LOG_LEVEL_ENV, ActorConfig
+from asya.config import ENV, LOG_LEVEL_ENV, ActorConfig
 from asya.environment import actor_environment, gateway_environment
 from asya.manifest import DeployedActor, Manifest
 from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
-from asya_local.moto_server import DEFAULT_REGION, AwsClients, MotoServer, make_clients
+from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources, provision
 
 __all__ = ["ActorRuntimeLike", "LocalMesh", "runtime_entry_point", "runtime_environment"]
@@ -263,6 +263,11 @@ class LocalMesh:
     def _runtime_handler(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> Any:
         return self._build_runtime(actor, resources, clients).handle
 
+    def _account_env(self) -> dict[str, str]:
+        """``ASYA_ACCOUNT_ID`` when the mesh runs its own moto (whose account is fixed), so queue URLs are built as in
+        AWS; another endpoint keeps ``GetQueueUrl``."""
+        return {ENV.account_id: MOTO_ACCOUNT_ID} if self._moto is not None else {}
+
     def _build_runtime(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> ActorRuntimeLike:
         module_name, class_name = runtime_entry_point(actor.name)
         try:
@@ -270,7 +275,10 @@ class LocalMesh:
         except (ImportError, AttributeError) as exc:
             raise LocalModeError(f"actors.{actor.name}: cannot load runtime {module_name}.{class_name}: {exc}") from exc
         config = ActorConfig.from_env(
-            runtime_environment(self.manifest, actor, resources, log_level=self._actor_log_level)
+            {
+                **runtime_environment(self.manifest, actor, resources, log_level=self._actor_log_level),
+                **self._account_env(),
+            }
         )
         runtime: ActorRuntimeLike = runtime_class(config, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
         return runtime
@@ -286,7 +294,11 @@ class LocalMesh:
         from asya_gateway.app import create_app
         from asya_gateway.config import GatewayConfig
 
-        env = {**gateway_environment(table=resources.table, bucket=resources.bucket), **self._gateway_env}
+        env = {
+            **gateway_environment(table=resources.table, bucket=resources.bucket),
+            **self._account_env(),
+            **self._gateway_env,
+        }
         config = GatewayConfig.from_env(env)
         return create_app(config, manifest=self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
 

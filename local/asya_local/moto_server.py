@@ -41,9 +41,12 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
-__all__ = ["DEFAULT_REGION", "FAKE_CREDENTIALS", "AwsClients", "MotoServer", "make_clients"]
+__all__ = ["DEFAULT_REGION", "FAKE_CREDENTIALS", "MOTO_ACCOUNT_ID", "AwsClients", "MotoServer", "make_clients"]
 
 DEFAULT_REGION: Final = "us-east-1"
+#: The account moto's server answers for: the local mode builds queue URLs with it, as the deployed mesh does with its
+#: own account (``ASYA_ACCOUNT_ID``, GW-CREATE-7).
+MOTO_ACCOUNT_ID: Final = "123456789012"
 #: How long ``stop()`` waits for the child to exit after closing its stdin before killing it.
 _STOP_SECONDS: Final = 10.0
 _CHILD_SCRIPT: Final = Path(__file__).resolve().with_name("_moto_child.py")

@@ -3,13 +3,13 @@ P-RES-11, P-RES-14, P-SINK-5, P-CKPT-1)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from asya_local.mesh import LocalMesh
 from asya_local.sse import terminal_status
+from tests.checkpoints import task_checkpoint
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +29,7 @@ def test_handler_error_fails_the_task_with_the_error(failing_mesh: LocalMesh, fa
 
     key = task["checkpoint_key"]
     assert key.startswith("failed/")
-    body = failing_mesh.clients.s3.get_object(Bucket=failing_mesh.resources.bucket, Key=key)["Body"].read()
-    payload = json.loads(body)["payload"]  # P-RES-14: the error payload keeps the input
+    # P-RES-14: the error payload keeps the input
+    payload = task_checkpoint(failing_mesh.clients.s3, failing_mesh.resources.bucket, task)["payload"]
     assert payload["original_payload"] == {"text": "fragile", "prepared": True}
     assert payload["error"] == "e2e_failing_actors.KaboomError: kaboom on 'fragile'"

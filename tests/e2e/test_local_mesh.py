@@ -5,7 +5,6 @@ GW-CREATE-7/9, GW-TASK-1, GW-SSE-2/5/7/8, GW-OPS-1, P-FAN-2/6, P-SINK-5, P-CKPT-
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +16,7 @@ import pytest
 
 from asya_local.mesh import LocalMesh
 from asya_local.sse import terminal_status
+from tests.checkpoints import checkpoint_lines, task_checkpoint
 
 pytestmark = pytest.mark.e2e
 
@@ -32,6 +32,16 @@ def test_moto_serves_the_mesh_from_its_own_process(local_mesh: LocalMesh) -> Non
     assert pid is not None and pid != os.getpid()
     assert Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())  # our child
     assert httpx.get(f"{local_mesh.endpoint_url}/moto-api/", timeout=5).status_code == 200
+
+
+@pytest.mark.parametrize("crew", ["x-sink", "x-sump"])
+def test_p_ckpt_1_the_crew_is_consumed_with_batch_size_10_and_no_batching_window(
+    local_mesh: LocalMesh, crew: str
+) -> None:
+    """P-CKPT-1: the more records an invocation holds, the fewer checkpoint PUTs per task; no window, so a lone
+    record is not held back (completion latency first)."""
+    config = local_mesh.esms[crew].config
+    assert (config.batch_size, config.batching_window_seconds) == (10, 0)
 
 
 def test_text_pipeline_succeeds_with_enriched_result_and_checkpoint(local_mesh: LocalMesh, gateway: Any) -> None:
@@ -59,10 +69,9 @@ def test_text_pipeline_succeeds_with_enriched_result_and_checkpoint(local_mesh: 
     assert "".join(e.json()["payload"] for e in events if e.event == "fly") == result["summary"]
 
     key = task["checkpoint_key"]
-    assert key.startswith("succeeded/")
-    assert key.endswith(f"/{task_id}.json")
-    obj = local_mesh.clients.s3.get_object(Bucket=local_mesh.resources.bucket, Key=key)
-    checkpoint = json.loads(obj["Body"].read())
+    assert key.startswith("succeeded/") and key.endswith(".jsonl")
+    assert task_id not in key, "ids never steer a key (P-CKPT-2)"
+    checkpoint = task_checkpoint(local_mesh.clients.s3, local_mesh.resources.bucket, task)
     assert checkpoint["id"] == task_id
     assert checkpoint["payload"] == result
 
@@ -83,7 +92,7 @@ def test_ten_concurrent_tasks_keep_their_own_results(gateway: Any) -> None:
 
 def test_p_fan_6_sentences_fan_out_completes_with_frame_zero_lineage(local_mesh: LocalMesh, gateway: Any) -> None:
     """P-FAN-2/6: frame 0 keeps the task id and decides the task's result; frames 1.. are children with new ids and
-    ``parent_id`` = the task id, each analyzed and checkpointed by x-sink on its own (P-CKPT-2: named by its id)."""
+    ``parent_id`` = the task id, each analyzed and checkpointed by x-sink (a line each, P-CKPT-3)."""
     task_id = gateway.create(flow="sentences", payload={"text": "I love this. It is broken! Fine?"})
     events = gateway.follow(task_id)
     assert terminal_status(events[-1]) == "succeeded"
@@ -105,20 +114,20 @@ def test_p_fan_6_sentences_fan_out_completes_with_frame_zero_lineage(local_mesh:
 
 
 def _children_checkpoints(mesh: LocalMesh, parent_id: str, *, expected: int) -> list[dict[str, Any]]:
-    """The succeeded checkpoints whose envelope names ``parent_id``; children may finish after the task's terminal
-    status (P-FAN-6), so the bucket is read until ``expected`` are there (or 60 s pass)."""
+    """The succeeded checkpoint lines whose envelope names ``parent_id``; children may finish after the task's
+    terminal status (P-FAN-6), so the bucket is read until ``expected`` are there (or 60 s pass)."""
     s3, bucket = mesh.clients.s3, mesh.resources.bucket
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, list[dict[str, Any]]] = {}
 
     def children() -> list[dict[str, Any]]:
-        return [body for body in found.values() if body.get("parent_id") == parent_id]
+        return [line for lines in found.values() for line in lines if line.get("parent_id") == parent_id]
 
     give_up = time.monotonic() + 60
     while len(children()) < expected and time.monotonic() < give_up:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix="succeeded/"):
             for item in page.get("Contents", []):
                 if item["Key"] not in found:
-                    found[item["Key"]] = json.loads(s3.get_object(Bucket=bucket, Key=item["Key"])["Body"].read())
+                    found[item["Key"]] = checkpoint_lines(s3, bucket, item["Key"])
         if len(children()) < expected:
             time.sleep(0.2)
     return children()
@@ -148,5 +157,5 @@ def test_p_large_2_a_payload_over_the_sqs_limit_runs_the_whole_flow(local_mesh: 
     s3, bucket = local_mesh.clients.s3, local_mesh.resources.bucket
     offloaded = s3.list_objects_v2(Bucket=bucket, Prefix=f"payloads/{task_id}/").get("Contents", [])
     assert len(offloaded) >= 3, "the gateway and each actor sent a reference"
-    checkpoint = json.loads(s3.get_object(Bucket=bucket, Key=task["checkpoint_key"])["Body"].read())
+    checkpoint = task_checkpoint(s3, bucket, task)
     assert checkpoint["payload"] == result, "the checkpoint holds the result itself (P-LARGE-4)"

@@ -4,7 +4,6 @@ the task. Both tasks end ``succeeded``."""
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 
 from asya_local.mesh import LocalMesh
 from asya_local.sse import terminal_status
+from tests.checkpoints import task_checkpoint
 
 pytestmark = pytest.mark.e2e
 
@@ -34,8 +34,7 @@ def test_flaky_actor_succeeds_on_the_third_attempt(flaky_mesh: LocalMesh, flaky_
     assert task["result"] == {"text": "steady", "prepared": True, "calls": 3}
     assert sys.modules["e2e_flaky_actors"].CALLS[task_id] == 3, "the handler ran exactly three times"
 
-    obj = flaky_mesh.clients.s3.get_object(Bucket=flaky_mesh.resources.bucket, Key=task["checkpoint_key"])
-    final = json.loads(obj["Body"].read())
+    final = task_checkpoint(flaky_mesh.clients.s3, flaky_mesh.resources.bucket, task)
     assert final["status"]["phase"] == "succeeded"
     assert final["status"]["actor"] == "flaky"
     assert (final["status"]["attempt"], final["status"]["max_attempts"]) == (3, 3)
@@ -55,7 +54,6 @@ def test_p_res_13_on_exhausted_chain_decides_the_task_outcome(flaky_mesh: LocalM
         "recovered": {"text": "lost cause", "prepared": True},
         "cause": "e2e_flaky_actors.UpstreamDownError: no way to handle 'lost cause'",
     }
-    obj = flaky_mesh.clients.s3.get_object(Bucket=flaky_mesh.resources.bucket, Key=task["checkpoint_key"])
-    final = json.loads(obj["Body"].read())
+    final = task_checkpoint(flaky_mesh.clients.s3, flaky_mesh.resources.bucket, task)
     assert final["route"] == {"prev": ["prepare", "doomed", "fallback"], "curr": "", "next": []}
     assert final["status"]["actor"] == "fallback"

@@ -8,9 +8,9 @@ the gateway backstop would later fail the task with ``task timed out`` instead.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -19,6 +19,7 @@ from asya.manifest import load_manifest
 from asya_local.client import GatewayClient
 from asya_local.mesh import LocalMesh
 from asya_local.sse import terminal_status
+from tests.checkpoints import task_checkpoint
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -51,16 +52,20 @@ def test_p_time_7_stalled_actor_is_interrupted_and_the_task_fails_with_the_timeo
     assert task["failed_actor"] == "stall"
     assert task["error_details"] == {"message": MESSAGE, "type": "HandlerTimeout"}
 
-    # x-sump checkpointed the input envelope under failed/ (P-SUMP-4), reason HandlerTimeout
+    # x-sump checkpointed the input envelope under failed/ (P-SUMP-4), reason HandlerTimeout, and attached that line
+    # to the task the layer failed (P-STAT-2, issue 18 defect 9)
     s3 = timeout_mesh.clients.s3
     bucket = timeout_mesh.resources.bucket
 
-    def sumped_checkpoints() -> list[dict[str, object]]:
-        keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="failed/").get("Contents", [])]
-        bodies = [json.loads(s3.get_object(Bucket=bucket, Key=key)["Body"].read()) for key in keys]
-        return [b for b in bodies if b.get("id") == task_id]
+    def attached() -> dict[str, Any] | None:
+        view: dict[str, Any] = httpx.get(f"{timeout_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+        return view if view.get("checkpoint_key") else None
 
-    # x-sump runs after the layer's final status write, so the checkpoint may land after SSE showed the end
-    [sumped] = wait_for(sumped_checkpoints, "x-sump's checkpoint")
+    # x-sump may run after the layer's final status write, so the checkpoint may land after SSE showed the end
+    task = wait_for(attached, "x-sump's checkpoint on the task")
+    assert task["status"] == "failed" and task["checkpoint_key"].startswith("failed/")
+    assert task["checkpoint_uri"] == f"s3://{bucket}/{task['checkpoint_key']}"
+    sumped = task_checkpoint(s3, bucket, task)
+    assert sumped["id"] == task_id
     assert sumped["status"]["reason"] == "HandlerTimeout"
     assert sumped["payload"]["original_payload"] == {"text": "x", "prepared": True}

@@ -1,19 +1,16 @@
 """Gateway pieces of the agent protocols against in-process moto: MCP sessions with their sliding expiry
-(GW-MCP-2, GW-DATA-2) and the ``follow_task`` contract that MCP and A2A waits consume (GW-SSE-3..9, GW-MCP-8)."""
+(GW-MCP-2, GW-DATA-2) and a task creation that fails (GW-MCP-6, GW-CREATE-8)."""
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 
-from asya.store import FlyValue, TaskStore
+from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
-from asya_gateway.context import GatewayContext
-from asya_gateway.follow import FollowEvent, TaskNotFoundError, follow_task
 from asya_gateway.mcp.sessions import SESSION_TTL_SECONDS, SessionStore
 from tests.clocks import ManualClock
 
@@ -36,14 +33,6 @@ def store(mesh: Any, clock: ManualClock) -> TaskStore:
         s3=mesh.aws.s3,
         clock=clock,
     )
-
-
-@pytest.fixture
-def ctx(mesh: Any, store: TaskStore, clock: ManualClock) -> GatewayContext:
-    app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
-    context = app.state.gateway
-    assert isinstance(context, GatewayContext)
-    return context
 
 
 def _ttl(mesh: Any, session_id: str) -> int:
@@ -95,63 +84,6 @@ def test_gw_mcp_2_an_expired_session_answers_404_over_http(
             "id": 2,
             "error": {"code": -32600, "message": "session not found or expired: initialize again"},
         }
-
-
-async def _collect(ctx: GatewayContext, task_id: str, after: int = 0) -> list[FollowEvent]:
-    return [event async for event in follow_task(ctx, task_id, after=after)]
-
-
-def _running(store: TaskStore, task_id: str) -> None:
-    store.report_running(
-        task_id,
-        step="processing",
-        actor="normalize",
-        route_prev=[],
-        route_curr="normalize",
-        route_next=["analyze", "summarize"],
-    )
-
-
-def test_follow_task_catchup_fly_then_terminal_last(ctx: GatewayContext, store: TaskStore) -> None:
-    store.create_task(task_id="t-1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
-    _running(store, "t-1")
-    store.append_fly("t-1", [FlyValue(payload="A", actor="summarize", envelope_id="t-1")])
-
-    async def run() -> list[FollowEvent]:
-        events: list[FollowEvent] = []
-        async for event in follow_task(ctx, "t-1"):
-            events.append(event)
-            if event.name == "fly" and event.data["payload"] == "A":
-                await asyncio.to_thread(
-                    store.append_fly, "t-1", [FlyValue(payload="B", actor="summarize", envelope_id="t-1")]
-                )
-                await asyncio.to_thread(store.report_final, "t-1", status="succeeded", result={"summary": "ok"})
-        return events
-
-    events = asyncio.run(run())
-    assert (events[0].name, events[0].seq, events[0].status) == ("status", None, "running")
-    assert [(e.name, e.data.get("payload")) for e in events[1:3]] == [("fly", "A"), ("fly", "B")]
-    assert [e.seq for e in events[1:]] == sorted(e.seq for e in events[1:] if e.seq is not None)
-    assert events[-1].status == "succeeded" and events[-1].data["result"] == {"summary": "ok"}
-    assert [e.status for e in events if e.status in ("succeeded", "failed", "canceled")] == ["succeeded"]
-
-
-def test_follow_task_of_a_terminal_task_replays_then_repeats_the_outcome(ctx: GatewayContext, store: TaskStore) -> None:
-    store.create_task(task_id="t-2", actor="normalize", flow="text-pipeline", payload={})
-    store.append_fly("t-2", [FlyValue(payload="x", actor="normalize", envelope_id="t-2")])
-    store.report_final("t-2", status="failed", error="boom")
-    events = asyncio.run(_collect(ctx, "t-2"))
-    assert [(e.name, e.status) for e in events] == [("status", "failed"), ("fly", None), ("status", "failed")]
-    assert events[-1].data["error"] == "boom"
-    fly_seq = events[1].seq
-    assert fly_seq is not None
-    after = asyncio.run(_collect(ctx, "t-2", after=fly_seq))
-    assert [e.name for e in after] == ["status", "status"]  # nothing replayed before `after`
-
-
-def test_follow_task_unknown_id(ctx: GatewayContext) -> None:
-    with pytest.raises(TaskNotFoundError, match="task not found: nope"):
-        asyncio.run(_collect(ctx, "nope"))
 
 
 def test_gw_mcp_6_a_creation_failure_is_a_tool_error(

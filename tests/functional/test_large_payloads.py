@@ -114,7 +114,7 @@ def test_p_large_4_x_sink_checkpoints_and_reports_the_payload_itself(mesh: Any) 
     ref = _stored(mesh, "payloads/t1/0003-x-sink-0badc0de.json", result)
     assert sink.run(sink_envelope(payload=ref)) == []
     [key] = sink.keys("succeeded/")
-    checkpoint, _ = sink.object(key)
+    [checkpoint], _ = sink.object(key)
     assert checkpoint["payload"] == result
     view = sink.store.get_task("t1")
     assert view is not None and view["status"] == "succeeded"
@@ -127,7 +127,7 @@ def test_p_large_4_x_sink_keeps_an_unreadable_reference_in_the_checkpoint(mesh: 
     missing = {"__ref__": f"s3://{mesh.resources.bucket}/payloads/t1/gone.json"}
     assert sink.run(sink_envelope(payload=missing)) == [], "the checkpoint still says where the payload was"
     [key] = sink.keys("succeeded/")
-    assert sink.object(key)[0]["payload"] == missing
+    assert sink.object(key)[0][0]["payload"] == missing
 
 
 def test_p_large_4_x_sump_checkpoints_the_original_payload_itself(mesh: Any) -> None:
@@ -138,4 +138,4 @@ def test_p_large_4_x_sump_checkpoints_the_original_payload_itself(mesh: Any) -> 
     failures, _ = sump.run(env)
     assert failures == []
     [checkpoint] = mesh.aws.s3.list_objects_v2(Bucket=mesh.resources.bucket, Prefix="failed/")["Contents"]
-    assert sump.read(checkpoint["Key"])["payload"]["original_payload"] == original
+    assert sump.read(checkpoint["Key"])[0]["payload"]["original_payload"] == original

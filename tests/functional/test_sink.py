@@ -1,6 +1,6 @@
 """x-sink against moto (PROTOCOL 12.1 P-SINK-1..7, 12.3 P-CKPT-1..4, P-ACK-2).
 
-Each outcome is observed in S3 (checkpoints), in the task store and on the x-sump / hook queues, and as
+Each outcome is observed in S3 (JSON Lines checkpoints), in the task store and on the x-sump / hook queues, and as
 ``batchItemFailures``.
 """
 
@@ -9,7 +9,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import uuid
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,19 +21,32 @@ from aws_lambda_powertools import Logger
 from asya.config import ActorConfig
 from asya.headers import is_hook_copy
 from asya.store import TaskStore
+from asya.store.limits import ERROR_LIMIT_BYTES
 from asya_crew.sink import SinkRuntime
-from tests.functional.actors import actor_env, deliver, drain, queue_arn
+from tests.functional.actors import Context, actor_env, deliver, drain, queue_arn
 
 pytestmark = pytest.mark.functional
 
 NOW = datetime(2026, 3, 2, 8, 0, 0, tzinfo=UTC)
+#: P-CKPT-1, P-CKPT-2: ``{phase}/{YYYY-MM-DD}/{uuid4}.jsonl``; nothing of an envelope in the last part
+KEY = re.compile(
+    r"(succeeded|failed)/\d{4}-\d{2}-\d{2}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl"
+)
 ERROR = {"message": "model returned no text", "type": "myapp.errors.EmptyOutput", "mro": ["ValueError", "Exception"]}
 
 
 class Sink:
     """x-sink wired to the moto mesh, with helpers to feed it and read queues and the bucket."""
 
-    def __init__(self, mesh: Any, *, bucket: str | None = None, hooks: str = "", logger: Any = None) -> None:
+    def __init__(
+        self,
+        mesh: Any,
+        *,
+        bucket: str | None = None,
+        hooks: str = "",
+        logger: Any = None,
+        new_key_id: Callable[[], str] | None = None,
+    ) -> None:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.bucket = bucket or mesh.resources.bucket
@@ -43,7 +58,9 @@ class Sink:
             s3=mesh.aws.s3,
             clock=lambda: NOW,
             logger=logger or logging.getLogger("test.x-sink"),
+            new_key_id=new_key_id,
         )
+        self.message_ids: list[str] = []
         self.store = TaskStore(
             table=mesh.resources.table,
             bucket=mesh.resources.bucket,
@@ -52,12 +69,13 @@ class Sink:
             clock=lambda: NOW,
         )
 
-    def run(self, *bodies: str | dict[str, Any]) -> list[int]:
+    def run(self, *bodies: str | dict[str, Any], context: Any = None) -> list[int]:
         """Deliver ``bodies`` through the x-sink queue as one batch; the indexes of the failed records."""
         url = self.mesh.resources.queue_urls["x-sink"]
         event = deliver(self.sqs, url, bodies, arn=queue_arn(self.mesh, "x-sink"))
-        response = self.runtime.handle(event, None)
+        response = self.runtime.handle(event, context)
         ids = [r["messageId"] for r in event["Records"]]
+        self.message_ids = ids
         return [ids.index(f["itemIdentifier"]) for f in response["batchItemFailures"]]
 
     def drain(self, actor: str) -> list[dict[str, Any]]:
@@ -67,9 +85,31 @@ class Sink:
         listing = self.mesh.aws.s3.list_objects_v2(Bucket=self.mesh.resources.bucket, Prefix=prefix)
         return [obj["Key"] for obj in listing.get("Contents", [])]
 
-    def object(self, key: str) -> tuple[dict[str, Any], str]:
+    def object(self, key: str) -> tuple[list[dict[str, Any]], str]:
+        """The lines of the JSON Lines object ``key``, parsed, and its content type."""
         obj = self.mesh.aws.s3.get_object(Bucket=self.mesh.resources.bucket, Key=key)
-        return json.loads(obj["Body"].read()), obj["ContentType"]
+        text = obj["Body"].read().decode("utf-8")
+        assert text.endswith("\n")
+        return [json.loads(line) for line in text.split("\n")[:-1]], obj["ContentType"]
+
+    def line(self, task_id: str) -> dict[str, Any]:
+        """The checkpoint line the task view points at (P-CKPT-4)."""
+        view = self.store.get_task(task_id)
+        assert view is not None
+        lines, _ = self.object(view["checkpoint_key"])
+        line: dict[str, Any] = lines[view["checkpoint_line"] - 1]
+        return line
+
+    def task_item(self, task_id: str) -> dict[str, Any]:
+        key = {"pk": {"S": f"TASK#{task_id}"}, "sk": {"S": "TASK"}}
+        item: dict[str, Any] = self.mesh.aws.dynamodb.get_item(TableName=self.mesh.resources.table, Key=key)["Item"]
+        return item
+
+
+def key_ids(*ids: str) -> Callable[[], str]:
+    """``new_key_id`` answering ``ids`` in turn (to aim a PUT at an object that exists)."""
+    supply: Iterator[str] = iter(ids)
+    return lambda: next(supply)
 
 
 @pytest.fixture
@@ -118,45 +158,109 @@ def failed_envelope(env_id: str = "t1", **kwargs: Any) -> dict[str, Any]:
 
 
 def test_p_sink_5_succeeded_checkpoint_and_final_status(sink: Sink) -> None:
-    """Also P-CKPT-4: the checkpoint key is recorded on the task record as ``checkpoint_key``."""
+    """P-CKPT-1/3/4: one JSON Lines object, dated by ``status.updated_at`` (not now), named by a UUID4, holding the
+    whole envelope; the task records its key and 1-based line, and ``terminal_by`` = the record's message id."""
     sink.store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
     env = envelope()
     assert sink.run(env) == []
-    # P-CKPT-1: date of status.updated_at (not of now), P-CKPT-3: whole envelope, JSON content type
-    key = "succeeded/2026-03-01/t1.json"
-    assert sink.keys() == [key]
-    body, content_type = sink.object(key)
-    assert content_type == "application/json"
-    assert body == env
+    [key] = sink.keys()
+    assert KEY.fullmatch(key) and key.startswith("succeeded/2026-03-01/")
+    lines, content_type = sink.object(key)
+    assert content_type == "application/x-ndjson"
+    assert lines == [env]
     view = sink.store.get_task("t1")
     assert view is not None
     assert view["status"] == "succeeded"
     assert view["result"] == {"summary": "A friendly greeting."}
-    assert view["checkpoint_key"] == key and view["progress_percent"] == 100
+    assert (view["checkpoint_key"], view["checkpoint_line"]) == (key, 1) and view["progress_percent"] == 100
+    assert view["checkpoint_uri"] == f"s3://{sink.bucket}/{key}"
+    assert view["data"]["checkpoint_key"] == key and view["data"]["checkpoint_line"] == 1
+    assert sink.task_item("t1")["terminal_by"] == {"S": sink.message_ids[0]}
     assert sink.drain("x-sump") == []
 
 
-def test_p_sink_5_failed_reports_error_and_forwards_to_sump(sink: Sink) -> None:
-    """Also P-CKPT-4: ``checkpoint_key`` is recorded with the failed status too."""
+def test_p_sink_5_failed_reports_error_and_forwards_to_sump_with_x_asya_checkpointed(sink: Sink) -> None:
+    """Also P-CKPT-4 (key and line recorded with the failed status too) and P-SINK-5 (e): the forward carries
+    ``x-asya-checkpointed = {"key", "line"}`` so x-sump does not checkpoint it again (P-SUMP-4)."""
     sink.store.create_task(task_id="t1", actor="normalize")
     env = failed_envelope()
     assert sink.run(env) == []
-    key = "failed/2026-03-01/t1.json"
-    assert sink.object(key)[0] == env
+    [key] = sink.keys()
+    assert KEY.fullmatch(key) and key.startswith("failed/2026-03-01/")
+    assert sink.object(key)[0] == [env]
     view = sink.store.get_task("t1")
     assert view is not None
     assert view["status"] == "failed"
     assert view["error"] == "model returned no text"
     assert view["error_details"] == ERROR
     assert view["failed_actor"] == "summarize"
-    assert view["checkpoint_key"] == key
-    assert sink.drain("x-sump") == [env]
+    assert (view["checkpoint_key"], view["checkpoint_line"]) == (key, 1)
+    assert sink.task_item("t1")["terminal_by"] == {"S": sink.message_ids[0]}
+    forwarded = {**env, "headers": {**env["headers"], "x-asya-checkpointed": {"key": key, "line": 1}}}
+    assert sink.drain("x-sump") == [forwarded]
+
+
+def test_p_ckpt_1_a_batch_of_mixed_phases_and_dates_makes_one_object_per_phase_and_date(sink: Sink) -> None:
+    """P-CKPT-1, P-CKPT-3: one object per (phase, date of ``status.updated_at``, now when absent), lines in record
+    order; records needing no checkpoint (another phase, a hook copy, a fan-in partial) are left out; each task's
+    ``checkpoint_line`` points at its own envelope (P-CKPT-4)."""
+    fan_in = {"x-asya-fan-in": {"origin_id": "t-origin", "slice_index": 0, "slice_count": 2, "aggregation_key": "k"}}
+    batch = [
+        envelope("s1"),  # succeeded, 2026-03-01
+        failed_envelope("f1"),  # failed, 2026-03-01
+        envelope("s2", updated_at="2026-03-02T00:00:01Z"),  # succeeded, 2026-03-02
+        envelope("c1", phase="canceled"),  # no checkpoint (P-SINK-4)
+        envelope("s3"),  # succeeded, 2026-03-01: second line of the first object
+        envelope("h1", headers={"x-asya-sink-hook": {"hook": "analyze", "phase": "succeeded"}}),  # P-SINK-2
+        envelope("p1", headers=fan_in, parent_id="t-origin"),  # P-SINK-3: no checkpoint
+        failed_envelope("f2", updated_at="2026-02-28T23:59:59+00:00"),  # failed, 2026-02-28
+        envelope("s4", updated_at=None),  # no updated_at: today (NOW), 2026-03-02: with s2
+    ]
+    batch[-1]["status"].pop("updated_at")
+    for env in batch:
+        sink.store.create_task(task_id=env["id"], actor="normalize")
+    assert sink.run(*batch) == []
+    keys = sink.keys()
+    assert len(keys) == 4 and all(KEY.fullmatch(key) for key in keys)
+    by_prefix = {key.rsplit("/", 1)[0]: sink.object(key) for key in keys}
+    assert by_prefix == {
+        "succeeded/2026-03-01": ([batch[0], batch[4]], "application/x-ndjson"),
+        "succeeded/2026-03-02": ([batch[2], batch[8]], "application/x-ndjson"),
+        "failed/2026-03-01": ([batch[1]], "application/x-ndjson"),
+        "failed/2026-02-28": ([batch[7]], "application/x-ndjson"),
+    }
+    for env in (batch[0], batch[1], batch[2], batch[4], batch[7], batch[8]):
+        assert sink.line(env["id"]) == env
+    assert [sink.store.get_task(env["id"])["checkpoint_line"] for env in batch[:3]] == [1, 1, 1]  # type: ignore[index]
+    assert sink.store.get_task("s3")["checkpoint_line"] == 2  # type: ignore[index]
+    for untouched in ("c1", "h1"):
+        view = sink.store.get_task(untouched)
+        assert view is not None and view["status"] == "pending" and "checkpoint_key" not in view
+    assert [e["id"] for e in sink.drain("x-sump")] == ["f1", "f2"]
+
+
+def test_p_ckpt_1_a_failed_put_fails_every_record_it_holds_and_nothing_else(mesh: Any) -> None:
+    """P-CKPT-1: the first object's key is taken (``If-None-Match: *`` refuses it), so its PUT fails: both of its
+    records fail before any status write or send; the other object's record goes on. The object that was there is
+    not overwritten."""
+    taken = "0f0e0d0c-0b0a-4909-8807-060504030201"
+    sink = Sink(mesh, new_key_id=key_ids(taken, str(uuid.uuid4())))
+    mesh.aws.s3.put_object(Bucket=sink.bucket, Key=f"succeeded/2026-03-01/{taken}.jsonl", Body=b'{"id": "victim"}\n')
+    for task_id in ("t1", "t2", "t3"):
+        sink.store.create_task(task_id=task_id, actor="normalize")
+    assert sink.run(envelope("t1"), failed_envelope("t2"), envelope("t3")) == [0, 2]
+    assert sink.object(f"succeeded/2026-03-01/{taken}.jsonl")[0] == [{"id": "victim"}]
+    assert sink.store.get_task("t1")["status"] == "pending"  # type: ignore[index]
+    assert sink.store.get_task("t3")["status"] == "pending"  # type: ignore[index]
+    view = sink.store.get_task("t2")
+    assert view is not None and view["status"] == "failed" and view["checkpoint_line"] == 1
+    assert [e["id"] for e in sink.drain("x-sump")] == ["t2"]
 
 
 def test_p_sink_5_a_huge_error_message_is_clipped_on_the_task_and_kept_whole_in_error_details(sink: Sink) -> None:
     """GW-DATA-8: a handler's exception message can be any size; x-sink's final write must still land (P-ACK-2), so
-    ``error`` on the task item is clipped to 1 KiB with a marker while ``error_details`` (body item, S3 over 64 KiB,
-    GW-DATA-6) keeps the whole text."""
+    ``error`` on the task item is clipped to the store's limit with an ellipsis while ``error_details`` (result item,
+    S3 over its limit, GW-DATA-6) keeps the whole text."""
     sink.store.create_task(task_id="t1", actor="normalize")
     message = "é" * 50_000  # 100,000 bytes: error_details goes to S3
     error = {**ERROR, "message": message}
@@ -164,11 +268,10 @@ def test_p_sink_5_a_huge_error_message_is_clipped_on_the_task_and_kept_whole_in_
     assert sink.run(env) == []
     view = sink.store.get_task("t1")
     assert view is not None and view["status"] == "failed"
-    assert view["error"].startswith("é" * 400) and view["error"].endswith(" bytes]")
-    assert len(view["error"].encode("utf-8")) <= 1024
+    assert view["error"].startswith("é" * 100) and view["error"].endswith("…")
+    assert len(view["error"].encode("utf-8")) <= ERROR_LIMIT_BYTES
     assert view["error_details"] == error
-    [final] = [e["data"] for e in sink.store.events_after("t1", 1) if e["event"] == "status"]
-    assert final["error"] == view["error"]
+    assert view["data"]["error"] == view["error"]
 
 
 def test_p_sink_5_error_falls_back_to_payload_error(sink: Sink) -> None:
@@ -191,7 +294,8 @@ def test_p_sink_5_checkpoint_without_status_write(sink: Sink, mesh: Any, case: s
     headers = {"x-asya-mesh-status": "OFF"} if case == "stealth" else None
     env = envelope(headers=headers, parent_id="p1" if case == "child" else None)
     assert sink.run(env) == []
-    assert sink.keys() == ["succeeded/2026-03-01/t1.json"]
+    [key] = sink.keys()
+    assert sink.object(key)[0] == [env]
     if case == "no_record":
         assert mesh.aws.dynamodb.scan(TableName=mesh.resources.table)["Items"] == []
     else:
@@ -200,16 +304,45 @@ def test_p_sink_5_checkpoint_without_status_write(sink: Sink, mesh: Any, case: s
         assert view["status"] == "pending" and view["last_event_id"] == 1
 
 
-def test_p_ckpt_2_origin_id_names_checkpoint_and_task(sink: Sink) -> None:
+def test_p_sink_5_origin_id_names_the_task(sink: Sink) -> None:
+    """The status goes to ``x-asya-origin-id`` as given: ``../../origin-1`` is another (unknown) task."""
     sink.store.create_task(task_id="origin-1", actor="split")
     assert sink.run(envelope("merged-9", headers={"x-asya-origin-id": "../../origin-1"})) == []
-    assert sink.keys() == ["succeeded/2026-03-01/origin-1.json"]
-    # the sanitised name is only the key: the status goes to the origin id as given
     assert sink.store.get_task("origin-1")["status"] == "pending"  # type: ignore[index]
-    assert sink.run(envelope("merged-8", headers={"x-asya-origin-id": "origin-1"})) == []
+    merged = envelope("merged-8", headers={"x-asya-origin-id": "origin-1"})
+    assert sink.run(merged) == []
     view = sink.store.get_task("origin-1")
     assert view is not None
-    assert view["status"] == "succeeded" and view["checkpoint_key"] == "succeeded/2026-03-01/origin-1.json"
+    assert view["status"] == "succeeded" and sink.line("origin-1") == merged
+
+
+@pytest.mark.parametrize(
+    "attack",
+    [
+        {"id": "x/{victim}"},
+        {"id": "../{victim}"},
+        {"id": "../"},
+        {"id": "../../succeeded/2026-03-01/{victim}"},
+        {"id": "a\\..\\{victim}"},
+        {"id": "evil", "headers": {"x-asya-origin-id": "x/{victim}"}},
+        {"id": "evil", "headers": {"x-asya-origin-id": "../../failed/2026-03-01/{victim}"}},
+    ],
+)
+def test_p_ckpt_2_an_id_can_never_steer_a_key(sink: Sink, attack: dict[str, Any]) -> None:
+    """Issue 18 defect 5: an envelope whose id (or origin id) is ``x/<victim id>`` overwrote the victim's checkpoint.
+    Keys are ``{phase}/{date}/{uuid4}.jsonl`` whatever the ids: the victim's line stays as written and every key
+    matches the pattern."""
+    sink.store.create_task(task_id="victim", actor="normalize")
+    victim = envelope("victim")
+    assert sink.run(victim) == []
+    [victim_key] = sink.keys()
+    headers = {k: v.format(victim="victim") for k, v in attack.get("headers", {}).items()}
+    forged = envelope(attack["id"].format(victim="victim"), payload={"forged": True}, headers=headers or None)
+    assert sink.run(forged, failed_envelope(attack["id"].format(victim="victim"), headers=headers or None)) == []
+    keys = sink.keys()
+    assert len(keys) == 3 and all(KEY.fullmatch(key) for key in keys), keys
+    assert sink.object(victim_key)[0] == [victim]
+    assert sink.line("victim") == victim
 
 
 @pytest.mark.parametrize("phase", ["canceled", "paused", "pending"])
@@ -221,7 +354,7 @@ def test_p_sink_4_other_phases_are_acked_without_effects(sink: Sink, phase: str)
     assert sink.drain("x-sump") == []
 
 
-def test_p_sink_5_checkpoint_failure_fails_the_record(mesh: Any) -> None:
+def test_p_sink_5_checkpoint_failure_fails_the_records(mesh: Any) -> None:
     sink = Sink(mesh, bucket="asya-demo-no-such-bucket")
     sink.store.create_task(task_id="t1", actor="normalize")
     sink.store.create_task(task_id="t2", actor="normalize")
@@ -231,16 +364,26 @@ def test_p_sink_5_checkpoint_failure_fails_the_record(mesh: Any) -> None:
     assert sink.drain("x-sump") == []
 
 
-def test_p_sink_7_redelivery_is_idempotent(sink: Sink) -> None:
+def test_p_sink_7_redelivery_lands_in_a_new_object_and_never_overwrites(sink: Sink) -> None:
+    """P-SINK-7, P-CKPT-1: the redelivered record is a line of a second object; the first object, which the task
+    points at, is unchanged; the first terminal write wins (one status event) and ``terminal_by`` stays the first
+    record's."""
     sink.store.create_task(task_id="t1", actor="normalize")
     env = failed_envelope()
     assert sink.run(env) == []
+    first_key, writer = sink.keys()[0], sink.message_ids[0]
     assert sink.run(env) == []
-    assert sink.keys() == ["failed/2026-03-01/t1.json"]
+    keys = sink.keys()
+    assert len(keys) == 2 and first_key in keys
+    assert all(sink.object(key)[0] == [env] for key in keys)
     view = sink.store.get_task("t1")
     assert view is not None
     assert view["status"] == "failed" and view["last_event_id"] == 2
-    assert len(sink.drain("x-sump")) == 2  # x-sump may receive a duplicate
+    assert (view["checkpoint_key"], view["checkpoint_line"]) == (first_key, 1)
+    assert sink.task_item("t1")["terminal_by"] == {"S": writer}
+    forwards = sink.drain("x-sump")
+    assert len(forwards) == 2  # x-sump may receive a duplicate, each naming its own line
+    assert sorted(f["headers"]["x-asya-checkpointed"]["key"] for f in forwards) == sorted(keys)
 
 
 def test_p_sink_2_hook_copies(sink: Sink) -> None:
@@ -287,7 +430,9 @@ def test_p_sink_6_hooks_get_copies_and_a_missing_hook_fails_the_record(mesh: Any
         assert copy["payload"] == env["payload"]
     # the checkpoint, the final status and the x-sump forward still happened before the record failed
     assert sink.store.get_task("t1")["status"] == "failed"  # type: ignore[index]
-    assert sink.drain("x-sump") == [env]
+    [forwarded] = sink.drain("x-sump")
+    assert forwarded["headers"]["x-asya-checkpointed"]["line"] == 1
+    assert {**forwarded, "headers": env["headers"]} == env
 
 
 def test_p_sink_6_a_child_envelope_gets_no_hook_copies(mesh: Any) -> None:
@@ -318,13 +463,12 @@ def test_p_stat_11_p_proc_3_no_preflight_or_sla_check_at_x_sink(sink: Sink) -> N
     canceled = envelope("t-canceled", deadline_at=expired)
     late = envelope("t-late", deadline_at=expired)
     assert sink.run(canceled, late) == []
-    assert sorted(sink.keys()) == ["succeeded/2026-03-01/t-canceled.json", "succeeded/2026-03-01/t-late.json"]
-    assert sink.object("succeeded/2026-03-01/t-canceled.json")[0] == canceled
-    assert sink.object("succeeded/2026-03-01/t-late.json")[0] == late
+    [key] = sink.keys()
+    assert sink.object(key)[0] == [canceled, late]
     view = sink.store.get_task("t-canceled")
     assert view is not None
     assert view["status"] == "canceled", "the first terminal write wins (P-STAT-2)"
-    assert view["checkpoint_key"] == "succeeded/2026-03-01/t-canceled.json"
+    assert (view["checkpoint_key"], view["checkpoint_line"]) == (key, 1), "a stale write attaches its checkpoint"
     view = sink.store.get_task("t-late")
     assert view is not None
     assert view["status"] == "succeeded" and view["result"] == late["payload"]
@@ -370,6 +514,7 @@ def test_p_ack_3_failed_record_logs_why_in_one_line(mesh: Any, caplog: pytest.Lo
     assert failed.levelno == logging.WARNING and failed.exc_info is None
     assert failed.__dict__["message_id"]
     assert failed.__dict__["error_type"] == "asya_crew.checkpoint.CheckpointError"
+    assert "NoSuchBucket" in failed.__dict__["error"]
     assert "asya-demo-no-such-bucket" in failed.__dict__["error"]
 
 
@@ -389,3 +534,16 @@ def test_p_trace_4_x_sink_log_lines_carry_actor_attempt_phase_and_correlation_id
         2,
         "succeeded",
     )
+
+
+def test_p_time_6_unstarted_records_get_no_line_and_come_back_at_once(sink: Sink) -> None:
+    """P-TIME-6 for crew (budget 0): with less than the 5 s margin left only the first record starts; the others fail
+    unstarted, are left out of the checkpoint object and made visible again at once, and their tasks are untouched."""
+    for task_id in ("t1", "t2", "t3"):
+        sink.store.create_task(task_id=task_id, actor="normalize")
+    assert sink.run(envelope("t1"), envelope("t2"), envelope("t3"), context=Context(remaining_ms=4_000)) == [1, 2]
+    [key] = sink.keys()
+    assert [line["id"] for line in sink.object(key)[0]] == ["t1"]
+    assert [sink.store.get_task(t)["status"] for t in ("t1", "t2", "t3")] == ["succeeded", "pending", "pending"]  # type: ignore[index]
+    back = sink.drain("x-sink")  # visibility 0: receivable again without waiting
+    assert sorted(env["id"] for env in back) == ["t2", "t3"]

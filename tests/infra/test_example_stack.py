@@ -472,3 +472,15 @@ def test_cdk_nag_is_enforced_by_the_app(tmp_path: Path) -> None:
     }
     assert {"AwsSolutions-SQS3", "AwsSolutions-SQS4"} <= rules
     assert paths == {"asya-demo/PlainQueue/Resource"}
+
+
+def test_console_routes_go_through_the_api_with_its_auth(example_synth: SynthesizedMesh) -> None:
+    """Issue 21: ``/console/`` has no API resource of its own: ``ANY /{proxy+}`` carries it to the app with the same
+    authorization as every API route (AWS_IAM in the example, so under ``iam`` the console is not opened to the
+    public), and the staged gateway asset ships the console's three files."""
+    routes = _methods_by_route(example_synth)
+    assert not [route for route in routes if route[1].startswith("/console")]
+    assert routes[("ANY", "/{proxy+}")] == "AWS_IAM"
+    fn = _gateway_function(example_synth)
+    console = example_synth.outdir / f"asset.{fn['Code']['S3Key'].removesuffix('.zip')}" / "asya_gateway" / "console"
+    assert sorted(path.name for path in console.iterdir()) == ["console.css", "console.js", "index.html"]

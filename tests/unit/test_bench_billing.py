@@ -11,7 +11,6 @@ import pytest
 
 from bench import coldstart, overhead
 from bench.fakes import FakeClient, InMemoryAws, operation_name
-from bench.latency import hop_latencies_ms
 from bench.meter import Usage, dynamodb_read_usage, dynamodb_write_usage, s3_usage, sqs_usage, thread_component
 from bench.traffic import summarize_usage
 
@@ -152,16 +151,6 @@ def test_benchmark_payloads_and_events() -> None:
     assert len(event["Records"]) == 3
     assert len({record["messageId"] for record in event["Records"]}) == 3
     assert all(record["eventSource"] == "aws:sqs" for record in event["Records"])
-
-
-def test_hop_latencies_are_the_gaps_between_status_events() -> None:
-    events = [
-        {"event": "status", "data": {"timestamp": "2026-01-01T00:00:00.000Z"}},
-        {"event": "status", "data": {"timestamp": "2026-01-01T00:00:00.040Z"}},
-        {"event": "fly", "data": {"payload": "x"}},
-        {"event": "status", "data": {"timestamp": "2026-01-01T00:00:00.065Z"}},
-    ]
-    assert hop_latencies_ms(events) == pytest.approx([40.0, 25.0])
 
 
 def test_in_memory_aws_answers_and_counts() -> None:

@@ -75,6 +75,9 @@ def _usage(**values: float) -> dict[str, float]:
 def _traffic(*, sqs_per_hop: float, wru_per_hop: float, reads: dict[str, dict[str, float]]) -> dict[str, Any]:
     hops, tasks = 40, 10
     return {
+        "sqs_per_hop_without_create": sqs_per_hop,
+        "sqs_create_per_task": 1.0,
+        "dynamodb_write_requests_per_hop": {"normalize": 1.0 if wru_per_hop <= 2 else 3.0, "x-sink": 2.0},
         "tasks": tasks,
         "envelope_hops": hops,
         "batch_size": 10,
@@ -88,6 +91,7 @@ def _traffic(*, sqs_per_hop: float, wru_per_hop: float, reads: dict[str, dict[st
                 "per_hop": {"wru": wru_per_hop, "rru": 0.2},
                 "per_task": {"wru": wru_per_hop * 4, "wru_table": wru_per_hop * 2, "wru_index": wru_per_hop * 2},
             },
+            "s3": {"per_task": {"s3_tier1": 0.1 if wru_per_hop <= 2 else 1.0}},
         },
         "operations": {
             "sqs:SendMessageBatch": _usage(requests=30, billed_requests=30),
@@ -117,11 +121,11 @@ def _results(*, good: bool) -> dict[str, Any]:
                 "s3_requests": 0.0 if good else 5.0,
                 "lambda_requests": 0.1,
                 "lambda_duration": 0.3,
-                "total": 3.5 if good else 8.5,
+                "total": 3.5 if good else 12.0,
             },
             "sfn_standard": 75.0,
             "sfn_express": {"0.1s": 1.31, "1s": 4.13, "10s": 32.26},
-            "standard_over_mesh": 75.0 / (3.5 if good else 8.5),
+            "standard_over_mesh": 75.0 / (3.5 if good else 12.0),
             "mesh_over_express": {"0.1s": 2.7, "1s": 0.85 if good else 2.06, "10s": 0.1},
         }
     }
@@ -130,7 +134,7 @@ def _results(*, good: bool) -> dict[str, Any]:
         "meta": {"finished": "2026-01-01 00:00 UTC", "machine": "2 CPUs", "wall_seconds": 300.0},
         "overhead": {"fake": {"1kb": case}, "botocore": {}, "profile": {"1kb": {"asya.store": 0.3, "json": 0.2}}},
         "traffic": {
-            "b10-hops": _traffic(sqs_per_hop=0.3 if good else 1.2, wru_per_hop=1.0 if good else 11.5, reads=reads)
+            "b10-hops": _traffic(sqs_per_hop=0.3 if good else 1.2, wru_per_hop=2.0 if good else 11.5, reads=reads)
         },
         "cost": {"layer_cpu_ms": 1.0, "configs": configs, "prices": {}, "assumptions": None},
         "latency": {
@@ -182,7 +186,9 @@ def test_misses_are_reported_with_their_values() -> None:
     verdicts = {v.key: v for v in evaluate(_results(good=False))}
     assert verdicts["overhead_1kb"].met is False and verdicts["overhead_1kb"].value == 249.8
     assert verdicts["sqs_per_hop"].met is False
-    assert verdicts["wru_per_hop"].met is False
+    assert verdicts["wru_per_task"].met is False and verdicts["wru_per_task"].value == 46.0
+    assert verdicts["writes_per_intermediate_hop"].met is False  # x-sink's writes are not an intermediate hop's
+    assert verdicts["s3_put_per_task"].met is False
     assert verdicts["reads_per_batch"].value == 99.0  # a GetItem per hop is not the pre-flight read
     assert verdicts["cheaper_than_standard"].met is False
     assert verdicts["below_express_1s"].met is False
@@ -235,7 +241,7 @@ def test_number_formatting() -> None:
 def test_report_shows_every_figure_with_target_and_verdict() -> None:
     text = render(_results(good=False), notes=["**Note.** why."])
     assert text.startswith("# Benchmarks\n")
-    assert "## Summary: 2 of 12 targets met" in text
+    assert "## Summary: 3 of 15 targets met" in text
     assert (
         "| 1 | Layer overhead per 1 KB envelope (median, batch of 10, in-memory AWS) | 249.8 µs | <= 100 µs |" in text
     )
@@ -268,7 +274,7 @@ def test_findings_explain_only_missed_targets() -> None:
     assert joined.count("**") >= 2 * 5
     assert "**SQS.**" in joined and "Sends are 0.75 requests per envelope-hop" in joined  # 30 sends / 40 hops
     assert "**DynamoDB writes.**" in joined
-    assert "**Cost.**" in joined and "$3.75" in joined  # 75 / 20
+    assert "**Cost.**" in joined and "$9.38" in joined  # 75 / 8
     assert "**Latency and throughput on moto.**" in joined
     assert "**Cold start.**" in joined and "asya 25.0 ms" in joined
 

@@ -1,52 +1,23 @@
-"""``asya_gateway.waiting.paced``: idle ticks while the source is quiet, no event lost to a tick, the limit ends the
-wait and closes the source (the keepalive and 840 s rules of GW-SSE-9, GW-MCP-8, GW-A2A-11)."""
+"""``asya_gateway.waiting``: an MCP or A2A wait ends at the terminal event or a pause, not at a terminal catch-up
+(the follower replays the FLY values after it) (GW-MCP-8, GW-A2A-8, GW-A2A-11)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-
 import pytest
 
-from asya_gateway.waiting import paced
+from asya_gateway.follow import KEEPALIVE, FollowEvent
+from asya_gateway.waiting import ends_wait, status_of
 
 pytestmark = pytest.mark.unit
 
 
-def test_ticks_while_quiet_and_keeps_every_event() -> None:
-    closed: list[bool] = []
-
-    async def source() -> AsyncIterator[int]:
-        try:
-            yield 1
-            await asyncio.sleep(0.12)  # several idle ticks, the pending read survives them
-            yield 2
-        finally:
-            closed.append(True)
-
-    async def run() -> list[int | None]:
-        return [item async for item in paced(source(), idle=0.03, limit=5)]
-
-    items = asyncio.run(run())
-    assert items[0] == 1 and items[-1] == 2
-    assert items[1:-1] and set(items[1:-1]) == {None}
-    assert closed == [True]
-
-
-def test_the_limit_ends_the_wait_and_closes_the_source() -> None:
-    closed: list[bool] = []
-
-    async def endless() -> AsyncIterator[int]:
-        try:
-            while True:
-                await asyncio.sleep(10)
-                yield 0
-        finally:
-            closed.append(True)
-
-    async def run() -> list[int | None]:
-        return [item async for item in paced(endless(), idle=0.02, limit=0.1)]
-
-    items = asyncio.run(run())
-    assert items and set(items) == {None}
-    assert closed == [True]
+def test_a_wait_ends_at_the_terminal_event_or_a_pause() -> None:
+    assert ends_wait(FollowEvent("status", 7, {"status": "succeeded"}))
+    assert ends_wait(FollowEvent("status", 5, {"status": "paused"}))
+    assert ends_wait(FollowEvent("status", None, {"status": "paused"}))  # a task paused before the wait began
+    assert not ends_wait(FollowEvent("status", None, {"status": "failed"}))  # the replay and the terminal follow
+    assert not ends_wait(FollowEvent("status", 3, {"status": "running"}))
+    assert not ends_wait(FollowEvent("fly", 4, {"payload": "x", "status": "succeeded"}))
+    assert not ends_wait(KEEPALIVE)
+    assert status_of(FollowEvent("status", 3, {"status": "running"})) == "running"
+    assert status_of(FollowEvent("fly", 4, {"status": "running"})) is None

@@ -56,7 +56,7 @@ from asya_gateway.jsonrpc import (
 )
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, resolve_target, schema_violation
-from asya_gateway.waiting import paced
+from asya_gateway.waiting import ends_wait, status_of
 
 __all__ = ["TASK_NOT_CANCELABLE", "TASK_NOT_FOUND", "UNSUPPORTED_OPERATION", "a2a_endpoint", "resume_task"]
 
@@ -241,9 +241,8 @@ async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
         first = task_object(task_id, context_id, submitted, flow=flow)
         return StreamingResponse(_sse(call, _live(ctx, task_id, context_id, first=first)), headers=SSE_HEADERS)
     if call.blocking():
-        settings = ctx.sse_settings
-        async for event in paced(follow_task(ctx, task_id), idle=settings.keepalive, limit=settings.max_seconds):
-            if event is not None and (event.status in TERMINAL_STATUSES or event.status == "paused"):
+        async for event in follow_task(ctx, task_id):
+            if ends_wait(event):
                 break
     return JSONResponse(call.sent(await _task(ctx, task_id)))
 
@@ -285,13 +284,11 @@ async def _live(
     """GW-A2A-11 (1)-(4): the Task, working updates, FLY chunks, then the final events."""
     if first is not None:
         yield first
-    settings = ctx.sse_settings
     fly_sent = False
     label: tuple[Any, ...] | None = None
     catchup = True
-    events = paced(follow_task(ctx, task_id, after=after), idle=settings.keepalive, limit=settings.max_seconds)
-    async for event in events:
-        if event is None:
+    async for event in follow_task(ctx, task_id, after=after):
+        if event.name == "keepalive":
             yield None
             continue
         if event.name == "fly":
@@ -299,9 +296,9 @@ async def _live(
             yield artifact_update(task_id, context_id, artifact, append=fly_sent, last_chunk=False)
             fly_sent = True
             continue
-        status, data = event.status, event.data
+        status, data = status_of(event), event.data
         skip_catchup, catchup = catchup, False
-        if status in TERMINAL_STATUSES or status == "paused":
+        if ends_wait(event):
             if fly_sent:
                 closing = {"artifactId": "fly-stream", "parts": [{"kind": "text", "text": ""}]}
                 yield artifact_update(task_id, context_id, closing, append=True, last_chunk=True)

@@ -4,7 +4,8 @@ The arguments (default ``{}``, an object) are checked against the flow's ``input
 result with ``isError: true``, ``invalid arguments: <path>: <reason>``); the task is created exactly as
 ``POST /api/v1/mesh/?flow=<tool>`` with ``payload = arguments`` (a creation failure is ``dispatch failed: <reason>``),
 then followed (``asya_gateway.follow``) until it is terminal or paused, for at most the gateway's long-response limit
-(``sse_max_seconds``, 840 s by default, GW-MCP-8).
+(``sse_max_seconds``, 840 s by default, GW-MCP-8), after which the follower ends and the call answers the timeout
+result.
 
 With ``text/event-stream`` in ``Accept`` the answer is an SSE stream (GW-MCP-9): ``notifications/progress`` each
 time ``progress_percent`` strictly increases (only when the request's ``_meta.progressToken`` is set), each FLY
@@ -24,13 +25,13 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from asya.envelope import dumps
 from asya_gateway.context import GatewayContext
 from asya_gateway.creation import DispatchError, start_task
-from asya_gateway.follow import TERMINAL_STATUSES, FollowEvent, follow_task
+from asya_gateway.follow import follow_task
 from asya_gateway.jsonrpc import INVALID_PARAMS, RpcError, RpcMessage, result_body
 from asya_gateway.mcp.sessions import LOG_LEVELS, McpSession
 from asya_gateway.mcp.tools import text_result, tool_result
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, resolve_target, schema_violation
-from asya_gateway.waiting import paced
+from asya_gateway.waiting import ends_wait
 
 __all__ = ["call_tool"]
 
@@ -86,12 +87,10 @@ async def _frames(
     ctx: GatewayContext, task_id: str, rid: Any, *, token: Any, fly: bool
 ) -> AsyncIterator[dict[str, Any] | None]:
     """The JSON-RPC messages of one call (``None``: nothing to say for a while), the response last."""
-    settings = ctx.sse_settings
     last_status: Mapping[str, Any] = {"status": "pending"}
     progress = 0.0
-    events: AsyncIterator[FollowEvent] = follow_task(ctx, task_id)
-    async for event in paced(events, idle=settings.keepalive, limit=settings.max_seconds):
-        if event is None:
+    async for event in follow_task(ctx, task_id):
+        if event.name == "keepalive":
             yield None
             continue
         if event.name == "fly":
@@ -106,7 +105,7 @@ async def _frames(
             label = ": ".join(str(event.data[k]) for k in ("current_actor", "step") if event.data.get(k))
             params = {"progressToken": token, "progress": progress, "total": 100, "message": label}
             yield _notification("notifications/progress", params)
-        if event.status in TERMINAL_STATUSES or event.status == "paused":
+        if ends_wait(event):
             break
     yield result_body(rid, tool_result(task_id, last_status))
 

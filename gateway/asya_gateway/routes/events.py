@@ -2,69 +2,27 @@
 
 The SSE route answers 400 for a bad ``Last-Event-ID``, 404 for an unknown id and 204 when the client's position is at
 or past the terminal event (GW-SSE-8) before any stream starts; the stream itself is :func:`asya_gateway.sse.
-stream_events` over the task store. The read-path backstop (GW-BACK-3) needs the task's deadline: it is taken from the
-catch-up read and read again only after the task leaves ``paused`` (a resume renews it), so polling costs one query.
+stream_events` over the task store. The read-path backstop (GW-BACK-3) needs the task's deadline: it is taken from every
+poll's read of the task item, so polling costs one query (``asya_gateway.follow``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from asya.store import FlyValue, Outcome
-from asya.timeutil import parse_ts
 from asya_gateway.body import EVENTS_BODY_LIMIT, read_json_object
-from asya_gateway.context import GatewayContext, context_of
+from asya_gateway.context import context_of
 from asya_gateway.errors import HttpError
+from asya_gateway.follow import StoreSource, follow
 from asya_gateway.producer import parse_producer_event
 from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
-from asya_gateway.sse import SSE_HEADERS, TERMINAL_STATUSES, LogEvent, parse_last_event_id, stream_events
+from asya_gateway.sse import SSE_HEADERS, TERMINAL_STATUSES, parse_last_event_id, sse_body
 
 __all__ = ["task_events"]
-
-
-class _StoreSource:
-    """The task's event log as a :class:`~asya_gateway.sse.StreamSource`."""
-
-    def __init__(self, ctx: GatewayContext, view: dict[str, Any]) -> None:
-        self._ctx = ctx
-        self._task_id = str(view["id"])
-        self._created_at = view.get("created_at")
-        self._deadline_at: str | None = view.get("deadline_at")
-        self._deadline_known = True
-        self._status = view.get("status")
-
-    async def events_after(self, seq: int) -> list[LogEvent]:
-        raw = await self._ctx.call(self._ctx.store.events_after, self._task_id, seq)
-        events = [LogEvent(seq=int(e["seq"]), name=str(e["event"]), data=e["data"]) for e in raw]
-        for event in events:
-            status = event.status
-            if status is None:
-                continue
-            if self._status == "paused" and status != "paused":
-                self._deadline_known = False
-            self._status = status
-        return events
-
-    async def enforce_deadline(self) -> None:
-        ctx = self._ctx
-        if not self._deadline_known:
-            view = await ctx.call(ctx.store.get_task, self._task_id)
-            self._deadline_at = None if view is None else view.get("deadline_at")
-            self._deadline_known = True
-            return
-        deadline = parse_ts(self._deadline_at)
-        if deadline is None or deadline > ctx.clock():
-            return
-        assert self._deadline_at is not None
-        applied = await ctx.call(
-            ctx.store.time_out_overdue, self._task_id, self._deadline_at, created_at=self._created_at
-        )
-        if not applied:
-            # Terminal, paused or resumed with a new deadline meanwhile: the log shows which; stop retrying this one.
-            self._deadline_known = False
 
 
 async def task_events(request: Request) -> Response:
@@ -82,14 +40,16 @@ async def stream_task_events(request: Request) -> Response:
     last_seq = int(view["last_event_id"])
     if view["status"] in TERMINAL_STATUSES and position >= last_seq:
         return Response(status_code=204)
-    body = stream_events(
-        _StoreSource(ctx, view),
+    events = follow(
+        StoreSource(ctx, task_id, created_at=view.get("created_at")),
         catchup=ctx.store.status_data(view),
         last_seq=last_seq,
         position=position,
         settings=ctx.sse_settings,
+        deadline_at=view.get("deadline_at"),
+        clock=ctx.clock,
     )
-    return StreamingResponse(body, headers=SSE_HEADERS)
+    return StreamingResponse(sse_body(events), headers=SSE_HEADERS)
 
 
 async def post_event(request: Request) -> Response:
@@ -99,8 +59,14 @@ async def post_event(request: Request) -> Response:
     body = await read_json_object(request, limit=EVENTS_BODY_LIMIT)
     event = parse_producer_event(body, task_id)
     if isinstance(event, FlyValue):
-        found = await ctx.call(ctx.store.append_fly, task_id, [event])
+        # a terminal task drops the value (P-STAT-15): stale, not unknown (GW-EVT-5)
+        found = await ctx.call(ctx.store.append_fly, task_id, [event]) or bool(
+            await ctx.call(ctx.store.statuses, [task_id])
+        )
     else:
+        if event.terminal:
+            # the request id tags the terminal write, so that only this request writes the result item (GW-DATA-2)
+            event = dataclasses.replace(event, writer_id=str(getattr(request.state, "request_id", "")) or None)
         result = await ctx.call(ctx.store.apply, task_id, event)
         found = result.outcome is not Outcome.NOT_FOUND
     if not found:

@@ -67,16 +67,22 @@ def failed_visibilities(
     failed: Collection[str],
     unstarted: Collection[str],
     visibility_timeout: Callable[[], int],
+    held: Mapping[str, int] | None = None,
 ) -> list[tuple[str, int]]:
     """``(receipt handle, seconds until visible)`` of each failed record (P-TIME-6, P-ACK-4); ``visibility_timeout``
-    is asked only when a started record failed."""
+    is asked only when a started record failed. A record whose hop another run holds comes back when that run's lease
+    ends (``held``: message id -> seconds, P-ACK-8)."""
     entries: list[tuple[str, int]] = []
     for record in records:
-        if record["messageId"] not in failed:
+        message_id = record["messageId"]
+        if message_id not in failed:
             continue
         handle = record["receiptHandle"]
         if handle in unstarted:
             entries.append((handle, 0))
+            continue
+        if held and message_id in held:
+            entries.append((handle, min(visibility_timeout(), max(held[message_id], 1))))
             continue
         receives = int(record.get("attributes", {}).get("ApproximateReceiveCount") or 1)
         delay = 5 * 2 ** min(max(receives - 1, 0), _MAX_BACKOFF_EXPONENT)

@@ -14,6 +14,8 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_OFFLOAD_THRESHOLD_KB`` | claim-check threshold (P-LARGE-1) | ``240`` |
 | ``ASYA_SINK_HOOKS`` | comma-separated hook actors (x-sink only, P-SINK-6) | ``""`` |
 | ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (section 8, ``asya.resiliency``) | no retries |
+| ``ASYA_ACCOUNT_ID`` | the AWS account of the queues: queue URLs are built from the SQS endpoint without
+  ``GetQueueUrl`` (GW-CREATE-7) | unset: ``GetQueueUrl``, cached |
 | ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled (manifest ``tracing``; the CDK app then turns on the
   Lambda's active tracing): a new span id per hop (P-TRACE-1), and every send carries the SQS ``AWSTraceHeader`` of
   its record, else the invocation's ``_X_AMZN_TRACE_ID`` (P-TRACE-3, ``asya.xray``) | ``false`` |
@@ -62,6 +64,7 @@ class _EnvNames:
     resiliency: Final = "ASYA_RESILIENCY"
     tracing: Final = "ASYA_TRACING"
     manifest: Final = "ASYA_MANIFEST"
+    account_id: Final = "ASYA_ACCOUNT_ID"
 
     def names(self) -> frozenset[str]:
         """Every variable name above."""
@@ -91,6 +94,8 @@ class ActorConfig:
     tracing: bool = False
     #: ``""``: Powertools' default (INFO).
     log_level: str = ""
+    #: the AWS account of the mesh's queues: queue URLs are then built without ``GetQueueUrl``
+    account_id: str = ""
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -121,6 +126,7 @@ class ActorConfig:
             resiliency=_resiliency(source),
             tracing=source.get(ENV.tracing, "").strip().lower() in ("1", "true", "yes"),
             log_level=_log_level(source),
+            account_id=source.get(ENV.account_id, "").strip(),
         )
 
 

@@ -72,6 +72,7 @@ class Reason(StrEnum):
     SERIALIZATION_ERROR = "SerializationError"
     UNKNOWN_ACTOR = "UnknownActor"
     PAYLOAD_UNAVAILABLE = "PayloadUnavailable"
+    PARTIAL_FAILURE = "PartialFailure"
 
 
 #: Built once: ``json.dumps`` and ``json.loads`` given options build a new encoder or decoder on every call, and a hop

@@ -7,6 +7,7 @@ __all__ = [
     "AsyaError",
     "EnvelopeParseError",
     "HandlerLoadError",
+    "HopHeldError",
     "ManifestError",
     "NamingError",
     "SerializationError",
@@ -39,3 +40,12 @@ class SerializationError(AsyaError, TypeError):
 
 class AbiProtocolError(AsyaError, ValueError):
     """A generator sent a malformed ABI command (P-ABI-14)."""
+
+
+class HopHeldError(AsyaError):
+    """Another run holds this hop's claim under a live lease (P-ACK-8): the record fails and comes back when the lease
+    ends (``remaining_seconds``)."""
+
+    def __init__(self, message: str, *, remaining_seconds: int) -> None:
+        super().__init__(message)
+        self.remaining_seconds = remaining_seconds

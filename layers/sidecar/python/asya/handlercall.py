@@ -3,11 +3,16 @@
 ``HandlerCall.run(handler, hop, outbox)`` calls the handler under the hop's time limit ``T`` (P-TIME-5); frames leave
 through the batch's outbox as the hop releases them (``asya.hop``), FLY values go to the task's log. Then, by outcome:
 
-- frames (one or more): nothing more here; the caller reports ``completed`` once they left;
-- zero frames: one x-sink envelope ``Completed`` through the hop's idempotency guard (P-ACK-8);
-- ``SerializationError`` or ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7, P-ERR-7): x-sump with the
-  input payload as received (frames already produced stay sent, P-ABI-11);
-- any other handler error: the retry policy (``asya.retry``): a retry, x-sink, or the ``on_exhausted`` chain.
+- frames (one or more): frame 0 is released last (P-ROUTE-9, ``asya.outbox``); the caller reports ``completed`` once
+  they left;
+- zero frames: one x-sink envelope ``Completed``;
+- an error after the call yielded at least one frame (P-RES-10, P-ERR-6, P-ERR-7): a partial failure. Every yielded
+  frame is sent, nothing is retried, no final status is written, and x-sump gets a notice (reason ``PartialFailure``
+  with ``status.error.frames_sent``; ``SerializationError`` keeps its own reason) before frame 0 leaves last;
+- ``SerializationError`` or ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7, P-ERR-7) before any frame:
+  x-sump with the input payload as received;
+- any other handler error before any frame: the retry policy (``asya.retry``): a retry, x-sink, or the
+  ``on_exhausted`` chain.
 
 ``run`` answers the number of frames on success and ``None`` after an error. A required send that fails raises, so
 the record fails (P-ACK-2).
@@ -24,14 +29,15 @@ from asya.abi import AbiState, Frame, Handler, HandlerError, error_details
 from asya.envelope import Envelope, Reason
 from asya.exceptions import EnvelopeParseError, SerializationError
 from asya.hop import HopOutput, Ticker
-from asya.idempotency import Delivery, HopGuard
 from asya.infra import InfraErrors
 from asya.outbox import Outbox, Ticket
-from asya.reporting import HopRef, Reporter
+from asya.reporting import Fence, HopRef, Reporter
 from asya.retry import Retrier
 from asya.timeout import CallGuard, CallLimit, HandlerTimeoutError
 
 __all__ = ["HandlerCall", "Hop", "RecordItem", "pristine_payload"]
+
+_Failure = HandlerError | SerializationError | HandlerTimeoutError
 
 
 # RecordItem and Hop are plain classes, not dataclasses: generating a dataclass's methods costs cold-start time, and
@@ -41,7 +47,7 @@ __all__ = ["HandlerCall", "Hop", "RecordItem", "pristine_payload"]
 class RecordItem:
     """One SQS record of the batch, parsed before any record runs."""
 
-    __slots__ = ("body", "delivery", "envelope", "error", "first_frame", "message_id")
+    __slots__ = ("body", "envelope", "error", "message_id")
 
     def __init__(
         self,
@@ -50,22 +56,17 @@ class RecordItem:
         message_id: str = "",
         envelope: Envelope | None = None,
         error: EnvelopeParseError | None = None,
-        delivery: Delivery | None = None,
-        first_frame: str | None = None,
     ) -> None:
         self.body = body
         self.message_id = message_id
         self.envelope = envelope
         self.error = error
-        self.delivery = Delivery() if delivery is None else delivery
-        #: state of the hop's FRAME#0 idempotency item at pre-flight (P-ACK-8)
-        self.first_frame = first_frame
 
 
 class Hop:
     """What the handler call and its outcome need about one record."""
 
-    __slots__ = ("entry", "fly_id", "guard", "item", "limit", "report", "ticket", "trace")
+    __slots__ = ("entry", "fence", "fly_id", "item", "limit", "report", "ticket", "trace")
 
     def __init__(
         self,
@@ -76,7 +77,7 @@ class Hop:
         report: HopRef | None,
         fly_id: str | None,
         limit: CallLimit,
-        guard: HopGuard,
+        fence: Fence | None,
         ticket: Ticket,
     ) -> None:
         self.item = item
@@ -85,7 +86,7 @@ class Hop:
         self.report = report  # the task whose status this hop writes: tracked roots only
         self.fly_id = fly_id  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
         self.limit = limit  # T of the handler call (P-TIME-5)
-        self.guard = guard  # sends each output of the hop once across deliveries (P-ACK-8)
+        self.fence = fence  # the hop's claimed fence (P-ACK-8), None when unfenced
         self.ticket = ticket  # the hop's frames in the batch's outbox
 
 
@@ -129,8 +130,12 @@ class HandlerCall:
             monotonic=self._monotonic,
         )
 
+        yielded = 0
+
         def on_frame(frame: Frame) -> None:
-            # child ids derive from the hop (routing.child_id): a redelivery repeats them (P-ACK-8)
+            nonlocal yielded
+            yielded += 1
+            # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
             outgoing = routing.forward_frame(
                 entry, frame, frame.index, actor=self._actor, now=self._now(), trace=hop.trace
             )
@@ -153,11 +158,15 @@ class HandlerCall:
             failure = exc
         outbox.ended(hop.ticket)  # the last frames may wait for the batch's other records
         try:
-            frames = output.close()  # frames yielded before an error stay sent (P-ABI-11)
+            frames = output.close()  # frames yielded before an error are sent (P-RES-10)
         except SerializationError as exc:
             failure = failure or exc
             frames = 0
         outbox.check(hop.ticket)
+        if failure is not None and yielded > 0:
+            self._partial(failure, hop, yielded)
+            outbox.release_first(hop.ticket)  # frame 0 last, after the notice (P-ROUTE-9)
+            return None
         if failure is not None:
             self._failed(failure, hop)
             return None
@@ -170,8 +179,31 @@ class HandlerCall:
                 payload=pristine_payload(hop.item),
                 trace=hop.trace,
             )
-            hop.guard.send_outcome(out, lambda once: self._errors.send(once[0]))  # once per hop (P-ACK-8)
+            self._errors.send(out)
+        else:
+            outbox.release_first(hop.ticket)
         return frames
+
+    def _partial(
+        self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop, yielded: int
+    ) -> None:
+        """P-RES-10, P-ERR-7: the call yielded frames, then failed: x-sump gets a notice, nothing is retried, and no
+        final status is written (the task follows frame 0's lineage)."""
+        reason = Reason.SERIALIZATION_ERROR if isinstance(failure, SerializationError) else Reason.PARTIAL_FAILURE
+        details = error_details(failure)
+        extra = {"error_type": details["type"], **{k: v for k, v in details.items() if k not in ("message", "type")}}
+        out = routing.sump_envelope(
+            reason=reason,
+            message=str(details["message"]),
+            actor=self._actor,
+            now=self._now(),
+            envelope=hop.entry,
+            trace=hop.trace,
+            original_payload=pristine_payload(hop.item),
+            details=extra,
+            error_extra={"frames_sent": yielded},
+        )
+        self._errors.send_notice(out, frames_sent=yielded)
 
     def _failed(self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop) -> None:
         entry, now, payload = hop.entry, self._now(), pristine_payload(hop.item)
@@ -184,6 +216,7 @@ class HandlerCall:
                 now,
                 original_payload=payload,
                 trace=hop.trace,
+                writer_id=hop.item.message_id,
             )
         elif isinstance(failure, HandlerTimeoutError):  # infrastructure: x-sump, never retried (P-ERR-7)
             details = {
@@ -200,8 +233,9 @@ class HandlerCall:
                 original_payload=payload,
                 details=details,
                 trace=hop.trace,
+                writer_id=hop.item.message_id,
             )
         else:  # section 8: retry, x-sink or on_exhausted
             self._retrier.handler_error(
-                entry, error_details(failure), payload=payload, report=hop.report, trace=hop.trace, guard=hop.guard
+                entry, error_details(failure), payload=payload, report=hop.report, trace=hop.trace, fence=hop.fence
             )

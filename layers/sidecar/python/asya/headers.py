@@ -11,6 +11,7 @@ from typing import Any, Final
 __all__ = [
     "A2A_CONTEXT_ID",
     "A2A_TASK_ID",
+    "CHECKPOINTED",
     "DELAY_UNTIL",
     "FAN_IN",
     "FIRST_ATTEMPT",
@@ -49,6 +50,8 @@ ORIGIN_ID: Final = "x-asya-origin-id"
 ROUTE_OVERRIDE: Final = "x-asya-route-override"
 ROUTE_RESOLVED: Final = "x-asya-route-resolved"
 SINK_HOOK: Final = "x-asya-sink-hook"
+#: ``{"key", "line"}`` of the checkpoint x-sink wrote for a failure it forwards to x-sump (P-SINK-5 (e), R2).
+CHECKPOINTED: Final = "x-asya-checkpointed"
 
 
 def is_stealth(headers: Mapping[str, Any]) -> bool:

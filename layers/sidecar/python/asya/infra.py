@@ -48,6 +48,15 @@ class InfraErrors:
         """A required send: any failure propagates and fails the record (P-ACK-2)."""
         self._transport.send(outgoing.actor, outgoing.envelope)
 
+    def send_notice(self, outgoing: routing.Outgoing, *, frames_sent: int) -> None:
+        """A partial-failure notice to x-sump (P-RES-10): required like any x-sump send, never a final status."""
+        self.send(outgoing)
+        status = outgoing.envelope.status
+        self._log.warning(
+            "handler failed after yielding frames: frames sent, notice sent to x-sump",
+            extra={"reason": status.reason if status else None, "frames_sent": frames_sent},
+        )
+
     def report(
         self,
         reason: Reason,
@@ -59,8 +68,10 @@ class InfraErrors:
         original_payload: Any,
         trace: routing.Trace,
         details: Mapping[str, Any] | None = None,
+        writer_id: str | None = None,
     ) -> None:
-        """x-sump first (required), then the best-effort final status."""
+        """x-sump first (required), then the best-effort final status (P-ERR-6), tagged with ``writer_id`` (the
+        record's message id) so that its error details reach the result item."""
         extra = {k: v for k, v in (details or {}).items() if k not in ("message", "type")}
         out = routing.sump_envelope(
             reason=reason,
@@ -75,7 +86,9 @@ class InfraErrors:
         self.send(out)
         self._log.error("infrastructure error: sent to x-sump", extra={"reason": reason.value, "error": message})
         if report is not None:
-            self._reporter.final_failed(report, error=message, error_details={"message": message, "type": reason.value})
+            self._reporter.final_failed(
+                report, error=message, error_details={"message": message, "type": reason.value}, writer_id=writer_id
+            )
 
     def parse_failure(self, body: str, error: Exception, now: str) -> None:
         """A body that is not an envelope (P-ENV-9..12): x-sump with ``details.raw_body``."""

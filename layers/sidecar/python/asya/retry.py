@@ -1,15 +1,17 @@
 """What the sidecar does after a handler error (PROTOCOL 8.3, 8.4) and with a chained delay (step 3 of P-PROC-2).
 
 :class:`Retrier` asks the actor's policies (``asya.resiliency``) for a plan and sends one envelope; the send is
-required (P-ACK-2): a failure propagates and fails the record, so SQS delivers it again. The outcome of a handler
-error is the hop's outcome, so it goes through the hop's idempotency guard (P-ACK-8): a redelivery of a record
-whose outcome was already sent does not schedule a second retry or a second x-sink envelope.
+required (P-ACK-2): a failure propagates and fails the record, so SQS delivers it again. A handler error reaches
+this module only when the call yielded no frame (P-RES-10: after a frame it is a partial failure, ``asya.handlercall``).
+Duplicates are kept out by the hop claim (P-ACK-8): after a retry's send, the fence item gets the fence
+``(h, n + 1)``, so a late duplicate of attempt ``n`` finds a higher fence and never starts a second retry chain
+(P-RES-8).
 
 - no policy (P-RES-4): x-sink, ``failed``/``RuntimeError``, the error payload (P-RES-11, P-RES-14);
 - retry (P-RES-8): the same envelope (id, parent_id, unshifted route, entry headers with ``x-asya-first-attempt``,
   the input payload as received) with ``status = {retrying, actor, attempt: n + 1, max_attempts: policy, error}``
   to this actor's own queue with ``DelaySeconds``; a delay over 900 s is chained through ``x-asya-delay-until``
-  (P-RES-9). Then, for a tracked envelope, a best-effort ``retrying`` event (P-STAT-5);
+  (P-RES-9). Then the ``retrying`` status (tracked) and the fence ``(h, n + 1)`` in one write (P-RES-8, P-STAT-5);
 - exhausted without ``on_exhausted``: x-sink, ``failed``/``PolicyExhausted`` (P-RES-11);
 - exhausted with ``on_exhausted = [a1, ...]``: the route shifted onto the chain, ``failed``/``PolicyRouted``, sent
   to ``a1`` (or its override target, P-ROUTE-7) (P-RES-12). A destination without a queue is ``UnknownActor``: the
@@ -25,23 +27,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from asya import headers as hdr
 from asya import routing
 from asya.envelope import Envelope, Phase, Reason, Route, Status
-from asya.reporting import HopRef, Reporter
+from asya.reporting import Fence, HopRef, Reporter
 from asya.resiliency import RetryPlan, RetryPolicies, RetryPolicy, deferral, sqs_delay
 from asya.timeutil import Clock, format_ts, parse_ts
 from asya.transport import Transport, UnknownActorError
 
-__all__ = ["OutcomeGuard", "Retrier", "retry_envelope", "routed_envelope"]
-
-
-class OutcomeGuard(Protocol):
-    """Sends a hop's outcome at most once across deliveries (``asya.idempotency.HopGuard``)."""
-
-    def send_outcome(self, outgoing: routing.Outgoing, send: Callable[[list[routing.Outgoing]], None]) -> None: ...
+__all__ = ["Retrier", "retry_envelope", "routed_envelope"]
 
 
 class Retrier:
@@ -86,10 +82,10 @@ class Retrier:
         payload: Any,
         report: HopRef | None,
         trace: routing.Trace,
-        guard: OutcomeGuard | None = None,
+        fence: Fence | None = None,
     ) -> None:
-        """Section 8 for a handler error of attempt ``entry.status.attempt``; ``payload`` is the input as received.
-        The one envelope it sends goes through ``guard`` when given."""
+        """Section 8 for a handler error of attempt ``entry.status.attempt``; ``payload`` is the input as received;
+        ``fence`` is the hop's claimed fence, advanced after a retry's send (P-RES-8)."""
         now_dt = self._clock()
         now = format_ts(now_dt)
         status = entry.status or Status()
@@ -106,17 +102,17 @@ class Retrier:
             out = routing.failure_envelope(
                 entry, details, actor=self._actor, now=now, original_payload=payload, trace=trace
             )
-            self._once(guard, out, lambda: self._transport.send(out.actor, out.envelope))
+            self._transport.send(out.actor, out.envelope)
             self._log.warning("handler error, no retry policy: sent to x-sink", extra={"error": message})
         elif not plan.exhausted:
             self._retry(
-                entry, details, plan, plan.policy, payload=payload, report=report, trace=trace, now=now, guard=guard
+                entry, details, plan, plan.policy, payload=payload, report=report, trace=trace, now=now, fence=fence
             )
         elif plan.policy.on_exhausted:
             out = routed_envelope(
                 entry, details, plan.policy, actor=self._actor, now=now, original_payload=payload, trace=trace
             )
-            self._once(guard, out, lambda: self._send_routed(out, entry, report, now, trace))
+            self._send_routed(out, entry, report, now, trace)
             self._log.warning(
                 "retry policy exhausted: sent to on_exhausted",
                 extra={"policy": plan.policy.name, "to": out.envelope.route.curr, "error": message},
@@ -132,7 +128,7 @@ class Retrier:
                 reason=Reason.POLICY_EXHAUSTED,
                 max_attempts=plan.policy.max_attempts,
             )
-            self._once(guard, out, lambda: self._transport.send(out.actor, out.envelope))
+            self._transport.send(out.actor, out.envelope)
             self._log.warning(
                 "retry policy exhausted: sent to x-sink",
                 extra={"policy": plan.policy.name, "attempt": status.attempt, "error": message},
@@ -149,7 +145,7 @@ class Retrier:
         report: HopRef | None,
         trace: routing.Trace,
         now: str,
-        guard: OutcomeGuard | None,
+        fence: Fence | None,
     ) -> None:
         attempt = (entry.status or Status()).attempt + 1
         until = format_ts(plan.delay_until) if plan.delay_until is not None else None
@@ -164,29 +160,15 @@ class Retrier:
             trace=trace,
             delay_until=until,
         )
-        self._once(
-            guard,
-            routing.Outgoing(self._actor, out),
-            lambda: self._transport.send(self._actor, out, delay_seconds=plan.delay_seconds),
-        )
+        self._transport.send(self._actor, out, delay_seconds=plan.delay_seconds)
         delay = sqs_delay(plan.delay)
         self._log.warning(
             "handler error: retry scheduled",
             extra={"policy": policy.name, "attempt": attempt, "delay_seconds": delay, "error": details.get("message")},
         )
-        if report is not None:
+        if report is not None or fence is not None:
             error = routing.error_payload(details, None)["error"]
-            self._reporter.retrying(report, attempt=attempt, delay_seconds=delay, error=error)
-
-    @staticmethod
-    def _once(guard: OutcomeGuard | None, out: routing.Outgoing, send: Callable[[], object]) -> None:
-        def send_all(_todo: list[routing.Outgoing]) -> None:
-            send()
-
-        if guard is None:
-            send()
-        else:
-            guard.send_outcome(out, send_all)
+            self._reporter.retrying(report, fence, attempt=attempt, delay_seconds=delay, error=error)
 
     def _send_routed(
         self, out: routing.Outgoing, entry: Envelope, report: HopRef | None, now: str, trace: routing.Trace

@@ -13,7 +13,6 @@ pre-flight envelopes (P-STAT-10), SLA envelopes (P-TIME-3), the failure envelope
 
 from __future__ import annotations
 
-import hashlib
 import re
 import secrets
 import uuid
@@ -56,7 +55,8 @@ SLA_MESSAGE: Final = "SLA deadline expired"
 DEADLINE_ERROR_TYPE: Final = "DeadlineExceeded"
 
 #: Salt of :func:`child_id`, so child ids never coincide with other hashes of the same text.
-_CHILD_ID_NAMESPACE: Final = b"asya-child-id-v1\x00"
+#: The namespace of fan-out child ids (P-FAN-2): fixed forever, or re-runs across a release would mint new ids.
+_CHILD_ID_NAMESPACE: Final = uuid.UUID("6f1c0c52-3d0e-5b7a-9a43-0a5e7f2b9c11")
 
 
 def new_uuid4() -> str:
@@ -156,15 +156,11 @@ def frame_identity(envelope: Envelope, index: int, new_id: Callable[[], str] | N
 
 
 def child_id(entry: Envelope, index: int) -> str:
-    """The id of child frame ``index`` of the hop ``entry`` (the entry-updated input): a UUID in version-4 layout
-    (P-FAN-2) whose bits are a SHA-256 of the hop (id, actor, ``len(route.prev)``, attempt) and the index, so a
-    redelivered hop gives its children the same ids and duplicates stay recognisable downstream (P-ACK-8)."""
-    status = entry.status or Status()
-    name = "\x1f".join(
-        (entry.id, status.actor or entry.route.curr, str(len(entry.route.prev)), str(status.attempt), str(index))
-    )
-    digest = hashlib.sha256(_CHILD_ID_NAMESPACE + name.encode("utf-8")).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=4))
+    """The id of child frame ``index`` of the hop ``entry`` (P-FAN-2): a name-based UUID (version 5, lowercase
+    canonical form) of the input id, the hop ``h = len(route.prev) + 1`` and ``index``, so a re-run of the hop, any
+    attempt, yields the same child ids and the children's hop claims absorb duplicates (P-ACK-8)."""
+    name = f"{entry.id}\x1f{len(entry.route.prev) + 1}\x1f{index}"
+    return str(uuid.uuid5(_CHILD_ID_NAMESPACE, name))
 
 
 def entry_attempt(envelope: Envelope, actor: str) -> int:
@@ -382,16 +378,20 @@ def sump_envelope(
     original_payload: Any = _MISSING,
     details: Mapping[str, Any] | None = None,
     new_id: Callable[[], str] = new_uuid4,
+    error_extra: Mapping[str, Any] | None = None,
 ) -> Outgoing:
-    """The infrastructure-error envelope (P-ERR-4), its headers those of ``envelope`` as any send's (P-HDR-3).
+    """The infrastructure-error envelope (P-ERR-4), its headers those of ``envelope`` as any send's (P-HDR-3);
+    ``error_extra`` adds members to ``status.error`` (``frames_sent`` of a partial failure, P-RES-10).
 
     ``envelope`` is the input as far as it is known (``None`` when nothing of it is: a new id and the route
     ``{[], "x-sump", []}``). ``original_payload`` is left out when not given; ``details`` (for instance ``raw_body``)
     is merged into ``payload.details`` after ``message`` and ``type`` (the reason).
     """
-    error = {"message": message, "type": reason.value}
+    error: dict[str, Any] = {"message": message, "type": reason.value}
     payload: dict[str, Any] = {"error": " ".join(f"{reason.value}: {message}".splitlines())}
     payload["details"] = {**error, **(details or {})}
+    if error_extra:
+        error.update(error_extra)
     if original_payload is not _MISSING:
         payload["original_payload"] = original_payload
     old = envelope.status if envelope is not None else None

@@ -3,15 +3,16 @@
 ``lambda_handler(event, context)`` builds an :class:`ActorRuntime` from ``os.environ`` on its first call (variables:
 ``asya.config``) and answers ``{"batchItemFailures": [...]}`` through Powertools ``BatchProcessor`` (P-ACK-1).
 
-Per batch: every body is parsed first, and the pre-flight statuses of all tracked records are read with one
-``BatchGetItem`` (GW-DATA-8), together with every record's first idempotency item (P-ACK-8). Then records run one at
-a time in batch order (P-PROC-1) through the steps of P-PROC-2. Frames and the zero-frames x-sink envelope leave
-through the hop's ``asya.idempotency.HopGuard``, which skips what an earlier delivery of the same hop sent. Frames go
-through the batch's ``asya.outbox.Outbox``: while a handler runs they leave as the hop releases them (``asya.hop``);
-the last ones of a finished record wait for the other records' (at most 1 s, or until 10 wait for one queue, or the
-end of the batch), so a batch of one-frame records costs one ``SendMessageBatch`` per destination and one
-``BatchWriteItem`` of idempotency items, written after that send. Other sends (x-sink, x-sump, retries) stay per
-record:
+Per batch: every body is parsed first, and the pre-flight reads of all fenced records (their task items, and for
+children their child fence items) are made with one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8).
+Then records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2. Right before the handler
+call, a fenced envelope's hop is claimed with ONE conditional write (P-ACK-8, ``asya.reporting.Reporter.claim``):
+for a tracked root that write is the hop's running status too; the lease runs to the invocation's hard deadline
+(Lambda's remaining time at its start) + 10 s. Frames go through the batch's ``asya.outbox.Outbox``: while a handler
+runs they leave as the hop releases them (``asya.hop``); frame 0 leaves last, after every other frame of its call
+(P-ROUTE-9), then waits for the other records' frames (at most 1 s, or until 10 wait for one queue, or the end of the
+batch), so a batch of one-frame records costs one ``SendMessageBatch`` per destination. Other sends (x-sink, x-sump,
+retries) stay per record:
 
 1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
 2. start rule (P-TIME-6): the first record always starts; a record whose budget no longer fits the Lambda's remaining
@@ -19,23 +20,28 @@ record:
 3. chained delay (P-RES-9): ``x-asya-delay-until`` more than 1 s away: re-sent to the own queue, acked;
 4. tracking: stealth (P-STAT-12), hook copies (P-STAT-13), children report under their ``parent_id`` (P-FAN-3);
 5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump;
-6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink;
-7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink with reason ``Timeout``;
+6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink; a root envelope of a succeeded or failed task, or an
+   envelope whose stored fence is higher than its own, is a duplicate: acked without a handler call;
+7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason ``Timeout`` (x-sink writes the final
+   ``failed``);
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
 11. a payload reference is read back from S3 (``asya.payloads``, P-LARGE-4): ``PayloadUnavailable`` to x-sump,
     another S3 error fails the record;
 12. the last SLA guard, the same check again just before the call;
-13. ``processing``, then the handler call under its time limit ``T = min(actor timeout, deadline_at - now, Lambda
-    remaining time - 5 s)`` (P-TIME-5, ``asya.timeout``);
+13. the hop claim (P-ACK-8): a duplicate (a higher fence, a finished task, or a second copy of a hop this invocation
+    already claimed) is acked; a hop another run holds under a live lease fails the record, which comes back when
+    that lease ends; canceled/paused go to x-sink; then the handler call under its time limit ``T = min(actor
+    timeout, deadline_at - now, Lambda remaining time - 5 s)`` (P-TIME-5, ``asya.timeout``);
 14. its outcome (``asya.handlercall``): frames leave as they come (``asya.hop``, ``asya.outbox``) and FLY values go to
     the task's log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, section 8);
-    ``SerializationError``, unknown destinations and ``HandlerTimeout``: x-sump; then ``completed`` (once the hop's
-    frames left);
+    ``SerializationError``, unknown destinations and ``HandlerTimeout``: x-sump; an error after a frame: a partial
+    failure (P-RES-10); then ``completed`` (progress ``detailed``, once the hop's frames left);
 15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3); a
     frame whose entry still fails when the outbox sends it after its record ended fails that record alone, added to
     ``batchItemFailures`` at the end of the batch. Each failed record is logged once at WARNING (``record failed``,
     with ``message_id``, ``error_type`` and ``error``, no traceback) and comes back after ``min(queue visibility
-    timeout, 5 * 2^(n-1))`` seconds (P-ACK-4).
+    timeout, 5 * 2^(n-1))`` seconds (P-ACK-4). A record that fails after its claim releases its lease (best effort),
+    so its redelivery is not held off.
 
 Infrastructure errors are acked only after their x-sump send succeeded (P-ERR-5); a tracked envelope then gets a
 best-effort final ``failed`` status (P-ERR-6). Every send goes through ``asya.payloads.PayloadStore.encode``: an
@@ -66,16 +72,15 @@ from asya.abi import Handler, error_details, load_handler
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
-from asya.exceptions import EnvelopeParseError, HandlerLoadError
+from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.hop import Ticker
-from asya.idempotency import Delivery, HopKey, Idempotency
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
 from asya.payloads import PayloadStore, PayloadUnavailableError
-from asya.reporting import HopRef, ProgressMode, Reporter
+from asya.reporting import Fence, HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
-from asya.store import TaskStore
+from asya.store import Outcome, TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
 from asya.transport import Transport, UnknownActorError
@@ -91,11 +96,16 @@ __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lam
 
 #: P-TIME-3: less than this left before ``deadline_at`` and the handler is not called.
 _SLA_MARGIN: Final = timedelta(seconds=1)
+#: P-ACK-8: a claim's lease runs this long past the invocation's hard deadline.
+_LEASE_MARGIN_MS: Final = 10_000
+_FINISHED: Final = frozenset({"succeeded", "failed"})
+
+_PreflightItems = dict[tuple[str, str], dict[str, Any]]
 
 
 class _Batch:
     # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here
-    __slots__ = ("context", "items", "outbox", "preflight", "start")
+    __slots__ = ("claimed", "context", "held", "items", "lease_until", "outbox", "preflight", "seen", "start")
 
     def __init__(
         self,
@@ -104,13 +114,18 @@ class _Batch:
         items: dict[str, RecordItem],
         outbox: Outbox,
         start: StartRule,
-        preflight: dict[str, str] | None = None,
+        lease_until: int,
+        preflight: _PreflightItems | None = None,
     ) -> None:
         self.context = context
         self.items = items
         self.outbox = outbox
         self.start = start
-        self.preflight: dict[str, str] = {} if preflight is None else preflight
+        self.lease_until = lease_until  # epoch ms: the invocation's hard deadline + 10 s (P-ACK-8)
+        self.preflight: _PreflightItems = {} if preflight is None else preflight
+        self.claimed: dict[str, Fence] = {}  # record id -> the fence this invocation claimed for it
+        self.seen: set[tuple[str, str, int, int]] = set()  # fence item keys and fences claimed in this invocation
+        self.held: dict[str, int] = {}  # record id -> seconds until another run's lease ends
 
 
 class ActorRuntime:
@@ -154,6 +169,7 @@ class ActorRuntime:
             sleep=sleep,
             encoder=self._payloads.encode,
             trace_header=self._trace.current if self._trace is not None else None,
+            account_id=config.account_id,
         )
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
@@ -164,14 +180,6 @@ class ActorRuntime:
             logger=self._log,
             new_id=new_id,
             tracing=config.tracing,
-        )
-        self._idem = Idempotency(
-            table=config.table,
-            dynamodb=lambda: self._store.dynamodb,
-            visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
-            clock=clock,
-            sleep=sleep,
-            logger=self._log,
         )
         self._retrier = Retrier(
             actor=config.actor,
@@ -214,19 +222,14 @@ class ActorRuntime:
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
         records = event.get("Records", [])
-        items = {r["messageId"]: self._parse(r["messageId"], r.get("body", ""), Delivery.of(r)) for r in records}
-        outbox = Outbox(
-            transport=self._transport,
-            ledger=self._idem,
-            ticker=self._ticker,
-            monotonic=self._monotonic,
-            logger=self._log,
-        )
+        items = {r["messageId"]: self._parse(r["messageId"], r.get("body", "")) for r in records}
+        outbox = Outbox(transport=self._transport, ticker=self._ticker, monotonic=self._monotonic, logger=self._log)
         batch = _Batch(
             context=context,
             items=items,
             outbox=outbox,
             start=StartRule(context),
+            lease_until=self._lease_until(context),
             preflight=self._preflight(items.values()),
         )
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
@@ -237,7 +240,12 @@ class ActorRuntime:
             try:
                 self._record(record, batch)
             except Exception as exc:  # re-raised: the record fails (P-ACK-3)
-                log_failed_record(self._log, record.message_id, exc)
+                if isinstance(exc, HopHeldError):
+                    batch.held[record.message_id] = exc.remaining_seconds
+                    self._log.info("hop held by another run: record comes back when its lease ends")
+                else:
+                    log_failed_record(self._log, record.message_id, exc)
+                    self._release(batch, record.message_id)
                 raise
 
         response = process_partial_response(
@@ -250,6 +258,7 @@ class ActorRuntime:
             if rid not in failed:
                 failures.append({"itemIdentifier": rid})
                 log_failed_record(self._log, rid, batch.outbox.failure(rid))
+                self._release(batch, rid)
         result: dict[str, Any] = {"batchItemFailures": failures}
         self._backoff(event, result, batch)
         return result
@@ -257,33 +266,45 @@ class ActorRuntime:
     # -- batch level --------------------------------------------------------------------------------------------
 
     @staticmethod
-    def _parse(message_id: str, body: str, delivery: Delivery) -> RecordItem:
+    def _parse(message_id: str, body: str) -> RecordItem:
         try:
-            return RecordItem(body=body, message_id=message_id, envelope=parse_envelope(body), delivery=delivery)
+            return RecordItem(body=body, message_id=message_id, envelope=parse_envelope(body))
         except EnvelopeParseError as exc:
-            return RecordItem(body=body, message_id=message_id, error=exc, delivery=delivery)
+            return RecordItem(body=body, message_id=message_id, error=exc)
         except Exception as exc:  # before any record runs: raising here would fail the whole batch (P-ACK-3)
             error = EnvelopeParseError(f"body could not be parsed: {type(exc).__name__}: {exc}")
-            return RecordItem(body=body, message_id=message_id, error=error, delivery=delivery)
+            return RecordItem(body=body, message_id=message_id, error=error)
 
-    def _preflight(self, items: Any) -> dict[str, str]:
-        """Task statuses (P-STAT-10) and every record's FRAME#0 idempotency item (P-ACK-8): one ``BatchGetItem``."""
-        parsed = [(item, HopKey.of(item.envelope, self._actor)) for item in items if item.envelope is not None]
-        if not parsed:
+    def _lease_until(self, context: Any) -> int:
+        """Epoch ms at which a claim of this invocation lapses: its hard deadline + 10 s (P-ACK-8)."""
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        left_ms = remaining() if remaining is not None else int(self.config.actor_timeout * 1000)
+        return int(self._clock().timestamp() * 1000) + int(left_ms) + _LEASE_MARGIN_MS
+
+    def _preflight(self, items: Any) -> _PreflightItems:
+        """P-STAT-10: the task items (own id, or the parent's for a child) and the child fence items of every fenced
+        record, with one strongly consistent ``BatchGetItem``; a read error leaves them unknown (the claim decides)."""
+        keys: list[dict[str, Any]] = []
+        for item in items:
+            env = item.envelope
+            task_id = _preflight_id(env) if env is not None else None
+            if env is None or task_id is None:
+                continue
+            keys.append(self._store.fence_key(task_id, None))
+            if env.parent_id:
+                keys.append(self._store.fence_key(env.id, env.parent_id))
+        if not keys:
             return {}
-        ids = {tid for item, _ in parsed if (tid := _preflight_id(item.envelope))}
-        try:
-            statuses, found = self._store.preflight(sorted(ids), self._idem.preflight_keys([key for _, key in parsed]))
-        except Exception as exc:  # a read error lets processing continue (P-STAT-10): frames count as unknown
-            self._log.warning("pre-flight read failed", extra={"error": str(exc)})
-            return {}
-        for (item, _), state in zip(parsed, self._idem.first_frames([key for _, key in parsed], found), strict=True):
-            item.first_frame = state
-        return statuses
+        return self._store.preflight(keys)
+
+    def _release(self, batch: _Batch, record_id: str) -> None:
+        fence = batch.claimed.pop(record_id, None)
+        if fence is not None:
+            self._reporter.release(fence)
 
     def _backoff(self, event: Mapping[str, Any], response: Mapping[str, Any], batch: _Batch) -> None:
-        """Failed records come back at once when unstarted, else after a growing delay (``asya.batch``). Best
-        effort: the records fail either way; only their return time is lost."""
+        """Failed records come back at once when unstarted, when another run's lease ends when held, else after a
+        growing delay (``asya.batch``). Best effort: the records fail either way; only their return time is lost."""
         failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
         if not failed:
             return
@@ -293,6 +314,7 @@ class ActorRuntime:
                 failed=failed,
                 unstarted=set(batch.start.unstarted),
                 visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
+                held=batch.held,
             )
             self._transport.change_visibilities(self._actor, entries)
         except Exception as exc:
@@ -338,17 +360,20 @@ class ActorRuntime:
         mismatch = routing.route_mismatch(env, actor)
         if mismatch is not None:
             self._errors.report(
-                Reason.ROUTE_MISMATCH, mismatch, env, report, now, original_payload=env.payload, trace=trace
+                Reason.ROUTE_MISMATCH,
+                mismatch,
+                env,
+                report,
+                now,
+                original_payload=env.payload,
+                trace=trace,
+                writer_id=item.message_id,
             )
             return
-        preflight_id = _preflight_id(env)
-        task_status = batch.preflight.get(preflight_id) if preflight_id else None
-        if task_status in ("canceled", "paused"):
-            assert task_status is not None
-            self._errors.send(routing.preflight_envelope(env, task_status, actor=actor, now=now, trace=trace))
-            self._log.info("task is not running: sent to x-sink", extra={"task_status": task_status})
+        fence = None if untracked else _fence(env, actor)
+        if fence is not None and self._preflight_stops(env, fence, batch, now, trace):  # step 6 (P-STAT-10)
             return
-        if not hook and self._sla_expired(env, deadline, report, now_dt, trace):  # step 7
+        if not hook and self._sla_expired(env, deadline, now_dt, trace):  # step 7
             return
 
         entry = routing.entry_update(env, actor, now)
@@ -367,22 +392,35 @@ class ActorRuntime:
                 original_payload=env.payload,
                 details=error_details(self._load_error),
                 trace=trace,
+                writer_id=item.message_id,
             )
             return
         try:  # step 11: the handler gets the payload itself; resends keep the reference (P-LARGE-4, P-LARGE-5)
             entry.payload = self._payloads.rehydrate(env.payload)
         except PayloadUnavailableError as exc:
             self._errors.report(
-                Reason.PAYLOAD_UNAVAILABLE, str(exc), entry, report, now, original_payload=env.payload, trace=trace
+                Reason.PAYLOAD_UNAVAILABLE,
+                str(exc),
+                entry,
+                report,
+                now,
+                original_payload=env.payload,
+                trace=trace,
+                writer_id=item.message_id,
             )
             return
-        if not hook and self._sla_expired(env, deadline, report, self._clock(), trace):  # step 12: the last guard
+        if not hook and self._sla_expired(env, deadline, self._clock(), trace):  # step 12: the last guard
             return
-        if report is not None:
-            self._reporter.processing(report, mode, size_kb)
+        if fence is not None:  # step 13: the hop claim (P-ACK-8)
+            claimed = self._claim(
+                item, env, fence=fence, report=report, mode=mode, size_kb=size_kb, batch=batch, trace=trace
+            )
+            if claimed is False:
+                return
+            if claimed is None:
+                fence = None  # no task record: untracked (P-STAT-14), the call goes on unclaimed
         fly_id = None if untracked else (env.parent_id or env.id)
         limit = self._call_limit(None if hook else deadline, batch.context)  # hooks run past it (P-TIME-4)
-        guard = self._idem.guard(HopKey.of(env, actor), item.delivery, item.first_frame)
 
         def on_unknown(lost: list[tuple[routing.Outgoing, UnknownActorError]]) -> None:
             self._errors.unknown_destinations(
@@ -391,10 +429,10 @@ class ActorRuntime:
 
         # the outbox may find them after this record ended: its x-sump sends keep this record's trace header
         ticket = batch.outbox.ticket(
-            item.message_id, guard, self._trace.bound(on_unknown) if self._trace is not None else on_unknown
+            item.message_id, env.id, self._trace.bound(on_unknown) if self._trace is not None else on_unknown
         )
         hop = Hop(
-            item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, guard=guard, ticket=ticket
+            item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, fence=fence, ticket=ticket
         )
         started = self._monotonic()
         frames = self._handler_call.run(self._handler, hop, batch.outbox)
@@ -402,18 +440,70 @@ class ActorRuntime:
             duration_ms = int((self._monotonic() - started) * 1000)
             batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))
 
-    def _sla_expired(
-        self, env: Envelope, deadline: datetime | None, report: HopRef | None, now: datetime, trace: routing.Trace
-    ) -> bool:
-        """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink, reason Timeout."""
+    def _preflight_stops(self, env: Envelope, fence: Fence, batch: _Batch, now: str, trace: routing.Trace) -> bool:
+        """Step 6 (P-STAT-10): True when pre-flight decided the record: canceled/paused to x-sink, or a duplicate."""
+        task = batch.preflight.get(_key_tuple(self._store.fence_key(env.parent_id or env.id, None)))
+        status = _status_of(task)
+        if status in ("canceled", "paused"):
+            self._to_sink_stopped(env, status, now, trace)
+            return True
+        own = batch.preflight.get(_key_tuple(self._store.fence_key(env.id, env.parent_id))) if env.parent_id else task
+        stored = self._store.fence_of(own) if own is not None else None
+        if (not env.parent_id and status in _FINISHED) or (stored is not None and stored > fence.value):
+            self._log.info("duplicate delivery: acked without a handler call", extra={"task_status": status})
+            return True
+        return False
+
+    def _claim(
+        self,
+        item: RecordItem,
+        env: Envelope,
+        *,
+        fence: Fence,
+        report: HopRef | None,
+        mode: ProgressMode,
+        size_kb: float,
+        batch: _Batch,
+        trace: routing.Trace,
+    ) -> bool | None:
+        """Step 13's claim: True when claimed, None when there is no task record (untracked), False when the record
+        is decided (a duplicate, acked; canceled or paused, sent to x-sink). Raises ``HopHeldError`` when another run
+        holds the hop, and the store's error when the write fails (the record fails)."""
+        key = self._store.fence_key(fence.envelope_id, fence.parent_id)
+        seen = (*_key_tuple(key), fence.hop, fence.attempt)
+        if seen in batch.seen:  # two copies of one message in this batch: the second is a duplicate
+            self._log.info("duplicate delivery in the same batch: acked without a handler call")
+            return False
+        result = self._reporter.claim(fence, report, mode, lease_until=batch.lease_until, message_size_kb=size_kb)
+        if result.outcome is Outcome.ACCEPTED:
+            batch.seen.add(seen)
+            batch.claimed[item.message_id] = fence
+            return True
+        if result.outcome is Outcome.NOT_FOUND:
+            return None
+        if result.outcome is Outcome.DUPLICATE:
+            self._log.info("duplicate delivery: acked without a handler call", extra={"task_status": result.status})
+            return False
+        if result.outcome is Outcome.HELD:
+            left_ms = (result.lease_until or 0) - int(self._clock().timestamp() * 1000)
+            raise HopHeldError(
+                f"hop {fence.value} of {fence.envelope_id!r} is held by another run",
+                remaining_seconds=max(1, -(-left_ms // 1000)),
+            )
+        if result.status in ("canceled", "paused"):
+            self._to_sink_stopped(env, result.status, self._ts(self._clock()), trace)
+            return False
+        return None
+
+    def _to_sink_stopped(self, env: Envelope, status: str, now: str, trace: routing.Trace) -> None:
+        self._errors.send(routing.preflight_envelope(env, status, actor=self._actor, now=now, trace=trace))
+        self._log.info("task is not running: sent to x-sink", extra={"task_status": status})
+
+    def _sla_expired(self, env: Envelope, deadline: datetime | None, now: datetime, trace: routing.Trace) -> bool:
+        """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason Timeout, which writes the final
+        status (one write fewer than the layer writing it too, and the checkpoint is linked)."""
         if deadline is None or deadline - now >= _SLA_MARGIN:
             return False
-        if report is not None:
-            self._reporter.final_failed(
-                report,
-                error=routing.SLA_MESSAGE,
-                error_details={"message": routing.SLA_MESSAGE, "type": routing.DEADLINE_ERROR_TYPE},
-            )
         self._errors.send(routing.sla_envelope(env, actor=self._actor, now=self._ts(now), trace=trace))
         self._log.warning("SLA deadline expired: sent to x-sink")
         return True
@@ -433,6 +523,28 @@ def _preflight_id(env: Envelope) -> str | None:
     if hdr.is_stealth(env.headers) or hdr.is_hook_copy(env.headers):
         return None
     return env.parent_id or env.id
+
+
+def _fence(env: Envelope, actor: str) -> Fence:
+    """The fence ``(h, a)`` of this hop (P-ACK-8): ``h = len(route.prev) + 1``, ``a`` the entry attempt."""
+    return Fence(
+        envelope_id=env.id,
+        parent_id=env.parent_id or None,
+        hop=len(env.route.prev) + 1,
+        attempt=routing.entry_attempt(env, actor),
+    )
+
+
+def _key_tuple(key: Mapping[str, Any]) -> tuple[str, str]:
+    return (key["pk"]["S"], key["sk"]["S"])
+
+
+def _status_of(item: Mapping[str, Any] | None) -> str | None:
+    """The ``status`` of a pre-flight task item, ``None`` when there is none."""
+    if item is None:
+        return None
+    value = item.get("status")
+    return value.get("S") if isinstance(value, dict) else None
 
 
 def _hop_ref(env: Envelope) -> HopRef:

@@ -1,14 +1,11 @@
 """Key schema of the task-store table and the storage-bucket layout (GATEWAY GW-DATA-2, GW-DATA-7).
 
 The one description both the CDK app and the local mode create resources from, so the table and bucket behave the
-same in AWS and on moto.
+same in AWS and on moto. The item layout is in ``asya.store.records``.
 
-Idempotency items (P-ACK-8, ``asya.idempotency``) live in the same table under their own key prefix:
-``pk = IDEM#{id}#{actor}#{hop}#{attempt}``, ``sk = FRAME#{k}`` for frame ``k`` or ``OUTCOME`` for the hop's one outcome
-envelope, expiring (``ttl``) 15 days after they were written.
-``hop`` is the length of the input's ``route.prev``: with it, an actor that appears twice in one lineage (a loop in
-the route) gets one key per visit. Actor names never contain ``#`` and ``hop``/``attempt`` are integers, so the key
-reads back unambiguously whatever the id holds.
+Every index projects its keys only (GW-DATA-2, GW-DATA-8): a write that changes no index key writes no index, and an
+index key of a task is written at creation and changed at most once, at its terminal write, so a status or progress
+update never costs an index write. Readers fetch what they list with ``BatchGetItem``.
 """
 
 from __future__ import annotations
@@ -17,26 +14,17 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
-    "CREATED_PROJECTION",
     "FANIN_PREFIX",
     "GSIS",
-    "IDEMPOTENCY_OUTCOME_SK",
-    "IDEMPOTENCY_OUTCOME_SLOT",
-    "IDEMPOTENCY_PK_PREFIX",
-    "IDEMPOTENCY_RETENTION_DAYS",
-    "IDEMPOTENCY_SK_PREFIX",
     "PARTITION_KEY",
     "PAYLOADS_PREFIX",
     "PAYLOADS_RETENTION_DAYS",
     "SORT_KEY",
-    "STATUS_PROJECTION",
     "TASKS_PREFIX",
     "TASKS_RETENTION_DAYS",
     "TTL_ATTRIBUTE",
     "Gsi",
     "boto3_create_table_kwargs",
-    "idempotency_pk",
-    "idempotency_sk",
 ]
 
 PARTITION_KEY: Final = "pk"
@@ -50,27 +38,6 @@ PAYLOADS_RETENTION_DAYS: Final = 15
 #: Task values too big for the task item (GW-DATA-6) expire with the task record, 30 days (GW-DATA-7).
 TASKS_PREFIX: Final = "tasks/"
 TASKS_RETENTION_DAYS: Final = 30
-
-#: Idempotency items (GW-DATA-2): one per sent frame of a hop, kept longer than SQS keeps a message (14 days).
-IDEMPOTENCY_PK_PREFIX: Final = "IDEM#"
-IDEMPOTENCY_SK_PREFIX: Final = "FRAME#"
-#: The slot of a hop's outcome envelope (a retry, the x-sink envelope of a handler error or of zero frames, the
-#: ``on_exhausted`` envelope): kept apart from the frames, whose numbers another delivery may have used differently.
-IDEMPOTENCY_OUTCOME_SLOT: Final = -1
-IDEMPOTENCY_OUTCOME_SK: Final = "OUTCOME"
-IDEMPOTENCY_RETENTION_DAYS: Final = 15
-
-
-def idempotency_pk(envelope_id: str, actor: str, hop: int, attempt: int) -> str:
-    """``IDEM#{id}#{actor}#{hop}#{attempt}``: the partition of one hop's idempotency items."""
-    return f"{IDEMPOTENCY_PK_PREFIX}{envelope_id}#{actor}#{hop}#{attempt}"
-
-
-def idempotency_sk(index: int) -> str:
-    """``FRAME#{k}``: the item of the hop's frame ``k``; ``OUTCOME`` for :data:`IDEMPOTENCY_OUTCOME_SLOT`."""
-    if index == IDEMPOTENCY_OUTCOME_SLOT:
-        return IDEMPOTENCY_OUTCOME_SK
-    return f"{IDEMPOTENCY_SK_PREFIX}{index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,21 +58,13 @@ class Gsi:
         return {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(self.projection)}
 
 
-#: The attributes the list queries filter on (GW-LIST-1, GW-DATA-5); the page's task items are then read with one
-#: ``BatchGetItem`` (``asya.store.listing``), which drops a task whose ``ttl`` passed whatever the index says.
-CREATED_PROJECTION: Final = ("flow",)
-STATUS_PROJECTION: Final = ("flow", "ttl")
-
-# DynamoDB writes an index entry whenever a projected attribute changes, so projecting everything made every status,
-# progress and FLY update of a task write these indexes too (GW-DATA-8). With these projections ``by_created`` is
-# written once, when a task is created (``ttl`` is not on it: the terminal write that sets it would rewrite the entry
-# for a filter that only matters at the edge of the 30-day listing window), ``by_status`` when the status changes (its
-# key does, in the same write that sets ``ttl``), ``active_deadlines`` (only the backstop reads it) when a task enters
-# and leaves it (`make bench`, section 2).
+#: ``by_created``: every task by creation day, newest first (GW-LIST); ``by_outcome``: sparse, failed and canceled
+#: tasks by day (the list's status filter for them); ``long_deadlines``: sparse, tasks whose deadline was too far away
+#: for an SQS timer, swept by the backstop (GW-BACK-1).
 GSIS: Final = (
-    Gsi("by_created", "gsi1pk", "gsi1sk", projection=CREATED_PROJECTION),
-    Gsi("by_status", "gsi2pk", "gsi2sk", projection=STATUS_PROJECTION),
-    Gsi("active_deadlines", "gsi3pk", "gsi3sk", projection=("id", "deadline_at", "created_at")),
+    Gsi("by_created", "gsi1pk", "gsi1sk", projection=()),
+    Gsi("by_outcome", "gsi2pk", "gsi1sk", projection=()),
+    Gsi("long_deadlines", "gsi3pk", "gsi3sk", projection=()),
 )
 
 

@@ -128,8 +128,12 @@ class Transport:
         encoder: Encoder = _json_body,
         sleep: Callable[[float], None] = time.sleep,
         trace_header: TraceHeader | None = None,
+        account_id: str = "",
     ) -> None:
+        """``account_id``: the AWS account of the queues; with it queue URLs are built from the client's endpoint,
+        without a ``GetQueueUrl`` call (GW-CREATE-7), and a missing queue shows at the send."""
         self._namespace = naming.validate_namespace(namespace)
+        self._account_id = account_id
         self._sqs = sqs
         self._encoder = encoder
         self._sleep = sleep
@@ -154,6 +158,10 @@ class Transport:
             name = naming.queue_name(self._namespace, actor)
         except NamingError as exc:
             raise UnknownActorError(actor, f"unknown actor {actor!r}: {exc}") from None
+        if self._account_id:
+            url = f"{self.sqs.meta.endpoint_url}/{self._account_id}/{name}"
+            self._urls[actor] = url
+            return url
         try:
             url = self.sqs.get_queue_url(QueueName=name)["QueueUrl"]
         except ClientError as exc:

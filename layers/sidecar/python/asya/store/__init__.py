@@ -1,13 +1,15 @@
 """The task store shared by the layer, the crew and the gateway (PROTOCOL section 10, GATEWAY sections 4-8, 13, 14).
 
-One DynamoDB table ``asya-{namespace}-tasks`` (keys from ``asya.tableschema``) holds per task a small task item, a
-body item with the large values (or S3 ``tasks/{id}/{field}.json`` above 64 KiB) and an append-only event log with
-per-task sequence numbers. Status rules (P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9) are applied by one conditional
-``UpdateItem`` per event; ``asya.store.transition`` is their pure reference.
+One DynamoDB table ``asya-{namespace}-tasks`` (keys from ``asya.tableschema``) holds per task a small hot task item
+(status, progress, the hop fence and lease), body, result and pause items with the large values (or S3
+``tasks/{id}/{field}.json`` above 64 KiB), child fence items and an append-only log of FLY items numbered by the task
+item's ``last_seq``. Status rules (P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9) and the hop claim (P-ACK-8) are applied by
+one conditional ``UpdateItem`` each; ``asya.store.transition`` is the rules' pure reference (spec revision 2).
 
 Modules: ``transition`` (rules), ``limits`` (sizes of task-item values), ``updates`` (condition expressions),
-``records`` (item layout), ``bodies`` (large values), ``events`` (event log items), ``views`` (task view, status
-data, list summary), ``listing`` (GW-LIST), ``writer`` (status writes), ``taskstore`` (``TaskStore``).
+``records`` (item layout), ``bodies`` (large values), ``events`` (FLY items), ``views`` (task view, status data, list
+summary), ``listing`` (GW-LIST), ``writer`` (status writes), ``fences`` (fence-only writes), ``taskstore``
+(``TaskStore``).
 """
 
 from __future__ import annotations
@@ -30,13 +32,14 @@ from asya.store.limits import (
     fit_data,
     fit_data_json,
 )
-from asya.store.records import is_storable_id
-from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, TaskStore
+from asya.store.records import LONG_DEADLINE_SECONDS, is_storable_id
+from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, Snapshot, TaskStore
 from asya.store.transition import MISSING, STATUS_ORDER, STATUSES, TERMINAL, StatusUpdate
 
 __all__ = [
     "DATA_LIMIT_BYTES",
     "ERROR_LIMIT_BYTES",
+    "LONG_DEADLINE_SECONDS",
     "MESSAGE_LIMIT_BYTES",
     "MISSING",
     "NAME_LIMIT",
@@ -49,6 +52,7 @@ __all__ = [
     "IncompleteReadError",
     "ListQueryError",
     "Outcome",
+    "Snapshot",
     "StatusUpdate",
     "StatusUpdateError",
     "StoreConflictError",

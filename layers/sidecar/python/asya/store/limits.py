@@ -1,19 +1,17 @@
-"""Size limits of what a status update stores on the task item and its event item (GATEWAY GW-DATA-6, GW-DATA-8).
+"""Size limits of what a status update stores on the task item (GATEWAY GW-DATA-6, GW-DATA-8).
 
-Every status write rewrites the task item and DynamoDB bills a write unit per started KB of it; an item over 400 KB is
-refused outright. So the values a status update puts there are bounded, in UTF-8 bytes:
+Every status write rewrites the task item and DynamoDB bills a write unit per started KB of the larger of the old and
+new item, so the task item stays under 1 KB (GW-DATA-8). The values a status update puts there are bounded, in UTF-8
+bytes:
 
-- ``message`` at most :data:`MESSAGE_LIMIT_BYTES`, ``error`` at most :data:`ERROR_LIMIT_BYTES`;
-- ``actor`` (``current_actor``) and ``failed_actor`` at most :data:`NAME_LIMIT` characters;
-- ``data`` (the status-data extras: ``prev``, ``curr``, ``next``, ``duration_ms``, ...) at most
-  :data:`DATA_LIMIT_BYTES` as compact JSON.
-
-``StatusUpdate`` refuses larger values with a ``StatusUpdateError`` naming the field, its size and the limit, which
-the gateway answers with 400. The layer and the crew must not lose a status to a long exception message or a long
-route, so they fit their values first: :func:`clip_text` cuts text on a character boundary and says how much it cut
-(the whole error stays in ``error_details``, which lives in the body item or S3), :func:`fit_data` clips long strings
-and leaves out the route lists, then other members, when they would not fit (progress is computed before, from the
-route's lengths).
+- ``message`` at most :data:`MESSAGE_LIMIT_BYTES`, ``error`` at most :data:`ERROR_LIMIT_BYTES`: longer text is cut
+  on a character boundary and ends with an ellipsis (:func:`clip_text`); the whole error stays in ``error_details``,
+  in the result item;
+- ``actor`` (``current_actor``) and ``failed_actor`` at most :data:`NAME_LIMIT` characters (actor names are at most
+  40, P-NAME-1; a producer's longer one is refused);
+- ``data`` (the small status-data extras: ``attempt``, ``delay_seconds``, and under progress ``detailed`` ``prev``,
+  ``curr``, ``next``, ``duration_ms``, ...) at most :data:`DATA_LIMIT_BYTES` as compact JSON: :func:`fit_data` clips
+  long strings and leaves out the route lists, then other members, naming them under ``omitted``.
 """
 
 from __future__ import annotations
@@ -35,14 +33,14 @@ __all__ = [
     "oversize",
 ]
 
-MESSAGE_LIMIT_BYTES: Final = 1024
-ERROR_LIMIT_BYTES: Final = 1024
+MESSAGE_LIMIT_BYTES: Final = 128
+ERROR_LIMIT_BYTES: Final = 256
 NAME_LIMIT: Final = 256
-DATA_LIMIT_BYTES: Final = 4096
+DATA_LIMIT_BYTES: Final = 384
 #: Members of the status data the layer may leave out to fit, largest first: the input route lists.
 _ROUTE_LISTS: Final = ("prev", "next")
-#: The longest a clip marker can be: `` [truncated, N bytes]`` with up to 10 digits.
-_MARKER_ROOM: Final = 32
+_ELLIPSIS: Final = "\u2026"
+_ELLIPSIS_BYTES: Final = 3
 
 
 def oversize(text: str, limit: int) -> int | None:
@@ -59,13 +57,11 @@ def data_size(data: Mapping[str, Any]) -> int:
 
 
 def clip_text(text: str, limit: int) -> str:
-    """``text`` if it fits in ``limit`` UTF-8 bytes, else its head and `` [truncated, N bytes]`` (N: the bytes cut),
-    the whole within ``limit``."""
+    """``text`` if it fits in ``limit`` UTF-8 bytes, else its head and an ellipsis, the whole within ``limit``."""
     if oversize(text, limit) is None:
         return text
-    encoded = text.encode("utf-8")
-    head = encoded[: max(0, limit - _MARKER_ROOM)].decode("utf-8", errors="ignore")  # a split character is dropped
-    return f"{head} [truncated, {len(encoded) - len(head.encode('utf-8'))} bytes]"
+    head = text.encode("utf-8")[: max(0, limit - _ELLIPSIS_BYTES)].decode("utf-8", errors="ignore")
+    return head + _ELLIPSIS
 
 
 def fit_data(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -79,7 +75,7 @@ def fit_data_json(data: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
     """:func:`fit_data` and the compact JSON of its result, which the size check already encoded: a status update
     takes it as its ``data_json`` instead of encoding the same data again."""
     out = {
-        name: clip_text(value, ERROR_LIMIT_BYTES) if isinstance(value, str) else value for name, value in data.items()
+        name: clip_text(value, MESSAGE_LIMIT_BYTES) if isinstance(value, str) else value for name, value in data.items()
     }
     text = dumps(out)
     if oversize(text, DATA_LIMIT_BYTES) is None:

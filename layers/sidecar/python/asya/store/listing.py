@@ -1,21 +1,18 @@
-"""Listing tasks newest first (GATEWAY GW-LIST-1..4) over the day-partitioned indexes of GW-DATA-2.
+"""Listing tasks newest first (GATEWAY GW-LIST-1..4) over the keys-only, day-partitioned indexes of GW-DATA-2.
 
-Without a status filter the walk reads ``by_created`` (``TASKS#{day}``), with one ``by_status``
-(``STATUS#{status}#{day}``), from today back ``window_days`` days (tasks expire 30 days after their terminal status),
-each partition in descending ``{created_at}#{id}`` order. ``flow`` is a filter, and on ``by_status`` an expired ``ttl``
-(GW-DATA-5). The indexes carry only their keys, ``flow`` and (``by_status`` only) ``ttl`` (``asya.tableschema``), so
-that task updates do not rewrite them (GW-DATA-8): the walk pages over index entries, then reads the page's task items
-(summary attributes only) with one eventually consistent ``BatchGetItem`` (at most 100 keys, unprocessed keys retried,
-``IncompleteReadError`` if some are left). Entries whose task is gone, expired or no longer has the filtered status are
-dropped from the page (GW-LIST-4). The cursor is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is the last
-index entry of the page (table and index keys), the ``ExclusiveStartKey`` of the next query; a cursor whose key is not
-an entry of its day's partition of this listing's index (another ``status`` filter, forged: keys of another shape or
-over DynamoDB's key sizes, an index sort key other than ``{created_at}#{id}`` of its own task) is a
-``ListQueryError``.
-Pages are exact over the index: one extra entry is read to know whether a next page exists. ``count`` counts index
-entries over the whole range (GW-LIST-3). A task expires 30 days after its terminal status, so an expired entry can sit
-in a 30-day ``by_created`` window only on its oldest day, until DynamoDB deletes it: such a task is dropped from its
-page and may still be counted.
+A ``failed`` or ``canceled`` status filter reads the sparse ``by_outcome`` index (``OUTCOME#{status}#{day}``); every
+other listing reads ``by_created`` (``TASKS#{day}``), from today back ``window_days`` days (tasks expire 30 days after
+their terminal status), each partition in descending ``{created_at}#{id}`` order (both indexes sort on ``gsi1sk``).
+The indexes carry their keys only, so that no status update rewrites them (GW-DATA-8): the walk pages over index
+entries, then reads the page's task items (summary attributes only) with one eventually consistent ``BatchGetItem``
+(at most 100 keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
+``by_created`` and the ``flow`` filter apply to those items, so a filtered page may hold fewer than ``limit`` tasks
+while ``next_cursor`` is set (GW-LIST-3); entries whose task is gone or expired are dropped too (GW-LIST-4). The cursor
+is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is the last index entry of the page (table and index
+keys), the ``ExclusiveStartKey`` of the next query; a cursor whose key is not an entry of its day's partition of this
+listing's index (another ``status`` filter, forged: keys of another shape or over DynamoDB's key sizes, an index sort
+key other than ``{created_at}#{id}`` of its own task) is a ``ListQueryError``. ``count`` counts index entries over the
+whole range, and with a filter the tasks behind them that match (GW-LIST-3).
 """
 
 from __future__ import annotations
@@ -31,6 +28,7 @@ from asya.store import queries as q
 from asya.store import records as rec
 from asya.store.errors import ListQueryError
 from asya.store.transition import STATUSES
+from asya.store.updates import OUTCOME_STATUSES
 from asya.store.views import summary
 from asya.timeutil import parse_ts
 
@@ -89,44 +87,36 @@ def _validate(status: str | None, limit: int, cursor: str | None, offset: int | 
 
 
 class _Walk:
-    """Queries of one listing: the index, its partition keys by day, and the shared filter."""
+    """Queries of one listing: the index, its partition keys by day, and the filters applied to fetched items."""
 
     def __init__(self, dynamodb: Any, table: str, *, status: str | None, flow: str | None, now: datetime) -> None:
         self.dynamodb = dynamodb
         self.table = table
         self.status = status
+        self.flow = flow
+        self.now = now
+        self.outcome = status in OUTCOME_STATUSES
         self.index, self.pk_name, self.sk_name = (
-            ("by_status", "gsi2pk", "gsi2sk") if status is not None else ("by_created", "gsi1pk", "gsi1sk")
+            ("by_outcome", "gsi2pk", "gsi1sk") if self.outcome else ("by_created", "gsi1pk", "gsi1sk")
         )
-        names = {"#pk": self.pk_name}
-        values: dict[str, Any] = {}
-        filters: list[str] = []
-        if status is not None:
-            names["#ttl"] = "ttl"
-            values[":now"] = rec.num_av(rec.epoch(now))
-            filters.append("(attribute_not_exists(#ttl) OR #ttl > :now)")
-        if flow is not None:
-            names["#flow"] = "flow"
-            values[":flow"] = rec.str_av(flow)
-            filters.append("#flow = :flow")
-        self.names = names
-        self.values = values
-        self.filter = " AND ".join(filters)
+
+    @property
+    def filtered(self) -> bool:
+        """Whether entries must be checked against their task items (the index cannot tell)."""
+        return self.flow is not None or (self.status is not None and not self.outcome)
 
     def partition(self, day: str) -> str:
-        return rec.status_index_pk(self.status, day) if self.status is not None else rec.created_index_pk(day)
+        return rec.outcome_index_pk(self.status or "", day) if self.outcome else rec.created_index_pk(day)
 
     def pages(self, day: str, *, start: dict[str, str] | None = None, count: bool = False) -> Iterator[dict[str, Any]]:
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": self.index,
             "KeyConditionExpression": "#pk = :part",
-            "ExpressionAttributeNames": self.names,
-            "ExpressionAttributeValues": {**self.values, ":part": rec.str_av(self.partition(day))},
+            "ExpressionAttributeNames": {"#pk": self.pk_name},
+            "ExpressionAttributeValues": {":part": rec.str_av(self.partition(day))},
             "ScanIndexForward": False,
         }
-        if self.filter:
-            request["FilterExpression"] = self.filter
         if count:
             request["Select"] = "COUNT"
         if start is not None:
@@ -161,6 +151,13 @@ class _Walk:
             and parse_ts(created_at) is not None
             and rec.fits_sort_key(key[self.sk_name])
         )
+
+    def matches(self, item: dict[str, Any] | None) -> bool:
+        if item is None or rec.is_expired(item, self.now):
+            return False
+        if self.status is not None and rec.get_str(item, "status") != self.status:
+            return False
+        return self.flow is None or rec.get_str(item, "flow") == self.flow
 
 
 def list_tasks(
@@ -206,7 +203,10 @@ def list_tasks(
     total = None
     if count:
         all_days = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
-        total = sum(page.get("Count", 0) for day in all_days for page in walk.pages(day, count=True))
+        if walk.filtered:
+            total = sum(len(_matching(walk, page.get("Items", []))) for day in all_days for page in walk.pages(day))
+        else:
+            total = sum(page.get("Count", 0) for day in all_days for page in walk.pages(day, count=True))
     return {
         "messages": _summaries(walk, [entry for _, entry in page_items], now),
         "total": total,
@@ -214,23 +214,19 @@ def list_tasks(
     }
 
 
-def _summaries(walk: _Walk, entries: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
-    """The summaries of a page's index entries, in their order, from one eventually consistent ``BatchGetItem``.
-
-    The indexes lag the table (GW-LIST-4): a task deleted or expired since (GW-DATA-5), or whose status no longer
-    matches the filter, is left out rather than shown with a status the caller did not ask for.
-    """
+def _matching(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The task items behind index ``entries`` that pass the walk's filters, in entry order, from eventually
+    consistent ``BatchGetItem`` reads (the indexes lag the table, GW-LIST-4: a task deleted or expired since, or whose
+    status no longer matches, is left out rather than shown with a status the caller did not ask for)."""
     keys = [{"pk": entry["pk"], "sk": entry["sk"]} for entry in entries]
     items = q.batch_get(
         walk.dynamodb, walk.table, keys, projection=_SUMMARY_PROJECTION, consistent=False, complete=True
     )
     by_pk = {rec.get_str(item, "pk"): item for item in items}
-    out: list[dict[str, Any]] = []
-    for entry in entries:
-        item = by_pk.get(rec.get_str(entry, "pk"))
-        if item is None or rec.is_expired(item, now):
-            continue
-        if walk.status is not None and rec.get_str(item, "status") != walk.status:
-            continue
-        out.append(summary(item))
-    return out
+    found = (by_pk.get(rec.get_str(entry, "pk")) for entry in entries)
+    return [item for item in found if item is not None and walk.matches(item)]
+
+
+def _summaries(walk: _Walk, entries: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+    """The summaries of a page's index entries, in their order."""
+    return [summary(item) for item in _matching(walk, entries)]

@@ -18,18 +18,17 @@ from asya.store.errors import IncompleteReadError
 __all__ = [
     "batch_delete",
     "batch_get",
-    "batch_statuses",
-    "event_items",
-    "overdue_entries",
-    "overdue_pages",
+    "follow_items",
+    "long_deadline_pages",
+    "preflight_items",
     "query_all",
     "task_keys",
+    "view_items",
 ]
 
 _MAX_ATTEMPTS: Final = 5
 _BATCH_GET_LIMIT: Final = 100
 _BATCH_WRITE_LIMIT: Final = 25
-_LAST_SEQ: Final = 10**12 - 1
 
 
 def _backoff(attempt: int) -> None:
@@ -85,27 +84,12 @@ def batch_delete(dynamodb: Any, table: str, keys: Sequence[dict[str, Any]]) -> N
             _backoff(attempt)
 
 
-def batch_statuses(
-    dynamodb: Any, table: str, ids: Sequence[str], *, now: datetime, extra_keys: Sequence[dict[str, Any]] = ()
-) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """``{id: status}`` of unexpired task items, and the unexpired items found for ``extra_keys`` (other small items
-    read with them, such as idempotency items): one consistent ``BatchGetItem`` per 100 keys (GW-DATA-8)."""
-    keys = [rec.key(task_id, rec.TASK_SK) for task_id in ids]
-    task_pks = {k["pk"]["S"] for k in keys}
-    # extra items are read whole: read units are billed by item size, whatever the projection
-    projection = None if extra_keys else {"#pk": "pk", "#sk": "sk", "#id": "id", "#status": "status", "#ttl": "ttl"}
-    statuses: dict[str, str] = {}
-    extra: list[dict[str, Any]] = []
-    for item in batch_get(dynamodb, table, [*keys, *extra_keys], projection=projection):
-        if rec.is_expired(item, now):
-            continue
-        if rec.get_str(item, "pk") in task_pks and rec.get_str(item, "sk") == rec.TASK_SK:
-            task_id, status = rec.get_str(item, "id"), rec.get_str(item, "status")
-            if task_id is not None and status is not None:
-                statuses[task_id] = status
-        else:
-            extra.append(item)
-    return statuses, extra
+def preflight_items(
+    dynamodb: Any, table: str, keys: Sequence[dict[str, Any]], *, now: datetime
+) -> list[dict[str, Any]]:
+    """The unexpired items found for ``keys`` (task items and child fence items), read whole with one strongly
+    consistent ``BatchGetItem`` per 100 keys (P-STAT-10, GW-DATA-8)."""
+    return [item for item in batch_get(dynamodb, table, keys) if not rec.is_expired(item, now)]
 
 
 def batch_get(
@@ -141,10 +125,10 @@ def batch_get(
     return found
 
 
-def event_items(dynamodb: Any, table: str, task_id: str, after_seq: int) -> list[dict[str, Any]]:
-    """Event items whose last sequence number is above ``after_seq`` (strongly consistent, in ``sk`` order); from the
-    start (``after_seq < 1``) the task item too, last, which stands for event 1 (``TASK`` sorts right after ``EV#``
-    and nothing sorts between them)."""
+def follow_items(dynamodb: Any, table: str, task_id: str, after_seq: int) -> list[dict[str, Any]]:
+    """One strongly consistent query of what a follower reads (GW-SSE-5, GW-SSE-9): the fly items whose last number is
+    above ``after_seq``, then the ``PAUSE``, ``RESULT`` and ``TASK`` items (they sort after every ``EV#`` key and
+    nothing else sorts between them)."""
     return query_all(
         dynamodb,
         {
@@ -153,49 +137,67 @@ def event_items(dynamodb: Any, table: str, task_id: str, after_seq: int) -> list
             "ExpressionAttributeValues": {
                 ":pk": rec.str_av(rec.task_pk(task_id)),
                 ":from": rec.str_av(rec.event_sk(max(after_seq, 0) + 1)),
-                ":to": rec.str_av(rec.TASK_SK if after_seq < 1 else rec.event_sk(_LAST_SEQ)),
+                ":to": rec.str_av(rec.TASK_SK),
             },
             "ConsistentRead": True,
         },
     )
 
 
-def overdue_entries(dynamodb: Any, table: str, *, due: str) -> list[dict[str, str]]:
-    """``[{"id", "deadline_at"}]`` of every ``active_deadlines`` shard with ``deadline_at <= due`` (GW-BACK-2)."""
-    return [
-        {"id": entry["id"], "deadline_at": entry["deadline_at"]}
-        for page in overdue_pages(dynamodb, table, due=due)
-        for entry in page
-    ]
+def view_items(dynamodb: Any, table: str, task_id: str) -> list[dict[str, Any]]:
+    """The items of a task view (GW-TASK-1), strongly consistent: ``BODY`` and the ``CHILD#`` fence items (one query),
+    then ``PAUSE``, ``RESULT`` and ``TASK`` (another)."""
+    pk = rec.str_av(rec.task_pk(task_id))
+    head = query_all(
+        dynamodb,
+        {
+            "TableName": table,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :from AND :to",
+            "ExpressionAttributeValues": {
+                ":pk": pk,
+                ":from": rec.str_av(rec.BODY_SK),
+                ":to": rec.str_av(rec.CHILD_PREFIX + "\uffff"),
+            },
+            "ConsistentRead": True,
+        },
+    )
+    tail = query_all(
+        dynamodb,
+        {
+            "TableName": table,
+            "KeyConditionExpression": "pk = :pk AND sk >= :from",
+            "ExpressionAttributeValues": {":pk": pk, ":from": rec.str_av(rec.PAUSE_SK)},
+            "ConsistentRead": True,
+        },
+    )
+    return [*head, *tail]
 
 
-def overdue_pages(
+def long_deadline_pages(
     dynamodb: Any, table: str, *, due: str, page_size: int | None = None
 ) -> Iterator[list[dict[str, str]]]:
-    """``[{"id", "deadline_at", "created_at"}]`` due by ``due``, one query page at a time, shard after shard,
-    following ``LastEvaluatedKey``; ``page_size`` caps the items per page (DynamoDB's 1 MB page otherwise)."""
+    """``[{"id", "deadline_at"}]`` of the ``long_deadlines`` entries due by ``due`` (GW-BACK-1), one query page at a
+    time, shard after shard; the index holds keys only, so the id comes from ``pk`` and the deadline from ``gsi3sk``;
+    ``page_size`` caps the items per page (DynamoDB's 1 MB page otherwise)."""
+    prefix = rec.task_pk("")
     for shard in range(rec.DEADLINE_SHARDS):
         request: dict[str, Any] = {
             "TableName": table,
-            "IndexName": "active_deadlines",
+            "IndexName": "long_deadlines",
             "KeyConditionExpression": "gsi3pk = :shard AND gsi3sk <= :due",
-            "ExpressionAttributeValues": {":shard": rec.str_av(f"ACTIVE#{shard}"), ":due": rec.str_av(due)},
-            "ProjectionExpression": "#id, deadline_at, created_at",
-            "ExpressionAttributeNames": {"#id": "id"},
+            "ExpressionAttributeValues": {":shard": rec.str_av(f"LONGDL#{shard}"), ":due": rec.str_av(due)},
         }
         if page_size is not None:
             request["Limit"] = page_size
         while True:
             page = dynamodb.query(**request)
-            entries: list[dict[str, str]] = []
-            for item in page.get("Items", []):
-                task_id, deadline = rec.get_str(item, "id"), rec.get_str(item, "deadline_at")
-                if task_id is not None and deadline is not None:
-                    entry = {"id": task_id, "deadline_at": deadline}
-                    created_at = rec.get_str(item, "created_at")
-                    if created_at is not None:
-                        entry["created_at"] = created_at
-                    entries.append(entry)
+            entries = [
+                {"id": pk[len(prefix) :], "deadline_at": deadline}
+                for item in page.get("Items", [])
+                if (pk := rec.get_str(item, "pk")) is not None
+                and pk.startswith(prefix)
+                and (deadline := rec.get_str(item, "gsi3sk")) is not None
+            ]
             if entries:
                 yield entries
             if not page.get("LastEvaluatedKey"):

@@ -1,19 +1,26 @@
-"""Item layout of the task table (GATEWAY GW-DATA-2, GW-DATA-5, GW-DATA-6) and DynamoDB attribute-value helpers.
+"""Item layout of the task table (GATEWAY GW-DATA-2, GW-DATA-5, GW-DATA-6, GW-DATA-8) and DynamoDB helpers.
 
-- task: ``pk = TASK#{id}``, ``sk = TASK``: ``id``, ``status``, ``status_order``, ``created_at``, ``updated_at``,
-  ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message``, ``deadline_at``, ``last_seq``,
-  ``data`` (JSON of the extra status data), ``error``, ``failed_actor``, ``checkpoint_key``, ``remaining_seconds``,
-  ``context_id``, the index keys and ``ttl`` (30 days after a terminal status);
-- body: ``sk = BODY``: ``payload``, ``result``, ``error_details``, ``pause_metadata`` as JSON text, or
-  ``{field}_s3`` keys;
-- event: ``sk = EV#{last seq:012d}`` (from 2 on: event 1 is read from the task item): ``first_seq``, ``type``
-  (``status``/``fly``), ``status``, ``data`` or ``values`` (JSON), ``actor``, ``envelope_id``, ``created_at``,
-  ``ttl`` (24 h).
+Partition ``pk = TASK#{id}`` holds, by ``sk``:
 
-Indexes: ``by_created`` (``gsi1pk = TASKS#{day of created_at}``, ``gsi1sk = {created_at}#{id}``), ``by_status``
-(``gsi2pk = STATUS#{status}#{day of created_at}``, same sort key), ``active_deadlines`` (sparse, ``gsi3pk =
-ACTIVE#{0..15}`` from a SHA-256 of the id, ``gsi3sk = deadline_at``). JSON values are stored as text so that any JSON
-(floats, empty strings, nulls) round-trips exactly. Values over 64 KiB encoded live in S3 at
+- ``TASK``, the hot item, kept under 1 KB (GW-DATA-8): ``id``, ``status``, ``status_order``, ``created_at``,
+  ``updated_at``, ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message`` (<= 128 bytes),
+  ``deadline_at``, ``last_seq``, ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
+  ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
+  ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
+  (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status);
+- ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``;
+- ``RESULT``: ``result`` and/or ``error_details`` (or ``{field}_s3``), written by the holder of ``terminal_by``;
+- ``PAUSE``: ``pause_metadata`` and the pause fence (P-PAUSE-5);
+- ``EV#{last number:012d}``: a FLY flush (``first_seq``, ``values``, ``actor``, ``envelope_id``, ``ttl`` 24 h);
+- ``CHILD#{id}``: the hop fence of a fan-out child of this task (``fence_h``, ``fence_a``, ``lease_until``,
+  ``actor``, ``ttl`` 15 days); never a task.
+
+Indexes, keys only (``asya.tableschema``): ``by_created`` (``gsi1pk = TASKS#{day of created_at}``, ``gsi1sk =
+{created_at}#{id}``, written at creation, never changed), ``by_outcome`` (sparse: ``gsi2pk = OUTCOME#{status}#{day}``,
+same sort key, written only by a failed or canceled terminal write), ``long_deadlines`` (sparse: ``gsi3pk =
+LONGDL#{0..15}`` from a SHA-256 of the id, ``gsi3sk = deadline_at``, only for a deadline more than
+:data:`LONG_DEADLINE_SECONDS` away when armed, removed at the terminal write). JSON values are stored as text so that
+any JSON (floats, empty strings, nulls) round-trips exactly. Values over 64 KiB encoded live in S3 at
 ``tasks/{id}/{field}.json``.
 """
 
@@ -30,19 +37,28 @@ from asya.envelope import dumps
 __all__ = [
     "BODY_FIELDS",
     "BODY_SK",
+    "BODY_TTL_EXTRA",
+    "CHILD_PREFIX",
+    "CHILD_TTL",
     "CREATED_MESSAGE",
     "DEADLINE_SHARDS",
     "EVENT_PREFIX",
     "EVENT_TTL",
     "INLINE_LIMIT",
+    "LONG_DEADLINE_SECONDS",
+    "PAUSE_SK",
+    "RESULT_SK",
+    "RESULT_TTL",
     "TASKS_PREFIX",
     "TASK_SK",
     "TERMINAL_TTL",
     "VIEW_INLINE_LIMIT",
+    "child_sk",
     "created_index_pk",
     "day_of",
     "deadline_shard",
     "epoch",
+    "epoch_ms",
     "event_sk",
     "fits_sort_key",
     "get_int",
@@ -56,14 +72,17 @@ __all__ = [
     "key",
     "new_task_item",
     "num_av",
-    "status_index_pk",
+    "outcome_index_pk",
     "str_av",
     "task_pk",
 ]
 
 TASK_SK: Final = "TASK"
 BODY_SK: Final = "BODY"
+RESULT_SK: Final = "RESULT"
+PAUSE_SK: Final = "PAUSE"
 EVENT_PREFIX: Final = "EV#"
+CHILD_PREFIX: Final = "CHILD#"
 #: S3 prefix of task values too large for the body item (GW-DATA-6, GW-DATA-7).
 TASKS_PREFIX: Final = "tasks/"
 BODY_FIELDS: Final = ("payload", "result", "error_details", "pause_metadata")
@@ -71,7 +90,15 @@ BODY_FIELDS: Final = ("payload", "result", "error_details", "pause_metadata")
 CREATED_MESSAGE: Final = "Task created"
 
 TERMINAL_TTL: Final = timedelta(days=30)
+RESULT_TTL: Final = timedelta(days=30)
 EVENT_TTL: Final = timedelta(hours=24)
+CHILD_TTL: Final = timedelta(days=15)
+#: The body item expires this long after the task's own timeout (GW-DATA-2: flow timeout + 31 days), so the terminal
+#: write never has to touch it.
+BODY_TTL_EXTRA: Final = timedelta(days=31)
+#: A deadline further away than this is not armed with an SQS timer (at most 900 s of delay) but indexed in
+#: ``long_deadlines`` and swept (GW-BACK-1).
+LONG_DEADLINE_SECONDS: Final = 900
 #: Values larger than this (encoded) are stored in S3 (GW-DATA-6).
 INLINE_LIMIT: Final = 64 * 1024
 #: The task view inlines S3-held values up to this size, else it returns a presigned URL (GW-DATA-6).
@@ -101,6 +128,10 @@ def key(task_id: str, sk: str) -> dict[str, Any]:
     return {"pk": str_av(task_pk(task_id)), "sk": str_av(sk)}
 
 
+def child_sk(child_id: str) -> str:
+    return f"{CHILD_PREFIX}{child_id}"
+
+
 def event_sk(seq: int) -> str:
     return f"{EVENT_PREFIX}{seq:0{_SEQ_DIGITS}d}"
 
@@ -114,8 +145,8 @@ def created_index_pk(day: str) -> str:
     return f"TASKS#{day}"
 
 
-def status_index_pk(status: str, day: str) -> str:
-    return f"STATUS#{status}#{day}"
+def outcome_index_pk(status: str, day: str) -> str:
+    return f"OUTCOME#{status}#{day}"
 
 
 def index_sk(created_at: str, task_id: str) -> str:
@@ -124,11 +155,15 @@ def index_sk(created_at: str, task_id: str) -> str:
 
 def deadline_shard(task_id: str) -> str:
     digest = hashlib.sha256(task_id.encode("utf-8")).digest()
-    return f"ACTIVE#{digest[0] % DEADLINE_SHARDS}"
+    return f"LONGDL#{digest[0] % DEADLINE_SHARDS}"
 
 
 def epoch(moment: datetime) -> int:
     return int(moment.timestamp())
+
+
+def epoch_ms(moment: datetime) -> int:
+    return int(moment.timestamp() * 1000)
 
 
 def str_av(value: str) -> dict[str, str]:
@@ -186,11 +221,17 @@ def is_expired(item: Mapping[str, Any], now: datetime) -> bool:
 
 
 def new_task_item(
-    task_id: str, *, actor: str, flow: str | None, deadline_at: str | None, context_id: str | None, now_ms: str
+    task_id: str,
+    *,
+    actor: str,
+    flow: str | None,
+    deadline_at: str | None,
+    context_id: str | None,
+    now_ms: str,
+    long_deadline: bool = False,
 ) -> dict[str, Any]:
-    """The task item of a new ``pending`` task; it also stands for the task's event 1, ``Task created`` (GW-CREATE-7,
-    ``asya.store.events.created_event``)."""
-    day = day_of(now_ms)
+    """The task item of a new ``pending`` task; it is also the task's event 1, ``Task created`` (GW-CREATE-7).
+    ``long_deadline``: the deadline is too far away for a timer, so the task enters ``long_deadlines``."""
     item: dict[str, Any] = {
         **key(task_id, TASK_SK),
         "id": str_av(task_id),
@@ -202,11 +243,8 @@ def new_task_item(
         "progress_percent": num_av(0),
         "message": str_av(CREATED_MESSAGE),
         "last_seq": num_av(1),
-        "data": json_av({}),
-        "gsi1pk": str_av(created_index_pk(day)),
+        "gsi1pk": str_av(created_index_pk(day_of(now_ms))),
         "gsi1sk": str_av(index_sk(now_ms, task_id)),
-        "gsi2pk": str_av(status_index_pk("pending", day)),
-        "gsi2sk": str_av(index_sk(now_ms, task_id)),
     }
     if flow is not None:
         item["flow"] = str_av(flow)
@@ -214,6 +252,7 @@ def new_task_item(
         item["context_id"] = str_av(context_id)
     if deadline_at is not None:
         item["deadline_at"] = str_av(deadline_at)
-        item["gsi3pk"] = str_av(deadline_shard(task_id))
-        item["gsi3sk"] = str_av(deadline_at)
+        if long_deadline:
+            item["gsi3pk"] = str_av(deadline_shard(task_id))
+            item["gsi3sk"] = str_av(deadline_at)
     return item

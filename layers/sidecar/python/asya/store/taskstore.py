@@ -1,30 +1,33 @@
-"""``TaskStore``: task records, status rules, event log and listing in one DynamoDB table (PROTOCOL section 10,
-GATEWAY sections 4-8, 13, 14).
+"""``TaskStore``: task records, status rules, hop fences, FLY log and listing in one DynamoDB table (PROTOCOL section
+10, P-ACK-8; GATEWAY sections 4-8, 13, 14).
 
-Write paths and their cost (GW-DATA-8):
+Write paths and their cost (GW-DATA-8; the layout is in ``asya.store.records``):
 
-- ``create_task``: a ``PutItem`` of the task item conditional on the id being new, then a ``PutItem`` of its body.
-  Event 1 (``Task created``) is not a separate item: it is a function of the task item's creation fields, so the task
-  item is the record and event 1 in one atomic write (GW-CREATE-7) and the event log synthesizes it on read
-  (``asya.store.events``). A transaction would bill every item twice (GW-DATA-8). A failed body write deletes the task
-  item; a gateway dying between the two puts (or an undo that fails too) leaves a task that was never sent, which
-  the backstop fails at its deadline, as it does for one dying before the send: a terminal or paused update that
-  finds no body item but the task item writes the body then;
-- a status update (``apply``/``apply_status`` and the ``report_*``, ``cancel`` and backstop helpers built on it):
-  ``asya.store.writer``: for a terminal or paused update one ``UpdateItem`` of the body item, then one conditional
-  ``UpdateItem`` of the task item and one ``PutItem`` of the event item;
-- ``append_fly``: one ``UpdateItem`` reserving ``n`` numbers, then the fly item(s).
+- ``create_task``: ONE conditional ``PutItem`` of the task item (it is the record and event 1, GW-CREATE-7; no
+  transaction, which would bill every item twice), then a ``PutItem`` of the body item for a non-null payload. A
+  failed body write deletes the task item;
+- the hop claim (``claim_hop``): ONE conditional ``UpdateItem`` of the envelope's fence item: for a tracked root under
+  progress ``hops``/``detailed`` the task item, where the same write is the hop's running status (P-STAT-19); under
+  ``final`` the task item's fence only; for a child its child item (``asya.store.fences``);
+- a status update (``apply`` and the ``report_*``, ``cancel`` and backstop helpers built on it): ONE conditional
+  ``UpdateItem`` of the task item (``asya.store.writer``); an accepted terminal update with a result or error details
+  then puts the ``RESULT`` item, a paused one the ``PAUSE`` item;
+- ``append_fly``: one ``UpdateItem`` taking ``n`` numbers (``ADD``-style, conditional on a non-terminal task), then
+  the fly item(s).
 
-Reads: the task view and the event log are strongly consistent; pre-flight is one ``BatchGetItem`` per 100 keys
-(task items and the layer's idempotency items, ``asya.idempotency``); listing reads the eventually consistent
-indexes, then the page's task items with one eventually consistent ``BatchGetItem``. Items whose ``ttl`` passed
-are ignored everywhere (GW-DATA-5).
+Reads: the task view and followers' reads are strongly consistent queries of the task's partition; pre-flight is one
+``BatchGetItem`` per 100 keys (task items and child fence items); listing reads the keys-only indexes, then the page's
+task items with one eventually consistent ``BatchGetItem``. Items whose ``ttl`` passed are ignored everywhere
+(GW-DATA-5). A reader that finds ``has_result`` without the result item (its writer is between its two writes)
+re-reads it for up to 2 s (GW-DATA-2).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -34,19 +37,39 @@ from asya.store import queries as q
 from asya.store import records as rec
 from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
-from asya.store.events import FlyValue, expand_events, fly_items
+from asya.store.events import FlyValue, expand_fly, fly_items
+from asya.store.fences import Fences, fence_key
 from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data_json
-from asya.store.transition import MISSING, StatusUpdate
-from asya.store.views import task_view
+from asya.store.transition import MISSING, TERMINAL, StatusUpdate
+from asya.store.updates import is_long_deadline
+from asya.store.views import fence_of, status_data, task_view
 from asya.store.writer import ApplyResult, Outcome, StatusWriter
 from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
 
-__all__ = ["TIMED_OUT", "ApplyResult", "Outcome", "TaskStore"]
+__all__ = ["TIMED_OUT", "ApplyResult", "Outcome", "Snapshot", "TaskStore"]
 
 _log = logging.getLogger(__name__)
 
 _ROUTE_STEPS: Final = frozenset({"received", "processing", "completed"})
 TIMED_OUT: Final = "task timed out"
+#: How long a reader waits for a result item its task item announces (GW-DATA-2).
+_RESULT_WAIT: Final = 2.0
+_RESULT_POLL: Final = 0.1
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One follower's read of a task (GW-SSE-5, GW-SSE-9): the record's state and the fly events after a position."""
+
+    status: str
+    last_seq: int
+    data: dict[str, Any]
+    fly: list[dict[str, Any]]
+    deadline_at: str | None
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
 
 
 class TaskStore:
@@ -70,6 +93,8 @@ class TaskStore:
         self._window = list_window_days
         self._bodies = BodyCodec(bucket=bucket, s3=self._s3_client)
         self._writer = StatusWriter(table=table, dynamodb=lambda: self.dynamodb, bodies=self._bodies, clock=clock)
+        self._fences = Fences(table=table, dynamodb=lambda: self.dynamodb)
+        self._sleep = time.sleep
 
     @property
     def dynamodb(self) -> Any:
@@ -98,29 +123,44 @@ class TaskStore:
         deadline_at: str | None = None,
         context_id: str | None = None,
     ) -> dict[str, Any]:
-        """Write the task record ``pending``, which carries event 1 ``Task created`` (GW-CREATE-7); the task view.
+        """Write the task record ``pending``, which is event 1 ``Task created`` (GW-CREATE-7); the task view.
 
         Raises :class:`TaskExistsError` when the id is taken.
         """
         now = self._clock()
         now_ms = format_ts_ms(now)
         item = rec.new_task_item(
-            task_id, actor=actor, flow=flow, deadline_at=deadline_at, context_id=context_id, now_ms=now_ms
+            task_id,
+            actor=actor,
+            flow=flow,
+            deadline_at=deadline_at,
+            context_id=context_id,
+            now_ms=now_ms,
+            long_deadline=deadline_at is not None and is_long_deadline(deadline_at, now),
         )
-        name, value, stored = self._bodies.encode(task_id, "payload", payload)
-        body = {**rec.key(task_id, rec.BODY_SK), name: value}
+        stored: dict[str, Any] = {}
+        body: dict[str, Any] | None = None
+        if payload is not None:
+            name, value, stored = self._bodies.encode(task_id, "payload", payload)
+            expires = (parse_ts(deadline_at) if deadline_at else None) or now
+            body = {
+                **rec.key(task_id, rec.BODY_SK),
+                name: value,
+                "ttl": rec.num_av(rec.epoch(expires + rec.BODY_TTL_EXTRA)),
+            }
         try:
             self.dynamodb.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
                 raise TaskExistsError(f"task {task_id!r} already exists") from None
             raise
-        try:
-            self.dynamodb.put_item(TableName=self.table, Item=body)
-        except (ClientError, BotoCoreError):
-            # a task without its payload must not stay visible: the caller sees the create fail
-            self._undo_create(task_id)
-            raise
+        if body is not None:
+            try:
+                self.dynamodb.put_item(TableName=self.table, Item=body)
+            except (ClientError, BotoCoreError):
+                # a task without its payload must not stay visible: the caller sees the create fail
+                self._undo_create(task_id)
+                raise
         return task_view(item, self._bodies.urls(stored), bucket=self.bucket)
 
     def _undo_create(self, task_id: str) -> None:
@@ -148,18 +188,71 @@ class TaskStore:
 
         With ``enforce_deadline`` a ``pending``/``running`` task past its deadline is failed first (GW-BACK-3).
         """
-        item = self._get_item(task_id, rec.TASK_SK)
+        items = self._view_items(task_id)
+        item = items.get(rec.TASK_SK)
         if item is None:
             return None
         if enforce_deadline and self._overdue(rec.get_str(item, "status"), rec.get_str(item, "deadline_at")):
             self.time_out_overdue(
                 task_id, rec.get_str(item, "deadline_at") or "", created_at=rec.get_str(item, "created_at")
             )
-            item = self._get_item(task_id, rec.TASK_SK)
+            items = self._view_items(task_id)
+            item = items.get(rec.TASK_SK)
             if item is None:
                 return None
-        body = self._bodies.decode_item(self._get_item(task_id, rec.BODY_SK))
-        return task_view(item, body, bucket=self.bucket)
+        values = self._values(task_id, item, items)
+        children = [child for sk, child in items.items() if sk.startswith(rec.CHILD_PREFIX)]
+        return task_view(item, values, bucket=self.bucket, children=children)
+
+    def _view_items(self, task_id: str) -> dict[str, dict[str, Any]]:
+        now = self._clock()
+        return {
+            rec.get_str(item, "sk") or "": item
+            for item in q.view_items(self.dynamodb, self.table, task_id)
+            if not rec.is_expired(item, now)
+        }
+
+    def _values(self, task_id: str, item: Mapping[str, Any], items: Mapping[str, Any]) -> dict[str, Any]:
+        """The decoded large values of a task: its body, result and pause items (GW-DATA-2)."""
+        result = items.get(rec.RESULT_SK)
+        if result is None and item.get("has_result") and rec.get_str(item, "status") in TERMINAL:
+            result = self._await_result(task_id)
+        values: dict[str, Any] = {}
+        for extra in (items.get(rec.BODY_SK), result, items.get(rec.PAUSE_SK)):
+            values.update(self._bodies.decode_item(extra))
+        return values
+
+    def _await_result(self, task_id: str) -> dict[str, Any] | None:
+        """The result item a terminal task announces (``has_result``), read again for up to 2 s: its writer puts it
+        right after the task item (GW-DATA-2)."""
+        waited = 0.0
+        while True:
+            found = self._get_item(task_id, rec.RESULT_SK)
+            if found is not None or waited >= _RESULT_WAIT:
+                if found is None:
+                    _log.warning("task %s: its result item is still missing after %.0f s", task_id, _RESULT_WAIT)
+                return found
+            self._sleep(_RESULT_POLL)
+            waited += _RESULT_POLL
+
+    def snapshot(self, task_id: str, after_seq: int) -> Snapshot | None:
+        """A follower's read (GW-SSE-5, GW-SSE-9): ONE strongly consistent query for the task item, its result and
+        pause items and the fly events after ``after_seq``; ``None`` for an unknown or expired task."""
+        now = self._clock()
+        items = q.follow_items(self.dynamodb, self.table, task_id, after_seq)
+        by_sk = {rec.get_str(i, "sk") or "": i for i in items if not rec.is_expired(i, now)}
+        item = by_sk.get(rec.TASK_SK)
+        if item is None:
+            return None
+        status = rec.get_str(item, "status") or "pending"
+        values = self._values(task_id, item, by_sk) if status in ("succeeded", "failed", "paused") else {}
+        return Snapshot(
+            status=status,
+            last_seq=rec.get_int(item, "last_seq") or 0,
+            data=self._bodies.urls(status_data(item, values)),
+            fly=expand_fly(items, after_seq=after_seq, now=now),
+            deadline_at=rec.get_str(item, "deadline_at"),
+        )
 
     @staticmethod
     def status_data(task: Mapping[str, Any]) -> dict[str, Any]:
@@ -193,33 +286,26 @@ class TaskStore:
             count=count,
         )
 
-    def events_after(self, task_id: str, after_seq: int) -> list[dict[str, Any]]:
-        """Events with ``seq > after_seq`` in order: ``[{"seq": int, "event": "status"|"fly", "data": {...}}]``.
-
-        One strongly consistent query; a fly item is expanded into one event per value (GW-SSE-11). Gaps (GW-DATA-3)
-        are returned as they are: the caller decides how long to wait for a missing number.
-        """
-        items = q.event_items(self.dynamodb, self.table, task_id, after_seq)
-        return expand_events(items, after_seq=after_seq, now=self._clock(), resolve=self._bodies.urls)
-
-    def preflight_statuses(self, ids: Sequence[str]) -> dict[str, str]:
-        """``{id: status}`` of the ids that have a task record (P-STAT-10): one consistent ``BatchGetItem`` per 100
-        ids. A read error is logged and its ids are left out, which callers treat as unknown (processing continues).
-        """
-        return self.preflight(ids)[0]
-
-    def preflight(
-        self, ids: Sequence[str], extra_keys: Sequence[dict[str, Any]] = ()
-    ) -> tuple[dict[str, str], list[dict[str, Any]]]:
-        """:meth:`preflight_statuses` plus the unexpired items found for ``extra_keys`` (raw DynamoDB items of this
-        table that the layer reads before a batch, such as idempotency items) in the same ``BatchGetItem``. A read
-        error is logged and answers ``({}, [])``: every id unknown, no item found.
-        """
+    def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+        """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` (task items, child fence items), by ``(pk,
+        sk)``, from one strongly consistent ``BatchGetItem`` per 100 keys. A read error is logged and answers ``{}``:
+        every item unknown, processing continues and the claim decides."""
         try:
-            return q.batch_statuses(self.dynamodb, self.table, ids, now=self._clock(), extra_keys=extra_keys)
+            items = q.preflight_items(self.dynamodb, self.table, keys, now=self._clock())
         except (ClientError, BotoCoreError) as exc:
-            _log.warning("pre-flight read failed, treating %d ids as unknown: %s", len(ids), exc)
-            return {}, []
+            _log.warning("pre-flight read failed, treating %d keys as unknown: %s", len(keys), exc)
+            return {}
+        return {(rec.get_str(i, "pk") or "", rec.get_str(i, "sk") or ""): i for i in items}
+
+    def statuses(self, ids: Sequence[str]) -> dict[str, str]:
+        """``{id: status}`` of the ids that have a task record, from one consistent read per 100 ids (best effort: a
+        read error answers ``{}``)."""
+        found = self.preflight([rec.key(task_id, rec.TASK_SK) for task_id in ids])
+        return {
+            task_id: status
+            for item in found.values()
+            if (task_id := rec.get_str(item, "id")) is not None and (status := rec.get_str(item, "status")) is not None
+        }
 
     # ------------------------------------------------------------------ status writes
 
@@ -244,13 +330,46 @@ class TaskStore:
         message: str | None = None,
         envelope_id: str | None = None,
         created_at: str | None = None,
+        detailed: bool = False,
     ) -> bool:
-        """A ``running`` event of the layer (P-STAT-5, P-STAT-6) with progress from the input route (P-STAT-8).
+        """A best-effort ``running`` update of the layer (P-STAT-5, P-STAT-6); True when accepted."""
+        return self.running(
+            task_id,
+            step=step,
+            actor=actor,
+            route_prev=route_prev,
+            route_curr=route_curr,
+            route_next=route_next,
+            extra=extra,
+            message=message,
+            envelope_id=envelope_id,
+            created_at=created_at,
+            detailed=detailed,
+        ).accepted
 
-        Values over the store's limits are fitted, not refused (``asya.store.limits``): a long route or error text
-        must not cost the task its progress."""
+    def running(
+        self,
+        task_id: str,
+        *,
+        step: str,
+        actor: str,
+        route_prev: Sequence[str],
+        route_curr: str,
+        route_next: Sequence[str],
+        extra: Mapping[str, Any] | None = None,
+        message: str | None = None,
+        envelope_id: str | None = None,
+        created_at: str | None = None,
+        detailed: bool = False,
+        claim: tuple[int, int, int] | None = None,
+        refence: tuple[int, int] | None = None,
+    ) -> ApplyResult:
+        """A ``running`` update with progress from the input route (P-STAT-8); with ``claim`` it is also the hop claim
+        (P-ACK-8, P-STAT-19), with ``refence`` the retry's fence write (P-RES-8). The route lists are stored under
+        progress ``detailed`` only (P-STAT-19). Values over the store's limits are fitted, not refused
+        (``asya.store.limits``): a long route or error text must not cost the task its progress."""
         data: dict[str, Any] = {}
-        if step in _ROUTE_STEPS:
+        if detailed and step in _ROUTE_STEPS:
             data.update(prev=list(route_prev), curr=route_curr, next=list(route_next))
         data.update(extra or {})
         fitted, fitted_json = fit_data_json(data)
@@ -264,8 +383,33 @@ class TaskStore:
             encoded_data=fitted_json,
             envelope_id=envelope_id,
             created_at_hint=created_at,
+            claim=claim,
+            refence=refence,
         )
-        return self.apply_status(task_id, update)
+        return self.apply(task_id, update)
+
+    def claim_fence(
+        self, envelope_id: str, parent_id: str | None, *, claim: tuple[int, int, int], actor: str
+    ) -> ApplyResult:
+        """A hop claim that writes no status: a child's (on its child item) or, under progress ``final``, a tracked
+        envelope's (fence and lease only) (P-ACK-8, P-STAT-19; ``asya.store.fences``)."""
+        return self._fences.claim(envelope_id, parent_id, claim=claim, actor=actor, now=self._clock())
+
+    def release_lease(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
+        """Release this run's lease on its fence item (P-ACK-8), best effort for the caller."""
+        return self._fences.release(envelope_id, parent_id, fence)
+
+    def advance_fence(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
+        """The retry's fence ``(h, n + 1)`` on a fence item that carries no status (P-RES-8)."""
+        return self._fences.advance(envelope_id, parent_id, fence)
+
+    @staticmethod
+    def fence_key(envelope_id: str, parent_id: str | None) -> dict[str, Any]:
+        return fence_key(envelope_id, parent_id)
+
+    @staticmethod
+    def fence_of(item: Mapping[str, Any]) -> tuple[int, int] | None:
+        return fence_of(item)
 
     def report_final(
         self,
@@ -277,11 +421,15 @@ class TaskStore:
         error_details: Mapping[str, Any] | None = None,
         failed_actor: str | None = None,
         checkpoint_key: str | None = None,
+        checkpoint_line: int | None = None,
         message: str | None = None,
         envelope_id: str | None = None,
         created_at: str | None = None,
+        writer_id: str | None = None,
     ) -> bool:
         """The final status (P-SINK-5, P-TIME-3, P-ERR-6); a stale write, or a checkpoint attach, returns False.
+        ``writer_id`` (the SQS message id of the record writing it) tags the task so that only this writer, or a
+        redelivery of its message, writes the result item (GW-DATA-2).
 
         ``error`` and ``message`` over the store's limits are clipped (``asya.store.limits``), never refused: the
         final status must be written, and the whole error text stays in ``error_details``."""
@@ -292,23 +440,30 @@ class TaskStore:
             error_details=error_details,
             failed_actor=None if failed_actor is None else failed_actor[:NAME_LIMIT],
             checkpoint_key=checkpoint_key,
+            checkpoint_line=checkpoint_line,
             message=None if message is None else clip_text(message, MESSAGE_LIMIT_BYTES),
             envelope_id=envelope_id,
             created_at_hint=created_at,
+            writer_id=writer_id,
         )
         return self.apply_status(task_id, update)
 
+    def attach_checkpoint(self, task_id: str, *, key: str, line: int | None) -> bool:
+        """Attach a crew checkpoint to a task that has none, terminal or not, changing no status (P-STAT-2)."""
+        return self._writer.attach(task_id, key, line, None).outcome is Outcome.CHECKPOINT_ATTACHED
+
     def append_fly(self, task_id: str, values: Sequence[FlyValue]) -> bool:
-        """Append FLY values with consecutive sequence numbers (P-STAT-15..17); False for an unknown id."""
+        """Append FLY values with consecutive numbers taken from the task item's counter (P-STAT-15..17); False for an
+        unknown or terminal task (the values are dropped); an empty flush writes nothing."""
         if not values:
             return True
         try:
             response = self.dynamodb.update_item(
                 TableName=self.table,
                 Key=rec.key(task_id, rec.TASK_SK),
-                UpdateExpression="SET last_seq = last_seq + :n",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":n": rec.num_av(len(values))},
+                UpdateExpression="ADD last_seq :n",
+                ConditionExpression="attribute_exists(pk) AND status_order < :terminal",
+                ExpressionAttributeValues={":n": rec.num_av(len(values)), ":terminal": rec.num_av(3)},
                 ReturnValues="UPDATED_NEW",
             )
         except ClientError as exc:
@@ -359,10 +514,7 @@ class TaskStore:
             return False
         return self.time_out_overdue(str(task["id"]), deadline, created_at=task.get("created_at"))
 
-    def overdue_tasks(self) -> list[dict[str, str]]:
-        """``[{"id", "deadline_at"}]`` of the ``active_deadlines`` entries due by now, every shard (GW-BACK-2)."""
-        return q.overdue_entries(self.dynamodb, self.table, due=format_ts(self._clock()))
-
-    def overdue_pages(self, *, page_size: int | None = None) -> Iterator[list[dict[str, str]]]:
-        """The same entries with ``created_at``, one index page at a time, so a sweep can stop between pages."""
-        return q.overdue_pages(self.dynamodb, self.table, due=format_ts(self._clock()), page_size=page_size)
+    def long_deadline_pages(self, *, page_size: int | None = None) -> Iterator[list[dict[str, str]]]:
+        """``[{"id", "deadline_at"}]`` of the ``long_deadlines`` entries due by now, one index page at a time, so a
+        sweep can stop between pages (GW-BACK-1)."""
+        return q.long_deadline_pages(self.dynamodb, self.table, due=format_ts(self._clock()), page_size=page_size)

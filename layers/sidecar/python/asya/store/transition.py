@@ -30,7 +30,7 @@ from typing import Any, Final
 from asya.envelope import dumps
 from asya.progress import RUNNING_STEPS
 from asya.store.errors import StatusUpdateError
-from asya.store.limits import DATA_LIMIT_BYTES, ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, oversize
+from asya.store.limits import DATA_LIMIT_BYTES, ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, oversize
 
 __all__ = [
     "MISSING",
@@ -73,13 +73,13 @@ TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 class StatusUpdate:
     """One status event to apply to a task (layer, crew, gateway and backstop all use this one shape).
 
-    ``data`` holds the extra members of the status data object (GW-TASK-2: ``prev``, ``curr``, ``next``,
-    ``message_size_kb``, ``duration_ms``, ``frames``, ``attempt``, ``delay_seconds``, ...); it is stored on the task
-    item, as ``data_json``. ``message``, ``error``, ``actor``, ``failed_actor`` and ``data`` are bounded
-    (``asya.store.limits``): a larger one raises :class:`StatusUpdateError`. ``result``, ``error_details`` and
-    ``pause_metadata`` go to the task's body item (or S3), which has no such bound.
+    ``data`` holds the small extra members of the status data object (GW-TASK-2: ``attempt``, ``delay_seconds``, and
+    under progress ``detailed`` ``prev``, ``curr``, ``next``, ``message_size_kb``, ``duration_ms``, ``frames``); it is
+    stored on the task item, as ``data_json``. ``message`` and ``error`` are clipped to their bounds
+    (``asya.store.limits``); a longer ``actor``/``failed_actor`` or ``data`` raises :class:`StatusUpdateError`.
+    ``result`` and ``error_details`` go to the task's result item, ``pause_metadata`` to its pause item (or S3).
     ``created_at_hint`` (the envelope's ``status.created_at``) lets the store guess the task's creation day, which the
-    ``by_status`` index key needs, without a read.
+    ``by_outcome`` index key of a failed or canceled terminal write needs, without a read.
     """
 
     status: str
@@ -93,6 +93,7 @@ class StatusUpdate:
     error_details: Mapping[str, Any] | None = None
     failed_actor: str | None = None
     checkpoint_key: str | None = None
+    checkpoint_line: int | None = None
     pause_metadata: Mapping[str, Any] | None = None
     remaining_seconds: int | None = None
     resume: bool = False
@@ -100,6 +101,14 @@ class StatusUpdate:
     if_deadline_at: str | None = None
     envelope_id: str | None = None
     created_at_hint: str | None = None
+    #: who makes a terminal write (an SQS message id or a request id): stored as ``terminal_by``, so that only that
+    #: writer, or a redelivery of its message, writes the task's result item (GW-DATA-2)
+    writer_id: str | None = None
+    #: the hop claim this running update also is (P-ACK-8, P-STAT-19): ``(hop, attempt, lease_until_ms)``
+    claim: tuple[int, int, int] | None = None
+    #: the retry's fence write (P-RES-8): the stored fence must be exactly this ``(hop, attempt)``; the same write
+    #: stores ``(hop, attempt + 1)`` with ``lease_until = 0``
+    refence: tuple[int, int] | None = None
     #: ``data`` as compact JSON, the text the store writes: ``encoded_data`` or, without it, encoded here.
     data_json: str = field(init=False, repr=False, compare=False)
     #: ``data`` already encoded by the caller (``asya.store.limits.fit_data_json``). Init-only, so that
@@ -129,12 +138,13 @@ class StatusUpdate:
             raise StatusUpdateError(f"result: only a succeeded update has a result (status {self.status!r})")
 
     def _check_sizes(self, encoded_data: str) -> None:
+        # long text is cut, never refused (GW-DATA-8): the whole error stays in error_details
         for name, text, limit in (
             ("message", self.message, MESSAGE_LIMIT_BYTES),
             ("error", self.error, ERROR_LIMIT_BYTES),
         ):
-            if text is not None and (size := oversize(text, limit)) is not None:
-                raise StatusUpdateError(f"{size} bytes, over the limit of {limit} bytes", field=name)
+            if text is not None and oversize(text, limit) is not None:
+                object.__setattr__(self, name, clip_text(text, limit))
         for name, value in (("actor", self.actor), ("failed_actor", self.failed_actor)):
             if value is not None and len(value) > NAME_LIMIT:
                 raise StatusUpdateError(f"{len(value)} characters, over the limit of {NAME_LIMIT}", field=name)
@@ -164,6 +174,9 @@ class StoredState:
     step: str | None = None
     checkpoint_key: str | None = None
     deadline_at: str | None = None
+    fence: tuple[int, int] | None = None
+    lease_until: int = 0
+    terminal_by: str | None = None
 
     @property
     def order(self) -> int:
@@ -199,6 +212,10 @@ def decide(stored: StoredState, update: StatusUpdate) -> Decision:
         return _STALE
     if update.resume:
         return Decision(Verdict.ACCEPT, _progress(stored, update)) if stored.status == "paused" else _STALE
+    if update.refence is not None and stored.fence != update.refence:
+        return _STALE
+    if (update.claim is not None or update.refence is not None) and stored.status in ("pending", "running"):
+        return Decision(Verdict.ACCEPT, _progress(stored, update))  # a claim always stores its fence (P-STAT-6)
     if update.status == "running" and stored.status == "running":
         progress = _progress(stored, update)
         unchanged = (

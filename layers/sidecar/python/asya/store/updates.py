@@ -23,13 +23,28 @@ from __future__ import annotations
 
 from datetime import datetime
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from asya.store import records as rec
 from asya.store.limits import MESSAGE_LIMIT_BYTES, clip_text
-from asya.store.transition import STATUS_ORDER, StatusUpdate, StoredState
+from asya.store.transition import MISSING, STATUS_ORDER, StatusUpdate, StoredState
+from asya.timeutil import parse_ts
 
-__all__ = ["UpdateSpec", "attach_checkpoint", "blind_update", "default_message", "exact_update"]
+__all__ = [
+    "OUTCOME_STATUSES",
+    "UpdateSpec",
+    "attach_checkpoint",
+    "blind_update",
+    "claim_condition",
+    "default_message",
+    "exact_update",
+    "has_result",
+    "is_long_deadline",
+    "refence_condition",
+]
+
+#: Terminal statuses listed by the sparse ``by_outcome`` index (GW-DATA-2).
+OUTCOME_STATUSES: Final = frozenset({"failed", "canceled"})
 
 
 class UpdateSpec:
@@ -143,10 +158,12 @@ def _clauses(
 ) -> None:
     spec.set("status", rec.str_av(update.status))
     spec.set("status_order", rec.num_av(update.order))
-    spec.set("gsi2pk", rec.str_av(rec.status_index_pk(update.status, day)))
     spec.set("updated_at", rec.str_av(now_ms))
     spec.set("message", rec.str_av(default_message(update)))
-    spec.set("data", rec.str_av(update.data_json))
+    if update.data:
+        spec.set("data", rec.str_av(update.data_json))
+    else:
+        spec.remove("data")
     spec.names["#last_seq"] = "last_seq"
     spec.values[":one"] = {"N": "1"}
     spec.sets.append("#last_seq = #last_seq + :one")
@@ -159,14 +176,22 @@ def _clauses(
         spec.set("step", rec.str_av("completed"))
     if progress is not None:
         spec.set("progress_percent", rec.num_av(progress))
+    if update.claim is not None:
+        _claim_clauses(spec, update.claim)
+    if update.refence is not None:
+        spec.set("fence_a", rec.num_av(update.refence[1] + 1))
+        spec.set("lease_until", rec.num_av(0))
     if update.resume:
         spec.remove("remaining_seconds")
         if update.deadline_at is None:
             spec.remove("deadline_at", "gsi3pk", "gsi3sk")
         else:
             spec.set("deadline_at", rec.str_av(update.deadline_at))
-            spec.set("gsi3pk", rec.str_av(rec.deadline_shard(task_id)))
-            spec.set("gsi3sk", rec.str_av(update.deadline_at))
+            if is_long_deadline(update.deadline_at, now):
+                spec.set("gsi3pk", rec.str_av(rec.deadline_shard(task_id)))
+                spec.set("gsi3sk", rec.str_av(update.deadline_at))
+            else:
+                spec.remove("gsi3pk", "gsi3sk")
     elif update.status == "paused":
         spec.remove("deadline_at", "gsi3pk", "gsi3sk")
         if update.remaining_seconds is None:
@@ -176,12 +201,67 @@ def _clauses(
     elif update.terminal:
         spec.remove("gsi3pk", "gsi3sk", "remaining_seconds")
         spec.set("ttl", rec.num_av(rec.epoch(now + rec.TERMINAL_TTL)))
+        if update.status in OUTCOME_STATUSES:
+            spec.set("gsi2pk", rec.str_av(rec.outcome_index_pk(update.status, day)))
         if update.status == "failed":
             spec.set("error", rec.str_av(update.error or "task failed"))
             if update.failed_actor is not None:
                 spec.set("failed_actor", rec.str_av(update.failed_actor))
         if update.checkpoint_key is not None:
             spec.set("checkpoint_key", rec.str_av(update.checkpoint_key))
+            if update.checkpoint_line is not None:
+                spec.set("checkpoint_line", rec.num_av(update.checkpoint_line))
+        if update.writer_id is not None:
+            spec.set("terminal_by", rec.str_av(update.writer_id))
+        if has_result(update):
+            spec.set("has_result", {"BOOL": True})
+
+
+def has_result(update: StatusUpdate) -> bool:
+    """Whether a terminal update has values for the task's result item (GW-DATA-2)."""
+    return (update.status == "succeeded" and update.result is not MISSING) or (
+        update.status == "failed" and update.error_details is not None
+    )
+
+
+def is_long_deadline(deadline_at: str, now: datetime) -> bool:
+    """Whether ``deadline_at`` is too far away for one SQS timer: the task goes into ``long_deadlines`` (GW-BACK-1)."""
+    deadline = parse_ts(deadline_at)
+    return deadline is not None and (deadline - now).total_seconds() > rec.LONG_DEADLINE_SECONDS
+
+
+def _claim_clauses(spec: UpdateSpec, claim: tuple[int, int, int]) -> None:
+    hop, attempt, lease_until = claim
+    spec.set("fence_h", rec.num_av(hop))
+    spec.set("fence_a", rec.num_av(attempt))
+    spec.set("lease_until", rec.num_av(lease_until))
+
+
+def claim_condition(spec: UpdateSpec, claim: tuple[int, int, int], now_ms: int) -> str:
+    """P-ACK-8: no fence stored, a lower one, or an equal one whose lease has passed."""
+    hop, attempt, _ = claim
+    spec.names["#fence_h"] = "fence_h"
+    spec.names["#fence_a"] = "fence_a"
+    spec.names["#lease_until"] = "lease_until"
+    spec.values[":fh"] = rec.num_av(hop)
+    spec.values[":fa"] = rec.num_av(attempt)
+    spec.values[":now_ms"] = rec.num_av(now_ms)
+    return _CLAIM_CONDITION
+
+
+def refence_condition(spec: UpdateSpec, fence: tuple[int, int]) -> str:
+    """P-RES-8: the stored fence is exactly ``fence``."""
+    spec.names["#fence_h"] = "fence_h"
+    spec.names["#fence_a"] = "fence_a"
+    spec.values[":rh"] = rec.num_av(fence[0])
+    spec.values[":ra"] = rec.num_av(fence[1])
+    return "#fence_h = :rh AND #fence_a = :ra"
+
+
+_CLAIM_CONDITION: Final = (
+    "attribute_not_exists(#fence_h) OR #fence_h < :fh OR (#fence_h = :fh AND #fence_a < :fa)"
+    " OR (#fence_h = :fh AND #fence_a = :fa AND #lease_until < :now_ms)"
+)
 
 
 def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: str, day: str) -> UpdateSpec:
@@ -192,15 +272,31 @@ def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: s
         progress = None
     _clauses(spec, update, task_id=task_id, now=now, now_ms=now_ms, day=day, progress=progress)
     spec.names["#pk"] = "pk"
-    spec.names["#created_at"] = "created_at"
-    spec.values[":day"] = rec.str_av(day)
-    spec.conditions.extend(("attribute_exists(#pk)", "begins_with(#created_at, :day)"))
+    spec.conditions.append("attribute_exists(#pk)")
+    if update.status in OUTCOME_STATUSES:
+        # the by_outcome key holds the creation day: the guess is checked, a wrong one takes the exact path
+        spec.names["#created_at"] = "created_at"
+        spec.values[":day"] = rec.str_av(day)
+        spec.conditions.append("begins_with(#created_at, :day)")
     status, order = spec.name("status"), spec.name("status_order")
+    if update.refence is not None:
+        spec.conditions.append(refence_condition(spec, update.refence))
     if update.if_deadline_at is not None:
         spec.conditions.append(f"{order} < {spec.value('two', rec.num_av(2))}")
         spec.conditions.append(f"{spec.name('deadline_at')} = {spec.value('dl', rec.str_av(update.if_deadline_at))}")
     if update.resume:
         spec.conditions.append(f"{status} = {spec.value('paused', rec.str_av('paused'))}")
+    elif update.claim is not None or update.refence is not None:
+        # a hop claim, and the retry's fence write, is never stale as a progress update (P-STAT-6): a pending or
+        # running task, a progress that does not go down, and the fence rule
+        spec.conditions.append(f"{order} <= {spec.value('one_order', rec.num_av(STATUS_ORDER['running']))}")
+        if progress is not None:
+            spec.conditions.append(
+                f"attribute_not_exists({spec.name('progress_percent')}) OR "
+                f"{spec.name('progress_percent')} <= {spec.value('progress_percent', rec.num_av(progress))}"
+            )
+        if update.claim is not None:
+            spec.conditions.append(claim_condition(spec, update.claim, rec.epoch_ms(now)))
     elif update.status == "running":
         spec.conditions.append(_running_condition(spec, update))
     else:
@@ -256,13 +352,19 @@ def exact_update(
     _clauses(spec, update, task_id=task_id, now=now, now_ms=now_ms, day=day, progress=progress)
     spec.conditions.append(f"attribute_exists({spec.name('pk')})")
     spec.conditions.append(f"{spec.name('last_seq')} = {spec.value('seq', rec.num_av(stored.last_seq))}")
+    if update.claim is not None:
+        spec.conditions.append(claim_condition(spec, update.claim, rec.epoch_ms(now)))
+    if update.refence is not None:
+        spec.conditions.append(refence_condition(spec, update.refence))
     return spec
 
 
-def attach_checkpoint(checkpoint_key: str) -> UpdateSpec:
-    """Attach x-sink's checkpoint key to a terminal task that has none (P-STAT-2): no event, no other change."""
+def attach_checkpoint(checkpoint_key: str, checkpoint_line: int | None) -> UpdateSpec:
+    """Attach the crew's checkpoint to a task that has none (P-STAT-2): no status change, ``last_seq`` unchanged."""
     spec = UpdateSpec()
     spec.set("checkpoint_key", rec.str_av(checkpoint_key))
-    spec.conditions.append(f"{spec.name('status_order')} = {spec.value('three', rec.num_av(3))}")
+    if checkpoint_line is not None:
+        spec.set("checkpoint_line", rec.num_av(checkpoint_line))
+    spec.conditions.append(f"attribute_exists({spec.name('pk')})")
     spec.conditions.append(f"attribute_not_exists({spec.name('checkpoint_key')})")
     return spec

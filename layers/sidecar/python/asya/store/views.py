@@ -1,20 +1,21 @@
 """What clients see of a task: the task view (GATEWAY GW-TASK-1), the status data object (GW-TASK-2) and the list
-summary (GW-LIST-2), rebuilt from the task item and its body values.
+summary (GW-LIST-2), rebuilt from the task item and the values of its body, result and pause items.
 
-The task item stores only the extra members of the last status event's data (``data``); the rest of the status data
-object is rebuilt from the item and the body, so no value is stored twice (GW-DATA-6, GW-DATA-8). Body values arrive
-already in client form: ``{field: value}`` inline, or ``{field}_url`` / ``{field}_s3`` when held in S3.
+The task item stores only the small extra members of the last status change's data (``data``); the rest of the status
+data object is rebuilt from the item's fields and the large values, so no value is stored twice (GW-DATA-6,
+GW-DATA-8). Large values arrive already in client form: ``{field: value}`` inline, or ``{field}_url`` /
+``{field}_s3`` when held in S3.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from asya.store import records as rec
 from asya.store.transition import StoredState
 
-__all__ = ["status_data", "stored_state", "summary", "task_view"]
+__all__ = ["fence_of", "status_data", "stored_state", "summary", "task_view"]
 
 _BODY_FORMS: Final = ("", "_url", "_s3")
 
@@ -29,7 +30,26 @@ def stored_state(item: Mapping[str, Any]) -> StoredState:
         step=rec.get_str(item, "step"),
         checkpoint_key=rec.get_str(item, "checkpoint_key"),
         deadline_at=rec.get_str(item, "deadline_at"),
+        fence=fence_of(item),
+        lease_until=rec.get_int(item, "lease_until") or 0,
+        terminal_by=rec.get_str(item, "terminal_by"),
     )
+
+
+def fence_of(item: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The hop fence ``(h, a)`` stored on a task or child item (P-ACK-8), ``None`` when none is."""
+    hop, attempt = rec.get_int(item, "fence_h"), rec.get_int(item, "fence_a")
+    return None if hop is None or attempt is None else (hop, attempt)
+
+
+def _checkpoint(out: dict[str, Any], item: Mapping[str, Any]) -> str | None:
+    checkpoint = rec.get_str(item, "checkpoint_key")
+    if checkpoint is not None:
+        out["checkpoint_key"] = checkpoint
+        line = rec.get_int(item, "checkpoint_line")
+        if line is not None:
+            out["checkpoint_line"] = line
+    return checkpoint
 
 
 def _copy_body(out: dict[str, Any], body: Mapping[str, Any], field: str) -> None:
@@ -62,15 +82,20 @@ def status_data(item: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, A
     elif status == "paused":
         _copy_body(out, body, "pause_metadata")
         out["remaining_seconds"] = rec.get_int(item, "remaining_seconds")
-    checkpoint = rec.get_str(item, "checkpoint_key")
-    if checkpoint is not None:
-        out["checkpoint_key"] = checkpoint
+    _checkpoint(out, item)
     out["timestamp"] = rec.get_str(item, "updated_at")
     return out
 
 
-def task_view(item: Mapping[str, Any], body: Mapping[str, Any], *, bucket: str | None) -> dict[str, Any]:
-    """The task view (GW-TASK-1)."""
+def task_view(
+    item: Mapping[str, Any],
+    body: Mapping[str, Any],
+    *,
+    bucket: str | None,
+    children: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The task view (GW-TASK-1); ``body`` holds the decoded values of the body, result and pause items, ``children``
+    the task's child fence items (listed as ``children``, issue: children in the parent's view)."""
     status = rec.get_str(item, "status") or "pending"
     view: dict[str, Any] = {
         "id": rec.get_str(item, "id"),
@@ -99,11 +124,14 @@ def task_view(item: Mapping[str, Any], body: Mapping[str, Any], *, bucket: str |
         view["error_details"] = None
         _copy_body(view, body, "error_details")
         view["failed_actor"] = rec.get_str(item, "failed_actor")
-    checkpoint = rec.get_str(item, "checkpoint_key")
-    if checkpoint is not None:
-        view["checkpoint_key"] = checkpoint
-        if bucket:
-            view["checkpoint_uri"] = f"s3://{bucket}/{checkpoint}"
+    checkpoint = _checkpoint(view, item)
+    if checkpoint is not None and bucket:
+        view["checkpoint_uri"] = f"s3://{bucket}/{checkpoint}"
+    if children:
+        view["children"] = [
+            {"id": (rec.get_str(child, "sk") or "")[len(rec.CHILD_PREFIX) :], "actor": rec.get_str(child, "actor")}
+            for child in children
+        ]
     context_id = rec.get_str(item, "context_id")
     if context_id is not None:
         view["context_id"] = context_id

@@ -1,23 +1,25 @@
-"""Status writes of the task store: one status event applied to a task (PROTOCOL P-STAT-1..4, GATEWAY GW-EVT-1..3,
-GW-DATA-3, GW-DATA-4, GW-BACK-4).
+"""Status writes of the task store: one status change applied to a task (PROTOCOL P-STAT-1..4, P-ACK-8; GATEWAY
+GW-EVT-1..3, GW-DATA-2, GW-DATA-3, GW-DATA-4, GW-BACK-4).
 
-``StatusWriter.apply(task_id, update)``:
+``StatusWriter.apply(task_id, update)`` makes ONE conditional ``UpdateItem`` of the task item (``asya.store.updates``):
+blind first, then exact from the item a failed condition returned, at most five times. No event item is written: the
+task item is the state and ``last_seq`` numbers its changes (P-STAT-3). Then, only for:
 
-1. a terminal or paused update first writes its large values and the expiry to the body item (``result`` and
-   ``error_details`` only if absent, so a losing terminal write cannot replace the winner's), conditional on the body
-   existing; a task whose body is missing (its creation failed half-way) gets it written then, an unknown id is a
-   no-op (P-STAT-4);
-2. one conditional ``UpdateItem`` of the task item (``asya.store.updates``): blind first, then exact from the item a
-   failed condition returned, at most five times; a stale update changes nothing, a stale terminal one attaches its
-   checkpoint key (GW-BACK-4);
-3. one ``PutItem`` of the event item with the sequence number the update reserved. A writer failing between 2 and 3
-   leaves a gap (GW-DATA-3); when the gap is the task's final event, the next terminal write for the task fills it.
+- an accepted terminal update with a result or error details: one ``PutItem`` of the ``RESULT`` item. The task item
+  was tagged ``terminal_by`` = the update's ``writer_id`` in the same write, so only that writer, or a redelivery of
+  its message (which finds its own tag), writes the result item; a stale writer never changes it (GW-DATA-2);
+- an accepted ``paused`` update: one ``PutItem`` of the ``PAUSE`` item with ``pause_metadata``.
+
+A stale terminal update attaches its checkpoint to a task that has none (P-STAT-2). A hop claim (``update.claim``,
+P-ACK-8) whose condition fails is classified from the old item: :attr:`Outcome.DUPLICATE` (a higher fence, or a
+``succeeded``/``failed`` task), :attr:`Outcome.HELD` (an equal fence under a live lease), or the task's status for
+``canceled``/``paused`` (``Outcome.STALE`` with that status): the caller decides (P-STAT-10).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -25,17 +27,15 @@ from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
-from asya.store import queries as q
 from asya.store import records as rec
 from asya.store import updates as upd
 from asya.store.bodies import BodyCodec
 from asya.store.errors import StoreConflictError
-from asya.store.events import status_event_item
-from asya.store.transition import MISSING, TERMINAL, StatusUpdate, Verdict, decide
-from asya.store.views import status_data, stored_state
+from asya.store.transition import TERMINAL, StatusUpdate, StoredState, Verdict, decide
+from asya.store.views import stored_state
 from asya.timeutil import Clock, format_ts_ms, parse_ts
 
-__all__ = ["ApplyResult", "Outcome", "StatusWriter"]
+__all__ = ["ApplyResult", "Outcome", "StatusWriter", "refused_claim"]
 
 _log = logging.getLogger(__name__)
 
@@ -47,6 +47,10 @@ class Outcome(StrEnum):
     STALE = "stale"
     NOT_FOUND = "not_found"
     CHECKPOINT_ATTACHED = "checkpoint_attached"
+    #: a hop claim found a higher fence, or a finished task: the delivery is a duplicate (P-ACK-8)
+    DUPLICATE = "duplicate"
+    #: a hop claim found its own fence under another run's live lease (``lease_until`` says until when)
+    HELD = "held"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +60,7 @@ class ApplyResult:
     outcome: Outcome
     status: str | None = None
     seq: int | None = None
+    lease_until: int | None = None
 
     @property
     def accepted(self) -> bool:
@@ -76,16 +81,11 @@ class StatusWriter:
         return self._client()
 
     def apply(self, task_id: str, update: StatusUpdate) -> ApplyResult:
-        """Apply one status event and say what happened (see :class:`Outcome`)."""
+        """Apply one status change and say what happened (see :class:`Outcome`)."""
         if update.status == "pending":
             return ApplyResult(Outcome.STALE)
         now = self._clock()
         now_ms = format_ts_ms(now)
-        stored_body: dict[str, Any] = {}
-        if update.terminal or update.status == "paused":
-            found = self._write_body(task_id, update, now, stored_body)
-            if not found:
-                return ApplyResult(Outcome.NOT_FOUND)
         hint = parse_ts(update.created_at_hint)
         day = (hint or now).date().isoformat()
         spec = upd.blind_update(update, task_id=task_id, now=now, now_ms=now_ms, day=day)
@@ -99,47 +99,33 @@ class StatusWriter:
                 if not old or rec.is_expired(old, now):
                     return ApplyResult(Outcome.NOT_FOUND)
                 stored = stored_state(old)
+                if update.claim is not None:
+                    refused = refused_claim(stored, update.claim, rec.epoch_ms(now))
+                    if refused is not None:
+                        return refused
                 decision = decide(stored, update)
-                if decision.verdict is not Verdict.ACCEPT and update.terminal and stored.status in TERMINAL:
-                    self._repair_final_event(task_id, old, stored_body, update, now)
                 if decision.verdict is Verdict.STALE:
+                    if update.terminal and stored.status in TERMINAL:
+                        self._complete_result(task_id, stored, update, now)
                     return ApplyResult(Outcome.STALE, stored.status)
                 if decision.verdict is Verdict.ATTACH_CHECKPOINT:
-                    return self._attach(task_id, update.checkpoint_key or "", stored.status)
+                    self._complete_result(task_id, stored, update, now)
+                    return self.attach(task_id, update.checkpoint_key or "", update.checkpoint_line, stored.status)
                 spec = upd.exact_update(
                     update, stored, task_id=task_id, now=now, now_ms=now_ms, progress=decision.progress
                 )
                 continue
             new = response["Attributes"]
-            seq = rec.get_int(new, "last_seq") or 0
-            self.dynamodb.put_item(
-                TableName=self.table,
-                Item=_event(task_id, seq, item=new, body=stored_body, update=update, now=now, now_ms=now_ms),
-            )
-            return ApplyResult(Outcome.ACCEPTED, update.status, seq)
+            if update.terminal and upd.has_result(update):
+                self._put_result(task_id, update, now)
+            elif update.status == "paused" and update.pause_metadata is not None:
+                self._put_pause(task_id, update)
+            return ApplyResult(Outcome.ACCEPTED, update.status, rec.get_int(new, "last_seq"))
         raise StoreConflictError(f"status update of task {task_id!r} lost {_MAX_ATTEMPTS} races; giving up")
 
-    def _repair_final_event(
-        self, task_id: str, old: Mapping[str, Any], body: Mapping[str, Any], update: StatusUpdate, now: datetime
-    ) -> None:
-        """The task already ended, maybe by this very writer in an earlier delivery that failed between the task
-        update and the event put, or by one that died there. Without that event SSE clients never see the end
-        (GW-SSE-7), so a later terminal write writes it when missing (one read, on this path only)."""
-        seq = rec.get_int(old, "last_seq") or 0
-        key = rec.key(task_id, rec.event_sk(seq))
-        if seq <= 1 or self.dynamodb.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item"):
-            return
-        event = _event(task_id, seq, item=old, body=body, update=update, now=now, now_ms=format_ts_ms(now))
-        try:
-            self.dynamodb.put_item(TableName=self.table, Item=event, ConditionExpression="attribute_not_exists(pk)")
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":  # else repaired meanwhile
-                raise
-            return
-        _log.warning("task %s: wrote its missing final event %d", task_id, seq)
-
-    def _attach(self, task_id: str, checkpoint_key: str, status: str) -> ApplyResult:
-        spec = upd.attach_checkpoint(checkpoint_key)
+    def attach(self, task_id: str, checkpoint_key: str, checkpoint_line: int | None, status: str | None) -> ApplyResult:
+        """Attach a checkpoint to a task that has none, whatever its status (P-STAT-2); changes nothing else."""
+        spec = upd.attach_checkpoint(checkpoint_key, checkpoint_line)
         request = spec.request(self.table, task_id)
         request["ReturnValues"] = "NONE"
         try:
@@ -150,66 +136,41 @@ class StatusWriter:
             return ApplyResult(Outcome.STALE, status)
         return ApplyResult(Outcome.CHECKPOINT_ATTACHED, status)
 
-    def _write_body(self, task_id: str, update: StatusUpdate, now: datetime, stored: dict[str, Any]) -> bool:
-        """Large values and the expiry of a terminal or paused update, before the status write; False: no task."""
-        spec = upd.UpdateSpec()
-        values: list[tuple[str, Any, bool]] = []
-        if update.status == "succeeded" and update.result is not MISSING:
-            values.append(("result", update.result, True))
-        if update.status == "failed" and update.error_details is not None:
-            values.append(("error_details", dict(update.error_details), True))
-        if update.status == "paused" and update.pause_metadata is not None:
-            values.append(("pause_metadata", dict(update.pause_metadata), False))
-        for field, value, keep_first in values:
-            name, attribute_value, form = self._bodies.encode(task_id, field, value)
-            stored.update(form)
-            placeholder = spec.name(name)
-            label = spec.value(name, attribute_value)
-            spec.sets.append(
-                f"{placeholder} = if_not_exists({placeholder}, {label})" if keep_first else f"{placeholder} = {label}"
-            )
-            if not keep_first:
-                spec.remove(f"{field}_s3" if name == field else field)
-        if update.terminal:
-            spec.set("ttl", rec.num_av(rec.epoch(now + rec.TERMINAL_TTL)))
-        spec.conditions.append(f"attribute_exists({spec.name('pk')})")
-        request = spec.request(self.table, task_id)
-        request["Key"] = rec.key(task_id, rec.BODY_SK)
-        request["ReturnValues"] = "NONE"
-        del request["ReturnValuesOnConditionCheckFailure"]
-        try:
-            self.dynamodb.update_item(**request)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            if q.get_item(self.dynamodb, self.table, task_id, rec.TASK_SK, now=now) is None:
-                return False
-            # a task whose body write failed at creation and whose undo failed too: without a body it could never
-            # end (backstop, cancel, x-sink), so the body is written now, with no payload
-            _log.warning("task %s has no body item: writing it with the %s update", task_id, update.status)
-            del request["ConditionExpression"]
-            request["ExpressionAttributeNames"].pop("#pk", None)
-            self.dynamodb.update_item(**request)
-        return True
+    def _complete_result(self, task_id: str, stored: StoredState, update: StatusUpdate, now: datetime) -> None:
+        """A redelivery of the terminal writer's own message finds its tag: it writes the result item the first
+        delivery may have died before writing (GW-DATA-2). Anyone else's terminal write never touches it."""
+        if update.writer_id is not None and stored.terminal_by == update.writer_id and upd.has_result(update):
+            self._put_result(task_id, update, now)
+
+    def _put_result(self, task_id: str, update: StatusUpdate, now: datetime) -> None:
+        item: dict[str, Any] = {
+            **rec.key(task_id, rec.RESULT_SK),
+            "ttl": rec.num_av(rec.epoch(now + rec.RESULT_TTL)),
+        }
+        if update.status == "succeeded":
+            name, value, _ = self._bodies.encode(task_id, "result", update.result)
+            item[name] = value
+        elif update.error_details is not None:
+            name, value, _ = self._bodies.encode(task_id, "error_details", dict(update.error_details))
+            item[name] = value
+        self.dynamodb.put_item(TableName=self.table, Item=item)
+
+    def _put_pause(self, task_id: str, update: StatusUpdate) -> None:
+        assert update.pause_metadata is not None
+        name, value, _ = self._bodies.encode(task_id, "pause_metadata", dict(update.pause_metadata))
+        self.dynamodb.put_item(TableName=self.table, Item={**rec.key(task_id, rec.PAUSE_SK), name: value})
 
 
-def _event(
-    task_id: str,
-    seq: int,
-    *,
-    item: Mapping[str, Any],
-    body: Mapping[str, Any],
-    update: StatusUpdate,
-    now: datetime,
-    now_ms: str,
-) -> dict[str, Any]:
-    """The event item of status event ``seq``: the status data of the task ``item`` as written, with ``body``."""
-    return status_event_item(
-        task_id,
-        seq,
-        data=status_data(item, body),
-        actor=update.actor,
-        envelope_id=update.envelope_id,
-        now=now,
-        now_ms=now_ms,
-    )
+def refused_claim(stored: StoredState, claim: tuple[int, int, int], now_ms: int) -> ApplyResult | None:
+    """Why a hop claim's condition failed, when the reason is not a retryable detail (P-ACK-8, P-STAT-10)."""
+    if stored.status in ("succeeded", "failed"):
+        return ApplyResult(Outcome.DUPLICATE, stored.status)
+    if stored.status in ("canceled", "paused"):
+        return ApplyResult(Outcome.STALE, stored.status)
+    fence = (claim[0], claim[1])
+    if stored.fence is not None:
+        if stored.fence > fence:
+            return ApplyResult(Outcome.DUPLICATE, stored.status)
+        if stored.fence == fence and stored.lease_until >= now_ms:
+            return ApplyResult(Outcome.HELD, stored.status, lease_until=stored.lease_until)
+    return None

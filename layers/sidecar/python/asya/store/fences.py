@@ -1,0 +1,121 @@
+"""Fence-only writes of the hop claim (PROTOCOL P-ACK-8, P-RES-8, P-STAT-1; GATEWAY GW-DATA-2).
+
+A hop claim that is not at the same time a running status, and the other writes that touch only a fence:
+
+- :meth:`Fences.claim`: ONE conditional ``UpdateItem`` that stores the fence ``(h, a)`` and ``lease_until`` on a fence
+  item: the child item ``pk = TASK#{parent_id}, sk = CHILD#{id}`` of a fan-out child (created by this write, with the
+  claiming ``actor`` and a 15-day ``ttl``), or the task item of a tracked envelope under progress ``final`` (P-STAT-19:
+  fence and lease only, ``last_seq`` unchanged). Condition: no fence stored, a lower one, or an equal one whose lease
+  has passed, and for a task item a ``pending``/``running`` status. A failed condition returns the old item
+  (``ReturnValuesOnConditionCheckFailure``), which says why, classified as for the status-writing claim
+  (``asya.store.writer``);
+- :meth:`Fences.release`: ``lease_until = 0`` when the stored fence is still the caller's, so the record's own
+  redelivery is not held off (best effort; P-ACK-8);
+- :meth:`Fences.advance`: the retry's fence ``(h, n + 1)`` with ``lease_until = 0`` when the stored fence is exactly
+  ``(h, n)`` (P-RES-8), for fence items whose envelope writes no status (children, progress ``final``).
+
+Write units: each call is one write of a small item (1 unit).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from asya.store import records as rec
+from asya.store import updates as upd
+from asya.store.transition import StoredState
+from asya.store.views import stored_state
+from asya.store.writer import ApplyResult, Outcome, refused_claim
+
+__all__ = ["Fences", "fence_key"]
+
+
+def fence_key(envelope_id: str, parent_id: str | None) -> dict[str, Any]:
+    """The fence item of an envelope: its task item, or its child item under its parent (P-ACK-8)."""
+    if parent_id:
+        return rec.key(parent_id, rec.child_sk(envelope_id))
+    return rec.key(envelope_id, rec.TASK_SK)
+
+
+class Fences:
+    """Fence-only writes on the task table; ``dynamodb`` returns the client (called on use)."""
+
+    def __init__(self, *, table: str, dynamodb: Callable[[], Any]) -> None:
+        self.table = table
+        self._client = dynamodb
+
+    def claim(
+        self,
+        envelope_id: str,
+        parent_id: str | None,
+        *,
+        claim: tuple[int, int, int],
+        actor: str,
+        now: datetime,
+    ) -> ApplyResult:
+        """Claim a hop on a fence item without a status change; ``ACCEPTED``, ``DUPLICATE``, ``HELD``, ``STALE`` with
+        the task's ``canceled``/``paused`` status, or ``NOT_FOUND`` (a task item that does not exist: untracked)."""
+        spec = upd.UpdateSpec()
+        spec.set("fence_h", rec.num_av(claim[0]))
+        spec.set("fence_a", rec.num_av(claim[1]))
+        spec.set("lease_until", rec.num_av(claim[2]))
+        child = bool(parent_id)
+        if child:
+            spec.set("actor", rec.str_av(actor))
+            spec.set("ttl", rec.num_av(rec.epoch(now + rec.CHILD_TTL)))
+        else:
+            spec.names["#pk"] = "pk"
+            spec.conditions.append("attribute_exists(#pk)")
+            spec.conditions.append(f"{spec.name('status_order')} <= {spec.value('one_order', rec.num_av(1))}")
+        now_ms = rec.epoch_ms(now)
+        spec.conditions.append(upd.claim_condition(spec, claim, now_ms))
+        request = spec.request(self.table, envelope_id)
+        request["Key"] = fence_key(envelope_id, parent_id)
+        request["ReturnValues"] = "NONE"
+        try:
+            self._client().update_item(**request)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            old: dict[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+            if not old:
+                return ApplyResult(Outcome.NOT_FOUND)
+            stored = stored_state(old)
+            if child:  # a child item has no status: only its fence speaks
+                stored = StoredState(status="running", fence=stored.fence, lease_until=stored.lease_until)
+            refused = refused_claim(stored, claim, now_ms)
+            # every other failure of a plain fence condition is a race with a concurrent claim: that run holds it
+            return refused or ApplyResult(Outcome.HELD, stored.status, lease_until=stored.lease_until)
+        return ApplyResult(Outcome.ACCEPTED)
+
+    def release(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
+        """``lease_until = 0`` if the stored fence is still ``fence``; False when it is not (or the item is gone)."""
+        return self._fenced_write(envelope_id, parent_id, fence, next_attempt=False)
+
+    def advance(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
+        """Store ``(h, n + 1)`` with ``lease_until = 0`` if the stored fence is exactly ``fence = (h, n)``."""
+        return self._fenced_write(envelope_id, parent_id, fence, next_attempt=True)
+
+    def _fenced_write(
+        self, envelope_id: str, parent_id: str | None, fence: tuple[int, int], *, next_attempt: bool
+    ) -> bool:
+        spec = upd.UpdateSpec()
+        spec.set("lease_until", rec.num_av(0))
+        if next_attempt:
+            spec.set("fence_a", rec.num_av(fence[1] + 1))
+        spec.conditions.append(upd.refence_condition(spec, fence))
+        request = spec.request(self.table, envelope_id)
+        request["Key"] = fence_key(envelope_id, parent_id)
+        request["ReturnValues"] = "NONE"
+        del request["ReturnValuesOnConditionCheckFailure"]
+        try:
+            self._client().update_item(**request)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True

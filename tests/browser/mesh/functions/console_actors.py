@@ -1,0 +1,49 @@
+"""Actors of the browser tests' mesh: ``draft`` streams its text as FLY values, ``review`` fails on request, ``linger``
+takes a few seconds so a task can be canceled while it runs, ``split`` fans out one payload per line, ``wobble``
+fails its first call for each topic with a ``ConnectionError`` (retried by its policy) and passes on the second."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+#: Topics ``wobble`` has failed once (one process runs every poller locally).
+_WOBBLED: set[str] = set()
+
+
+class ReviewRejectedError(ValueError):
+    """Raised by ``review`` when the payload asks it to fail."""
+
+
+def draft(payload: dict[str, Any]) -> Iterator[Any]:
+    topic = str(payload["topic"])
+    words = [topic, *(f"word{index}" for index in range(1, int(payload.get("words", 4))))]
+    for index, word in enumerate(words):
+        time.sleep(0.15)  # a person watching the page sees the text grow
+        yield "FLY", word if index == 0 else f" {word}"
+    yield {**payload, "draft": " ".join(words)}
+
+
+def review(payload: dict[str, Any]) -> dict[str, Any]:
+    if payload.get("fail"):
+        raise ReviewRejectedError(f"rejected draft about {payload.get('topic')!s}")
+    return {**payload, "reviewed": True}
+
+
+def linger(payload: dict[str, Any]) -> dict[str, Any]:
+    time.sleep(float(payload.get("seconds", 4)))
+    return payload
+
+
+def split(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for line in str(payload.get("text", "")).splitlines():
+        yield {"topic": line}
+
+
+def wobble(payload: dict[str, Any]) -> dict[str, Any]:
+    topic = str(payload.get("topic"))
+    if topic not in _WOBBLED:
+        _WOBBLED.add(topic)
+        raise ConnectionError(f"flaky upstream for {topic}")
+    return {**payload, "wobbled": True}

@@ -1,0 +1,281 @@
+"""The web console in a real headless chromium against a local mesh (issue 21): create from the generated form, watch
+progress and FLY text over SSE (GW-SSE-4..7), success with its result and checkpoint (GW-TASK-1), a failing task with
+its error and details (P-ERR-3), cancel (GW-CANCEL-1), the list with filters (GW-LIST-1), a DLQ entry on the mesh page
+(GW-OPS-3), and task data that carries markup rendered as inert text.
+
+Setup shortcut, said here: the DLQ entry is sent to the DLQ with boto3 (against the mesh's moto) rather than by
+crashing an actor ``max_receive_count`` times, which takes minutes of visibility timeouts; the page reads the real
+queue attributes either way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.browser.pages import Console, screenshot
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.browser
+
+XSS = '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+
+
+def _open(page: Any, console: Console, fragment: str) -> None:
+    page.goto(console.url + fragment)
+
+
+def _wait_status(page: Any, status: str) -> None:
+    page.locator(f"main h1 .badge[data-status={status}]").wait_for()
+
+
+def test_gw_create_4_task_from_generated_form_streams_fly_and_succeeds(page: Any, console: Console) -> None:
+    """The form is generated from the flow's input_schema (GW-CREATE-4); the task page follows the SSE stream: running
+    with the current actor, the FLY text as it arrives (GW-SSE-11), then the result and checkpoint (GW-TASK-1)."""
+    _open(page, console, "#/new/write")
+    form = page.locator("#create-form")
+    form.wait_for()
+    assert page.locator("#field-topic").get_attribute("required") is not None  # required: [topic]
+    assert page.locator("#field-words").get_attribute("type") == "number"
+    assert page.locator("#field-fail").get_attribute("type") == "checkbox"
+    assert page.locator("#field-tone option").all_text_contents() == ["—", '"plain"', '"bold"']
+    page.fill("#field-topic", "console")
+    page.fill("#field-words", "16")
+    page.select_option("#field-tone", label='"bold"')
+    screenshot(page, "new-task")
+    page.click("#create")
+
+    page.wait_for_url(re.compile(r"#/task/[0-9a-f-]{36}$"))
+    task_id = page.url.rsplit("/", 1)[1]
+    _wait_status(page, "running")
+    page.locator('#fly:has-text("word3")').wait_for()
+    assert page.locator('[data-testid=pipeline] .stage.current[data-actor="draft"]').count() == 1
+    screenshot(page, "task-running")
+
+    _wait_status(page, "succeeded")
+    expected = "console " + " ".join(f"word{n}" for n in range(1, 16))
+    page.locator(f'#fly:text-is("{expected}")').wait_for()
+    result = json.loads(page.locator("#result pre").text_content())
+    # an unchecked optional boolean is sent as false; an optional enum left at "—" is left out
+    expected_result = {"topic": "console", "words": 16, "fail": False, "tone": "bold", "draft": expected}
+    assert result == {**expected_result, "reviewed": True}
+    view = console.view(task_id)
+    assert page.locator("#checkpoint").text_content().count(view["checkpoint_uri"]) == 1
+    assert page.locator("[data-testid=pipeline] .stage.done").count() == 2
+    assert page.locator("#cancel").is_disabled()
+    screenshot(page, "task-succeeded")
+
+    page.reload()  # FLY text is replayed from the event log (GW-SSE-5)
+    page.locator(f'#fly:text-is("{expected}")').wait_for()
+    page.click("#raw summary")
+    assert json.loads(page.locator("#raw-json").text_content())["id"] == task_id
+
+
+def test_gw_create_4_form_reports_the_gateways_400_and_raw_json_fallback(page: Any, console: Console) -> None:
+    """A payload the schema refuses shows the gateway's message; the raw JSON fallback sends any JSON value."""
+    _open(page, console, "#/new/write")
+    page.click("#use-raw")
+    page.fill("#raw-payload", '{"topic": ""}')
+    page.click("#create")
+    message = page.locator("#create-error")
+    message.filter(has_text="payload does not match input_schema").wait_for()
+    assert "topic" in message.text_content()
+    page.fill("#raw-payload", "{not json")
+    page.click("#create")
+    message.filter(has_text="payload: invalid JSON").wait_for()
+
+
+def test_p_err_3_failing_task_shows_error_and_details(page: Any, console: Console) -> None:
+    _open(page, console, "#/new/write")
+    page.fill("#field-topic", "doomed")
+    page.check("#field-fail")
+    page.click("#create")
+    _wait_status(page, "failed")
+    page.locator("#error-text").filter(has_text="rejected draft about doomed").wait_for()
+    assert "review" in page.locator("#error").text_content()  # failed_actor
+    details = json.loads(page.locator("#error-details").text_content())
+    assert details["type"].endswith("ReviewRejectedError")
+    assert page.locator('[data-testid=pipeline] .stage.failed[data-actor="review"]').count() == 1
+    screenshot(page, "task-failed")
+
+
+def test_gw_cancel_1_cancel_button_cancels_a_running_task(page: Any, console: Console) -> None:
+    """A flow without input_schema gets the raw JSON form only; the cancel button ends the task as canceled."""
+    _open(page, console, "#/new/slow")
+    assert page.locator("#schema-fields").is_hidden()
+    page.fill("#raw-payload", '{"topic": "patience", "seconds": 5}')
+    page.click("#create")
+    _wait_status(page, "running")
+    page.click("#cancel")
+    _wait_status(page, "canceled")
+    task_id = page.url.rsplit("/", 1)[1]
+    assert console.view(task_id)["status"] == "canceled"
+    assert page.locator("#cancel").is_disabled()
+
+
+def test_p_retry_task_page_marks_the_retrying_actor(page: Any, console: Console) -> None:
+    """A handler error with a retry policy shows the actor as retrying with its attempt, then the task succeeds."""
+    task_id = console.create("bumpy", {"topic": "retry me"})
+    _open(page, console, f"#/task/{task_id}")
+    retrying = page.locator('[data-testid=pipeline] .stage.retrying[data-actor="wobble"]')
+    retrying.wait_for()
+    assert "retrying (attempt 2)" in retrying.text_content()
+    screenshot(page, "task-retrying")
+    _wait_status(page, "succeeded")
+    assert json.loads(page.locator("#result pre").text_content())["wobbled"] is True
+
+
+def test_gw_list_1_tasks_page_lists_newest_first_and_filters(page: Any, console: Console) -> None:
+    first = console.create("write", {"topic": "older", "words": 1})
+    second = console.create("write", {"topic": "newer", "words": 1, "fail": True})
+    _open(page, console, "#/tasks")
+    rows = page.locator("#tasks tbody tr[data-task-row]")
+    page.locator(f'[data-task-row="{second}"]').wait_for()  # the list is eventually consistent (GW-LIST-4)
+    page.locator(f'[data-task-row="{first}"]').wait_for()
+    ids = [row.get_attribute("data-task-row") for row in rows.all()]
+    assert ids.index(second) < ids.index(first)  # newest first
+    page.locator(f'[data-task-row="{second}"] .badge[data-status=failed]').wait_for()  # refreshes while tasks run
+    screenshot(page, "tasks")
+    page.select_option("#filter-status", "failed")
+    page.wait_for_url(re.compile(r"#/tasks\?status=failed$"))
+    page.locator(f'[data-task-row="{second}"]').wait_for()
+    assert page.locator(f'[data-task-row="{first}"]').count() == 0
+    assert {badge.text_content() for badge in page.locator("#tasks .badge").all()} == {"failed"}
+
+
+def test_gw_list_2_tasks_page_pages_with_the_cursor(page: Any, console: Console) -> None:
+    """Older and Newer walk the list with ``next_cursor`` (GW-LIST-2), two tasks a page here. (The page's CSP refuses
+    string evaluation, so Playwright's ``wait_for_function`` cannot run there: rows are polled from Python.)"""
+    for index in range(3):
+        console.create("write", {"topic": f"page {index}", "words": 1})
+    _open(page, console, "#/tasks?limit=2")
+    rows = page.locator("#tasks tbody tr[data-task-row]")
+
+    def shown() -> list[str]:
+        return [str(row.get_attribute("data-task-row")) for row in rows.all()]
+
+    first = wait_for(lambda: shown() if len(shown()) == 2 else None, "the first page", limit=30)
+    assert page.locator("#tasks-newer").is_disabled()
+    page.click("#tasks-older")
+    second = wait_for(lambda: (ids := shown()) and not set(ids) & set(first) and ids, "the second page", limit=30)
+    assert len(second) <= 2
+    page.click("#tasks-newer")
+    wait_for(lambda: shown() == first, "the first page again", limit=30)
+
+
+def test_gw_ops_3_mesh_page_shows_a_dlq_with_messages_and_the_commands(page: Any, console: Console) -> None:
+    failed = console.create("write", {"topic": "mesh page", "words": 1, "fail": True})
+    wait_for(lambda: console.view(failed)["status"] == "failed", "the failing task")
+    sqs = console.mesh.clients.sqs
+    url = sqs.get_queue_url(QueueName="asya-console-review-dlq")["QueueUrl"]
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"id": "dead-letter", "payload": {}}))
+    try:
+        _open(page, console, "#/mesh")
+        alert = page.locator('[data-dlq="review"]')
+        alert.wait_for()
+        assert alert.locator(".dlq-count").text_content() == "1"
+        assert alert.locator(".dlq-commands").text_content() == (
+            "asya dlq show review --local\nasya dlq redrive review --local"
+        )
+        assert page.locator("[data-dlq]").count() == 1
+        assert page.locator('[data-queue="review"] td.dlq-count').text_content() == "1"
+        last_error = page.locator('[data-queue="review"]').locator(f'[data-task="{failed}"]')
+        last_error.wait_for()  # the newest failed task of the actor, linked (GW-LIST-4: the list lags a little)
+        assert "rejected draft about mesh page" in page.locator('[data-queue="review"]').text_content()
+        assert page.locator('[data-flow="write"] .stage').all_text_contents() == ["draft", "review"]
+        screenshot(page, "mesh")
+    finally:
+        sqs.purge_queue(QueueUrl=url)
+
+
+def test_untrusted_task_data_renders_as_inert_text(page: Any, console: Console) -> None:
+    """Markup in a payload, FLY text, an error and the list renders as text: no element is created, no script runs."""
+    task_id = console.create("write", {"topic": XSS, "words": 2, "fail": True})
+    _open(page, console, f"#/task/{task_id}")
+    _wait_status(page, "failed")
+    page.locator("#fly").filter(has_text=XSS).wait_for()
+    assert XSS in page.locator("#error-text").text_content()
+    assert json.loads(page.locator("#payload").text_content())["topic"] == XSS
+    _open(page, console, "#/tasks")
+    page.locator(f'[data-task-row="{task_id}"]').wait_for()
+    assert XSS in page.locator(f'[data-task-row="{task_id}"]').text_content()
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("main img, main script").count() == 0
+    screenshot(page, "xss-inert")
+
+
+def test_gw_task_1_children_of_a_fan_out_are_listed(page: Any, console: Console) -> None:
+    task_id = console.create("fanout", {"text": "one\ntwo\nthree"})
+    _open(page, console, f"#/task/{task_id}")
+    _wait_status(page, "succeeded")
+    view = console.view(task_id)
+    if "children" not in view:
+        pytest.skip("the task view has no `children` yet: the lead's store revision 2 adds it (contracts)")
+    for child in view["children"]:
+        assert page.locator(f'#children [data-task="{child["id"]}"]').count() == 1
+
+
+def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Console) -> None:
+    task_id = console.create("write", {"topic": "timeline", "words": 1})
+    _open(page, console, f"#/task/{task_id}")
+    _wait_status(page, "succeeded")
+    answer = httpx.get(f"{console.mesh.url}/api/v1/dev/history/{task_id}")
+    if answer.status_code == 404:
+        pytest.skip("GET /api/v1/dev/history/{id} is not served on this branch (the developer-experience issue)")
+    assert answer.status_code == 200, answer.text
+    timeline = page.locator("[data-testid=timeline]")
+    timeline.wait_for()
+    steps = answer.json()["steps"]
+    assert timeline.locator("tbody tr").count() == len(steps)
+
+
+def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(page: Any, console: Console) -> None:
+    """A task paused through the producer route (GW-EVT-3) gets a resume form with one input per P-PAUSE-3 field;
+    until pause/resume is built the gateway's answer to the form's POST .../resume is shown as is."""
+    task_id = console.create("slow", {"topic": "pause me", "seconds": 3})
+    pause = {
+        "prompt": "Approve <b>this</b> draft?",
+        "fields": [
+            {"name": "approved", "type": "boolean", "required": True, "prompt": "Ship it"},
+            {"name": "note", "type": "string"},
+            {"name": "copies", "type": "integer"},
+            {"name": "extra", "type": "object"},
+        ],
+    }
+    answer = httpx.post(
+        f"{console.mesh.url}/api/v1/mesh/{task_id}/events",
+        json={"type": "status", "status": "paused", "data": {"pause_metadata": pause}},
+    )
+    assert answer.status_code == 204, answer.text
+    _open(page, console, f"#/task/{task_id}")
+    _wait_status(page, "paused")
+    form = page.locator("#resume-form")
+    form.wait_for()
+    assert "Approve <b>this</b> draft?" in form.text_content()
+    assert page.locator("#field-approved").get_attribute("type") == "checkbox"
+    assert page.locator("#field-note").get_attribute("type") == "text"
+    assert page.locator("#field-copies").get_attribute("type") == "number"
+    assert page.locator("#field-extra").evaluate("node => node.tagName") == "TEXTAREA"
+    assert page.locator('[data-testid=pipeline] .stage.paused[data-actor="linger"]').count() == 1
+    screenshot(page, "task-paused")
+    page.fill("#field-copies", "1.5")
+    assert page.locator("#field-copies").evaluate("node => node.validity.valid") is False  # integer: step 1
+    page.fill("#field-copies", "2")
+    page.click("#resume-form button[type=submit]")
+    if not _serves_resume(console):
+        page.locator("#resume-error").filter(has_text="not found").wait_for()
+
+
+def _serves_resume(console: Console) -> bool:
+    document = httpx.get(f"{console.mesh.url}/openapi.json").json()
+    return any(path.endswith("/resume") for path in document["paths"])
+
+
+def test_gw_resume_1_paused_task_resumes_from_the_form(console: Console) -> None:
+    if not _serves_resume(console):
+        pytest.skip("pause/resume is not built yet: the gateway serves no POST /api/v1/mesh/{id}/resume (GW-RESUME-1)")
+    pytest.fail("pause/resume has landed: extend this test to pause a task and resume it from the console's form")
