@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/asya demo --manifest asya.yaml
 
-## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser).
+## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz).
 test: install chromium lint
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 $(PYTEST_ARGS) tests
 
@@ -57,4 +57,4 @@ bench: install
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache bench/results
+	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results

@@ -7,10 +7,22 @@ Adapter in AWS (``run.sh``). Importing this package has no side effects.
 from __future__ import annotations
 
 from asya_gateway.app import create_app
-from asya_gateway.backstop import Backstop, SweepResult
+from asya_gateway.backstop import Backstop, SweepResult, TimerBatchResult
 from asya_gateway.config import GatewayConfig, GatewayConfigError
+from asya_gateway.timers import DeadlineTimers, Timer, TimerError
 from asya_gateway.version import VERSION
 
-__all__ = ["VERSION", "Backstop", "GatewayConfig", "GatewayConfigError", "SweepResult", "create_app"]
+__all__ = [
+    "VERSION",
+    "Backstop",
+    "DeadlineTimers",
+    "GatewayConfig",
+    "GatewayConfigError",
+    "SweepResult",
+    "Timer",
+    "TimerBatchResult",
+    "TimerError",
+    "create_app",
+]
 
 __version__ = VERSION

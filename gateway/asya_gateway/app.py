@@ -43,6 +43,7 @@ from asya_gateway.routes.events import task_events
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
 from asya_gateway.routes.system import mesh_summary
 from asya_gateway.routes.tasks import create_or_list, task_item
+from asya_gateway.timers import DeadlineTimers
 from asya_gateway.webconsole import CONSOLE_PATH, ConsoleAssets, console_redirect
 
 __all__ = ["create_app"]
@@ -73,6 +74,7 @@ def create_app(
     manifest: Manifest | None = None,
     store: TaskStore | None = None,
     transport: Transport | None = None,
+    timers: DeadlineTimers | None = None,
     sqs: Any = None,
     dynamodb: Any = None,
     s3: Any = None,
@@ -99,8 +101,10 @@ def create_app(
         transport = Transport(
             namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
         )
+    if timers is None:
+        timers = DeadlineTimers(namespace=manifest.namespace, sqs=sqs, account_id=config.account_id, clock=clock)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
-    middleware = [Middleware(RequestIdMiddleware)]
+    middleware = [Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda)]
     if manifest.gateway.cors_origins:
         middleware.append(
             Middleware(
@@ -128,6 +132,12 @@ def create_app(
     )
     app.router.redirect_slashes = False
     app.state.gateway = GatewayContext(
-        config=config, manifest=manifest, store=store, transport=transport, clock=clock, cloudwatch=cloudwatch
+        config=config,
+        manifest=manifest,
+        store=store,
+        transport=transport,
+        clock=clock,
+        timers=timers,
+        cloudwatch=cloudwatch,
     )
     return app

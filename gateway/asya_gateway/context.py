@@ -1,4 +1,5 @@
-"""What every route needs: configuration, manifest, task store, transport, clock (held in ``app.state.gateway``).
+"""What every route needs: configuration, manifest, task store, transport, deadline timers, clock (held in
+``app.state.gateway``).
 
 Blocking boto3 calls run in Starlette's worker threads (:meth:`GatewayContext.call`) so one slow AWS call never
 stalls the event loop, and with it every open SSE stream.
@@ -20,6 +21,7 @@ from asya.timeutil import Clock
 from asya.transport import Transport
 from asya_gateway.config import GatewayConfig
 from asya_gateway.sse import SseSettings
+from asya_gateway.timers import DeadlineTimers
 
 __all__ = ["GatewayContext", "context_of"]
 
@@ -33,6 +35,8 @@ class GatewayContext:
     store: TaskStore
     transport: Transport
     clock: Clock
+    #: Arms deadline timers (GW-BACK-1) at create and resume.
+    timers: DeadlineTimers
     #: CloudWatch client for the queue diagnostic (created on first use when ``None``).
     cloudwatch: Any = None
 

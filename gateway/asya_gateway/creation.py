@@ -2,11 +2,17 @@
 
 :func:`start_task` takes a validated target and body: it makes a UUID4, builds the envelope headers (client headers,
 trace context, ``x-asya-flow`` and ``x-asya-progress`` for a flow, ``x-asya-gateway-url`` when a callback URL is
-configured, plus the caller's ``extra_headers`` such as A2A's ids), computes ``deadline_at``, writes the record, then
-sends the envelope to the first actor. A missing queue deletes the record again (:class:`DispatchError` 404,
-GW-CREATE-8); any other send failure marks the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises
-:class:`DispatchError` 500 ``failed to dispatch message`` (an :class:`HttpError` whose ``reason`` MCP and A2A
-report).
+configured, plus the caller's ``extra_headers`` such as A2A's ids), computes ``deadline_at``, writes the record, arms
+the deadline timer (GW-BACK-1, ``asya_gateway.timers``), then sends the envelope to the first actor.
+
+The timer is armed before the envelope is sent, not after (GW-CREATE-7 lists it last): a failed timer send then
+fails a task that nothing has started, in the same way as a failed envelope send (``failed`` with ``dispatch failed:
+<AWS error code>``, 500), so a client is never answered 201 for a task whose deadline nothing would enforce. A timer
+armed for a task whose first send then fails finds the task failed (or deleted) and drops itself.
+
+A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
+the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
+dispatch message`` (an :class:`HttpError` whose ``reason`` MCP and A2A report).
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
 from asya_gateway.context import GatewayContext
 from asya_gateway.errors import HttpError
+from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import CreateBody, CreateTarget
 
@@ -89,6 +96,8 @@ async def start_task(
         deadline_at=deadline_at,
         context_id=context_id,
     )
+    if deadline_at is not None:
+        await _arm_deadline(ctx, task_id, deadline_at)
     await _dispatch(ctx, task_id, entry, envelope)
     answer: dict[str, Any] = {"id": task_id, "status": "pending"}
     if deadline_at is not None:
@@ -115,6 +124,16 @@ def _envelope_headers(
     if callback_url:
         headers[hdr.GATEWAY_URL] = callback_url
     return headers
+
+
+async def _arm_deadline(ctx: GatewayContext, task_id: str, deadline_at: str) -> None:
+    try:
+        await ctx.call(ctx.timers.arm, task_id, deadline_at)
+    except TimerError as exc:
+        _log.error("deadline timer of task %s not armed: %s", task_id, exc)
+        update = StatusUpdate(status="failed", error=f"dispatch failed: {exc.code}", envelope_id=task_id)
+        await ctx.call(ctx.store.apply_status, task_id, update)
+        raise DispatchError(500, "failed to dispatch message", reason=exc.code, task_id=task_id) from None
 
 
 async def _dispatch(ctx: GatewayContext, task_id: str, actor: str, envelope: Envelope) -> None:

@@ -8,8 +8,10 @@ strongly consistent query per poll). Rules:
 1. the catch-up: the first event is always ``status`` with the status data of a consistent read, with no id
    (GW-SSE-4); ``L`` is that read's ``last_seq``, ``P`` the client's position, the cursor starts at ``min(P, L)``;
 2. each poll sends, in number order, every fly event above the cursor; a number in ``(cursor, last_seq]`` without a
-   fly item is held back until ``hold_back`` seconds (1 s) after this follower first saw it (its fly item may still
-   be written, P-STAT-16), then counts as a status change; no event passes a held-back number (GW-SSE-6);
+   fly item is held back until ``gap_wait`` seconds (1 s) after this follower first saw it (its fly item may still
+   be written, P-STAT-16), then counts as a status change; no event passes a held-back number (GW-SSE-6). The task
+   item names the number of its latest status change (``status_seq``): that one is known to carry no fly item and
+   is never held back, so FLY values that follow a hop's claim stream without the hold-back's second;
 3. when the record's status, step, current actor or progress changed since the last status sent, one ``status``
    event with the record's state and id = ``last_seq``, or one less than the lowest held-back number, whichever is
    lower (changes between two polls coalesce, so ids may skip, GW-SSE-3);
@@ -142,7 +144,7 @@ async def follow(
                 last_output = last_change = now
                 continue
             seen = first_seen.setdefault(number, now)
-            if now - seen < settings.gap_wait:
+            if number != snap.status_seq and now - seen < settings.gap_wait:
                 held = number
                 break
             cursor = number  # a number without an item, older than the hold-back: a status change

@@ -11,6 +11,11 @@ source mapping (canonical example: ``tests/events/sqs_event.json``)::
                   "md5OfBody", "md5OfMessageAttributes"? (only when the message has attributes),
                   "eventSource": "aws:sqs", "eventSourceARN", "awsRegion"}]}
 
+``scheduled_event(rule_arn, ...)`` returns the event an EventBridge rule with a schedule sends a Lambda target::
+
+    {"version": "0", "id", "detail-type": "Scheduled Event", "source": "aws.events", "account", "time", "region",
+     "resources": [rule_arn], "detail": {}}
+
 ``LambdaContext`` carries the attributes of the Python runtime's context object; ``get_remaining_time_in_millis()``
 counts down from the function's timeout (P-MAN-4) on an injected monotonic clock.
 """
@@ -20,12 +25,21 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageAttributeValueOutputTypeDef, MessageTypeDef
 
-__all__ = ["LAMBDA_RECORD_ATTRIBUTES", "LambdaContext", "function_arn", "sqs_event", "sqs_record"]
+__all__ = [
+    "LAMBDA_RECORD_ATTRIBUTES",
+    "LambdaContext",
+    "function_arn",
+    "rule_arn",
+    "scheduled_event",
+    "sqs_event",
+    "sqs_record",
+]
 
 #: System attributes Lambda always puts in a record's ``attributes``.
 LAMBDA_RECORD_ATTRIBUTES: Final = (
@@ -80,6 +94,25 @@ def _message_attribute(value: MessageAttributeValueOutputTypeDef) -> dict[str, A
     out["binaryListValues"] = [base64.b64encode(item).decode("ascii") for item in value.get("BinaryListValues", [])]
     out["dataType"] = value["DataType"]
     return out
+
+
+def scheduled_event(rule: str, *, now: datetime, region: str, account_id: str) -> dict[str, Any]:
+    """The event of one run of a scheduled EventBridge rule (ARN ``rule``) at ``now`` (UTC)."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.events",
+        "account": account_id,
+        "time": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [rule],
+        "detail": {},
+    }
+
+
+def rule_arn(rule_name: str, *, region: str, account_id: str) -> str:
+    return f"arn:aws:events:{region}:{account_id}:rule/{rule_name}"
 
 
 def function_arn(function_name: str, *, region: str, account_id: str) -> str:

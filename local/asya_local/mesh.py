@@ -4,10 +4,10 @@
 Start order: moto's server on ``127.0.0.1`` in a child process (:class:`asya_local.moto_server.MotoServer`; not
 when ``endpoint_url`` points at an existing endpoint), the resources
 (:func:`asya_local.provision.provision`), one runtime per deployed actor, one event source mapping emulator per actor,
-the deadline backstop swept every ``backstop_interval`` seconds (:class:`asya_local.backstop_loop.BackstopLoop`,
-GW-BACK-1; ``None`` turns it off), then the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free
-port; ``url`` tells which; with ``free_port_fallback`` a port already in use is replaced by a free one and
-``port_was_busy`` says so).
+the deadline backstop (:class:`asya_local.backstop_loop.BackstopLoop`, GW-BACK-1: the timers of ``x-deadline`` as
+they come due, and the ``long_deadlines`` sweep every ``backstop_interval`` seconds; ``None`` turns both off), then
+the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free port; ``url`` tells which; with
+``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy`` says so).
 ``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order.
 
 Runtimes are the real Lambda entry points, picked by actor name: ``x-sink`` -> ``asya_crew.sink.SinkRuntime``,
@@ -286,9 +286,21 @@ class LocalMesh:
     def _build_backstop(self, resources: MeshResources, clients: AwsClients, interval: float) -> BackstopLoop:
         from asya.store import TaskStore
         from asya_gateway.backstop import Backstop
+        from asya_gateway.timers import DeadlineTimers
 
-        store = TaskStore(table=resources.table, dynamodb=clients.dynamodb)
-        return BackstopLoop(Backstop(store, namespace=self.manifest.namespace, metric=None), interval=interval)
+        namespace = self.manifest.namespace
+        store = TaskStore(table=resources.table, bucket=resources.bucket, dynamodb=clients.dynamodb, s3=clients.s3)
+        timers = DeadlineTimers(
+            namespace=namespace, sqs=clients.sqs, account_id=self._account_env().get(ENV.account_id)
+        )
+        return BackstopLoop(
+            Backstop(store, namespace=namespace, timers=timers, metric=None),
+            queue_url=resources.queue_urls[naming.DEADLINE],
+            sqs=clients.sqs,
+            region=self._region,
+            interval=interval,
+            wait_seconds=self._poll_wait_seconds,
+        )
 
     def _build_gateway(self, resources: MeshResources, clients: AwsClients) -> Any:
         from asya_gateway.app import create_app

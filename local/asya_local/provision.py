@@ -2,8 +2,10 @@
 
 Names and settings come from the same modules the CDK app uses (``asya.naming``, ``asya.manifest``,
 ``asya.tableschema``): per deployed actor a queue ``asya-{ns}-{actor}`` (visibility timeout per P-MAN-4, 14-day
-retention, SSE) with its DLQ ``asya-{ns}-{actor}-dlq`` (redrive after ``max_receive_count``), the task table and the
-storage bucket. Idempotent: existing resources are kept.
+retention, SSE) with its DLQ ``asya-{ns}-{actor}-dlq`` (redrive after ``max_receive_count``), the deadline timer
+queue ``asya-{ns}-x-deadline`` (GW-BACK-1, ``asya.naming.DEADLINE``; visibility ``TIMER_VISIBILITY_SECONDS``, the
+backstop function's timeout with a margin) with its DLQ (redrive after ``TIMER_MAX_RECEIVE_COUNT``), the task table
+and the storage bucket. Idempotent: existing resources are kept.
 """
 
 from __future__ import annotations
@@ -22,15 +24,27 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
-__all__ = ["QUEUE_RETENTION_SECONDS", "MeshResources", "provision"]
+__all__ = [
+    "QUEUE_RETENTION_SECONDS",
+    "TIMER_MAX_RECEIVE_COUNT",
+    "TIMER_VISIBILITY_SECONDS",
+    "MeshResources",
+    "provision",
+]
 
 #: 14 days, the SQS maximum, for queues and DLQs alike (P-ACK-6).
 QUEUE_RETENTION_SECONDS: Final = 1_209_600
+#: The timer queue's visibility timeout: at least the backstop function's timeout (55 s), as Lambda requires of an
+#: SQS event source; a failed timer comes back after it, within GW-BACK-1's 60 s.
+TIMER_VISIBILITY_SECONDS: Final = 60
+#: Receives of a timer that keeps failing (a malformed body, the store down) before it moves to the DLQ.
+TIMER_MAX_RECEIVE_COUNT: Final = 5
 
 
 @dataclass(frozen=True, slots=True)
 class MeshResources:
-    """What :func:`provision` created: queue URLs by actor, DLQ URLs by actor, the table and the bucket."""
+    """What :func:`provision` created: queue URLs by actor, DLQ URLs by actor (both with the timer queue under
+    ``asya.naming.DEADLINE``, which is no actor), the table and the bucket."""
 
     namespace: str
     queue_urls: dict[str, str] = field(default_factory=dict)
@@ -53,28 +67,37 @@ def provision(
         table=manifest.table_name,
         bucket=naming.bucket_name(manifest.namespace),
     )
-    for actor in manifest.deployed_actors():
-        dlq_url = sqs.create_queue(
-            QueueName=manifest.dlq_name(actor.name),
-            Attributes={"MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
-        )["QueueUrl"]
-        dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        queue_url = sqs.create_queue(
-            QueueName=manifest.queue_name(actor.name),
-            Attributes={
-                "VisibilityTimeout": str(actor.visibility_timeout),
-                "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
-                "SqsManagedSseEnabled": "true",
-                "RedrivePolicy": json.dumps(
-                    {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(actor.max_receive_count)}
-                ),
-            },
-        )["QueueUrl"]
-        resources.queue_urls[actor.name] = queue_url
-        resources.dlq_urls[actor.name] = dlq_url
+    queues = [(actor.name, actor.visibility_timeout, actor.max_receive_count) for actor in manifest.deployed_actors()]
+    queues.append((naming.DEADLINE, TIMER_VISIBILITY_SECONDS, TIMER_MAX_RECEIVE_COUNT))
+    for name, visibility, max_receive_count in queues:
+        queue_url, dlq_url = _create_queue_pair(
+            sqs, manifest, name, visibility_timeout=visibility, max_receive_count=max_receive_count
+        )
+        resources.queue_urls[name] = queue_url
+        resources.dlq_urls[name] = dlq_url
     _create_table(dynamodb, resources.table)
     _create_bucket(s3, resources.bucket, region)
     return resources
+
+
+def _create_queue_pair(
+    sqs: SQSClient, manifest: Manifest, name: str, *, visibility_timeout: int, max_receive_count: int
+) -> tuple[str, str]:
+    dlq_url = sqs.create_queue(
+        QueueName=manifest.dlq_name(name),
+        Attributes={"MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
+    )["QueueUrl"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    queue_url = sqs.create_queue(
+        QueueName=manifest.queue_name(name),
+        Attributes={
+            "VisibilityTimeout": str(visibility_timeout),
+            "MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS),
+            "SqsManagedSseEnabled": "true",
+            "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}),
+        },
+    )["QueueUrl"]
+    return queue_url, dlq_url
 
 
 def _create_table(dynamodb: DynamoDBClient, table: str) -> None:

@@ -103,7 +103,10 @@ def test_http_errors_print_the_error_message(local_mesh: LocalMesh) -> None:
     code, out, err = _run("call", "no-such-flow", "--url", local_mesh.url, env={})
     assert code == 2
     assert out == ""
-    assert err == f"asya: flow not found: no-such-flow (HTTP 404 from {local_mesh.url}/api/v1/mesh/)\n"
+    assert err == (
+        "asya: flow not found: no-such-flow (flows: sentences, text-pipeline) "
+        f"(HTTP 404 from {local_mesh.url}/api/v1/mesh/)\n"
+    )
     task_id = "00000000-0000-4000-8000-000000000000"
     code, _, err = _run("status", task_id, "--url", local_mesh.url, env={})
     assert code == 2

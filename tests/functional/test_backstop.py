@@ -1,13 +1,16 @@
-"""The deadline backstop against moto (GATEWAY section 14: GW-BACK-1..6; PROTOCOL P-TIME-9, P-STAT-1, P-STAT-2).
+"""The deadline backstop's sweep of long deadlines, its Lambda entry point and the local loop, against moto (GATEWAY
+section 14: GW-BACK-1..6; PROTOCOL P-TIME-9, P-STAT-1, P-STAT-2). Timers: ``test_deadline_timers.py``.
 
-Tasks are created through the task store, the sweep reads the real ``active_deadlines`` index and writes through the
-store's conditional transition; races and faults are injected with botocore event hooks on real clients.
+Tasks are created through the task store, the sweep reads the store's ``long_deadline_pages`` (the real index) and
+writes through the store's conditional transition; races and faults are injected with botocore event hooks on real
+clients.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,10 +20,12 @@ from botocore.exceptions import ClientError
 
 from asya.config import ActorConfig
 from asya.store import StatusUpdate, TaskStore
+from asya.timeutil import format_ts
 from asya_crew.sink import SinkRuntime
 from asya_gateway import backstop as backstop_module
-from asya_gateway.backstop import Backstop, BackstopError, emit_timed_out_metric, lambda_handler
-from asya_local.lambda_event import sqs_event
+from asya_gateway.backstop import Backstop, BackstopError, BackstopEventError, emit_timed_out_metric, lambda_handler
+from asya_gateway.timers import DeadlineTimers, Timer
+from asya_local.lambda_event import scheduled_event, sqs_event
 from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
@@ -28,7 +33,10 @@ pytestmark = pytest.mark.functional
 REPO = Path(__file__).resolve().parent.parent.parent
 
 START = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
-DEADLINE = "2026-03-01T10:01:00Z"
+#: A long deadline (more than LONG_DEADLINE_SECONDS after creation): the sweep's, not a timer's (GW-BACK-1).
+DEADLINE = "2026-03-01T11:00:00Z"
+#: Past DEADLINE.
+OVERDUE_MINUTES = 61
 
 
 class Metrics:
@@ -56,14 +64,19 @@ def metrics() -> Metrics:
     return Metrics()
 
 
-def _backstop(store: TaskStore, metrics: Metrics, **kwargs: Any) -> Backstop:
-    return Backstop(store, namespace="demo", metric=metrics, **kwargs)
+def _backstop(store: TaskStore, metrics: Metrics | None, **kwargs: Any) -> Backstop:
+    timers = DeadlineTimers(namespace="demo")  # a sweep sends no timer: no client is ever created
+    return Backstop(store, namespace="demo", timers=timers, metric=metrics, **kwargs)
 
 
 def _status(store: TaskStore, task_id: str) -> str:
     view = store.get_task(task_id, enforce_deadline=False)
     assert view is not None
     return str(view["status"])
+
+
+def _due(store: TaskStore) -> list[dict[str, str]]:
+    return [entry for page in store.long_deadline_pages() for entry in page]
 
 
 def _running(store: TaskStore, task_id: str) -> None:
@@ -77,19 +90,20 @@ def _running(store: TaskStore, task_id: str) -> None:
     )
 
 
-def test_gw_back_2_sweep_fails_expired_pending_and_running_tasks_only(
+def test_gw_back_1_gw_back_2_sweep_fails_long_expired_pending_and_running_tasks_only(
     store: TaskStore, clock: ManualClock, metrics: Metrics
 ) -> None:
     store.create_task(task_id="expired-pending", actor="normalize", deadline_at=DEADLINE)
     store.create_task(task_id="expired-running", actor="normalize", deadline_at=DEADLINE)
     _running(store, "expired-running")
-    store.create_task(task_id="later", actor="normalize", deadline_at="2026-03-01T10:05:00Z")
+    store.create_task(task_id="later", actor="normalize", deadline_at="2026-03-01T12:00:00Z")
     store.create_task(task_id="no-deadline", actor="normalize")
     store.create_task(task_id="done", actor="normalize", deadline_at=DEADLINE)
     assert store.report_final("done", status="succeeded", result={"ok": True})
     store.create_task(task_id="paused", actor="normalize", deadline_at=DEADLINE)
     assert store.apply_status("paused", StatusUpdate(status="paused", pause_metadata={"prompt": "p"}))
-    clock.advance(minutes=2)
+    store.create_task(task_id="short", actor="normalize", deadline_at="2026-03-01T10:15:00Z")
+    clock.advance(minutes=OVERDUE_MINUTES)
 
     result = _backstop(store, metrics).sweep()
 
@@ -98,15 +112,14 @@ def test_gw_back_2_sweep_fails_expired_pending_and_running_tasks_only(
         view = store.get_task(task_id, enforce_deadline=False)
         assert view is not None
         assert (view["status"], view["error"], view["message"]) == ("failed", "task timed out", "task timed out")
-        last = store.events_after(task_id, 0)[-1]
-        assert last["event"] == "status"
-        assert last["data"]["status"] == "failed" and last["data"]["error"] == "task timed out"
+        assert view["data"]["status"] == "failed" and view["data"]["error"] == "task timed out"
     # GW-BACK-5: unexpired, deadline-less, terminal and paused tasks are untouched
     assert _status(store, "later") == "pending"
     assert _status(store, "no-deadline") == "pending"
     assert _status(store, "done") == "succeeded"
     assert _status(store, "paused") == "paused"
-    assert store.overdue_tasks() == []  # terminal tasks leave the index
+    assert _status(store, "short") == "pending"  # a deadline within 900 s is its timer's (test_deadline_timers)
+    assert _due(store) == []  # terminal tasks leave the index; a short deadline never enters it
     assert metrics.calls == [("demo", 2)]
 
 
@@ -131,7 +144,7 @@ def test_gw_back_4_p_stat_2_late_sink_success_after_the_backstop_keeps_the_task_
 ) -> None:
     store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", deadline_at=DEADLINE)
     _running(store, "t1")
-    clock.advance(minutes=2)
+    clock.advance(minutes=OVERDUE_MINUTES)
     assert _backstop(store, metrics).sweep().timed_out == 1
 
     # the last actor finishes late: its envelope reaches the real x-sink runtime
@@ -179,14 +192,13 @@ def test_gw_back_4_p_stat_2_late_sink_success_after_the_backstop_keeps_the_task_
     assert "result" not in view or view["result"] is None
     # x-sink still attaches its checkpoint (P-STAT-2), with its line (P-CKPT-4)
     assert view["checkpoint_key"].startswith("succeeded/2026-03-01/") and view["checkpoint_line"] == 1
-    assert [e["data"]["status"] for e in store.events_after("t1", 0) if e["event"] == "status"][-1] == "failed"
 
 
 def test_gw_back_2_task_that_finished_after_the_index_read_is_left_alone(
     aws: Any, mesh: Any, store: TaskStore, clock: ManualClock, metrics: Metrics
 ) -> None:
     store.create_task(task_id="t1", actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=OVERDUE_MINUTES)
     sink_store = TaskStore(table=mesh.resources.table, dynamodb=aws.session.client("dynamodb"), clock=clock)
 
     def finish_once(parsed: dict[str, Any], **_: Any) -> None:
@@ -205,11 +217,11 @@ def test_gw_back_2_sweep_follows_index_pages(mesh: Any, store: TaskStore, clock:
     ids = [f"t{i:02d}" for i in range(40)]
     for task_id in ids:
         store.create_task(task_id=task_id, actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=OVERDUE_MINUTES)
     continued: list[dict[str, Any]] = []
 
     def record(params: dict[str, Any], **_: Any) -> None:
-        if params.get("IndexName") == "active_deadlines" and "ExclusiveStartKey" in params:
+        if params.get("IndexName") == "long_deadlines" and "ExclusiveStartKey" in params:
             continued.append(params)
 
     store.dynamodb.meta.events.register("provide-client-params.dynamodb.Query", record)
@@ -224,7 +236,7 @@ def test_gw_back_2_one_task_error_does_not_stop_the_sweep(
 ) -> None:
     for task_id in ("a", "b", "c"):
         store.create_task(task_id=task_id, actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=OVERDUE_MINUTES)
 
     def throttle_b(params: dict[str, Any], **_: Any) -> None:
         if params.get("Key", {}).get("pk", {}).get("S") == "TASK#b":
@@ -247,12 +259,12 @@ def test_gw_back_2_sweep_stops_when_the_time_budget_runs_out(
 ) -> None:
     for i in range(5):
         store.create_task(task_id=f"t{i}", actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=OVERDUE_MINUTES)
     budget = iter([30.0, 30.0, 1.0])
 
     result = _backstop(store, metrics).sweep(time_left=lambda: next(budget))
     assert (result.due, result.timed_out, result.complete) == (2, 2, False)
-    assert len(store.overdue_tasks()) == 3
+    assert len(_due(store)) == 3
     assert _backstop(store, metrics).sweep().timed_out == 3
 
 
@@ -261,12 +273,19 @@ class _Context:
         return 50_000
 
 
+def _scheduled() -> dict[str, Any]:
+    rule = "arn:aws:events:us-east-1:123456789012:rule/backstop"
+    return scheduled_event(rule, now=datetime.now(UTC), region="us-east-1", account_id="123456789012")
+
+
 @pytest.fixture
 def handler_env(mesh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Lambda's environment (the gateway's: manifest and table), a fresh module-level backstop, and the process's
-    logging restored afterwards (the handler configures the ``asya_gateway`` logger the way the Lambda needs it)."""
+    """The Lambda's environment (the gateway's: manifest, table, account), a fresh module-level backstop, and the
+    process's logging restored afterwards (the handler configures the ``asya_gateway`` logger the way the Lambda
+    needs it)."""
     monkeypatch.setenv("ASYA_MANIFEST", str(REPO / "asya.yaml"))
     monkeypatch.setenv("ASYA_TABLE", mesh.resources.table)
+    monkeypatch.setenv("ASYA_ACCOUNT_ID", "123456789012")
     monkeypatch.setattr(backstop_module, "_BACKSTOP", None)
     gateway_logger = logging.getLogger("asya_gateway")
     monkeypatch.setattr(gateway_logger, "handlers", list(gateway_logger.handlers))
@@ -274,29 +293,72 @@ def handler_env(mesh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gateway_logger, "level", gateway_logger.level)
 
 
-def test_gw_back_1_lambda_handler_sweeps_with_the_environment_config(
-    mesh: Any, handler_env: None, capsys: pytest.CaptureFixture[str]
-) -> None:
-    real_clock_store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb)
-    past = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    real_clock_store.create_task(task_id="t1", actor="normalize", deadline_at=past)
+@pytest.fixture
+def past_store(mesh: Any) -> TaskStore:
+    """A store whose clock stands two hours back: the tasks it creates carry long deadlines already past."""
+    return TaskStore(
+        table=mesh.resources.table,
+        dynamodb=mesh.aws.dynamodb,
+        clock=ManualClock(datetime.now(UTC) - timedelta(hours=2)),
+    )
 
-    summary = lambda_handler({"source": "aws.events"}, _Context())
+
+def _past() -> str:
+    return format_ts(datetime.now(UTC) - timedelta(minutes=1))
+
+
+def test_gw_back_1_lambda_handler_sweeps_on_the_schedule_with_the_environment_config(
+    past_store: TaskStore, handler_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    past_store.create_task(task_id="t1", actor="normalize", deadline_at=_past())
+
+    summary = lambda_handler(_scheduled(), _Context())
 
     assert summary == {"due": 1, "timed_out": 1, "skipped": 0, "errors": 0, "complete": True}
-    assert _status(real_clock_store, "t1") == "failed"
+    assert _status(past_store, "t1") == "failed"
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert [line["TasksTimedOut"] for line in lines if "_aws" in line] in ([1], [[1]])
 
 
-def test_lambda_handler_raises_after_a_sweep_with_errors(mesh: Any, handler_env: None) -> None:
-    real_clock_store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb)
-    past = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+def test_gw_back_1_lambda_handler_takes_timer_batches(
+    mesh: Any, past_store: TaskStore, handler_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same entry point answers an SQS event from the timer queue with a partial batch response."""
+    deadline_at = _past()
+    past_store.create_task(task_id="t1", actor="normalize", deadline_at=deadline_at)
+    url = mesh.resources.queue_urls["x-deadline"]
+    mesh.aws.sqs.send_message(QueueUrl=url, MessageBody=Timer("t1", deadline_at).to_body())
+    mesh.aws.sqs.send_message(QueueUrl=url, MessageBody="not a timer")
+    messages = mesh.aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+    bad = next(m["MessageId"] for m in messages if m["Body"] == "not a timer")
+    event = sqs_event(messages, queue_arn="arn:aws:sqs:us-east-1:123456789012:asya-demo-x-deadline", region="us-east-1")
+
+    assert lambda_handler(event, _Context()) == {"batchItemFailures": [{"itemIdentifier": bad}]}
+    assert _status(past_store, "t1") == "failed"
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["TasksTimedOut"] for line in lines if "_aws" in line] in ([1], [[1]])
+
+
+@pytest.mark.parametrize(
+    ("event", "shown"),
+    [
+        ({}, "an object with keys []"),
+        ({"Records": []}, "an object with keys ['Records']"),
+        ({"Records": [{"eventSource": "aws:s3"}]}, "an object with keys ['Records']"),
+        ([1], "a list"),
+    ],
+)
+def test_lambda_handler_rejects_other_events_naming_them(handler_env: None, event: Any, shown: str) -> None:
+    with pytest.raises(BackstopEventError, match=f"takes an SQS event or a scheduled event, got {re.escape(shown)}"):
+        lambda_handler(event, _Context())
+
+
+def test_lambda_handler_raises_after_a_sweep_with_errors(past_store: TaskStore, handler_env: None) -> None:
     for task_id in ("a", "b"):
-        real_clock_store.create_task(task_id=task_id, actor="normalize", deadline_at=past)
-    lambda_handler({}, _Context())  # builds the handler's store
+        past_store.create_task(task_id=task_id, actor="normalize", deadline_at=_past())
+    lambda_handler(_scheduled(), _Context())  # builds the handler's store
     for task_id in ("c", "d"):
-        real_clock_store.create_task(task_id=task_id, actor="normalize", deadline_at=past)
+        past_store.create_task(task_id=task_id, actor="normalize", deadline_at=_past())
     handler_store = backstop_module._BACKSTOP.store  # type: ignore[union-attr]
 
     def throttle_c(params: dict[str, Any], **_: Any) -> None:
@@ -305,12 +367,12 @@ def test_lambda_handler_raises_after_a_sweep_with_errors(mesh: Any, handler_env:
 
     handler_store.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem", throttle_c)
     with pytest.raises(BackstopError, match="1 of 2 overdue tasks could not be timed out"):
-        lambda_handler({}, _Context())
-    assert _status(real_clock_store, "d") == "failed"
-    assert _status(real_clock_store, "c") == "pending"
+        lambda_handler(_scheduled(), _Context())
+    assert _status(past_store, "d") == "failed"
+    assert _status(past_store, "c") == "pending"
 
 
-# ---------------------------------------------------------------- local mode (GW-BACK-1: every few seconds)
+# ---------------------------------------------------------------- local mode (GW-BACK-1: within 5 s)
 
 
 def _wait_for(condition: Any, what: str, limit: float = 10.0) -> None:
@@ -323,32 +385,52 @@ def _wait_for(condition: Any, what: str, limit: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-def test_gw_back_1_local_loop_sweeps_periodically_and_stops_cleanly(store: TaskStore, clock: ManualClock) -> None:
+def _loop(mesh: Any, store: TaskStore, clock: ManualClock, interval: float) -> Any:
     from asya_local.backstop_loop import BackstopLoop
 
-    store.create_task(task_id="t1", actor="normalize", deadline_at=DEADLINE)
-    loop = BackstopLoop(Backstop(store, namespace="demo", metric=None), interval=0.05)
+    timers = DeadlineTimers(namespace="demo", sqs=mesh.aws.sqs, clock=clock)
+    backstop = Backstop(store, namespace="demo", timers=timers, clock=clock, metric=None)
+    return BackstopLoop(
+        backstop, queue_url=mesh.resources.queue_urls["x-deadline"], sqs=mesh.aws.sqs, interval=interval
+    )
+
+
+def test_gw_back_1_local_loop_feeds_timers_and_sweeps_periodically_then_stops_cleanly(
+    mesh: Any, store: TaskStore, clock: ManualClock
+) -> None:
+    store.create_task(task_id="long", actor="normalize", deadline_at=DEADLINE)
+    short = format_ts(START + timedelta(seconds=30))
+    store.create_task(task_id="short", actor="normalize", deadline_at=short)
+    loop = _loop(mesh, store, clock, interval=0.05)
     loop.start()
     try:
         _wait_for(lambda: loop.sweeps >= 1, "a first sweep")
-        assert _status(store, "t1") == "pending"  # not due yet
-        clock.advance(minutes=2)
-        _wait_for(lambda: _status(store, "t1") == "failed", "the loop to time out t1")
+        assert _status(store, "long") == "pending"  # not due yet
+        clock.advance(seconds=30)
+        mesh.aws.sqs.send_message(  # the timer as it comes due (its delay is moto's real time)
+            QueueUrl=mesh.resources.queue_urls["x-deadline"], MessageBody=Timer("short", short).to_body()
+        )
+        _wait_for(lambda: _status(store, "short") == "failed", "the timer to time out 'short'")
+        assert _status(store, "long") == "pending"
+        clock.advance(minutes=OVERDUE_MINUTES)
+        _wait_for(lambda: _status(store, "long") == "failed", "the sweep to time out 'long'")
     finally:
         loop.stop(timeout=10)
     assert not loop.running
-    assert loop.last_result is not None and loop.last_result.errors == 0
+    assert loop.last_result is not None and loop.last_result["errors"] == 0
+    assert (loop.timers.records, loop.timers.failures) == (1, 0)
     sweeps = loop.sweeps
-    store.create_task(task_id="t2", actor="normalize", deadline_at=DEADLINE)
-    assert Backstop(store, namespace="demo", metric=None).sweep().timed_out == 1  # t2 was due: nobody swept it
+    store.create_task(task_id="t2", actor="normalize", deadline_at=format_ts(clock() + timedelta(hours=1)))
+    clock.advance(minutes=OVERDUE_MINUTES)
+    assert _backstop(store, None).sweep().timed_out == 1  # t2 was due: nobody swept it
     assert loop.sweeps == sweeps
 
 
-def test_local_loop_keeps_going_after_a_failing_sweep(mesh: Any, caplog: pytest.LogCaptureFixture) -> None:
-    from asya_local.backstop_loop import BackstopLoop
-
+def test_local_loop_keeps_going_after_a_failing_sweep(
+    mesh: Any, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
     missing = TaskStore(table="asya-demo-missing", dynamodb=mesh.aws.dynamodb)
-    loop = BackstopLoop(Backstop(missing, namespace="demo", metric=None), interval=0.02)
+    loop = _loop(mesh, missing, clock, interval=0.02)
     with caplog.at_level(logging.ERROR, logger="asya_local.backstop_loop"):
         loop.start()
         try:
@@ -359,9 +441,8 @@ def test_local_loop_keeps_going_after_a_failing_sweep(mesh: Any, caplog: pytest.
     assert "backstop sweep failed" in caplog.text and "ResourceNotFoundException" in caplog.text
 
 
-def test_local_loop_rejects_a_bad_interval(store: TaskStore) -> None:
-    from asya_local.backstop_loop import BackstopLoop
+def test_local_loop_rejects_a_bad_interval(mesh: Any, store: TaskStore, clock: ManualClock) -> None:
     from asya_local.exceptions import LocalModeError
 
     with pytest.raises(LocalModeError, match="backstop interval must be > 0 seconds, got 0"):
-        BackstopLoop(Backstop(store, namespace="demo", metric=None), interval=0)
+        _loop(mesh, store, clock, interval=0)

@@ -14,6 +14,20 @@ def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore
     assert redrive["deadLetterTargetArn"].endswith(":asya-demo-analyze-dlq")
     assert int(redrive["maxReceiveCount"]) == 5
     assert int(attrs["VisibilityTimeout"]) == 6 * (10 * 30 + 10)
-    assert set(mesh.resources.queue_urls) == {"normalize", "analyze", "summarize", "split", "x-sink", "x-sump"}
+    actors = {"normalize", "analyze", "summarize", "split", "x-sink", "x-sump"}
+    assert set(mesh.resources.queue_urls) == set(mesh.resources.dlq_urls) == actors | {"x-deadline"}
     table = mesh.aws.dynamodb.describe_table(TableName="asya-demo-tasks")["Table"]
-    assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {"by_created", "by_status", "active_deadlines"}
+    assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {"by_created", "by_outcome", "long_deadlines"}
+
+
+def test_gw_back_1_provision_creates_the_deadline_timer_queue_with_its_dlq(mesh) -> None:  # type: ignore[no-untyped-def]
+    url = mesh.resources.queue_urls["x-deadline"]
+    assert url.endswith("/asya-demo-x-deadline")
+    attrs = mesh.aws.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+    redrive = json.loads(attrs["RedrivePolicy"])
+    assert redrive["deadLetterTargetArn"].endswith(":asya-demo-x-deadline-dlq")
+    assert int(redrive["maxReceiveCount"]) == 5
+    # at least the backstop function's 55 s timeout, as Lambda requires of an SQS event source
+    assert int(attrs["VisibilityTimeout"]) == 60
+    assert attrs["SqsManagedSseEnabled"] == "true"
+    assert mesh.resources.dlq_urls["x-deadline"].endswith("/asya-demo-x-deadline-dlq")

@@ -11,7 +11,6 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Final, Literal
-from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -24,6 +23,7 @@ from pydantic import (
 )
 
 from asya import naming
+from asya.callback import is_reporter_url
 from asya.timeutil import parse_duration
 
 __all__ = [
@@ -80,10 +80,9 @@ Duration = Annotated[float, _duration("duration")]
 
 
 def _absolute_http_url(value: str | None) -> str | None:
-    if value is not None:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
+    # the same rule as the HTTP reporter's for x-asya-gateway-url (asya.callback): a host, no user info
+    if value is not None and not is_reporter_url(value):
+        raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
     return value
 
 

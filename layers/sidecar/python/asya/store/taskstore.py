@@ -66,6 +66,8 @@ class Snapshot:
     data: dict[str, Any]
     fly: list[dict[str, Any]]
     deadline_at: str | None
+    #: the number of the record's latest status change (no fly item will ever carry it)
+    status_seq: int = 0
 
     @property
     def terminal(self) -> bool:
@@ -252,6 +254,7 @@ class TaskStore:
             data=self._bodies.urls(status_data(item, values)),
             fly=expand_fly(items, after_seq=after_seq, now=now),
             deadline_at=rec.get_str(item, "deadline_at"),
+            status_seq=rec.get_int(item, "status_seq") or 0,
         )
 
     @staticmethod
