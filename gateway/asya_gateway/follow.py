@@ -12,9 +12,10 @@ strongly consistent query per poll). Rules:
    be written, P-STAT-16), then counts as a status change; no event passes a held-back number (GW-SSE-6). The task
    item names the number of its latest status change (``status_seq``): that one is known to carry no fly item and
    is never held back, so FLY values that follow a hop's claim stream without the hold-back's second;
-3. when the record's status, step, current actor or progress changed since the last status sent, one ``status``
-   event with the record's state and id = ``last_seq``, or one less than the lowest held-back number, whichever is
-   lower (changes between two polls coalesce, so ids may skip, GW-SSE-3);
+3. when the record's status data changed since the last status sent (status, step, current actor, progress, and
+   also the rest, such as a retry's attempt; not the timestamp alone), one ``status`` event with the record's state
+   and id = ``last_seq``, or one less than the lowest held-back number, whichever is lower (changes between two
+   polls coalesce, so ids may skip, GW-SSE-3);
 4. a terminal record is sent last, once no number is held back: every fly event, then the terminal ``status`` with
    id = ``last_seq``, and the stream ends (GW-SSE-6, GW-SSE-7); a catch-up that is already terminal is followed by
    the replay and this same terminal event;
@@ -53,7 +54,6 @@ __all__ = [
 
 TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "canceled"})
 _ACTIVE: Final = frozenset({"pending", "running"})
-_STATE_KEYS: Final = ("status", "step", "current_actor", "progress_percent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,8 +100,11 @@ class StoreSource:
         await ctx.call(ctx.store.time_out_overdue, self._task_id, deadline_at, created_at=self._created_at)
 
 
-def _state(data: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(data.get(key) for key in _STATE_KEYS)
+def _state(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What a status event says, but its timestamp: a change of any of it is worth an event. GW-SSE-6 names status,
+    step, current actor and progress; a second retry of the same actor changes only its ``attempt``, and a follower
+    must see that too."""
+    return {key: value for key, value in data.items() if key != "timestamp"}
 
 
 async def follow(
