@@ -401,6 +401,10 @@ def test_a2a_failed_task_and_skill_errors_gw_a2a_4_9(agents_mesh: LocalMesh) -> 
     assert _rpc(agents_mesh.url, "tasks/get", {"id": "nope"}).json()["error"]["code"] == -32001
     assert _rpc(agents_mesh.url, "tasks/pushNotificationConfig/set", {}).json()["error"]["code"] == -32003
     assert _rpc(agents_mesh.url, "tasks/nope", {}).json()["error"]["code"] == -32601
+    batch = httpx.post(f"{agents_mesh.url}/a2a/", json=[{"jsonrpc": "2.0"}], headers=AUTH, timeout=10)
+    assert (batch.status_code, batch.json()["error"]["code"]) == (200, -32600)  # GW-A2A-3: errors with HTTP 200
+    broken = httpx.post(f"{agents_mesh.url}/a2a/", content=b"{", headers=AUTH, timeout=10)
+    assert (broken.status_code, broken.json()["error"]["code"]) == (200, -32700)
 
 
 def test_a2a_cancel_a_running_task_then_it_is_not_cancelable_gw_a2a_12(agents_mesh: LocalMesh) -> None:

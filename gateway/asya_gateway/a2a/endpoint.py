@@ -7,7 +7,8 @@
   1.0 ``SubscribeToTask`` starts with the Task (1.0's rule, where 0.3 starts with a status update) and answers
   -32004 for a terminal task, as 1.0 requires.
 
-Anything else is -32601. JSON-RPC errors travel with HTTP 200 (the
+Anything else is -32601. Every JSON-RPC error, parse and framing errors included, is answered with HTTP 200
+(GW-A2A-3); a body over 5 MiB keeps its 413. JSON-RPC errors travel with HTTP 200 (the
 framing errors of ``asya_gateway.jsonrpc`` with 400). The A2A task id is the mesh task id and the context id is
 stored on the task (GW-A2A-6), so a restart loses nothing. Waits and streams follow the task with
 ``asya_gateway.follow`` for at most the gateway's long-response limit (``sse_max_seconds``, 840 s).
@@ -76,7 +77,10 @@ async def a2a_endpoint(request: Request) -> Response:
             raise RpcError(-32600, "a notification or response is not served on /a2a/", request_id=message.id)
         return await _dispatch(ctx, message)
     except RpcError as exc:
-        return JSONResponse(error_body(exc.code, exc.message, exc.request_id), status_code=exc.http_status)
+        # GW-A2A-3: JSON-RPC errors travel with HTTP 200, framing errors included; only a body over the limit keeps
+        # its 413 (authentication failures never get here: 401, GW-AUTH-7)
+        status = 413 if exc.http_status == 413 else 200
+        return JSONResponse(error_body(exc.code, exc.message, exc.request_id), status_code=status)
 
 
 class _Call:
