@@ -8,9 +8,8 @@
   -32004 for a terminal task, as 1.0 requires.
 
 Anything else is -32601. Every JSON-RPC error, parse and framing errors included, is answered with HTTP 200
-(GW-A2A-3); a body over 5 MiB keeps its 413. JSON-RPC errors travel with HTTP 200 (the
-framing errors of ``asya_gateway.jsonrpc`` with 400). The A2A task id is the mesh task id and the context id is
-stored on the task (GW-A2A-6), so a restart loses nothing. Waits and streams follow the task with
+(GW-A2A-3); a body over 5 MiB keeps its 413. The A2A task id is the mesh task id and the context id is stored on the
+task (GW-A2A-6), so a restart loses nothing. Waits and streams follow the task with
 ``asya_gateway.follow`` for at most the gateway's long-response limit (``sse_max_seconds``, 840 s).
 
 A message with ``taskId`` (GW-A2A-7): unknown -32001; a task that is not paused -32004; a paused task goes to
