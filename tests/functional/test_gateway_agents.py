@@ -122,3 +122,37 @@ def test_gw_mcp_6_a_creation_failure_is_a_tool_error(
         }
         error = client.post("/a2a/", json=send).json()["error"]
         assert error == {"code": -32603, "message": "dispatch failed: actor not found: normalize"}
+
+
+def test_gw_mcp_8_gw_a2a_8_waits_end_at_the_long_response_limit(
+    mesh: Any, store: TaskStore, clock: ManualClock, serve_asgi: Any
+) -> None:
+    """No actor runs here, so the task stays ``pending``: the MCP call answers the timeout result and A2A's blocking
+    send the Task as it is, once the limit (840 s deployed, 0.3 s here) has passed."""
+    config = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05, sse_max_seconds=0.3)
+    app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
+    with httpx.Client(base_url=serve_asgi(app), timeout=10) as client:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
+        headers = {"Mcp-Session-Id": client.post("/mcp", json=init).headers["mcp-session-id"]}
+        call = {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "text-pipeline", "arguments": {"text": "hi"}},
+        }
+        result = client.post("/mcp", json=call, headers=headers).json()["result"]
+        task_id = result["_meta"]["asya/task_id"]
+        assert result["isError"] is True
+        assert result["content"] == [
+            {"type": "text", "text": f"timeout: no result received (task {task_id} is pending)"}
+        ]
+        message = {"messageId": "m", "role": "ROLE_USER", "parts": [{"data": {"text": "hi"}}]}
+        send = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "SendMessage",
+            "params": {"message": message, "metadata": {"skill": "text-pipeline"}},
+        }
+        task = client.post("/a2a/", json=send).json()["result"]["task"]
+        assert task["status"]["state"] == "TASK_STATE_SUBMITTED"
+        assert task["metadata"]["asya"]["flow"] == "text-pipeline"
