@@ -1,5 +1,6 @@
 """MCP sessions in the task table (GW-MCP-2, GW-DATA-2): item ``pk = MCPSESSION#{id}``, ``sk = SESSION`` with
-``protocol_version``, ``log_level``, ``created_at`` and ``ttl`` (epoch seconds).
+``protocol_version``, ``log_level``, ``created_at`` and the table's TTL attribute ``ttl`` (epoch seconds), so
+DynamoDB deletes expired sessions.
 
 The expiry slides: a session expires 24 h after its last use. To keep a chatty client from paying one write per
 request, the expiry is pushed forward only when less than 23 h of it are left (at most one write per hour of use).
@@ -16,6 +17,7 @@ from typing import Any, Final
 from botocore.exceptions import ClientError
 
 from asya.store import TaskStore
+from asya.tableschema import TTL_ATTRIBUTE
 from asya.timeutil import Clock
 
 __all__ = ["LOG_LEVELS", "SESSION_TTL_SECONDS", "McpSession", "SessionStore"]
@@ -59,7 +61,7 @@ class SessionStore:
                 "protocol_version": {"S": protocol_version},
                 "log_level": {"S": session.log_level},
                 "created_at": {"N": str(now)},
-                "ttl": {"N": str(now + SESSION_TTL_SECONDS)},
+                TTL_ATTRIBUTE: {"N": str(now + SESSION_TTL_SECONDS)},
             },
         )
         return session
@@ -72,9 +74,9 @@ class SessionStore:
             TableName=self._store.table, Key=_key(session_id), ConsistentRead=True
         ).get("Item")
         now = self._now()
-        if item is None or int(item["ttl"]["N"]) <= now:
+        if item is None or int(item[TTL_ATTRIBUTE]["N"]) <= now:
             return None
-        if int(item["ttl"]["N"]) - now < _REFRESH_BELOW_SECONDS:
+        if int(item[TTL_ATTRIBUTE]["N"]) - now < _REFRESH_BELOW_SECONDS:
             self._touch(session_id, now)
         return McpSession(
             id=session_id, protocol_version=item["protocol_version"]["S"], log_level=item["log_level"]["S"]
@@ -87,7 +89,7 @@ class SessionStore:
                 Key=_key(session_id),
                 UpdateExpression="SET #ttl = :ttl",
                 ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeNames={"#ttl": "ttl"},
+                ExpressionAttributeNames={"#ttl": TTL_ATTRIBUTE},
                 ExpressionAttributeValues={":ttl": {"N": str(now + SESSION_TTL_SECONDS)}},
             )
         except ClientError as exc:
