@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: install chromium demo test lint format synth bench clean
+.PHONY: install chromium demo test lint format synth lock bench clean
 
 install: $(STAMP)
 
@@ -51,6 +51,10 @@ format: install
 ## Synthesize the CloudFormation template of asya.yaml into cdk.out/ (offline, no AWS account needed).
 synth: install
 	$(BIN)/python cdk/app.py
+
+## Re-resolve the dependency layers' lock files (cdk/locks/, with hashes) after a pin in pyproject.toml changed.
+lock: install
+	$(BIN)/python -c 'import sys; from asya_cdk.locks import main; sys.exit(main())'
 
 ## Benchmarks (overhead, AWS requests and cost per million tasks, latency, cold start, memory) -> bench/REPORT.md.
 bench: install

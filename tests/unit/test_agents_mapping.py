@@ -243,3 +243,10 @@ def test_gw_a2a_2_card_url_behind_api_gateway_keeps_the_stage() -> None:
         "https://abc123.execute-api.eu-west-1.amazonaws.com/prod"
     )
     assert base_url(_request({"x-amzn-request-context": "not json"})) == "http://127.0.0.1:8080"
+
+
+def test_gw_a2a_2_card_of_a_jwt_gateway_names_the_bearer_scheme() -> None:
+    auth = {"mode": "jwt", "jwks_url": "https://idp.example/jwks", "issuer": "https://idp.example", "audience": "asya"}
+    card = build_card(_manifest({"auth": auth}, text={"a2a": True}), "http://127.0.0.1:8080")
+    assert card["securitySchemes"] == {"bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}}
+    assert card["security"] == [{"bearer": []}]
