@@ -18,6 +18,7 @@ __all__ = [
     "A2AParamsError",
     "a2a_state",
     "artifact_update",
+    "fly_artifact",
     "message_payload",
     "result_artifact",
     "status_update",

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from asya.manifest import Manifest
 
-__all__ = ["TASK_ID_META", "list_tools", "mcp_flows", "tool_result"]
+__all__ = ["TASK_ID_META", "list_tools", "mcp_flows", "text_result", "tool_result"]
 
 TASK_ID_META: Final = "asya/task_id"
 
