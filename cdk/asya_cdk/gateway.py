@@ -7,15 +7,17 @@ request in Lambda's streaming HTTP format, so every method is integrated with re
 (the streaming invocation URI, 15-minute limit): GW-GEN-1 requires it for the SSE, MCP and A2A routes, and a
 ``BUFFERED`` integration could not read the adapter's responses.
 
-Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing; the public routes of GW-AUTH-2
-(``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``) have methods of their own without
-authorization. Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method
-(GW-AUTH-3); ``api_key`` -> none at API Gateway, the app checks (GW-AUTH-4); ``jwt`` -> none at API Gateway, the app
-verifies the bearer token against the manifest's JWKS, issuer and audience (GW-AUTH-5); ``none`` -> refused unless
-``allow_unauthenticated`` (GW-AUTH-6). With ``iam`` and CORS origins configured, ``OPTIONS`` is left
-open so browsers' preflight requests reach the app. The stage has JSON access logs, ERROR execution logs and
-throttling. ``api_overrides`` (``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with
-``cloud_watch_role=False`` the account-wide role is not created and its cdk-nag acknowledgment is not added.
+Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing, and so do ``ANY /mcp`` (MCP)
+and ``ANY /a2a`` (A2A; the app serves ``/a2a/`` and ``/a2a`` alike); the public routes of GW-AUTH-2
+(``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and the A2A 1.x card path
+``/.well-known/agent-card.json``) have methods of their own without authorization. Authorization per
+``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3); ``api_key`` -> none at API
+Gateway, the app checks (GW-AUTH-4); ``jwt`` -> none at API Gateway, the app verifies the bearer token against the
+manifest's JWKS, issuer and audience (GW-AUTH-5); ``none`` -> refused unless ``allow_unauthenticated`` (GW-AUTH-6).
+With ``iam`` and CORS origins configured, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The
+stage has JSON access logs, ERROR execution logs and throttling. ``api_overrides``
+(``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the
+account-wide role is not created and its cdk-nag acknowledgment is not added.
 """
 
 from __future__ import annotations
@@ -36,13 +38,17 @@ from asya_cdk.nag import acknowledge
 
 __all__ = [
     "ADAPTER_ENVIRONMENT",
+    "AGENT_PATHS",
     "PUBLIC_PATHS",
     "Gateway",
     "check_auth",
 ]
 
 #: Routes that never require credentials (GW-AUTH-2).
-PUBLIC_PATHS: Final = ("/health", "/openapi.json", "/.well-known/agent.json")
+PUBLIC_PATHS: Final = ("/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json")
+#: The agent protocol routes (GW-GEN-1: streamed): MCP at ``/mcp`` (section 11), A2A at ``/a2a/`` (section 12). They
+#: would reach the app through ``/{proxy+}`` too; resources of their own keep them in the API whatever else changes.
+AGENT_PATHS: Final = ("/mcp", "/a2a")
 ADAPTER_PORT: Final = 8080
 #: Environment of the Lambda Web Adapter.
 ADAPTER_ENVIRONMENT: Final[Mapping[str, str]] = {
@@ -153,6 +159,7 @@ class Gateway(Construct):
         protected = apigw.AuthorizationType.IAM if auth.mode == "iam" else apigw.AuthorizationType.NONE
         open_preflight = protected == apigw.AuthorizationType.IAM and bool(cors_origins)
         protected_resources: list[apigw.IResource] = [self._api.root, self._api.root.add_resource("{proxy+}")]
+        protected_resources.extend(self._api.root.resource_for_path(path) for path in AGENT_PATHS)
         for path in PUBLIC_PATHS:
             public = self._api.root.resource_for_path(path)
             method = public.add_method("GET", integration, authorization_type=apigw.AuthorizationType.NONE)

@@ -11,9 +11,9 @@ Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
 - ``jwt`` (GW-AUTH-5): ``Authorization: Bearer <JWT>`` verified against the manifest's ``jwks_url``, ``issuer`` and
   ``audience`` (RS256, ES256; JWKS cached, refetched on an unknown ``kid``): :mod:`asya_gateway.jwtauth`.
 
-Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``, and the web
-console's static assets under ``/console`` (they hold no data; the page then calls the API with the user's
-credentials, :mod:`asya_gateway.webconsole`). Failures answer
+Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and its A2A 1.x
+path ``/.well-known/agent-card.json``, and the web console's static assets under ``/console`` (they hold no data;
+the page then calls the API with the user's credentials, :mod:`asya_gateway.webconsole`). Failures answer
 401 ``{"error": "authentication required"}`` (no credentials) or ``{"error": "invalid credentials"}`` with
 ``WWW-Authenticate: Bearer realm="asya-gateway"``; under ``/a2a`` the body is the JSON-RPC error -32005 (GW-AUTH-7).
 """
@@ -51,7 +51,7 @@ __all__ = [
 
 _log = logging.getLogger("asya_gateway.auth")
 
-PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json"})
+PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json"})
 AUTH_REQUIRED: Final = "authentication required"
 INVALID_CREDENTIALS: Final = "invalid credentials"
 _CHALLENGE: Final = {"WWW-Authenticate": 'Bearer realm="asya-gateway"'}

@@ -2,9 +2,10 @@
 
 Built from the manifest, so ``flow`` and ``actor`` list the names this gateway accepts and the security scheme is the
 one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``api_key`` (``X-API-Key``), ``jwt``
-(bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``) carry no
-security requirement. Only routes
-this release serves are described: pause/resume, MCP and A2A are not.
+(bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``, the agent
+card) carry no security requirement. Only routes this release serves are described (pause/resume is not); the
+JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's
+(``docs/agents.md``).
 """
 
 from __future__ import annotations
@@ -191,6 +192,46 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
     }
 
 
+def _agent_paths() -> dict[str, Any]:
+    rpc = {"required": True, "content": {_JSON: {"schema": {"$ref": "#/components/schemas/JsonRpcRequest"}}}}
+    card = {
+        "get": {
+            "summary": "The A2A agent card (GW-A2A-1)",
+            "security": [],
+            "responses": {"200": _response("Agent card", {"type": "object"})},
+        }
+    }
+    return {
+        "/mcp": {
+            "post": {
+                "summary": "MCP over Streamable HTTP: one JSON-RPC message (GW-MCP-1..9)",
+                "requestBody": rpc,
+                "responses": {
+                    "200": {"description": "JSON-RPC response, or an SSE stream of messages for tools/call"},
+                    "202": {"description": "Notification or response accepted"},
+                    **_errors(400, 401, 404),
+                },
+            },
+            "delete": {
+                "summary": "End the MCP session named by Mcp-Session-Id (GW-MCP-2)",
+                "responses": {"204": {"description": "Session ended"}, **_errors(400, 401, 404)},
+            },
+        },
+        "/a2a/": {
+            "post": {
+                "summary": "A2A JSON-RPC, 1.0 and 0.3 method names (GW-A2A-3)",
+                "requestBody": rpc,
+                "responses": {
+                    "200": {"description": "JSON-RPC response, or an SSE stream for the streaming methods"},
+                    "401": {"description": "JSON-RPC error -32005 (GW-AUTH-7)"},
+                },
+            }
+        },
+        "/.well-known/agent-card.json": card,
+        "/.well-known/agent.json": card,
+    }
+
+
 def _schemas() -> dict[str, Any]:
     any_json: dict[str, Any] = {}
     return {
@@ -252,6 +293,16 @@ def _schemas() -> dict[str, Any]:
                 "queues": {"type": "array", "items": {"type": "string"}},
             },
         },
+        "JsonRpcRequest": {
+            "type": "object",
+            "required": ["jsonrpc"],
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "id": {"type": ["string", "integer", "null"]},
+                "method": {"type": "string"},
+                "params": {"type": "object"},
+            },
+        },
         "ProducerEvent": {
             "type": "object",
             "required": ["type"],
@@ -270,7 +321,7 @@ def openapi_document(manifest: Manifest, *, version: str) -> dict[str, Any]:
         "info": {"title": f"asya gateway ({manifest.namespace})", "version": version},
         # a task goes to a user actor only (crew is refused, GW-CREATE-2); the diagnostic takes every actor of the
         # manifest and every crew name (GW-OPS-3)
-        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable)},
+        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable), **_agent_paths()},
         "components": {"schemas": _schemas(), "securitySchemes": schemes},
     }
     if schemes:

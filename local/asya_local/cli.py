@@ -53,6 +53,7 @@ from botocore.exceptions import ClientError
 
 from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
+from asya_local.agents_cli import add_agent_parsers
 from asya_local.auth import gateway_auth
 from asya_local.cliargs import http_url, port
 from asya_local.client import GatewayClient
@@ -180,6 +181,7 @@ def _parser() -> argparse.ArgumentParser:
     add_dlq_parser(commands)
     add_task_parsers(commands, remote)
     add_project_parsers(commands)
+    add_agent_parsers(commands, remote=remote)
     return parser
 
 

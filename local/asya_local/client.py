@@ -92,6 +92,10 @@ class GatewayClient:
             raise GatewayHttpError(response.status_code, error_message(response), url)
         return response.content
 
+    def agent_card(self) -> dict[str, Any]:
+        """``GET /.well-known/agent-card.json``: the A2A agent card (GW-A2A-1)."""
+        return self._json(self._request("GET", "/.well-known/agent-card.json"))
+
     def health(self) -> dict[str, Any]:
         return self._json(self._request("GET", "/health"))
 

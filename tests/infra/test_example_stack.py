@@ -314,6 +314,10 @@ def test_gw_auth_3_iam_on_every_non_public_route(example_synth: SynthesizedMesh)
         ("ANY", "/openapi.json"): "AWS_IAM",
         ("GET", "/.well-known/agent.json"): "NONE",
         ("ANY", "/.well-known/agent.json"): "AWS_IAM",
+        ("GET", "/.well-known/agent-card.json"): "NONE",
+        ("ANY", "/.well-known/agent-card.json"): "AWS_IAM",
+        ("ANY", "/mcp"): "AWS_IAM",
+        ("ANY", "/a2a"): "AWS_IAM",
     }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from asya.manifest.blocks import (
     CREW_SETTINGS,
+    A2ASkillOptions,
     ActorSettings,
     ActorSpec,
     CrewConfig,
@@ -24,6 +25,7 @@ from asya.manifest.blocks import (
     DeploymentConfig,
     FanIn,
     Flow,
+    GatewayA2A,
     GatewayAuth,
     GatewayConfig,
     ObservabilityConfig,
@@ -39,6 +41,7 @@ from asya.manifest.model import Manifest
 
 __all__ = [
     "CREW_SETTINGS",
+    "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",
     "CrewConfig",
@@ -46,6 +49,7 @@ __all__ = [
     "DeploymentConfig",
     "FanIn",
     "Flow",
+    "GatewayA2A",
     "GatewayAuth",
     "GatewayConfig",
     "Manifest",

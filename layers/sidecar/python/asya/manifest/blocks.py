@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from asya import naming
 from asya.callback import is_reporter_url
@@ -22,6 +30,7 @@ from asya.timeutil import parse_duration
 __all__ = [
     "CREW_SETTINGS",
     "LOG_RETENTION_DAYS",
+    "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",
     "CrewConfig",
@@ -29,6 +38,7 @@ __all__ = [
     "DeploymentConfig",
     "FanIn",
     "Flow",
+    "GatewayA2A",
     "GatewayAuth",
     "GatewayConfig",
     "MemberError",
@@ -175,6 +185,26 @@ class ActorSpec(ActorSettings):
         return handler
 
 
+class A2ASkillOptions(_Model):
+    """``flows.{name}.a2a`` as an object (GW-A2A-2): the skill's card entries; ``tags`` default ``[<flow name>]``."""
+
+    tags: list[str] | None = Field(None, min_length=1)
+    examples: list[str] | None = None
+    input_modes: list[str] | None = None
+    output_modes: list[str] | None = None
+
+
+def _a2a_option(value: object) -> object:
+    """``a2a: true`` is a skill with the default entries, ``false``/absent is none, an object sets the entries."""
+    if value is True:
+        return {}
+    if value is False or value is None:
+        return None
+    if isinstance(value, dict):
+        return value
+    raise ValueError("must be true, false or an object (tags, examples, input_modes, output_modes)")
+
+
 class Flow(_Model):
     route: list[str] = Field(min_length=1)
     description: str = ""
@@ -182,7 +212,8 @@ class Flow(_Model):
     input_schema: dict[str, Any] | None = None
     progress: Literal["hops", "detailed", "final"] = "hops"
     mcp: bool = Field(False, strict=True)
-    a2a: bool | dict[str, Any] = False
+    #: ``None``: not an A2A skill (GW-A2A-2).
+    a2a: Annotated[A2ASkillOptions | None, BeforeValidator(_a2a_option)] = None
 
 
 class CrewConfig(_Model):
@@ -217,11 +248,23 @@ class GatewayAuth(_Model):
         return self
 
 
+class GatewayA2A(_Model):
+    """``gateway.a2a`` (GW-A2A-2): the agent card's values. ``public_url`` is the gateway's external base URL
+    (the card's ``url`` is it plus ``/a2a/``; default: the request's base URL)."""
+
+    name: str = Field("Asya Gateway", min_length=1)
+    description: str = "Asya actor mesh on AWS"
+    version: str = Field("1.0.0", min_length=1)
+    public_url: HttpUrl = None
+    provider_organization: str | None = None
+    provider_url: HttpUrl = None
+
+
 class GatewayConfig(_Model):
     auth: GatewayAuth = Field(default_factory=GatewayAuth)
     callback_url: HttpUrl = None
     cors_origins: list[str] = Field(default_factory=list)
-    a2a: dict[str, Any] | None = None
+    a2a: GatewayA2A = Field(default_factory=GatewayA2A)
 
 
 KMS_KEY_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
