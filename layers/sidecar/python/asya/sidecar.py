@@ -48,6 +48,10 @@ best-effort final ``failed`` status (P-ERR-6). Every send goes through ``asya.pa
 envelope over ``ASYA_OFFLOAD_THRESHOLD_KB`` leaves with its payload in S3 and a reference in its place (P-LARGE-2);
 resent input payloads keep their reference (P-LARGE-5).
 
+HTTP reporter (P-STAT-18): with ``ASYA_REPORTER=http`` (actors outside AWS) ``asya.httpreport.HttpReporter`` takes the
+reporter's place: pre-flight reads ``GET {base}/api/v1/mesh/{id}`` over HTTP, reports are posted in the background to
+the gateway's producer route, and no hop is claimed (P-ACK-8).
+
 X-Ray (P-TRACE-3): with ``ASYA_TRACING`` on, every send of a record carries the SQS ``AWSTraceHeader`` of that
 record, else the invocation's ``_X_AMZN_TRACE_ID``, read per record from ``environ`` (``asya.xray``); frames that
 leave after their record ended keep their record's. With tracing off nothing of this runs.
@@ -90,6 +94,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
+    from asya.httpreport import HttpReporter
     from asya.xray import TraceHeaders
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
@@ -172,7 +177,12 @@ class ActorRuntime:
             account_id=config.account_id,
         )
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
-        self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
+        self._http: HttpReporter | None = None
+        if config.reporter == "http":  # deferred: actors in AWS write to the store and never load it (P-STAT-18)
+            from asya.httpreport import http_reporter
+
+            self._http = http_reporter(config, self._store, logger=self._log)
+        self._reporter = self._http or Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
         self._errors = InfraErrors(
             actor=config.actor,
             transport=self._transport,
@@ -283,7 +293,10 @@ class ActorRuntime:
 
     def _preflight(self, items: Any) -> _PreflightItems:
         """P-STAT-10: the task items (own id, or the parent's for a child) and the child fence items of every fenced
-        record, with one strongly consistent ``BatchGetItem``; a read error leaves them unknown (the claim decides)."""
+        record, with one strongly consistent ``BatchGetItem``; a read error leaves them unknown (the claim decides).
+        With the HTTP reporter, the same from ``GET /api/v1/mesh/{id}`` reads (P-STAT-18)."""
+        if self._http is not None:
+            return self._http.preflight(item.envelope for item in items)
         keys: list[dict[str, Any]] = []
         for item in items:
             env = item.envelope
