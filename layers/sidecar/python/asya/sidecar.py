@@ -229,6 +229,11 @@ class ActorRuntime:
     def transport(self) -> Transport:
         return self._transport
 
+    @property
+    def http_reporter(self) -> HttpReporter | None:
+        """The HTTP reporter (P-STAT-18) when configured; its ``gateway.close()`` ends its threads and connections."""
+        return self._http
+
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
         records = event.get("Records", [])
