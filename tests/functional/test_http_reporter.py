@@ -11,6 +11,7 @@ failures; a second loopback server named by an envelope never receives the API k
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import time
 from collections.abc import Iterator
@@ -229,6 +230,45 @@ def test_p_stat_10_over_http_a_finished_root_is_a_duplicate(setup: Setup) -> Non
     failures, _ = _handled(setup.runtime(), body)
     assert failures == []
     assert setup.drain("analyze") == [] and setup.drain(naming.SINK) == []
+
+
+def test_p_stat_19_detailed_progress_and_retrying_are_posted(setup: Setup) -> None:
+    """Progress ``detailed``: ``received``, ``processing`` and ``completed`` (P-STAT-8: 33.3 at the first of three
+    actors); a scheduled retry posts ``retrying`` with its attempt and delay (P-STAT-5)."""
+    task_id = setup.create("flow=text-pipeline", {"text": "x"})
+    body = json.loads(setup.queued("normalize")["Records"][0]["body"])
+    setup.drain("normalize")
+    detailed = {**body, "headers": {**body["headers"], "x-asya-progress": "detailed"}}
+    runtime = setup.runtime()
+    assert _handled(runtime, setup.inject("normalize", detailed))[0] == []
+    assert runtime_flush(runtime)
+    steps = [h for m, p, h in setup.recorder.requests if m == "POST" and p == f"/api/v1/mesh/{task_id}/events"]
+    assert len(steps) == 3
+    view = setup.view(task_id)
+    assert (view["step"], view["progress_percent"], view["current_actor"]) == ("completed", 33.3, "normalize")
+
+    retried = setup.create("flow=text-pipeline", {"text": "y"})
+    policy = {"policies": {"default": {"max_attempts": 3, "initial_delay": 0, "jitter": False}}}
+    failing = setup.runtime(handler="sidecar_handlers.boom", ASYA_RESILIENCY=json.dumps(policy))
+    assert _handled(failing, setup.queued("normalize"))[0] == []
+    assert runtime_flush(failing)
+    view = setup.view(retried)
+    assert (view["status"], view["step"], view["data"]["attempt"]) == ("running", "retrying", 2)
+
+
+def test_p_stat_18_a_full_queue_drops_posts_without_waiting(hanging_base: str, caplog: Any) -> None:
+    """Posts never block the caller: against a gateway that hangs, a queue of 2 takes 50 posts at once, drops the
+    rest and says so once."""
+    from asya.httpreport import GatewayClient
+
+    gateway = GatewayClient(logger=logging.getLogger("test.reporter"), queue_size=2)
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="test.reporter"):
+        for _ in range(50):
+            gateway.post(hanging_base, "task", "task", b"{}")
+    assert time.monotonic() - started < 0.1
+    assert [r.message for r in caplog.records].count("reporter queue full: events dropped") == 1
+    gateway.close(timeout=0.1)
 
 
 @pytest.mark.parametrize("named", ["file:///etc/passwd", "http:///no-host", "https://", "ftp://example.com/", 7])
