@@ -355,8 +355,9 @@ def down_base() -> str:
 def test_p_stat_18_a_gateway_down_or_hanging_changes_neither_outcome_nor_handler_time(
     setup: Setup, gateway: str, request: pytest.FixtureRequest
 ) -> None:
-    """The frame leaves as without a reporter, nothing fails, the handler (20 FLY values) runs in well under 100 ms,
-    and the record costs at most the pre-flight read's 2 s bound on top."""
+    """The frame leaves as without a reporter and nothing fails; the handler, which streams FLY values while it runs,
+    waits on the reporter at most 100 ms in all (plus scheduling slack); the record costs at most the pre-flight
+    read's 2 s bound on top of the handler."""
     base = request.getfixturevalue(gateway)
     env = envelope(curr="normalize", nxt=["analyze"], deadline=None, headers={})
     runtime = setup.runtime(handler="reporter_handlers.chatty", ASYA_GATEWAY_URL=base, ASYA_GATEWAY_API_KEY="")
@@ -365,8 +366,9 @@ def test_p_stat_18_a_gateway_down_or_hanging_changes_neither_outcome_nor_handler
     frames = setup.drain("analyze")
     assert [f["id"] for f in frames] == [env["id"]]
     assert frames[0]["payload"]["text"] == env["payload"]["text"]
-    assert frames[0]["payload"]["handler_ms"] < 100
-    assert seconds < 2.0 + 1.0
+    waited_ms = frames[0]["payload"]["handler_ms"] - frames[0]["payload"]["slept_ms"]
+    assert waited_ms < 100 + 50
+    assert seconds < 2.0 + frames[0]["payload"]["handler_ms"] / 1000 + 1.0
 
 
 def test_p_stat_18_breaker_opens_after_three_failures_and_skips_the_gateway(setup: Setup, down_base: str) -> None:

@@ -19,7 +19,13 @@ from typing import TYPE_CHECKING, Any
 from asya.config import ActorConfig, ConfigError
 from asya.gatewayurl import endpoint, gateway_base, is_gateway_url, origin, same_origin
 from asya.httpreport.breaker import FAILURE_THRESHOLD, PAUSE_SECONDS, CircuitBreaker
-from asya.httpreport.client import POST_TIMEOUT_SECONDS, READ_TIMEOUT_SECONDS, GatewayClient, StatusRead
+from asya.httpreport.client import (
+    POST_TIMEOUT_SECONDS,
+    READ_TIMEOUT_SECONDS,
+    SETTLE_SECONDS,
+    GatewayClient,
+    StatusRead,
+)
 from asya.httpreport.reporter import FLY_LIMIT_BYTES, HttpReporter
 
 if TYPE_CHECKING:
@@ -31,6 +37,7 @@ __all__ = [
     "PAUSE_SECONDS",
     "POST_TIMEOUT_SECONDS",
     "READ_TIMEOUT_SECONDS",
+    "SETTLE_SECONDS",
     "CircuitBreaker",
     "GatewayClient",
     "HttpReporter",

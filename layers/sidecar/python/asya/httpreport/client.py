@@ -3,6 +3,7 @@
 - :meth:`GatewayClient.post` never blocks: it puts the request on a bounded in-memory queue (``queue_size``, default
   1,000) that one daemon thread, started on first use, posts in order with a 5 s timeout; a full queue drops the
   request with a warning. Requests to an origin whose breaker is open (``asya.httpreport.breaker``) are dropped.
+  :meth:`GatewayClient.settle` waits for the queue to drain for at most 100 ms, and only once per stall of the gateway.
 - :meth:`GatewayClient.read_statuses` reads ``GET {base}/api/v1/mesh/{id}`` for several tasks at once (up to 8 in
   parallel) and returns within 2 s whatever happens: a read still running then, an error, a 5xx, a non-JSON answer or
   an open breaker leaves that task's status unknown (``None``), as does a 404 (no task record).
@@ -30,10 +31,12 @@ from asya.httpreport.breaker import CircuitBreaker
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["POST_TIMEOUT_SECONDS", "READ_TIMEOUT_SECONDS", "GatewayClient", "StatusRead"]
+__all__ = ["POST_TIMEOUT_SECONDS", "READ_TIMEOUT_SECONDS", "SETTLE_SECONDS", "GatewayClient", "StatusRead"]
 
 POST_TIMEOUT_SECONDS: Final = 5.0
 READ_TIMEOUT_SECONDS: Final = 2.0
+#: The longest the handler waits on the reporter (P-STAT-18), at most once per stall of the gateway.
+SETTLE_SECONDS: Final = 0.1
 ENVELOPE_ID_HEADER: Final = "X-Asya-Envelope-ID"
 API_KEY_HEADER: Final = "X-API-Key"
 _READERS: Final = 8
@@ -87,6 +90,7 @@ class GatewayClient:
         self._read_client: httpx.Client | None = None
         self._readers: concurrent.futures.ThreadPoolExecutor | None = None
         self._dropping = False
+        self._stalled = False
 
     # -- posts ------------------------------------------------------------------------------------------------------
 
@@ -106,6 +110,15 @@ class GatewayClient:
             if not self._dropping:  # once per burst: a stuck gateway would otherwise log every event
                 self._log.warning("reporter queue full: events dropped", extra={"gateway": base})
             self._dropping = True
+
+    def settle(self, timeout: float = SETTLE_SECONDS) -> bool:
+        """Wait up to ``timeout`` seconds for the queued posts to leave, so FLY values reach the gateway before the
+        frame that ends their task does; True when none is left. After a wait that timed out (the gateway is slow),
+        later calls return at once until the queue has drained: a caller waits at most ``timeout`` per stall."""
+        if self._stalled and self._queue.unfinished_tasks:
+            return False
+        self._stalled = not self.flush(timeout)
+        return not self._stalled
 
     def flush(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds until every queued post was sent or dropped; True when none is left."""

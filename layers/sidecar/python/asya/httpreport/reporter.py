@@ -15,8 +15,10 @@ modes (P-STAT-19), as ``POST {base}/api/v1/mesh/{task id}/events`` bodies ``{"ty
 
 Such actors claim no hop (P-ACK-7, P-ACK-8): :meth:`HttpReporter.claim` posts the ``processing`` event and lets the
 call go on; there is no fence, lease or release. Every post is queued and sent by a background thread
-(``asya.httpreport.client``), so the handler never waits on the reporter (its callbacks return at once, well within the
-100 ms the spec allows), and no reporter failure changes how an envelope is handled.
+(``asya.httpreport.client``), so no reporter failure changes how an envelope is handled and the handler never waits on
+the reporter more than 100 ms: status callbacks return at once; a FLY flush waits up to 100 ms for its values to leave
+(the call's last flush precedes its frame 0, and a value arriving after the task's terminal write would be dropped),
+and after one such wait times out, later flushes do not wait until the gateway has caught up.
 
 Pre-flight (P-STAT-10) reads ``GET {base}/api/v1/mesh/{id}`` (2 s timeout) for every tracked envelope of a batch at
 once, before the first record runs; :meth:`HttpReporter.preflight` answers in the shape of the store's pre-flight
@@ -171,6 +173,9 @@ class HttpReporter(Reporter):
                 marker = {"__truncated__": True, "size_bytes": len(body)}
                 body = dumps({"type": "fly", "data": marker}).encode("utf-8")
             self._gateway.post(base, task_id, envelope_id, body)
+        # the call's last flush comes right before its frame 0 leaves: a value posted after the task's terminal write
+        # would be dropped as stale, so the values get up to 100 ms (once per gateway stall) to arrive first
+        self._gateway.settle()
 
     # -- helpers ----------------------------------------------------------------------------------------------------
 
