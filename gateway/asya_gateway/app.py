@@ -96,7 +96,7 @@ def create_app(
     if timers is None:
         timers = DeadlineTimers(namespace=manifest.namespace, sqs=sqs, account_id=config.account_id, clock=clock)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
-    middleware = [Middleware(RequestIdMiddleware)]
+    middleware = [Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda)]
     if manifest.gateway.cors_origins:
         middleware.append(
             Middleware(

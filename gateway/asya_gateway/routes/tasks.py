@@ -55,7 +55,7 @@ async def create_task(request: Request) -> Response:
     ctx = context_of(request)
     body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
     target = resolve_target(request.query_params, ctx.manifest)
-    create = parse_create_body(body)
+    create = parse_create_body(body, user_actors=ctx.manifest.actors)
     if target.input_schema is not None:
         violation = schema_violation(create.payload, target.input_schema)
         if violation is not None:

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from asya import naming
+from asya.envnames import ENV, LOG_LEVEL_ENV
 from asya.exceptions import AsyaError
 from asya.gatewayurl import is_gateway_url
 from asya.resiliency import ResiliencyError, RetryPolicies
@@ -59,37 +60,9 @@ class ConfigError(AsyaError, ValueError):
     """A required environment variable is missing or malformed."""
 
 
-class _EnvNames:
-    # class constants and no instance attributes (read-only), not a frozen dataclass: generating a dataclass's
-    # methods for twelve fields cost ~1 ms of every actor's cold start
-    __slots__ = ()
-
-    namespace: Final = "ASYA_NAMESPACE"
-    actor: Final = "ASYA_ACTOR"
-    handler: Final = "ASYA_HANDLER"
-    code_dir: Final = "ASYA_CODE_DIR"
-    table: Final = "ASYA_TABLE"
-    bucket: Final = "ASYA_BUCKET"
-    actor_timeout: Final = "ASYA_ACTOR_TIMEOUT"
-    offload_threshold_kb: Final = "ASYA_OFFLOAD_THRESHOLD_KB"
-    sink_hooks: Final = "ASYA_SINK_HOOKS"
-    resiliency: Final = "ASYA_RESILIENCY"
-    tracing: Final = "ASYA_TRACING"
-    manifest: Final = "ASYA_MANIFEST"
-    account_id: Final = "ASYA_ACCOUNT_ID"
-
-    def names(self) -> frozenset[str]:
-        """Every variable name above."""
-        return frozenset(v for k, v in vars(_EnvNames).items() if not k.startswith("_") and isinstance(v, str))
-
-
-#: The environment variable names, in one place.
-ENV: Final = _EnvNames()
 #: The HTTP reporter's variables (P-STAT-18): mode, default gateway base, API key.
 REPORTER_ENV: Final = ("ASYA_REPORTER", "ASYA_GATEWAY_URL", "ASYA_GATEWAY_API_KEY")
 _REPORTERS: Final = ("store", "http")
-#: Where the log level comes from, first match wins (Powertools' own order); users may set these in ``env`` maps.
-LOG_LEVEL_ENV: Final = ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL")
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ and after one such wait times out, later flushes do not wait until the gateway h
 
 Pre-flight (P-STAT-10) reads ``GET {base}/api/v1/mesh/{id}`` (2 s timeout) for every tracked envelope of a batch at
 once, before the first record runs; :meth:`HttpReporter.preflight` answers in the shape of the store's pre-flight
-(task items keyed like ``TaskStore.fence_key``, holding ``status`` only) so the sidecar's rules apply unchanged:
+(task items keyed like ``TaskStore.fence_key``, holding ``status`` only) so ``asya.claims`` applies its rules unchanged:
 ``canceled``/``paused`` go to x-sink, a root of a ``succeeded``/``failed`` task is a duplicate. A status it could not
 read is unknown and processing continues.
 

@@ -19,8 +19,10 @@ from asya.manifest.blocks import (
     ActorSpec,
     CrewConfig,
     DeployedActor,
+    DeploymentConfig,
     Flow,
     GatewayConfig,
+    ObservabilityConfig,
     StorageConfig,
     _Model,
 )
@@ -38,6 +40,8 @@ class Manifest(_Model):
     crew: CrewConfig = Field(default_factory=CrewConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
     base_dir: Path = Field(default=Path(), exclude=True)
 
     @model_validator(mode="before")
