@@ -21,7 +21,7 @@ that errors propagates: the record fails.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
@@ -87,11 +87,22 @@ def fence_of(env: Envelope, actor: str) -> Fence:
 class HopClaims:
     """Pre-flight and hop claims of one actor runtime."""
 
-    def __init__(self, *, store: TaskStore, reporter: Reporter, clock: Clock, actor_timeout: float) -> None:
+    def __init__(
+        self,
+        *,
+        store: TaskStore,
+        reporter: Reporter,
+        clock: Clock,
+        actor_timeout: float,
+        preflight: Callable[[Iterable[Envelope]], _Items] | None = None,
+    ) -> None:
+        """``preflight``: reads the batch's pre-flight items in the store's shape instead of the store (the HTTP
+        reporter's ``GET`` reads, P-STAT-18)."""
         self._store = store
         self._reporter = reporter
         self._clock = clock
         self._actor_timeout = actor_timeout
+        self._reader = preflight
 
     def book(self, envelopes: Iterable[Envelope], context: Any) -> ClaimBook:
         """The batch's claim book: the lease of its claims and the pre-flight read of its fenced envelopes."""
@@ -102,6 +113,8 @@ class HopClaims:
 
     def preflight(self, envelopes: Iterable[Envelope]) -> _Items:
         """P-STAT-10's one read; a read error leaves every item unknown (the claim decides)."""
+        if self._reader is not None:
+            return self._reader(envelopes)
         keys: list[dict[str, Any]] = []
         for env in envelopes:
             task_id = preflight_id(env)

@@ -48,6 +48,10 @@ best-effort final ``failed`` status (P-ERR-6). Every send goes through ``asya.pa
 envelope over ``ASYA_OFFLOAD_THRESHOLD_KB`` leaves with its payload in S3 and a reference in its place (P-LARGE-2);
 resent input payloads keep their reference (P-LARGE-5).
 
+HTTP reporter (P-STAT-18): with ``ASYA_REPORTER=http`` (actors outside AWS) ``asya.httpreport.HttpReporter`` takes the
+reporter's place: pre-flight reads ``GET {base}/api/v1/mesh/{id}`` over HTTP, reports are posted in the background to
+the gateway's producer route, and no hop is claimed (P-ACK-8).
+
 X-Ray (P-TRACE-3): with ``ASYA_TRACING`` on, every send of a record carries the SQS ``AWSTraceHeader`` of that
 record, else the invocation's ``_X_AMZN_TRACE_ID``, read per record from ``environ`` (``asya.xray``); frames that
 leave after their record ended keep their record's. With tracing off nothing of this runs.
@@ -91,6 +95,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
+    from asya.httpreport import HttpReporter
     from asya.xray import TraceHeaders
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
@@ -157,7 +162,12 @@ class ActorRuntime:
             account_id=config.account_id,
         )
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
-        self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
+        self._http: HttpReporter | None = None
+        if config.reporter == "http":  # deferred: actors in AWS write to the store and never load it (P-STAT-18)
+            from asya.httpreport import http_reporter
+
+            self._http = http_reporter(config, self._store, logger=self._log)
+        self._reporter = self._http or Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
         self._errors = InfraErrors(
             actor=config.actor,
             transport=self._transport,
@@ -176,7 +186,11 @@ class ActorRuntime:
             random=random,
         )
         self._claims = HopClaims(
-            store=self._store, reporter=self._reporter, clock=clock, actor_timeout=config.actor_timeout
+            store=self._store,
+            reporter=self._reporter,
+            clock=clock,
+            actor_timeout=config.actor_timeout,
+            preflight=self._http.preflight if self._http is not None else None,  # GET reads (P-STAT-18)
         )
         self._ticker = Ticker(monotonic=monotonic)
         self._handler_call = HandlerCall(
@@ -206,6 +220,11 @@ class ActorRuntime:
     @property
     def transport(self) -> Transport:
         return self._transport
+
+    @property
+    def http_reporter(self) -> HttpReporter | None:
+        """The HTTP reporter (P-STAT-18) when configured; its ``gateway.close()`` ends its threads and connections."""
+        return self._http
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
