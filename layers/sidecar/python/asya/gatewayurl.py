@@ -2,9 +2,11 @@
 only, so ``asya.config`` can check ``ASYA_GATEWAY_URL`` without loading the reporter.
 
 - :func:`gateway_base` applies the SSRF guard: an envelope's ``x-asya-gateway-url`` is used only when it is a string
-  holding an absolute URL with scheme ``http`` or ``https`` (any case) and a non-empty host (a valid port, when one is
-  given); anything else (``file:``, ``http:///x``, a relative path, a number) is refused and the configured
-  ``ASYA_GATEWAY_URL`` applies, else nothing (reporting off for that envelope).
+  of at most 2048 printable ASCII characters holding an absolute URL with scheme ``http`` or ``https`` (any case), a
+  non-empty host, no user info and a valid port, when one is given; anything else (``file:``, ``http:///x``,
+  ``http://user@host``, a relative path, a number) is refused and the configured ``ASYA_GATEWAY_URL`` applies, else
+  nothing (reporting off for that envelope). The manifest's ``gateway.callback_url`` follows the same rule, so no
+  envelope carries a URL the reporter would refuse.
 - :func:`same_origin` compares scheme, host (case-insensitive) and port (the scheme's default when absent): the API key
   goes only to the origin of ``ASYA_GATEWAY_URL``, never to a host an envelope names.
 - :func:`endpoint` joins a base (which may carry a path, such as API Gateway's stage ``.../prod/``) and the route,
@@ -20,6 +22,8 @@ __all__ = ["endpoint", "gateway_base", "is_gateway_url", "origin", "same_origin"
 
 _SCHEMES: Final = ("http", "https")
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+#: Longer values are not a base URL anyone configures; refusing them keeps the check cheap and the logs short.
+_MAX_URL: Final = 2048
 
 
 def is_gateway_url(value: object) -> bool:
@@ -29,7 +33,9 @@ def is_gateway_url(value: object) -> bool:
 
 def origin(value: object) -> tuple[str, str, int] | None:
     """``(scheme, host, port)`` of a gateway URL, lower-cased, the port defaulted; ``None`` when it is not one."""
-    if not isinstance(value, str) or any(ch.isspace() or ord(ch) < 0x20 for ch in value):
+    if not isinstance(value, str) or not 0 < len(value) <= _MAX_URL or not value.isascii():
+        return None
+    if any(ch.isspace() or not ch.isprintable() for ch in value):
         return None
     try:
         parts = urlsplit(value)
@@ -38,7 +44,7 @@ def origin(value: object) -> tuple[str, str, int] | None:
         return None
     scheme = parts.scheme.lower()
     host = (parts.hostname or "").lower()
-    if scheme not in _SCHEMES or not host:
+    if scheme not in _SCHEMES or not host or "@" in parts.netloc:
         return None
     return (scheme, host, port if port is not None else _DEFAULT_PORTS[scheme])
 

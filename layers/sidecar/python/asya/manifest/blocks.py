@@ -24,7 +24,7 @@ from pydantic import (
 )
 
 from asya import naming
-from asya.callback import is_reporter_url
+from asya.gatewayurl import is_gateway_url
 from asya.timeutil import parse_duration
 
 __all__ = [
@@ -84,8 +84,8 @@ Duration = Annotated[float, _duration("duration")]
 
 
 def _absolute_http_url(value: str | None) -> str | None:
-    # the same rule as the HTTP reporter's for x-asya-gateway-url (asya.callback): a host, no user info
-    if value is not None and not is_reporter_url(value):
+    # the same rule as the HTTP reporter's for x-asya-gateway-url (asya.gatewayurl): a host, no user info
+    if value is not None and not is_gateway_url(value):
         raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
     return value
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from asya.callback import is_reporter_url, reporter_base, sends_api_key
 from asya.exceptions import ManifestError
+from asya.gatewayurl import gateway_base, is_gateway_url, same_origin
 from asya.manifest import parse_manifest
 
 pytestmark = pytest.mark.unit
@@ -39,22 +39,21 @@ ENV = "https://gw.example.com"
     ],
 )
 def test_p_stat_18_an_unsafe_gateway_url_header_is_ignored(url: object) -> None:
-    assert not is_reporter_url(url)
-    assert reporter_base({"x-asya-gateway-url": url}, ENV) == ENV
-    assert reporter_base({"x-asya-gateway-url": url}, None) is None, "with no env URL, reporting is off"
+    assert not is_gateway_url(url)
+    assert gateway_base(url, ENV) == ENV
+    assert gateway_base(url, "") is None, "with no env URL, reporting is off"
 
 
 @pytest.mark.parametrize("url", ["http://10.0.0.5:8080", "https://gw.example.com/", "HTTPS://GW.example.com"])
 def test_p_stat_18_a_valid_gateway_url_header_wins_over_the_env(url: str) -> None:
-    assert is_reporter_url(url)
-    assert reporter_base({"x-asya-gateway-url": url}, ENV) == url.rstrip("/")
+    assert is_gateway_url(url)
+    assert gateway_base(url, ENV) == url
 
 
 def test_p_stat_18_header_wins_env_is_the_fallback_and_neither_is_off() -> None:
-    assert reporter_base({"x-asya-gateway-url": "http://10.0.0.5:8080/"}, ENV) == "http://10.0.0.5:8080"
-    assert reporter_base({}, ENV) == ENV
-    assert reporter_base({}, "file:///x") is None
-    assert reporter_base({}, None) is None
+    assert gateway_base("http://10.0.0.5:8080/", ENV) == "http://10.0.0.5:8080/"
+    assert gateway_base(None, ENV) == ENV
+    assert gateway_base(None, "") is None
 
 
 @pytest.mark.parametrize(
@@ -69,8 +68,8 @@ def test_p_stat_18_header_wins_env_is_the_fallback_and_neither_is_off() -> None:
     ],
 )
 def test_p_stat_18_the_api_key_goes_only_to_the_configured_origin(base: str, sends: bool) -> None:
-    assert sends_api_key(base, ENV) is sends
-    assert sends_api_key(base, None) is False
+    assert same_origin(base, ENV) is sends
+    assert same_origin(base, "") is False
 
 
 @pytest.mark.parametrize(
