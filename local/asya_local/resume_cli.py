@@ -22,7 +22,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TextIO
 
-from asya_local.auth import gateway_auth
 from asya_local.client import GatewayClient
 
 if TYPE_CHECKING:
@@ -62,7 +61,7 @@ def _resume(args: argparse.Namespace, io: _Io) -> int:
     if not isinstance(value, dict):
         io.err.write(f"asya: --input: must be a JSON object, got {type(value).__name__}\n")
         return 2
-    with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
+    with args.client() as client:
         io.print_json(client.resume(args.id, value, timeout=args.timeout))
     return 0
 

@@ -104,8 +104,10 @@ class Rig:
         return response
 
     def sends(self, component: str) -> int:
-        found = self.meter.snapshot().get((component, "sqs", "SendMessage"))
-        return found.requests if found is not None else 0
+        """SQS sends of ``component``; the gateway's include its deadline timers (metered as ``timers``)."""
+        names = (component, "timers") if component == "gateway" else (component,)
+        snapshot = self.meter.snapshot()
+        return sum(found.requests for name in names if (found := snapshot.get((name, "sqs", "SendMessage"))))
 
     def paused_file(self, task_id: str) -> dict[str, Any] | None:
         s3 = self.mesh.aws.s3

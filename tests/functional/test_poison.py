@@ -173,7 +173,7 @@ def test_p_ack_5_6_crashing_actor_sends_the_task_to_the_dlq_and_redrive_complete
 
 def _cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), env={}, stdout=out, stderr=err)
+    code = main(list(argv), env={}, stdout=out, stderr=err, cwd=Path(__file__).resolve().parent)
     return code, out.getvalue(), err.getvalue()
 
 

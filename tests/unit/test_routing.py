@@ -222,6 +222,23 @@ def test_p_route_7_overrides_never_apply_to_sink_and_sump(crew: str) -> None:
     assert "x-asya-route-resolved" not in headers
 
 
+@pytest.mark.parametrize("target", ["x-sink", "x-sump", "x-pause", "x-fanin-analyze"])
+def test_p_route_7_crew_override_target_is_ignored_with_a_warning(
+    target: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """R2 (issue 18 defect 2): a frame overridden into x-sink was acked without a final status; the layer now sends
+    it to its logical actor and warns."""
+    entry = _entry({**HOP_INPUT, "headers": {"x-asya-route-override": {"summarize": target}}})
+    frame = _frame_of(entry, {"x": 1})
+    with caplog.at_level("WARNING", logger="asya.routing"):
+        out = routing.forward_frame(entry, frame, 0, actor="analyze", now="2026-03-01T10:00:03Z", trace=NO_TRACE)
+    assert out.actor == "summarize"
+    assert "x-asya-route-resolved" not in out.envelope.headers
+    assert [r.getMessage() for r in caplog.records] == [
+        f"route override of 'summarize' to crew actor '{target}' ignored (P-ROUTE-7)"
+    ]
+
+
 @pytest.mark.parametrize("target", ["", 5, None])
 def test_p_route_7_empty_or_non_string_override_is_ignored(target: object) -> None:
     headers: dict[str, Any] = {"x-asya-route-override": {"b": target}}
