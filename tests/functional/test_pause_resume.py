@@ -393,3 +393,27 @@ def test_gw_data_8_a_resume_with_a_long_deadline_stays_within_2_write_units_gw_b
     due = format_ts(rig.clock() + timedelta(seconds=3600))
     rig.clock.advance(3601)
     assert {"id": task_id, "deadline_at": due} in [e for page in rig.store.long_deadline_pages() for e in page]
+
+
+def _a2a_send(rig: Rig, task_id: str, data: dict[str, Any]) -> dict[str, Any]:
+    message = {"kind": "message", "role": "user", "messageId": "m", "taskId": task_id}
+    message["parts"] = [{"kind": "data", "data": data}]
+    send = {"jsonrpc": "2.0", "id": 7, "method": "message/send"}
+    send["params"] = {"message": message, "configuration": {"blocking": False}}
+    answer: dict[str, Any] = rig.client.post("/a2a/", json=send).json()
+    return answer
+
+
+def test_gw_a2a_7_a_message_with_the_task_id_resumes_the_paused_task(rig: Rig) -> None:
+    task_id, _ = _pause(rig)
+    refused = _a2a_send(rig, task_id, {"note": "no verdict"})
+    assert refused["error"]["code"] == -32602
+    assert refused["error"]["message"].endswith("missing required field 'approved'")
+
+    task = _a2a_send(rig, task_id, {"approved": True})["result"]
+    assert task["id"] == task_id, "the same task goes on: no new task is created"
+    assert task["status"]["state"] == "working"
+    [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert message["payload"] == {"approved": True}
+    again = _a2a_send(rig, task_id, {"approved": True})
+    assert again["error"]["code"] == -32004

@@ -12,8 +12,10 @@ Anything else is -32601. Every JSON-RPC error, parse and framing errors included
 task (GW-A2A-6), so a restart loses nothing. Waits and streams follow the task with
 ``asya_gateway.follow`` for at most the gateway's long-response limit (``sse_max_seconds``, 840 s).
 
-A message with ``taskId`` (GW-A2A-7): unknown -32001; a task that is not paused -32004; a paused task goes to
-:func:`resume_task`, which answers -32004 until the mesh's resume (GW-RESUME-3) is built.
+A message with ``taskId`` (GW-A2A-7): unknown -32001; a task that is not paused, or has no stored envelope yet,
+-32004; a paused task is resumed (GW-RESUME-3, ``asya_gateway.routes.resume.resume_paused``) with the message's
+payload minus ``a2a`` as input (an input its pause fields refuse is -32602), and the answer is that task, as for a
+new message (blocking waits for it to end or pause again).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from asya_gateway.a2a.mapping import (
 )
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.creation import DispatchError, start_task
+from asya_gateway.errors import HttpError
 from asya_gateway.follow import TERMINAL_STATUSES, follow_task
 from asya_gateway.jsonrpc import (
     INTERNAL_ERROR,
@@ -54,6 +57,7 @@ from asya_gateway.jsonrpc import (
     read_message,
     result_body,
 )
+from asya_gateway.routes.resume import resume_paused
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, resolve_target, schema_violation
 from asya_gateway.waiting import ends_wait, status_of
@@ -194,13 +198,24 @@ def _skill(ctx: GatewayContext, params: Mapping[str, Any]) -> str:
     return skills[0]
 
 
-async def resume_task(ctx: GatewayContext, view: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
-    """Resume a paused task with ``payload`` as input (GW-A2A-7, GW-RESUME-3). The mesh's resume is not built
-    yet, so this answers the spec's error for a task that cannot take input."""
-    raise RpcError(
-        UNSUPPORTED_OPERATION,
-        f"task {view['id']} is not waiting for input (status: {view['status']}): resume is not available yet",
-    )
+async def resume_task(
+    ctx: GatewayContext, view: Mapping[str, Any], payload: Mapping[str, Any], *, rid: Any = None
+) -> dict[str, Any]:
+    """Resume a paused task with ``payload`` minus ``a2a`` as input (GW-A2A-7, GW-RESUME-3); the REST resume's
+    refusals become JSON-RPC errors: 404 -32001, 409 -32004, 400 -32602, 500 -32603."""
+    task_id = str(view["id"])
+    given = {key: value for key, value in payload.items() if key != "a2a"}
+    try:
+        return await resume_paused(ctx, task_id, given)
+    except HttpError as exc:
+        if exc.status == 404:
+            raise RpcError(TASK_NOT_FOUND, f"task not found: {task_id}", request_id=rid) from None
+        if exc.status == 409:
+            message = f"task {task_id} is not waiting for input: {exc.message}"
+            raise RpcError(UNSUPPORTED_OPERATION, message, request_id=rid) from None
+        if exc.status == 400:
+            raise A2AParamsError(f"message: {exc.message}") from None
+        raise RpcError(INTERNAL_ERROR, exc.message, request_id=rid) from None
 
 
 async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
@@ -217,7 +232,10 @@ async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
                 f"task {existing} is not waiting for input (status: {view['status']})",
                 request_id=rid,
             )
-        await resume_task(ctx, view, payload)
+        await resume_task(ctx, view, payload, rid=rid)
+        return await _answer(
+            ctx, call, str(existing), _context_id(view), view.get("flow"), stream=stream, status="running"
+        )
     flow = _skill(ctx, params)
     target = resolve_target({"flow": flow}, ctx.manifest)
     if target.input_schema is not None:
@@ -239,8 +257,23 @@ async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
         )
     except DispatchError as exc:
         raise RpcError(INTERNAL_ERROR, f"dispatch failed: {exc.reason}", request_id=rid) from None
+    return await _answer(ctx, call, task_id, context_id, flow, stream=stream)
+
+
+async def _answer(
+    ctx: GatewayContext,
+    call: _Call,
+    task_id: str,
+    context_id: str,
+    flow: Any,
+    *,
+    stream: bool,
+    status: str = "pending",
+) -> Response:
+    """The answer to ``message/send``/``message/stream`` for ``task_id``, just created (``pending``) or just
+    resumed (``running``)."""
     if stream:
-        submitted = {"status": "pending", "progress_percent": 0.0, "timestamp": None}
+        submitted = {"status": status, "progress_percent": 0.0, "timestamp": None}
         first = task_object(task_id, context_id, submitted, flow=flow)
         return StreamingResponse(_sse(call, _live(ctx, task_id, context_id, first=first)), headers=SSE_HEADERS)
     if call.blocking():

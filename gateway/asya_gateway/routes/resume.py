@@ -44,7 +44,7 @@ from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import validate_timeout
 
-__all__ = ["NO_ENVELOPE", "resume_task"]
+__all__ = ["NO_ENVELOPE", "resume_paused", "resume_task"]
 
 _log = logging.getLogger("asya_gateway.resume")
 
@@ -62,10 +62,31 @@ async def resume_task(request: Request) -> Response:
             raise HttpError(400, f"unknown field '{key}'")
     if "input" not in body:
         raise HttpError(400, "input is required")
-    given = body["input"]
+    timeout = validate_timeout(body.get("timeout"))
+    answer = await resume_paused(
+        ctx,
+        task_id,
+        body["input"],
+        timeout=timeout,
+        traceparent=request.headers.get(hdr.TRACEPARENT),
+        tracestate=request.headers.get(hdr.TRACESTATE),
+    )
+    return JSONResponse(answer, status_code=202)
+
+
+async def resume_paused(
+    ctx: GatewayContext,
+    task_id: str,
+    given: object,
+    *,
+    timeout: int | None = None,
+    traceparent: str | None = None,
+    tracestate: str | None = None,
+) -> dict[str, Any]:
+    """P-RESUME-1 for any front end (REST, A2A ``message/send`` with a ``taskId``): ``{"id", "status": "running",
+    "deadline_at"}``; raises :class:`HttpError` with the REST answer's status and message (404, 409, 400, 500)."""
     if not isinstance(given, dict):
         raise HttpError(400, "input must be an object")
-    timeout = validate_timeout(body.get("timeout"))
     view = await load_view(ctx, task_id)
     if view["status"] != "paused":
         raise HttpError(409, f"task is not paused (status: {view['status']})")
@@ -90,7 +111,7 @@ async def resume_task(request: Request) -> Response:
     headers: dict[str, Any] = {hdr.RESUME_TASK: task_id}
     if seconds is not None:
         headers[hdr.RESUME_TIMEOUT] = str(seconds)
-    headers.update(trace_headers(request.headers.get(hdr.TRACEPARENT), request.headers.get(hdr.TRACESTATE), {}))
+    headers.update(trace_headers(traceparent, tracestate, {}))
     stamp = format_ts(now)
     envelope = Envelope(
         id=task_id,
@@ -115,7 +136,7 @@ async def resume_task(request: Request) -> Response:
         _log.error("resume of task %s not dispatched: %s", task_id, exc)
         await _back_to_paused(ctx, task_id, metadata, remaining)
         raise HttpError(500, _DISPATCH_FAILED) from None
-    return JSONResponse({"id": task_id, "status": "running", "deadline_at": deadline_at}, status_code=202)
+    return {"id": task_id, "status": "running", "deadline_at": deadline_at}
 
 
 async def _back_to_paused(ctx: GatewayContext, task_id: str, metadata: object, remaining: object) -> None:
