@@ -32,7 +32,7 @@ from asya import headers as hdr
 from asya import pausing, routing
 from asya.config import ActorConfig
 from asya.envelope import Envelope
-from asya.exceptions import AsyaError
+from asya.exceptions import AsyaError, HopHeldError
 from asya.store import Outcome
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
@@ -100,6 +100,9 @@ class PauseRuntime(RoutedCrewRuntime):
             return
         if result.outcome is Outcome.NOT_FOUND:
             self._reject(envelope, NOT_TRACKED)
+        if result.outcome is Outcome.HELD:
+            # another run's live claim on this very hop: the record comes back and finds the task paused or free
+            raise HopHeldError(f"hop {fence} of {envelope.id!r} is held by another run", remaining_seconds=1)
         if result.status == "paused":
             self._complete_redelivery(envelope, fence, payload, metadata, remaining)
             return

@@ -417,3 +417,23 @@ def test_gw_a2a_7_a_message_with_the_task_id_resumes_the_paused_task(rig: Rig) -
     assert message["payload"] == {"approved": True}
     again = _a2a_send(rig, task_id, {"approved": True})
     assert again["error"]["code"] == -32004
+
+
+def test_p_ack_8_a_hop_held_under_another_runs_live_lease_fails_the_record_and_writes_no_status(rig: Rig) -> None:
+    task_id, created = rig.create()
+    body = rig.at_pause(created)
+    hop = len(PREV_AT_PAUSE) + 1
+    far = int((START + timedelta(hours=1)).timestamp() * 1000)
+    claimed = rig.store.running(
+        task_id,
+        step="processing",
+        actor="x-pause",
+        route_prev=PREV_AT_PAUSE,
+        route_curr="x-pause",
+        route_next=["publish"],
+        claim=(hop, 1, far),
+    )
+    assert claimed.accepted
+    assert len(rig.run("x-pause", body)) == 1, "the record comes back once that lease ends"
+    assert rig.view(task_id)["status"] == "running"
+    assert rig.paused_file(task_id) is None
