@@ -1,7 +1,9 @@
 """The deadline backstop against moto (GATEWAY section 14: GW-BACK-1..6; PROTOCOL P-TIME-9, P-STAT-1, P-STAT-2).
 
-Tasks are created through the task store, the sweep reads the real ``active_deadlines`` index and writes through the
-store's conditional transition; races and faults are injected with botocore event hooks on real clients.
+Tasks are created through the task store, the sweep reads the real ``long_deadlines`` index and writes through the
+store's conditional transition; races and faults are injected with botocore event hooks on real clients. R2: only
+deadlines more than ``LONG_DEADLINE_SECONDS`` (900 s) away when armed enter the index (shorter ones use SQS timers),
+so the tasks here get deadlines 20 minutes after the clock's start.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from asya.config import ActorConfig
-from asya.store import StatusUpdate, TaskStore
+from asya.store import LONG_DEADLINE_SECONDS, StatusUpdate, TaskStore
 from asya_crew.sink import SinkRuntime
 from asya_gateway import backstop as backstop_module
 from asya_gateway.backstop import Backstop, BackstopError, emit_timed_out_metric, lambda_handler
@@ -28,7 +30,11 @@ pytestmark = pytest.mark.functional
 REPO = Path(__file__).resolve().parent.parent.parent
 
 START = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
-DEADLINE = "2026-03-01T10:01:00Z"
+#: a long deadline (more than 900 s after START): it is armed in the ``long_deadlines`` index
+DEADLINE = "2026-03-01T10:20:00Z"
+LATER = "2026-03-01T10:40:00Z"
+#: from START to a minute past DEADLINE
+PAST_DEADLINE_MINUTES = 21
 
 
 class Metrics:
@@ -66,6 +72,10 @@ def _status(store: TaskStore, task_id: str) -> str:
     return str(view["status"])
 
 
+def _due(store: TaskStore) -> list[dict[str, str]]:
+    return [entry for page in store.long_deadline_pages() for entry in page]
+
+
 def _running(store: TaskStore, task_id: str) -> None:
     assert store.report_running(
         task_id,
@@ -83,13 +93,13 @@ def test_gw_back_2_sweep_fails_expired_pending_and_running_tasks_only(
     store.create_task(task_id="expired-pending", actor="normalize", deadline_at=DEADLINE)
     store.create_task(task_id="expired-running", actor="normalize", deadline_at=DEADLINE)
     _running(store, "expired-running")
-    store.create_task(task_id="later", actor="normalize", deadline_at="2026-03-01T10:05:00Z")
+    store.create_task(task_id="later", actor="normalize", deadline_at=LATER)
     store.create_task(task_id="no-deadline", actor="normalize")
     store.create_task(task_id="done", actor="normalize", deadline_at=DEADLINE)
     assert store.report_final("done", status="succeeded", result={"ok": True})
     store.create_task(task_id="paused", actor="normalize", deadline_at=DEADLINE)
     assert store.apply_status("paused", StatusUpdate(status="paused", pause_metadata={"prompt": "p"}))
-    clock.advance(minutes=2)
+    clock.advance(minutes=PAST_DEADLINE_MINUTES)
 
     result = _backstop(store, metrics).sweep()
 
@@ -98,16 +108,32 @@ def test_gw_back_2_sweep_fails_expired_pending_and_running_tasks_only(
         view = store.get_task(task_id, enforce_deadline=False)
         assert view is not None
         assert (view["status"], view["error"], view["message"]) == ("failed", "task timed out", "task timed out")
-        last = store.events_after(task_id, 0)[-1]
-        assert last["event"] == "status"
-        assert last["data"]["status"] == "failed" and last["data"]["error"] == "task timed out"
+        # R2: the timeout is one change of the task item (no event item): the status data says so at the next number
+        assert view["data"]["status"] == "failed" and view["data"]["error"] == "task timed out"
+        assert view["last_event_id"] == (3 if task_id == "expired-running" else 2)
     # GW-BACK-5: unexpired, deadline-less, terminal and paused tasks are untouched
     assert _status(store, "later") == "pending"
     assert _status(store, "no-deadline") == "pending"
     assert _status(store, "done") == "succeeded"
     assert _status(store, "paused") == "paused"
-    assert store.overdue_tasks() == []  # terminal tasks leave the index
+    clock.advance(minutes=30)  # "later" is due now too; terminal and paused tasks left the index
+    assert [entry["id"] for entry in _due(store)] == ["later"]
     assert metrics.calls == [("demo", 2)]
+
+
+def test_gw_back_1_only_deadlines_more_than_900_s_away_enter_the_long_deadlines_index(
+    store: TaskStore, clock: ManualClock
+) -> None:
+    """R2: shorter deadlines are SQS timers, not index entries; "more than" 900 s, so exactly 900 s is a timer."""
+    at = {
+        "short": START + timedelta(minutes=10),
+        "exactly-900-s": START + timedelta(seconds=LONG_DEADLINE_SECONDS),
+        "long": START + timedelta(seconds=LONG_DEADLINE_SECONDS + 1),
+    }
+    for task_id, deadline in at.items():
+        store.create_task(task_id=task_id, actor="normalize", deadline_at=deadline.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    clock.advance(minutes=PAST_DEADLINE_MINUTES)
+    assert _due(store) == [{"id": "long", "deadline_at": "2026-03-01T10:15:01Z"}]
 
 
 def test_gw_back_6_metric_is_emitted_on_every_sweep(store: TaskStore, metrics: Metrics) -> None:
@@ -131,7 +157,7 @@ def test_gw_back_4_p_stat_2_late_sink_success_after_the_backstop_keeps_the_task_
 ) -> None:
     store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", deadline_at=DEADLINE)
     _running(store, "t1")
-    clock.advance(minutes=2)
+    clock.advance(minutes=PAST_DEADLINE_MINUTES)
     assert _backstop(store, metrics).sweep().timed_out == 1
 
     # the last actor finishes late: its envelope reaches the real x-sink runtime
@@ -177,15 +203,15 @@ def test_gw_back_4_p_stat_2_late_sink_success_after_the_backstop_keeps_the_task_
     assert view is not None
     assert view["status"] == "failed" and view["error"] == "task timed out"
     assert "result" not in view or view["result"] is None
-    assert view["checkpoint_key"] == "succeeded/2026-03-01/t1.json"  # x-sink still attaches its checkpoint
-    assert [e["data"]["status"] for e in store.events_after("t1", 0) if e["event"] == "status"][-1] == "failed"
+    assert view["checkpoint_key"]  # x-sink still attaches its checkpoint (P-STAT-2)
+    assert view["data"]["status"] == "failed" and view["data"]["error"] == "task timed out"
 
 
 def test_gw_back_2_task_that_finished_after_the_index_read_is_left_alone(
     aws: Any, mesh: Any, store: TaskStore, clock: ManualClock, metrics: Metrics
 ) -> None:
     store.create_task(task_id="t1", actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=PAST_DEADLINE_MINUTES)
     sink_store = TaskStore(table=mesh.resources.table, dynamodb=aws.session.client("dynamodb"), clock=clock)
 
     def finish_once(parsed: dict[str, Any], **_: Any) -> None:
@@ -204,11 +230,11 @@ def test_gw_back_2_sweep_follows_index_pages(mesh: Any, store: TaskStore, clock:
     ids = [f"t{i:02d}" for i in range(40)]
     for task_id in ids:
         store.create_task(task_id=task_id, actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=PAST_DEADLINE_MINUTES)
     continued: list[dict[str, Any]] = []
 
     def record(params: dict[str, Any], **_: Any) -> None:
-        if params.get("IndexName") == "active_deadlines" and "ExclusiveStartKey" in params:
+        if params.get("IndexName") == "long_deadlines" and "ExclusiveStartKey" in params:
             continued.append(params)
 
     store.dynamodb.meta.events.register("provide-client-params.dynamodb.Query", record)
@@ -223,7 +249,7 @@ def test_gw_back_2_one_task_error_does_not_stop_the_sweep(
 ) -> None:
     for task_id in ("a", "b", "c"):
         store.create_task(task_id=task_id, actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=PAST_DEADLINE_MINUTES)
 
     def throttle_b(params: dict[str, Any], **_: Any) -> None:
         if params.get("Key", {}).get("pk", {}).get("S") == "TASK#b":
@@ -246,12 +272,12 @@ def test_gw_back_2_sweep_stops_when_the_time_budget_runs_out(
 ) -> None:
     for i in range(5):
         store.create_task(task_id=f"t{i}", actor="normalize", deadline_at=DEADLINE)
-    clock.advance(minutes=2)
+    clock.advance(minutes=PAST_DEADLINE_MINUTES)
     budget = iter([30.0, 30.0, 1.0])
 
     result = _backstop(store, metrics).sweep(time_left=lambda: next(budget))
     assert (result.due, result.timed_out, result.complete) == (2, 2, False)
-    assert len(store.overdue_tasks()) == 3
+    assert len(_due(store)) == 3
     assert _backstop(store, metrics).sweep().timed_out == 3
 
 
@@ -273,12 +299,21 @@ def handler_env(mesh: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(gateway_logger, "level", gateway_logger.level)
 
 
+def _created_long_ago(mesh: Any) -> tuple[TaskStore, str]:
+    """A store whose clock is 20 minutes behind the real one, and a deadline a minute before now: tasks it creates
+    had a long deadline when armed (``long_deadlines``), and are due for the handler's real-clock sweep."""
+    now = datetime.now(UTC)
+    then = ManualClock(now - timedelta(seconds=LONG_DEADLINE_SECONDS + 300))
+    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=then)
+    return store, (now - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def test_gw_back_1_lambda_handler_sweeps_with_the_environment_config(
     mesh: Any, handler_env: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    creator, past = _created_long_ago(mesh)
+    creator.create_task(task_id="t1", actor="normalize", deadline_at=past)
     real_clock_store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb)
-    past = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
-    real_clock_store.create_task(task_id="t1", actor="normalize", deadline_at=past)
 
     summary = lambda_handler({"source": "aws.events"}, _Context())
 
@@ -290,12 +325,12 @@ def test_gw_back_1_lambda_handler_sweeps_with_the_environment_config(
 
 def test_lambda_handler_raises_after_a_sweep_with_errors(mesh: Any, handler_env: None) -> None:
     real_clock_store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb)
-    past = (datetime.now(UTC) - timedelta(minutes=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    creator, past = _created_long_ago(mesh)
     for task_id in ("a", "b"):
-        real_clock_store.create_task(task_id=task_id, actor="normalize", deadline_at=past)
+        creator.create_task(task_id=task_id, actor="normalize", deadline_at=past)
     lambda_handler({}, _Context())  # builds the handler's store
     for task_id in ("c", "d"):
-        real_clock_store.create_task(task_id=task_id, actor="normalize", deadline_at=past)
+        creator.create_task(task_id=task_id, actor="normalize", deadline_at=past)
     handler_store = backstop_module._BACKSTOP.store  # type: ignore[union-attr]
 
     def throttle_c(params: dict[str, Any], **_: Any) -> None:
@@ -331,14 +366,15 @@ def test_gw_back_1_local_loop_sweeps_periodically_and_stops_cleanly(store: TaskS
     try:
         _wait_for(lambda: loop.sweeps >= 1, "a first sweep")
         assert _status(store, "t1") == "pending"  # not due yet
-        clock.advance(minutes=2)
+        clock.advance(minutes=PAST_DEADLINE_MINUTES)
         _wait_for(lambda: _status(store, "t1") == "failed", "the loop to time out t1")
     finally:
         loop.stop(timeout=10)
     assert not loop.running
     assert loop.last_result is not None and loop.last_result.errors == 0
     sweeps = loop.sweeps
-    store.create_task(task_id="t2", actor="normalize", deadline_at=DEADLINE)
+    store.create_task(task_id="t2", actor="normalize", deadline_at=LATER)
+    clock.advance(minutes=20)
     assert Backstop(store, namespace="demo", metric=None).sweep().timed_out == 1  # t2 was due: nobody swept it
     assert loop.sweeps == sweeps
 
