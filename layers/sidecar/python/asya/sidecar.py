@@ -22,7 +22,8 @@ retries) stay per record:
 5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump;
 6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink; a root envelope of a succeeded or failed task, or an
    envelope whose stored fence is higher than its own, is a duplicate: acked without a handler call;
-7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink with reason ``Timeout``;
+7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason ``Timeout``, which writes the final
+   ``failed`` (the layer writes no status for it);
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
 11. a payload reference is read back from S3 (``asya.payloads``, P-LARGE-4): ``PayloadUnavailable`` to x-sump,
     another S3 error fails the record;
@@ -372,7 +373,7 @@ class ActorRuntime:
         fence = None if untracked else _fence(env, actor)
         if fence is not None and self._preflight_stops(env, fence, batch, now, trace):  # step 6 (P-STAT-10)
             return
-        if not hook and self._sla_expired(env, deadline, report, now_dt, trace):  # step 7
+        if not hook and self._sla_expired(env, deadline, now_dt, trace):  # step 7
             return
 
         entry = routing.entry_update(env, actor, now)
@@ -408,7 +409,7 @@ class ActorRuntime:
                 writer_id=item.message_id,
             )
             return
-        if not hook and self._sla_expired(env, deadline, report, self._clock(), trace):  # step 12: the last guard
+        if not hook and self._sla_expired(env, deadline, self._clock(), trace):  # step 12: the last guard
             return
         if fence is not None:  # step 13: the hop claim (P-ACK-8)
             claimed = self._claim(
@@ -498,18 +499,12 @@ class ActorRuntime:
         self._errors.send(routing.preflight_envelope(env, status, actor=self._actor, now=now, trace=trace))
         self._log.info("task is not running: sent to x-sink", extra={"task_status": status})
 
-    def _sla_expired(
-        self, env: Envelope, deadline: datetime | None, report: HopRef | None, now: datetime, trace: routing.Trace
-    ) -> bool:
-        """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: final ``failed``, then x-sink, reason Timeout."""
+    def _sla_expired(self, env: Envelope, deadline: datetime | None, now: datetime, trace: routing.Trace) -> bool:
+        """SLA check (P-TIME-3, R2): less than 1 s to ``deadline_at``: x-sink, reason Timeout. x-sink writes the final
+        ``failed`` status from that envelope (P-SINK-5), so the layer writes none: one write fewer, and no final
+        status that x-sink's checkpoint would then only be attached to."""
         if deadline is None or deadline - now >= _SLA_MARGIN:
             return False
-        if report is not None:
-            self._reporter.final_failed(
-                report,
-                error=routing.SLA_MESSAGE,
-                error_details={"message": routing.SLA_MESSAGE, "type": routing.DEADLINE_ERROR_TYPE},
-            )
         self._errors.send(routing.sla_envelope(env, actor=self._actor, now=self._ts(now), trace=trace))
         self._log.warning("SLA deadline expired: sent to x-sink")
         return True
