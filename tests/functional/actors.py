@@ -183,6 +183,24 @@ def envelope(
     return env
 
 
+def run_sink(mesh: Any, bodies: Sequence[dict[str, Any]], *, clock: Callable[[], datetime]) -> dict[str, Any]:
+    """Deliver ``bodies`` to x-sink's queue and run the real x-sink runtime on them as one batch; its response."""
+    from asya_crew.sink import SinkRuntime
+
+    config = ActorConfig.from_env(actor_env(mesh, naming.SINK))
+    sink = SinkRuntime(
+        config,
+        sqs=mesh.aws.sqs,
+        dynamodb=mesh.aws.dynamodb,
+        s3=mesh.aws.s3,
+        clock=clock,
+        logger=logging.getLogger("test.x-sink"),
+    )
+    url = str(mesh.resources.queue_urls[naming.SINK])
+    response: dict[str, Any] = sink.handle(deliver(mesh.aws.sqs, url, bodies, arn=queue_arn(mesh, naming.SINK)), None)
+    return response
+
+
 class TaskWrites:
     """Every DynamoDB write request a client makes to one task's partition (``requests``: ``(operation, params)``)
     and, for each accepted ``UpdateItem`` of its task item, the item it left (``states``: the ``ALL_NEW`` attributes,

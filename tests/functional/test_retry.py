@@ -336,6 +336,7 @@ def test_p_res_10_an_error_after_a_frame_is_a_partial_failure_never_retried(harn
     assert (notice["status"]["phase"], notice["status"]["reason"]) == ("failed", "PartialFailure")
     assert notice["status"]["error"]["frames_sent"] == 1
     assert notice["status"]["error"]["message"] == "failed after its frame on attempt 1"
+    assert notice["payload"]["details"]["error_type"] == "ValueError"
     task = h.store.get_task("t-rerun")
     assert task is not None
     assert (task["status"], task["step"]) == ("running", "processing")  # the claim only: no final status

@@ -20,7 +20,17 @@ from asya.envelope import parse_envelope
 from asya.store import StatusUpdate
 from asya.store import records as rec
 from asya.timeutil import format_ts
-from tests.functional.actors import HANDLERS, NOW, Context, Harness, LogLines, TaskWrites, envelope, fail_one_record
+from tests.functional.actors import (
+    HANDLERS,
+    NOW,
+    Context,
+    Harness,
+    LogLines,
+    TaskWrites,
+    envelope,
+    fail_one_record,
+    run_sink,
+)
 
 pytestmark = pytest.mark.functional
 
@@ -407,19 +417,25 @@ def test_p_fan_5_child_preflight_reads_the_parent(harness: Callable[..., Harness
 def test_p_time_3_expired_deadline_goes_to_sink_timeout_and_fails_the_task(
     harness: Callable[..., Harness],
 ) -> None:
+    """R2: the layer sends the envelope to x-sink and writes no status; x-sink writes the final ``failed``."""
     h = harness("echo")
     h.store.create_task(task_id="t-late", actor="normalize", payload={})
-    _, failed = h.run(envelope("t-late", deadline=NOW + timedelta(milliseconds=500)))
+    with TaskWrites(h.mesh.aws.dynamodb, "t-late") as writes:
+        _, failed = h.run(envelope("t-late", deadline=NOW + timedelta(milliseconds=500)))
     assert failed == []
+    assert writes.requests == [], "no claim, no status write by the layer"
     assert h.drain("analyze") == []
     [out] = h.drain("x-sink")
     assert out["status"]["phase"] == "failed"
     assert out["status"]["reason"] == "Timeout"
     assert out["status"]["error"] == {"message": "SLA deadline expired", "type": "DeadlineExceeded"}
+    assert h.store.get_task("t-late", enforce_deadline=False)["status"] == "pending"  # type: ignore[index]
+    assert run_sink(h.mesh, [out], clock=lambda: NOW) == {"batchItemFailures": []}
     task = h.store.get_task("t-late", enforce_deadline=False)
     assert task is not None
     assert task["status"] == "failed"
     assert task["error"] == "SLA deadline expired"
+    assert (task["failed_actor"], task["last_event_id"]) == ("normalize", 2)
 
 
 def test_p_stat_12_stealth_mode_writes_nothing(harness: Callable[..., Harness]) -> None:
