@@ -16,4 +16,8 @@ def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore
     assert int(attrs["VisibilityTimeout"]) == 6 * (10 * 30 + 10)
     assert set(mesh.resources.queue_urls) == {"normalize", "analyze", "summarize", "split", "x-sink", "x-sump"}
     table = mesh.aws.dynamodb.describe_table(TableName="asya-demo-tasks")["Table"]
-    assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {"by_created", "by_status", "active_deadlines"}
+    indexes = {g["IndexName"]: g for g in table["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"by_created", "by_outcome", "long_deadlines"}  # R2 (GW-DATA-2, GW-BACK-1)
+    assert {g["Projection"]["ProjectionType"] for g in indexes.values()} == {"KEYS_ONLY"}
+    by_outcome = {k["KeyType"]: k["AttributeName"] for k in indexes["by_outcome"]["KeySchema"]}
+    assert by_outcome == {"HASH": "gsi2pk", "RANGE": "gsi1sk"}
