@@ -117,5 +117,5 @@ def test_gw_back_2_backstop_may_query_the_deadline_index(example_synth: Synthesi
     ]
     rendered = str(statements)
     assert "dynamodb:Query" in rendered and "dynamodb:UpdateItem" in rendered
-    assert "/index/active_deadlines" in rendered
+    assert "/index/long_deadlines" in rendered  # R2: the sweep's index of deadlines too long for an SQS timer
     assert "s3:" not in rendered  # the backstop never touches the bucket

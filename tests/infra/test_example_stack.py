@@ -192,25 +192,20 @@ def test_gw_data_2_task_table(example_synth: SynthesizedMesh) -> None:
     assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
     assert props["SSESpecification"] == {"SSEEnabled": True}
     assert {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]} == {
-        name: "S" for name in ("pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk")
+        name: "S" for name in ("pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi3pk", "gsi3sk")
     }
     gsis = {g["IndexName"]: g for g in props["GlobalSecondaryIndexes"]}
-    assert set(gsis) == {"by_created", "by_status", "active_deadlines"}
+    assert set(gsis) == {"by_created", "by_outcome", "long_deadlines"}
     for gsi in tableschema.GSIS:
         assert gsis[gsi.name]["KeySchema"] == [
             {"AttributeName": gsi.partition_key, "KeyType": "HASH"},
             {"AttributeName": gsi.sort_key, "KeyType": "RANGE"},
         ]
         assert gsis[gsi.name]["Projection"] == gsi.boto3_projection()
-    # GW-DATA-8: the backstop's index carries only what the sweep reads, so task updates do not rewrite it
-    assert gsis["active_deadlines"]["Projection"] == {
-        "ProjectionType": "INCLUDE",
-        "NonKeyAttributes": ["id", "deadline_at", "created_at"],
+    # GW-DATA-8 (R2): every index projects its keys only, so a status or progress update writes no index
+    assert {name: gsi["Projection"] for name, gsi in gsis.items()} == {
+        name: {"ProjectionType": "KEYS_ONLY"} for name in gsis
     }
-    # GW-DATA-8: the list indexes carry only what the list query filters on; a progress update rewrites neither, and
-    # the terminal write (which sets `ttl`) rewrites only by_status, whose key it changes anyway
-    assert gsis["by_created"]["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["flow"]}
-    assert gsis["by_status"]["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["flow", "ttl"]}
 
 
 def test_gw_data_7_bucket_encrypted_private_tls_only_with_lifecycle(example_synth: SynthesizedMesh) -> None:
