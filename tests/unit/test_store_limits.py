@@ -144,3 +144,14 @@ def test_gw_data_8_fit_data_json_gives_the_fitted_data_and_its_compact_json(
     assert update.data_json == text
     # replace() with other data encodes that data: the given text does not outlive the data it encoded
     assert dataclasses.replace(update, data={"b": 2}).data_json == '{"b":2}'
+
+
+def test_gw_data_8_a_clipped_error_keeps_its_whole_text_for_the_result_item() -> None:
+    """GW-DATA-8: ``error`` on the task item is cut, "the full text in the result item": an update that brings no
+    error details of its own carries the whole text as ``error_details.message``."""
+    text = "boom " * 100
+    update = StatusUpdate(status="failed", error=text)
+    assert update.error is not None and update.error.endswith("\u2026") and len(update.error.encode()) <= 256
+    assert update.error_details == {"message": text}
+    given = StatusUpdate(status="failed", error=text, error_details={"message": "own", "type": "E"})
+    assert given.error_details == {"message": "own", "type": "E"}
