@@ -180,23 +180,28 @@ def _cursor(day: str, key: dict[str, str]) -> str:
 
 
 def test_cursor_of_another_listing_answers_400_naming_cursor_gw_list_1(gw: Gw) -> None:
-    """GW-LIST-1: a cursor is only valid for the listing that produced it. One from ``?status=pending`` reused
-    without the filter, or with another status, answers 400 naming ``cursor`` (it used to reach DynamoDB as an
-    ``ExclusiveStartKey`` of the wrong index: a 500)."""
+    """GW-LIST-1: a cursor is only valid for the index partition of the listing that produced it. R2: ``failed`` and
+    ``canceled`` list from the sparse ``by_outcome`` index, every other listing from ``by_created``; a cursor of one
+    reused with the other, or a ``failed`` cursor with ``canceled``, answers 400 naming ``cursor`` (it would reach
+    DynamoDB as an ``ExclusiveStartKey`` of the wrong index: a 500)."""
     for _ in range(2):
-        gw.create("actor=analyze")
-    pending = gw.client.get("/api/v1/mesh/?status=pending&limit=1").json()
-    cursor = pending["next_cursor"]
+        task_id = gw.create("actor=analyze")
+        assert gw.store.report_final(task_id, status="failed", error="boom")
+    failed = gw.client.get("/api/v1/mesh/?status=failed&limit=1").json()
+    cursor = failed["next_cursor"]
     assert cursor is not None
-    assert len(gw.client.get(f"/api/v1/mesh/?status=pending&limit=1&cursor={cursor}").json()["messages"]) == 1
-    for query in (f"cursor={cursor}", f"status=running&cursor={cursor}"):
+    assert len(gw.client.get(f"/api/v1/mesh/?status=failed&limit=1&cursor={cursor}").json()["messages"]) == 1
+    for query in (f"cursor={cursor}", f"status=pending&cursor={cursor}", f"status=canceled&cursor={cursor}"):
         response = gw.client.get(f"/api/v1/mesh/?{query}")
         assert response.status_code == 400, (query, response.text)
         assert response.json()["error"].startswith("cursor: invalid cursor "), response.json()
     unfiltered = gw.client.get("/api/v1/mesh/?limit=1").json()["next_cursor"]
-    response = gw.client.get(f"/api/v1/mesh/?status=pending&cursor={unfiltered}")
+    response = gw.client.get(f"/api/v1/mesh/?status=failed&cursor={unfiltered}")
     assert response.status_code == 400
     assert response.json()["error"].startswith("cursor: invalid cursor ")
+    # pending, running and unfiltered listings share by_created: its cursors carry over, and the filter still applies
+    carried = gw.client.get(f"/api/v1/mesh/?status=pending&cursor={unfiltered}")
+    assert (carried.status_code, carried.json()["messages"]) == (200, [])
 
 
 @pytest.mark.parametrize(
@@ -291,4 +296,5 @@ def test_sse_data_stays_one_line_for_splitlines_clients_gw_sse_2_gw_sse_11(gw: G
     assert data[0]["status"] == "succeeded"
     assert data[0]["result"] == value
     assert data[1] == {"payload": {"text": value}, "actor": None, "envelope_id": task_id}
-    assert len(data) == 2
+    assert data[2]["status"] == "succeeded" and data[2]["result"] == value  # the terminal event, id L (R2)
+    assert len(data) == 3

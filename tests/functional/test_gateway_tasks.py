@@ -389,9 +389,12 @@ def test_post_fly_event_is_logged_gw_evt_4(gw: Gw) -> None:
     task_id = gw.create("actor=analyze")["id"]
     response = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "fly", "data": "partial"})
     assert response.status_code == 204
-    [event] = gw.store.events_after(task_id, 1)
-    assert event["event"] == "fly"
+    snap = gw.store.snapshot(task_id, 1)
+    assert snap is not None
+    [event] = snap.fly
+    assert (event["seq"], event["event"]) == (2, "fly")
     assert event["data"] == {"payload": "partial", "actor": None, "envelope_id": task_id}
+    assert (snap.status, snap.last_seq) == ("pending", 2)
 
 
 def test_post_event_rejects_malformed_bodies_gw_evt_5(gw: Gw) -> None:
@@ -430,39 +433,59 @@ def test_post_event_bad_status_and_unknown_task_gw_evt_5(gw: Gw) -> None:
 
 
 def test_post_event_values_over_the_task_item_limits_are_400_and_change_nothing_gw_evt_5_gw_data_8(gw: Gw) -> None:
-    """The values a status event puts on the task item are bounded (GW-DATA-8; DynamoDB refuses items over 400 KB):
-    over a limit the answer is 400 naming the field and its size, and the task is untouched."""
+    """The values a status event puts on the task item are bounded (GW-DATA-8; the task item stays under 1 KB): a name
+    or extras over their limit answer 400 naming the field and its size, and the task is untouched."""
     task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
     before = gw.client.get(f"/api/v1/mesh/{task_id}").json()
-    huge = "x" * 500_000
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"status": "running", "data": {"message": huge}}, "data.message: 500000 bytes, over the limit of 1024 bytes"),
-        ({"status": "failed", "data": {"error": huge}}, "data.error: 500000 bytes, over the limit of 1024 bytes"),
         (
             {"status": "failed", "data": {"failed_actor": "a" * 300}},
             "data.failed_actor: 300 characters, over the limit of 256",
         ),
         ({"status": "running", "data": {"curr": "a" * 300}}, "data.curr: 300 characters, over the limit of 256"),
-        ({"status": "retrying", "data": {"attempt": 2, "prev": ["n" * 40] * 200}}, "data (prev, curr, next, "),
-        # bytes, not characters: 400 euro signs are 1,200 bytes
         (
-            {"status": "running", "data": {"message": "\u20ac" * 400}},
-            "data.message: 1200 bytes, over the limit of 1024 bytes",
+            {"status": "retrying", "data": {"attempt": 2, "prev": ["n" * 40] * 200}},
+            "data (prev, curr, next, message_size_kb, duration_ms, frames, attempt, delay_seconds): "
+            "8622 bytes as JSON, over the limit of 384 bytes",
         ),
     ]
     for body, message in cases:
         response = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "status", **body})
         assert response.status_code == 400, body
-        assert response.json()["error"].startswith(message)
+        assert response.json()["error"] == message
     assert gw.client.get(f"/api/v1/mesh/{task_id}").json() == before
-    assert gw.store.events_after(task_id, 1) == []
+    assert gw.store.snapshot(task_id, 0).last_seq == 1  # type: ignore[union-attr]
+
+
+def test_post_event_long_message_and_error_are_cut_with_an_ellipsis_gw_evt_3_gw_data_8(gw: Gw) -> None:
+    """R2: ``message`` (128 bytes) and ``error`` (256 bytes) longer than their bound are cut on a character boundary
+    with an ellipsis, never refused: a producer's final status must land."""
+    url = "/api/v1/mesh/{}/events"
+    running_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
+    huge = "x" * 500_000
+    assert (
+        gw.client.post(
+            url.format(running_id), json={"type": "status", "status": "running", "data": {"message": huge}}
+        ).status_code
+        == 204
+    )
+    assert gw.client.get(f"/api/v1/mesh/{running_id}").json()["message"] == "x" * 125 + "\u2026"
+    # bytes, not characters: 42 euro signs and the ellipsis would be 129 bytes
+    euros = {"type": "status", "status": "running", "data": {"message": "\u20ac" * 400, "curr": "normalize"}}
+    assert gw.client.post(url.format(running_id), json=euros).status_code == 204
+    assert gw.client.get(f"/api/v1/mesh/{running_id}").json()["message"] == "\u20ac" * 41 + "\u2026"
+    failed_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
+    failed = {"type": "status", "status": "failed", "data": {"error": huge}}
+    assert gw.client.post(url.format(failed_id), json=failed).status_code == 204
+    view = gw.client.get(f"/api/v1/mesh/{failed_id}").json()
+    assert (view["status"], view["error"]) == ("failed", "x" * 253 + "\u2026")
 
 
 def test_post_event_at_the_limits_and_a_large_result_are_accepted_gw_evt_3_gw_data_6(gw: Gw) -> None:
     """Exactly at the limits is fine, and a large result is no task-item value: it goes to S3 (GW-DATA-6)."""
     task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
     url = f"/api/v1/mesh/{task_id}/events"
-    running = {"message": "m" * 1024, "curr": "a" * 256}
+    running = {"message": "m" * 128, "curr": "a" * 256}
     assert gw.client.post(url, json={"type": "status", "status": "running", "data": running}).status_code == 204
     view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
     assert (view["message"], view["current_actor"]) == (running["message"], running["curr"])

@@ -1,9 +1,9 @@
 """``GET /api/v1/mesh/{id}/events`` (SSE, GATEWAY section 7) and ``POST /api/v1/mesh/{id}/events`` (section 8).
 
 The SSE route answers 400 for a bad ``Last-Event-ID``, 404 for an unknown id and 204 when the client's position is at
-or past the terminal event (GW-SSE-8) before any stream starts; the stream itself is :func:`asya_gateway.sse.
-stream_events` over the task store. The read-path backstop (GW-BACK-3) needs the task's deadline: it is taken from every
-poll's read of the task item, so polling costs one query (``asya_gateway.follow``).
+or past the terminal event (GW-SSE-8) before any stream starts; the stream itself is :func:`asya_gateway.follow.follow`
+over the task store, written by :func:`asya_gateway.sse.sse_body`. The read-path backstop (GW-BACK-3) needs the task's
+deadline: it is taken from every poll's read of the task item, so polling costs one query.
 """
 
 from __future__ import annotations

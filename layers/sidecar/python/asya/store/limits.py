@@ -65,7 +65,7 @@ def clip_text(text: str, limit: int) -> str:
 
 
 def fit_data(data: Mapping[str, Any]) -> dict[str, Any]:
-    """``data`` within :data:`DATA_LIMIT_BYTES`: string members clipped to :data:`ERROR_LIMIT_BYTES` (a retrying
+    """``data`` within :data:`DATA_LIMIT_BYTES`: string members clipped to :data:`MESSAGE_LIMIT_BYTES` (a retrying
     event's ``error``), then members left out, the route lists first and then the largest, until it fits; the names
     of those left out are listed under ``omitted``."""
     return fit_data_json(data)[0]

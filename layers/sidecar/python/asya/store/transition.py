@@ -145,6 +145,9 @@ class StatusUpdate:
         ):
             if text is not None and oversize(text, limit) is not None:
                 object.__setattr__(self, name, clip_text(text, limit))
+                if name == "error" and self.status == "failed" and self.error_details is None:
+                    # the whole text goes to the result item (GW-DATA-8: "the full text in the result item")
+                    object.__setattr__(self, "error_details", {"message": text})
         for name, value in (("actor", self.actor), ("failed_actor", self.failed_actor)):
             if value is not None and len(value) > NAME_LIMIT:
                 raise StatusUpdateError(f"{len(value)} characters, over the limit of {NAME_LIMIT}", field=name)

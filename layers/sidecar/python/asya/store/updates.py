@@ -4,15 +4,17 @@ Two forms, sharing the same ``SET``/``REMOVE`` clauses:
 
 - **blind** (first attempt, no read): the condition admits exactly the cases in which the clauses are right without
   knowing the stored item: a status of higher order, a ``running`` progress update that does not lower the progress
-  and changes something, a resume of a ``paused`` task, the backstop on a ``pending``/``running`` task with the same
-  deadline. The ``by_status`` key needs the task's creation day, so the blind form guesses it (the update's
-  ``created_at_hint``, else today) and checks the guess with ``begins_with(created_at, :day)``;
+  and changes something, a hop claim (P-ACK-8: a ``pending``/``running`` task, a progress that does not go down, the
+  fence rule), the retry's fence write (P-RES-8), a resume of a ``paused`` task, the backstop on a
+  ``pending``/``running`` task with the same deadline. A failed or canceled terminal write enters ``by_outcome``,
+  whose key holds the task's creation day, so the blind form guesses it (the update's ``created_at_hint``, else
+  today) and checks the guess with ``begins_with(created_at, :day)``;
 - **exact** (after a failed blind attempt returned the stored item): the clauses computed by
   :func:`asya.store.transition.decide` from that item, guarded by ``last_seq = :seq`` (every accepted event advances
   ``last_seq``, so an unchanged value means an unchanged status).
 
-Every accepted update advances ``last_seq`` by one; ``ReturnValues=ALL_NEW`` hands the store the new sequence number
-for the event item.
+Every accepted update advances ``last_seq`` by one and stores that number as ``status_seq``; no event item is written
+(P-STAT-3, revision 2).
 
 Placeholders are fixed per attribute (``#status``, ``:status``), so the expression text depends only on which clauses
 an update needs: the clause and condition texts are built once per attribute or shape and cached (the layer writes
