@@ -209,7 +209,7 @@ class FanInState:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != _CONDITION_FAILED:
                 raise
-            old: dict[str, Any] = dict(exc.response).get("Item") or {}
+            old: Any = dict(exc.response).get("Item") or {}
             stored = old.get("slice_count", {}).get("N", "?")
             raise SliceCountMismatchError(
                 f"x-asya-fan-in.slice_count: {count} differs from the {stored} stored for origin {origin_id!r}"
