@@ -47,7 +47,7 @@ from asya.store import TaskStore
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
-from asya_crew.fanin_state import FanInState, SliceCountMismatchError
+from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchError
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
 __all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
@@ -80,10 +80,14 @@ class AggregatorRuntime(CrewRuntime):
         clock: Clock = system_clock,
         logger: Any = None,
         environ: Mapping[str, str] | None = None,
+        shard_size: int = SHARD_SIZE,
     ) -> None:
+        """``shard_size``: indexes per shard item of the fan-in set (``asya_crew.fanin_state``)."""
         super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ)
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
-        self._state = FanInState(table=config.table, bucket=config.bucket, dynamodb=dynamodb, s3=lambda: self.s3)
+        self._state = FanInState(
+            table=config.table, bucket=config.bucket, dynamodb=dynamodb, s3=lambda: self.s3, shard_size=shard_size
+        )
         self._statuses: dict[str, str] = {}
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
@@ -139,6 +143,7 @@ class AggregatorRuntime(CrewRuntime):
         deadline = parse_ts(env.status.deadline_at) if env.status is not None else None
         if deadline is not None and deadline - now_dt < _SLA_MARGIN:
             self._send(routing.sla_envelope(env, actor=actor, now=now, trace=trace))
+            self._log.warning("SLA deadline expired: sent to x-sink")
             return
         now_ms = int(now_dt.timestamp() * 1000)
         try:

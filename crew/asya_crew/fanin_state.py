@@ -103,7 +103,12 @@ class FanInState:
         bucket: str,
         dynamodb: Any = None,
         s3: Callable[[], Any],
+        shard_size: int = SHARD_SIZE,
     ) -> None:
+        """``shard_size``: indexes per shard item, at most 1,000 (P-AGG-3)."""
+        if not 1 <= shard_size <= 1000:
+            raise ValueError(f"shard_size must be 1..1000, got {shard_size!r}")
+        self._shard_size = shard_size
         self._table = table
         self._bucket = bucket
         self._dynamodb = dynamodb
@@ -134,11 +139,11 @@ class FanInState:
         :class:`SliceCountMismatchError` when ``count`` differs from the stored one."""
         ttl = str(now_ms // 1000 + _TTL_SECONDS)
         self._put_slice(origin_id, index, payload, parent, ttl)
-        if count <= SHARD_SIZE:
+        if count <= self._shard_size:
             state = self._add_index(origin_id, "SET", index, count, ttl, extra_key=key)
             return SetProgress(complete=len(state.get("seen", {}).get("NS", [])) == count, emitted=_emitted(state))
-        shard = index // SHARD_SIZE
-        shard_size = min(SHARD_SIZE, count - shard * SHARD_SIZE)
+        shard = index // self._shard_size
+        shard_size = min(self._shard_size, count - shard * self._shard_size)
         state = self._add_index(origin_id, f"SET#{shard:04d}", index, count, ttl, extra_key=None)
         if len(state.get("seen", {}).get("NS", [])) < shard_size:
             return SetProgress(complete=False, emitted=False)
@@ -149,7 +154,7 @@ class FanInState:
             {":v": {"NS": [str(shard)]}, ":n": {"N": str(count)}, ":k": {"S": key}, ":ttl": {"N": ttl}},
             count,
         )
-        shards = -(-count // SHARD_SIZE)
+        shards = -(-count // self._shard_size)
         return SetProgress(complete=len(state.get("done", {}).get("NS", [])) == shards, emitted=_emitted(state))
 
     def _put_slice(self, origin_id: str, index: int, payload: Any, parent: Mapping[str, Any] | None, ttl: str) -> None:

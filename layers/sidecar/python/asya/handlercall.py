@@ -177,8 +177,8 @@ class HandlerCall:
         if self._fan_in is not None and failure is None:
             try:
                 frames = self._send_slices(self._fan_in, held, state, hop, outbox)
-            except FanInRouteError as exc:
-                failure = HandlerError(exc)
+            except FanInRouteError as exc:  # a plain ValueError to the handler's error policy (P-FANIN-4)
+                failure = HandlerError(ValueError(str(exc)))
             except SerializationError as exc:  # a slice could not be encoded: none was queued
                 failure = exc
         if failure is not None and yielded > 0 and self._fan_in is None:
