@@ -59,7 +59,18 @@ def test_p_name_4_every_deployed_actor_has_queue_and_dlq(
     example_synth: SynthesizedMesh, example_manifest: Manifest
 ) -> None:
     names = _actor_names(example_manifest)
-    assert names == ["normalize", "analyze", "summarize", "split", naming.SINK, naming.SUMP]
+    assert names == [
+        "normalize",
+        "analyze",
+        "summarize",
+        "split",
+        "chunk",
+        "summarize-chunk",
+        "digest",
+        naming.SINK,
+        naming.SUMP,
+        "x-fanin-chunk",  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
+    ]
     expected = {f"asya-{NS}-{name}" for name in names} | {f"asya-{NS}-{name}-dlq" for name in names}
     assert set(_queues_by_name(example_synth)) == expected
 
@@ -78,11 +89,13 @@ def test_p_ack_6_redrive_to_own_dlq_with_max_receive_count(
         assert "RedrivePolicy" not in dlq_props
 
 
-def test_p_man_4_visibility_is_six_times_lambda_timeout(example_synth: SynthesizedMesh) -> None:
+def test_p_man_4_visibility_is_six_times_lambda_timeout(
+    example_synth: SynthesizedMesh, example_manifest: Manifest
+) -> None:
     """P-MAN-4: Lambda timeout = min(900, batch_size * timeout + 10); visibility = 6 x Lambda timeout."""
     queues = _queues_by_name(example_synth)
     by_queue = _function_of_queue(example_synth)
-    actors = {f"asya-{NS}-{name}" for name in ("normalize", "analyze", "summarize", "split", "x-sink", "x-sump")}
+    actors = {f"asya-{NS}-{actor.name}" for actor in example_manifest.deployed_actors()}
     for name in actors:
         queue_id, props = queues[name]
         function = by_queue[queue_id]
@@ -93,7 +106,7 @@ def test_p_man_4_visibility_is_six_times_lambda_timeout(example_synth: Synthesiz
 
 def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> None:
     queues = example_synth.of_type("AWS::SQS::Queue")
-    assert len(queues) == 12
+    assert len(queues) == 2 * 10
     assert all(res["Properties"]["SqsManagedSseEnabled"] is True for res in queues.values())
     protected: set[str] = set()
     for policy in example_synth.of_type("AWS::SQS::QueuePolicy").values():
@@ -108,7 +121,7 @@ def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> No
 
 def test_p_ack_1_event_source_mappings_report_batch_item_failures(example_synth: SynthesizedMesh) -> None:
     mappings = example_synth.of_type("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 6
+    assert len(mappings) == 10
     for esm in mappings.values():
         props = esm["Properties"]
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
