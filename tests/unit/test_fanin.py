@@ -59,7 +59,7 @@ def test_p_fanin_3_n_plus_one_slices_children_first_and_the_parent_last() -> Non
 
 
 def test_p_fanin_4_aggregator_missing_and_the_slice_limit_are_handler_errors() -> None:
-    with pytest.raises(FanInRouteError, match="fan_in aggregator 'x-fanin-split' is not in route.next"):
+    with pytest.raises(FanInRouteError, match=r"fan_in aggregator 'x-fanin-split' is not in route\.next"):
         _slices(1, ["embed", "store"])
     with pytest.raises(FanInRouteError, match=f"exceed the limit of {MAX_SLICES}"):
         _slices(MAX_SLICES, ["x-fanin-split"])
