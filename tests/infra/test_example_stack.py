@@ -16,7 +16,7 @@ from aws_cdk.assertions import Match
 
 from asya import naming, tableschema
 from asya.manifest import Manifest, parse_manifest
-from asya_cdk import CREW_HANDLERS, SIDECAR_HANDLER, queue_output_key
+from asya_cdk import CREW_HANDLERS, SIDECAR_HANDLER, crew_handler, queue_output_key
 from asya_cdk.testing import SynthesizedMesh, build_mesh_app
 
 pytestmark = pytest.mark.infra
@@ -167,12 +167,13 @@ def test_actor_functions_runtime_arch_handler_env_layers(
         assert _ref_id(env["ASYA_BUCKET"]) in example_synth.of_type("AWS::S3::Bucket")
         assert "ASYA_CODE_DIR" not in env
         if actor.crew:
-            assert fn["Handler"] == CREW_HANDLERS[actor.name]
+            assert fn["Handler"] == crew_handler(actor.name)
             assert "ASYA_HANDLER" not in env
         else:
             assert fn["Handler"] == SIDECAR_HANDLER == "asya.sidecar.lambda_handler"
             assert env["ASYA_HANDLER"] == actor.handler
         assert ("ASYA_SINK_HOOKS" in env) == (actor.name == naming.SINK)
+        assert ("ASYA_FAN_IN" in env) == (actor.name == "chunk")  # P-FANIN-1: the fan-in actor's declaration
 
 
 def test_crew_handlers() -> None:
@@ -180,6 +181,8 @@ def test_crew_handlers() -> None:
         "x-sink": "asya_crew.sink.lambda_handler",
         "x-sump": "asya_crew.sump.lambda_handler",
     }
+    # every fan-in aggregator runs one crew entry point (P-FANIN-1, P-AGG-1)
+    assert crew_handler("x-fanin-chunk") == crew_handler("x-merge") == "asya_crew.aggregator.lambda_handler"
 
 
 def test_functions_log_to_groups_with_retention(example_synth: SynthesizedMesh) -> None:
