@@ -458,7 +458,18 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
     healthy = gw.client.post("/api/v1/system/mq-diagnostic").json()
     assert healthy["namespace"] == "demo"
     assert healthy["healthy"] is True
-    assert [q["actor"] for q in healthy["queues"]] == ["normalize", "analyze", "summarize", "split", "x-sink", "x-sump"]
+    assert [q["actor"] for q in healthy["queues"]] == [
+        "normalize",
+        "analyze",
+        "summarize",
+        "split",
+        "chunk",
+        "summarize-chunk",
+        "digest",
+        "x-sink",
+        "x-sump",
+        "x-fanin-chunk",
+    ]
     gw.create("actor=analyze")
     sqs = gw.mesh.aws.sqs
     sqs.send_message(QueueUrl=gw.mesh.resources.dlq_urls["analyze"], MessageBody="{}")
