@@ -29,6 +29,7 @@ merge (P-LARGE-4); the merged envelope goes through the offloading encoder like 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Hashable, Mapping
 from datetime import timedelta
 from typing import Any, Final
@@ -88,7 +89,8 @@ class AggregatorRuntime(CrewRuntime):
         self._state = FanInState(
             table=config.table, bucket=config.bucket, dynamodb=dynamodb, s3=lambda: self.s3, shard_size=shard_size
         )
-        self._statuses: dict[str, str] = {}
+        # the local mode's workers share one runtime: each thread keeps its own batch's pre-flight
+        self._batch = threading.local()
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """The batch loop, after one consistent read of the batch's origin tasks (pre-flight, P-STAT-10)."""
@@ -99,7 +101,7 @@ class AggregatorRuntime(CrewRuntime):
                 origins[_header(envelope).origin] = None
             except (EnvelopeParseError, FanInHeaderError):
                 continue  # decided per record below
-        self._statuses = self._store.statuses([str(o) for o in origins]) if origins else {}
+        self._batch.statuses = self._store.statuses([str(o) for o in origins]) if origins else {}
         return super().handle(event, context)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
@@ -133,7 +135,8 @@ class AggregatorRuntime(CrewRuntime):
         except FanInHeaderError as exc:
             self._fail_unsliced(env, str(exc), now, trace)
             return
-        status = None if hdr.is_stealth(env.headers) else self._statuses.get(header.origin)
+        statuses: dict[str, str] = getattr(self._batch, "statuses", {})
+        status = None if hdr.is_stealth(env.headers) else statuses.get(header.origin)
         if status in ("canceled", "paused"):
             self._send(routing.preflight_envelope(env, status, actor=actor, now=now, trace=trace))
             return
