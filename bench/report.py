@@ -470,7 +470,6 @@ def _fanin(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]
     out += table(["slices", "requests", "per slice", "write units", "per slice", "aggregator s", "ms per slice"], rows)
     ratios = data.get("linearity", {})
     out += [
-        "",
         "Linearity (per-slice figure at the largest size / at the smallest; 1.00 = linear): requests "
         f"x{fmt(ratios.get('requests_per_slice'))}, write units x{fmt(ratios.get('wru_per_slice'))}, wall time "
         f"x{fmt(ratios.get('ms_per_slice'))}.",
