@@ -18,9 +18,10 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
    timeout), reads every slice back in numeric order, merges (``asya_crew.fanin_merge``), sends the merged envelope
    along slice 0's route under the origin id, and marks the set emitted (P-AGG-4..6). A merge failure sends the
    merged identity to x-sink as ``failed`` (reason ``RuntimeError``, the P-RES-14 payload) and marks the set
-   (P-AGG-9). A send that fails releases the claim and fails the record; a crash between send and mark leaves a
-   claim that lapses after the visibility timeout, so the redelivery emits again (at most twice; the next actor's
-   hop claim absorbs the copy, P-ACK-8).
+   (P-AGG-9). An unknown next actor (P-ROUTE-8) sends the merged envelope to x-sump (``UnknownActor``) and fails
+   the task (best effort), then marks the set. A send that fails otherwise releases the claim and fails the
+   record; a crash between send and mark leaves a claim that lapses after the visibility timeout, so the
+   redelivery emits again (at most twice; the next actor's hop claim absorbs the copy, P-ACK-8).
 
 Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference) and read back from S3 for the
 merge (P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
@@ -46,6 +47,7 @@ from asya.fanin import MAX_SLICES
 from asya.infra import parse_failure_envelope
 from asya.store import TaskStore
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
+from asya.transport import UnknownActorError
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
 from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchError
@@ -184,7 +186,10 @@ class AggregatorRuntime(CrewRuntime):
             except MergeError as exc:
                 self._fail_merge(header.origin, None, str(exc), now, trace, payload=parent_payload, parent=parent)
                 return
-            self._transport.send(actor, envelope)
+            try:
+                self._transport.send(actor, envelope)
+            except UnknownActorError as exc:
+                self._unknown_destination(header.origin, envelope, exc, now, trace)
         except Exception:
             try:
                 self._state.release(header.origin, claimed_ms=now_ms)
@@ -193,6 +198,28 @@ class AggregatorRuntime(CrewRuntime):
             raise
         self._state.mark(header.origin, now_ms=now_ms)
         self._log.info("fan-in set emitted", extra={"origin_id": header.origin, "slice_count": header.count})
+
+    def _unknown_destination(
+        self, origin: str, envelope: Envelope, error: UnknownActorError, now: str, trace: routing.Trace
+    ) -> None:
+        """P-ROUTE-8: the merged envelope's next actor has no queue (a handler rewrote ``route.next``): x-sump with
+        reason ``UnknownActor`` (required), then the task's final ``failed`` (best effort, P-ERR-6)."""
+        out = routing.sump_envelope(
+            reason=Reason.UNKNOWN_ACTOR,
+            message=str(error),
+            actor=self.config.actor,
+            now=now,
+            envelope=envelope,
+            trace=trace,
+            original_payload=envelope.payload,
+        )
+        self._send(out)
+        if envelope.parent_id is None and not hdr.is_stealth(envelope.headers):
+            try:
+                self._store.report_final(origin, status="failed", error=str(error), failed_actor=self.config.actor)
+            except Exception as exc:  # best effort: the backstop fails the task at its deadline otherwise
+                self._log.warning("could not write the final failed status", extra={"error": str(exc)})
+        self._log.error("merged envelope has an unknown destination: sent to x-sump", extra={"error": str(error)})
 
     def _fail_merge(
         self,

@@ -359,3 +359,19 @@ def test_p_agg_2_a_missing_header_fails_the_named_task(mesh: Any, flow: Flow) ->
     [out] = drain(mesh.aws.sqs, mesh.resources.queue_urls["x-sink"])
     assert out["headers"]["x-asya-origin-id"] == "t-nohdr"
     assert "x-asya-fan-in is missing" in out["status"]["error"]["message"]
+
+
+def test_p_route_8_an_unknown_next_actor_after_the_merge_goes_to_x_sump_and_fails_the_task(
+    mesh: Any, flow: Flow
+) -> None:
+    """P-ROUTE-8, P-ERR-6: slice 0's route continues to an actor without a queue (a handler rewrote it): the merged
+    envelope goes to x-sump (``UnknownActor``), the task fails, the set is marked (a redelivery sends nothing)."""
+    slices = flow.slices("t-ghost", 1)
+    slices[0]["route"]["next"] = ["ghost"]
+    assert flow.aggregate(slices) == []
+    [sump] = drain(mesh.aws.sqs, mesh.resources.queue_urls["x-sump"])
+    assert sump["status"]["reason"] == "UnknownActor" and sump["id"] == "t-ghost"
+    task = flow.store.get_task("t-ghost")
+    assert task is not None and task["status"] == "failed" and task["failed_actor"] == AGG
+    assert flow.aggregate(slices[1:]) == []
+    assert drain(mesh.aws.sqs, mesh.resources.queue_urls["x-sump"]) == []
