@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: install chromium demo test lint format synth bench clean
+.PHONY: install chromium demo test lint format synth lock bench clean
 
 install: $(STAMP)
 
@@ -35,7 +35,7 @@ $(STAMP): pyproject.toml
 demo: install
 	$(BIN)/asya demo --manifest asya.yaml
 
-## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser).
+## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz).
 test: install chromium lint
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 $(PYTEST_ARGS) tests
 
@@ -52,9 +52,13 @@ format: install
 synth: install
 	$(BIN)/python cdk/app.py
 
+## Re-resolve the dependency layers' lock files (cdk/locks/, with hashes) after a pin in pyproject.toml changed.
+lock: install
+	$(BIN)/python -c 'import sys; from asya_cdk.locks import main; sys.exit(main())'
+
 ## Benchmarks (overhead, AWS requests and cost per million tasks, latency, cold start, memory) -> bench/REPORT.md.
 bench: install
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache bench/results
+	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results

@@ -2,9 +2,9 @@
 
 ``Meter.attach(client)`` registers two handlers on the client's own event emitter (other clients are unaffected):
 ``before-parameter-build`` remembers the call's parameters (and, for DynamoDB writes, the items as they were) and
-``after-call`` bills it. Calls are grouped by ``(component, service, operation)``; the component is what the calling
-thread declared with :meth:`Meter.component`, else ``"backstop"`` for the local mode's backstop thread and
-``"gateway"`` for any other (uvicorn's threads).
+``after-call`` bills it. Calls are grouped by ``(component, service, operation)``; the component is ``"timers"`` for any
+call on the deadline-timer queue, else what the calling thread declared with :meth:`Meter.component`, else
+``"backstop"`` for the local mode's backstop thread and ``"gateway"`` for any other (uvicorn's threads).
 
 Billing (``bench.units``):
 
@@ -32,11 +32,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final
 
-from asya import tableschema
+from asya import naming, tableschema
 from bench import units
 
 __all__ = [
     "READ_OPERATIONS",
+    "TIMERS",
     "WRITE_OPERATIONS",
     "Meter",
     "Usage",
@@ -56,6 +57,9 @@ _INDEXES: Final = tuple(
     for gsi in tableschema.GSIS
 )
 _KEY_NAMES: Final = (tableschema.PARTITION_KEY, tableschema.SORT_KEY)
+#: Calls on the deadline-timer queue, whoever makes them (the gateway arming, the backstop consuming).
+TIMERS: Final = "timers"
+_TIMER_QUEUE_SUFFIX: Final = f"-{naming.DEADLINE}"
 _CONTEXT_KEY: Final = "bench_meter"
 Item = Mapping[str, Any]
 
@@ -232,6 +236,8 @@ class Meter:
         if not self.enabled:
             return
         component = getattr(self._local, "name", None) or thread_component(threading.current_thread().name)
+        if str(params.get("QueueUrl", "")).endswith(_TIMER_QUEUE_SUFFIX):
+            component = TIMERS  # deadline timers: per task, but reported apart from the hops (GW-DATA-8)
         state: dict[str, Any] = {"params": dict(params), "component": component}
         if (
             self._shadow is not None

@@ -252,9 +252,11 @@ def _budget(data: Mapping[str, Any]) -> list[str]:
     names = list(data)
     out = [
         "Budget of GATEWAY GW-DATA-8 (spec revision 2) per configuration; it is stated for batch 10, progress `hops`,",
-        "a task that succeeds without FLY values. The create's own `SendMessage` is reported apart: "
+        "a task that succeeds without FLY values. Reported apart, per task: the create's own `SendMessage` ("
         + ", ".join(f"{n} {fmt(get_path(data[n], 'sqs_create_per_task'))}" for n in names)
-        + " per task.",
+        + ") and the deadline timer's messages, sent and received ("
+        + ", ".join(f"{n} {fmt(get_path(data[n], 'sqs_timers_per_task'))}" for n in names)
+        + "); dollars per task include both.",
         "",
     ]
     rows = []

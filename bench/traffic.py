@@ -23,7 +23,7 @@ import httpx
 
 from asya.store import TaskStore
 from bench.meshes import FLOW, PAYLOAD, TaskCreator, flow_actors, manifest_variant, running_mesh, statuses, stop_pollers
-from bench.meter import READ_OPERATIONS, WRITE_OPERATIONS, Meter, Usage
+from bench.meter import READ_OPERATIONS, TIMERS, WRITE_OPERATIONS, Meter, Usage
 
 __all__ = ["BATCH_SIZES", "POLLER_OPERATIONS", "PROGRESS_MODES", "TIME_DRIVEN", "measure", "run", "summarize_usage"]
 
@@ -170,10 +170,12 @@ def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False) ->
         for (c, service, _), v in usage.items()
         if service == "sqs" and c not in TIME_DRIVEN
     )
+    timer_sqs = sum(v.billed_requests for (c, service, _), v in usage.items() if (c, service) == (TIMERS, "sqs"))
     summary.update(
         # GW-DATA-8: the create's send (the gateway's) and all timer traffic are reported apart from the per-hop figure
-        sqs_per_hop_without_create=(all_sqs - gateway_sqs) / hops if hops else 0.0,
+        sqs_per_hop_without_create=(all_sqs - gateway_sqs - timer_sqs) / hops if hops else 0.0,
         sqs_create_per_task=gateway_sqs / tasks,
+        sqs_timers_per_task=timer_sqs / tasks,
         dynamodb_write_requests_per_hop={a: writes[a] / n for a, n in records.items() if n},
         batch_size=batch_size,
         progress=progress,

@@ -1,21 +1,35 @@
 """asya_cdk: the CDK constructs and stack that deploy an asya mesh from ``asya.yaml``.
 
+Use :class:`AsyaMesh` in your own CDK app, or :class:`AsyaStack` (the repository's app, ``cdk/app.py``).
+
 Imports only the contract modules of the runtime (``asya.naming``, ``asya.manifest``, ``asya.tableschema``,
-``asya.config.ENV``, ``asya.environment``). Importing this package creates nothing; building the stack builds the
-dependency layers (``pip install --platform ...``, cached under ``.cdk.staging/``) and stages the gateway asset.
+``asya.envnames``, ``asya.environment``, ``asya.exceptions``). Importing this package creates nothing; building a mesh
+checks the committed layer locks and stages the gateway asset; the dependency layers are built by CDK's local
+bundling during ``app.synth()`` (``pip install --require-hashes``, cached under ``.cdk.staging/``).
 """
 
 from __future__ import annotations
 
 from asya_cdk.actor import Actor
-from asya_cdk.alarms import MeshAlarms
 from asya_cdk.assets import SourceLayout, render_manifest_json, stage_gateway_asset
 from asya_cdk.backstop import Backstop
 from asya_cdk.composition import BuiltApp, build_app, load_cdk_context
 from asya_cdk.crew import CREW_HANDLERS, SIDECAR_HANDLER, crew_handler
-from asya_cdk.dependencies import ACTOR_REQUIREMENTS, GATEWAY_REQUIREMENTS, DependencyBuilder, pinned_requirements
+from asya_cdk.dependencies import (
+    ACTOR_REQUIREMENTS,
+    GATEWAY_REQUIREMENTS,
+    LAYER_REQUIREMENTS,
+    DependencyBuilder,
+    LockedLayerBundling,
+    pinned_requirements,
+)
 from asya_cdk.errors import DependencyBuildError, DeploymentError
-from asya_cdk.gateway import Gateway, lwa_layer_arn, validate_auth
+from asya_cdk.gateway import Gateway, check_auth
+from asya_cdk.locks import Lock, check_lock
+from asya_cdk.lwa import LWA_REGIONS, lwa_layer_arn
+from asya_cdk.mesh import AsyaMesh
+from asya_cdk.observability import MeshObservability
+from asya_cdk.permissions import ROLES, Access
 from asya_cdk.settings import CONTEXT, DeploySettings
 from asya_cdk.stack import AsyaStack, queue_output_key
 from asya_cdk.storage import Storage
@@ -25,8 +39,13 @@ __all__ = [
     "CONTEXT",
     "CREW_HANDLERS",
     "GATEWAY_REQUIREMENTS",
+    "LAYER_REQUIREMENTS",
+    "LWA_REGIONS",
+    "ROLES",
     "SIDECAR_HANDLER",
+    "Access",
     "Actor",
+    "AsyaMesh",
     "AsyaStack",
     "Backstop",
     "BuiltApp",
@@ -35,10 +54,14 @@ __all__ = [
     "DeploySettings",
     "DeploymentError",
     "Gateway",
-    "MeshAlarms",
+    "Lock",
+    "LockedLayerBundling",
+    "MeshObservability",
     "SourceLayout",
     "Storage",
     "build_app",
+    "check_auth",
+    "check_lock",
     "crew_handler",
     "load_cdk_context",
     "lwa_layer_arn",
@@ -46,5 +69,4 @@ __all__ = [
     "queue_output_key",
     "render_manifest_json",
     "stage_gateway_asset",
-    "validate_auth",
 ]

@@ -2,22 +2,35 @@
 
 Sizing follows P-MAN-4: the function timeout is ``DeployedActor.lambda_timeout`` and the queue's visibility timeout
 ``DeployedActor.visibility_timeout`` (6x). Names follow P-NAME-4: queue ``asya-{ns}-{actor}``, DLQ
-``asya-{ns}-{actor}-dlq``; both standard queues with SQS-managed encryption and a TLS-only policy, keeping messages
-14 days. The event source mapping always reports partial batch failures (P-ACK-1); after ``max_receive_count``
-receives SQS moves a message to the DLQ (P-ACK-6), whose depth above zero raises the alarm. An actor whose manifest
-``tracing`` is on gets X-Ray active tracing (and the X-Ray write permissions CDK adds with it, P-TRACE-3); the
-environment, ``ASYA_TRACING`` included, comes from ``asya.environment``.
+``asya-{ns}-{actor}-dlq``; both standard queues with a TLS-only policy. Encryption: SSE-SQS (the AWS-owned key, no
+KMS charge) unless the mesh has a customer-managed key, then SSE-KMS with it. The source queue keeps messages
+:data:`QUEUE_RETENTION` (7 days) and the DLQ :data:`DLQ_RETENTION` (14 days): SQS keeps a message's original enqueue
+time when it moves it to the DLQ, so a DLQ that kept no longer than its source would drop failures on arrival.
 
-Grants on other resources (the mesh's queues, the table, the bucket) are the stack's business; this construct only
-lets the function consume its own queue.
+The event source mapping always reports partial batch failures (P-ACK-1); after ``max_receive_count`` receives SQS
+moves a message to the DLQ (P-ACK-6), whose depth above zero raises ``DlqAlarm``; a queue whose oldest message is
+older than :data:`AGE_ALARM_SECONDS` for 5 minutes raises ``AgeAlarm`` (the actor is failing, throttled or capped
+by ``max_concurrency``). Crew actors (x-sink, x-sump) have no
+batching window: a record is checkpointed as soon as it arrives (P-CKPT-1).
+
+Recursive loops: the function's ``recursive_loop`` is ``Allow``. The layer re-sends to the actor's own queue by design
+(retries, routes that visit an actor twice), and botocore propagates the trace header even with tracing off, so
+Lambda's loop detection would stop such a task after 16 invocations and drop the message silently. Runaway tasks are
+bounded by their deadline instead (docs/deploy.md, "Recursive loops").
+
+``overrides`` carries the caller's ``xxx_props`` of :class:`~asya_cdk.mesh.AsyaMesh`, already checked against the
+fields the mesh owns; they are applied over the defaults here and under the owned fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
@@ -29,11 +42,35 @@ from asya.manifest import DeployedActor
 from asya_cdk.errors import DeploymentError
 from asya_cdk.nag import acknowledge
 
-__all__ = ["QUEUE_RETENTION", "Actor"]
+__all__ = ["AGE_ALARM_SECONDS", "DLQ_RETENTION", "QUEUE_RETENTION", "Actor", "ActorOverrides", "queue_encryption"]
 
-#: Queue and DLQ message retention (P-ACK-6, chosen: the SQS maximum).
-QUEUE_RETENTION = Duration.days(14)
+#: Source queue retention (chosen): a week of backlog; the DLQ keeps failures longer (module docstring).
+QUEUE_RETENTION: Final = Duration.days(7)
+#: DLQ retention: the SQS maximum.
+DLQ_RETENTION: Final = Duration.days(14)
+#: The age of the oldest message that raises ``AgeAlarm`` (chosen): a quarter of an hour behind for 5 minutes.
+AGE_ALARM_SECONDS: Final = 900
+_AGE_ALARM_MINUTES: Final = 5
 _MAX_CONCURRENCY_RANGE = (2, 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class ActorOverrides:
+    """The caller's extra props (keyword arguments of the L2 constructs), fields the mesh owns already removed."""
+
+    queue: Mapping[str, Any] = field(default_factory=dict)
+    dead_letter_queue: Mapping[str, Any] = field(default_factory=dict)
+    event_source: Mapping[str, Any] = field(default_factory=dict)
+    function: Mapping[str, Any] = field(default_factory=dict)
+    log_group: Mapping[str, Any] = field(default_factory=dict)
+
+
+def queue_encryption(key: kms.IKey | None) -> dict[str, Any]:
+    """Queue props of the mesh's encryption: SSE-SQS, or SSE-KMS with the customer-managed ``key``."""
+    if key is None:
+        return {"encryption": sqs.QueueEncryption.SQS_MANAGED}
+    # the data key is reused for 5 minutes (the default), bounding KMS requests to one per queue and 5 minutes
+    return {"encryption": sqs.QueueEncryption.KMS, "encryption_master_key": key}
 
 
 class Actor(Construct):
@@ -52,44 +89,57 @@ class Actor(Construct):
         layers: Sequence[lambda_.ILayerVersion],
         environment: Mapping[str, str],
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        key: kms.IKey | None = None,
+        overrides: ActorOverrides | None = None,
     ) -> None:
         _validate(namespace, actor, handler)
         super().__init__(scope, id)
+        extra = overrides or ActorOverrides()
         self._actor = actor
         self._dlq = sqs.Queue(
             self,
             "Dlq",
-            queue_name=naming.dlq_name(namespace, actor.name),
-            retention_period=QUEUE_RETENTION,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
+            **{
+                "retention_period": DLQ_RETENTION,
+                **extra.dead_letter_queue,
+                "queue_name": naming.dlq_name(namespace, actor.name),
+                "enforce_ssl": True,
+                **queue_encryption(key),
+            },
         )
         self._queue = sqs.Queue(
             self,
             "Queue",
-            queue_name=naming.queue_name(namespace, actor.name),
-            visibility_timeout=Duration.seconds(actor.visibility_timeout),
-            retention_period=QUEUE_RETENTION,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self._dlq, max_receive_count=actor.max_receive_count),
+            **{
+                "retention_period": QUEUE_RETENTION,
+                **extra.queue,
+                "queue_name": naming.queue_name(namespace, actor.name),
+                "visibility_timeout": Duration.seconds(actor.visibility_timeout),
+                "enforce_ssl": True,
+                "dead_letter_queue": sqs.DeadLetterQueue(queue=self._dlq, max_receive_count=actor.max_receive_count),
+                **queue_encryption(key),
+            },
         )
-        self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
+        self._log_group = logs.LogGroup(self, "Logs", **{**extra.log_group, "retention": log_retention})
         self._function = lambda_.Function(
             self,
             "Function",
-            description=f"asya actor {actor.name} (namespace {namespace})",
-            runtime=runtime,
-            architecture=lambda_.Architecture.ARM_64,
-            handler=handler,
-            code=code,
-            layers=list(layers),
-            memory_size=actor.memory,
-            timeout=Duration.seconds(actor.lambda_timeout),
-            environment=dict(environment),
-            log_group=self._log_group,
-            # X-Ray (P-TRACE-3): CDK adds xray:PutTraceSegments/PutTelemetryRecords to the role; off: nothing
-            tracing=lambda_.Tracing.ACTIVE if actor.tracing else None,
+            **{
+                "description": f"asya actor {actor.name} (namespace {namespace})",
+                "architecture": lambda_.Architecture.ARM_64,
+                **extra.function,
+                "runtime": runtime,
+                "handler": handler,
+                "code": code,
+                "layers": [*layers, *extra.function.get("layers", ())],
+                "memory_size": actor.memory,
+                "timeout": Duration.seconds(actor.lambda_timeout),
+                "environment": dict(environment),
+                "log_group": self._log_group,
+                # X-Ray (P-TRACE-3): CDK adds xray:PutTraceSegments/PutTelemetryRecords to the role; off: nothing
+                "tracing": lambda_.Tracing.ACTIVE if actor.tracing else None,
+                "recursive_loop": lambda_.RecursiveLoop.ALLOW,
+            },
         )
         if actor.tracing:
             acknowledge(
@@ -98,12 +148,14 @@ class Actor(Construct):
                 "xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions; they only "
                 "write this function's trace data (tracing: true in the manifest).",
             )
-        self._event_source = event_sources.SqsEventSource(
-            self._queue,
-            batch_size=actor.batch_size,
-            report_batch_item_failures=True,
-            max_concurrency=actor.max_concurrency,
-        )
+        owned: dict[str, Any] = {
+            "batch_size": actor.batch_size,
+            "report_batch_item_failures": True,
+            "max_concurrency": actor.max_concurrency,
+        }
+        if actor.crew:
+            owned["max_batching_window"] = Duration.seconds(0)
+        self._event_source = event_sources.SqsEventSource(self._queue, **{**extra.event_source, **owned})
         self._function.add_event_source(self._event_source)
         self._dlq_alarm = cloudwatch.Alarm(
             self,
@@ -118,6 +170,23 @@ class Actor(Construct):
             threshold=0,
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
             evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+        self._age_alarm = cloudwatch.Alarm(
+            self,
+            "AgeAlarm",
+            alarm_description=(
+                f"The oldest message in {naming.queue_name(namespace, actor.name)} is over {AGE_ALARM_SECONDS} s old: "
+                f"actor {actor.name} is failing, throttled or capped by max_concurrency."
+            ),
+            metric=self._queue.metric_approximate_age_of_oldest_message(
+                period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            threshold=AGE_ALARM_SECONDS,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=_AGE_ALARM_MINUTES,
+            datapoints_to_alarm=_AGE_ALARM_MINUTES,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 
@@ -152,6 +221,10 @@ class Actor(Construct):
     @property
     def dlq_alarm(self) -> cloudwatch.Alarm:
         return self._dlq_alarm
+
+    @property
+    def age_alarm(self) -> cloudwatch.Alarm:
+        return self._age_alarm
 
 
 def _validate(namespace: str, actor: DeployedActor, handler: str) -> None:

@@ -71,6 +71,7 @@ class SourceLayout:
     gateway_dir: Path
     pyproject: Path
     staging_dir: Path
+    lock_dir: Path
 
     @classmethod
     def from_repo(cls, root: Path) -> SourceLayout:
@@ -81,6 +82,7 @@ class SourceLayout:
             gateway_dir=root / "gateway",
             pyproject=root / "pyproject.toml",
             staging_dir=root / ".cdk.staging",
+            lock_dir=root / "cdk" / "locks",
         )
 
     def validate(self) -> None:

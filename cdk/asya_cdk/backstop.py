@@ -1,35 +1,56 @@
-"""The deadline backstop: a function run by an EventBridge schedule every 60 s (GATEWAY GW-BACK-1) that fails tasks
-past their deadline (GW-BACK-2). Its code is the gateway asset; its handler is a plain Lambda handler (no adapter).
+"""The deadline backstop (GATEWAY GW-BACK-1, R2): the timer queue ``asya-{ns}-x-deadline`` with its DLQ, and one
+function that consumes it and sweeps the ``long_deadlines`` index.
+
+- Timers: a deadline at most 900 s away is one SQS message with that delay on the timer queue
+  (``asya.naming.DEADLINE``). The function consumes it through an SQS event source with batch size
+  :data:`TIMER_BATCH_SIZE` and partial batch failure reports; a timer that fails :data:`TIMER_MAX_RECEIVE_COUNT`
+  deliveries moves to the DLQ, whose alarm fires.
+- Sweep: an EventBridge rule runs the same function every 60 s for the long deadlines (GW-BACK-1). The handler
+  (``asya_gateway.backstop.lambda_handler``) tells the two event shapes apart.
+
+Its code is the gateway asset; its handler is a plain Lambda handler (no adapter). Queues are encrypted like the
+actors' (:func:`asya_cdk.actor.queue_encryption`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from asya import naming
+from asya_cdk.actor import DLQ_RETENTION, QUEUE_RETENTION, queue_encryption
 from asya_cdk.errors import DeploymentError
 
-__all__ = ["BACKSTOP_INTERVAL", "Backstop"]
+__all__ = ["BACKSTOP_INTERVAL", "BACKSTOP_TIMEOUT", "TIMER_BATCH_SIZE", "TIMER_MAX_RECEIVE_COUNT", "Backstop"]
 
 #: GW-BACK-1.
 BACKSTOP_INTERVAL: Final = Duration.minutes(1)
+#: A sweep that outlives the interval would overlap the next one; concurrent runs are safe (GW-BACK-2).
+BACKSTOP_TIMEOUT: Final = 55
+TIMER_BATCH_SIZE: Final = 10
+TIMER_MAX_RECEIVE_COUNT: Final = 5
 
 
 class Backstop(Construct):
-    """Scheduled function + rule."""
+    """Timer queue + DLQ + function + SQS event source + schedule rule."""
 
     def __init__(
         self,
         scope: Construct,
         id: str,
         *,
+        namespace: str,
         handler: str,
         code: lambda_.Code,
         runtime: lambda_.Runtime,
@@ -37,34 +58,79 @@ class Backstop(Construct):
         environment: Mapping[str, str],
         memory: int = 256,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        key: kms.IKey | None = None,
+        function_overrides: Mapping[str, Any] | None = None,
     ) -> None:
         if not handler or "." not in handler:
             raise DeploymentError(f"backstop handler must be 'module.function', got {handler!r}")
         super().__init__(scope, id)
+        self._timer_dlq = sqs.Queue(
+            self,
+            "TimerDlq",
+            queue_name=naming.dlq_name(namespace, naming.DEADLINE),
+            retention_period=DLQ_RETENTION,
+            enforce_ssl=True,
+            **queue_encryption(key),
+        )
+        self._timer_queue = sqs.Queue(
+            self,
+            "TimerQueue",
+            queue_name=naming.queue_name(namespace, naming.DEADLINE),
+            # 6x the function timeout, as for actors (P-MAN-4)
+            visibility_timeout=Duration.seconds(6 * BACKSTOP_TIMEOUT),
+            retention_period=QUEUE_RETENTION,
+            enforce_ssl=True,
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self._timer_dlq, max_receive_count=TIMER_MAX_RECEIVE_COUNT),
+            **queue_encryption(key),
+        )
         self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
         self._function = lambda_.Function(
             self,
             "Function",
-            description="asya deadline backstop (GW-BACK-1)",
-            runtime=runtime,
-            architecture=lambda_.Architecture.ARM_64,
-            handler=handler,
-            code=code,
-            layers=list(layers),
-            memory_size=memory,
-            # A sweep that outlives the interval would overlap the next one; concurrent runs are safe (GW-BACK-2).
-            timeout=Duration.seconds(55),
-            environment=dict(environment),
-            log_group=self._log_group,
-            # A failed sweep is redone by the next scheduled run; Lambda's own async retries would only overlap it.
-            retry_attempts=0,
+            **{
+                "description": "asya deadline backstop: timers and the long-deadline sweep (GW-BACK-1)",
+                "architecture": lambda_.Architecture.ARM_64,
+                **(function_overrides or {}),
+                "runtime": runtime,
+                "handler": handler,
+                "code": code,
+                "layers": list(layers),
+                "memory_size": memory,
+                "timeout": Duration.seconds(BACKSTOP_TIMEOUT),
+                "environment": dict(environment),
+                "log_group": self._log_group,
+                # A failed sweep is redone by the next scheduled run; Lambda's own async retries would only overlap it.
+                "retry_attempts": 0,
+            },
         )
+        self._event_source = event_sources.SqsEventSource(
+            self._timer_queue,
+            batch_size=TIMER_BATCH_SIZE,
+            report_batch_item_failures=True,
+            max_batching_window=Duration.seconds(0),
+        )
+        self._function.add_event_source(self._event_source)
         self._rule = events.Rule(
             self,
             "Schedule",
-            description="asya deadline backstop every 60 s (GW-BACK-1)",
+            description="asya long-deadline sweep every 60 s (GW-BACK-1)",
             schedule=events.Schedule.rate(BACKSTOP_INTERVAL),
             targets=[targets.LambdaFunction(self._function, retry_attempts=0)],
+        )
+        self._timer_dlq_alarm = cloudwatch.Alarm(
+            self,
+            "TimerDlqAlarm",
+            alarm_description=(
+                f"Messages in {naming.dlq_name(namespace, naming.DEADLINE)}: deadline timers failed "
+                f"{TIMER_MAX_RECEIVE_COUNT} deliveries; their tasks may not time out (GW-BACK-1)."
+            ),
+            metric=self._timer_dlq.metric_approximate_number_of_messages_visible(
+                period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
+            ),
+            threshold=0,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
 
     @property
@@ -74,3 +140,15 @@ class Backstop(Construct):
     @property
     def rule(self) -> events.Rule:
         return self._rule
+
+    @property
+    def timer_queue(self) -> sqs.Queue:
+        return self._timer_queue
+
+    @property
+    def timer_dlq(self) -> sqs.Queue:
+        return self._timer_dlq
+
+    @property
+    def timer_dlq_alarm(self) -> cloudwatch.Alarm:
+        return self._timer_dlq_alarm

@@ -7,19 +7,23 @@ request in Lambda's streaming HTTP format, so every method is integrated with re
 (the streaming invocation URI, 15-minute limit): GW-GEN-1 requires it for the SSE, MCP and A2A routes, and a
 ``BUFFERED`` integration could not read the adapter's responses.
 
-Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing; the public routes of GW-AUTH-2
-(``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``) have methods of their own without
-authorization. Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method
-(GW-AUTH-3); ``api_key`` -> none at API Gateway, the app checks (GW-AUTH-4); ``jwt`` is refused (not built); ``none`` ->
-refused unless ``allow_unauthenticated`` (GW-AUTH-6). With ``iam`` and CORS origins configured, ``OPTIONS`` is left
-open so browsers' preflight requests reach the app. The stage has JSON access logs, ERROR execution logs and
-throttling.
+Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing, and so do ``ANY /mcp`` (MCP)
+and ``ANY /a2a`` (A2A; the app serves ``/a2a/`` and ``/a2a`` alike); the public routes of GW-AUTH-2
+(``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and the A2A 1.x card path
+``/.well-known/agent-card.json``) have methods of their own without authorization. Authorization per
+``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3); ``api_key`` -> none at API
+Gateway, the app checks (GW-AUTH-4); ``jwt`` -> none at API Gateway, the app verifies the bearer token against the
+manifest's JWKS, issuer and audience (GW-AUTH-5); ``none`` -> refused unless ``allow_unauthenticated`` (GW-AUTH-6).
+With ``iam`` and CORS origins configured, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The
+stage has JSON access logs, ERROR execution logs and throttling. ``api_overrides``
+(``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the
+account-wide role is not created and its cdk-nag acknowledgment is not added.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_apigateway as apigw
@@ -34,14 +38,17 @@ from asya_cdk.nag import acknowledge
 
 __all__ = [
     "ADAPTER_ENVIRONMENT",
+    "AGENT_PATHS",
     "PUBLIC_PATHS",
     "Gateway",
-    "lwa_layer_arn",
-    "validate_auth",
+    "check_auth",
 ]
 
 #: Routes that never require credentials (GW-AUTH-2).
-PUBLIC_PATHS: Final = ("/health", "/openapi.json", "/.well-known/agent.json")
+PUBLIC_PATHS: Final = ("/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json")
+#: The agent protocol routes (GW-GEN-1: streamed): MCP at ``/mcp`` (section 11), A2A at ``/a2a/`` (section 12). They
+#: would reach the app through ``/{proxy+}`` too; resources of their own keep them in the API whatever else changes.
+AGENT_PATHS: Final = ("/mcp", "/a2a")
 ADAPTER_PORT: Final = 8080
 #: Environment of the Lambda Web Adapter.
 ADAPTER_ENVIRONMENT: Final[Mapping[str, str]] = {
@@ -50,28 +57,19 @@ ADAPTER_ENVIRONMENT: Final[Mapping[str, str]] = {
     "AWS_LWA_READINESS_CHECK_PATH": "/health",
     "PORT": str(ADAPTER_PORT),
 }
-_LWA_ACCOUNT: Final = "753240598075"
 #: API Gateway's limit for a streamed response (GW-GEN-1); the function may run as long.
 _STREAM_TIMEOUT: Final = Duration.minutes(15)
+_APIGW_LOGS_POLICY: Final = (
+    "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AmazonAPIGatewayPushToCloudWatchLogs"
+)
 
 
-def lwa_layer_arn(region: str, version: int) -> str:
-    """ARN of the AWS Lambda Web Adapter layer for arm64, published by AWS in every commercial region."""
-    return f"arn:aws:lambda:{region}:{_LWA_ACCOUNT}:layer:LambdaAdapterLayerArm64:{version}"
-
-
-def validate_auth(auth: GatewayAuth) -> None:
-    """Refuse what cannot be deployed: an open gateway unless asked for (GW-AUTH-6), and ``jwt``, which the gateway
-    does not verify yet (it would refuse to start, so every request would fail)."""
-    if auth.mode == "jwt":
-        raise DeploymentError(
-            "gateway.auth.mode: 'jwt' is not supported by this gateway version (GW-AUTH-5 is not built yet); "
-            "use 'iam' or 'api_key'"
-        )
+def check_auth(auth: GatewayAuth) -> None:
+    """Refuse an open gateway unless asked for (GW-AUTH-6). ``jwt``'s settings are checked by the manifest."""
     if auth.mode == "none" and not auth.allow_unauthenticated:
         raise DeploymentError(
             "gateway.auth.mode: 'none' would expose every route without authentication (GW-AUTH-6); "
-            "use 'iam' or 'api_key', or set gateway.auth.allow_unauthenticated: true to deploy it anyway"
+            "use 'iam', 'api_key' or 'jwt', or set gateway.auth.allow_unauthenticated: true to deploy it anyway"
         )
 
 
@@ -96,8 +94,9 @@ class Gateway(Construct):
         throttling_rate_limit: float = 100,
         throttling_burst_limit: int = 200,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
+        api_overrides: Mapping[str, Any] | None = None,
     ) -> None:
-        validate_auth(auth)
+        check_auth(auth)
         clash = sorted(set(environment) & set(ADAPTER_ENVIRONMENT))
         if clash:
             raise DeploymentError(f"gateway environment: {clash} are set by the Lambda Web Adapter configuration")
@@ -121,13 +120,15 @@ class Gateway(Construct):
             self._grant_secret(auth.api_key_secret)
 
         self._access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention)
+        extra = dict(api_overrides or {})
         self._api = apigw.RestApi(
             self,
             "Api",
-            rest_api_name=api_name,
             description=f"asya gateway ({api_name})",
+            cloud_watch_role=extra.pop("cloud_watch_role", True),
+            **extra,
+            rest_api_name=api_name,
             endpoint_configuration=apigw.EndpointConfiguration(types=[apigw.EndpointType.REGIONAL]),
-            cloud_watch_role=True,
             deploy_options=apigw.StageOptions(
                 stage_name=stage_name,
                 access_log_destination=apigw.LogGroupLogDestination(self._access_logs),
@@ -158,6 +159,7 @@ class Gateway(Construct):
         protected = apigw.AuthorizationType.IAM if auth.mode == "iam" else apigw.AuthorizationType.NONE
         open_preflight = protected == apigw.AuthorizationType.IAM and bool(cors_origins)
         protected_resources: list[apigw.IResource] = [self._api.root, self._api.root.add_resource("{proxy+}")]
+        protected_resources.extend(self._api.root.resource_for_path(path) for path in AGENT_PATHS)
         for path in PUBLIC_PATHS:
             public = self._api.root.resource_for_path(path)
             method = public.add_method("GET", integration, authorization_type=apigw.AuthorizationType.NONE)
@@ -186,6 +188,12 @@ class Gateway(Construct):
         secret.grant_read(self._function)
 
     def _acknowledge_api_findings(self, auth: GatewayAuth) -> None:
+        if self._api.node.try_find_child("CloudWatchRole") is not None:
+            acknowledge(
+                self._api,
+                f"AwsSolutions-IAM4[{_APIGW_LOGS_POLICY}]",
+                "The account-level role API Gateway needs to write stage logs; AWS's policy is the documented one.",
+            )
         acknowledge(
             self._api,
             "AwsSolutions-APIG2",

@@ -4,7 +4,7 @@
 |---|---|---|
 | ``manifest`` | path of the manifest, relative to the working directory | ``./asya.yaml`` |
 | ``asya:region`` | region of the env-agnostic stack | ``$CDK_DEFAULT_REGION``, else ``us-east-1`` |
-| ``asya:pythonVersion`` | Lambda Python runtime of every function and of the dependency layers | ``3.14`` |
+| ``asya:pythonVersion`` | Lambda Python runtime (the manifest's ``deployment.python_version`` wins) | ``3.14`` |
 | ``asya:lwaLayerVersion`` | version of the AWS Lambda Web Adapter layer ``LambdaAdapterLayerArm64`` | ``25`` |
 | ``asya:stackName`` | CloudFormation stack name | ``asya-{namespace}`` |
 
@@ -39,6 +39,7 @@ CONTEXT: Final = _ContextKeys()
 #: Lambda runtimes the dependency layers can be built for (pydantic-core, rpds-py and PyYAML ship cp3xx manylinux
 #: aarch64 wheels for each). 3.14 is the default: cdk-nag AwsSolutions-L1 wants the newest runtime CDK knows.
 PYTHON_RUNTIMES: Final[Mapping[str, lambda_.Runtime]] = {
+    "3.11": lambda_.Runtime.PYTHON_3_11,
     "3.12": lambda_.Runtime.PYTHON_3_12,
     "3.13": lambda_.Runtime.PYTHON_3_13,
     "3.14": lambda_.Runtime.PYTHON_3_14,
@@ -52,12 +53,12 @@ class DeploySettings:
     """Settings that are not part of the mesh itself: where and how it is deployed."""
 
     region: str = DEFAULT_REGION
-    python_version: str = "3.14"
+    python_version: str | None = None
     lwa_layer_version: int = 25
     stack_name: str | None = None
 
     def __post_init__(self) -> None:
-        if self.python_version not in PYTHON_RUNTIMES:
+        if self.python_version is not None and self.python_version not in PYTHON_RUNTIMES:
             raise DeploymentError(
                 f"{CONTEXT.python_version}: unsupported Python version {self.python_version!r}; "
                 f"use one of {sorted(PYTHON_RUNTIMES)}"
@@ -70,8 +71,9 @@ class DeploySettings:
             raise DeploymentError(f"{CONTEXT.region}: region must not be empty")
 
     @property
-    def runtime(self) -> lambda_.Runtime:
-        return PYTHON_RUNTIMES[self.python_version]
+    def runtime(self) -> lambda_.Runtime | None:
+        """The context's runtime; ``None``: the manifest's, else the mesh's default."""
+        return None if self.python_version is None else PYTHON_RUNTIMES[self.python_version]
 
     @classmethod
     def from_context(cls, context: Mapping[str, object], env: Mapping[str, str]) -> DeploySettings:
@@ -80,7 +82,9 @@ class DeploySettings:
         stack_name = context.get(CONTEXT.stack_name)
         return cls(
             region=str(region),
-            python_version=str(context.get(CONTEXT.python_version, "3.14")),
+            python_version=None
+            if context.get(CONTEXT.python_version) in (None, "")
+            else str(context[CONTEXT.python_version]),
             lwa_layer_version=_integer(context, CONTEXT.lwa_layer_version, 25),
             stack_name=None if stack_name in (None, "") else str(stack_name),
         )

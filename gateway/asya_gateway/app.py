@@ -8,9 +8,11 @@ Nothing is read or created at import time; boto3 clients are created on first us
 Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (create, list), ``GET``/``DELETE``
 ``/api/v1/mesh/{id}``, ``GET``/``POST`` ``/api/v1/mesh/{id}/events``, ``POST /api/v1/system/mq-diagnostic``,
 ``GET /api/v1/system/mesh`` (the manifest's flows and actors, :mod:`asya_gateway.routes.system`), ``GET /health``,
-``GET /openapi.json``, and the web console at ``/console/`` (:mod:`asya_gateway.webconsole`). Middleware, outermost
-first: request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set (GW-GEN-8),
-authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
+``GET /openapi.json``, the web console at ``/console/`` (:mod:`asya_gateway.webconsole`), MCP ``POST``/``DELETE
+/mcp`` (section 11, :mod:`asya_gateway.mcp`), A2A ``POST /a2a/`` and the agent card at ``GET
+/.well-known/agent-card.json`` and ``/.well-known/agent.json`` (section 12, :mod:`asya_gateway.a2a`). Middleware,
+outermost first: request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set
+(GW-GEN-8), authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from asya.payloads import PayloadStore
 from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
+from asya_gateway.a2a import CARD_PATHS, a2a_endpoint, agent_card
 from asya_gateway.auth import AuthMiddleware, build_authenticator
 from asya_gateway.config import GatewayConfig
 from asya_gateway.context import GatewayContext
 from asya_gateway.errors import HttpError, http_error_handler, starlette_http_exception_handler
 from asya_gateway.logs import configure_logging
+from asya_gateway.mcp import mcp_endpoint
 from asya_gateway.requestid import RequestIdMiddleware
 from asya_gateway.routes.events import task_events
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
@@ -57,6 +61,10 @@ def _routes() -> list[Route | Mount]:
         Route("/api/v1/system/mesh", mesh_summary, methods=["GET"]),
         Route(CONSOLE_PATH, console_redirect, methods=["GET"]),
         Mount(CONSOLE_PATH, app=ConsoleAssets()),
+        Route("/mcp", mcp_endpoint, methods=["POST", "DELETE"]),
+        Route("/a2a/", a2a_endpoint, methods=["POST"]),
+        Route("/a2a", a2a_endpoint, methods=["POST"]),
+        *(Route(path, agent_card, methods=["GET"]) for path in CARD_PATHS),
     ]
 
 
@@ -96,15 +104,24 @@ def create_app(
     if timers is None:
         timers = DeadlineTimers(namespace=manifest.namespace, sqs=sqs, account_id=config.account_id, clock=clock)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
-    middleware = [Middleware(RequestIdMiddleware)]
+    middleware = [Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda)]
     if manifest.gateway.cors_origins:
         middleware.append(
             Middleware(
                 CORSMiddleware,
                 allow_origins=list(manifest.gateway.cors_origins),
                 allow_methods=["GET", "POST", "DELETE"],
-                allow_headers=["Authorization", "Content-Type", "Last-Event-ID", "X-API-Key", "traceparent"],
-                expose_headers=["Location", "X-Request-Id"],
+                allow_headers=[
+                    "Authorization",
+                    "Content-Type",
+                    "Last-Event-ID",
+                    "X-API-Key",
+                    "traceparent",
+                    "Mcp-Session-Id",
+                    "MCP-Protocol-Version",
+                ],
+                # a browser MCP client must read the session id initialize answers
+                expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id"],
             )
         )
     middleware.append(Middleware(AuthMiddleware, authenticator=authenticator))

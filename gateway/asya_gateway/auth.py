@@ -8,11 +8,12 @@ Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
 - ``api_key`` (GW-AUTH-4): the client sends ``X-API-Key: <key>`` or ``Authorization: Bearer <key>``; valid keys come
   from env ``ASYA_API_KEYS`` when set (local mode), else from the Secrets Manager secret ``api_key_secret`` (a string,
   or a JSON array of strings), read lazily and cached for at most 5 min. Keys are compared in constant time.
-- ``jwt`` is not served by this version: :func:`build_authenticator` refuses it, so the gateway fails closed.
+- ``jwt`` (GW-AUTH-5): ``Authorization: Bearer <JWT>`` verified against the manifest's ``jwks_url``, ``issuer`` and
+  ``audience`` (RS256, ES256; JWKS cached, refetched on an unknown ``kid``): :mod:`asya_gateway.jwtauth`.
 
-Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json``, and the web
-console's static assets under ``/console`` (they hold no data; the page then calls the API with the user's
-credentials, :mod:`asya_gateway.webconsole`). Failures answer
+Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and its A2A 1.x
+path ``/.well-known/agent-card.json``, and the web console's static assets under ``/console`` (they hold no data;
+the page then calls the API with the user's credentials, :mod:`asya_gateway.webconsole`). Failures answer
 401 ``{"error": "authentication required"}`` (no credentials) or ``{"error": "invalid credentials"}`` with
 ``WWW-Authenticate: Bearer realm="asya-gateway"``; under ``/a2a`` the body is the JSON-RPC error -32005 (GW-AUTH-7).
 """
@@ -32,7 +33,8 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from asya.manifest import GatewayAuth
-from asya_gateway.config import GatewayConfig, GatewayConfigError, parse_key_array
+from asya_gateway.config import GatewayConfig, parse_key_array
+from asya_gateway.jwtauth import JwksKeys, JwtAuthenticator
 from asya_gateway.webconsole import is_console_path
 
 __all__ = [
@@ -49,7 +51,7 @@ __all__ = [
 
 _log = logging.getLogger("asya_gateway.auth")
 
-PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json"})
+PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json"})
 AUTH_REQUIRED: Final = "authentication required"
 INVALID_CREDENTIALS: Final = "invalid credentials"
 _CHALLENGE: Final = {"WWW-Authenticate": 'Bearer realm="asya-gateway"'}
@@ -151,7 +153,7 @@ class ApiKeyAuthenticator:
 
 
 def build_authenticator(auth: GatewayAuth, config: GatewayConfig, *, secretsmanager: Any = None) -> Authenticator:
-    """The authenticator of the manifest's mode; raises :class:`GatewayConfigError` for ``jwt``."""
+    """The authenticator of the manifest's mode."""
     if auth.mode == "api_key":
         if config.api_keys is not None:
             return ApiKeyAuthenticator(StaticKeys(config.api_keys))
@@ -160,9 +162,9 @@ def build_authenticator(auth: GatewayAuth, config: GatewayConfig, *, secretsmana
             SecretsManagerKeys(auth.api_key_secret, client=secretsmanager, ttl=config.api_key_cache_seconds)
         )
     if auth.mode == "jwt":
-        raise GatewayConfigError(
-            "gateway.auth.mode: 'jwt' is not supported by this gateway version; use api_key or iam"
-        )
+        # the manifest model requires all three for jwt
+        assert auth.jwks_url is not None and auth.issuer is not None and auth.audience is not None
+        return JwtAuthenticator(JwksKeys(auth.jwks_url), issuer=auth.issuer, audience=auth.audience)
     if auth.mode == "iam" and not config.in_lambda:
         _log.warning("gateway.auth.mode is 'iam': requests are not authenticated outside API Gateway (local mode)")
     return _NoCheck()

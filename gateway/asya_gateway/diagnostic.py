@@ -19,7 +19,10 @@ from asya import naming
 from asya.manifest import Manifest
 from asya.timeutil import Clock, format_ts_ms
 
-__all__ = ["QueueDiagnostic", "diagnostic_actors"]
+__all__ = ["MAX_DIAGNOSTIC_NAMES", "QueueDiagnostic", "diagnostic_actors"]
+
+#: GW-OPS-3: the longest ``actors`` list a diagnostic request may give (counted as sent, duplicates included).
+MAX_DIAGNOSTIC_NAMES: Final = 200
 
 _NO_QUEUE: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 _ATTRIBUTES: Final = {

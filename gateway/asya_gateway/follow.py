@@ -8,11 +8,14 @@ strongly consistent query per poll). Rules:
 1. the catch-up: the first event is always ``status`` with the status data of a consistent read, with no id
    (GW-SSE-4); ``L`` is that read's ``last_seq``, ``P`` the client's position, the cursor starts at ``min(P, L)``;
 2. each poll sends, in number order, every fly event above the cursor; a number in ``(cursor, last_seq]`` without a
-   fly item is held back until ``hold_back`` seconds (1 s) after this follower first saw it (its fly item may still
-   be written, P-STAT-16), then counts as a status change; no event passes a held-back number (GW-SSE-6);
-3. when the record's status, step, current actor or progress changed since the last status sent, one ``status``
-   event with the record's state and id = ``last_seq``, or one less than the lowest held-back number, whichever is
-   lower (changes between two polls coalesce, so ids may skip, GW-SSE-3);
+   fly item is held back until ``gap_wait`` seconds (1 s) after this follower first saw it (its fly item may still
+   be written, P-STAT-16), then counts as a status change; no event passes a held-back number (GW-SSE-6). The task
+   item names the number of its latest status change (``status_seq``): that one is known to carry no fly item and
+   is never held back, so FLY values that follow a hop's claim stream without the hold-back's second;
+3. when the record's status data changed since the last status sent (status, step, current actor, progress, and
+   also the rest, such as a retry's attempt; not the timestamp alone), one ``status`` event with the record's state
+   and id = ``last_seq``, or one less than the lowest held-back number, whichever is lower (changes between two
+   polls coalesce, so ids may skip, GW-SSE-3);
 4. a terminal record is sent last, once no number is held back: every fly event, then the terminal ``status`` with
    id = ``last_seq``, and the stream ends (GW-SSE-6, GW-SSE-7); a catch-up that is already terminal is followed by
    the replay and this same terminal event;
@@ -51,7 +54,6 @@ __all__ = [
 
 TERMINAL_STATUSES: Final = frozenset({"succeeded", "failed", "canceled"})
 _ACTIVE: Final = frozenset({"pending", "running"})
-_STATE_KEYS: Final = ("status", "step", "current_actor", "progress_percent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +100,11 @@ class StoreSource:
         await ctx.call(ctx.store.time_out_overdue, self._task_id, deadline_at, created_at=self._created_at)
 
 
-def _state(data: Mapping[str, Any]) -> tuple[Any, ...]:
-    return tuple(data.get(key) for key in _STATE_KEYS)
+def _state(data: Mapping[str, Any]) -> dict[str, Any]:
+    """What a status event says, but its timestamp: a change of any of it is worth an event. GW-SSE-6 names status,
+    step, current actor and progress; a second retry of the same actor changes only its ``attempt``, and a follower
+    must see that too."""
+    return {key: value for key, value in data.items() if key != "timestamp"}
 
 
 async def follow(
@@ -142,7 +147,7 @@ async def follow(
                 last_output = last_change = now
                 continue
             seen = first_seen.setdefault(number, now)
-            if now - seen < settings.gap_wait:
+            if number != snap.status_seq and now - seen < settings.gap_wait:
                 held = number
                 break
             cursor = number  # a number without an item, older than the hold-back: a status change

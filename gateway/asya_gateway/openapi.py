@@ -2,22 +2,27 @@
 
 Built from the manifest, so ``flow`` and ``actor`` list the names this gateway accepts and the security scheme is the
 one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``api_key`` (``X-API-Key``), ``jwt``
-(bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``) carry no
-security requirement. Only routes
-this release serves are described: pause/resume, MCP and A2A are not.
+(bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``, the agent
+card) carry no security requirement. Only routes this release serves are described (pause/resume is not); the
+JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's
+(``docs/agents.md``).
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
+from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, diagnostic_actors
+from asya_gateway.validation import MAX_TIMEOUT_SECONDS
 
 __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
+_FLOW_PATTERN: Final = naming.FLOW_NAME_RE.pattern
 
 
 def _response(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -35,6 +40,11 @@ def _errors(*codes: int) -> dict[str, Any]:
         413: "Body over the size limit",
     }
     return {str(code): _response(texts[code], _ERROR) for code in codes}
+
+
+def _or_empty(schema: dict[str, Any]) -> dict[str, Any]:
+    """A query parameter whose empty value counts as absent (GW-CREATE-1, GW-LIST-1, chosen)."""
+    return {"anyOf": [schema, {"const": ""}]}
 
 
 def _task_id() -> dict[str, Any]:
@@ -60,8 +70,8 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
     create = {
         "summary": "Create a task (section 3)",
         "parameters": [
-            _query("flow", {"type": "string", "enum": flows}, "Run a flow; exactly one of flow and actor"),
-            _query("actor", {"type": "string", "enum": actors}, "Send to one actor"),
+            _query("flow", _or_empty({"type": "string", "enum": flows}), "Run a flow; exactly one of flow and actor"),
+            _query("actor", _or_empty({"type": "string", "enum": actors}), "Send to one actor"),
         ],
         "requestBody": {
             "required": False,
@@ -75,12 +85,12 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
     listing = {
         "summary": "List tasks, newest first (section 5)",
         "parameters": [
-            _query("status", {"type": "string", "enum": list(STATUSES)}, "Only tasks in this status"),
-            _query("flow", {"type": "string"}, "Only tasks of this flow"),
-            _query("limit", {"type": "integer", "minimum": 1, "maximum": 100}, "Page size (default 20)"),
+            _query("status", _or_empty({"type": "string", "enum": list(STATUSES)}), "Only tasks in this status"),
+            _query("flow", _or_empty({"type": "string", "pattern": _FLOW_PATTERN}), "Only tasks of this flow"),
+            _query("limit", _or_empty({"type": "integer", "minimum": 1, "maximum": 100}), "Page size (default 20)"),
             _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
-            _query("offset", {"type": "integer", "minimum": 0, "maximum": 10000}, "Skip this many tasks"),
-            _query("count", {"type": "boolean"}, "Also count the matching tasks (total)"),
+            _query("offset", _or_empty({"type": "integer", "minimum": 0, "maximum": 10000}), "Skip this many tasks"),
+            _query("count", _or_empty({"type": "boolean"}), "Also count the matching tasks (total)"),
         ],
         "responses": {"200": _response("One page", {"$ref": "#/components/schemas/Page"}), **_errors(400, 401)},
     }
@@ -151,7 +161,13 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                         _JSON: {
                             "schema": {
                                 "type": "object",
-                                "properties": {"actors": {"type": "array", "items": {"enum": actors}}},
+                                "properties": {
+                                    "actors": {
+                                        "type": "array",
+                                        "maxItems": MAX_DIAGNOSTIC_NAMES,
+                                        "items": {"enum": actors},
+                                    }
+                                },
                                 "additionalProperties": False,
                             }
                         }
@@ -176,6 +192,46 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
     }
 
 
+def _agent_paths() -> dict[str, Any]:
+    rpc = {"required": True, "content": {_JSON: {"schema": {"$ref": "#/components/schemas/JsonRpcRequest"}}}}
+    card = {
+        "get": {
+            "summary": "The A2A agent card (GW-A2A-1)",
+            "security": [],
+            "responses": {"200": _response("Agent card", {"type": "object"})},
+        }
+    }
+    return {
+        "/mcp": {
+            "post": {
+                "summary": "MCP over Streamable HTTP: one JSON-RPC message (GW-MCP-1..9)",
+                "requestBody": rpc,
+                "responses": {
+                    "200": {"description": "JSON-RPC response, or an SSE stream of messages for tools/call"},
+                    "202": {"description": "Notification or response accepted"},
+                    **_errors(400, 401, 404),
+                },
+            },
+            "delete": {
+                "summary": "End the MCP session named by Mcp-Session-Id (GW-MCP-2)",
+                "responses": {"204": {"description": "Session ended"}, **_errors(400, 401, 404)},
+            },
+        },
+        "/a2a/": {
+            "post": {
+                "summary": "A2A JSON-RPC, 1.0 and 0.3 method names (GW-A2A-3)",
+                "requestBody": rpc,
+                "responses": {
+                    "200": {"description": "JSON-RPC response, or an SSE stream for the streaming methods"},
+                    "401": {"description": "JSON-RPC error -32005 (GW-AUTH-7)"},
+                },
+            }
+        },
+        "/.well-known/agent-card.json": card,
+        "/.well-known/agent.json": card,
+    }
+
+
 def _schemas() -> dict[str, Any]:
     any_json: dict[str, Any] = {}
     return {
@@ -186,7 +242,12 @@ def _schemas() -> dict[str, Any]:
             "properties": {
                 "payload": any_json,
                 "headers": {"type": "object"},
-                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "seconds"},
+                "timeout": {
+                    "type": ["integer", "null"],
+                    "minimum": 1,
+                    "maximum": MAX_TIMEOUT_SECONDS,
+                    "description": "seconds (GW-CREATE-6)",
+                },
             },
             "additionalProperties": False,
         },
@@ -232,6 +293,16 @@ def _schemas() -> dict[str, Any]:
                 "queues": {"type": "array", "items": {"type": "string"}},
             },
         },
+        "JsonRpcRequest": {
+            "type": "object",
+            "required": ["jsonrpc"],
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "id": {"type": ["string", "integer", "null"]},
+                "method": {"type": "string"},
+                "params": {"type": "object"},
+            },
+        },
         "ProducerEvent": {
             "type": "object",
             "required": ["type"],
@@ -243,13 +314,14 @@ def _schemas() -> dict[str, Any]:
 def openapi_document(manifest: Manifest, *, version: str) -> dict[str, Any]:
     """The document for ``manifest``'s gateway (GW-OPS-2). Pure."""
     flows = sorted(manifest.flows)
-    deployed = sorted(actor.name for actor in manifest.deployed_actors())
+    diagnosable = sorted(set(diagnostic_actors(manifest)) | naming.FIXED_CREW)
     schemes = _security(manifest.gateway.auth.mode)
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": f"asya gateway ({manifest.namespace})", "version": version},
-        # a task goes to a user actor only (crew is refused, GW-CREATE-2); every deployed queue can be diagnosed
-        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(deployed)},
+        # a task goes to a user actor only (crew is refused, GW-CREATE-2); the diagnostic takes every actor of the
+        # manifest and every crew name (GW-OPS-3)
+        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable), **_agent_paths()},
         "components": {"schemas": _schemas(), "securitySchemes": schemes},
     }
     if schemes:

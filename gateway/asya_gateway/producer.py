@@ -6,8 +6,9 @@ from ``data.progress_percent``, else it is unchanged; ``data.curr`` becomes ``cu
 ``data.pause_metadata`` with a string ``prompt``; ``succeeded`` takes ``data.result``; ``failed`` takes ``data.error``
 (default ``task failed``), ``data.error_details`` and ``data.failed_actor``. Of the other members of ``data`` only the
 status-data extras of GW-TASK-2 are kept (the task item stays small, GW-DATA-8); ``data.message`` (a string) is the
-event's message. ``data.message`` and ``data.error`` (1 KiB each), ``data.curr`` and ``data.failed_actor`` (256
-characters) and the extras (4 KiB as JSON) are bounded (``asya.store.limits``): a larger one is a 400 naming it.
+event's message. Bounds (``asya.store.limits``, GW-DATA-8 R2): a longer ``data.message`` (128 bytes) or ``data.error``
+(256 bytes) is cut with an ellipsis; a longer ``data.curr`` or ``data.failed_actor`` (256 characters), or extras over
+384 bytes as JSON, is a 400 naming it.
 ``{"type": "fly", "data"?: any}`` is one FLY value with ``actor`` null and ``envelope_id`` = the task id. Malformed
 input raises :class:`~asya_gateway.errors.HttpError` 400 naming the field.
 """

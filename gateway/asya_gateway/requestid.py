@@ -1,10 +1,16 @@
 """Request ids and the last-resort error answer (GW-GEN-4).
 
-Every response carries ``X-Request-Id``: the API Gateway request id, which the AWS Lambda Web Adapter passes in the
-``x-amzn-request-context`` header (JSON of the API Gateway request context, key ``requestId``), or a UUID4 locally.
-The id is stored in the ASGI scope (``scope["state"]["request_id"]``, i.e. ``request.state.request_id``) and logged
-with one access line per request. An exception that escapes the app is logged with the id and answered 500
-``{"error": "internal error"}`` when the response has not started yet.
+Every response carries ``X-Request-Id``: in AWS the API Gateway request id, which the AWS Lambda Web Adapter passes
+in the ``x-amzn-request-context`` header (JSON of the API Gateway request context, key ``requestId``; the adapter
+writes that header itself over anything the client sent); locally a UUID4, always: the header is never read outside
+Lambda (``trust_request_context=False``), so a caller cannot choose the id its request is logged under. The id is
+stored in the ASGI scope (``scope["state"]["request_id"]``, i.e. ``request.state.request_id``) and logged with one
+access line per request.
+
+An exception that escapes the app is logged with the id and answered 500 ``{"error": "internal error"}`` when the
+response has not started yet. A client that disconnects before the app answered (Starlette's ``ClientDisconnect``,
+say mid-body) is the client's doing: one INFO access line with status :data:`CLIENT_CLOSED` (nginx's 499), no
+traceback, and nothing sent.
 """
 
 from __future__ import annotations
@@ -15,21 +21,31 @@ import uuid
 from typing import Any, Final
 
 from starlette.datastructures import Headers
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from asya_gateway.errors import INTERNAL_ERROR, error_response
 
-__all__ = ["REQUEST_CONTEXT_HEADER", "REQUEST_ID_HEADER", "RequestIdMiddleware", "request_id_from_headers"]
+__all__ = [
+    "CLIENT_CLOSED",
+    "REQUEST_CONTEXT_HEADER",
+    "REQUEST_ID_HEADER",
+    "RequestIdMiddleware",
+    "request_id_from_headers",
+]
 
 _log = logging.getLogger("asya_gateway.access")
 
 REQUEST_ID_HEADER: Final = "X-Request-Id"
 REQUEST_CONTEXT_HEADER: Final = "x-amzn-request-context"
+#: The access-log status of a request whose client went away before the answer (nginx's "client closed request").
+CLIENT_CLOSED: Final = 499
 
 
-def request_id_from_headers(headers: Headers) -> str:
-    """The API Gateway request id from the Lambda Web Adapter header, else a new UUID4."""
-    raw = headers.get(REQUEST_CONTEXT_HEADER)
+def request_id_from_headers(headers: Headers, *, trust_request_context: bool) -> str:
+    """The API Gateway request id from the Lambda Web Adapter header when ``trust_request_context`` (in Lambda only),
+    else a new UUID4."""
+    raw = headers.get(REQUEST_CONTEXT_HEADER) if trust_request_context else None
     if raw:
         try:
             context: Any = json.loads(raw)
@@ -50,14 +66,15 @@ def _printable_ascii(text: str) -> bool:
 class RequestIdMiddleware:
     """Outermost middleware of the app: request id, access log, 500 for escaped exceptions."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, trust_request_context: bool = False) -> None:
         self.app = app
+        self._trust_request_context = trust_request_context
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = request_id_from_headers(Headers(scope=scope))
+        request_id = request_id_from_headers(Headers(scope=scope), trust_request_context=self._trust_request_context)
         scope.setdefault("state", {})["request_id"] = request_id
         started = False
         status = 0
@@ -74,6 +91,9 @@ class RequestIdMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except ClientDisconnect:
+            # the client is gone: there is no one to answer, and nothing on our side failed
+            status = status if started else CLIENT_CLOSED
         except Exception:
             _log.exception("unhandled error in %s %s", scope["method"], scope["path"], extra={"request_id": request_id})
             if started:

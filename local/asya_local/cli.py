@@ -4,18 +4,23 @@ Commands::
 
     asya dev    [--manifest asya.yaml] [--host 127.0.0.1] [--port 8080]    run the mesh locally until Ctrl-C
     asya call   FLOW | --actor NAME [--payload JSON] [--timeout S] [--no-wait] [--url URL]
+    asya call   ... [--brief | --view]                                      one-line summary / the whole view
     asya status ID [--url URL]                                              the task view, pretty JSON
     asya watch  ID [--url URL]                                              the SSE transcript as it arrives
+    asya list | cancel ID | retry ID | checkpoint ID | history ID           task commands (asya_local.tasks_cli)
     asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T] [--port 8080]   the example flow end to end
     asya dlq    list [ACTOR] | show ACTOR | redrive ACTOR   [--local | --endpoint-url URL]   dead-letter queues
+    asya init DIR | synth | deploy | destroy                                a project and its deployment
 
-``--url`` (else env ``ASYA_URL``, else ``http://127.0.0.1:8080``) picks the gateway; ``asya_local.auth`` picks how to
-authenticate to it (env ``ASYA_API_KEY``, IAM signing for ``execute-api`` URLs, ``ASYA_AUTH``). ``call`` creates a task
-(GW-CREATE-7); with ``--no-wait`` it prints the id, otherwise it follows the SSE stream (progress bar and FLY output on
-stderr) and prints the final task view as JSON on stdout. ``--timeout`` is the task's timeout (GW-CREATE-6); the CLI
-stops following 30 s after it. Exit codes: 0 success (``call``/``demo``: the task succeeded), 1 the task failed, was
-canceled or is still not terminal, 2 usage errors, no gateway at the URL, HTTP errors (their ``{"error"}`` message is
-printed) and local-mode start failures.
+``--url``, else the running ``asya dev`` of ``--manifest`` (its state file), else env ``ASYA_URL``, else
+``http://127.0.0.1:8080`` picks the gateway (``asya_local.discovery``); ``asya_local.auth`` picks how to authenticate
+to it (env ``ASYA_API_KEY``, IAM signing for ``execute-api`` URLs, ``ASYA_AUTH``). ``call`` creates a task
+(GW-CREATE-7); with ``--no-wait`` it prints the id, otherwise it follows the SSE stream (progress and FLY output on
+stderr, ``asya_local.progress``) and prints the task view on stdout: without its ``data`` member and empty members by
+default, whole with ``--view``, or as ``status:``, ``result:``/``error:`` and ``id:`` lines with ``--brief``.
+``--timeout`` is the task's timeout (GW-CREATE-6); the CLI stops following 30 s after it. Exit codes: 0 success
+(``call``/``demo``: the task succeeded), 1 the task failed, was canceled or is still not terminal, 2 usage errors, no
+gateway at the URL, HTTP errors (their ``{"error"}`` message is printed) and local-mode start failures.
 
 ``dev`` and ``demo`` pass ``ASYA_API_KEYS`` and ``ASYA_SSE_MAX_SECONDS`` from ``env`` to the local gateway. ``dev``
 serves on exactly ``--port``, keeps the actors' JSON logs (stdout) and writes the gateway's JSON log lines, an access
@@ -40,7 +45,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import Any, Final, TextIO
 
@@ -48,18 +53,21 @@ from botocore.exceptions import ClientError
 
 from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
+from asya_local.agents_cli import add_agent_parsers
 from asya_local.auth import gateway_auth
 from asya_local.cliargs import http_url, port
 from asya_local.client import GatewayClient
+from asya_local.cliio import CliIo, compact_json
+from asya_local.discovery import DEFAULT_URL, URL_ENV, discover
 from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
-from asya_local.localstate import dev_state, running_dev, state_path
+from asya_local.preflight import check_mesh
 from asya_local.progress import ProgressView
+from asya_local.project_cli import add_project_parsers
+from asya_local.tasks_cli import add_task_parsers
 
 __all__ = ["DEFAULT_URL", "URL_ENV", "main"]
 
-DEFAULT_URL: Final = "http://127.0.0.1:8080"
-URL_ENV: Final = "ASYA_URL"
 #: How long ``call`` keeps following after the task's own timeout (the gateway fails the task at its deadline).
 _FOLLOW_GRACE_SECONDS: Final = 30
 #: Gateway environment variables ``dev`` and ``demo`` pass through to the local gateway (GW-AUTH-4).
@@ -72,34 +80,24 @@ _DEMO_TEXT: Final = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Io:
-    out: TextIO
-    err: TextIO
-
-    def print_json(self, value: Any) -> None:
-        self.out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
-        self.out.flush()
-
-    def error(self, message: str) -> None:
-        self.err.write(f"asya: {message}\n")
-        self.err.flush()
-
-
 def main(
     argv: Sequence[str] | None = None,
     *,
     env: Mapping[str, str] | None = None,
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
+    cwd: Path | None = None,
 ) -> int:
-    """Run one command; returns the exit code."""
-    io = _Io(out=stdout or sys.stdout, err=stderr or sys.stderr)
+    """Run one command; returns the exit code. ``cwd`` is where the running ``asya dev`` is looked for (default:
+    the working directory)."""
+    io = CliIo(out=stdout or sys.stdout, err=stderr or sys.stderr)
     environment = os.environ if env is None else env
-    parser = _parser(default_url=environment.get(URL_ENV) or DEFAULT_URL)
+    parser = _parser()
     try:
         with contextlib.redirect_stdout(io.out), contextlib.redirect_stderr(io.err):
             args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+            if hasattr(args, "url"):
+                _resolve_target(parser, args, environment, cwd or Path.cwd(), io)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     args.env = environment
@@ -119,12 +117,35 @@ def main(
     return 2
 
 
-def _parser(*, default_url: str) -> argparse.ArgumentParser:
+def _resolve_target(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, env: Mapping[str, str], cwd: Path, io: CliIo
+) -> None:
+    """Fill ``args.url`` (and ``args.target``, ``args.client``) from ``--url``, the running ``asya dev``,
+    ``ASYA_URL`` or the default (``asya_local.discovery``); a bad URL is a usage error."""
+    target, warning = discover(url=args.url, manifest=args.manifest, env=env, cwd=cwd)
+    if warning is not None:
+        io.error(warning)
+    try:
+        url = http_url(target.url)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"{target.source}: {exc}")  # ASYA_URL or a state file: --url was checked by argparse
+    args.url = url
+    args.target = target
+    args.client = lambda: GatewayClient(url, auth=gateway_auth(url, env))
+
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="asya", description="Run and call an Asya mesh.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     remote = argparse.ArgumentParser(add_help=False)
     remote.add_argument(
-        "--url", type=http_url, default=default_url, help=f"gateway URL (env {URL_ENV}; default {DEFAULT_URL})"
+        "--url",
+        type=http_url,
+        default=None,
+        help=f"gateway URL (default: the running asya dev here, else env {URL_ENV}, else {DEFAULT_URL})",
+    )
+    remote.add_argument(
+        "--manifest", default=None, help="find the running asya dev of this manifest (default ./asya.yaml)"
     )
 
     dev = commands.add_parser("dev", help="run the mesh locally (moto, actors, gateway) until Ctrl-C")
@@ -139,6 +160,8 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     call.add_argument("--payload", type=_json_arg, default=None, help="the payload as JSON (default null)")
     call.add_argument("--timeout", type=_positive_int, default=None, help="task timeout in seconds")
     call.add_argument("--no-wait", action="store_true", help="print the task id and return")
+    call.add_argument("--brief", action="store_true", help="print only the status, the result or error, and the id")
+    call.add_argument("--view", action="store_true", help="print the whole task view as JSON")
     call.set_defaults(run=_call)
 
     status = commands.add_parser("status", parents=[remote], help="print a task view")
@@ -156,6 +179,9 @@ def _parser(*, default_url: str) -> argparse.ArgumentParser:
     demo.add_argument("--port", type=port, default=8080, help="gateway port; a free one when it is in use")
     demo.set_defaults(run=_demo)
     add_dlq_parser(commands)
+    add_task_parsers(commands, remote)
+    add_project_parsers(commands)
+    add_agent_parsers(commands, remote=remote)
     return parser
 
 
@@ -179,34 +205,17 @@ def _positive_int(raw: str) -> int:
 # -- commands ---------------------------------------------------------------------------------------------------
 
 
-def _dev(args: argparse.Namespace, io: _Io) -> int:
+def _dev(args: argparse.Namespace, io: CliIo) -> int:
     from asya_gateway.logs import json_lines_to
-    from asya_local.mesh import LocalMesh
+    from asya_local.devloop import DevLoop, DevOptions
 
-    manifest = load_manifest(args.manifest)
-    state_file = state_path(args.manifest)
-    other = running_dev(state_file)
-    if other is not None:
-        raise LocalModeError(
-            f"another asya dev (pid {other.pid}) is serving {args.manifest} at {other.gateway_url}; stop it first"
-        )
+    options = DevOptions(manifest=args.manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env))
     with (
         _sigterm_as_interrupt(),
         json_lines_to(io.err),  # the access line of every request, with its X-Request-Id, as deployed (GW-GEN-4)
-        LocalMesh(manifest, host=args.host, port=args.port, gateway_env=_gateway_env(args.env)) as mesh,
     ):
-        io.out.write(f"{mesh.url}\n")
-        io.out.flush()
-        io.err.write(
-            f"asya dev: mesh {manifest.namespace!r} is up at {mesh.url} (web console: {mesh.url}/console/); "
-            "press Ctrl-C to stop\n"
-        )
-        io.err.flush()
-        stopped = threading.Event()
         try:
-            with dev_state(mesh, state_file):  # lets `asya dlq --local` find this mesh's moto endpoint
-                while not stopped.wait(3600):
-                    pass
+            return DevLoop(options, out=io.out, err=io.err).run()
         except KeyboardInterrupt:
             io.err.write("asya dev: stopping\n")
     return 0
@@ -230,11 +239,11 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def _call(args: argparse.Namespace, io: _Io) -> int:
+def _call(args: argparse.Namespace, io: CliIo) -> int:
     if (args.flow is None) == (args.actor is None):
         io.error("give exactly one of FLOW and --actor NAME")
         return 2
-    with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
+    with args.client() as client:
         created = client.create(flow=args.flow, actor=args.actor, payload=args.payload, timeout=args.timeout)
         task_id = str(created["id"])
         if args.no_wait:
@@ -242,18 +251,39 @@ def _call(args: argparse.Namespace, io: _Io) -> int:
             return 0
         limit = None if args.timeout is None else args.timeout + _FOLLOW_GRACE_SECONDS
         view = _follow(client, task_id, io, limit=limit)
-    io.print_json(view)
+    if args.brief:
+        _print_brief(view, io)
+    else:
+        io.print_json(view if args.view else _short_view(view))
     return 0 if view.get("status") == "succeeded" else 1
 
 
-def _status(args: argparse.Namespace, io: _Io) -> int:
-    with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
+def _short_view(view: dict[str, Any]) -> dict[str, Any]:
+    """The task view without its ``data`` member (the last status event's data, which repeats the view) and without
+    empty members: what ``call`` prints unless ``--view`` asks for all of it."""
+    return {key: value for key, value in view.items() if key != "data" and value is not None}
+
+
+def _print_brief(view: dict[str, Any], io: CliIo) -> None:
+    """``status: S``, then ``result: <JSON>`` or ``error: E`` (with the failed actor), then ``id: ID``."""
+    status = view.get("status")
+    io.line(f"status: {status}")
+    if status == "succeeded":
+        io.line(f"result: {compact_json(view.get('result'))}")
+    elif status == "failed":
+        actor = view.get("failed_actor")
+        io.line(f"error: {view.get('error')}" + (f" (at {actor})" if actor else ""))
+    io.line(f"id: {view.get('id')}")
+
+
+def _status(args: argparse.Namespace, io: CliIo) -> int:
+    with args.client() as client:
         io.print_json(client.get(args.id))
     return 0
 
 
-def _watch(args: argparse.Namespace, io: _Io) -> int:
-    with GatewayClient(args.url, auth=gateway_auth(args.url, args.env)) as client:
+def _watch(args: argparse.Namespace, io: CliIo) -> int:
+    with args.client() as client:
         for event in client.events(args.id).events():
             if event.retry is not None:
                 io.out.write(f"retry: {event.retry}\n")
@@ -266,10 +296,11 @@ def _watch(args: argparse.Namespace, io: _Io) -> int:
     return 0
 
 
-def _demo(args: argparse.Namespace, io: _Io) -> int:
+def _demo(args: argparse.Namespace, io: CliIo) -> int:
     from asya_local.mesh import LocalMesh
 
     manifest = load_manifest(args.manifest)
+    check_mesh(manifest, source=args.manifest, instantiate=True)
     io.err.write(f"asya demo: starting mesh {manifest.namespace!r} (moto, {len(manifest.deployed_actors())} actors)\n")
     mesh = LocalMesh(
         manifest,
@@ -313,7 +344,7 @@ def _gateway_env(env: Mapping[str, str]) -> dict[str, str]:
     return {name: env[name] for name in _GATEWAY_PASSTHROUGH if name in env}
 
 
-def _follow(client: GatewayClient, task_id: str, io: _Io, *, limit: float | None) -> dict[str, Any]:
+def _follow(client: GatewayClient, task_id: str, io: CliIo, *, limit: float | None) -> dict[str, Any]:
     """Show the task's events until it ends (or ``limit`` seconds pass), then return its task view."""
     view = ProgressView(io.err, tty=io.err.isatty(), columns=shutil.get_terminal_size((100, 24)).columns)
     deadline = None if limit is None else time.monotonic() + limit

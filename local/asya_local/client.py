@@ -1,4 +1,5 @@
-"""A small HTTP client of the gateway's REST routes (GATEWAY sections 3, 4, 7) used by the CLI.
+"""A small HTTP client of the gateway's REST routes (GATEWAY sections 3-7) and of ``asya dev``'s run history, used
+by the CLI.
 
 Every call raises :class:`GatewayUnreachableError` when nothing listens at the URL and :class:`GatewayHttpError`
 carrying the ``{"error": ...}`` message for any error status. ``auth`` (``asya_local.auth.gateway_auth``) signs or
@@ -61,6 +62,39 @@ class GatewayClient:
     def get(self, task_id: str) -> dict[str, Any]:
         """``GET /api/v1/mesh/{id}``: the task view (GW-TASK-1)."""
         return self._json(self._request("GET", f"/api/v1/mesh/{quote(task_id, safe='')}"))
+
+    def list(
+        self, *, status: str | None = None, flow: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> dict[str, Any]:
+        """``GET /api/v1/mesh/``: ``{"messages", "total", "next_cursor"}``, newest first (GW-LIST-1, GW-LIST-2)."""
+        params = {
+            name: str(value)
+            for name, value in (("status", status), ("flow", flow), ("limit", limit), ("cursor", cursor))
+            if value is not None
+        }
+        return self._json(self._request("GET", "/api/v1/mesh/", params=params))
+
+    def cancel(self, task_id: str) -> None:
+        """``DELETE /api/v1/mesh/{id}``: 204 whether or not the task was still running (GW-CANCEL-1)."""
+        self._request("DELETE", f"/api/v1/mesh/{quote(task_id, safe='')}")
+
+    def history(self, task_id: str) -> dict[str, Any]:
+        """``GET /api/v1/dev/history/{id}``: the local run history, served by ``asya dev`` only."""
+        return self._json(self._request("GET", f"/api/v1/dev/history/{quote(task_id, safe='')}"))
+
+    def download(self, url: str) -> bytes:
+        """The body of ``url`` (a presigned ``payload_url`` of a task view), with no gateway credentials attached."""
+        try:
+            response = httpx.get(url, timeout=_TIMEOUT)
+        except httpx.TransportError as exc:
+            raise unreachable(url, exc) from exc
+        if response.status_code >= 400:
+            raise GatewayHttpError(response.status_code, error_message(response), url)
+        return response.content
+
+    def agent_card(self) -> dict[str, Any]:
+        """``GET /.well-known/agent-card.json``: the A2A agent card (GW-A2A-1)."""
+        return self._json(self._request("GET", "/.well-known/agent-card.json"))
 
     def health(self) -> dict[str, Any]:
         return self._json(self._request("GET", "/health"))

@@ -10,6 +10,12 @@ the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free por
 ``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy`` says so).
 ``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order.
 
+The gateway app gets the local routes of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
+process is gone (:meth:`LocalMesh.moto_problem`), and, when a :class:`~asya_local.history.RunHistory` is given
+(``asya dev`` gives one), ``GET /api/v1/dev/history/{id}`` served from it; the history then records every delivery
+of the emulators and every send of the mesh's SQS client. With a :class:`~asya_local.reload.CodeWatcher`, user
+actors' runtimes are rebuilt (their handler code imported afresh) before the first invocation after a code change.
+
 Runtimes are the real Lambda entry points, picked by actor name: ``x-sink`` -> ``asya_crew.sink.SinkRuntime``,
 ``x-sump`` -> ``asya_crew.sump.SumpRuntime``, any other -> ``asya.sidecar.ActorRuntime``; each is built as
 ``Runtime(ActorConfig.from_env(env), sqs=, dynamodb=, s3=)`` where ``env`` holds exactly the variables the CDK app
@@ -40,11 +46,14 @@ from asya.config import ENV, LOG_LEVEL_ENV, ActorConfig
 from asya.environment import actor_environment, gateway_environment
 from asya.manifest import DeployedActor, Manifest
 from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
-from asya_local.esm import EsmConfig, EventSourceMapping
+from asya_local.devroutes import install_dev_routes
+from asya_local.esm import EsmConfig, EventSourceMapping, Handler
 from asya_local.exceptions import LocalModeError
+from asya_local.history import RunHistory
 from asya_local.lambda_event import LambdaContext
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources, provision
+from asya_local.reload import CodeWatcher, ReloadingHandler
 
 __all__ = ["ActorRuntimeLike", "LocalMesh", "runtime_entry_point", "runtime_environment"]
 
@@ -93,6 +102,9 @@ class LocalMesh:
         backstop_interval: float | None = DEFAULT_BACKSTOP_INTERVAL,
         startup_timeout: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
+        history: RunHistory | None = None,
+        watcher: CodeWatcher | None = None,
+        moto_problem: Callable[[], str | None] | None = None,
     ) -> None:
         if concurrency < 1:
             raise LocalModeError(f"concurrency must be >= 1, got {concurrency!r}")
@@ -113,6 +125,9 @@ class LocalMesh:
         self._backstop_interval = backstop_interval
         self._startup_timeout = startup_timeout
         self._monotonic = monotonic
+        self._history = history
+        self._watcher = watcher
+        self._moto_problem = moto_problem
         self._moto: MotoServer | None = None
         self._clients: AwsClients | None = None
         self._resources: MeshResources | None = None
@@ -145,6 +160,18 @@ class LocalMesh:
     def moto_pid(self) -> int | None:
         """The process id of the mesh's own moto server (``None`` when ``endpoint_url`` named another endpoint)."""
         return self._moto.pid if self._moto is not None else None
+
+    @property
+    def history(self) -> RunHistory | None:
+        """The run history the mesh records (``asya dev``), ``None`` when it records none."""
+        return self._history
+
+    def moto_problem(self) -> str | None:
+        """``None`` while the mesh's moto server runs; else why not. The mesh checks its own server; with another
+        endpoint, the ``moto_problem`` it was given (``None``: no check)."""
+        if self._moto is not None:
+            return self._moto.problem()
+        return self._moto_problem() if self._moto_problem is not None else None
 
     @property
     def backstop(self) -> BackstopLoop | None:
@@ -186,14 +213,17 @@ class LocalMesh:
             endpoint = self._moto.endpoint_url
         clients = make_clients(endpoint, region=self._region)
         self._clients = clients
+        if self._history is not None:
+            self._history.attach(clients.sqs)
         resources = provision(
             self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3, region=self._region
         )
         self._resources = resources
         for actor in self.manifest.deployed_actors():
-            runtime = self._build_runtime(actor, resources, clients)
             # Lambda scales an SQS event source up to the actor's max_concurrency: as many local pollers (capped)
             workers = min(actor.max_concurrency or self._concurrency, _MAX_WORKERS)
+            # one runtime per concurrent invocation, as Lambda runs them in separate containers
+            new_handler = functools.partial(self._runtime_handler, actor, resources, clients)
             esm = EventSourceMapping(
                 EsmConfig(
                     function_name=self.manifest.queue_name(actor.name),
@@ -205,11 +235,10 @@ class LocalMesh:
                     wait_seconds=self._poll_wait_seconds,
                     region=self._region,
                 ),
-                runtime.handle,
+                new_handler(),
                 sqs=clients.sqs,
                 monotonic=self._monotonic,
-                # one runtime per concurrent invocation, as Lambda runs them in separate containers
-                new_handler=functools.partial(self._runtime_handler, actor, resources, clients),
+                new_handler=new_handler,
             )
             self._esms[actor.name] = esm
             esm.start()
@@ -260,8 +289,16 @@ class LocalMesh:
 
     # -- parts -----------------------------------------------------------------------------------------------
 
-    def _runtime_handler(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> Any:
-        return self._build_runtime(actor, resources, clients).handle
+    def _runtime_handler(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> Handler:
+        def build() -> Handler:
+            return self._recorded(actor.name, self._build_runtime(actor, resources, clients).handle)
+
+        if self._watcher is None or actor.crew:
+            return build()
+        return ReloadingHandler(build, self._watcher)
+
+    def _recorded(self, actor: str, handler: Handler) -> Handler:
+        return handler if self._history is None else self._history.wrap(actor, handler)
 
     def _account_env(self) -> dict[str, str]:
         """``ASYA_ACCOUNT_ID`` when the mesh runs its own moto (whose account is fixed), so queue URLs are built as in
@@ -312,7 +349,9 @@ class LocalMesh:
             **self._gateway_env,
         }
         config = GatewayConfig.from_env(env)
-        return create_app(config, manifest=self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
+        app = create_app(config, manifest=self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
+        install_dev_routes(app, moto_problem=self.moto_problem, history=self._history)
+        return app
 
 
 def _bound_socket(host: str, port: int) -> socket.socket:

@@ -117,6 +117,16 @@ class MotoServer:
             raise LocalModeError("moto server is not running: call start() first")
         return self._process.pid
 
+    def problem(self) -> str | None:
+        """``None`` while the server process runs; else why the mesh can no longer use it."""
+        process = self._process
+        if process is None:
+            return "moto server is not running"
+        code = process.poll()
+        if code is None:
+            return None
+        return f"moto server (pid {process.pid}) exited with code {code}: the local queues, tables and objects are gone"
+
     def start(self) -> None:
         if self._process is not None:
             return

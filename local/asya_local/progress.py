@@ -1,24 +1,29 @@
 """Rendering a task's SSE events for a person: a progress bar that follows the stream, and the live FLY output.
 
 Both modes draw the same line, ``[#######-------]  50.0%  analyze  processing``, from ``progress_percent``,
-``current_actor`` and ``step`` of ``status`` events (GW-TASK-2); a terminal status shows the status instead of the
-actor and step. FLY values (GW-SSE-11) are the partial output: strings as they are, other values as JSON.
+``current_actor`` and ``step`` of ``status`` events (GW-TASK-2). A ``retrying`` step adds
+``attempt N in D s: <error>`` (its ``attempt``, ``delay_seconds`` and ``error``); a terminal status shows the
+status instead of the actor and step, and a ``failed`` one adds ``<error> (at <failed_actor>)``.
+
+FLY values (GW-SSE-11) are the partial output: a string is text and is shown as it is, streamed; any other value is
+shown as one line of JSON.
 
 - On a TTY the line is redrawn in place and the tail of the partial output is shown after ``|``; ``finish()`` ends
   the line and prints the whole partial output once.
-- Otherwise (a pipe, a log file) a new line is written each time the line would change, so a log shows every step;
-  partial output gathered since the last line is written before the next one as ``  | <text>``, and once more by
-  ``finish()`` when some is still pending.
+- Otherwise (a pipe, a log file) everything is written as it arrives, in event order, flushed at once: a new
+  status line each time the line would change (so a log shows every step), FLY text as it comes (a line break is
+  added before the next status line when the text did not end with one), each other FLY value on a line of its own.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TextIO
 
 from asya_local.sse import SseEvent
 
-__all__ = ["ProgressView", "render_bar"]
+__all__ = ["ProgressView", "render_bar", "status_label"]
 
 _BAR_WIDTH = 24
 
@@ -40,7 +45,7 @@ class ProgressView:
         self._percent = 0.0
         self._label = ""
         self._partial = ""
-        self._pending = ""
+        self._midline = False
         self._last_line = ""
         self._drawn = False
 
@@ -64,23 +69,29 @@ class ProgressView:
         percent = data.get("progress_percent")
         if isinstance(percent, int | float) and not isinstance(percent, bool):
             self._percent = float(percent)
-        parts = [str(data[key]) for key in ("current_actor", "step") if data.get(key)]
-        status = data.get("status")
-        if status != "running" and isinstance(status, str):
-            parts = [status]
-        self._label = "  ".join(parts)
+        self._label = status_label(data)
         if self._tty:
             self._draw()
         else:
             self._write_line()
 
     def _on_fly(self, value: object) -> None:
-        text = value if isinstance(value, str) else json.dumps(value)
+        if isinstance(value, str):
+            text = value
+        else:
+            text = json.dumps(value, ensure_ascii=False) + "\n"
+            if self._partial and not self._partial.endswith("\n"):
+                text = "\n" + text
         self._partial += text
         if self._tty:
             self._draw()
-        else:
-            self._pending += text
+            return
+        if not isinstance(value, str):
+            self._end_midline()
+            text = text.lstrip("\n")
+        self._out.write(text)
+        self._midline = bool(text) and not text.endswith("\n")
+        self._out.flush()
 
     def _line(self) -> str:
         return f"{render_bar(self._percent)}  {self._label}".rstrip()
@@ -97,24 +108,41 @@ class ProgressView:
         self._drawn = True
 
     def _write_line(self) -> None:
-        self._flush_pending()
         line = self._line()
         if line != self._last_line:
+            self._end_midline()
             self._out.write(line + "\n")
             self._last_line = line
         self._out.flush()
 
-    def _flush_pending(self) -> None:
-        if self._pending:
-            self._out.write(f"  | {self._pending}\n")
-            self._pending = ""
+    def _end_midline(self) -> None:
+        if self._midline:
+            self._out.write("\n")
+            self._midline = False
 
     def finish(self) -> None:
         if self._tty:
             if self._drawn:
                 self._out.write("\r\x1b[K" + self._line() + "\n")
             if self._partial:
-                self._out.write(f"partial output: {self._partial}\n")
+                self._out.write(f"partial output: {self._partial.rstrip(chr(10))}\n")
         else:
-            self._flush_pending()
+            self._end_midline()
         self._out.flush()
+
+
+def status_label(data: Mapping[str, object]) -> str:
+    """What follows the bar for one status data object (GW-TASK-2)."""
+    status = data.get("status")
+    if isinstance(status, str) and status != "running":
+        if status == "failed":
+            actor = data.get("failed_actor")
+            where = f" (at {actor})" if actor else ""
+            return f"failed  {data.get('error') or 'task failed'}{where}"
+        return status
+    parts = [str(data[key]) for key in ("current_actor", "step") if data.get(key)]
+    if data.get("step") == "retrying":
+        delay = data.get("delay_seconds")
+        retry = f"attempt {data.get('attempt')}" + (f" in {delay} s" if delay is not None else "")
+        parts.append(f"{retry}: {data['error']}" if data.get("error") else retry)
+    return "  ".join(parts)

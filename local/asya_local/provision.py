@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
 __all__ = [
+    "DLQ_RETENTION_SECONDS",
     "QUEUE_RETENTION_SECONDS",
     "TIMER_MAX_RECEIVE_COUNT",
     "TIMER_VISIBILITY_SECONDS",
@@ -32,8 +33,10 @@ __all__ = [
     "provision",
 ]
 
-#: 14 days, the SQS maximum, for queues and DLQs alike (P-ACK-6).
-QUEUE_RETENTION_SECONDS: Final = 1_209_600
+#: A source queue keeps messages 7 days (P-ACK-6; the CDK app: asya_cdk.actor.QUEUE_RETENTION).
+QUEUE_RETENTION_SECONDS: Final = 604_800
+#: A DLQ keeps messages longer than its source queue (14 days, the SQS maximum): SQS keeps the original enqueue time.
+DLQ_RETENTION_SECONDS: Final = 1_209_600
 #: The timer queue's visibility timeout: at least the backstop function's timeout (55 s), as Lambda requires of an
 #: SQS event source; a failed timer comes back after it, within GW-BACK-1's 60 s.
 TIMER_VISIBILITY_SECONDS: Final = 60
@@ -85,7 +88,7 @@ def _create_queue_pair(
 ) -> tuple[str, str]:
     dlq_url = sqs.create_queue(
         QueueName=manifest.dlq_name(name),
-        Attributes={"MessageRetentionPeriod": str(QUEUE_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
+        Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
     )["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     queue_url = sqs.create_queue(

@@ -58,7 +58,7 @@ class Dev:
     def dlq(self, *argv: str) -> tuple[int, Any]:
         out, err = io.StringIO(), io.StringIO()
         argv = ("dlq", *argv, "--manifest", str(self.root / "asya.yaml"), "--local", "--json")
-        code = main(list(argv), env={}, stdout=out, stderr=err)
+        code = main(list(argv), env={}, stdout=out, stderr=err, cwd=Path(__file__).resolve().parent)
         assert code in (0, 1), err.getvalue()
         return code, json.loads(out.getvalue())
 

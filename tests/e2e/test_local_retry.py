@@ -24,8 +24,8 @@ def test_flaky_actor_succeeds_on_the_third_attempt(flaky_mesh: LocalMesh, flaky_
 
     retries = [e.json() for e in events if e.event == "status" and e.json().get("step") == "retrying"]
     assert [(r["current_actor"], r["attempt"], r["delay_seconds"]) for r in retries] == [
-        ("flaky", 2, 0),
-        ("flaky", 3, 0),
+        ("flaky", 2, 1),
+        ("flaky", 3, 1),
     ]
     assert retries[0]["error"] == "e2e_flaky_actors.UpstreamDownError: upstream down (call 1)"
 
@@ -45,8 +45,9 @@ def test_p_res_13_on_exhausted_chain_decides_the_task_outcome(flaky_mesh: LocalM
     task_id = flaky_gateway.create(flow="rescued", payload={"text": "lost cause"})
     events = flaky_gateway.follow(task_id)
     assert terminal_status(events[-1]) == "succeeded"
+    # a retry without delay is over before the next poll: its retrying status may coalesce away (GW-SSE-3)
     retries = [e.json() for e in events if e.event == "status" and e.json().get("step") == "retrying"]
-    assert [(r["current_actor"], r["attempt"]) for r in retries] == [("doomed", 2)]
+    assert [(r["current_actor"], r["attempt"]) for r in retries] in ([], [("doomed", 2)])
 
     task = flaky_gateway.get(task_id)
     assert task["status"] == "succeeded"

@@ -2,7 +2,8 @@
 environment, messages delivered as the Lambda SQS event the ESM would build, queue draining, a test envelope, the
 ``Harness`` of one actor and the log lines of a runtime.
 
-Import it as ``tests.functional.actors``; test modules import nothing from one another.
+Import it as ``tests.functional.actors``; test modules import nothing from one another. ``TaskWrites`` is the
+window on revision 2's single task-item write per hop: the item each accepted write left, and every write request.
 """
 
 from __future__ import annotations
@@ -180,6 +181,74 @@ def envelope(
     if parent_id:
         env["parent_id"] = parent_id
     return env
+
+
+def run_sink(mesh: Any, bodies: Sequence[dict[str, Any]], *, clock: Callable[[], datetime]) -> dict[str, Any]:
+    """Deliver ``bodies`` to x-sink's queue and run the real x-sink runtime on them as one batch; its response."""
+    from asya_crew.sink import SinkRuntime
+
+    config = ActorConfig.from_env(actor_env(mesh, naming.SINK))
+    sink = SinkRuntime(
+        config,
+        sqs=mesh.aws.sqs,
+        dynamodb=mesh.aws.dynamodb,
+        s3=mesh.aws.s3,
+        clock=clock,
+        logger=logging.getLogger("test.x-sink"),
+    )
+    url = str(mesh.resources.queue_urls[naming.SINK])
+    response: dict[str, Any] = sink.handle(deliver(mesh.aws.sqs, url, bodies, arn=queue_arn(mesh, naming.SINK)), None)
+    return response
+
+
+class TaskWrites:
+    """Every DynamoDB write request a client makes to one task's partition (``requests``: ``(operation, params)``)
+    and, for each accepted ``UpdateItem`` of its task item, the item it left (``states``: the ``ALL_NEW`` attributes,
+    decoded to plain values). Status changes are stored as no item (spec revision 2), so this is how a test sees the
+    intermediate states of a hop. Use as a context manager around the run."""
+
+    _WRITES = ("UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
+
+    def __init__(self, client: Any, task_id: str) -> None:
+        self._client = client
+        self._pk = {"S": f"TASK#{task_id}"}
+        self.requests: list[tuple[str, dict[str, Any]]] = []
+        self.states: list[dict[str, Any]] = []
+
+    def __enter__(self) -> TaskWrites:
+        self._client.meta.events.register("provide-client-params.dynamodb", self._request)
+        self._client.meta.events.register("after-call.dynamodb.UpdateItem", self._after)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._client.meta.events.unregister("provide-client-params.dynamodb", self._request)
+        self._client.meta.events.unregister("after-call.dynamodb.UpdateItem", self._after)
+
+    def _request(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        keys = (params.get("Key", {}).get("pk"), params.get("Item", {}).get("pk"))
+        if model.name in self._WRITES and self._pk in keys:
+            self.requests.append((model.name, dict(params)))
+
+    def _after(self, parsed: dict[str, Any], **_: Any) -> None:
+        item = parsed.get("Attributes") or {}
+        if item.get("pk") == self._pk and item.get("sk") == {"S": "TASK"}:
+            self.states.append({name: _plain(name, value) for name, value in item.items()})
+
+    def steps(self) -> list[tuple[str, str | None]]:
+        """``(status, step)`` left by each accepted task-item write, in order."""
+        return [(state["status"], state.get("step")) for state in self.states]
+
+    def operations(self) -> list[str]:
+        return [name for name, _ in self.requests]
+
+
+def _plain(name: str, value: dict[str, Any]) -> Any:
+    """A stored attribute as a plain value; ``data`` is stored as JSON text."""
+    (kind, raw), *_ = value.items()
+    if kind == "N":
+        number = float(raw)
+        return int(number) if number.is_integer() else number
+    return json.loads(raw) if name == "data" else raw
 
 
 class LogLines(logging.Handler):

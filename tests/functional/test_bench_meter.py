@@ -59,21 +59,28 @@ def test_task_writes_are_billed_from_the_items_before_and_after(metered: tuple[M
             route_curr="normalize",
             route_next=["analyze", "summarize"],
         )
-        assert store.preflight_statuses(["t-1", "t-unknown"]) == {"t-1": "running"}
+        assert store.statuses(["t-1", "t-unknown"]) == {"t-1": "running"}
     usage = meter.snapshot()
     create = usage[("gateway", "dynamodb", "PutItem")]
     assert create.requests == 2
     assert create.wru_table == 2  # the task and body items, each under 1 KB; event 1 is the task item (GW-CREATE-7)
-    assert create.wru_index == 3  # the new task enters all three indexes
+    assert create.wru_index == 2  # keys-only by_created, and long_deadlines (a deadline years away); no by_outcome
     assert ("gateway", "dynamodb", "TransactWriteItems") not in usage  # transactions bill twice (GW-DATA-8)
     update = usage[("normalize", "dynamodb", "UpdateItem")]
     assert (update.requests, update.wru_table) == (1, 1)
-    assert update.wru_index == 2  # by_status moves (pending -> running); by_created and active_deadlines untouched
-    event = usage[("normalize", "dynamodb", "PutItem")]
-    assert (event.requests, event.wru, event.wru_index) == (1, 1, 0)
+    assert update.wru_index == 0  # R2: a status change changes no index key (GW-DATA-8)
+    assert ("normalize", "dynamodb", "PutItem") not in usage  # R2: no status event item
     preflight = usage[("normalize", "dynamodb", "BatchGetItem")]
     assert preflight.requests == 1
     assert preflight.rru == 2  # both keys, found or not, strongly consistent
+    with meter.component("x-sink"):
+        assert store.report_final("t-1", status="failed", error="boom", error_details={"message": "boom"})
+    usage = meter.snapshot()
+    final = usage[("x-sink", "dynamodb", "UpdateItem")]
+    # the terminal write: the task item, by_outcome entered and long_deadlines left
+    assert (final.requests, final.wru_table, final.wru_index) == (1, 1, 2)
+    result = usage[("x-sink", "dynamodb", "PutItem")]
+    assert (result.requests, result.wru, result.wru_index) == (1, 1, 0)  # the result item
 
 
 def test_calls_from_undeclared_threads_go_to_the_gateway_or_backstop(metered: tuple[Meter, Any]) -> None:

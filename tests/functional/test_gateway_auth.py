@@ -11,7 +11,7 @@ import pytest
 
 from asya.manifest import GatewayAuth, Manifest
 from asya.manifest import GatewayConfig as ManifestGateway
-from asya_gateway import GatewayConfig, GatewayConfigError, create_app
+from asya_gateway import GatewayConfig, create_app
 
 pytestmark = pytest.mark.functional
 
@@ -90,9 +90,3 @@ def test_none_and_iam_modes_do_not_check_gw_auth_3_6(mesh: Any, serve_asgi: Any,
         with _client(mesh, serve_asgi, GatewayConfig(), auth) as client:
             assert client.get("/api/v1/mesh/x").status_code == 404
     assert any("not authenticated" in record.getMessage() for record in caplog.records)
-
-
-def test_jwt_mode_is_refused_at_start(mesh: Any) -> None:
-    auth = GatewayAuth(mode="jwt", jwks_url="https://idp.example/jwks", issuer="https://idp.example", audience="asya")
-    with pytest.raises(GatewayConfigError, match="jwt"):
-        create_app(GatewayConfig(), manifest=_with_auth(mesh.manifest, auth), sqs=mesh.aws.sqs)

@@ -82,13 +82,25 @@ def test_gw_ops_2_openapi_document_is_valid_and_describes_every_route(gw: Gw) ->
     }
     assert described == served
     create = document["paths"]["/api/v1/mesh/"]["post"]
-    flows = next(p for p in create["parameters"] if p["name"] == "flow")["schema"]["enum"]
-    assert flows == sorted(gw.mesh.manifest.flows)
-    actors = next(p for p in create["parameters"] if p["name"] == "actor")["schema"]["enum"]
+    # a name, or the empty value that counts as absent
+    flow_schema = next(p for p in create["parameters"] if p["name"] == "flow")["schema"]
+    assert flow_schema["anyOf"][1] == {"const": ""}
+    assert flow_schema["anyOf"][0]["enum"] == sorted(gw.mesh.manifest.flows)
+    actors = next(p for p in create["parameters"] if p["name"] == "actor")["schema"]["anyOf"][0]["enum"]
     assert actors == sorted(gw.mesh.manifest.actors)  # user actors only: crew is refused (GW-CREATE-2)
     diagnostic = document["paths"]["/api/v1/system/mq-diagnostic"]["post"]["requestBody"]["content"]
     queues = diagnostic["application/json"]["schema"]["properties"]["actors"]["items"]["enum"]
-    assert {"x-sink", "x-sump"} <= set(queues)
+    assert queues == [  # what the route accepts: every actor of the manifest and every crew name (GW-OPS-3)
+        "analyze",
+        "normalize",
+        "split",
+        "summarize",
+        "x-deadline",
+        "x-pause",
+        "x-resume",
+        "x-sink",
+        "x-sump",
+    ]
     assert document["paths"]["/health"]["get"]["security"] == []
     assert "sigv4" in document["components"]["securitySchemes"]  # the example's gateway.auth.mode: iam
 
@@ -166,23 +178,28 @@ def _cursor(day: str, key: dict[str, str]) -> str:
 
 
 def test_cursor_of_another_listing_answers_400_naming_cursor_gw_list_1(gw: Gw) -> None:
-    """GW-LIST-1: a cursor is only valid for the listing that produced it. One from ``?status=pending`` reused
-    without the filter, or with another status, answers 400 naming ``cursor`` (it used to reach DynamoDB as an
-    ``ExclusiveStartKey`` of the wrong index: a 500)."""
+    """GW-LIST-1: a cursor is only valid for the index partition of the listing that produced it. R2: ``failed`` and
+    ``canceled`` list from the sparse ``by_outcome`` index, every other listing from ``by_created``; a cursor of one
+    reused with the other, or a ``failed`` cursor with ``canceled``, answers 400 naming ``cursor`` (it would reach
+    DynamoDB as an ``ExclusiveStartKey`` of the wrong index: a 500)."""
     for _ in range(2):
-        gw.create("actor=analyze")
-    pending = gw.client.get("/api/v1/mesh/?status=pending&limit=1").json()
-    cursor = pending["next_cursor"]
+        task_id = gw.create("actor=analyze")
+        assert gw.store.report_final(task_id, status="failed", error="boom")
+    failed = gw.client.get("/api/v1/mesh/?status=failed&limit=1").json()
+    cursor = failed["next_cursor"]
     assert cursor is not None
-    assert len(gw.client.get(f"/api/v1/mesh/?status=pending&limit=1&cursor={cursor}").json()["messages"]) == 1
-    for query in (f"cursor={cursor}", f"status=running&cursor={cursor}"):
+    assert len(gw.client.get(f"/api/v1/mesh/?status=failed&limit=1&cursor={cursor}").json()["messages"]) == 1
+    for query in (f"cursor={cursor}", f"status=pending&cursor={cursor}", f"status=canceled&cursor={cursor}"):
         response = gw.client.get(f"/api/v1/mesh/?{query}")
         assert response.status_code == 400, (query, response.text)
         assert response.json()["error"].startswith("cursor: invalid cursor "), response.json()
     unfiltered = gw.client.get("/api/v1/mesh/?limit=1").json()["next_cursor"]
-    response = gw.client.get(f"/api/v1/mesh/?status=pending&cursor={unfiltered}")
+    response = gw.client.get(f"/api/v1/mesh/?status=failed&cursor={unfiltered}")
     assert response.status_code == 400
     assert response.json()["error"].startswith("cursor: invalid cursor ")
+    # pending, running and unfiltered listings share by_created: its cursors carry over, and the filter still applies
+    carried = gw.client.get(f"/api/v1/mesh/?status=pending&cursor={unfiltered}")
+    assert (carried.status_code, carried.json()["messages"]) == (200, [])
 
 
 @pytest.mark.parametrize(
@@ -277,4 +294,5 @@ def test_sse_data_stays_one_line_for_splitlines_clients_gw_sse_2_gw_sse_11(gw: G
     assert data[0]["status"] == "succeeded"
     assert data[0]["result"] == value
     assert data[1] == {"payload": {"text": value}, "actor": None, "envelope_id": task_id}
-    assert len(data) == 2
+    assert data[2]["status"] == "succeeded" and data[2]["result"] == value  # the terminal event, id L (R2)
+    assert len(data) == 3

@@ -122,11 +122,12 @@ def test_terminal_task_replays_fly_then_closes_and_204_past_end_gw_sse_6_8(gw: G
     gw.store.report_final(task_id, status="failed", error="boom")  # seq 3
     with gw.client.stream("GET", f"/api/v1/mesh/{task_id}/events") as response:
         got = list(frames(response))
-    assert [(f.get("id"), f["event"]) for f in got] == [(None, "status"), (2, "fly")]
-    assert got[0]["data"]["status"] == "failed"
-    assert got[0]["data"]["error"] == "boom"
+    # R2: the terminal catch-up (no id), the replay, then the terminal status itself with id L, and the stream ends
+    assert [(f.get("id"), f["event"]) for f in got] == [(None, "status"), (2, "fly"), (3, "status")]
+    assert got[0]["data"]["status"] == got[2]["data"]["status"] == "failed"
+    assert got[0]["data"]["error"] == got[2]["data"]["error"] == "boom"
     with gw.client.stream("GET", f"/api/v1/mesh/{task_id}/events", headers={"Last-Event-ID": "2"}) as response:
-        assert [f["event"] for f in frames(response)] == ["status"]
+        assert [(f.get("id"), f["event"]) for f in frames(response)] == [(None, "status"), (3, "status")]
     past = gw.client.get(f"/api/v1/mesh/{task_id}/events", headers={"Last-Event-ID": "3"})
     assert (past.status_code, past.content) == (204, b"")
     by_query = gw.client.get(f"/api/v1/mesh/{task_id}/events?last_event_id=7")
@@ -136,7 +137,7 @@ def test_terminal_task_replays_fly_then_closes_and_204_past_end_gw_sse_6_8(gw: G
         "GET", f"/api/v1/mesh/{task_id}/events?last_event_id=3", headers={"Last-Event-ID": "0"}
     ) as response:
         assert response.status_code == 200
-        assert [f["event"] for f in frames(response)] == ["status", "fly"]
+        assert [f["event"] for f in frames(response)] == ["status", "fly", "status"]
 
 
 def test_unknown_id_and_bad_last_event_id_gw_sse_1(gw: Gw) -> None:

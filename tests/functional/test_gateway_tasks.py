@@ -139,19 +139,68 @@ def test_create_starts_new_trace_for_invalid_traceparent_p_trace_2(gw: Gw) -> No
     assert "00000000000000000000000000000000" not in body["headers"]["traceparent"]
 
 
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
+DEEP_257 = _nested(257)
+NULL_PAYLOAD = (
+    'payload does not match input_schema: $: the payload is null or missing; send the input as {"payload": <input>}'
+)
+
 BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
     ("", {}, 400, "actor or flow query parameter required"),
     ("actor=analyze&flow=text-pipeline", {}, 400, "use either actor or flow, not both"),
-    ("actor=nope", {}, 404, "actor not found: nope"),
+    ("actor=nope", {}, 404, "actor not found: nope (actors: analyze, normalize, split, summarize)"),
     ("actor=x-sink", {}, 400, "actor 'x-sink' is reserved for crew"),
-    ("flow=nope", {}, 404, "flow not found: nope"),
+    ("flow=nope", {}, 404, "flow not found: nope (flows: sentences, text-pipeline)"),
     (
         "actor=analyze",
         {"route": ["a"]},
         400,
         "routing fields are not allowed in the body: 'route'; the entry point is ?actor= or ?flow=",
     ),
-    ("actor=analyze", {"extra": 1}, 400, "unknown field 'extra'"),
+    (
+        "actor=analyze",
+        {"extra": 1},
+        400,
+        """unknown field 'extra': the task input goes under 'payload', as in {"payload": {"extra": ...}}; """
+        "the body fields are payload, headers and timeout",
+    ),
+    (
+        "flow=text-pipeline",
+        {},
+        400,
+        NULL_PAYLOAD,
+    ),
+    (
+        "flow=text-pipeline",
+        {"payload": None},
+        400,
+        NULL_PAYLOAD,
+    ),
+    (
+        "actor=analyze",
+        {"headers": {"x-asya-route-override": {"analyze": "x-sink"}}},
+        400,
+        "header 'x-asya-route-override' must not name crew actor 'x-sink'",
+    ),
+    (
+        "flow=text-pipeline",
+        {"payload": {"text": "t"}, "headers": {"x-asya-route-override": {"summarize": "x-sump"}}},
+        400,
+        "header 'x-asya-route-override' must not name crew actor 'x-sump'",
+    ),
+    (
+        "actor=analyze",
+        {"headers": {"x-asya-route-override": {"analyze": "ghost"}}},
+        400,
+        "header 'x-asya-route-override' names undeclared actor 'ghost' (actors: analyze, normalize, split, summarize)",
+    ),
+    ("actor=analyze", {"payload": DEEP_257}, 400, "payload nesting exceeds 256 levels"),
     ("actor=analyze", {"payload": {"__ref__": "s3://b/k"}}, 400, "payload must not be a storage reference"),
     ("actor=analyze", {"headers": {"x-asya-flow": "f"}}, 400, "header 'x-asya-flow' is reserved"),
     (
@@ -176,6 +225,8 @@ BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
 
 
 def test_create_rejects_bad_requests_gw_create_1_to_6(gw: Gw) -> None:
+    """The messages that go on with the fix (issue 20 point 6), the crew override (P-ROUTE-7) and the nesting cap
+    (GW-CREATE-4) are R2; each keeps the spec's prefix."""
     for query, body, status, message in BAD_CREATES:
         response = gw.client.post(f"/api/v1/mesh/?{query}", json=body)
         assert (response.status_code, response.json()) == (status, {"error": message}), (query, body)
@@ -332,9 +383,12 @@ def test_post_fly_event_is_logged_gw_evt_4(gw: Gw) -> None:
     task_id = gw.create("actor=analyze")["id"]
     response = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "fly", "data": "partial"})
     assert response.status_code == 204
-    [event] = gw.store.events_after(task_id, 1)
-    assert event["event"] == "fly"
+    snap = gw.store.snapshot(task_id, 1)
+    assert snap is not None
+    [event] = snap.fly
+    assert (event["seq"], event["event"]) == (2, "fly")
     assert event["data"] == {"payload": "partial", "actor": None, "envelope_id": task_id}
+    assert (snap.status, snap.last_seq) == ("pending", 2)
 
 
 def test_post_event_rejects_malformed_bodies_gw_evt_5(gw: Gw) -> None:
@@ -373,39 +427,59 @@ def test_post_event_bad_status_and_unknown_task_gw_evt_5(gw: Gw) -> None:
 
 
 def test_post_event_values_over_the_task_item_limits_are_400_and_change_nothing_gw_evt_5_gw_data_8(gw: Gw) -> None:
-    """The values a status event puts on the task item are bounded (GW-DATA-8; DynamoDB refuses items over 400 KB):
-    over a limit the answer is 400 naming the field and its size, and the task is untouched."""
+    """The values a status event puts on the task item are bounded (GW-DATA-8; the task item stays under 1 KB): a name
+    or extras over their limit answer 400 naming the field and its size, and the task is untouched."""
     task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
     before = gw.client.get(f"/api/v1/mesh/{task_id}").json()
-    huge = "x" * 500_000
     cases: list[tuple[dict[str, Any], str]] = [
-        ({"status": "running", "data": {"message": huge}}, "data.message: 500000 bytes, over the limit of 1024 bytes"),
-        ({"status": "failed", "data": {"error": huge}}, "data.error: 500000 bytes, over the limit of 1024 bytes"),
         (
             {"status": "failed", "data": {"failed_actor": "a" * 300}},
             "data.failed_actor: 300 characters, over the limit of 256",
         ),
         ({"status": "running", "data": {"curr": "a" * 300}}, "data.curr: 300 characters, over the limit of 256"),
-        ({"status": "retrying", "data": {"attempt": 2, "prev": ["n" * 40] * 200}}, "data (prev, curr, next, "),
-        # bytes, not characters: 400 euro signs are 1,200 bytes
         (
-            {"status": "running", "data": {"message": "\u20ac" * 400}},
-            "data.message: 1200 bytes, over the limit of 1024 bytes",
+            {"status": "retrying", "data": {"attempt": 2, "prev": ["n" * 40] * 200}},
+            "data (prev, curr, next, message_size_kb, duration_ms, frames, attempt, delay_seconds): "
+            "8622 bytes as JSON, over the limit of 384 bytes",
         ),
     ]
     for body, message in cases:
         response = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "status", **body})
         assert response.status_code == 400, body
-        assert response.json()["error"].startswith(message)
+        assert response.json()["error"] == message
     assert gw.client.get(f"/api/v1/mesh/{task_id}").json() == before
-    assert gw.store.events_after(task_id, 1) == []
+    assert gw.store.snapshot(task_id, 0).last_seq == 1  # type: ignore[union-attr]
+
+
+def test_post_event_long_message_and_error_are_cut_with_an_ellipsis_gw_evt_3_gw_data_8(gw: Gw) -> None:
+    """R2: ``message`` (128 bytes) and ``error`` (256 bytes) longer than their bound are cut on a character boundary
+    with an ellipsis, never refused: a producer's final status must land."""
+    url = "/api/v1/mesh/{}/events"
+    running_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
+    huge = "x" * 500_000
+    assert (
+        gw.client.post(
+            url.format(running_id), json={"type": "status", "status": "running", "data": {"message": huge}}
+        ).status_code
+        == 204
+    )
+    assert gw.client.get(f"/api/v1/mesh/{running_id}").json()["message"] == "x" * 125 + "\u2026"
+    # bytes, not characters: 42 euro signs and the ellipsis would be 129 bytes
+    euros = {"type": "status", "status": "running", "data": {"message": "\u20ac" * 400, "curr": "normalize"}}
+    assert gw.client.post(url.format(running_id), json=euros).status_code == 204
+    assert gw.client.get(f"/api/v1/mesh/{running_id}").json()["message"] == "\u20ac" * 41 + "\u2026"
+    failed_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
+    failed = {"type": "status", "status": "failed", "data": {"error": huge}}
+    assert gw.client.post(url.format(failed_id), json=failed).status_code == 204
+    view = gw.client.get(f"/api/v1/mesh/{failed_id}").json()
+    assert (view["status"], view["error"]) == ("failed", "x" * 253 + "\u2026")
 
 
 def test_post_event_at_the_limits_and_a_large_result_are_accepted_gw_evt_3_gw_data_6(gw: Gw) -> None:
     """Exactly at the limits is fine, and a large result is no task-item value: it goes to S3 (GW-DATA-6)."""
     task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})["id"]
     url = f"/api/v1/mesh/{task_id}/events"
-    running = {"message": "m" * 1024, "curr": "a" * 256}
+    running = {"message": "m" * 128, "curr": "a" * 256}
     assert gw.client.post(url, json={"type": "status", "status": "running", "data": running}).status_code == 204
     view = gw.client.get(f"/api/v1/mesh/{task_id}").json()
     assert (view["message"], view["current_actor"]) == (running["message"], running["curr"])
@@ -430,10 +504,17 @@ def test_unknown_path_and_wrong_method_gw_gen_3(gw: Gw) -> None:
     assert "POST" in wrong_events.headers["allow"]
 
 
-def test_request_id_on_every_response_gw_gen_4(gw: Gw) -> None:
+def test_request_id_on_every_response_gw_gen_4(gw: Gw, mesh: Any, serve_asgi: Any) -> None:
+    """In Lambda the adapter's request context names the id; locally the same header is the client's and is never
+    trusted (issue 18 defect 7)."""
     context = json.dumps({"requestId": "apigw-req-1", "stage": "prod"})
-    tagged = gw.client.get("/health", headers={"x-amzn-request-context": context})
+    in_lambda = create_app(GatewayConfig(in_lambda=True), manifest=mesh.manifest, store=gw.store, sqs=mesh.aws.sqs)
+    with httpx.Client(base_url=serve_asgi(in_lambda)) as client:
+        tagged = client.get("/health", headers={"x-amzn-request-context": context})
     assert tagged.headers["x-request-id"] == "apigw-req-1"
+    forged = gw.client.get("/health", headers={"x-amzn-request-context": context})
+    assert forged.headers["x-request-id"] != "apigw-req-1"
+    assert len(forged.headers["x-request-id"]) == 36
     local = gw.client.get("/api/v1/mesh/unknown")
     assert len(local.headers["x-request-id"]) == 36
     assert local.headers["x-request-id"] != gw.client.get("/health").headers["x-request-id"]
@@ -489,4 +570,25 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
     }
     assert (split["exists"], split["depth"], split["in_flight"]) == (False, None, None)
     bad = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["nope"]})
-    assert (bad.status_code, bad.json()) == (400, {"error": "actors: unknown actor 'nope'"})
+    assert (bad.status_code, bad.json()) == (
+        400,
+        {
+            "error": "actors: unknown actor 'nope' (actors: analyze, normalize, split, summarize, x-deadline, "
+            "x-pause, x-resume, x-sink, x-sump)"
+        },
+    )
+
+
+def test_mq_diagnostic_names_are_deduplicated_and_capped_gw_ops_3(gw: Gw) -> None:
+    """R2 (issue 18 defect 4): 5,000 copies of one name ran past 60 s, one check per copy."""
+    calls: list[str] = []
+    gw.mesh.aws.sqs.meta.events.register(
+        "before-parameter-build.sqs.GetQueueUrl", lambda **kw: calls.append(kw["params"]["QueueName"])
+    )
+    report = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["analyze", "split", "analyze"] * 66})
+    assert report.status_code == 200
+    assert [q["actor"] for q in report.json()["queues"]] == ["analyze", "split"]
+    assert sorted(calls) == ["asya-demo-analyze", "asya-demo-analyze-dlq", "asya-demo-split", "asya-demo-split-dlq"]
+    many = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["analyze"] * 5000})
+    assert (many.status_code, many.json()) == (400, {"error": "actors: at most 200 names, got 5000"})
+    assert len(calls) == 4, "a refused request checks no queue"

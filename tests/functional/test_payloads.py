@@ -123,3 +123,33 @@ def test_p_large_1_threshold_range_is_checked() -> None:
     for bad in (0, 1025):
         with pytest.raises(ValueError, match=r"1\.\.1024 KiB"):
             PayloadStore(bucket="b", threshold_kb=bad)
+
+
+@pytest.mark.parametrize(
+    "envelope_id",
+    [
+        "x/5b7e0c2a-8f0e-4d51-9a57-2f1d1c6b9e10",
+        "../checkpoints/succeeded/victim",
+        "a/../../b",
+        "ü" * 256,
+        "id with spaces",
+        "." * 3,
+        "h.0123456789abcdef0123456789abcdef",
+        "x" * 65,
+    ],
+)
+def test_p_large_2_an_id_never_steers_a_payload_key(envelope_id: str) -> None:
+    """Issue 18 (security): an id cannot add a level, climb, reach another id's folder or pass S3's 1,024 bytes."""
+    key = payload_key(envelope_id, hop=3, actor="analyze", token="0badc0de")
+    prefix, segment, name = key.split("/")
+    assert (prefix, name) == ("payloads", "0003-analyze-0badc0de.json")
+    assert segment.startswith("h.") and len(segment) == 34
+    assert all(c in "0123456789abcdef" for c in segment[2:])
+    assert len(key.encode()) < 1024
+
+
+def test_p_large_2_plain_ids_keep_their_folder_and_differ_from_digests() -> None:
+    uuid_id = "5b7e0c2a-8f0e-4d51-9a57-2f1d1c6b9e10"
+    assert payload_key(uuid_id, hop=0, actor="a", token="ffffffff") == f"payloads/{uuid_id}/0000-a-ffffffff.json"
+    digest = payload_key("x/" + uuid_id, hop=0, actor="a", token="ffffffff").split("/")[1]
+    assert payload_key(digest, hop=0, actor="a", token="ffffffff").split("/")[1] != digest, "a digest is never plain"

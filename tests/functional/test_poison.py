@@ -4,7 +4,10 @@ task stays non-terminal; ``asya dlq`` shows it and redrives it; once the actor i
 
 The real pieces: the gateway app (task creation), the sidecar and x-sink runtimes behind the ESM emulator, the DLQ
 library and the CLI entry point. The one shortcut: the actor queue's visibility timeout is set to 0 so a crashed
-record is visible again at once instead of after P-MAN-4's 90 s.
+record is visible again at once instead of after P-MAN-4's 90 s. A crashed run keeps its hop claim's lease (P-ACK-8,
+R2: the invocation's hard deadline + 10 s), so the actor runs on a clock (``LeaseClock``) the test moves past that
+lease before each redelivery, as the wall clock would move on while the message waits (a redelivery within the lease
+is held off without a handler call).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +43,20 @@ REGION = "us-east-1"
 
 
 @dataclass
+class LeaseClock:
+    """The fragile actor's clock: the wall clock plus what the test skipped."""
+
+    skipped: timedelta = field(default_factory=timedelta)
+
+    def __call__(self) -> datetime:
+        return datetime.now(UTC) + self.skipped
+
+    def skip_lease(self, lambda_timeout: float) -> None:
+        """Past a crashed run's lease: its Lambda budget and the 10 s margin (P-ACK-8)."""
+        self.skipped += timedelta(seconds=lambda_timeout + 11)
+
+
+@dataclass
 class PoisonMesh:
     manifest: Manifest
     resources: MeshResources
@@ -48,6 +66,7 @@ class PoisonMesh:
     fragile: EventSourceMapping
     sink: EventSourceMapping
     receive_counts: list[str]
+    clock: LeaseClock
 
     def create(self, flag: Path) -> str:
         response = self.gateway.post("/api/v1/mesh/?flow=brittle", json={"payload": {"fixed_flag": str(flag)}})
@@ -66,22 +85,31 @@ class PoisonMesh:
         )["Attributes"]
         return int(attributes["ApproximateNumberOfMessages"]) + int(attributes["ApproximateNumberOfMessagesNotVisible"])
 
+    def deliver_fragile(self) -> int:
+        """One poll of the fragile actor's queue, once any earlier run's lease has passed."""
+        self.clock.skip_lease(self.fragile.config.lambda_timeout)
+        return self.fragile.poll_once(wait_seconds=0)
+
     def crash_into_the_dlq(self) -> None:
         """Deliver until SQS gives up: ``max_receive_count`` crashed invocations, then the move (P-ACK-6)."""
         crashes = self.fragile.stats.crashes
         for _ in range(2):  # max_receive_count of the poison mesh
-            assert self.fragile.poll_once(wait_seconds=0) == 1
+            assert self.deliver_fragile() == 1
         assert self.fragile.stats.crashes == crashes + 2
         assert self.fragile.poll_once(wait_seconds=0) == 0  # this receive moves the message to the DLQ
         assert self.depth("fragile", dlq=False) == 0
         assert self.depth("fragile", dlq=True) == 1
 
 
-def _runtime(manifest: Manifest, resources: MeshResources, aws: Any, name: str) -> Any:
+def _runtime(
+    manifest: Manifest, resources: MeshResources, aws: Any, name: str, *, clock: LeaseClock | None = None
+) -> Any:
     [actor] = [a for a in manifest.deployed_actors() if a.name == name]
     env = actor_environment(manifest, actor, table=resources.table, bucket=resources.bucket, code_dir=actor.code_dir)
-    runtime_class = SinkRuntime if actor.crew else ActorRuntime
-    return runtime_class(ActorConfig.from_env(env), sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
+    config = ActorConfig.from_env(env)
+    if actor.crew:
+        return SinkRuntime(config, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
+    return ActorRuntime(config, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, **({"clock": clock} if clock else {}))
 
 
 @pytest.fixture
@@ -89,7 +117,8 @@ def poison(aws: Any, serve_asgi: Any) -> Iterator[PoisonMesh]:
     manifest = load_manifest(POISON / "asya.yaml")
     resources = provision(manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, region=REGION)
     aws.sqs.set_queue_attributes(QueueUrl=resources.queue_urls["fragile"], Attributes={"VisibilityTimeout": "0"})
-    fragile_runtime = _runtime(manifest, resources, aws, "fragile")
+    clock = LeaseClock()
+    fragile_runtime = _runtime(manifest, resources, aws, "fragile", clock=clock)
     receive_counts: list[str] = []
 
     def fragile_handler(event: dict[str, Any], context: LambdaContext) -> Any:
@@ -118,6 +147,7 @@ def poison(aws: Any, serve_asgi: Any) -> Iterator[PoisonMesh]:
             fragile=esm("fragile", fragile_handler),
             sink=esm("x-sink", _runtime(manifest, resources, aws, "x-sink").handle),
             receive_counts=receive_counts,
+            clock=clock,
         )
 
 
@@ -161,7 +191,7 @@ def test_p_ack_5_6_crashing_actor_sends_the_task_to_the_dlq_and_redrive_complete
 
     flag.touch()  # the fix is deployed
     assert dead.redrive("fragile", method="copy").moved == 1
-    assert poison.fragile.poll_once(wait_seconds=0) == 1
+    assert poison.deliver_fragile() == 1
     assert poison.sink.poll_once(wait_seconds=0) == 1
     view = poison.store.get_task(task_id)
     assert view is not None
@@ -173,7 +203,7 @@ def test_p_ack_5_6_crashing_actor_sends_the_task_to_the_dlq_and_redrive_complete
 
 def _cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), env={}, stdout=out, stderr=err)
+    code = main(list(argv), env={}, stdout=out, stderr=err, cwd=Path(__file__).resolve().parent)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -200,7 +230,7 @@ def test_asya_dlq_cli_lists_shows_and_redrives_the_poison_message(poison: Poison
     flag.touch()
     code, out, _ = _cli("dlq", "redrive", "fragile", "--method", "copy", *where)
     assert (code, out) == (0, "redrove 1 message(s) from asya-poison-fragile-dlq to asya-poison-fragile (copy, done)\n")
-    assert poison.fragile.poll_once(wait_seconds=0) == 1
+    assert poison.deliver_fragile() == 1
     assert poison.sink.poll_once(wait_seconds=0) == 1
     assert poison.status(task_id) == "succeeded"
 

@@ -18,7 +18,11 @@ def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore
     actors.add("x-fanin-chunk")  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
     assert set(mesh.resources.queue_urls) == set(mesh.resources.dlq_urls) == actors | {"x-deadline"}
     table = mesh.aws.dynamodb.describe_table(TableName="asya-demo-tasks")["Table"]
-    assert {g["IndexName"] for g in table["GlobalSecondaryIndexes"]} == {"by_created", "by_outcome", "long_deadlines"}
+    indexes = {g["IndexName"]: g for g in table["GlobalSecondaryIndexes"]}
+    assert set(indexes) == {"by_created", "by_outcome", "long_deadlines"}  # R2 (GW-DATA-2, GW-BACK-1)
+    assert {g["Projection"]["ProjectionType"] for g in indexes.values()} == {"KEYS_ONLY"}
+    by_outcome = {k["KeyType"]: k["AttributeName"] for k in indexes["by_outcome"]["KeySchema"]}
+    assert by_outcome == {"HASH": "gsi2pk", "RANGE": "gsi1sk"}
 
 
 def test_gw_back_1_provision_creates_the_deadline_timer_queue_with_its_dlq(mesh) -> None:  # type: ignore[no-untyped-def]

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+from asya.store import ERROR_LIMIT_BYTES
 from asya.timeutil import format_ts
 from tests.functional import actors
-from tests.functional.actors import NOW
+from tests.functional.actors import NOW, TaskWrites
 
 pytestmark = pytest.mark.functional
 
@@ -61,8 +62,10 @@ class Harness(actors.Harness):
         attrs = self.sqs.get_queue_attributes(QueueUrl=self.url(actor), AttributeNames=["All"])["Attributes"]
         return int(attrs["ApproximateNumberOfMessagesDelayed"])
 
-    def status_events(self, task_id: str) -> list[dict[str, Any]]:
-        return [e["data"] for e in self.store.events_after(task_id, 1) if e["event"] == "status"]
+    def writes(self, task_id: str) -> TaskWrites:
+        """The writes of ``task_id``'s partition while the returned context is open (spec revision 2: the task item
+        each accepted write left, since status changes are stored as no item)."""
+        return TaskWrites(self.mesh.aws.dynamodb, task_id)
 
 
 @pytest.fixture
@@ -175,17 +178,28 @@ def test_p_proc_4_retry_keeps_attempt_and_first_attempt_until_success(harness: C
 
 def test_p_stat_5_retrying_event_for_a_tracked_task(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=2, backoff="constant", jitter=False))
+    """P-STAT-5 with P-RES-8 (R2): the claim, then ONE write of the ``retrying`` status and the fence ``(h, n + 1)``
+    with ``lease_until = 0``, conditional on the stored fence being ``(h, n)``."""
     h.store.create_task(task_id="t-track", actor="normalize", payload=INPUT)
-    assert h.handle(envelope("t-track")) == []
-    steps = [(e["status"], e.get("step")) for e in h.status_events("t-track")]
-    assert steps == [("running", "processing"), ("running", "retrying")]
-    retrying = h.status_events("t-track")[-1]
-    assert retrying["attempt"] == 2
-    assert retrying["delay_seconds"] == 2
-    assert retrying["error"] == "ValueError: model returned no text"
+    with h.writes("t-track") as writes:
+        assert h.handle(envelope("t-track")) == []
+    assert writes.steps() == [("running", "processing"), ("running", "retrying")]
+    assert writes.operations() == ["UpdateItem", "UpdateItem"]
+    claim, retrying = writes.states
+    assert (claim["fence_h"], claim["fence_a"]) == (2, 1)  # prev = ["intake"]: h = 2
+    assert (retrying["fence_h"], retrying["fence_a"], retrying["lease_until"]) == (2, 2, 0)
+    _, retry_request = writes.requests[1]
+    assert (retry_request["ExpressionAttributeValues"][":rh"], retry_request["ExpressionAttributeValues"][":ra"]) == (
+        {"N": "2"},
+        {"N": "1"},
+    )
+    assert retrying["data"]["attempt"] == 2
+    assert retrying["data"]["delay_seconds"] == 2
+    assert retrying["data"]["error"] == "ValueError: model returned no text"
     task = h.store.get_task("t-track")
     assert task is not None
     assert (task["status"], task["step"], task["current_actor"]) == ("running", "retrying", "normalize")
+    assert task["last_event_id"] == 3
 
 
 def test_p_stat_5_a_long_route_and_a_long_retry_error_are_fitted_not_lost(harness: Callable[..., Harness]) -> None:
@@ -195,15 +209,25 @@ def test_p_stat_5_a_long_route_and_a_long_retry_error_are_fitted_not_lost(harnes
     h = harness("long_error", policy(max_attempts=3, initial_delay=2, backoff="constant", jitter=False))
     h.store.create_task(task_id="t-long", actor="normalize", payload=INPUT)
     prev = [f"agent-step-{i:04d}" for i in range(400)]
-    env = actors.envelope("t-long", prev=prev, nxt=["analyze"], deadline=NOW + timedelta(minutes=5))
+    # progress `detailed`: the claim stores the route lists (under `hops` it stores none)
+    env = actors.envelope(
+        "t-long",
+        prev=prev,
+        nxt=["analyze"],
+        deadline=NOW + timedelta(minutes=5),
+        headers={"x-asya-flow": "text-pipeline", "x-asya-progress": "detailed"},
+    )
     env["payload"] = {"size": 50_000}
-    assert h.handle(env) == []
-    processing, retrying = h.status_events("t-long")
-    assert (processing["step"], processing["omitted"], "prev" in processing) == ("processing", ["prev"], False)
+    with h.writes("t-long") as writes:
+        assert h.handle(env) == []
+    assert [step for _, step in writes.steps()] == ["received", "processing", "retrying"]
+    _, claim, retrying = writes.states
+    processing = claim["data"]
+    assert (processing["omitted"], "prev" in processing) == (["prev"], False)
     assert processing["next"] == ["analyze"]
-    assert processing["progress_percent"] == round((400 + 0.5) / 402 * 100, 1)
-    assert retrying["step"] == "retrying" and retrying["error"].endswith(" bytes]")
-    assert len(retrying["error"].encode("utf-8")) <= 1024
+    assert claim["progress_percent"] == round((400 + 0.5) / 402 * 100, 1)
+    assert retrying["data"]["error"].endswith("\u2026")  # cut with an ellipsis (GW-DATA-8, R2)
+    assert len(retrying["data"]["error"].encode("utf-8")) <= ERROR_LIMIT_BYTES
     [(delay, again)] = h.sent_to("normalize")
     assert (delay, again["status"]["error"]["message"]) == (2, "e" * 50_000)
 
@@ -211,32 +235,34 @@ def test_p_stat_5_a_long_route_and_a_long_retry_error_are_fitted_not_lost(harnes
 def test_p_stat_7_a_failing_retrying_write_still_schedules_the_retry(
     harness: Callable[..., Harness], mesh: Any
 ) -> None:
-    """P-STAT-7: the ``processing`` and ``retrying`` writes are refused by DynamoDB; the retry is still sent and the
-    record acked."""
+    """P-STAT-7, P-RES-8: the ``retrying`` write (status and fence) is refused by DynamoDB on all of its 3 tries; the
+    retry is still sent and the record acked. The claim before it is durable (P-ACK-8) and lands."""
     h = harness("mutate_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
     h.store.create_task(task_id="t-unwritten", actor="normalize", payload=INPUT)
-    before = h.store.events_after("t-unwritten", 0)
     refused: list[str] = []
 
     def refuse(params: dict[str, Any], **_: Any) -> None:
-        refused.append(params["TableName"])
-        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "table unavailable"}}, "UpdateItem")
+        if ":rh" in params.get("ExpressionAttributeValues", {}):  # the retry's fence write
+            refused.append(params["TableName"])
+            raise ClientError({"Error": {"Code": "InternalServerError", "Message": "table unavailable"}}, "UpdateItem")
 
     mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.UpdateItem", refuse)
     assert h.handle(envelope("t-unwritten")) == []
-    assert len(refused) == 2, "processing and retrying were attempted"
+    assert len(refused) == 3, "the retrying write was tried 3 times"
     [retry] = h.drain("normalize")
     assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
     assert h.drain("x-sink") == []
-    assert h.store.events_after("t-unwritten", 0) == before
+    task = h.store.get_task("t-unwritten")
+    assert task is not None
+    assert (task["status"], task["step"], task["last_event_id"]) == ("running", "processing", 2)
 
 
 def test_p_stat_12_stealth_retry_writes_no_event(harness: Callable[..., Harness]) -> None:
     h = harness("mutate_then_fail", policy(initial_delay=0))
     h.store.create_task(task_id="t-quiet", actor="normalize", payload=INPUT)
-    before = h.store.events_after("t-quiet", 0)
-    assert h.handle(envelope("t-quiet", headers={"x-asya-mesh-status": "off"})) == []
-    assert h.store.events_after("t-quiet", 0) == before
+    with h.writes("t-quiet") as writes:
+        assert h.handle(envelope("t-quiet", headers={"x-asya-mesh-status": "off"})) == []
+    assert writes.requests == []  # no claim, no retrying status, no fence
     [retry] = h.drain("normalize")
     assert retry["status"]["phase"] == "retrying"
 
@@ -285,25 +311,35 @@ def test_p_res_11_exhausted_policy_goes_to_sink_policy_exhausted(harness: Callab
     assert out["headers"]["x-asya-first-attempt"] == format_ts(NOW)
 
 
-def test_p_res_10_a_retry_reruns_the_whole_call_and_sends_its_frames_again(harness: Callable[..., Harness]) -> None:
-    """The frame attempt 1 sent before failing stays sent; the retry runs the generator from the start, so the same
-    frame leaves again (P-RES-10), now from attempt 2."""
+def test_p_res_10_an_error_after_a_frame_is_a_partial_failure_never_retried(harness: Callable[..., Harness]) -> None:
+    """R2: the frame yielded before the error is sent (frame 0, after the notice); nothing is retried although the
+    policy would; x-sump gets a ``PartialFailure`` notice with ``frames_sent``; the task gets no final status (its
+    outcome follows frame 0's lineage, P-ERR-6)."""
     h = harness("frame_then_fail", policy(max_attempts=3, initial_delay=0, jitter=False))
+    h.store.create_task(task_id="t-rerun", actor="normalize", payload=INPUT)
+    order: list[str] = []
+    for operation in ("SendMessage", "SendMessageBatch"):
+        h.sqs.meta.events.register(
+            f"before-parameter-build.sqs.{operation}", lambda params, **_: order.append(params["QueueUrl"])
+        )
     assert h.handle(envelope("t-rerun")) == []
+    sent = [url for url in order if url != h.url("normalize")]  # not the test's own delivery of the input
+    assert sent == [h.url("x-sump"), h.url("analyze")], "the notice first, frame 0 last"
     [first] = h.drain("analyze")
     assert first["id"] == "t-rerun"
     assert first["payload"] == {**INPUT, "sent_on": 1}
-    [retry] = h.drain("normalize")
-    assert (retry["status"]["phase"], retry["status"]["attempt"]) == ("retrying", 2)
-    assert retry["payload"] == INPUT
-    assert h.handle(retry) == []
-    [second] = h.drain("analyze")
-    assert second["id"] == "t-rerun"
-    assert second["payload"] == {**INPUT, "sent_on": 2}
-    assert second["route"] == first["route"] == {"prev": ["intake", "normalize"], "curr": "analyze", "next": []}
-    [again] = h.drain("normalize")
-    assert again["status"]["attempt"] == 3
+    assert first["route"] == {"prev": ["intake", "normalize"], "curr": "analyze", "next": []}
+    assert h.drain("normalize") == [], "no retry"
     assert h.drain("x-sink") == []
+    [notice] = h.drain("x-sump")
+    assert notice["id"] == "t-rerun"
+    assert (notice["status"]["phase"], notice["status"]["reason"]) == ("failed", "PartialFailure")
+    assert notice["status"]["error"]["frames_sent"] == 1
+    assert notice["status"]["error"]["message"] == "failed after its frame on attempt 1"
+    assert notice["payload"]["details"]["error_type"] == "ValueError"
+    task = h.store.get_task("t-rerun")
+    assert task is not None
+    assert (task["status"], task["step"]) == ("running", "processing")  # the claim only: no final status
 
 
 def test_p_err_2_serialization_error_goes_to_sump_and_is_never_retried(harness: Callable[..., Harness]) -> None:
@@ -330,10 +366,10 @@ def test_p_err_2_serialization_error_goes_to_sump_and_is_never_retried(harness: 
     assert (sump["status"]["phase"], sump["status"]["reason"]) == ("failed", "SerializationError")
     assert sump["status"]["attempt"] == 1
     assert sump["payload"]["original_payload"] == INPUT
-    assert [e.get("step") for e in h.status_events("t-nan") if e["status"] == "running"] == ["processing"]
     task = h.store.get_task("t-nan")
     assert task is not None
     assert task["status"] == "failed"
+    assert task["last_event_id"] == 3  # 2: the claim (processing), 3: the final failed status (P-ERR-6)
 
 
 def test_p_res_7_max_duration_exhausts_before_max_attempts(harness: Callable[..., Harness]) -> None:
@@ -431,12 +467,12 @@ def test_p_res_9_step_3_resends_a_delayed_envelope_unchanged(harness: Callable[.
     h.store.create_task(task_id="t-wait", actor="normalize", payload=INPUT)
     env = envelope("t-wait", headers={"x-asya-delay-until": format_ts(NOW + timedelta(seconds=1100))})
     env["status"].update(phase="retrying", attempt=2, max_attempts=3)
-    before = h.store.events_after("t-wait", 0)
-    assert h.handle(env) == []
+    with h.writes("t-wait") as writes:
+        assert h.handle(env) == []
     [(delay, body)] = h.sent_to("normalize")
     assert delay == 900
     assert body == env, "re-sent unchanged: same attempt, same headers, same status"
-    assert h.store.events_after("t-wait", 0) == before, "no status write"
+    assert writes.requests == [], "no status write and no claim"
     assert h.drain("x-sink") == []
     h.now = NOW + timedelta(seconds=900)
     h.sends.clear()

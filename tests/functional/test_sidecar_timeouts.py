@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from asya_local.lambda_event import sqs_event
-from tests.functional.actors import NOW, REGION, Context, Harness, envelope, queue_arn
+from tests.functional.actors import NOW, REGION, Context, Harness, TaskWrites, envelope, queue_arn, run_sink
 
 pytestmark = pytest.mark.functional
 
@@ -79,17 +79,20 @@ def test_p_time_3_step_7_expired_deadline_never_calls_the_handler(make: Callable
     h = make("sleepy")
     h.store.create_task(task_id="t-sla7", actor="normalize", payload={})
     detailed = {"x-asya-flow": "text-pipeline", "x-asya-progress": "detailed"}  # `received` is written at step 9
-    _, failed = h.run(envelope("t-sla7", headers=detailed, deadline=NOW + timedelta(milliseconds=999)))
+    with TaskWrites(h.mesh.aws.dynamodb, "t-sla7") as writes:
+        _, failed = h.run(envelope("t-sla7", headers=detailed, deadline=NOW + timedelta(milliseconds=999)))
     assert failed == []
     [out] = h.drain("x-sink")
     assert out["status"]["reason"] == "Timeout"
     assert out["status"]["error"] == {"message": "SLA deadline expired", "type": "DeadlineExceeded"}
     assert h.drain("x-sump") == [], "the sleeping handler was not called, so it cannot have timed out"
+    # caught at step 7, before step 9: no `received` write, unlike the step-12 guard below, and (R2) no final status
+    # either: x-sink writes it
+    assert writes.requests == []
+    assert run_sink(h.mesh, [out], clock=lambda: NOW) == {"batchItemFailures": []}
     task = h.store.get_task("t-sla7", enforce_deadline=False)
     assert task is not None
-    assert (task["status"], task["error"]) == ("failed", "SLA deadline expired")
-    # caught at step 7, before step 9: no `received` event, unlike the step-12 guard below
-    assert [(e["event"], e["data"]["status"]) for e in h.store.events_after("t-sla7", 1)] == [("status", "failed")]
+    assert (task["status"], task["error"], task["last_event_id"]) == ("failed", "SLA deadline expired", 2)
 
 
 @dataclass
@@ -115,7 +118,8 @@ def test_p_time_3_step_12_last_guard_after_received(mesh: Any) -> None:
 
     h.mesh.aws.dynamodb.meta.events.register("before-call.dynamodb", advance)
     env = envelope("t-sla12", deadline=NOW + timedelta(seconds=1), headers={"x-asya-progress": "detailed"})
-    _, failed = h.run(env)
+    with TaskWrites(h.mesh.aws.dynamodb, "t-sla12") as writes:
+        _, failed = h.run(env)
     assert clock.now > NOW, "the received event was written"
     assert failed == []
     assert h.drain("analyze") == [], "echo would have sent a frame"
@@ -126,12 +130,12 @@ def test_p_time_3_step_12_last_guard_after_received(mesh: Any) -> None:
     assert out["status"]["reason"] == "Timeout"
     assert out["status"]["error"] == {"message": "SLA deadline expired", "type": "DeadlineExceeded"}
     assert out["status"]["updated_at"] == "2026-03-01T10:00:00Z"
-    statuses = [e["data"] for e in h.store.events_after("t-sla12", 1) if e["event"] == "status"]
-    assert [(s["status"], s.get("step")) for s in statuses][:1] == [("running", "received")]
-    assert "processing" not in [s.get("step") for s in statuses]
+    # `received` was written; no claim (`processing`) and, R2, no final status: x-sink writes it
+    assert writes.steps() == [("running", "received")]
+    assert run_sink(h.mesh, [out], clock=clock) == {"batchItemFailures": []}
     task = h.store.get_task("t-sla12", enforce_deadline=False)
     assert task is not None
-    assert (task["status"], task["error"]) == ("failed", "SLA deadline expired")
+    assert (task["status"], task["error"], task["last_event_id"]) == ("failed", "SLA deadline expired", 3)
 
 
 # -- P-TIME-7, P-ERR-7: interrupting the handler at T -----------------------------------------------------------------
@@ -169,12 +173,30 @@ def test_p_time_7_async_handler_is_cancelled(make: Callable[..., Harness]) -> No
     assert "CancelledError" in sump["payload"]["details"]["traceback"]
 
 
+def assert_partial_timeout(h: Harness, env: dict[str, Any], message: str, failed: list[str]) -> dict[str, Any]:
+    """P-ERR-7 (R2) after a frame: P-RES-10 in full. Acked; x-sump gets the ``PartialFailure`` notice with
+    ``frames_sent`` and the timeout as the error; no x-sink and no final status (the task follows frame 0)."""
+    assert failed == [], "HandlerTimeout is acked, never redelivered"
+    [sump] = h.drain("x-sump")
+    assert sump["id"] == env["id"]
+    assert (sump["status"]["phase"], sump["status"]["reason"]) == ("failed", "PartialFailure")
+    error = sump["status"]["error"]
+    assert (error["message"], error["type"], error["frames_sent"]) == (message, "PartialFailure", 1)
+    assert sump["payload"]["details"]["error_type"] == "HandlerTimeout"  # the error that ended the call
+    assert sump["payload"]["original_payload"] == env["payload"]
+    assert h.drain("x-sink") == []
+    task = h.store.get_task(env["id"], enforce_deadline=False)
+    assert task is not None
+    assert (task["status"], task["step"]) == ("running", "processing"), "the claim, and no final status"
+    return dict(sump)
+
+
 def test_p_time_7_generator_frame_stays_sent_and_the_generator_is_closed(make: Callable[..., Harness]) -> None:
     h = make("one_then_sleep")
     h.store.create_task(task_id="t-gen", actor="normalize", payload={})
     env = envelope("t-gen")
     _, failed = h.run(env)
-    assert_timed_out(h, env, "handler exceeded its 1 s limit (actor timeout)", failed)
+    assert_partial_timeout(h, env, "handler exceeded its 1 s limit (actor timeout)", failed)
     [frame] = h.drain("analyze")
     assert frame["id"] == "t-gen"
     assert frame["payload"] == {**env["payload"], "frame": 0}
@@ -186,7 +208,7 @@ def test_p_time_7_async_generator_frame_stays_sent_and_it_is_closed(make: Callab
     h.store.create_task(task_id="t-agen", actor="normalize", payload={})
     env = envelope("t-agen")
     _, failed = h.run(env)
-    assert_timed_out(h, env, "handler exceeded its 1 s limit (actor timeout)", failed)
+    assert_partial_timeout(h, env, "handler exceeded its 1 s limit (actor timeout)", failed)
     assert [f["payload"]["frame"] for f in h.drain("analyze")] == [0]
     assert handlers_module().EVENTS == ["closed"]
 

@@ -74,6 +74,22 @@ def test_queue_url_is_resolved_once_per_actor(aws: Any, queues: dict[str, str]) 
     assert calls.ops["SendMessage"] == 3
 
 
+def test_gw_create_7_with_the_account_id_queue_urls_need_no_get_queue_url(aws: Any, queues: dict[str, str]) -> None:
+    """R2: with ``ASYA_ACCOUNT_ID`` (moto's account locally) the URL is built from the endpoint, no ``GetQueueUrl``;
+    a queue that does not exist shows at the send as an unknown actor (P-ROUTE-8)."""
+    transport = Transport(namespace="demo", sqs=aws.sqs, account_id="123456789012")
+    calls = Calls(aws.sqs)
+    transport.send("analyze", _env("e1"))
+    transport.send("summarize", _env("e2"))
+    assert transport.queue_url("analyze") == queues["analyze"]
+    assert calls.ops["GetQueueUrl"] == 0
+    assert calls.ops["SendMessage"] == 2
+    assert [m["id"] for m in _drain(aws, queues["analyze"])] == ["e1"]
+    with pytest.raises(UnknownActorError, match="'ghost'"):
+        transport.send("ghost", _env("e3"))
+    assert calls.ops["GetQueueUrl"] == 0
+
+
 @pytest.mark.parametrize("name", ["Bad_Name", "", "9lives", "a" * 41])
 def test_p_route_8_invalid_name_is_rejected_before_any_call(aws: Any, name: str) -> None:
     transport = Transport(namespace="demo", sqs=aws.sqs)

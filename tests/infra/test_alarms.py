@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
-from asya import naming
+from asya import naming, tableschema
 from asya.manifest import Manifest
-from asya_cdk.alarms import BACKSTOP_ERROR_MINUTES, SUMP_BACKLOG_MINUTES
+from asya_cdk.actor import AGE_ALARM_SECONDS
+from asya_cdk.observability import BACKSTOP_ERROR_MINUTES, SUMP_BACKLOG_MINUTES
+from asya_cdk.permissions import DEADLINE_INDEXES
 from asya_cdk.testing import SynthesizedMesh
 
 pytestmark = pytest.mark.infra
@@ -21,6 +23,8 @@ FOURTEEN_DAYS = 14 * 24 * 3600
 
 
 def _ref_id(value: Any) -> str:
+    if isinstance(value, str):
+        return value  # a queue metric built from the queue's name (asya_cdk.observability)
     if "Ref" in value:
         return str(value["Ref"])
     return str(value["Fn::GetAtt"][0])
@@ -54,6 +58,9 @@ def test_p_ack_6_each_dlq_has_one_depth_alarm_and_keeps_messages_14_days(
         dlq = queues[naming.dlq_name(NS, actor.name)]
         assert resources[dlq]["Properties"]["MessageRetentionPeriod"] == FOURTEEN_DAYS
         (alarm,) = _alarms_on(example_synth, "QueueName", dlq)
+        assert resources[queues[naming.queue_name(NS, actor.name)]]["Properties"]["MessageRetentionPeriod"] < (
+            FOURTEEN_DAYS
+        )
         assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
         assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
         assert (alarm["EvaluationPeriods"], alarm["Period"], alarm["Statistic"]) == (1, 60, "Maximum")
@@ -62,7 +69,7 @@ def test_p_ack_6_each_dlq_has_one_depth_alarm_and_keeps_messages_14_days(
 
 
 def test_x_sump_backlog_alarm(example_synth: SynthesizedMesh) -> None:
-    sump = _queue_ids(example_synth)[naming.queue_name(NS, naming.SUMP)]
+    sump = naming.queue_name(NS, naming.SUMP)
     (alarm,) = _alarms_on(example_synth, "QueueName", sump)
     assert (alarm["Namespace"], alarm["MetricName"]) == ("AWS/SQS", "ApproximateNumberOfMessagesVisible")
     assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
@@ -75,10 +82,27 @@ def test_x_sump_backlog_alarm(example_synth: SynthesizedMesh) -> None:
     alarmed = {
         _ref_id(d["Value"])
         for alarm in example_synth.of_type("AWS::CloudWatch::Alarm").values()
+        if alarm["Properties"]["MetricName"] == "ApproximateNumberOfMessagesVisible"
         for d in alarm["Properties"]["Dimensions"]
         if d["Name"] == "QueueName"
     }
     assert alarmed == {key for name, key in queues.items() if name.endswith("-dlq")} | {sump}
+
+
+def test_every_queue_has_an_oldest_message_age_alarm(
+    example_synth: SynthesizedMesh, example_manifest: Manifest
+) -> None:
+    """Issue 19 item 8: the age of the oldest message of every actor queue is alarmed."""
+    queues = _queue_ids(example_synth)
+    for actor in example_manifest.deployed_actors():
+        (alarm,) = [
+            a
+            for a in _alarms_on(example_synth, "QueueName", queues[naming.queue_name(NS, actor.name)])
+            if a["MetricName"] == "ApproximateAgeOfOldestMessage"
+        ]
+        assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", AGE_ALARM_SECONDS)
+        assert alarm["TreatMissingData"] == "notBreaching"
+        assert "AlarmActions" not in alarm  # no topic in the example manifest
 
 
 def test_gw_back_1_backstop_error_alarm_and_no_async_retries(example_synth: SynthesizedMesh) -> None:
@@ -117,5 +141,7 @@ def test_gw_back_2_backstop_may_query_the_deadline_index(example_synth: Synthesi
     ]
     rendered = str(statements)
     assert "dynamodb:Query" in rendered and "dynamodb:UpdateItem" in rendered
-    assert "/index/active_deadlines" in rendered
+    deadline_indexes = [gsi.name for gsi in tableschema.GSIS if gsi.name in DEADLINE_INDEXES]
+    assert deadline_indexes
+    assert all(f"/index/{name}" in rendered for name in deadline_indexes)
     assert "s3:" not in rendered  # the backstop never touches the bucket

@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 NS = "demo"
 FOURTEEN_DAYS = 14 * 24 * 3600
+SEVEN_DAYS = 7 * 24 * 3600
 
 
 def _ref_id(value: Any) -> str:
@@ -71,6 +72,7 @@ def test_p_name_4_every_deployed_actor_has_queue_and_dlq(
         naming.SUMP,
         "x-fanin-chunk",  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
     ]
+    names.append(naming.DEADLINE)  # the backstop's timer queue (GW-BACK-1)
     expected = {f"asya-{NS}-{name}" for name in names} | {f"asya-{NS}-{name}-dlq" for name in names}
     assert set(_queues_by_name(example_synth)) == expected
 
@@ -84,7 +86,8 @@ def test_p_ack_6_redrive_to_own_dlq_with_max_receive_count(
         dlq_id, dlq_props = queues[naming.dlq_name(NS, actor.name)]
         assert props["RedrivePolicy"]["maxReceiveCount"] == actor.max_receive_count == 5
         assert _ref_id(props["RedrivePolicy"]["deadLetterTargetArn"]) == dlq_id
-        assert props["MessageRetentionPeriod"] == FOURTEEN_DAYS
+        # SQS keeps the original enqueue time on redrive: the DLQ must keep messages longer than its source
+        assert props["MessageRetentionPeriod"] == SEVEN_DAYS
         assert dlq_props["MessageRetentionPeriod"] == FOURTEEN_DAYS
         assert "RedrivePolicy" not in dlq_props
 
@@ -106,8 +109,10 @@ def test_p_man_4_visibility_is_six_times_lambda_timeout(
 
 def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> None:
     queues = example_synth.of_type("AWS::SQS::Queue")
-    assert len(queues) == 2 * 10
+    assert len(queues) == 22  # ten actors (the aggregator x-fanin-chunk included) and the timer queue, each with a DLQ
+    # SSE-SQS: the AWS-owned key, no KMS charge (no customer-managed key in the example manifest)
     assert all(res["Properties"]["SqsManagedSseEnabled"] is True for res in queues.values())
+    assert not any("KmsMasterKeyId" in res["Properties"] for res in queues.values())
     protected: set[str] = set()
     for policy in example_synth.of_type("AWS::SQS::QueuePolicy").values():
         statements = policy["Properties"]["PolicyDocument"]["Statement"]
@@ -121,12 +126,24 @@ def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> No
 
 def test_p_ack_1_event_source_mappings_report_batch_item_failures(example_synth: SynthesizedMesh) -> None:
     mappings = example_synth.of_type("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 10
+    assert len(mappings) == 11  # ten actors (the aggregator x-fanin-chunk included) and the backstop's timer queue
     for esm in mappings.values():
         props = esm["Properties"]
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
         assert props["BatchSize"] == 10
         assert "ScalingConfig" not in props  # no max_concurrency in the example
+
+
+def test_p_ckpt_1_crew_and_timers_consume_without_batching_window(example_synth: SynthesizedMesh) -> None:
+    """P-CKPT-1 (R2): x-sink and x-sump take batches of 10 with no batching window; so do the deadline timers."""
+    queues = {key: name for name, (key, _) in _queues_by_name(example_synth).items()}
+    windows = {
+        queues[_ref_id(esm["Properties"]["EventSourceArn"])]: esm["Properties"].get("MaximumBatchingWindowInSeconds")
+        for esm in example_synth.of_type("AWS::Lambda::EventSourceMapping").values()
+    }
+    for crew in (naming.SINK, naming.SUMP, naming.DEADLINE):
+        assert windows[naming.queue_name(NS, crew)] == 0
+    assert windows[naming.queue_name(NS, "normalize")] is None
 
 
 def _layer_ids(synth: SynthesizedMesh) -> dict[str, str]:
@@ -206,54 +223,28 @@ def test_gw_data_2_task_table(example_synth: SynthesizedMesh) -> None:
     assert props["BillingMode"] == "PAY_PER_REQUEST"
     assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
     assert props["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
-    assert props["SSESpecification"] == {"SSEEnabled": True}
-    assert {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]} == {
-        name: "S" for name in ("pk", "sk", "gsi1pk", "gsi1sk", "gsi2pk", "gsi2sk", "gsi3pk", "gsi3sk")
-    }
+    # SSEEnabled false is DynamoDB's AWS-owned key: encrypted at rest, no KMS charge (issue 19 item 6)
+    assert props["SSESpecification"] == {"SSEEnabled": False}
+    keys = {"pk", "sk"} | {key for gsi in tableschema.GSIS for key in (gsi.partition_key, gsi.sort_key)}
+    assert {a["AttributeName"]: a["AttributeType"] for a in props["AttributeDefinitions"]} == dict.fromkeys(keys, "S")
     gsis = {g["IndexName"]: g for g in props["GlobalSecondaryIndexes"]}
-    assert set(gsis) == {"by_created", "by_status", "active_deadlines"}
+    assert set(gsis) == {gsi.name for gsi in tableschema.GSIS}
     for gsi in tableschema.GSIS:
         assert gsis[gsi.name]["KeySchema"] == [
             {"AttributeName": gsi.partition_key, "KeyType": "HASH"},
             {"AttributeName": gsi.sort_key, "KeyType": "RANGE"},
         ]
         assert gsis[gsi.name]["Projection"] == gsi.boto3_projection()
-    # GW-DATA-8: the backstop's index carries only what the sweep reads, so task updates do not rewrite it
-    assert gsis["active_deadlines"]["Projection"] == {
-        "ProjectionType": "INCLUDE",
-        "NonKeyAttributes": ["id", "deadline_at", "created_at"],
-    }
-    # GW-DATA-8: the list indexes carry only what the list query filters on; a progress update rewrites neither, and
-    # the terminal write (which sets `ttl`) rewrites only by_status, whose key it changes anyway
-    assert gsis["by_created"]["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["flow"]}
-    assert gsis["by_status"]["Projection"] == {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["flow", "ttl"]}
 
 
-def test_gw_data_7_bucket_encrypted_private_tls_only_with_lifecycle(example_synth: SynthesizedMesh) -> None:
-    (bucket_id, bucket), *_ = example_synth.of_type("AWS::S3::Bucket").items()
-    props = bucket["Properties"]
-    assert bucket["DeletionPolicy"] == "Retain"
-    assert "BucketName" not in props  # generated by CloudFormation
-    assert props["BucketEncryption"]["ServerSideEncryptionConfiguration"] == [
-        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
-    ]
-    assert props["PublicAccessBlockConfiguration"] == {
-        "BlockPublicAcls": True,
-        "BlockPublicPolicy": True,
-        "IgnorePublicAcls": True,
-        "RestrictPublicBuckets": True,
+def test_gw_data_8_every_index_projects_keys_only(example_synth: SynthesizedMesh) -> None:
+    """Issue 15 item 5 (R2): indexes project keys only (by_created, by_outcome, long_deadlines)."""
+    (table,) = example_synth.of_type("AWS::DynamoDB::Table").values()
+    indexes = table["Properties"]["GlobalSecondaryIndexes"]
+    assert indexes
+    assert {g["IndexName"]: g["Projection"] for g in indexes} == {
+        name: {"ProjectionType": "KEYS_ONLY"} for name in ("by_created", "by_outcome", "long_deadlines")
     }
-    expirations = {
-        rule.get("Prefix"): rule.get("ExpirationInDays") for rule in props["LifecycleConfiguration"]["Rules"]
-    }
-    # P-LARGE-6, P-AGG-8: 15 days; GW-DATA-6 task values: 30 days; checkpoints are kept (no rule).
-    assert expirations == {"payloads/": 15, "fanin/": 15, "tasks/": 30, None: None}
-    (policy,) = example_synth.of_type("AWS::S3::BucketPolicy").values()
-    assert _ref_id(policy["Properties"]["Bucket"]) == bucket_id
-    conditions = [
-        s.get("Condition") for s in policy["Properties"]["PolicyDocument"]["Statement"] if s["Effect"] == "Deny"
-    ]
-    assert {"Bool": {"aws:SecureTransport": "false"}} in conditions
 
 
 def test_p_ack_6_every_dlq_has_a_depth_alarm(example_synth: SynthesizedMesh) -> None:
@@ -262,7 +253,7 @@ def test_p_ack_6_every_dlq_has_a_depth_alarm(example_synth: SynthesizedMesh) -> 
     alarmed = set()
     for alarm in example_synth.of_type("AWS::CloudWatch::Alarm").values():
         props = alarm["Properties"]
-        if not any(_ref_id(d["Value"]) in dlq_ids for d in props["Dimensions"]):
+        if not any(isinstance(d["Value"], dict) and _ref_id(d["Value"]) in dlq_ids for d in props["Dimensions"]):
             continue  # the mesh-wide alarms (tests/infra/test_alarms.py)
         assert props["MetricName"] == "ApproximateNumberOfMessagesVisible"
         assert props["Namespace"] == "AWS/SQS"
@@ -286,51 +277,6 @@ def _policy_statements_of_function(synth: SynthesizedMesh, function: dict[str, A
 def _resources(statement: dict[str, Any]) -> list[Any]:
     value = statement["Resource"]
     return value if isinstance(value, list) else [value]
-
-
-def test_grants_send_to_every_queue_consume_own_and_no_wildcard_actions(
-    example_synth: SynthesizedMesh, example_manifest: Manifest
-) -> None:
-    queues = _queues_by_name(example_synth)
-    main_queue_ids = {queues[naming.queue_name(NS, name)][0] for name in _actor_names(example_manifest)}
-    functions = example_synth.of_type("AWS::Lambda::Function")
-    by_queue = _function_of_queue(example_synth)
-    for queue_id, fn_props in by_queue.items():
-        (fn,) = [res for res in functions.values() if res["Properties"] is fn_props]
-        statements = _policy_statements_of_function(example_synth, fn)
-        senders = {_ref_id(r) for s in statements if "sqs:SendMessage" in s["Action"] for r in _resources(s)}
-        consumers = {_ref_id(r) for s in statements if "sqs:ReceiveMessage" in s["Action"] for r in _resources(s)}
-        assert senders == main_queue_ids
-        assert consumers == {queue_id}
-        for s in statements:
-            actions = s["Action"] if isinstance(s["Action"], list) else [s["Action"]]
-            assert not any("*" in action for action in actions), s
-        dynamo = [s for s in statements if "dynamodb:UpdateItem" in s["Action"]]
-        assert dynamo, "table write access"
-        s3_objects = [s for s in statements if "s3:PutObject" in s["Action"]]
-        assert s3_objects, "bucket object write access"
-
-
-def test_gw_ops_3_the_gateway_may_read_every_dlq_and_the_queue_age_metric(
-    example_synth: SynthesizedMesh, example_manifest: Manifest
-) -> None:
-    queues = _queues_by_name(example_synth)
-    dlq_ids = {queues[naming.dlq_name(NS, name)][0] for name in _actor_names(example_manifest)}
-    (gateway,) = [
-        fn
-        for fn in example_synth.of_type("AWS::Lambda::Function").values()
-        if fn["Properties"].get("Handler") == "run.sh"
-    ]
-    statements = _policy_statements_of_function(example_synth, gateway)
-
-    def queue_ids(statement: dict[str, Any]) -> set[str]:
-        return {_ref_id(r) for r in _resources(statement) if isinstance(r, dict) and ("Ref" in r or "Fn::GetAtt" in r)}
-
-    on_dlqs = [s for s in statements if queue_ids(s) & dlq_ids]
-    assert dlq_ids <= {i for s in on_dlqs if "sqs:GetQueueAttributes" in s["Action"] for i in queue_ids(s)}
-    assert all(set(s["Action"]) == {"sqs:GetQueueUrl", "sqs:GetQueueAttributes"} for s in on_dlqs), "read-only"
-    metrics = [s for s in statements if s["Action"] == "cloudwatch:GetMetricStatistics"]
-    assert metrics and metrics[0]["Resource"] == "*"
 
 
 def test_gw_gen_1_every_gateway_method_streams(example_synth: SynthesizedMesh) -> None:
@@ -384,6 +330,10 @@ def test_gw_auth_3_iam_on_every_non_public_route(example_synth: SynthesizedMesh)
         ("ANY", "/openapi.json"): "AWS_IAM",
         ("GET", "/.well-known/agent.json"): "NONE",
         ("ANY", "/.well-known/agent.json"): "AWS_IAM",
+        ("GET", "/.well-known/agent-card.json"): "NONE",
+        ("ANY", "/.well-known/agent-card.json"): "AWS_IAM",
+        ("ANY", "/mcp"): "AWS_IAM",
+        ("ANY", "/a2a"): "AWS_IAM",
     }
 
 
@@ -457,10 +407,14 @@ def test_outputs(example_synth: SynthesizedMesh, example_manifest: Manifest) -> 
     outputs = example_synth.outputs
     assert {"GatewayUrl", "TableName", "BucketName"} <= set(outputs)
     queues = _queues_by_name(example_synth)
-    queue_outputs = {key: _ref_id(o["Value"]) for key, o in outputs.items() if "QueueUrl" in key}
+    queue_outputs = {
+        key: _ref_id(o["Value"]) for key, o in outputs.items() if "QueueUrl" in key and key != "QueueUrlPrefix"
+    }
     expected = {queue_output_key(n): queues[naming.queue_name(NS, n)][0] for n in _actor_names(example_manifest)}
     assert queue_outputs == expected
     assert {"QueueUrlNormalize", "QueueUrlXSink", "QueueUrlXSump"} <= set(queue_outputs), "readable, unhashed keys"
+    prefix = json.dumps(outputs["QueueUrlPrefix"]["Value"])
+    assert "AWS::AccountId" in prefix and f"/asya-{NS}-" in prefix
 
 
 def test_cdk_nag_aws_solutions_passes(example_synth: SynthesizedMesh) -> None:

@@ -57,7 +57,13 @@ def test_provisioned_queues_match_the_template(
     example_synth: SynthesizedMesh, example_manifest: Manifest, aws: Any
 ) -> None:
     provision(example_manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
-    deployed = _template_queues(example_synth)
+    actors = {name for actor in example_manifest.deployed_actors() for name in (actor.name, f"{actor.name}-dlq")}
+    # the actors' queues; the deadline timer queue (GW-BACK-1) is provisioned with the local backstop's timers
+    deployed = {
+        name: props
+        for name, props in _template_queues(example_synth).items()
+        if name.removeprefix(f"asya-{example_manifest.namespace}-") in actors
+    }
     assert len(deployed) == 2 * len(example_manifest.deployed_actors())
     assert _local_queues(aws, sorted(deployed)) == {name: deployed[name] for name in sorted(deployed)}
 
@@ -84,15 +90,18 @@ def test_runtime_environment_is_the_template_environment_plus_the_code_dir(
 ) -> None:
     resources = provision(example_manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
     # the template holds references for the table and bucket names, the local mode moto's names: compared apart
-    names = ("ASYA_TABLE", "ASYA_BUCKET")
+    names = ("ASYA_TABLE", "ASYA_BUCKET", "ASYA_ACCOUNT_ID")
     deployed: dict[str, dict[str, Any]] = {}
     for res in example_synth.of_type("AWS::Lambda::Function").values():
         env = res["Properties"].get("Environment", {}).get("Variables", {})
         if "ASYA_ACTOR" in env:
+            # GW-CREATE-7: queue URLs are built from the account; in AWS it is the stack's, locally moto's
+            assert env["ASYA_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
             deployed[env["ASYA_ACTOR"]] = {key: value for key, value in env.items() if key not in names}
     assert set(deployed) == {actor.name for actor in example_manifest.deployed_actors()}
     for actor in example_manifest.deployed_actors():
         local = runtime_environment(example_manifest, actor, resources)
         assert (local.pop("ASYA_TABLE"), local.pop("ASYA_BUCKET")) == (resources.table, resources.bucket)
         assert local.pop("ASYA_CODE_DIR", None) == (None if actor.crew else str(actor.code_dir))
+        assert local.pop("ASYA_ACCOUNT_ID", "123456789012") == "123456789012"
         assert local == deployed[actor.name], actor.name

@@ -50,13 +50,14 @@ def test_gw_auth_6_mode_none_is_refused_without_allow_unauthenticated(
     assert "allow_unauthenticated: true" in message
 
 
-def test_gw_auth_5_jwt_mode_is_refused_at_synthesis_until_the_gateway_verifies_tokens(
-    write_manifest: WriteManifest, tmp_path: Path
-) -> None:
+def test_gw_auth_5_jwt_mode_leaves_verification_to_the_app(write_manifest: WriteManifest, tmp_path: Path) -> None:
+    """GW-AUTH-5: API Gateway lets every method through; the app verifies the bearer token (asya_gateway.jwtauth)."""
     auth = {"mode": "jwt", "jwks_url": "https://idp.example/jwks", "issuer": "https://idp.example", "audience": "asya"}
     path = write_manifest(minimal_manifest(gateway={"auth": auth}))
-    with pytest.raises(DeploymentError, match=r"gateway.auth.mode: 'jwt' is not supported .* use 'iam' or 'api_key'"):
-        build(path, tmp_path / "out")
+    built = build(path, tmp_path / "out")
+    methods = [node for node in built.stack.node.find_all() if isinstance(node, apigw.CfnMethod)]
+    assert methods
+    assert {m.authorization_type for m in methods} == {"NONE"}
 
 
 def test_gw_auth_6_mode_none_with_allow_unauthenticated_deploys_open_methods(
@@ -156,7 +157,9 @@ def test_settings_from_context() -> None:
     settings = DeploySettings.from_context({"asya:lwaLayerVersion": "26"}, {"CDK_DEFAULT_REGION": "eu-west-1"})
     assert settings.lwa_layer_version == 26
     assert settings.region == "eu-west-1"
-    assert settings.runtime.name == "python3.14"
+    assert settings.runtime is None  # the manifest's deployment.python_version, else AsyaMesh's default (3.14)
+    runtime = DeploySettings.from_context({"asya:pythonVersion": "3.13"}, {}).runtime
+    assert runtime is not None and runtime.name == "python3.13"
     assert DeploySettings.from_context({"asya:region": "ap-south-1"}, {"CDK_DEFAULT_REGION": "x"}).region == (
         "ap-south-1"
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.unit
 
 def _run(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    code = main(list(argv), env={}, stdout=out, stderr=err)
+    code = main(list(argv), env={}, stdout=out, stderr=err, cwd=Path(__file__).resolve().parent)
     return code, out.getvalue(), err.getvalue()
 
 
@@ -113,15 +114,19 @@ def test_progress_view_on_a_tty_redraws_the_bar_with_partial_output() -> None:
     assert view.partial_output == "A friendly greeting."
 
 
-def test_progress_view_without_a_tty_writes_a_line_per_change_and_the_partial_output() -> None:
+def test_progress_view_without_a_tty_writes_everything_in_event_order() -> None:
+    """GW-SSE-11: FLY text is streamed as text, any other value is one JSON line; status lines come in event order,
+    one per change, and text that did not end its line is ended before the next status line."""
     out = io.StringIO()
     view = ProgressView(out, tty=False)
     view.on_event(_event("status", {"status": "pending", "progress_percent": 0}))
     running = {"status": "running", "progress_percent": 50.0, "current_actor": "summarize", "step": "processing"}
     view.on_event(_event("status", running))
     view.on_event(_event("status", running))  # nothing changed: no new line
-    view.on_event(_event("fly", {"payload": "word"}))
-    view.on_event(_event("fly", {"payload": {"k": 1}}))
+    view.on_event(_event("fly", {"payload": "Here"}))
+    view.on_event(_event("fly", {"payload": " is"}))
+    view.on_event(_event("fly", {"payload": {"token": "Here", "i": 0}}))
+    view.on_event(_event("fly", {"payload": {"token": " is", "i": 1}}))
     view.on_event(_event("status", {"status": "succeeded", "progress_percent": 100}))
     view.on_event(_event("fly", {"payload": " late"}))
     view.finish()
@@ -129,8 +134,43 @@ def test_progress_view_without_a_tty_writes_a_line_per_change_and_the_partial_ou
     assert out.getvalue().splitlines() == [
         f"{render_bar(0)}  pending",
         f"{render_bar(50)}  summarize  processing",
-        '  | word{"k": 1}',
+        "Here is",
+        '{"token": "Here", "i": 0}',
+        '{"token": " is", "i": 1}',
         f"{render_bar(100)}  succeeded",
-        "  |  late",
+        " late",
     ]
-    assert view.partial_output == 'word{"k": 1} late'
+    assert out.getvalue().endswith(" late\n")
+    assert view.partial_output == 'Here is\n{"token": "Here", "i": 0}\n{"token": " is", "i": 1}\n late'
+
+
+def test_progress_view_writes_each_event_as_it_arrives() -> None:
+    """Outside a terminal nothing is held back: FLY text is on the stream before the next event arrives."""
+    out = io.StringIO()
+    view = ProgressView(out, tty=False)
+    view.on_event(_event("fly", {"payload": "tok"}))
+    assert out.getvalue() == "tok"
+
+
+def test_progress_view_failed_line_shows_the_error_and_retry_line_the_attempt() -> None:
+    """GW-TASK-2 status data: a failed status carries ``error`` and ``failed_actor``, a ``retrying`` step
+    ``attempt``, ``delay_seconds`` and ``error``; the progress line shows them."""
+    out = io.StringIO()
+    view = ProgressView(out, tty=False)
+    retrying = {
+        "status": "running",
+        "progress_percent": 50.0,
+        "current_actor": "flaky",
+        "step": "retrying",
+        "attempt": 2,
+        "delay_seconds": 1,
+        "error": "ValueError: not yet",
+    }
+    view.on_event(_event("status", retrying))
+    failed = {"status": "failed", "progress_percent": 50.0, "error": "RuntimeError: boom", "failed_actor": "flaky"}
+    view.on_event(_event("status", failed))
+    view.finish()
+    assert out.getvalue().splitlines() == [
+        f"{render_bar(50)}  flaky  retrying  attempt 2 in 1 s: ValueError: not yet",
+        f"{render_bar(50)}  failed  RuntimeError: boom (at flaky)",
+    ]

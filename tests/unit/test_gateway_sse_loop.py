@@ -1,23 +1,33 @@
-"""SSE wire format, ``Last-Event-ID`` parsing and the stream loop of the gateway (GW-SSE-2 .. GW-SSE-9, GW-DATA-3).
+"""SSE wire format, ``Last-Event-ID`` parsing and the follower every wait consumes (GW-SSE-1 .. GW-SSE-9, R2).
 
-The loop runs against an in-memory event log implementing the ``StreamSource`` protocol and a tick clock (each
-reading advances one second), so sequence-gap waits and the duration limit are exercised without real time.
+``asya_gateway.follow.follow`` runs against :class:`FakeTask`, a :class:`~asya_gateway.follow.FollowSource` whose
+task item and fly items a test changes between polls (as the layer's single write per hop would), and a step clock
+(each reading advances a quarter second, one fast poll), so the 1 s hold-back of numbers without a fly item, the
+keepalive and the duration limit are exercised without real time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import anyio
 import pytest
 
+from asya.store import Snapshot
+from asya.timeutil import format_ts
 from asya_gateway.errors import HttpError
-from asya_gateway.sse import KEEPALIVE, LogEvent, SseSettings, format_event, parse_last_event_id, stream_events
+from asya_gateway.follow import KEEPALIVE, FollowEvent, follow
+from asya_gateway.sse import KEEPALIVE as KEEPALIVE_TEXT
+from asya_gateway.sse import SseSettings, format_event, parse_last_event_id, sse_body
+from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.unit
 
 TASK = "5b7e0c2a-8f0e-4d51-9a57-2f1d1c6b9e10"
+STEP = 0.25
+SETTINGS = SseSettings(poll_fast=0, poll_slow=0, fast_window=5, keepalive=1000, max_seconds=1000, gap_wait=1.0)
 
 
 def test_format_event_gw_sse_2() -> None:
@@ -26,7 +36,7 @@ def test_format_event_gw_sse_2() -> None:
     )
     assert format_event("fly", {"payload": "a\nb"}, event_id=10) == 'id: 10\nevent: fly\ndata: {"payload":"a\\nb"}\n\n'
     assert format_event("fly", {"payload": "é"}, event_id=1).endswith('data: {"payload":"é"}\n\n')
-    assert KEEPALIVE == ":keepalive\n\n"
+    assert KEEPALIVE_TEXT == ":keepalive\n\n"
 
 
 @pytest.mark.parametrize(
@@ -52,151 +62,305 @@ def test_bad_last_event_id_is_400_gw_sse_1(header: str | None, query: str | None
     assert (info.value.status, info.value.message) == (400, message)
 
 
-def status(seq: int, value: str) -> LogEvent:
-    return LogEvent(seq=seq, name="status", data={"id": TASK, "status": value})
+def test_sse_body_writes_retry_on_the_catch_up_ids_on_the_rest_and_keepalive_comments_gw_sse_2_4() -> None:
+    async def events() -> Any:
+        yield FollowEvent("status", None, {"status": "running"})
+        yield FollowEvent("fly", 3, {"payload": 1, "actor": "a", "envelope_id": TASK})
+        yield KEEPALIVE
+        yield FollowEvent("status", 4, {"status": "succeeded"})
+
+    async def collect() -> list[str]:
+        return [chunk async for chunk in sse_body(events())]
+
+    assert anyio.run(collect) == [
+        'retry: 1000\nevent: status\ndata: {"status":"running"}\n\n',
+        f'id: 3\nevent: fly\ndata: {{"payload":1,"actor":"a","envelope_id":"{TASK}"}}\n\n',
+        ":keepalive\n\n",
+        'id: 4\nevent: status\ndata: {"status":"succeeded"}\n\n',
+    ]
 
 
-def fly(seq: int, payload: Any) -> LogEvent:
-    return LogEvent(seq=seq, name="fly", data={"payload": payload, "actor": "a", "envelope_id": TASK})
+class FakeTask:
+    """A task item and its fly items: ``on_poll(poll, task)`` runs before each read, as the mesh's writes would."""
 
-
-class MemoryLog:
-    """An event log whose content can change between polls (``on_poll`` runs before each read)."""
-
-    def __init__(self, events: list[LogEvent], on_poll: Callable[[int, list[LogEvent]], None] | None = None) -> None:
-        self.events = events
-        self.polls = 0
-        self.deadline_checks = 0
+    def __init__(
+        self,
+        status: str,
+        last_seq: int,
+        *,
+        step: str | None = None,
+        fly: dict[int, Any] | None = None,
+        deadline_at: str | None = None,
+        on_poll: Callable[[int, FakeTask], None] | None = None,
+    ) -> None:
+        self.status = status
+        self.last_seq = last_seq
+        self.step = step
+        self.fly: dict[int, Any] = dict(fly or {})
+        self.deadline_at = deadline_at
+        self.gone = False
         self.on_poll = on_poll
+        self.polls = 0
+        self.time_outs: list[str] = []
 
-    async def events_after(self, seq: int) -> list[LogEvent]:
+    def change(self, status: str, *, step: str | None = None, numbers: int = 1) -> None:
+        """``numbers`` status changes, of which only the last state is visible (the single task item)."""
+        self.status, self.step = status, step
+        self.last_seq += numbers
+
+    def add_fly(self, *payloads: Any) -> None:
+        for payload in payloads:
+            self.last_seq += 1
+            self.fly[self.last_seq] = payload
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return {"id": TASK, "status": self.status, "step": self.step}
+
+    async def snapshot(self, after: int) -> Snapshot | None:
         self.polls += 1
         if self.on_poll is not None:
-            self.on_poll(self.polls, self.events)
-        return sorted((e for e in self.events if e.seq > seq), key=lambda e: e.seq)
+            self.on_poll(self.polls, self)
+        if self.gone:
+            return None
+        fly = [
+            {"seq": n, "event": "fly", "data": {"payload": p, "actor": "a", "envelope_id": TASK}}
+            for n, p in sorted(self.fly.items())
+            if n > after
+        ]
+        return Snapshot(
+            status=self.status, last_seq=self.last_seq, data=self.data, fly=fly, deadline_at=self.deadline_at
+        )
 
-    async def enforce_deadline(self) -> None:
-        self.deadline_checks += 1
+    async def time_out(self, deadline_at: str) -> None:
+        """What ``TaskStore.time_out_overdue`` leaves: the failed status, one number more."""
+        self.time_outs.append(deadline_at)
+        self.change("failed", step="timeout")
 
 
-class TickClock:
+class StepClock:
     def __init__(self) -> None:
         self.now = 0.0
 
     def __call__(self) -> float:
-        self.now += 1.0
+        self.now += STEP
         return self.now
 
 
-SETTINGS = SseSettings(poll_fast=0, poll_slow=0, fast_window=5, keepalive=1000, max_seconds=1000, gap_wait=3)
+Seen = tuple[str, int | None, str | None]
 
 
 def run(
-    log: MemoryLog, *, catchup_status: str, last_seq: int, position: int = 0, settings: SseSettings = SETTINGS
-) -> list[str]:
-    async def collect() -> list[str]:
-        chunks = []
-        async for chunk in stream_events(
-            log,
-            catchup={"id": TASK, "status": catchup_status},
-            last_seq=last_seq,
+    task: FakeTask,
+    *,
+    position: int,
+    settings: SseSettings = SETTINGS,
+    clock: ManualClock | None = None,
+    polls: list[int] | None = None,
+) -> list[Seen]:
+    """``(name, id, status or fly payload)`` of every event; ``polls`` gets the poll count at each event."""
+    catchup = task.data
+
+    async def collect() -> list[Seen]:
+        seen: list[Seen] = []
+        async for event in follow(
+            task,
+            catchup=catchup,
+            last_seq=task.last_seq,
             position=position,
             settings=settings,
-            monotonic=TickClock(),
+            deadline_at=task.deadline_at,
+            clock=clock,
+            monotonic=StepClock(),
         ):
-            chunks.append(chunk)
-        return chunks
+            value = event.data.get("payload") if event.name == "fly" else event.data.get("status")
+            seen.append((event.name, event.seq, value))
+            if polls is not None:
+                polls.append(task.polls)
+        return seen
 
     return anyio.run(collect)
 
 
-def ids_and_names(chunks: list[str]) -> list[tuple[str | None, str]]:
-    out: list[tuple[str | None, str]] = []
-    for chunk in chunks:
-        if chunk == KEEPALIVE:
-            out.append((None, "keepalive"))
-            continue
-        fields = dict(line.split(": ", 1) for line in chunk.strip().split("\n"))
-        out.append((fields.get("id"), fields["event"]))
-    return out
+def test_status_changes_between_reads_coalesce_and_the_terminal_comes_last_with_id_l_gw_sse_3_4_7() -> None:
+    """Two changes (numbers 3 and 4) seen in one read give one status event with the later state; its id is one less
+    than the lowest held-back number (GW-SSE-6), never a number the client may still miss; the terminal status
+    waits out its own hold-back and closes the stream with id = last_seq."""
 
-
-def test_replay_skips_logged_status_and_streams_live_until_terminal_gw_sse_5_7() -> None:
-    def grow(poll: int, events: list[LogEvent]) -> None:
+    def mesh(poll: int, task: FakeTask) -> None:
         if poll == 2:
-            events.extend([fly(4, "late"), status(5, "succeeded"), fly(6, "after end")])
+            task.change("running", step="c", numbers=2)
+        elif poll == 8:
+            task.change("succeeded", step="c")
 
-    log = MemoryLog([status(1, "pending"), status(2, "running"), fly(3, "early")], grow)
-    chunks = run(log, catchup_status="running", last_seq=3)
-    assert chunks[0].startswith("retry: 1000\nevent: status\n")
-    assert ids_and_names(chunks) == [(None, "status"), ("3", "fly"), ("4", "fly"), ("5", "status")]
-    assert log.deadline_checks >= 2
+    task = FakeTask("running", 2, step="a", on_poll=mesh)
+    polls: list[int] = []
+    assert run(task, position=2, polls=polls) == [
+        ("status", None, "running"),
+        ("status", 2, "running"),
+        ("status", 5, "succeeded"),
+    ]
+    assert polls[-1] >= 8 + int(SETTINGS.gap_wait / STEP)  # number 5 was held back 1 s before the terminal event
 
 
-def test_a_position_past_the_log_still_streams_every_later_event_gw_sse_6() -> None:
-    """A Last-Event-ID ahead of the log (L = 2, P = 1000) replays nothing, then streams every event with seq > L."""
-
-    def grow(poll: int, events: list[LogEvent]) -> None:
+def test_without_a_hold_back_a_coalesced_status_carries_last_seq_and_ids_skip_gw_sse_3() -> None:
+    def mesh(poll: int, task: FakeTask) -> None:
         if poll == 2:
-            events.extend([fly(3, "late"), status(4, "succeeded")])
+            task.change("running", step="c", numbers=2)
+        elif poll == 3:
+            task.change("failed", step="c", numbers=3)
 
-    log = MemoryLog([status(1, "pending"), status(2, "running")], grow)
-    chunks = run(log, catchup_status="running", last_seq=2, position=1000)
-    assert ids_and_names(chunks) == [(None, "status"), ("3", "fly"), ("4", "status")]
-
-
-def test_position_skips_replayed_values_gw_sse_5() -> None:
-    log = MemoryLog([status(1, "pending"), fly(2, "a"), fly(3, "b"), status(4, "canceled")])
-    assert ids_and_names(run(log, catchup_status="canceled", last_seq=4, position=2)) == [
-        (None, "status"),
-        ("3", "fly"),
+    task = FakeTask("running", 2, step="a", on_poll=mesh)
+    settings = SseSettings(poll_fast=0, poll_slow=0, fast_window=5, keepalive=1000, max_seconds=1000, gap_wait=0)
+    assert run(task, position=2, settings=settings) == [
+        ("status", None, "running"),
+        ("status", 4, "running"),
+        ("status", 7, "failed"),
     ]
 
 
-def test_terminal_catchup_replays_only_up_to_l_and_checks_no_deadline_gw_sse_6() -> None:
-    log = MemoryLog([status(1, "pending"), fly(2, "x"), status(3, "succeeded"), fly(4, "late")])
-    assert ids_and_names(run(log, catchup_status="succeeded", last_seq=3)) == [(None, "status"), ("2", "fly")]
-    assert log.deadline_checks == 0
+def test_replay_sends_every_fly_value_after_p_and_live_values_never_coalesce_gw_sse_5_11() -> None:
+    """Fly 2 and 3 are at or below L = 4 and above P = 1: replayed; numbers 1 and 4 have no item (status changes the
+    catch-up reflects). Two values flushed between two reads are two events, each with its number."""
 
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 6:
+            task.add_fly("x", "y")
+            task.change("succeeded")
 
-def test_missing_sequence_is_awaited_then_filled_gw_data_3() -> None:
-    def fill(poll: int, events: list[LogEvent]) -> None:
-        if poll == 2:
-            events.append(fly(2, "slow writer"))
-
-    log = MemoryLog([status(1, "pending"), fly(3, "b"), status(4, "succeeded")], fill)
-    assert ids_and_names(run(log, catchup_status="pending", last_seq=1)) == [
-        (None, "status"),
-        ("2", "fly"),
-        ("3", "fly"),
-        ("4", "status"),
+    task = FakeTask("running", 4, fly={2: "a", 3: "b"}, on_poll=mesh)
+    assert run(task, position=1) == [
+        ("status", None, "running"),
+        ("fly", 2, "a"),
+        ("fly", 3, "b"),
+        ("fly", 5, "x"),
+        ("fly", 6, "y"),
+        ("status", 7, "succeeded"),
     ]
 
 
-def test_missing_sequence_is_skipped_after_the_wait_gw_data_3() -> None:
-    log = MemoryLog([status(1, "pending"), fly(3, "b"), status(4, "failed")])
-    chunks = run(log, catchup_status="pending", last_seq=1)
-    assert ids_and_names(chunks) == [(None, "status"), ("3", "fly"), ("4", "status")]
-    assert log.polls >= 2  # it waited at least one poll before skipping
+def test_a_late_fly_item_is_awaited_and_no_event_passes_a_held_back_number_gw_sse_6() -> None:
+    """Number 2 is reserved (P-STAT-16) but its item is written only at the second read: fly 3 waits behind it."""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 1:
+            task.last_seq = 3
+            task.fly[3] = "second"
+        elif poll == 2:
+            task.fly[2] = "first"
+        elif poll == 3:
+            task.change("succeeded")
+
+    task = FakeTask("running", 1, on_poll=mesh)
+    polls: list[int] = []
+    assert run(task, position=1, polls=polls) == [
+        ("status", None, "running"),
+        ("fly", 2, "first"),
+        ("fly", 3, "second"),
+        ("status", 4, "succeeded"),
+    ]
+    assert polls[1:3] == [2, 2]
 
 
-def test_keepalive_and_duration_limit_gw_sse_9() -> None:
-    settings = SseSettings(poll_fast=0, poll_slow=0, fast_window=0, keepalive=2, max_seconds=10, gap_wait=3)
-    log = MemoryLog([status(1, "pending")])
-    names = [name for _, name in ids_and_names(run(log, catchup_status="pending", last_seq=1, settings=settings))]
-    assert names[0] == "status"
-    assert set(names[1:]) == {"keepalive"}
-    assert len(names) > 2
+def test_a_number_without_an_item_becomes_a_status_change_after_one_second_gw_sse_6() -> None:
+    """Number 2 never gets an item: the state change is sent at once with id 1 (below the held number), fly 3 only
+    once number 2 is 1 s old for this stream."""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 1:
+            task.change("running", step="b")
+            task.add_fly("value")
+        elif poll == 12:
+            task.change("succeeded", step="b")
+
+    task = FakeTask("running", 1, step="a", on_poll=mesh)
+    polls: list[int] = []
+    assert run(task, position=1, polls=polls) == [
+        ("status", None, "running"),
+        ("status", 1, "running"),
+        ("fly", 3, "value"),
+        ("status", 4, "succeeded"),
+    ]
+    assert polls[1] == 1
+    assert polls[2] == 1 + int(SETTINGS.gap_wait / STEP)
+
+
+def test_a_terminal_catch_up_replays_then_sends_the_terminal_event_with_id_l_gw_sse_4_6() -> None:
+    task = FakeTask("succeeded", 4, fly={2: "a", 3: "b"}, deadline_at="2000-01-01T00:00:00Z")
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    assert run(task, position=0, clock=clock) == [
+        ("status", None, "succeeded"),
+        ("fly", 2, "a"),
+        ("fly", 3, "b"),
+        ("status", 4, "succeeded"),
+    ]
+    assert task.time_outs == []  # a terminal task is never timed out by a reader
+
+
+def test_a_terminal_catch_up_at_a_later_position_sends_only_the_terminal_event_gw_sse_5_7() -> None:
+    task = FakeTask("canceled", 4, fly={2: "a", 3: "b"})
+    assert run(task, position=3) == [("status", None, "canceled"), ("status", 4, "canceled")]
+
+
+def test_a_position_past_the_record_still_streams_every_later_event_gw_sse_6() -> None:
+    """A Last-Event-ID ahead of the record (L = 2, P = 1000) replays nothing, then streams every number above L."""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 2:
+            task.add_fly("late")
+            task.change("succeeded")
+
+    task = FakeTask("running", 2, on_poll=mesh)
+    assert run(task, position=1000) == [("status", None, "running"), ("fly", 3, "late"), ("status", 4, "succeeded")]
 
 
 def test_paused_is_not_terminal_gw_sse_7() -> None:
-    def resume(poll: int, events: list[LogEvent]) -> None:
+    def mesh(poll: int, task: FakeTask) -> None:
         if poll == 2:
-            events.extend([status(3, "running"), status(4, "succeeded")])
+            task.change("running", step="b")
+        elif poll == 9:
+            task.change("succeeded", step="b")
 
-    log = MemoryLog([status(1, "pending"), status(2, "paused")], resume)
-    assert ids_and_names(run(log, catchup_status="paused", last_seq=2)) == [
-        (None, "status"),
-        ("3", "status"),
-        ("4", "status"),
+    task = FakeTask("paused", 2, step="a", on_poll=mesh)
+    assert run(task, position=2) == [
+        ("status", None, "paused"),
+        ("status", 2, "running"),
+        ("status", 4, "succeeded"),
     ]
+
+
+def test_keepalive_and_duration_limit_gw_sse_9() -> None:
+    settings = SseSettings(poll_fast=0, poll_slow=0, fast_window=0, keepalive=1, max_seconds=5, gap_wait=1)
+    task = FakeTask("pending", 1)
+    seen = run(task, position=1, settings=settings)
+    assert seen[0] == ("status", None, "pending")
+    assert {name for name, _, _ in seen[1:]} == {"keepalive"}
+    assert 3 <= len(seen) - 1 <= 5  # one per second of silence, within the 5 s limit
+    assert task.polls == int(settings.max_seconds / STEP)  # the stream ended at max_seconds, not earlier or later
+
+
+def test_a_task_that_is_gone_ends_the_stream_gw_sse_9() -> None:
+    def mesh(poll: int, task: FakeTask) -> None:
+        task.gone = poll == 3
+
+    task = FakeTask("running", 2, on_poll=mesh)
+    assert run(task, position=2) == [("status", None, "running")]
+    assert task.polls == 3
+
+
+def test_a_running_task_past_its_deadline_is_timed_out_by_the_reader_gw_back_3() -> None:
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    deadline = format_ts(clock.now - timedelta(seconds=1))
+    task = FakeTask("running", 3, step="a", deadline_at=deadline)
+    seen = run(task, position=3, clock=clock)
+    assert task.time_outs == [deadline]  # once: the task is failed after it
+    assert seen == [("status", None, "running"), ("status", 4, "failed")]
+
+
+def test_a_task_before_its_deadline_is_not_timed_out_gw_back_3() -> None:
+    clock = ManualClock(datetime(2026, 1, 1, tzinfo=UTC))
+    task = FakeTask("running", 3, deadline_at=format_ts(clock.now + timedelta(seconds=1)))
+    settings = SseSettings(poll_fast=0, poll_slow=0, fast_window=0, keepalive=1000, max_seconds=2, gap_wait=1)
+    assert run(task, position=3, clock=clock, settings=settings) == [("status", None, "running")]
+    assert task.time_outs == []
+    assert task.polls > 1

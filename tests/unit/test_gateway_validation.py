@@ -5,6 +5,7 @@ configuration."""
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
@@ -19,8 +20,9 @@ from asya_gateway.errors import HttpError
 from asya_gateway.listing import parse_list_query
 from asya_gateway.producer import parse_producer_event
 from asya_gateway.requestid import request_id_from_headers
-from asya_gateway.tracing import is_valid_traceparent, trace_headers
+from asya_gateway.tracing import is_valid_traceparent, is_valid_tracestate, trace_headers
 from asya_gateway.validation import (
+    nesting_exceeds,
     parse_create_body,
     resolve_target,
     schema_violation,
@@ -58,8 +60,8 @@ def test_resolve_target_by_flow_and_actor_gw_create_1_2(example_manifest: Manife
         ({"actor": "", "flow": ""}, (400, "actor or flow query parameter required")),
         ({"actor": "a", "flow": "b"}, (400, "use either actor or flow, not both")),
         ({"actor": "x-sump"}, (400, "actor 'x-sump' is reserved for crew")),
-        ({"actor": "Analyze"}, (404, "actor not found: Analyze")),
-        ({"flow": "missing"}, (404, "flow not found: missing")),
+        ({"actor": "Analyze"}, (404, "actor not found: Analyze (actors: analyze, normalize, split, summarize)")),
+        ({"flow": "missing"}, (404, "flow not found: missing (flows: sentences, text-pipeline)")),
     ],
 )
 def test_resolve_target_errors_gw_create_1_2(
@@ -68,23 +70,76 @@ def test_resolve_target_errors_gw_create_1_2(
     assert http_error(resolve_target, query, example_manifest) == expected
 
 
+ACTORS = ("analyze", "normalize", "summarize")
+
+
+def parse_body(body: Any) -> Any:
+    return parse_create_body(body, user_actors=ACTORS)
+
+
+def check_headers(headers: Any) -> dict[str, Any]:
+    return validate_headers(headers, user_actors=ACTORS)
+
+
 def test_parse_create_body_defaults_gw_create_4() -> None:
-    body = parse_create_body({})
+    body = parse_body({})
     assert (body.payload, body.headers, body.timeout) == (None, {}, None)
-    full = parse_create_body({"payload": [1], "headers": {"k": "v"}, "timeout": None})
+    full = parse_body({"payload": [1], "headers": {"k": "v"}, "timeout": None})
     assert (full.payload, full.headers, full.timeout) == ([1], {"k": "v"}, None)
 
 
 @pytest.mark.parametrize("key", ["route", "route_next", "next"])
 def test_routing_fields_are_refused_gw_create_3(key: str) -> None:
-    assert http_error(parse_create_body, {key: ["a"], "zzz": 1}) == (
+    assert http_error(parse_body, {key: ["a"], "zzz": 1}) == (
         400,
         f"routing fields are not allowed in the body: '{key}'; the entry point is ?actor= or ?flow=",
     )
 
 
-def test_unknown_field_is_refused_gw_create_3() -> None:
-    assert http_error(parse_create_body, {"payload": 1, "Payload": 2}) == (400, "unknown field 'Payload'")
+def test_unknown_field_says_the_input_goes_under_payload_gw_create_3() -> None:
+    """Issue 20 point 6: the GW-CREATE-3 prefix, then the fix."""
+    assert http_error(parse_body, {"prompt": "hi"}) == (
+        400,
+        """unknown field 'prompt': the task input goes under 'payload', as in {"payload": {"prompt": ...}}; """
+        "the body fields are payload, headers and timeout",
+    )
+    status, message = http_error(parse_body, {"payload": 1, "Payload": 2})
+    assert (status, message.split(":")[0]) == (400, "unknown field 'Payload'")
+
+
+@pytest.mark.parametrize("depth", [1, 255, 256])
+def test_payload_nested_up_to_256_levels_is_accepted_gw_create_4(depth: int) -> None:
+    payload: Any = "leaf"
+    for level in range(depth):
+        payload = [payload] if level % 2 else {"k": payload}
+    assert parse_body({"payload": payload}).payload is payload
+    assert parse_body({"headers": {"deep": payload}}).headers == {"deep": payload}, "each header value, as deep"
+
+
+@pytest.mark.parametrize("depth", [257, 890, 5000])
+def test_payload_nested_deeper_than_256_levels_is_refused_gw_create_4(depth: int) -> None:
+    """R2 (issue 18 defect 3): the layer used to fail 500..890 levels the gateway had accepted."""
+    payload: Any = 1
+    for _ in range(depth):
+        payload = [payload]
+    assert http_error(parse_body, {"payload": payload}) == (400, "payload nesting exceeds 256 levels")
+    assert http_error(parse_body, {"headers": {"deep": payload}}) == (400, "headers nesting exceeds 256 levels")
+
+
+def test_nesting_counts_the_deepest_branch_gw_create_4() -> None:
+    wide: Any = {"a": [1, 2, {"b": [[]]}], "c": {}}
+    assert not nesting_exceeds(wide, 5)
+    assert nesting_exceeds(wide, 4)
+    assert not nesting_exceeds("scalar", 0)
+    assert nesting_exceeds([], 0)
+
+
+def test_null_payload_schema_error_says_what_to_send_gw_create_4(example_manifest: Manifest) -> None:
+    """Issue 20 point 6: an empty body (payload absent) against a flow's input_schema, in words."""
+    schema = example_manifest.flows["text-pipeline"].input_schema
+    assert schema is not None
+    assert schema_violation(None, schema) == '$: the payload is null or missing; send the input as {"payload": <input>}'
+    assert schema_violation(None, {}) is None, "a schema that takes null is not refused"
 
 
 @pytest.mark.parametrize(
@@ -103,7 +158,7 @@ def test_storage_reference_shape_p_large_4(payload: Any, is_ref: bool) -> None:
 
 
 def test_storage_reference_payload_is_refused_gw_create_4() -> None:
-    assert http_error(parse_create_body, {"payload": {"__ref__": "s3://b/k"}}) == (
+    assert http_error(parse_body, {"payload": {"__ref__": "s3://b/k"}}) == (
         400,
         "payload must not be a storage reference",
     )
@@ -113,9 +168,9 @@ def test_storage_reference_payload_is_refused_gw_create_4() -> None:
 
 
 def test_headers_accepts_route_override_and_trace_gw_create_5() -> None:
-    headers = {"x-asya-route-override": {"analyze": "analyze-v2"}, "traceparent": PARENT, "tracestate": "a=b", "k": 1}
-    assert validate_headers(headers) == headers
-    assert validate_headers(None) == {}
+    headers = {"x-asya-route-override": {"analyze": "summarize"}, "traceparent": PARENT, "tracestate": "a=b", "k": 1}
+    assert check_headers(headers) == headers
+    assert check_headers(None) == {}
 
 
 @pytest.mark.parametrize(
@@ -135,16 +190,29 @@ def test_headers_accepts_route_override_and_trace_gw_create_5() -> None:
             "header 'x-asya-route-override' must be an object of actor names, got invalid name \"Bad Name\"",
         ),
         ({"traceparent": 5}, "header 'traceparent' must be a string, got 5"),
+        (
+            {"x-asya-route-override": {"analyze": "x-sink"}},
+            "header 'x-asya-route-override' must not name crew actor 'x-sink'",
+        ),
+        (
+            {"x-asya-route-override": {"x-sump": "analyze"}},
+            "header 'x-asya-route-override' must not name crew actor 'x-sump'",
+        ),
+        (
+            {"x-asya-route-override": {"analyze": "nosuch"}},
+            "header 'x-asya-route-override' names undeclared actor 'nosuch' (actors: analyze, normalize, summarize)",
+        ),
     ],
 )
 def test_headers_errors_gw_create_5(headers: Any, message: str) -> None:
-    assert http_error(validate_headers, headers) == (400, message)
+    """The crew and undeclared override targets are R2 (P-ROUTE-7, issue 18 defect 2)."""
+    assert http_error(check_headers, headers) == (400, message)
 
 
 def test_headers_size_limit_16_kib_gw_create_5() -> None:
     fits = {"k": "v" * (16 * 1024 - len('{"k":""}'))}
-    assert validate_headers(fits) == fits
-    status, message = http_error(validate_headers, {"k": "v" * (16 * 1024)})
+    assert check_headers(fits) == fits
+    status, message = http_error(check_headers, {"k": "v" * (16 * 1024)})
     assert status == 400
     assert message.endswith("over the limit of 16 KiB")
 
@@ -173,7 +241,7 @@ def test_schema_violation_names_path_and_reason_gw_create_4() -> None:
     assert schema_violation({}, schema) == "$: 'text' is a required property"
     assert schema_violation({"text": 1}, schema) == "$.text: 1 is not of type 'string'"
     assert schema_violation({"text": "a", "n": [1, "x"]}, schema) == "$.n[1]: 'x' is not of type 'integer'"
-    assert schema_violation(None, schema) == "$: None is not of type 'object'"
+    assert schema_violation(None, schema) == '$: the payload is null or missing; send the input as {"payload": <input>}'
 
 
 # ---------------------------------------------------------------- trace context
@@ -208,6 +276,63 @@ def test_trace_headers_precedence_p_trace_2() -> None:
     assert set(fresh) == {"traceparent"}
     assert is_valid_traceparent(fresh["traceparent"])
     assert fresh["traceparent"] != trace_headers(None, None, {})["traceparent"]
+
+
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [
+        ("congo=t61rcWkgMzE", True),
+        ("rojo=00f067aa0ba902b7, congo=t61rcWkgMzE", True),
+        ("tenant1@vendor=v a l,,  k-2/x*=x", True),
+        ("k=" + "v" * 255, True),
+        ("a=b,,,", True),
+        ("a=b,a=c", False),
+        (",".join(f"k{i}=v" for i in range(33)), False),
+        ("k=" + "v" * 257, False),
+        ("Upper=v", False),
+        ("k=", False),
+        ("k=a=b", False),
+        ("k=v\n", False),
+        ("k=v\r\nX-Forged: 1", False),
+        ("k=v ", True),
+        ("", False),
+        (" , ", False),
+        ("k=" + "v" * 20000, False),
+        (None, False),
+        (5, False),
+    ],
+)
+def test_tracestate_validity_gw_create_5(value: Any, valid: bool) -> None:
+    assert is_valid_tracestate(value) is valid
+
+
+def test_tracestate_over_512_characters_is_invalid_gw_create_5() -> None:
+    fits = ",".join(f"k{i}={'v' * 11}" for i in range(32))
+    assert len(fits) <= 512
+    assert is_valid_tracestate(fits)
+    over = ",".join(f"k{i}={'v' * 14}" for i in range(31))
+    assert len(over) > 512
+    assert not is_valid_tracestate(over)
+
+
+@pytest.mark.parametrize(
+    "bad_state",
+    ["k=" + "v" * 20 * 1024, "k=v\nforged", "k=v,k=w", "not a tracestate"],
+    ids=["20kb", "nl", "dup", "junk"],
+)
+def test_invalid_tracestate_is_dropped_never_forwarded_gw_create_5(bad_state: str) -> None:
+    """R2 (issue 18 defect 10): a 20 KB HTTP ``tracestate`` bypassed the 16 KiB header cap and was forwarded."""
+    assert trace_headers(PARENT, bad_state, {}) == {"traceparent": PARENT}
+    assert trace_headers(None, None, {"traceparent": PARENT, "tracestate": bad_state}) == {"traceparent": PARENT}
+    assert trace_headers(PARENT, "ok=1", {}) == {"traceparent": PARENT, "tracestate": "ok=1"}
+
+
+def test_traceparent_of_a_later_version_is_bounded_gw_create_5() -> None:
+    later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert is_valid_traceparent(later + "-" + "x" * 400)
+    assert not is_valid_traceparent(later + "-" + "x" * 20000)
+    assert not is_valid_traceparent(later + "-x\ny")
+    assert not is_valid_traceparent(PARENT + "\n")
 
 
 # ---------------------------------------------------------------- list query
@@ -332,9 +457,17 @@ def test_json_body_parsing_gw_gen_5() -> None:
 
 def test_request_id_from_lambda_web_adapter_gw_gen_4() -> None:
     context = json.dumps({"requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"})
-    assert request_id_from_headers(Headers({"x-amzn-request-context": context})) == (
+    assert request_id_from_headers(Headers({"x-amzn-request-context": context}), trust_request_context=True) == (
         "c6af9ac6-7b61-11e6-9a41-93e8deadbeef"
     )
+
+
+def test_local_request_id_never_comes_from_the_client_gw_gen_4() -> None:
+    """Issue 18 defect 7: outside Lambda the header is the client's, never the adapter's."""
+    context = json.dumps({"requestId": "chosen-by-the-caller"})
+    generated = request_id_from_headers(Headers({"x-amzn-request-context": context}), trust_request_context=False)
+    assert generated != "chosen-by-the-caller"
+    assert str(uuid.UUID(generated, version=4)) == generated
     forged = [json.dumps({"requestId": bad}) for bad in ("\u0100", "a\nb", "x" * 129)]
     for headers in (
         {},
@@ -342,7 +475,7 @@ def test_request_id_from_lambda_web_adapter_gw_gen_4() -> None:
         {"x-amzn-request-context": '{"requestId": 5}'},
         *({"x-amzn-request-context": context} for context in forged),  # echoed in a header: must stay printable
     ):
-        generated = request_id_from_headers(Headers(headers))
+        generated = request_id_from_headers(Headers(headers), trust_request_context=True)
         assert len(generated) == 36
         assert generated.count("-") == 4
 

@@ -184,14 +184,25 @@ def test_p_fan_2_spec_example_fan_out_ids_and_parent_id() -> None:
         assert out["headers"]["x-asya-flow"] == "text-pipeline"
 
 
-def test_p_fan_2_frame_zero_keeps_input_parent_id_and_new_ids_are_uuid4() -> None:
+def test_p_fan_2_frame_zero_keeps_input_parent_id_and_child_ids_are_name_based() -> None:
+    """R2: child ids are name-based UUIDs (version 5, lowercase canonical form) of the input id, the hop h =
+    len(prev) + 1 and k, so a re-run of the hop, any attempt, yields the same child ids."""
     entry = _entry({**HOP_INPUT, "parent_id": "root-task"})
     assert routing.frame_identity(entry, 0) == (TASK, "root-task")
     child_id, parent = routing.frame_identity(entry, 1)
     assert parent == TASK
     assert child_id != TASK
-    assert child_id == child_id.lower()
-    assert uuid.UUID(child_id).version == 4
+    assert child_id == str(uuid.UUID(child_id))  # lowercase canonical form
+    assert uuid.UUID(child_id).version == 5
+    # deterministic: the same hop and index give the same id, on a retry attempt too
+    retry = _entry({**HOP_INPUT, "parent_id": "root-task", "status": {**HOP_INPUT["status"], "attempt": 2}})
+    assert routing.frame_identity(retry, 1) == (child_id, TASK)
+    # distinct per index, per hop and per input id
+    assert routing.frame_identity(entry, 2)[0] not in (child_id, TASK)
+    later_hop = _entry({**HOP_INPUT, "route": {"prev": ["normalize", "analyze"], "curr": "analyze", "next": []}})
+    assert routing.frame_identity(later_hop, 1)[0] != child_id
+    other_task = _entry({**HOP_INPUT, "id": "0d4f3c8e-6a1b-4c2d-9e8f-7a6b5c4d3e21"})
+    assert routing.frame_identity(other_task, 1)[0] != child_id
 
 
 def test_p_route_1_route_check_and_override() -> None:
@@ -220,6 +231,23 @@ def test_p_route_7_overrides_never_apply_to_sink_and_sump(crew: str) -> None:
     headers: dict[str, Any] = {"x-asya-route-override": {crew: "elsewhere"}}
     assert routing.resolve_override(crew, headers, by="a") == crew
     assert "x-asya-route-resolved" not in headers
+
+
+@pytest.mark.parametrize("target", ["x-sink", "x-sump", "x-pause", "x-fanin-analyze"])
+def test_p_route_7_crew_override_target_is_ignored_with_a_warning(
+    target: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """R2 (issue 18 defect 2): a frame overridden into x-sink was acked without a final status; the layer now sends
+    it to its logical actor and warns."""
+    entry = _entry({**HOP_INPUT, "headers": {"x-asya-route-override": {"summarize": target}}})
+    frame = _frame_of(entry, {"x": 1})
+    with caplog.at_level("WARNING", logger="asya.routing"):
+        out = routing.forward_frame(entry, frame, 0, actor="analyze", now="2026-03-01T10:00:03Z", trace=NO_TRACE)
+    assert out.actor == "summarize"
+    assert "x-asya-route-resolved" not in out.envelope.headers
+    assert [r.getMessage() for r in caplog.records] == [
+        f"route override of 'summarize' to crew actor '{target}' ignored (P-ROUTE-7)"
+    ]
 
 
 @pytest.mark.parametrize("target", ["", 5, None])

@@ -1,5 +1,6 @@
-"""Size limits of the values a status update stores on the task and event items (GW-DATA-8, GW-DATA-6): the checks
-``StatusUpdate`` makes and the fitting the layer and the crew apply instead of being refused."""
+"""Size limits of the values a status update stores on the task item (GW-DATA-8 R2, GW-DATA-6): ``message`` (128
+bytes) and ``error`` (256 bytes) cut with an ellipsis, names and ``data`` (384 bytes) refused by ``StatusUpdate``, and
+the fitting the layer and the crew apply to ``data`` instead of being refused."""
 
 from __future__ import annotations
 
@@ -32,14 +33,17 @@ def test_gw_data_8_text_within_the_limit_is_kept_as_it_is(text: str) -> None:
     assert clip_text(text, 1024) is text
 
 
+@pytest.mark.parametrize("limit", [MESSAGE_LIMIT_BYTES, ERROR_LIMIT_BYTES, 1024])
 @pytest.mark.parametrize("text", ["x" * 1025, "€" * 342, "é" * 100_000, "a€" * 5_000])
-def test_gw_data_8_clipped_text_fits_says_how_much_was_cut_and_is_valid_utf_8(text: str) -> None:
-    clipped = clip_text(text, 1024)
+def test_gw_data_8_clipped_text_fits_ends_with_an_ellipsis_and_is_valid_utf_8(text: str, limit: int) -> None:
+    clipped = clip_text(text, limit)
     size = len(clipped.encode("utf-8"))
-    assert size <= 1024
-    head, _, marker = clipped.rpartition(" [truncated, ")
-    assert text.startswith(head) and len(head.encode("utf-8")) > 950
-    assert marker == f"{len(text.encode('utf-8')) - len(head.encode('utf-8'))} bytes]"
+    assert size <= limit
+    head, ellipsis = clipped[:-1], clipped[-1]
+    assert ellipsis == "\u2026"
+    assert text.startswith(head)
+    # cut on a character boundary: at most one character (3 bytes here) less than the room left by the ellipsis
+    assert len(head.encode("utf-8")) > limit - 3 - 3
 
 
 def test_gw_data_8_small_data_is_unchanged_by_fitting() -> None:
@@ -66,12 +70,10 @@ def test_gw_data_8_a_long_string_member_is_clipped_and_anything_else_too_big_lef
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"message": "m" * (MESSAGE_LIMIT_BYTES + 1)}, "message: 1025 bytes, over the limit of 1024 bytes"),
-        ({"message": "€" * 342}, "message: 1026 bytes, over the limit of 1024 bytes"),
-        ({"status": "failed", "error": "e" * 2000}, "error: 2000 bytes, over the limit of 1024 bytes"),
         ({"actor": "a" * (NAME_LIMIT + 1)}, "actor: 257 characters, over the limit of 256"),
         ({"status": "failed", "failed_actor": "f" * 300}, "failed_actor: 300 characters, over the limit of 256"),
-        ({"data": {"prev": ["p" * 100] * 50}}, "data: 5160 bytes as JSON, over the limit of 4096 bytes"),
+        ({"data": {"prev": ["p" * 100] * 50}}, "data: 5160 bytes as JSON, over the limit of 384 bytes"),
+        ({"data": {"prev": ["p" * (DATA_LIMIT_BYTES - 12)]}}, "data: 385 bytes as JSON, over the limit of 384 bytes"),
     ],
 )
 def test_gw_data_8_status_update_refuses_values_over_the_limits_naming_the_field(
@@ -82,6 +84,27 @@ def test_gw_data_8_status_update_refuses_values_over_the_limits_naming_the_field
         StatusUpdate(**kwargs)  # type: ignore[arg-type]
     assert str(caught.value) == message
     assert caught.value.field == message.split(":", maxsplit=1)[0]
+
+
+@pytest.mark.parametrize(
+    ("fields", "name", "limit"),
+    [
+        ({"message": "m" * (MESSAGE_LIMIT_BYTES + 1)}, "message", MESSAGE_LIMIT_BYTES),
+        ({"message": "€" * 43}, "message", MESSAGE_LIMIT_BYTES),
+        ({"status": "failed", "error": "e" * 2000}, "error", ERROR_LIMIT_BYTES),
+        ({"status": "failed", "error": "é" * (ERROR_LIMIT_BYTES // 2 + 1)}, "error", ERROR_LIMIT_BYTES),
+    ],
+)
+def test_gw_data_8_status_update_cuts_long_message_and_error_with_an_ellipsis_instead_of_refusing(
+    fields: dict[str, str], name: str, limit: int
+) -> None:
+    """R2: the task item stays under 1 KB; the whole error stays in ``error_details`` (the result item)."""
+    kwargs: dict[str, object] = {"status": "running", **fields}
+    update = StatusUpdate(**kwargs)  # type: ignore[arg-type]
+    stored = getattr(update, name)
+    assert stored == clip_text(fields[name], limit)
+    assert stored != fields[name] and stored.endswith("\u2026")
+    assert len(stored.encode("utf-8")) <= limit
 
 
 def test_gw_data_8_values_exactly_at_the_limits_are_accepted_and_data_is_encoded_once() -> None:
@@ -110,7 +133,7 @@ def test_gw_data_8_fit_data_json_gives_the_fitted_data_and_its_compact_json(
     fitted, text = fit_data_json(data)
     expected = dict(data if kept is None else kept)
     if "error" in data:
-        assert isinstance(fitted["error"], str) and fitted["error"].endswith(" bytes]")
+        assert isinstance(fitted["error"], str) and fitted["error"].endswith("\u2026")
         assert len(fitted["error"].encode("utf-8")) <= ERROR_LIMIT_BYTES
         expected["error"] = fitted["error"]
     if omitted is not None:

@@ -1,5 +1,10 @@
 """``GET /health`` (GW-OPS-1): liveness without any AWS call; ``GET /openapi.json`` (GW-OPS-2);
-``POST /api/v1/system/mq-diagnostic`` (GW-OPS-3)."""
+``POST /api/v1/system/mq-diagnostic`` (GW-OPS-3).
+
+The diagnostic's ``actors`` list holds at most :data:`MAX_DIAGNOSTIC_NAMES` entries as sent (chosen: duplicates count,
+so the work per request is bounded before anything else is looked at); the names are then de-duplicated in their
+first order, so each queue is checked once (R2: 5,000 copies of one name used to cost 5,000 checks).
+"""
 
 from __future__ import annotations
 
@@ -9,7 +14,7 @@ from starlette.responses import JSONResponse, Response
 from asya import naming
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import context_of
-from asya_gateway.diagnostic import QueueDiagnostic, diagnostic_actors
+from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, QueueDiagnostic, diagnostic_actors
 from asya_gateway.errors import HttpError
 from asya_gateway.openapi import openapi_document
 from asya_gateway.version import VERSION
@@ -38,9 +43,14 @@ async def mq_diagnostic(request: Request) -> Response:
         actors = known
     elif not isinstance(actors, list) or not all(isinstance(name, str) for name in actors):
         raise HttpError(400, "actors must be an array of actor names")
+    elif len(actors) > MAX_DIAGNOSTIC_NAMES:
+        raise HttpError(400, f"actors: at most {MAX_DIAGNOSTIC_NAMES} names, got {len(actors)}")
+    else:
+        actors = list(dict.fromkeys(actors))
+    valid = set(known) | naming.FIXED_CREW
     for name in actors:
-        if name not in known and name not in naming.FIXED_CREW:
-            raise HttpError(400, f"actors: unknown actor '{name}'")
+        if name not in valid:
+            raise HttpError(400, f"actors: unknown actor '{name}' (actors: {', '.join(sorted(valid))})")
     diagnostic = QueueDiagnostic(
         namespace=ctx.manifest.namespace,
         sqs=ctx.transport.sqs,

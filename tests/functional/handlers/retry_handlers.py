@@ -29,7 +29,7 @@ def fails_before_attempt(payload: dict[str, Any]) -> Iterator[Any]:
 
 
 def frame_then_fail(payload: dict[str, Any]) -> Iterator[Any]:
-    """One frame, then an error: a retry runs the whole call again, that frame included (P-RES-10)."""
+    """One frame, then an error: a partial failure, never retried (P-RES-10, R2)."""
     attempt = yield ("GET", ".status.attempt")
     yield {**payload, "sent_on": attempt}
     raise ValueError(f"failed after its frame on attempt {attempt}")

@@ -15,12 +15,15 @@ No AWS calls; the callers apply the visibility changes.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from asya.exceptions import AsyaError
 from asya.timeout import SAFETY_MARGIN_SECONDS
 
 __all__ = ["RECORD_FAILED", "StartRule", "UnstartedRecordError", "failed_visibilities", "log_failed_record"]
+
+#: SQS's longest visibility timeout (12 hours).
+_MAX_VISIBILITY: Final = 43_200
 
 RECORD_FAILED = "record failed: SQS delivers it again"
 
@@ -71,7 +74,7 @@ def failed_visibilities(
 ) -> list[tuple[str, int]]:
     """``(receipt handle, seconds until visible)`` of each failed record (P-TIME-6, P-ACK-4); ``visibility_timeout``
     is asked only when a started record failed. A record whose hop another run holds comes back when that run's lease
-    ends (``held``: message id -> seconds, P-ACK-8)."""
+    ends (``held``: message id -> seconds, P-ACK-8; at most SQS's 12 hours)."""
     entries: list[tuple[str, int]] = []
     for record in records:
         message_id = record["messageId"]
@@ -82,7 +85,9 @@ def failed_visibilities(
             entries.append((handle, 0))
             continue
         if held and message_id in held:
-            entries.append((handle, min(visibility_timeout(), max(held[message_id], 1))))
+            # the lease's end, not capped by the queue's visibility timeout: a shorter return would bounce the copy
+            # off the live claim again and again, each time a receive closer to the DLQ
+            entries.append((handle, min(_MAX_VISIBILITY, max(held[message_id], 1))))
             continue
         receives = int(record.get("attributes", {}).get("ApproximateReceiveCount") or 1)
         delay = 5 * 2 ** min(max(receives - 1, 0), _MAX_BACKOFF_EXPONENT)

@@ -24,6 +24,17 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``POWERTOOLS_LOG_LEVEL``, else ``LOG_LEVEL`` | level of the runtime's Powertools logger (the same precedence as
   Powertools; read here so the local mode honours an actor's ``env`` map too) | ``INFO`` |
 
+HTTP reporter (PROTOCOL P-STAT-18, ``asya.httpreport``), for actors that run outside AWS. These are not deployment
+variables (``ENV`` does not list them, so an actor's ``env`` map may set them):
+
+| variable | meaning | default |
+|---|---|---|
+| ``ASYA_REPORTER`` | ``store`` (write to the task table) or ``http`` (post to the gateway, read pre-flight over
+  HTTP, claim no hop) | ``http`` when ``ASYA_GATEWAY_URL`` is set, else ``store`` |
+| ``ASYA_GATEWAY_URL`` | default gateway base, an absolute ``http``/``https`` URL with a host; an envelope's
+  ``x-asya-gateway-url`` that passes the SSRF guard wins over it | none: only envelopes that name a gateway report |
+| ``ASYA_GATEWAY_API_KEY`` | sent as ``X-API-Key`` only to the origin of ``ASYA_GATEWAY_URL`` (needs it) | none |
+
 ``_X_AMZN_TRACE_ID`` is not read here: the Lambda runtime sets it anew for every invocation, so a traced runtime
 reads it per record from the environment mapping it is given (``ActorRuntime(environ=...)``, ``asya.xray``).
 ``ASYA_MANIFEST`` (``ENV.manifest``) is the gateway's: the path of the manifest it serves. ``asya.environment`` builds
@@ -40,45 +51,21 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from asya import naming
+from asya.envnames import ENV, LOG_LEVEL_ENV
 from asya.exceptions import AsyaError
+from asya.gatewayurl import is_gateway_url
 from asya.resiliency import ResiliencyError, RetryPolicies
 
-__all__ = ["ENV", "LOG_LEVEL_ENV", "ActorConfig", "ConfigError", "FanInConfig"]
+__all__ = ["ENV", "LOG_LEVEL_ENV", "REPORTER_ENV", "ActorConfig", "ConfigError", "FanInConfig"]
 
 
 class ConfigError(AsyaError, ValueError):
     """A required environment variable is missing or malformed."""
 
 
-class _EnvNames:
-    # class constants and no instance attributes (read-only), not a frozen dataclass: generating a dataclass's
-    # methods for twelve fields cost ~1 ms of every actor's cold start
-    __slots__ = ()
-
-    namespace: Final = "ASYA_NAMESPACE"
-    actor: Final = "ASYA_ACTOR"
-    handler: Final = "ASYA_HANDLER"
-    code_dir: Final = "ASYA_CODE_DIR"
-    table: Final = "ASYA_TABLE"
-    bucket: Final = "ASYA_BUCKET"
-    actor_timeout: Final = "ASYA_ACTOR_TIMEOUT"
-    offload_threshold_kb: Final = "ASYA_OFFLOAD_THRESHOLD_KB"
-    sink_hooks: Final = "ASYA_SINK_HOOKS"
-    resiliency: Final = "ASYA_RESILIENCY"
-    tracing: Final = "ASYA_TRACING"
-    manifest: Final = "ASYA_MANIFEST"
-    account_id: Final = "ASYA_ACCOUNT_ID"
-    fan_in: Final = "ASYA_FAN_IN"
-
-    def names(self) -> frozenset[str]:
-        """Every variable name above."""
-        return frozenset(v for k, v in vars(_EnvNames).items() if not k.startswith("_") and isinstance(v, str))
-
-
-#: The environment variable names, in one place.
-ENV: Final = _EnvNames()
-#: Where the log level comes from, first match wins (Powertools' own order); users may set these in ``env`` maps.
-LOG_LEVEL_ENV: Final = ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL")
+#: The HTTP reporter's variables (P-STAT-18): mode, default gateway base, API key.
+REPORTER_ENV: Final = ("ASYA_REPORTER", "ASYA_GATEWAY_URL", "ASYA_GATEWAY_API_KEY")
+_REPORTERS: Final = ("store", "http")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +97,10 @@ class ActorConfig:
     account_id: str = ""
     #: set for a fan-in actor (``ASYA_FAN_IN``)
     fan_in: FanInConfig | None = None
+    #: ``store`` or ``http`` (``ASYA_REPORTER``, P-STAT-18)
+    reporter: str = "store"
+    gateway_url: str = ""
+    gateway_api_key: str = field(default="", repr=False)
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -127,6 +118,7 @@ class ActorConfig:
             naming.validate_actor_name(actor, field=ENV.actor)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        reporter, gateway_url, gateway_api_key = _reporter(source)
         return cls(
             namespace=namespace,
             actor=actor,
@@ -142,7 +134,31 @@ class ActorConfig:
             log_level=_log_level(source),
             account_id=source.get(ENV.account_id, "").strip(),
             fan_in=_fan_in(source),
+            reporter=reporter,
+            gateway_url=gateway_url,
+            gateway_api_key=gateway_api_key,
         )
+
+
+def _reporter(env: Mapping[str, str]) -> tuple[str, str, str]:
+    """``reporter``, ``gateway_url`` and ``gateway_api_key`` from :data:`REPORTER_ENV`, checked together."""
+    mode_name, url_name, key_name = REPORTER_ENV
+    url = env.get(url_name, "").strip()
+    key = env.get(key_name, "")
+    mode = env.get(mode_name, "").strip().lower() or ("http" if url else "store")
+    if mode not in _REPORTERS:
+        raise ConfigError(f"environment variable {mode_name} must be 'store' or 'http', got {env[mode_name]!r}")
+    if url and not is_gateway_url(url):
+        raise ConfigError(
+            f"environment variable {url_name} must be an absolute http or https URL with a host, got {url!r}"
+        )
+    if mode == "store" and url:
+        raise ConfigError(f"environment variable {url_name} is set but {mode_name} is 'store': set it to 'http'")
+    if key and not url:
+        raise ConfigError(
+            f"environment variable {key_name} needs {url_name}: the key is only sent to that gateway's origin"
+        )
+    return mode, url, key
 
 
 def _log_level(env: Mapping[str, str]) -> str:

@@ -2,9 +2,10 @@
 
 ``parse_envelope`` validates a message body (P-ENV-9 .. P-ENV-13), converts the legacy ``route{actors,current}`` form
 (P-ENV-14, P-ENV-15) and drops unknown members (P-ENV-4); ``salvage_envelope`` keeps what is valid of a body it
-refused, for the x-sump envelope (P-ERR-4). ``Envelope.to_dict`` / ``to_json`` always write the newest
-format (P-ENV-5): ``route.prev/curr/next`` always present, ``parent_id`` and empty ``headers`` omitted, ``status``
-always present.
+refused, for the x-sump envelope (P-ERR-4). A refusal names the member and shows the bad value cut short (nested three
+levels, strings 80 characters), so a huge malformed member never makes a huge reason. ``Envelope.to_dict`` /
+``to_json`` always write the newest format (P-ENV-5): ``route.prev/curr/next`` always present, ``parent_id`` and empty
+``headers`` omitted, ``status`` always present.
 
 Envelopes are plain mutable dataclasses; code deriving one envelope from another uses :meth:`Envelope.copy` so that no
 two envelopes share mutable members.
@@ -15,9 +16,11 @@ from __future__ import annotations
 import copy as _copy
 import json
 import logging
+import reprlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cache
 from typing import Any, Final
 
 from asya.exceptions import EnvelopeParseError
@@ -221,7 +224,7 @@ def parse_envelope(body: str | bytes | dict[str, Any]) -> Envelope:
 
     env_id = raw.get("id")
     if not isinstance(env_id, str) or not env_id:
-        raise EnvelopeParseError(f"envelope id must be a non-empty string, got {env_id!r}")
+        raise EnvelopeParseError(f"envelope id must be a non-empty string, got {_shown(env_id)}")
     if len(env_id) > MAX_ID_LENGTH:
         raise EnvelopeParseError(f"envelope id is {len(env_id)} characters, over the limit of {MAX_ID_LENGTH}")
 
@@ -240,7 +243,7 @@ def parse_envelope(body: str | bytes | dict[str, Any]) -> Envelope:
 
     parent_id = raw.get("parent_id")
     if parent_id is not None and not isinstance(parent_id, str):
-        raise EnvelopeParseError(f"envelope parent_id must be a string, got {parent_id!r}")
+        raise EnvelopeParseError(f"envelope parent_id must be a string, got {_shown(parent_id)}")
 
     return Envelope(
         id=env_id,
@@ -280,6 +283,19 @@ def salvage_envelope(body: str, *, new_id: Callable[[], str], unknown_route: Cal
     )
 
 
+@cache
+def _repr() -> reprlib.Repr:
+    shown = reprlib.Repr()
+    shown.maxlevel, shown.maxstring, shown.maxother, shown.maxlist, shown.maxdict = 3, 80, 80, 8, 8
+    return shown
+
+
+def _shown(value: object) -> str:
+    """``repr(value)`` cut short: a refusal names the bad value without copying a 200 KB member into the x-sump
+    envelope and the log (issue 18)."""
+    return _repr().repr(value)
+
+
 def _reject_constant(name: str) -> Any:
     """``NaN``/``Infinity`` are not JSON (RFC 8259); Python's parser accepts them unless told otherwise."""
     raise EnvelopeParseError(f"body is not JSON: {name} is not a JSON value")
@@ -301,7 +317,7 @@ def _is_str_list(value: object) -> bool:
 
 def _parse_route(route: object) -> Route:
     if not isinstance(route, dict):
-        raise EnvelopeParseError(f"envelope route must be an object, got {route!r}")
+        raise EnvelopeParseError(f"envelope route must be an object, got {_shown(route)}")
     if "curr" not in route and "actors" in route and "current" in route:
         return _parse_legacy_route(route)
     if "curr" in route or "prev" in route or "next" in route:
@@ -309,13 +325,13 @@ def _parse_route(route: object) -> Route:
         curr = route.get("curr")
         nxt = route.get("next", [])
         if not _is_str_list(prev):
-            raise EnvelopeParseError(f"route.prev must be an array of strings, got {prev!r}")
+            raise EnvelopeParseError(f"route.prev must be an array of strings, got {_shown(prev)}")
         if not isinstance(curr, str):
-            raise EnvelopeParseError(f"route.curr must be a string, got {curr!r}")
+            raise EnvelopeParseError(f"route.curr must be a string, got {_shown(curr)}")
         if not _is_str_list(nxt):
-            raise EnvelopeParseError(f"route.next must be an array of strings, got {nxt!r}")
+            raise EnvelopeParseError(f"route.next must be an array of strings, got {_shown(nxt)}")
         return Route(prev=list(prev), curr=curr, next=list(nxt))
-    raise EnvelopeParseError(f"envelope route must have prev/curr/next (or legacy actors/current), got {route!r}")
+    raise EnvelopeParseError(f"envelope route must have prev/curr/next (or legacy actors/current), got {_shown(route)}")
 
 
 def _parse_legacy_route(route: dict[str, Any]) -> Route:
@@ -323,9 +339,9 @@ def _parse_legacy_route(route: dict[str, Any]) -> Route:
     actors = route["actors"]
     current = route["current"]
     if not _is_str_list(actors):
-        raise EnvelopeParseError(f"legacy route.actors must be an array of strings, got {actors!r}")
+        raise EnvelopeParseError(f"legacy route.actors must be an array of strings, got {_shown(actors)}")
     if not isinstance(current, int) or isinstance(current, bool) or current < 0:
-        raise EnvelopeParseError(f"legacy route.current must be a non-negative integer, got {current!r}")
+        raise EnvelopeParseError(f"legacy route.current must be a non-negative integer, got {_shown(current)}")
     converted = Route(
         prev=list(actors[:current]),
         curr=actors[current] if current < len(actors) else "",
@@ -335,6 +351,6 @@ def _parse_legacy_route(route: dict[str, Any]) -> Route:
         if member in route:
             value = route[member]
             if not _is_str_list(value):
-                raise EnvelopeParseError(f"route.{member} must be an array of strings, got {value!r}")
+                raise EnvelopeParseError(f"route.{member} must be an array of strings, got {_shown(value)}")
             setattr(converted, member, list(value))
     return converted

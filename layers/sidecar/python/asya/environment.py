@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Final
 
 from asya import naming
-from asya.config import ENV
+from asya.envnames import ENV
 from asya.exceptions import AsyaError
 from asya.manifest import DeployedActor, Manifest
 

@@ -228,7 +228,10 @@ class HandlerCall:
         final status is written (the task follows frame 0's lineage)."""
         reason = Reason.SERIALIZATION_ERROR if isinstance(failure, SerializationError) else Reason.PARTIAL_FAILURE
         details = error_details(failure)
-        extra = {"error_type": details["type"], **{k: v for k, v in details.items() if k not in ("message", "type")}}
+        # a timeout is named by its reason, as in the notice of a timeout without frames (P-ERR-7), not by the
+        # layer's internal exception class
+        error_type = Reason.HANDLER_TIMEOUT.value if isinstance(failure, HandlerTimeoutError) else details["type"]
+        extra = {"error_type": error_type, **{k: v for k, v in details.items() if k not in ("message", "type")}}
         out = routing.sump_envelope(
             reason=reason,
             message=str(details["message"]),

@@ -3,7 +3,9 @@
 - :meth:`PayloadStore.encode` is the transports' body encoder (``asya.transport``) for the layer, the crew and the
   gateway. When an envelope's JSON is over the threshold (``storage.offload_threshold_kb`` KiB, env
   ``ASYA_OFFLOAD_THRESHOLD_KB``, default 240) and its payload is not already a reference, the payload is written as
-  JSON to ``payloads/{id}/{hop}.json`` in the storage bucket (``ASYA_BUCKET``), ``hop =
+  JSON to ``payloads/{id}/{hop}.json`` in the storage bucket (``ASYA_BUCKET``) (``{id}`` is the envelope id when it
+  is a plain name of at most 64 letters, digits, ``_`` and ``-``, as every UUID is, else ``h.`` and 32 hex digits of
+  its SHA-256: no id can steer a key, chosen), ``hop =
   {len(route.prev):04d}-{destination actor}-{8 random lowercase hex digits}``, and the body carries
   ``{"__ref__": "s3://{bucket}/{key}"}`` in its place (P-LARGE-2). The envelope object is left as it is. The
   object is written before the message is sent, so a message never names an object that does not exist yet. A
@@ -23,7 +25,9 @@ No S3 client is created before the first offload or read; pass ``s3=`` to inject
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import secrets
 from collections.abc import Callable
 from typing import Any, Final
@@ -48,6 +52,7 @@ DEFAULT_THRESHOLD_KB: Final = 240
 REFERENCE_KEY: Final = "__ref__"
 _SCHEME: Final = "s3://"
 _MISSING_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
+_PLAIN_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 class PayloadUnavailableError(AsyaError):
@@ -64,8 +69,17 @@ def is_reference(payload: object) -> bool:
 
 
 def payload_key(envelope_id: str, *, hop: int, actor: str, token: str) -> str:
-    """``payloads/{id}/{hop:04d}-{actor}-{token}.json`` (P-LARGE-2)."""
-    return f"{PAYLOADS_PREFIX}{envelope_id}/{hop:04d}-{actor}-{token}.json"
+    """``payloads/{id}/{hop:04d}-{actor}-{token}.json`` (P-LARGE-2), ``{id}`` being :func:`_id_segment`."""
+    return f"{PAYLOADS_PREFIX}{_id_segment(envelope_id)}/{hop:04d}-{actor}-{token}.json"
+
+
+def _id_segment(envelope_id: str) -> str:
+    """The id itself when it is a plain name (letters, digits, ``_``, ``-``, at most 64: every UUID), else ``h.``
+    and 32 hex digits of its SHA-256. So no id can steer a key: none adds a ``/`` level, climbs with ``..``, lands
+    in another id's folder or makes a key over S3's 1,024 bytes; the ``.`` keeps the two forms apart."""
+    if _PLAIN_ID.fullmatch(envelope_id):
+        return envelope_id
+    return "h." + hashlib.sha256(envelope_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def _token() -> str:

@@ -1,9 +1,10 @@
 """Routing decisions: pure functions from an input envelope (and a handler's frames) to outgoing envelopes.
 
-Nothing here does I/O or reads the clock: callers pass ``now`` (an envelope timestamp, P-GEN-3). Fan-out child ids
-are derived from the hop and the frame index (:func:`child_id`), so a redelivered hop repeats them (P-ACK-8). The
-functions never mutate their arguments; outgoing envelopes share the payload object they were given (no copies: the
-runtime owns the parsed input and never mutates it).
+Nothing here does I/O (but for one warning log line, :func:`resolve_override`) or reads the clock: callers pass
+``now`` (an envelope timestamp, P-GEN-3). Fan-out child ids are derived from the hop and the frame index
+(:func:`child_id`), so a redelivered hop repeats them (P-ACK-8). The functions never mutate their arguments; outgoing
+envelopes share the payload object they were given (no copies: the runtime owns the parsed input and never mutates
+it).
 
 Statements implemented: route check (P-ROUTE-1), shift (P-ROUTE-2), forwarded frames (P-ROUTE-3), end of route
 (P-ROUTE-4), zero frames (P-ROUTE-5), route override (P-ROUTE-7), fan-out ids (P-FAN-2), the entry update (P-PROC-4),
@@ -13,6 +14,7 @@ pre-flight envelopes (P-STAT-10), SLA envelopes (P-TIME-3), the failure envelope
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 import uuid
@@ -53,6 +55,8 @@ __all__ = [
 SLA_MESSAGE: Final = "SLA deadline expired"
 #: ``status.error.type`` of an SLA envelope (P-TIME-3, chosen).
 DEADLINE_ERROR_TYPE: Final = "DeadlineExceeded"
+
+_log = logging.getLogger(__name__)
 
 #: Salt of :func:`child_id`, so child ids never coincide with other hashes of the same text.
 #: The namespace of fan-out child ids (P-FAN-2): fixed forever, or re-runs across a release would mint new ids.
@@ -198,8 +202,9 @@ def entry_update(envelope: Envelope, actor: str, now: str) -> Envelope:
 def resolve_override(logical: str, headers: dict[str, Any], *, by: str) -> str:
     """The physical destination of ``logical`` (P-ROUTE-7); records ``x-asya-route-resolved`` in ``headers``.
 
-    Never applies to x-sink and x-sump. The target is returned unchecked: the transport rejects an invalid name as
-    ``UnknownActor`` (P-ROUTE-8).
+    Never applies to x-sink and x-sump. A crew target (``x-`` prefix) is ignored with a warning: the crew would ack
+    the envelope without a final status and the task would stay ``running`` until its deadline. Any other target is
+    returned unchecked: the transport rejects an invalid name as ``UnknownActor`` (P-ROUTE-8).
     """
     if logical in (naming.SINK, naming.SUMP):
         return logical
@@ -208,6 +213,9 @@ def resolve_override(logical: str, headers: dict[str, Any], *, by: str) -> str:
         return logical
     target = override.get(logical)
     if not isinstance(target, str) or not target:
+        return logical
+    if naming.is_crew(target):
+        _log.warning("route override of %r to crew actor %r ignored (P-ROUTE-7)", logical, target[:64])
         return logical
     resolved = headers.get(hdr.ROUTE_RESOLVED)
     headers[hdr.ROUTE_RESOLVED] = {

@@ -48,6 +48,10 @@ best-effort final ``failed`` status (P-ERR-6). Every send goes through ``asya.pa
 envelope over ``ASYA_OFFLOAD_THRESHOLD_KB`` leaves with its payload in S3 and a reference in its place (P-LARGE-2);
 resent input payloads keep their reference (P-LARGE-5).
 
+HTTP reporter (P-STAT-18): with ``ASYA_REPORTER=http`` (actors outside AWS) ``asya.httpreport.HttpReporter`` takes the
+reporter's place: pre-flight reads ``GET {base}/api/v1/mesh/{id}`` over HTTP, reports are posted in the background to
+the gateway's producer route, and no hop is claimed (P-ACK-8).
+
 X-Ray (P-TRACE-3): with ``ASYA_TRACING`` on, every send of a record carries the SQS ``AWSTraceHeader`` of that
 record, else the invocation's ``_X_AMZN_TRACE_ID``, read per record from ``environ`` (``asya.xray``); frames that
 leave after their record ended keep their record's. With tracing off nothing of this runs.
@@ -70,6 +74,7 @@ from asya import headers as hdr
 from asya import routing
 from asya.abi import Handler, error_details, load_handler
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
+from asya.claims import ClaimBook, Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
@@ -78,9 +83,9 @@ from asya.hop import Ticker
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
 from asya.payloads import PayloadStore, PayloadUnavailableError
-from asya.reporting import Fence, HopRef, ProgressMode, Reporter
+from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
-from asya.store import Outcome, TaskStore
+from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, parse_ts, system_clock
 from asya.transport import Transport, UnknownActorError
@@ -90,42 +95,27 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
     from mypy_boto3_sqs import SQSClient
 
+    from asya.httpreport import HttpReporter
     from asya.xray import TraceHeaders
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
 
 #: P-TIME-3: less than this left before ``deadline_at`` and the handler is not called.
 _SLA_MARGIN: Final = timedelta(seconds=1)
-#: P-ACK-8: a claim's lease runs this long past the invocation's hard deadline.
-_LEASE_MARGIN_MS: Final = 10_000
-_FINISHED: Final = frozenset({"succeeded", "failed"})
-
-_PreflightItems = dict[tuple[str, str], dict[str, Any]]
 
 
 class _Batch:
     # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here
-    __slots__ = ("claimed", "context", "held", "items", "lease_until", "outbox", "preflight", "seen", "start")
+    __slots__ = ("claims", "context", "items", "outbox", "start")
 
     def __init__(
-        self,
-        *,
-        context: Any,
-        items: dict[str, RecordItem],
-        outbox: Outbox,
-        start: StartRule,
-        lease_until: int,
-        preflight: _PreflightItems | None = None,
+        self, *, context: Any, items: dict[str, RecordItem], outbox: Outbox, start: StartRule, claims: ClaimBook
     ) -> None:
         self.context = context
         self.items = items
         self.outbox = outbox
         self.start = start
-        self.lease_until = lease_until  # epoch ms: the invocation's hard deadline + 10 s (P-ACK-8)
-        self.preflight: _PreflightItems = {} if preflight is None else preflight
-        self.claimed: dict[str, Fence] = {}  # record id -> the fence this invocation claimed for it
-        self.seen: set[tuple[str, str, int, int]] = set()  # fence item keys and fences claimed in this invocation
-        self.held: dict[str, int] = {}  # record id -> seconds until another run's lease ends
+        self.claims = claims
 
 
 class ActorRuntime:
@@ -172,7 +162,12 @@ class ActorRuntime:
             account_id=config.account_id,
         )
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
-        self._reporter = Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
+        self._http: HttpReporter | None = None
+        if config.reporter == "http":  # deferred: actors in AWS write to the store and never load it (P-STAT-18)
+            from asya.httpreport import http_reporter
+
+            self._http = http_reporter(config, self._store, logger=self._log)
+        self._reporter = self._http or Reporter(self._store, actor=config.actor, logger=self._log, sleep=sleep)
         self._errors = InfraErrors(
             actor=config.actor,
             transport=self._transport,
@@ -189,6 +184,13 @@ class ActorRuntime:
             logger=self._log,
             clock=clock,
             random=random,
+        )
+        self._claims = HopClaims(
+            store=self._store,
+            reporter=self._reporter,
+            clock=clock,
+            actor_timeout=config.actor_timeout,
+            preflight=self._http.preflight if self._http is not None else None,  # GET reads (P-STAT-18)
         )
         self._ticker = Ticker(monotonic=monotonic)
         self._handler_call = HandlerCall(
@@ -220,18 +222,23 @@ class ActorRuntime:
     def transport(self) -> Transport:
         return self._transport
 
+    @property
+    def http_reporter(self) -> HttpReporter | None:
+        """The HTTP reporter (P-STAT-18) when configured; its ``gateway.close()`` ends its threads and connections."""
+        return self._http
+
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
         records = event.get("Records", [])
         items = {r["messageId"]: self._parse(r["messageId"], r.get("body", "")) for r in records}
         outbox = Outbox(transport=self._transport, ticker=self._ticker, monotonic=self._monotonic, logger=self._log)
+        envelopes = [item.envelope for item in items.values() if item.envelope is not None]
         batch = _Batch(
             context=context,
             items=items,
             outbox=outbox,
             start=StartRule(context),
-            lease_until=self._lease_until(context),
-            preflight=self._preflight(items.values()),
+            claims=self._claims.book(envelopes, context),
         )
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
@@ -242,11 +249,11 @@ class ActorRuntime:
                 self._record(record, batch)
             except Exception as exc:  # re-raised: the record fails (P-ACK-3)
                 if isinstance(exc, HopHeldError):
-                    batch.held[record.message_id] = exc.remaining_seconds
+                    batch.claims.held[record.message_id] = exc.remaining_seconds
                     self._log.info("hop held by another run: record comes back when its lease ends")
                 else:
                     log_failed_record(self._log, record.message_id, exc)
-                    self._release(batch, record.message_id)
+                    self._claims.release(batch.claims, record.message_id)
                 raise
 
         response = process_partial_response(
@@ -259,7 +266,7 @@ class ActorRuntime:
             if rid not in failed:
                 failures.append({"itemIdentifier": rid})
                 log_failed_record(self._log, rid, batch.outbox.failure(rid))
-                self._release(batch, rid)
+                self._claims.release(batch.claims, rid)
         result: dict[str, Any] = {"batchItemFailures": failures}
         self._backoff(event, result, batch)
         return result
@@ -276,33 +283,6 @@ class ActorRuntime:
             error = EnvelopeParseError(f"body could not be parsed: {type(exc).__name__}: {exc}")
             return RecordItem(body=body, message_id=message_id, error=error)
 
-    def _lease_until(self, context: Any) -> int:
-        """Epoch ms at which a claim of this invocation lapses: its hard deadline + 10 s (P-ACK-8)."""
-        remaining = getattr(context, "get_remaining_time_in_millis", None)
-        left_ms = remaining() if remaining is not None else int(self.config.actor_timeout * 1000)
-        return int(self._clock().timestamp() * 1000) + int(left_ms) + _LEASE_MARGIN_MS
-
-    def _preflight(self, items: Any) -> _PreflightItems:
-        """P-STAT-10: the task items (own id, or the parent's for a child) and the child fence items of every fenced
-        record, with one strongly consistent ``BatchGetItem``; a read error leaves them unknown (the claim decides)."""
-        keys: list[dict[str, Any]] = []
-        for item in items:
-            env = item.envelope
-            task_id = _preflight_id(env) if env is not None else None
-            if env is None or task_id is None:
-                continue
-            keys.append(self._store.fence_key(task_id, None))
-            if env.parent_id:
-                keys.append(self._store.fence_key(env.id, env.parent_id))
-        if not keys:
-            return {}
-        return self._store.preflight(keys)
-
-    def _release(self, batch: _Batch, record_id: str) -> None:
-        fence = batch.claimed.pop(record_id, None)
-        if fence is not None:
-            self._reporter.release(fence)
-
     def _backoff(self, event: Mapping[str, Any], response: Mapping[str, Any], batch: _Batch) -> None:
         """Failed records come back at once when unstarted, when another run's lease ends when held, else after a
         growing delay (``asya.batch``). Best effort: the records fail either way; only their return time is lost."""
@@ -315,7 +295,7 @@ class ActorRuntime:
                 failed=failed,
                 unstarted=set(batch.start.unstarted),
                 visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
-                held=batch.held,
+                held=batch.claims.held,
             )
             self._transport.change_visibilities(self._actor, entries)
         except Exception as exc:
@@ -371,9 +351,9 @@ class ActorRuntime:
                 writer_id=item.message_id,
             )
             return
-        fence = None if untracked else _fence(env, actor)
-        if fence is not None and self._preflight_stops(env, fence, batch, now, trace):  # step 6 (P-STAT-10)
-            return
+        fence = None if untracked else fence_of(env, actor)
+        if fence is not None and self._decided(env, self._claims.screen(env, fence, batch.claims), now, trace):
+            return  # step 6 (P-STAT-10)
         if not hook and self._sla_expired(env, deadline, now_dt, trace):  # step 7
             return
 
@@ -413,13 +393,13 @@ class ActorRuntime:
         if not hook and self._sla_expired(env, deadline, self._clock(), trace):  # step 12: the last guard
             return
         if fence is not None:  # step 13: the hop claim (P-ACK-8)
-            claimed = self._claim(
-                item, env, fence=fence, report=report, mode=mode, size_kb=size_kb, batch=batch, trace=trace
+            claimed = self._claims.claim(
+                item.message_id, fence, batch.claims, report=report, mode=mode, size_kb=size_kb
             )
-            if claimed is False:
+            if self._decided(env, claimed, self._ts(self._clock()), trace):
                 return
-            if claimed is None:
-                fence = None  # no task record: untracked (P-STAT-14), the call goes on unclaimed
+            if claimed is Claimed.UNTRACKED:
+                fence = None  # no task record (P-STAT-14): the call goes on unclaimed
         fly_id = None if untracked else (env.parent_id or env.id)
         limit = self._call_limit(None if hook else deadline, batch.context)  # hooks run past it (P-TIME-4)
 
@@ -441,64 +421,17 @@ class ActorRuntime:
             duration_ms = int((self._monotonic() - started) * 1000)
             batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))
 
-    def _preflight_stops(self, env: Envelope, fence: Fence, batch: _Batch, now: str, trace: routing.Trace) -> bool:
-        """Step 6 (P-STAT-10): True when pre-flight decided the record: canceled/paused to x-sink, or a duplicate."""
-        task = batch.preflight.get(_key_tuple(self._store.fence_key(env.parent_id or env.id, None)))
-        status = _status_of(task)
-        if status in ("canceled", "paused"):
-            self._to_sink_stopped(env, status, now, trace)
+    def _decided(self, env: Envelope, verdict: Claimed | None, now: str, trace: routing.Trace) -> bool:
+        """Act on a pre-flight or claim verdict that decides the record: canceled/paused to x-sink, a duplicate acked
+        (P-STAT-10, P-ACK-8). False when the record goes on."""
+        if verdict is Claimed.DUPLICATE:
+            self._log.info("duplicate delivery: acked without a handler call")
             return True
-        own = batch.preflight.get(_key_tuple(self._store.fence_key(env.id, env.parent_id))) if env.parent_id else task
-        stored = self._store.fence_of(own) if own is not None else None
-        if (not env.parent_id and status in _FINISHED) or (stored is not None and stored > fence.value):
-            self._log.info("duplicate delivery: acked without a handler call", extra={"task_status": status})
+        if verdict is Claimed.CANCELED or verdict is Claimed.PAUSED:
+            self._errors.send(routing.preflight_envelope(env, verdict.value, actor=self._actor, now=now, trace=trace))
+            self._log.info("task is not running: sent to x-sink", extra={"task_status": verdict.value})
             return True
         return False
-
-    def _claim(
-        self,
-        item: RecordItem,
-        env: Envelope,
-        *,
-        fence: Fence,
-        report: HopRef | None,
-        mode: ProgressMode,
-        size_kb: float,
-        batch: _Batch,
-        trace: routing.Trace,
-    ) -> bool | None:
-        """Step 13's claim: True when claimed, None when there is no task record (untracked), False when the record
-        is decided (a duplicate, acked; canceled or paused, sent to x-sink). Raises ``HopHeldError`` when another run
-        holds the hop, and the store's error when the write fails (the record fails)."""
-        key = self._store.fence_key(fence.envelope_id, fence.parent_id)
-        seen = (*_key_tuple(key), fence.hop, fence.attempt)
-        if seen in batch.seen:  # two copies of one message in this batch: the second is a duplicate
-            self._log.info("duplicate delivery in the same batch: acked without a handler call")
-            return False
-        result = self._reporter.claim(fence, report, mode, lease_until=batch.lease_until, message_size_kb=size_kb)
-        if result.outcome is Outcome.ACCEPTED:
-            batch.seen.add(seen)
-            batch.claimed[item.message_id] = fence
-            return True
-        if result.outcome is Outcome.NOT_FOUND:
-            return None
-        if result.outcome is Outcome.DUPLICATE:
-            self._log.info("duplicate delivery: acked without a handler call", extra={"task_status": result.status})
-            return False
-        if result.outcome is Outcome.HELD:
-            left_ms = (result.lease_until or 0) - int(self._clock().timestamp() * 1000)
-            raise HopHeldError(
-                f"hop {fence.value} of {fence.envelope_id!r} is held by another run",
-                remaining_seconds=max(1, -(-left_ms // 1000)),
-            )
-        if result.status in ("canceled", "paused"):
-            self._to_sink_stopped(env, result.status, self._ts(self._clock()), trace)
-            return False
-        return None
-
-    def _to_sink_stopped(self, env: Envelope, status: str, now: str, trace: routing.Trace) -> None:
-        self._errors.send(routing.preflight_envelope(env, status, actor=self._actor, now=now, trace=trace))
-        self._log.info("task is not running: sent to x-sink", extra={"task_status": status})
 
     def _sla_expired(self, env: Envelope, deadline: datetime | None, now: datetime, trace: routing.Trace) -> bool:
         """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason Timeout, which writes the final
@@ -517,35 +450,6 @@ class ActorRuntime:
             deadline_left=(deadline - self._clock()).total_seconds() if deadline is not None else None,
             lambda_left=remaining() / 1000 if remaining is not None else None,
         )
-
-
-def _preflight_id(env: Envelope) -> str | None:
-    """The task pre-flight reads: own id, or the parent's for a child (P-FAN-5); none when untracked."""
-    if hdr.is_stealth(env.headers) or hdr.is_hook_copy(env.headers):
-        return None
-    return env.parent_id or env.id
-
-
-def _fence(env: Envelope, actor: str) -> Fence:
-    """The fence ``(h, a)`` of this hop (P-ACK-8): ``h = len(route.prev) + 1``, ``a`` the entry attempt."""
-    return Fence(
-        envelope_id=env.id,
-        parent_id=env.parent_id or None,
-        hop=len(env.route.prev) + 1,
-        attempt=routing.entry_attempt(env, actor),
-    )
-
-
-def _key_tuple(key: Mapping[str, Any]) -> tuple[str, str]:
-    return (key["pk"]["S"], key["sk"]["S"])
-
-
-def _status_of(item: Mapping[str, Any] | None) -> str | None:
-    """The ``status`` of a pre-flight task item, ``None`` when there is none."""
-    if item is None:
-        return None
-    value = item.get("status")
-    return value.get("S") if isinstance(value, dict) else None
 
 
 def _hop_ref(env: Envelope) -> HopRef:

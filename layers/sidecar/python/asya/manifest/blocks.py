@@ -13,22 +13,36 @@ from pathlib import Path
 from typing import Annotated, Any, Final, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from asya import naming
+from asya.gatewayurl import is_gateway_url
 from asya.timeutil import parse_duration
 
 __all__ = [
     "CREW_SETTINGS",
+    "LOG_RETENTION_DAYS",
+    "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",
     "CrewConfig",
     "DeployedActor",
+    "DeploymentConfig",
     "FanIn",
     "Flow",
+    "GatewayA2A",
     "GatewayAuth",
     "GatewayConfig",
     "MemberError",
+    "ObservabilityConfig",
     "Policy",
     "Resiliency",
     "Rule",
@@ -70,10 +84,9 @@ Duration = Annotated[float, _duration("duration")]
 
 
 def _absolute_http_url(value: str | None) -> str | None:
-    if value is not None:
-        parts = urlsplit(value)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
+    # the same rule as the HTTP reporter's for x-asya-gateway-url (asya.gatewayurl): a host, no user info
+    if value is not None and not is_gateway_url(value):
+        raise ValueError("must be an absolute http(s) URL, such as https://example.com/hook")
     return value
 
 
@@ -172,6 +185,26 @@ class ActorSpec(ActorSettings):
         return handler
 
 
+class A2ASkillOptions(_Model):
+    """``flows.{name}.a2a`` as an object (GW-A2A-2): the skill's card entries; ``tags`` default ``[<flow name>]``."""
+
+    tags: list[str] | None = Field(None, min_length=1)
+    examples: list[str] | None = None
+    input_modes: list[str] | None = None
+    output_modes: list[str] | None = None
+
+
+def _a2a_option(value: object) -> object:
+    """``a2a: true`` is a skill with the default entries, ``false``/absent is none, an object sets the entries."""
+    if value is True:
+        return {}
+    if value is False or value is None:
+        return None
+    if isinstance(value, dict):
+        return value
+    raise ValueError("must be true, false or an object (tags, examples, input_modes, output_modes)")
+
+
 class Flow(_Model):
     route: list[str] = Field(min_length=1)
     description: str = ""
@@ -179,11 +212,15 @@ class Flow(_Model):
     input_schema: dict[str, Any] | None = None
     progress: Literal["hops", "detailed", "final"] = "hops"
     mcp: bool = Field(False, strict=True)
-    a2a: bool | dict[str, Any] = False
+    #: ``None``: not an A2A skill (GW-A2A-2).
+    a2a: Annotated[A2ASkillOptions | None, BeforeValidator(_a2a_option)] = None
 
 
 class CrewConfig(_Model):
     sink_hooks: list[str] = Field(default_factory=list)
+
+
+_LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 class GatewayAuth(_Model):
@@ -200,20 +237,81 @@ class GatewayAuth(_Model):
             raise MemberError("api_key_secret", "required when mode is 'api_key'")
         if self.mode == "jwt":
             for member in ("jwks_url", "issuer", "audience"):
-                if not getattr(self, member):
+                value = getattr(self, member)
+                if not value or not value.strip():
                     raise MemberError(member, "required when mode is 'jwt' (with jwks_url, issuer and audience)")
+            parts = urlsplit(self.jwks_url or "")
+            if parts.scheme != "https" and parts.hostname not in _LOOPBACK_HOSTS:
+                raise MemberError(
+                    "jwks_url", f"{self.jwks_url!r} must be an https URL (http only on loopback, for the local mode)"
+                )
         return self
+
+
+class GatewayA2A(_Model):
+    """``gateway.a2a`` (GW-A2A-2): the agent card's values. ``public_url`` is the gateway's external base URL
+    (the card's ``url`` is it plus ``/a2a/``; default: the request's base URL)."""
+
+    name: str = Field("Asya Gateway", min_length=1)
+    description: str = "Asya actor mesh on AWS"
+    version: str = Field("1.0.0", min_length=1)
+    public_url: HttpUrl = None
+    provider_organization: str | None = None
+    provider_url: HttpUrl = None
 
 
 class GatewayConfig(_Model):
     auth: GatewayAuth = Field(default_factory=GatewayAuth)
     callback_url: HttpUrl = None
     cors_origins: list[str] = Field(default_factory=list)
-    a2a: dict[str, Any] | None = None
+    a2a: GatewayA2A = Field(default_factory=GatewayA2A)
+
+
+KMS_KEY_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+SNS_TOPIC_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
+#: The retention periods CloudWatch Logs accepts, in days.
+LOG_RETENTION_DAYS: Final = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
+
+
+def _matching(pattern: re.Pattern[str], example: str) -> AfterValidator:
+    def check(value: str | None) -> str | None:
+        if value is not None and not pattern.match(value):
+            raise ValueError(f"{value!r} is not an ARN of the form {example}")
+        return value
+
+    return AfterValidator(check)
 
 
 class StorageConfig(_Model):
     offload_threshold_kb: int = Field(240, ge=1, le=1024, strict=True)
+    #: A customer-managed KMS key for the table and the queues; unset: the AWS-owned keys (no KMS charge).
+    kms_key_arn: Annotated[
+        str | None, _matching(KMS_KEY_ARN_RE, "arn:aws:kms:REGION:ACCOUNT:key/KEY-ID (a key ARN, not an alias)")
+    ] = None
+
+
+class DeploymentConfig(_Model):
+    """How the mesh is deployed to AWS (read by the CDK app only)."""
+
+    #: The Lambda Python runtime of every function and layer; unset: the CDK app's (context ``asya:pythonVersion``,
+    #: else 3.14). When it matches the interpreter that synthesizes, the layers ship compiled bytecode.
+    python_version: Literal["3.11", "3.12", "3.13", "3.14"] | None = None
+
+
+class ObservabilityConfig(_Model):
+    """The deployed mesh's dashboard, alarms and logs."""
+
+    log_retention_days: int = Field(30, strict=True)
+    #: Alarms notify this SNS topic; unset: the alarms exist with no action.
+    alarm_topic_arn: Annotated[str | None, _matching(SNS_TOPIC_ARN_RE, "arn:aws:sns:REGION:ACCOUNT:NAME")] = None
+    dashboard: bool = Field(True, strict=True)
+
+    @field_validator("log_retention_days")
+    @classmethod
+    def _retention(cls, value: int) -> int:
+        if value not in LOG_RETENTION_DAYS:
+            raise ValueError(f"{value!r} is not a CloudWatch Logs retention; use one of {list(LOG_RETENTION_DAYS)}")
+        return value
 
 
 class DeployedActor(_Model):

@@ -6,6 +6,7 @@ name (P-MAN-3).
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +20,11 @@ from asya.manifest.blocks import (
     ActorSpec,
     CrewConfig,
     DeployedActor,
+    DeploymentConfig,
     FanIn,
     Flow,
     GatewayConfig,
+    ObservabilityConfig,
     StorageConfig,
     _Model,
 )
@@ -39,6 +42,8 @@ class Manifest(_Model):
     crew: CrewConfig = Field(default_factory=CrewConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
     base_dir: Path = Field(default=Path(), exclude=True)
 
     @model_validator(mode="before")
@@ -67,10 +72,30 @@ class Manifest(_Model):
 
     @model_validator(mode="after")
     def _check_names_and_references(self) -> Manifest:
+        # every problem at once, one line each: a manifest with three mistakes needs one run, not three
+        problems: list[str] = []
+        _collect(problems, self._check_namespace)
+        for name, actor in self.actors.items():
+            _collect(problems, self._check_actor_name, name, actor, check_queues=not problems)
+        routable = self.routable_names()
+        for name, actor in self.actors.items():
+            if actor.resiliency is None:
+                continue
+            for policy_name, policy in actor.resiliency.policies.items():
+                for index, target in enumerate(policy.on_exhausted):
+                    field = f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted[{index}]"
+                    _collect(problems, self._check_target, target, routable, field)
+        for index, hook in enumerate(self.crew.sink_hooks):
+            _collect(problems, self._check_target, hook, routable, f"crew.sink_hooks[{index}]")
+        for flow_name, flow in self.flows.items():
+            _collect(problems, self._check_flow, flow_name, flow, routable)
+        if problems:
+            raise ValueError("\n  ".join(problems))
+        return self
+
+    def _check_namespace(self) -> None:
         _check(naming.validate_namespace, self.namespace, field="namespace")
-        for (
-            crew
-        ) in naming.CREW_ACTORS:  # every mesh deploys these: a namespace too long for them is the namespace's fault
+        for crew in naming.CREW_ACTORS:  # every mesh deploys these: a namespace too long for them is its fault
             try:
                 naming.dlq_name(self.namespace, crew)
             except NamingError:
@@ -79,60 +104,55 @@ class Manifest(_Model):
                     f"namespace: {self.namespace!r} is too long: the crew queue {longest!r} would be {len(longest)} "
                     f"characters, over the SQS limit of {naming.MAX_QUEUE_NAME}"
                 ) from None
-        for name, actor in self.actors.items():
-            field = f"actors.{name}"
-            _check(naming.validate_actor_name, name, field=field)
-            if naming.is_crew(name):
-                raise ValueError(f"{field}: actor name {name!r} is reserved for crew (names starting with 'x-')")
+
+    def _check_actor_name(self, name: str, actor: ActorSpec, *, check_queues: bool) -> None:
+        field = f"actors.{name}"
+        _check(naming.validate_actor_name, name, field=field)
+        if naming.is_crew(name):
+            raise ValueError(f"{field}: actor name {name!r} is reserved for crew (names starting with 'x-')")
+        if check_queues:  # with a bad namespace every queue name would be wrong: that is said once, above
             _check(naming.dlq_name, self.namespace, name)
             if actor.fan_in is not None:
                 _check(naming.dlq_name, self.namespace, self.aggregator_of(name))
-        routable = self.routable_names()
-        for name, actor in self.actors.items():
-            if actor.resiliency is None:
-                continue
-            for policy_name, policy in actor.resiliency.policies.items():
-                for index, target in enumerate(policy.on_exhausted):
-                    self._check_target(
-                        target, routable, f"actors.{name}.resiliency.policies.{policy_name}.on_exhausted[{index}]"
-                    )
-        for index, hook in enumerate(self.crew.sink_hooks):
-            self._check_target(hook, routable, f"crew.sink_hooks[{index}]")
-        for flow_name, flow in self.flows.items():
-            self._check_flow(flow_name, flow, routable)
-        return self
 
     def _check_flow(self, flow_name: str, flow: Flow, routable: frozenset[str]) -> None:
         field = f"flows.{flow_name}"
         _check(naming.validate_flow_name, flow_name, field=field)
+        problems: list[str] = []
         for index, target in enumerate(flow.route):
-            self._check_target(target, routable, f"{field}.route[{index}]")
+            _collect(problems, self._check_target, target, routable, f"{field}.route[{index}]")
         for index, target in enumerate(flow.route):
             spec = self.actors.get(target)
             if spec is None or spec.fan_in is None:
                 continue
             aggregator = self.aggregator_of(target)
             if aggregator not in flow.route[index + 1 :]:
-                raise ValueError(
+                problems.append(
                     f"{field}.route: fan-in actor {target!r} must be followed by its aggregator {aggregator!r}, "
                     f"got {flow.route!r}"
                 )
         if flow.input_schema is not None:
-            _check_json_schema(flow.input_schema, f"{field}.input_schema")
+            _collect(problems, _check_json_schema, flow.input_schema, f"{field}.input_schema")
         if flow.mcp:
             schema = flow.input_schema
             if schema is not None and schema.get("type") != "object":
-                raise ValueError(
+                problems.append(
                     f"{field}.input_schema: an MCP flow needs an object schema (type: object), "
                     f"got type {schema.get('type')!r}"
                 )
+        if problems:
+            raise ValueError("\n  ".join(problems))
 
-    @staticmethod
-    def _check_target(target: str, routable: frozenset[str], field: str) -> None:
+    def _check_target(self, target: str, routable: frozenset[str], field: str) -> None:
         if target in (naming.SINK, naming.SUMP, naming.RESUME):
             raise ValueError(f"{field}: {target!r} cannot be routed to; it is added by the runtime")
         if target not in routable:
-            raise ValueError(f"{field}: unknown actor {target!r}; declared: {sorted(routable)}")
+            # only names that every deployment runs are offered: crew this release refuses (x-pause, aggregators)
+            # would only trade this error for another
+            offered = sorted(self.actors)
+            close = difflib.get_close_matches(target, offered, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ValueError(f"{field}: unknown actor {target!r}{hint}; actors: {', '.join(offered) or 'none'}")
 
     def aggregator_of(self, actor: str) -> str:
         """The aggregator name of fan-in actor ``actor`` (P-FANIN-1)."""
@@ -226,6 +246,14 @@ class Manifest(_Model):
     @property
     def table_name(self) -> str:
         return naming.table_name(self.namespace)
+
+
+def _collect(problems: list[str], fn: Any, *args: Any, **kwargs: Any) -> None:
+    """Run one check; its ``ValueError`` becomes a line of ``problems`` instead of ending the validation."""
+    try:
+        fn(*args, **kwargs)
+    except ValueError as exc:
+        problems.append(str(exc))
 
 
 def _check(fn: Any, *args: Any, **kwargs: Any) -> Any:

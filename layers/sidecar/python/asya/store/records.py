@@ -4,7 +4,8 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
 
 - ``TASK``, the hot item, kept under 1 KB (GW-DATA-8): ``id``, ``status``, ``status_order``, ``created_at``,
   ``updated_at``, ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message`` (<= 128 bytes),
-  ``deadline_at``, ``last_seq``, ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
+  ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``data`` (JSON of the
+  small extra status data), ``error`` (<= 256 bytes),
   ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
   (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status);
@@ -243,6 +244,7 @@ def new_task_item(
         "progress_percent": num_av(0),
         "message": str_av(CREATED_MESSAGE),
         "last_seq": num_av(1),
+        "status_seq": num_av(1),
         "gsi1pk": str_av(created_index_pk(day_of(now_ms))),
         "gsi1sk": str_av(index_sk(now_ms, task_id)),
     }

@@ -25,9 +25,7 @@ re-reads it for up to 2 s (GW-DATA-2).
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -37,12 +35,13 @@ from asya.store import queries as q
 from asya.store import records as rec
 from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
-from asya.store.events import FlyValue, expand_fly, fly_items
+from asya.store.events import FlyValue, fly_items
 from asya.store.fences import Fences, fence_key
 from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data_json
-from asya.store.transition import MISSING, TERMINAL, StatusUpdate
+from asya.store.reader import Snapshot, TaskReader
+from asya.store.transition import MISSING, StatusUpdate
 from asya.store.updates import is_long_deadline
-from asya.store.views import fence_of, status_data, task_view
+from asya.store.views import fence_of, task_view
 from asya.store.writer import ApplyResult, Outcome, StatusWriter
 from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
 
@@ -52,24 +51,6 @@ _log = logging.getLogger(__name__)
 
 _ROUTE_STEPS: Final = frozenset({"received", "processing", "completed"})
 TIMED_OUT: Final = "task timed out"
-#: How long a reader waits for a result item its task item announces (GW-DATA-2).
-_RESULT_WAIT: Final = 2.0
-_RESULT_POLL: Final = 0.1
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """One follower's read of a task (GW-SSE-5, GW-SSE-9): the record's state and the fly events after a position."""
-
-    status: str
-    last_seq: int
-    data: dict[str, Any]
-    fly: list[dict[str, Any]]
-    deadline_at: str | None
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
 
 
 class TaskStore:
@@ -94,7 +75,7 @@ class TaskStore:
         self._bodies = BodyCodec(bucket=bucket, s3=self._s3_client)
         self._writer = StatusWriter(table=table, dynamodb=lambda: self.dynamodb, bodies=self._bodies, clock=clock)
         self._fences = Fences(table=table, dynamodb=lambda: self.dynamodb)
-        self._sleep = time.sleep
+        self._reader = TaskReader(table=table, dynamodb=lambda: self.dynamodb, bodies=self._bodies, clock=clock)
 
     @property
     def dynamodb(self) -> Any:
@@ -188,7 +169,7 @@ class TaskStore:
 
         With ``enforce_deadline`` a ``pending``/``running`` task past its deadline is failed first (GW-BACK-3).
         """
-        items = self._view_items(task_id)
+        items = self._reader.view_items(task_id)
         item = items.get(rec.TASK_SK)
         if item is None:
             return None
@@ -196,63 +177,18 @@ class TaskStore:
             self.time_out_overdue(
                 task_id, rec.get_str(item, "deadline_at") or "", created_at=rec.get_str(item, "created_at")
             )
-            items = self._view_items(task_id)
+            items = self._reader.view_items(task_id)
             item = items.get(rec.TASK_SK)
             if item is None:
                 return None
-        values = self._values(task_id, item, items)
+        values = self._reader.values(task_id, item, items)
         children = [child for sk, child in items.items() if sk.startswith(rec.CHILD_PREFIX)]
         return task_view(item, values, bucket=self.bucket, children=children)
 
-    def _view_items(self, task_id: str) -> dict[str, dict[str, Any]]:
-        now = self._clock()
-        return {
-            rec.get_str(item, "sk") or "": item
-            for item in q.view_items(self.dynamodb, self.table, task_id)
-            if not rec.is_expired(item, now)
-        }
-
-    def _values(self, task_id: str, item: Mapping[str, Any], items: Mapping[str, Any]) -> dict[str, Any]:
-        """The decoded large values of a task: its body, result and pause items (GW-DATA-2)."""
-        result = items.get(rec.RESULT_SK)
-        if result is None and item.get("has_result") and rec.get_str(item, "status") in TERMINAL:
-            result = self._await_result(task_id)
-        values: dict[str, Any] = {}
-        for extra in (items.get(rec.BODY_SK), result, items.get(rec.PAUSE_SK)):
-            values.update(self._bodies.decode_item(extra))
-        return values
-
-    def _await_result(self, task_id: str) -> dict[str, Any] | None:
-        """The result item a terminal task announces (``has_result``), read again for up to 2 s: its writer puts it
-        right after the task item (GW-DATA-2)."""
-        waited = 0.0
-        while True:
-            found = self._get_item(task_id, rec.RESULT_SK)
-            if found is not None or waited >= _RESULT_WAIT:
-                if found is None:
-                    _log.warning("task %s: its result item is still missing after %.0f s", task_id, _RESULT_WAIT)
-                return found
-            self._sleep(_RESULT_POLL)
-            waited += _RESULT_POLL
-
     def snapshot(self, task_id: str, after_seq: int) -> Snapshot | None:
-        """A follower's read (GW-SSE-5, GW-SSE-9): ONE strongly consistent query for the task item, its result and
-        pause items and the fly events after ``after_seq``; ``None`` for an unknown or expired task."""
-        now = self._clock()
-        items = q.follow_items(self.dynamodb, self.table, task_id, after_seq)
-        by_sk = {rec.get_str(i, "sk") or "": i for i in items if not rec.is_expired(i, now)}
-        item = by_sk.get(rec.TASK_SK)
-        if item is None:
-            return None
-        status = rec.get_str(item, "status") or "pending"
-        values = self._values(task_id, item, by_sk) if status in ("succeeded", "failed", "paused") else {}
-        return Snapshot(
-            status=status,
-            last_seq=rec.get_int(item, "last_seq") or 0,
-            data=self._bodies.urls(status_data(item, values)),
-            fly=expand_fly(items, after_seq=after_seq, now=now),
-            deadline_at=rec.get_str(item, "deadline_at"),
-        )
+        """A follower's read (GW-SSE-5, GW-SSE-9): the task item, its result and pause items and the fly events after
+        ``after_seq``, one strongly consistent query; ``None`` for an unknown or expired task."""
+        return self._reader.snapshot(task_id, after_seq)
 
     @staticmethod
     def status_data(task: Mapping[str, Any]) -> dict[str, Any]:
@@ -287,25 +223,13 @@ class TaskStore:
         )
 
     def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-        """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` (task items, child fence items), by ``(pk,
-        sk)``, from one strongly consistent ``BatchGetItem`` per 100 keys. A read error is logged and answers ``{}``:
-        every item unknown, processing continues and the claim decides."""
-        try:
-            items = q.preflight_items(self.dynamodb, self.table, keys, now=self._clock())
-        except (ClientError, BotoCoreError) as exc:
-            _log.warning("pre-flight read failed, treating %d keys as unknown: %s", len(keys), exc)
-            return {}
-        return {(rec.get_str(i, "pk") or "", rec.get_str(i, "sk") or ""): i for i in items}
+        """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` by ``(pk, sk)``, one strongly consistent
+        ``BatchGetItem`` per 100 keys; a read error answers ``{}`` (every item unknown, the claim decides)."""
+        return self._reader.preflight(keys)
 
     def statuses(self, ids: Sequence[str]) -> dict[str, str]:
-        """``{id: status}`` of the ids that have a task record, from one consistent read per 100 ids (best effort: a
-        read error answers ``{}``)."""
-        found = self.preflight([rec.key(task_id, rec.TASK_SK) for task_id in ids])
-        return {
-            task_id: status
-            for item in found.values()
-            if (task_id := rec.get_str(item, "id")) is not None and (status := rec.get_str(item, "status")) is not None
-        }
+        """``{id: status}`` of the ids that have a task record (best effort: a read error answers ``{}``)."""
+        return self._reader.statuses(ids)
 
     # ------------------------------------------------------------------ status writes
 

@@ -167,6 +167,10 @@ def _clauses(
     spec.names["#last_seq"] = "last_seq"
     spec.values[":one"] = {"N": "1"}
     spec.sets.append("#last_seq = #last_seq + :one")
+    # the number of this change (the right-hand side reads the old last_seq): a follower that sees it knows it is a
+    # status change, not a fly flush still being written, and need not hold it back (GW-SSE-6)
+    spec.names["#status_seq"] = "status_seq"
+    spec.sets.append("#status_seq = #last_seq + :one")
     if update.actor is not None and update.status == "running":
         spec.set("current_actor", rec.str_av(update.actor))
     if update.step is not None:

@@ -1,0 +1,402 @@
+"""``AsyaMesh``: every resource of one ``asya.yaml`` mesh as a single construct, to mount in any CDK stack.
+
+    mesh = AsyaMesh(stack, "Default", manifest="asya.yaml")
+    mesh.actors["analyze"].queue, mesh.dynamo_table_interface, mesh.api_gateway, ...
+
+What it creates: the storage (:class:`~asya_cdk.storage.Storage`, or the caller's existing table / bucket), the
+layers, one :class:`~asya_cdk.actor.Actor` per deployed actor (user actors, then x-sink and x-sump), the gateway, the
+deadline backstop with its timer queue (:class:`~asya_cdk.backstop.Backstop`), the alarms (optionally notifying the
+manifest's SNS topic) and the dashboard (:class:`~asya_cdk.observability.MeshObservability`). Grants follow the
+least-privilege matrix of :mod:`asya_cdk.permissions`. Every function gets ``ASYA_ACCOUNT_ID`` = the stack's account
+(GW-CREATE-7) besides the environment of :mod:`asya.environment`.
+
+Props (AWS Solutions Constructs style, :mod:`asya_cdk.props`): ``queue_props``, ``dead_letter_queue_props``,
+``sqs_event_source_props``, ``lambda_function_props`` (``FunctionOptions``), ``table_props``, ``bucket_props``,
+``api_gateway_props``, ``log_group_props`` apply over the mesh's defaults to every resource of their kind;
+``existing_table_obj`` / ``existing_bucket_obj`` replace the created table / bucket (not together with the props of the
+same resource). A field the manifest or the naming rules own is refused. Every problem (props, manifest, sources,
+auth, env maps, region) is collected and raised as one :class:`~asya_cdk.errors.DeploymentError` before the construct
+is created.
+
+Mesh size: CloudFormation allows 500 resources per stack, and an actor takes 11. Up to :data:`INLINE_ACTORS` deployed
+actors live in the enclosing stack; a larger mesh (or any mesh given ``actors_per_stack``) puts its actors in nested
+stacks ``Actors0``, ``Actors1``, ... of ``actors_per_stack`` (default :data:`DEFAULT_ACTORS_PER_STACK`) each. Moving a
+mesh across that line changes the actors' logical ids, which fixed-name queues cannot survive in place: a mesh expected
+to grow past it should set ``actors_per_stack`` from its first deployment.
+
+Ids are a contract: mount the construct as ``"Default"`` to keep the logical ids of the ``AsyaStack`` of earlier
+versions. The construct emits no ``CfnOutput`` and reads no context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from aws_cdk import Aws, NestedStack, Stack, Tags
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as event_sources
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from asya import naming
+from asya.environment import actor_environment, gateway_environment
+from asya.envnames import ENV
+from asya.manifest import Manifest
+from asya_cdk.actor import Actor, ActorOverrides
+from asya_cdk.assets import (
+    ASSET_EXCLUDES,
+    GATEWAY_MANIFEST_FILE,
+    SourceLayout,
+    render_manifest_json,
+    stage_gateway_asset,
+)
+from asya_cdk.backstop import Backstop
+from asya_cdk.bytecode import interpreter_matches, stage_compiled
+from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load
+from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
+from asya_cdk.errors import DeploymentError
+from asya_cdk.gateway import Gateway
+from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
+from asya_cdk.nag import acknowledge
+from asya_cdk.observability import MeshObservability, retention_days
+from asya_cdk.permissions import ACTOR, BACKSTOP, GATEWAY, SINK, SUMP, Access, grant_access
+from asya_cdk.placement import (
+    DEFAULT_ACTORS_PER_STACK,
+    INLINE_ACTORS,
+    MAX_ACTORS_PER_STACK,
+    ActorGroup,
+    actor_groups,
+    group_code,
+)
+from asya_cdk.props import check_props, given_fields
+from asya_cdk.storage import Storage
+
+__all__ = ["DEFAULT_ACTORS_PER_STACK", "DEFAULT_BACKSTOP_HANDLER", "INLINE_ACTORS", "AsyaMesh", "default_sources"]
+
+DEFAULT_BACKSTOP_HANDLER: Final = "asya_gateway.backstop.lambda_handler"
+_BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+_CREW_ACCESS: Final[Mapping[str, Access]] = {naming.SINK: SINK, naming.SUMP: SUMP}
+
+
+def default_sources() -> SourceLayout:
+    """The source tree this package was installed from (an editable install of asya-serverless)."""
+    return SourceLayout.from_repo(Path(__file__).resolve().parents[2])
+
+
+class AsyaMesh(Construct):
+    """Queues, DLQs, actor Lambdas, table, bucket, gateway API, backstop, alarms and dashboard of one mesh."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        manifest: Manifest | str | Path,
+        runtime: lambda_.Runtime | None = None,
+        web_adapter_layer: lambda_.ILayerVersion | None = None,
+        lwa_layer_version: int = DEFAULT_LWA_VERSION,
+        sources: SourceLayout | None = None,
+        dependencies: DependencyBuilder | None = None,
+        queue_props: sqs.QueueProps | None = None,
+        dead_letter_queue_props: sqs.QueueProps | None = None,
+        sqs_event_source_props: event_sources.SqsEventSourceProps | None = None,
+        lambda_function_props: lambda_.FunctionOptions | None = None,
+        existing_table_obj: dynamodb.ITable | None = None,
+        table_props: dynamodb.TableProps | None = None,
+        existing_bucket_obj: s3.IBucket | None = None,
+        bucket_props: s3.BucketProps | None = None,
+        api_gateway_props: apigw.RestApiProps | None = None,
+        log_group_props: logs.LogGroupProps | None = None,
+        actors_per_stack: int | None = None,
+        backstop_handler: str = DEFAULT_BACKSTOP_HANDLER,
+    ) -> None:
+        layout = sources or default_sources()
+        loaded, problems = load(manifest)
+        hooks: dict[str, object | None] = {
+            "queue_props": queue_props,
+            "dead_letter_queue_props": dead_letter_queue_props,
+            "sqs_event_source_props": sqs_event_source_props,
+            "lambda_function_props": lambda_function_props,
+            "table_props": table_props,
+            "bucket_props": bucket_props,
+            "api_gateway_props": api_gateway_props,
+            "log_group_props": log_group_props,
+        }
+        problems += check_props(hooks)
+        if existing_table_obj is not None and table_props is not None:
+            problems.append("existing_table_obj, table_props: give one or the other, not both")
+        if existing_bucket_obj is not None and bucket_props is not None:
+            problems.append("existing_bucket_obj, bucket_props: give one or the other, not both")
+        if actors_per_stack is not None and not 1 <= actors_per_stack <= MAX_ACTORS_PER_STACK:
+            problems.append(
+                f"actors_per_stack: {actors_per_stack!r} is outside 1..{MAX_ACTORS_PER_STACK} (500 resources per "
+                "nested stack)"
+            )
+        runtime = choose_runtime(loaded, runtime, problems)
+        handlers: dict[str, str] = {}
+        if loaded is not None:
+            handlers = check_manifest(loaded, layout, problems)
+        if web_adapter_layer is None and loaded is not None:
+            try:
+                adapter_arn: str | None = lwa_layer_arn(Stack.of(scope).region, lwa_layer_version)
+            except DeploymentError as exc:
+                problems.append(str(exc))
+        else:
+            adapter_arn = None
+        locks = check_locks(layout, runtime, problems) if loaded is not None else {}
+        if problems or loaded is None:
+            raise DeploymentError("cannot deploy this mesh:\n- " + "\n- ".join(problems))
+        super().__init__(scope, id)
+        self._manifest = loaded
+        namespace = loaded.namespace
+        Tags.of(self).add("asya:namespace", namespace)
+        key = self._key(loaded)
+        self._key_obj = key
+        retention = retention_days(loaded.observability.log_retention_days)
+        function_extra = given_fields(lambda_function_props)
+        log_extra = given_fields(log_group_props)
+
+        self._storage = Storage(
+            self,
+            "Storage",
+            namespace=namespace,
+            key=key,
+            table_props=given_fields(table_props),
+            bucket_props=given_fields(bucket_props),
+            existing_table=existing_table_obj,
+            existing_bucket=existing_bucket_obj,
+        )
+        table, bucket = self._storage.table, self._storage.bucket
+
+        python_version = runtime.name.removeprefix("python")
+        compiled = interpreter_matches(python_version)
+        builder = dependencies or DependencyBuilder(
+            cache_dir=layout.staging_dir, python_version=python_version, compile_bytecode=compiled
+        )
+        sidecar_dir = (
+            stage_compiled(layout.sidecar_layer_dir, layout.staging_dir, "sidecar")
+            if compiled
+            else layout.sidecar_layer_dir
+        )
+        sidecar_layer = self._layer(
+            "SidecarLayer",
+            lambda_.Code.from_asset(str(sidecar_dir), exclude=[] if compiled else list(ASSET_EXCLUDES)),
+            runtime,
+            "asya sidecar library (package asya)" + (f", compiled for Python {python_version}" if compiled else ""),
+        )
+        actor_deps = self._layer(
+            "ActorDependencies", locked_layer_code(builder, locks["actor"]), runtime, "asya actor dependencies"
+        )
+        gateway_deps = self._layer(
+            "GatewayDependencies", locked_layer_code(builder, locks["gateway"]), runtime, "asya gateway dependencies"
+        )
+
+        deployed = loaded.deployed_actors()
+        code_cache: dict[tuple[str, Path], lambda_.Code] = {}
+        overrides = ActorOverrides(
+            queue=given_fields(queue_props),
+            dead_letter_queue=given_fields(dead_letter_queue_props),
+            event_source=given_fields(sqs_event_source_props),
+            function=function_extra,
+            log_group=log_extra,
+        )
+        self._actor_stacks: list[NestedStack] = []
+        self._actors: dict[str, Actor] = {}
+        shared = ActorGroup(scope=self, table=table, bucket=bucket, layers=(sidecar_layer, actor_deps))
+        for actor, group in zip(
+            deployed, actor_groups(self, len(deployed), actors_per_stack, shared, self._actor_stacks), strict=True
+        ):
+            directory = layout.crew_dir if actor.crew else actor.code_dir
+            assert directory is not None  # checked by _check_manifest
+            code = group_code(group.scope, directory, code_cache)
+            built = Actor(
+                group.scope,
+                actor.name,
+                namespace=namespace,
+                actor=actor,
+                code=code,
+                handler=handlers[actor.name],
+                runtime=runtime,
+                layers=group.layers,
+                environment={
+                    **actor_environment(loaded, actor, table=group.table.table_name, bucket=group.bucket.bucket_name),
+                    ENV.account_id: Aws.ACCOUNT_ID,
+                },
+                log_retention=retention,
+                key=key,
+                overrides=overrides,
+            )
+            access = _CREW_ACCESS.get(actor.name, ACTOR)
+            grant_access(built.function, access, namespace=namespace, table=group.table, bucket=group.bucket, key=key)
+            self._actors[actor.name] = built
+
+        gateway_dir = stage_gateway_asset(
+            gateway_dir=layout.gateway_dir,
+            manifest_json=render_manifest_json(loaded),
+            staging_dir=layout.staging_dir,
+        )
+        gateway_code = lambda_.Code.from_asset(str(gateway_dir))
+        manifest_path = f"/var/task/{GATEWAY_MANIFEST_FILE}"
+        adapter = web_adapter_layer or lambda_.LayerVersion.from_layer_version_arn(
+            self, "WebAdapterLayer", str(adapter_arn)
+        )
+        self._gateway = Gateway(
+            self,
+            "Gateway",
+            api_name=f"asya-{namespace}",
+            auth=loaded.gateway.auth,
+            cors_origins=loaded.gateway.cors_origins,
+            code=gateway_code,
+            runtime=runtime,
+            layers=[sidecar_layer, gateway_deps],
+            adapter_layer=adapter,
+            environment={
+                **gateway_environment(table=table.table_name, bucket=bucket.bucket_name, manifest_path=manifest_path),
+                ENV.account_id: Aws.ACCOUNT_ID,
+            },
+            log_retention=retention,
+            api_overrides=given_fields(api_gateway_props),
+        )
+        self._backstop = Backstop(
+            self,
+            "Backstop",
+            namespace=namespace,
+            handler=backstop_handler,
+            code=gateway_code,
+            runtime=runtime,
+            layers=[sidecar_layer, gateway_deps],
+            environment={
+                **gateway_environment(
+                    table=table.table_name, bucket=bucket.bucket_name, manifest_path=manifest_path, service="backstop"
+                ),
+                ENV.account_id: Aws.ACCOUNT_ID,
+            },
+            log_retention=retention,
+            key=key,
+            function_overrides={k: v for k, v in function_extra.items() if k != "layers"},
+        )
+        grant_access(self._gateway.function, GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
+        grant_access(self._backstop.function, BACKSTOP, namespace=namespace, table=table, bucket=bucket, key=key)
+        # mq-diagnostic (GW-OPS-3) reads the queues' oldest-message age from CloudWatch
+        self._gateway.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["cloudwatch:GetMetricStatistics"], resources=["*"])
+        )
+        acknowledge(
+            self._gateway,
+            "AwsSolutions-IAM5[Resource::*]",
+            "cloudwatch:GetMetricStatistics has no resource-level permissions; it only reads metrics.",
+        )
+        self._observability = MeshObservability(
+            self,
+            "Alarms",
+            namespace=namespace,
+            actors=list(self._actors.values()),
+            backstop=self._backstop,
+            gateway=self._gateway,
+            alarm_topic_arn=loaded.observability.alarm_topic_arn,
+            dashboard=loaded.observability.dashboard,
+        )
+        self._acknowledge()
+
+    def _key(self, manifest: Manifest) -> kms.IKey | None:
+        arn = manifest.storage.kms_key_arn
+        return None if arn is None else kms.Key.from_key_arn(self, "Key", arn)
+
+    def _layer(self, id: str, code: lambda_.Code, runtime: lambda_.Runtime, description: str) -> lambda_.LayerVersion:
+        return lambda_.LayerVersion(
+            self,
+            id,
+            code=code,
+            compatible_runtimes=[runtime],
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            description=description[:256],
+        )
+
+    def _acknowledge(self) -> None:
+        acknowledge(
+            self,
+            f"AwsSolutions-IAM4[{_BASIC_EXECUTION_POLICY}]",
+            "AWSLambdaBasicExecutionRole only lets a function write its own CloudWatch logs.",
+        )
+
+    @property
+    def manifest(self) -> Manifest:
+        return self._manifest
+
+    @property
+    def storage(self) -> Storage:
+        return self._storage
+
+    @property
+    def actors(self) -> Mapping[str, Actor]:
+        """Every deployed actor by name, each with ``.queue``, ``.dlq``, ``.function``."""
+        return dict(self._actors)
+
+    @property
+    def actor_stacks(self) -> Sequence[NestedStack]:
+        """The nested stacks holding the actors; empty when they live in the enclosing stack."""
+        return tuple(self._actor_stacks)
+
+    @property
+    def dynamo_table_interface(self) -> dynamodb.ITable:
+        return self._storage.table
+
+    @property
+    def dynamo_table(self) -> dynamodb.Table | None:
+        """The table the mesh created; ``None`` with ``existing_table_obj``."""
+        return self._storage.created_table
+
+    @property
+    def s3_bucket_interface(self) -> s3.IBucket:
+        return self._storage.bucket
+
+    @property
+    def s3_bucket(self) -> s3.Bucket | None:
+        """The bucket the mesh created; ``None`` with ``existing_bucket_obj``."""
+        return self._storage.created_bucket
+
+    @property
+    def encryption_key(self) -> kms.IKey | None:
+        """The manifest's customer-managed key; ``None``: AWS-owned keys."""
+        return self._key_obj
+
+    @property
+    def gateway(self) -> Gateway:
+        return self._gateway
+
+    @property
+    def gateway_function(self) -> lambda_.Function:
+        return self._gateway.function
+
+    @property
+    def api_gateway(self) -> apigw.RestApi:
+        return self._gateway.api
+
+    @property
+    def api_gateway_log_group(self) -> logs.LogGroup:
+        return self._gateway.access_log_group
+
+    @property
+    def api_gateway_cloud_watch_role(self) -> iam.IRole | None:
+        return self._gateway.api.node.try_find_child("CloudWatchRole")  # type: ignore[return-value]
+
+    @property
+    def backstop(self) -> Backstop:
+        return self._backstop
+
+    @property
+    def observability(self) -> MeshObservability:
+        """Alarms, the optional SNS topic and the dashboard."""
+        return self._observability
+
+    @property
+    def alarms(self) -> MeshObservability:
+        return self._observability

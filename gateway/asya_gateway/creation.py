@@ -1,0 +1,165 @@
+"""Starting a task (GW-CREATE-7), shared by ``POST /api/v1/mesh/``, MCP ``tools/call`` and A2A ``message/send``.
+
+:func:`start_task` takes a validated target and body: it makes a UUID4, builds the envelope headers (client headers,
+trace context, ``x-asya-flow`` and ``x-asya-progress`` for a flow, ``x-asya-gateway-url`` when a callback URL is
+configured, plus the caller's ``extra_headers`` such as A2A's ids), computes ``deadline_at``, writes the record, arms
+the deadline timer (GW-BACK-1, ``asya_gateway.timers``), then sends the envelope to the first actor.
+
+The timer is armed before the envelope is sent, not after (GW-CREATE-7 lists it last): a failed timer send then
+fails a task that nothing has started, in the same way as a failed envelope send (``failed`` with ``dispatch failed:
+<AWS error code>``, 500), so a client is never answered 201 for a task whose deadline nothing would enforce. A timer
+armed for a task whose first send then fails finds the task failed (or deleted) and drops itself.
+
+A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
+the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
+dispatch message`` (an :class:`HttpError` whose ``reason`` MCP and A2A report).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from asya import headers as hdr
+from asya.envelope import Envelope, Route, Status
+from asya.exceptions import SerializationError
+from asya.store import StatusUpdate
+from asya.timeutil import format_ts
+from asya.transport import TransportError, UnknownActorError
+from asya_gateway.context import GatewayContext
+from asya_gateway.errors import HttpError
+from asya_gateway.timers import TimerError
+from asya_gateway.tracing import trace_headers
+from asya_gateway.validation import CreateBody, CreateTarget
+
+__all__ = ["DispatchError", "aws_error_code", "start_task"]
+
+_log = logging.getLogger("asya_gateway.tasks")
+
+
+class DispatchError(HttpError):
+    """The envelope could not be sent: ``reason`` is the AWS error code (or ``actor not found: <name>``), the HTTP
+    answer is the REST route's (GW-CREATE-7, GW-CREATE-8)."""
+
+    def __init__(self, status: int, message: str, *, reason: str, task_id: str) -> None:
+        super().__init__(status, message)
+        self.reason = reason
+        self.task_id = task_id
+
+
+async def start_task(
+    ctx: GatewayContext,
+    target: CreateTarget,
+    create: CreateBody,
+    *,
+    traceparent: str | None = None,
+    tracestate: str | None = None,
+    extra_headers: Mapping[str, str] | None = None,
+    context_id: str | None = None,
+    task_id: str | None = None,
+) -> dict[str, Any]:
+    """Create and dispatch one task (``task_id``: a fresh UUID4 the caller already put in the payload, else one is
+    made); answers ``{"id", "status": "pending", "deadline_at"?}``."""
+    task_id = task_id or str(uuid.uuid4())
+    now = ctx.clock()
+    timeout = create.timeout if create.timeout is not None else target.default_timeout
+    deadline_at = None if timeout is None else format_ts(now + timedelta(seconds=timeout))
+    headers = _envelope_headers(ctx, target, create, traceparent=traceparent, tracestate=tracestate)
+    headers.update(extra_headers or {})
+    entry = target.route[0]
+    envelope = Envelope(
+        id=task_id,
+        route=Route(prev=[], curr=entry, next=list(target.route[1:])),
+        payload=create.payload,
+        headers=headers,
+        status=Status(
+            phase="pending",
+            actor=entry,
+            attempt=1,
+            max_attempts=1,
+            created_at=format_ts(now),
+            updated_at=format_ts(now),
+            deadline_at=deadline_at,
+        ),
+    )
+    await ctx.call(
+        ctx.store.create_task,
+        task_id=task_id,
+        actor=entry,
+        flow=target.flow,
+        payload=create.payload,
+        deadline_at=deadline_at,
+        context_id=context_id,
+    )
+    if deadline_at is not None:
+        await _arm_deadline(ctx, task_id, deadline_at)
+    await _dispatch(ctx, task_id, entry, envelope)
+    answer: dict[str, Any] = {"id": task_id, "status": "pending"}
+    if deadline_at is not None:
+        answer["deadline_at"] = deadline_at
+    return answer
+
+
+def _envelope_headers(
+    ctx: GatewayContext,
+    target: CreateTarget,
+    create: CreateBody,
+    *,
+    traceparent: str | None,
+    tracestate: str | None,
+) -> dict[str, Any]:
+    headers = dict(create.headers)
+    headers.pop(hdr.TRACESTATE, None)
+    headers.update(trace_headers(traceparent, tracestate, create.headers))
+    if target.flow is not None:
+        headers[hdr.FLOW] = target.flow
+        if target.progress is not None:
+            headers[hdr.PROGRESS] = target.progress
+    callback_url = ctx.manifest.gateway.callback_url
+    if callback_url:
+        headers[hdr.GATEWAY_URL] = callback_url
+    return headers
+
+
+async def _arm_deadline(ctx: GatewayContext, task_id: str, deadline_at: str) -> None:
+    try:
+        await ctx.call(ctx.timers.arm, task_id, deadline_at)
+    except TimerError as exc:
+        _log.error("deadline timer of task %s not armed: %s", task_id, exc)
+        update = StatusUpdate(status="failed", error=f"dispatch failed: {exc.code}", envelope_id=task_id)
+        await ctx.call(ctx.store.apply_status, task_id, update)
+        raise DispatchError(500, "failed to dispatch message", reason=exc.code, task_id=task_id) from None
+
+
+async def _dispatch(ctx: GatewayContext, task_id: str, actor: str, envelope: Envelope) -> None:
+    try:
+        await ctx.call(ctx.transport.send, actor, envelope)
+    except UnknownActorError:
+        await ctx.call(ctx.store.delete_task, task_id)
+        message = f"actor not found: {actor}"
+        raise DispatchError(404, message, reason=message, task_id=task_id) from None
+    except (TransportError, SerializationError) as exc:
+        code = aws_error_code(exc)
+        _log.error("dispatch of task %s to %s failed: %s", task_id, actor, exc)
+        update = StatusUpdate(status="failed", error=f"dispatch failed: {code}", envelope_id=task_id)
+        await ctx.call(ctx.store.apply_status, task_id, update)
+        raise DispatchError(500, "failed to dispatch message", reason=code, task_id=task_id) from None
+
+
+def aws_error_code(exc: BaseException) -> str:
+    """The AWS error code behind a send failure (``ClientError`` code), else the exception class name."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ClientError):
+            code = cause.response.get("Error", {}).get("Code")
+            if code:
+                return str(code)
+        if isinstance(cause, BotoCoreError):
+            return type(cause).__name__
+        cause = cause.__cause__
+    return type(exc).__name__

@@ -1,0 +1,114 @@
+"""MCP sessions in the task table (GW-MCP-2, GW-DATA-2): item ``pk = MCPSESSION#{id}``, ``sk = SESSION`` with
+``protocol_version``, ``log_level``, ``created_at`` and the table's TTL attribute ``ttl`` (epoch seconds), so
+DynamoDB deletes expired sessions.
+
+The expiry slides: a session expires 24 h after its last use. To keep a chatty client from paying one write per
+request, the expiry is pushed forward only when less than 23 h of it are left (at most one write per hour of use).
+Reads are strongly consistent and ignore an item whose ``ttl`` has passed (GW-DATA-5: DynamoDB deletes late, moto
+never). The DynamoDB client is the task store's (created lazily there).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Final
+
+from botocore.exceptions import ClientError
+
+from asya.store import TaskStore
+from asya.tableschema import TTL_ATTRIBUTE
+from asya.timeutil import Clock
+
+__all__ = ["LOG_LEVELS", "SESSION_TTL_SECONDS", "McpSession", "SessionStore"]
+
+#: RFC 5424 severities in increasing order, as MCP names them (``logging/setLevel``).
+LOG_LEVELS: Final = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+
+SESSION_TTL_SECONDS: Final = 24 * 3600
+_REFRESH_BELOW_SECONDS: Final = 23 * 3600
+_SK: Final = "SESSION"
+
+
+@dataclass(frozen=True, slots=True)
+class McpSession:
+    id: str
+    protocol_version: str
+    log_level: str
+
+
+def _key(session_id: str) -> dict[str, Any]:
+    return {"pk": {"S": f"MCPSESSION#{session_id}"}, "sk": {"S": _SK}}
+
+
+class SessionStore:
+    """Create, read (sliding expiry), change the log level of, and end MCP sessions."""
+
+    def __init__(self, store: TaskStore, clock: Clock) -> None:
+        self._store = store
+        self._clock = clock
+
+    def _now(self) -> int:
+        return int(self._clock().timestamp())
+
+    def create(self, protocol_version: str) -> McpSession:
+        session = McpSession(id=str(uuid.uuid4()), protocol_version=protocol_version, log_level="info")
+        now = self._now()
+        self._store.dynamodb.put_item(
+            TableName=self._store.table,
+            Item={
+                **_key(session.id),
+                "protocol_version": {"S": protocol_version},
+                "log_level": {"S": session.log_level},
+                "created_at": {"N": str(now)},
+                TTL_ATTRIBUTE: {"N": str(now + SESSION_TTL_SECONDS)},
+            },
+        )
+        return session
+
+    def get(self, session_id: str) -> McpSession | None:
+        """The live session, its expiry pushed forward when due; ``None`` when unknown or expired."""
+        if not session_id or len(session_id) > 128:
+            return None
+        item = self._store.dynamodb.get_item(
+            TableName=self._store.table, Key=_key(session_id), ConsistentRead=True
+        ).get("Item")
+        now = self._now()
+        if item is None or int(item[TTL_ATTRIBUTE]["N"]) <= now:
+            return None
+        if int(item[TTL_ATTRIBUTE]["N"]) - now < _REFRESH_BELOW_SECONDS:
+            self._touch(session_id, now)
+        return McpSession(
+            id=session_id, protocol_version=item["protocol_version"]["S"], log_level=item["log_level"]["S"]
+        )
+
+    def _touch(self, session_id: str, now: int) -> None:
+        try:
+            self._store.dynamodb.update_item(
+                TableName=self._store.table,
+                Key=_key(session_id),
+                UpdateExpression="SET #ttl = :ttl",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeNames={"#ttl": TTL_ATTRIBUTE},
+                ExpressionAttributeValues={":ttl": {"N": str(now + SESSION_TTL_SECONDS)}},
+            )
+        except ClientError as exc:
+            # ended by a DELETE meanwhile: the request still runs, the next one gets 404
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def set_log_level(self, session_id: str, level: str) -> None:
+        try:
+            self._store.dynamodb.update_item(
+                TableName=self._store.table,
+                Key=_key(session_id),
+                UpdateExpression="SET log_level = :level",
+                ConditionExpression="attribute_exists(pk)",
+                ExpressionAttributeValues={":level": {"S": level}},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+
+    def delete(self, session_id: str) -> None:
+        self._store.dynamodb.delete_item(TableName=self._store.table, Key=_key(session_id))

@@ -1,0 +1,55 @@
+"""The names of the environment variables a deployment sets on its functions: a contract module.
+
+The CDK app (``asya_cdk``), the local mode and the runtimes' config readers (``asya.config``,
+``asya_gateway.config``) all take the names from here, so infrastructure code never imports runtime configuration
+to learn a variable's name. This module imports nothing and does nothing at import time.
+
+| variable | set on | meaning |
+|---|---|---|
+| ``ASYA_NAMESPACE``, ``ASYA_ACTOR`` | actors, crew | mesh namespace and the actor's name |
+| ``ASYA_HANDLER`` | user actors | ``module.function`` of the handler (P-ABI-1) |
+| ``ASYA_CODE_DIR`` | local mode | directory prepended to ``sys.path`` |
+| ``ASYA_TABLE``, ``ASYA_BUCKET`` | every function | task-store table and storage bucket |
+| ``ASYA_ACCOUNT_ID`` | every function | the account that owns the mesh's queues, so queue URLs are built without
+  ``GetQueueUrl`` (GW-CREATE-7); CloudFormation's ``AWS::AccountId`` in AWS, moto's ``123456789012`` locally |
+| ``ASYA_ACTOR_TIMEOUT``, ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_SINK_HOOKS``, ``ASYA_RESILIENCY``, ``ASYA_TRACING`` |
+  actors | see ``asya.config`` |
+| ``ASYA_MANIFEST`` | gateway, backstop | path of the manifest JSON it serves |
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["ENV", "LOG_LEVEL_ENV"]
+
+
+class _EnvNames:
+    # class constants and no instance attributes (read-only), not a frozen dataclass: generating a dataclass's
+    # methods for twelve fields cost ~1 ms of every actor's cold start
+    __slots__ = ()
+
+    namespace: Final = "ASYA_NAMESPACE"
+    actor: Final = "ASYA_ACTOR"
+    handler: Final = "ASYA_HANDLER"
+    code_dir: Final = "ASYA_CODE_DIR"
+    table: Final = "ASYA_TABLE"
+    bucket: Final = "ASYA_BUCKET"
+    account_id: Final = "ASYA_ACCOUNT_ID"
+    fan_in: Final = "ASYA_FAN_IN"
+    actor_timeout: Final = "ASYA_ACTOR_TIMEOUT"
+    offload_threshold_kb: Final = "ASYA_OFFLOAD_THRESHOLD_KB"
+    sink_hooks: Final = "ASYA_SINK_HOOKS"
+    resiliency: Final = "ASYA_RESILIENCY"
+    tracing: Final = "ASYA_TRACING"
+    manifest: Final = "ASYA_MANIFEST"
+
+    def names(self) -> frozenset[str]:
+        """Every variable name above."""
+        return frozenset(v for k, v in vars(_EnvNames).items() if not k.startswith("_") and isinstance(v, str))
+
+
+#: The environment variable names, in one place.
+ENV: Final = _EnvNames()
+#: Where the log level comes from, first match wins (Powertools' own order); users may set these in ``env`` maps.
+LOG_LEVEL_ENV: Final = ("POWERTOOLS_LOG_LEVEL", "LOG_LEVEL")

@@ -1,0 +1,173 @@
+"""``asya dev``: the local mesh of a manifest, kept up to date with its code and its manifest until stopped.
+
+- **Before anything starts** the manifest is loaded and every handler is loaded once
+  (:func:`asya_local.preflight.check_mesh`): all problems are reported together and nothing starts.
+- **moto** runs in its own child process, owned by this loop rather than by the mesh, so that the mesh can be
+  restarted around it. Every ``check_interval`` seconds the loop checks that it still runs; if it died, ``asya dev``
+  stops with exit code 2 and says so (its state, all queues, tables and objects, is gone), instead of serving a
+  gateway whose every call would fail.
+- **Code changes**: the ``*.py`` files under the manifest's code directories are polled every ``check_interval``
+  seconds (:class:`asya_local.reload.CodeWatcher`); on a change the loop logs the files and the modules it reloads,
+  and each user actor's runtime is rebuilt before its next invocation (an invocation in progress finishes on the old
+  code). A message redriven from a DLQ after a fix runs the new code.
+- **Manifest changes** (its modification time or size) restart the mesh: the new manifest is loaded and checked
+  first; when it is invalid the error is logged and the running mesh keeps serving the previous one. Otherwise the
+  actors' pollers, the backstop and the gateway stop, and a new mesh starts **against the same moto** on the same
+  URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
+  messages, DLQs and checkpoints are all still there, and new queues are created for new actors. The run history
+  also survives, unless the namespace changed.
+- The state file (``asya_local.localstate``) is written once the mesh is up, rewritten after a restart, and removed
+  at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, TextIO
+
+from asya.exceptions import AsyaError
+from asya.manifest import Manifest, load_manifest
+from asya_local.exceptions import LocalModeError
+from asya_local.history import RunHistory
+from asya_local.localstate import dev_state, running_dev, state_path
+from asya_local.mesh import LocalMesh
+from asya_local.moto_server import MotoServer
+from asya_local.preflight import check_mesh
+from asya_local.reload import CodeWatcher
+
+__all__ = ["DevLoop", "DevOptions"]
+
+_CHECK_SECONDS: Final = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class DevOptions:
+    manifest: str
+    host: str = "127.0.0.1"
+    port: int = 8080
+    gateway_env: Mapping[str, str] | None = None
+    check_interval: float = _CHECK_SECONDS
+
+
+class DevLoop:
+    """Runs the mesh of ``options.manifest`` until interrupted (``KeyboardInterrupt``) or moto dies."""
+
+    def __init__(self, options: DevOptions, *, out: TextIO, err: TextIO, stop: threading.Event | None = None) -> None:
+        self._options = options
+        self._out = out
+        self._err = err
+        self._stop = stop or threading.Event()
+        self._manifest_path = Path(options.manifest)
+        self._state_file = state_path(options.manifest)
+
+    def run(self) -> int:
+        other = running_dev(self._state_file)  # first: no handler is loaded for a mesh that is already served
+        if other is not None:
+            raise LocalModeError(
+                f"another asya dev (pid {other.pid}) is serving {self._options.manifest} at {other.gateway_url}; "
+                "stop it first"
+            )
+        manifest = self._load()
+        watcher = CodeWatcher(_code_dirs(manifest))
+        with MotoServer(host="127.0.0.1", port=0) as moto, contextlib.ExitStack() as stack:
+            history = RunHistory(namespace=manifest.namespace)
+            mesh = stack.enter_context(self._mesh(manifest, moto, history, watcher, port=self._options.port))
+            state = stack.enter_context(contextlib.ExitStack())
+            state.enter_context(dev_state(mesh, self._state_file))
+            self._out.write(f"{mesh.url}\n")
+            self._out.flush()
+            self._note(
+                f"mesh {manifest.namespace!r} is up at {mesh.url} (web console: {mesh.url}/console/); "
+                "press Ctrl-C to stop"
+            )
+            stamp = _stamp(self._manifest_path)
+            try:
+                while not self._stop.wait(self._options.check_interval):
+                    problem = moto.problem()
+                    if problem is not None:
+                        self._error(f"{problem}; asya dev stops (start it again for a fresh mesh)")
+                        return 2
+                    change = watcher.poll()
+                    if change is not None:
+                        files = ", ".join(_shown(path, self._manifest_path.parent) for path in change.files)
+                        modules = ", ".join(change.modules) or "none loaded yet"
+                        self._note(f"code changed ({files}): reloading {modules} before each actor's next invocation")
+                    current = _stamp(self._manifest_path)
+                    if current == stamp:
+                        continue
+                    stamp = current
+                    replacement = self._reloaded_manifest()
+                    if replacement is None:
+                        continue
+                    if replacement.namespace != manifest.namespace:
+                        history = RunHistory(namespace=replacement.namespace)
+                    manifest = replacement
+                    port = int(mesh.url.rsplit(":", 1)[1])
+                    state.close()
+                    stack.close()
+                    watcher.watch(_code_dirs(manifest))
+                    mesh = stack.enter_context(self._mesh(manifest, moto, history, watcher, port=port))
+                    state = stack.enter_context(contextlib.ExitStack())
+                    state.enter_context(dev_state(mesh, self._state_file))
+                    self._note(f"mesh {manifest.namespace!r} restarted at {mesh.url}; moto's state was kept")
+            except KeyboardInterrupt:
+                self._note("stopping")
+        return 0
+
+    def _load(self) -> Manifest:
+        manifest = load_manifest(self._options.manifest)
+        check_mesh(manifest, source=self._options.manifest, instantiate=True)
+        return manifest
+
+    def _reloaded_manifest(self) -> Manifest | None:
+        try:
+            manifest = self._load()
+        except AsyaError as exc:
+            self._error(f"{self._options.manifest} changed but cannot be used; still serving the previous one:\n{exc}")
+            return None
+        self._note(f"{self._options.manifest} changed: restarting the mesh (moto and its state stay)")
+        return manifest
+
+    def _mesh(
+        self, manifest: Manifest, moto: MotoServer, history: RunHistory, watcher: CodeWatcher, *, port: int
+    ) -> LocalMesh:
+        return LocalMesh(
+            manifest,
+            host=self._options.host,
+            port=port,
+            endpoint_url=moto.endpoint_url,
+            gateway_env=self._options.gateway_env,
+            history=history,
+            watcher=watcher,
+            moto_problem=moto.problem,
+        )
+
+    def _note(self, text: str) -> None:
+        self._err.write(f"asya dev: {text}\n")
+        self._err.flush()
+
+    def _error(self, text: str) -> None:
+        self._err.write(f"asya: {text}\n")
+        self._err.flush()
+
+
+def _code_dirs(manifest: Manifest) -> list[Path]:
+    return [manifest.code_dir(name) for name in manifest.actors]
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
+def _shown(path: Path, base: Path) -> str:
+    with contextlib.suppress(ValueError):
+        return str(path.relative_to(base.resolve()))
+    return str(path)

@@ -1,0 +1,164 @@
+"""Fail fast: every problem that would stop a mesh, found before anything starts, and reported together.
+
+:func:`mesh_problems` returns one line per problem, in manifest order:
+
+- each route entry, ``on_exhausted`` target and sink hook naming crew this release cannot run (``x-pause``, fan-in
+  aggregators: ``asya.naming.undeployed_crew``);
+- each user actor whose ``code`` directory does not exist;
+- each user actor whose handler cannot be loaded from its code directory (``actors.<name>.handler: <why>``).
+
+Handlers are checked one of two ways. ``instantiate=True`` (``asya dev``, ``asya demo``) loads each exactly as the
+Lambda runtime does (``asya.abi.load_handler``: import, attribute, signature, and the class instantiated for
+``module.Class.method``), so an ``__init__`` that raises is caught too. ``instantiate=False`` (``asya synth``,
+``deploy``) imports the module and checks the attribute and the signature without creating any instance: a class
+that loads a model in ``__init__`` costs nothing at synth time. Either way the code directory is put first on
+``sys.path`` of this process, as the runtime does, and the module's import runs its top-level code.
+
+:func:`check_mesh` raises one :class:`~asya_local.exceptions.LocalModeError` listing them all.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from asya import naming
+from asya.abi import load_handler
+from asya.exceptions import HandlerLoadError
+from asya.manifest import Manifest
+from asya_local.exceptions import LocalModeError
+
+__all__ = ["check_mesh", "mesh_problems"]
+
+
+def mesh_problems(manifest: Manifest, *, instantiate: bool) -> list[str]:
+    """Every problem of ``manifest`` that would stop its mesh, one line each (empty: none)."""
+    problems: list[str] = []
+    for field, name in manifest.crew_targets():
+        problem = naming.undeployed_crew([(field, name)])
+        if problem is not None:
+            problems.append(problem)
+    for name, spec in manifest.actors.items():
+        directory = manifest.code_dir(name)
+        if not directory.is_dir():
+            problems.append(
+                f"actors.{name}.code: directory {directory} does not exist "
+                f"(relative to the manifest's directory {manifest.base_dir})"
+            )
+            continue
+        try:
+            if instantiate:
+                load_handler(spec.handler, code_dir=str(directory))
+            else:
+                _check_statically(spec.handler, directory)
+        except HandlerLoadError as exc:
+            problems.append(f"actors.{name}.handler: {exc}")
+    return problems
+
+
+def check_mesh(manifest: Manifest, *, source: str, instantiate: bool) -> None:
+    """Raise one :class:`LocalModeError` naming every problem of :func:`mesh_problems`; ``source`` names the
+    manifest file."""
+    problems = mesh_problems(manifest, instantiate=instantiate)
+    if problems:
+        count = "1 problem" if len(problems) == 1 else f"{len(problems)} problems"
+        raise LocalModeError(f"{source}: {count}, nothing started:\n  " + "\n  ".join(problems))
+
+
+def _check_statically(spec: str, directory: Path) -> None:
+    """``load_handler``'s checks without instantiating a class; raises ``HandlerLoadError`` with the same wording."""
+    parts = spec.split(".")
+    if len(parts) < 2 or not all(part.isidentifier() for part in parts):
+        raise HandlerLoadError(
+            f"handler {spec!r} is not 'module.function' or 'module.Class.method' (dotted Python identifiers)"
+        )
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    module, rest = _import(parts, spec)
+    if len(rest) == 2:
+        klass = _attribute(module, rest[0], spec)
+        if not isinstance(klass, type):
+            raise HandlerLoadError(
+                f"handler {spec!r}: {module.__name__}.{rest[0]} is a {type(klass).__name__}, not a class"
+            )
+        _check_init(klass, spec)
+        raw = inspect.getattr_static(klass, rest[1], None)
+        if raw is None:
+            raise HandlerLoadError(f"handler {spec!r}: class {klass.__qualname__} has no attribute {rest[1]!r}")
+        if isinstance(raw, staticmethod | classmethod):
+            _check_signature(getattr(klass, rest[1]), spec, args=1)
+        elif callable(raw):
+            _check_signature(raw, spec, args=2)  # self and the payload
+        else:
+            raise HandlerLoadError(f"handler {spec!r} is not callable: it is a value of type {type(raw).__name__}")
+        return
+    target = _attribute(module, rest[0], spec)
+    if isinstance(target, type):
+        raise HandlerLoadError(
+            f"handler {spec!r} names the class {target.__qualname__}; name a method: module.Class.method"
+        )
+    if not callable(target):
+        raise HandlerLoadError(f"handler {spec!r} is not callable: it is a value of type {type(target).__name__}")
+    _check_signature(target, spec, args=1)
+
+
+def _import(parts: list[str], spec: str) -> tuple[ModuleType, list[str]]:
+    tried: list[str] = []
+    for size in (len(parts) - 1, len(parts) - 2):
+        if size < 1:
+            break
+        name = ".".join(parts[:size])
+        try:
+            return importlib.import_module(name), parts[size:]
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
+                tried.append(f"{name} ({exc})")
+                continue
+            raise HandlerLoadError(f"handler {spec!r}: importing module {name!r} failed: {exc}") from None
+        except Exception as exc:
+            raise HandlerLoadError(
+                f"handler {spec!r}: importing module {name!r} failed: {type(exc).__name__}: {exc}"
+            ) from None
+    raise HandlerLoadError(f"handler {spec!r}: no module could be imported; tried {'; '.join(tried)}")
+
+
+def _attribute(module: ModuleType, name: str, spec: str) -> Any:
+    try:
+        return getattr(module, name)
+    except AttributeError:
+        raise HandlerLoadError(f"handler {spec!r}: {module.__name__} has no attribute {name!r}") from None
+
+
+def _check_init(klass: type[Any], spec: str) -> None:
+    try:
+        signature = inspect.signature(klass)
+    except (TypeError, ValueError):
+        return
+    required = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if required:
+        raise HandlerLoadError(
+            f"handler {spec!r}: class {klass.__qualname__} cannot be instantiated without arguments: "
+            f"__init__ parameters {', '.join(required)} have no default (P-ABI-3)"
+        )
+
+
+def _check_signature(target: Any, spec: str, *, args: int) -> None:
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*([None] * args))
+    except TypeError:
+        shown = signature if args == 1 else f"{signature} (with self)"
+        raise HandlerLoadError(
+            f"handler {spec!r} must take exactly one positional argument (the payload); its signature is {shown}"
+        ) from None

@@ -1,0 +1,135 @@
+"""``asya init``, ``synth``, ``deploy`` and ``destroy``: a project of the user's own, and its CDK deployment.
+
+::
+
+    asya init    DIR [--namespace NS]                          scaffold a project (asya_local.scaffold)
+    asya synth   [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    CloudFormation into DIR/cdk.out, no AWS account
+    asya deploy  [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    deploy with your AWS credentials
+    asya destroy [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    remove the stack (the table and bucket are retained)
+
+``synth``, ``deploy`` and ``destroy`` first load the project's ``asya.yaml`` and check every handler without
+instantiating any class (``asya_local.preflight``: every problem in one message, nothing run), then run the pinned
+CDK CLI (``npx --yes aws-cdk@2.1148.1``: the 2.x release that reads the assembly this ``aws-cdk-lib`` writes) in the
+project directory with ``--app "<this Python> app.py"`` (the interpreter asya runs on, whatever ``cdk.json`` says)
+and ``--output cdk.out`` (``synth`` with ``--quiet``: the app names the template written, the CLI does not print
+it). The CLI's output is passed through line by line as text; the jsii end-of-life notice for Node 20 is silenced
+as in the repository's Makefile (env ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``, unless set). The exit code
+is the CDK CLI's; 2 when the project or Node.js is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from asya.manifest import load_manifest
+from asya_local.cliio import CliIo
+from asya_local.exceptions import LocalModeError
+from asya_local.preflight import check_mesh
+from asya_local.scaffold import scaffold
+
+if TYPE_CHECKING:
+    _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+__all__ = ["CDK_CLI", "add_project_parsers", "cdk_command"]
+
+#: The CDK CLI release every deployment uses (aws-cdk@3 cannot read this aws-cdk-lib's cloud assembly).
+CDK_CLI: Final = "aws-cdk@2.1148.1"
+_JSII_NOTICE: Final = ("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+
+def add_project_parsers(commands: _Commands) -> None:
+    init = commands.add_parser("init", help="create a project: asya.yaml, functions/, a test, the CDK app")
+    init.add_argument("dir", help="the project directory (created when missing)")
+    init.add_argument("--namespace", help="the mesh namespace (default: the directory's name)")
+    init.set_defaults(run=_init)
+    for name, summary in (
+        ("synth", "write the project's CloudFormation template into its cdk.out/ (no AWS account needed)"),
+        ("deploy", "deploy the project's mesh with the CDK CLI (your AWS credentials)"),
+        ("destroy", "remove the project's stack (the table and bucket are retained)"),
+    ):
+        command = commands.add_parser(name, help=summary)
+        command.add_argument("--dir", default=".", help="the project directory (default: the current one)")
+        command.add_argument(
+            "-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="CDK context, e.g. asya:region"
+        )
+        command.add_argument("cdk_args", nargs=argparse.REMAINDER, help="after --: more arguments for the CDK CLI")
+        command.set_defaults(run=_cdk, cdk_command=name)
+
+
+def _init(args: argparse.Namespace, io: CliIo) -> int:
+    directory = Path(args.dir)
+    written = scaffold(directory, namespace=args.namespace)
+    for path in written:
+        io.line(str(path))
+    io.note(f"asya init: project ready in {directory}; next: cd {shlex.quote(str(directory))} && asya dev")
+    return 0
+
+
+def cdk_command(
+    action: str,
+    *,
+    context: list[str],
+    extra: list[str],
+    python: str = sys.executable,
+    which: Callable[[str], str | None] = shutil.which,
+) -> list[str]:
+    """The CDK CLI command line ``asya <action>`` runs in the project directory."""
+    npx = which("npx")
+    if npx is None:
+        raise LocalModeError("npx was not found: the CDK CLI needs Node.js (https://nodejs.org), install it first")
+    command = [npx, "--yes", CDK_CLI, action, "--app", f"{shlex.quote(python)} app.py", "--output", "cdk.out"]
+    if action == "synth":
+        command.append("--quiet")  # the app says where the template is; the CLI would print all of it
+    for pair in context:
+        if "=" not in pair or pair.startswith("="):
+            raise LocalModeError(f"-c expects KEY=VALUE, got {pair!r}")
+        command += ["-c", pair]
+    return command + [arg for arg in extra if arg != "--"]
+
+
+def _cdk(args: argparse.Namespace, io: CliIo) -> int:
+    project = Path(args.dir).resolve()
+    for required in ("app.py", "cdk.json", "asya.yaml"):
+        if not (project / required).is_file():
+            raise LocalModeError(
+                f"{project} has no {required}: run `asya init DIR` to create a project, or pass --dir PROJECT"
+            )
+    manifest_path = project / "asya.yaml"
+    check_mesh(load_manifest(manifest_path), source=str(manifest_path), instantiate=False)
+    command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
+    return _stream(command, cwd=project, env=_cdk_env(args.env), io=io)
+
+
+def _cdk_env(env: Mapping[str, str]) -> dict[str, str]:
+    merged = dict(env)
+    if not merged:  # main() was given no environment: the CLI still needs PATH and HOME to run
+        merged = dict(os.environ)
+    merged.setdefault(*_JSII_NOTICE)
+    return merged
+
+
+def _stream(command: list[str], *, cwd: Path, env: Mapping[str, str], io: CliIo) -> int:
+    """Run ``command``, passing its output through as text, line by line (stderr merged into ours)."""
+    with subprocess.Popen(
+        command,
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            io.err.write(line)
+            io.err.flush()
+        return process.wait()

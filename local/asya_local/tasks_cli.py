@@ -1,0 +1,225 @@
+"""``asya list``, ``cancel``, ``retry``, ``checkpoint`` and ``history``: the task commands of the CLI.
+
+::
+
+    asya list       [--status S] [--flow F] [--limit N] [--cursor C] [--json]   newest first, one line per task
+    asya cancel     ID                                                            DELETE the task, print its status
+    asya retry      ID [--no-wait]                                                a new task with ID's input
+    asya checkpoint ID [--raw] [--region R]                                       the task's checkpoint line
+    asya history    ID [--json]                                                   the local run history (asya dev)
+
+Every command takes ``--url`` and ``--manifest`` (which running ``asya dev`` to talk to; ``asya_local.discovery``).
+
+- ``retry`` creates a task on the failed task's flow (or entry actor) with its input payload (the view's ``payload``,
+  or the object behind ``payload_url`` when it was offloaded) and the header ``retry_of: <ID>``: client headers named
+  ``x-asya-*`` are reserved to the mesh (GW-CREATE-5), so the link is an ordinary header that travels with the
+  envelope to every actor. It retries any terminal task, not only failed ones (a replay), and refuses one that is
+  still running.
+- ``checkpoint`` reads the object named by the view's ``checkpoint_uri`` and prints its line ``checkpoint_line``
+  (1-based; checkpoints are JSON Lines, one envelope per line), pretty-printed, or as stored with ``--raw``. The
+  object is read from the running ``asya dev``'s moto when the gateway is one, else from S3 with the default AWS
+  credential chain.
+- ``history`` prints each step of a task's run on the local mesh: actor, attempt, duration, input, outputs, error,
+  children indented under the step that sent them.
+
+Exit codes: 0 done; 1 ``cancel`` found the task already terminal (it keeps its status), ``retry`` of a running task,
+``checkpoint`` of a task without one; 2 usage and HTTP errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import urlsplit
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from asya_local.client import GatewayClient
+from asya_local.cliio import CliIo, compact_json
+from asya_local.exceptions import LocalModeError
+from asya_local.moto_server import make_clients
+from asya_local.sse import TERMINAL_STATUSES
+
+if TYPE_CHECKING:
+    _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+__all__ = ["RETRY_HEADER", "add_task_parsers", "render_history"]
+
+#: The header linking a retried task to the one it retries (not ``x-asya-*``: reserved, GW-CREATE-5).
+RETRY_HEADER: Final = "retry_of"
+_STATUSES: Final = ("pending", "running", "paused", "succeeded", "failed", "canceled")
+_ID_WIDTH: Final = 36
+
+ClientFactory = Callable[[argparse.Namespace], GatewayClient]
+
+
+def add_task_parsers(commands: _Commands, remote: argparse.ArgumentParser) -> None:
+    """Add the task commands to the CLI; ``remote`` is the parent parser with ``--url`` and ``--manifest``."""
+    listing = commands.add_parser("list", parents=[remote], help="list tasks, newest first")
+    listing.add_argument("--status", choices=_STATUSES, help="only tasks with this status")
+    listing.add_argument("--flow", help="only tasks of this flow")
+    listing.add_argument("--limit", type=_limit, default=20, help="tasks per page, 1..100 (default 20)")
+    listing.add_argument("--cursor", help="the next_cursor of the previous page")
+    listing.add_argument("--json", action="store_true", help="print the gateway's answer as JSON")
+    listing.set_defaults(run=_list)
+
+    cancel = commands.add_parser("cancel", parents=[remote], help="cancel a task")
+    cancel.add_argument("id", help="task id")
+    cancel.set_defaults(run=_cancel)
+
+    retry = commands.add_parser("retry", parents=[remote], help="run a finished task's input again, as a new task")
+    retry.add_argument("id", help="id of the task to retry")
+    retry.add_argument("--timeout", type=int, default=None, help="the new task's timeout in seconds")
+    retry.set_defaults(run=_retry)
+
+    checkpoint = commands.add_parser("checkpoint", parents=[remote], help="print a task's checkpoint line")
+    checkpoint.add_argument("id", help="task id")
+    checkpoint.add_argument("--raw", action="store_true", help="the line as stored, not pretty-printed")
+    checkpoint.add_argument("--region", help="AWS region of the bucket (default: the AWS profile's)")
+    checkpoint.set_defaults(run=_checkpoint)
+
+    history = commands.add_parser("history", parents=[remote], help="what each actor got and sent (asya dev only)")
+    history.add_argument("id", help="task id")
+    history.add_argument("--json", action="store_true", help="print the history as JSON")
+    history.set_defaults(run=_history)
+
+
+def _limit(raw: str) -> int:
+    if not raw.isdigit() or not 1 <= int(raw) <= 100:
+        raise argparse.ArgumentTypeError(f"must be 1..100, got {raw!r}")
+    return int(raw)
+
+
+def _list(args: argparse.Namespace, io: CliIo) -> int:
+    with args.client() as client:
+        page = client.list(status=args.status, flow=args.flow, limit=args.limit, cursor=args.cursor)
+    if args.json:
+        io.print_json(page)
+        return 0
+    messages = page.get("messages") or []
+    for task in messages:
+        target = task.get("flow") or f"actor:{task.get('actor')}"
+        detail = task.get("error") if task.get("status") == "failed" else task.get("current_actor")
+        io.line(
+            f"{task.get('id', ''):<{_ID_WIDTH}}  {task.get('status', ''):<9}  {target:<20}  "
+            f"{task.get('created_at') or '':<24}  {detail or ''}".rstrip()
+        )
+    if not messages:
+        io.note("no tasks")
+    if page.get("next_cursor"):
+        io.note(f"more: asya list --cursor {page['next_cursor']}")
+    return 0
+
+
+def _cancel(args: argparse.Namespace, io: CliIo) -> int:
+    with args.client() as client:
+        before = client.get(args.id)
+        client.cancel(args.id)
+        status = client.get(args.id).get("status")
+    if before.get("status") in TERMINAL_STATUSES:
+        io.line(f"{args.id} {status}")
+        io.error(f"task {args.id} had already ended {before.get('status')}: nothing to cancel")
+        return 1
+    io.line(f"{args.id} {status}")
+    return 0
+
+
+def _retry(args: argparse.Namespace, io: CliIo) -> int:
+    with args.client() as client:
+        view = client.get(args.id)
+        status = view.get("status")
+        if status not in TERMINAL_STATUSES:
+            io.error(f"task {args.id} is {status}: retry a task once it has ended (or cancel it first)")
+            return 1
+        if "payload_url" in view:
+            payload = json.loads(client.download(str(view["payload_url"])))
+        else:
+            payload = view.get("payload")
+        flow, actor = view.get("flow"), view.get("actor")
+        created = client.create(
+            flow=flow if flow else None,
+            actor=None if flow else actor,
+            payload=payload,
+            timeout=args.timeout,
+            headers={RETRY_HEADER: args.id},
+        )
+    io.line(str(created["id"]))
+    return 0
+
+
+def _checkpoint(args: argparse.Namespace, io: CliIo) -> int:
+    with args.client() as client:
+        view = client.get(args.id)
+    uri = view.get("checkpoint_uri")
+    if not isinstance(uri, str) or not uri.startswith("s3://"):
+        io.error(f"task {args.id} ({view.get('status')}) has no checkpoint yet")
+        return 1
+    parts = urlsplit(uri)
+    bucket, key = parts.netloc, parts.path.lstrip("/")
+    line_number = view.get("checkpoint_line")
+    number = line_number if isinstance(line_number, int) and line_number >= 1 else 1
+    local = args.target.local
+    clients = make_clients(local.endpoint_url if local else None, region=(local.region if local else args.region))
+    try:
+        body = clients.s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+    except ClientError as exc:
+        raise LocalModeError(f"cannot read checkpoint {uri}: {exc.response['Error']['Code']}") from None
+    except BotoCoreError as exc:
+        raise LocalModeError(f"cannot read checkpoint {uri}: {exc}") from None
+    lines = body.splitlines()
+    if number > len(lines):
+        raise LocalModeError(f"checkpoint {uri} has {len(lines)} lines, the task names line {number}")
+    line = lines[number - 1]
+    if args.raw:
+        io.line(line)
+    else:
+        io.print_json(json.loads(line))
+    return 0
+
+
+def _history(args: argparse.Namespace, io: CliIo) -> int:
+    with args.client() as client:
+        history = client.history(args.id)
+    if args.json:
+        io.print_json(history)
+    else:
+        for text in render_history(history):
+            io.line(text)
+    return 0
+
+
+def render_history(history: dict[str, Any]) -> list[str]:
+    """The lines ``asya history`` prints: one block per step, children's steps indented under the step that sent
+    their envelope."""
+    steps = [step for step in history.get("steps") or [] if isinstance(step, dict)]
+    senders: dict[str, int] = {}
+    for index, step in enumerate(steps):
+        for output in step.get("outputs") or []:
+            senders.setdefault(str(output.get("envelope_id")), index)
+    depth: dict[int, int] = {}
+    lines: list[str] = []
+    for index, step in enumerate(steps):
+        parent = senders.get(str(step.get("envelope_id")))
+        level = 0
+        if parent is not None and parent < index:
+            # a child sits one level under the step that forked it; the rest of its lineage stays at its level
+            level = depth[parent] + (1 if _forks(steps[parent], step) else 0)
+        depth[index] = level
+        pad = "  " * level
+        head = f"{pad}{step.get('started_at', '')}  {step.get('actor')}  attempt {step.get('attempt')}"
+        lines.append(f"{head}  {step.get('duration_ms')} ms  envelope {step.get('envelope_id')}")
+        lines.append(f"{pad}  in:  {compact_json(step.get('input'))}")
+        for output in step.get("outputs") or []:
+            lines.append(f"{pad}  out: -> {output.get('actor')}  {compact_json(output.get('payload'))}")
+        if step.get("error"):
+            lines.append(f"{pad}  error: {step['error']}")
+    if history.get("truncated"):
+        lines.append("(older steps of this task were dropped: the history keeps the latest ones)")
+    return lines
+
+
+def _forks(sender: dict[str, Any], step: dict[str, Any]) -> bool:
+    """A step is a child when the envelope it ran is not the one its sender ran (a fan-out child has its own id)."""
+    return bool(step.get("envelope_id") != sender.get("envelope_id"))

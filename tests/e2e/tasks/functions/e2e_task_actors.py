@@ -1,0 +1,31 @@
+"""Actors of the e2e task-commands mesh (tests/e2e/tasks/asya.yaml)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+
+def nap(payload: dict[str, Any]) -> dict[str, Any]:
+    time.sleep(float(payload.get("seconds", 0)))
+    return {**payload, "rested": True}
+
+
+def tag(payload: dict[str, Any]) -> Iterator[Any]:
+    """Passes the payload on with the ``retry_of`` header it got (``asya retry`` links the new task there)."""
+    headers = yield "GET", ".headers"
+    yield {**payload, "retry_of": (headers or {}).get("retry_of")}
+
+
+def explode(payload: dict[str, Any]) -> dict[str, Any]:
+    raise RuntimeError(f"boom on {payload.get('n')}")
+
+
+def fan(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    for index in range(int(payload["parts"])):
+        yield {"part": index}
+
+
+def echo(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "echoed": True}

@@ -1,0 +1,144 @@
+"""``asya dev`` as a dev loop (issue 20, point 2): an edited handler runs at the next invocation without a restart,
+and a manifest change restarts the mesh on the same URL against the same moto, so every task survives."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+_MANIFEST = """\
+namespace: loop
+actors:
+  shout: {handler: loop_actors.shout}
+flows:
+  loud: {route: [shout], timeout: 60}
+"""
+_V1 = "def shout(payload):\n    return {'said': payload['text'].upper(), 'version': 1}\n"
+_V2 = (
+    "def shout(payload):\n    return {'said': payload['text'].upper() + '!', 'version': 2}\n"
+    "def echo(payload):\n    return {**payload, 'echoed': True}\n"
+)
+
+
+def _run_task(url: str, flow: str, payload: Any) -> dict[str, Any]:
+    created = httpx.post(f"{url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload}, timeout=10)
+    assert created.status_code == 201, created.text
+    task_id = created.json()["id"]
+    deadline = time.monotonic() + 30
+    while True:
+        view = httpx.get(f"{url}/api/v1/mesh/{task_id}", timeout=10).json()
+        if view["status"] in ("succeeded", "failed") or time.monotonic() > deadline:
+            return dict(view)
+        time.sleep(0.1)
+
+
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _write(path: Path, text: str) -> None:
+    """Write ``text`` so that a poll by modification time and size always sees a change."""
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(text, encoding="utf-8")
+    stat = path.stat()
+    if stat.st_mtime_ns == before:
+        os.utime(path, ns=(stat.st_atime_ns, before + 1_000_000))
+
+
+def test_an_edited_handler_runs_at_the_next_invocation_and_a_manifest_change_keeps_the_state(
+    tmp_path: Path, run_dev: Any
+) -> None:
+    (tmp_path / "functions").mkdir()
+    code = tmp_path / "functions" / "loop_actors.py"
+    _write(code, _V1)
+    manifest = tmp_path / "asya.yaml"
+    _write(manifest, _MANIFEST)
+    with run_dev(manifest, cwd=tmp_path, log=tmp_path / "dev.stderr") as dev:
+        first = _run_task(dev.url, "loud", {"text": "hi"})
+        assert first["result"] == {"said": "HI", "version": 1}
+
+        _write(code, _V2)
+        _wait_for(lambda: "code changed (functions/loop_actors.py): reloading loop_actors" in dev.stderr(), "reload")
+        second = _run_task(dev.url, "loud", {"text": "hi"})
+        assert second["result"] == {"said": "HI!", "version": 2}
+
+        _write(manifest, _MANIFEST.replace("route: [shout]", "route: [nope]"))
+        _wait_for(lambda: "cannot be used; still serving the previous one" in dev.stderr(), "refusal")
+        assert (
+            f"asya: {manifest} changed but cannot be used; still serving the previous one:\n"
+            f"{manifest}: invalid manifest:\n  flows.loud.route[0]: unknown actor 'nope'; actors: shout\n"
+        ) in dev.stderr()
+        assert _run_task(dev.url, "loud", {"text": "still"})["result"]["said"] == "STILL!"
+
+        _write(
+            manifest,
+            _MANIFEST.replace("flows:", "  echo: {handler: loop_actors.echo}\nflows:")
+            + "  twice: {route: [shout, echo], timeout: 60}\n",
+        )
+        _wait_for(lambda: "restarted at" in dev.stderr(), "restart")
+        assert f"asya dev: mesh 'loop' restarted at {dev.url}; moto's state was kept" in dev.stderr()
+        again = httpx.get(f"{dev.url}/api/v1/mesh/{first['id']}", timeout=10).json()
+        assert (again["status"], again["result"]) == ("succeeded", {"said": "HI", "version": 1})
+        twice = _run_task(dev.url, "twice", {"text": "a"})  # a new actor: its queue was created at the restart
+        assert twice["result"] == {"said": "A!", "version": 2, "echoed": True}, json.dumps(twice)
+        history = httpx.get(f"{dev.url}/api/v1/dev/history/{first['id']}", timeout=10)
+        assert history.status_code == 200  # the run history survives a restart of the same namespace
+        assert history.json()["steps"][0]["actor"] == "shout"
+
+
+def test_fix_the_actor_then_redrive_its_dlq_and_the_new_code_runs(tmp_path: Path) -> None:
+    """The README's "fix the actor first, and redrive", locally: a task's envelope sits in the actor's DLQ (moved
+    there through SQS as a redrive policy does), the handler file is fixed, ``asya dlq redrive --local`` sends it
+    back, and the reloaded code finishes the task (no restart, the task kept)."""
+    import io as text_io
+
+    from asya.manifest import load_manifest
+    from asya_local.cli import main
+    from asya_local.localstate import dev_state, state_path
+    from asya_local.mesh import LocalMesh
+    from asya_local.reload import CodeWatcher
+
+    (tmp_path / "functions").mkdir()
+    code = tmp_path / "functions" / "redrive_actors.py"
+    _write(code, "def shout(payload):\n    raise SystemExit('v1 crashes the container')\n")
+    manifest_path = tmp_path / "asya.yaml"
+    _write(manifest_path, _MANIFEST.replace("loop_actors", "redrive_actors"))
+    manifest = load_manifest(manifest_path)
+    watcher = CodeWatcher([tmp_path / "functions"])
+    with LocalMesh(manifest, port=0, watcher=watcher) as mesh, dev_state(mesh, state_path(manifest_path)):
+        shout = mesh.esms["shout"]
+        shout.stop(timeout=30)  # hold the envelope where the test can move it, as repeated crashes would
+        created = httpx.post(f"{mesh.url}/api/v1/mesh/", params={"flow": "loud"}, json={"payload": {"text": "hi"}})
+        task_id = created.json()["id"]
+        sqs, queue, dlq = mesh.clients.sqs, mesh.resources.queue_urls["shout"], mesh.resources.dlq_urls["shout"]
+        (message,) = sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=5)["Messages"]
+        sqs.send_message(QueueUrl=dlq, MessageBody=message["Body"])
+        sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+
+        _write(code, _V2.replace("def echo", "def unused"))
+        change = watcher.poll()
+        assert change is not None and change.files == (code.resolve(),)
+        shout.start()
+        out, err = text_io.StringIO(), text_io.StringIO()
+        status = main(
+            ["dlq", "redrive", "shout", "--local", "--manifest", str(manifest_path)], env={}, stdout=out, stderr=err
+        )
+        assert status == 0, err.getvalue()
+        _wait_for(
+            lambda: httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "succeeded",
+            "the redriven task",
+        )
+        view = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+        assert view["result"] == {"said": "HI!", "version": 2}
