@@ -98,7 +98,7 @@ def test_redrive_limit_moves_at_most_that_many(mesh: Any) -> None:
 
 def test_bad_arguments_name_the_value(mesh: Any) -> None:
     dead = _dead(mesh)
-    with pytest.raises(DlqError, match="unknown actor 'nope': mesh 'demo' deploys analyze, normalize"):
+    with pytest.raises(DlqError, match="unknown actor 'nope': mesh 'demo' deploys analyze, chunk, digest, normalize"):
         dead.depths("nope")
     with pytest.raises(DlqError, match="limit must be >= 1, got 0"):
         dead.peek("split", limit=0)
