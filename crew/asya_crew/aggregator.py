@@ -42,7 +42,6 @@ from asya import routing
 from asya.abi import error_details
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
-from asya.exceptions import EnvelopeParseError
 from asya.fanin import MAX_SLICES
 from asya.infra import parse_failure_envelope
 from asya.store import TaskStore
@@ -101,8 +100,8 @@ class AggregatorRuntime(CrewRuntime):
             try:
                 envelope = parse_envelope(raw.get("body", ""))
                 origins[_header(envelope).origin] = None
-            except (EnvelopeParseError, FanInHeaderError):
-                continue  # decided per record below
+            except Exception:  # decided per record by the batch loop; raising here would fail the whole batch
+                continue
         self._batch.statuses = self._store.statuses([str(o) for o in origins]) if origins else {}
         return super().handle(event, context)
 
