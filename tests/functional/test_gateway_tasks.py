@@ -154,9 +154,14 @@ NULL_PAYLOAD = (
 BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
     ("", {}, 400, "actor or flow query parameter required"),
     ("actor=analyze&flow=text-pipeline", {}, 400, "use either actor or flow, not both"),
-    ("actor=nope", {}, 404, "actor not found: nope (actors: analyze, normalize, split, summarize)"),
+    (
+        "actor=nope",
+        {},
+        404,
+        "actor not found: nope (actors: analyze, chunk, digest, normalize, split, summarize, summarize-chunk)",
+    ),
     ("actor=x-sink", {}, 400, "actor 'x-sink' is reserved for crew"),
-    ("flow=nope", {}, 404, "flow not found: nope (flows: sentences, text-pipeline)"),
+    ("flow=nope", {}, 404, "flow not found: nope (flows: documents, sentences, text-pipeline)"),
     (
         "actor=analyze",
         {"route": ["a"]},
@@ -198,7 +203,8 @@ BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
         "actor=analyze",
         {"headers": {"x-asya-route-override": {"analyze": "ghost"}}},
         400,
-        "header 'x-asya-route-override' names undeclared actor 'ghost' (actors: analyze, normalize, split, summarize)",
+        "header 'x-asya-route-override' names undeclared actor 'ghost' "
+        "(actors: analyze, chunk, digest, normalize, split, summarize, summarize-chunk)",
     ),
     ("actor=analyze", {"payload": DEEP_257}, 400, "payload nesting exceeds 256 levels"),
     ("actor=analyze", {"payload": {"__ref__": "s3://b/k"}}, 400, "payload must not be a storage reference"),
@@ -539,7 +545,18 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
     healthy = gw.client.post("/api/v1/system/mq-diagnostic").json()
     assert healthy["namespace"] == "demo"
     assert healthy["healthy"] is True
-    assert [q["actor"] for q in healthy["queues"]] == ["normalize", "analyze", "summarize", "split", "x-sink", "x-sump"]
+    assert [q["actor"] for q in healthy["queues"]] == [
+        "normalize",
+        "analyze",
+        "summarize",
+        "split",
+        "chunk",
+        "summarize-chunk",
+        "digest",
+        "x-sink",
+        "x-sump",
+        "x-fanin-chunk",
+    ]
     gw.create("actor=analyze")
     sqs = gw.mesh.aws.sqs
     sqs.send_message(QueueUrl=gw.mesh.resources.dlq_urls["analyze"], MessageBody="{}")
@@ -562,8 +579,8 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
     assert (bad.status_code, bad.json()) == (
         400,
         {
-            "error": "actors: unknown actor 'nope' (actors: analyze, normalize, split, summarize, x-deadline, "
-            "x-pause, x-resume, x-sink, x-sump)"
+            "error": "actors: unknown actor 'nope' (actors: analyze, chunk, digest, normalize, split, summarize, "
+            "summarize-chunk, x-deadline, x-fanin-chunk, x-pause, x-resume, x-sink, x-sump)"
         },
     )
 

@@ -220,7 +220,18 @@ def test_actor_lambdas_run_the_entry_module_the_local_mode_runs(example_synth: S
         actor = function.environment.get("ASYA_ACTOR")
         if actor is not None:
             actors[actor] = function.handler.rpartition(".")[0]
-    assert set(actors) == {"normalize", "analyze", "summarize", "split", "x-sink", "x-sump"}
+    assert set(actors) == {
+        "normalize",
+        "analyze",
+        "summarize",
+        "split",
+        "chunk",
+        "summarize-chunk",
+        "digest",
+        "x-sink",
+        "x-sump",
+        "x-fanin-chunk",
+    }
     assert {actor: runtime_entry_point(actor)[0] for actor in actors} == actors
 
 

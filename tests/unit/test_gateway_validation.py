@@ -60,8 +60,15 @@ def test_resolve_target_by_flow_and_actor_gw_create_1_2(example_manifest: Manife
         ({"actor": "", "flow": ""}, (400, "actor or flow query parameter required")),
         ({"actor": "a", "flow": "b"}, (400, "use either actor or flow, not both")),
         ({"actor": "x-sump"}, (400, "actor 'x-sump' is reserved for crew")),
-        ({"actor": "Analyze"}, (404, "actor not found: Analyze (actors: analyze, normalize, split, summarize)")),
-        ({"flow": "missing"}, (404, "flow not found: missing (flows: sentences, text-pipeline)")),
+        (
+            {"actor": "Analyze"},
+            (
+                404,
+                "actor not found: Analyze "
+                "(actors: analyze, chunk, digest, normalize, split, summarize, summarize-chunk)",
+            ),
+        ),
+        ({"flow": "missing"}, (404, "flow not found: missing (flows: documents, sentences, text-pipeline)")),
     ],
 )
 def test_resolve_target_errors_gw_create_1_2(

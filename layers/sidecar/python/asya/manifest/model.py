@@ -21,6 +21,7 @@ from asya.manifest.blocks import (
     CrewConfig,
     DeployedActor,
     DeploymentConfig,
+    FanIn,
     Flow,
     GatewayConfig,
     ObservabilityConfig,
@@ -194,8 +195,8 @@ class Manifest(_Model):
         return None
 
     def deployed_actors(self) -> list[DeployedActor]:
-        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump), whose
-        ``tracing`` is ``defaults.tracing``."""
+        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump and the
+        fan-in aggregators), whose ``tracing`` is ``defaults.tracing``."""
         out = [
             DeployedActor(
                 name=name,
@@ -210,6 +211,9 @@ class Manifest(_Model):
                 env=dict(spec.env),
                 resiliency=spec.resiliency,
                 tracing=spec.tracing,
+                fan_in=(
+                    None if spec.fan_in is None else FanIn(aggregator=self.aggregator_of(name), key=spec.fan_in.key)
+                ),
             )
             for name, spec in self.actors.items()
         ]
@@ -224,9 +228,14 @@ class Manifest(_Model):
                 tracing=self.defaults.tracing,
                 **CREW_SETTINGS,
             )
-            for crew in naming.CREW_ACTORS
+            for crew in (*naming.CREW_ACTORS, *self.aggregators())
         )
         return out
+
+    def aggregators(self) -> list[str]:
+        """The fan-in aggregators the ``fan_in`` declarations generate (P-FANIN-1), in manifest order, once each."""
+        names = [self.aggregator_of(name) for name, spec in self.actors.items() if spec.fan_in is not None]
+        return list(dict.fromkeys(names))
 
     def queue_name(self, actor: str) -> str:
         return naming.queue_name(self.namespace, actor)
