@@ -32,7 +32,7 @@ BENCH_DIR: Final = Path(__file__).resolve().parent
 RESULTS: Final = BENCH_DIR / "results" / "latest.json"
 REPORT: Final = BENCH_DIR / "REPORT.md"
 PRICES: Final = BENCH_DIR / "prices.toml"
-SECTIONS: Final = ("overhead", "traffic", "latency", "coldstart", "memory")
+SECTIONS: Final = ("overhead", "traffic", "latency", "coldstart", "memory", "fanin")
 
 
 def _runner(name: str) -> Callable[[bool], Any]:
@@ -52,6 +52,10 @@ def _runner(name: str) -> Callable[[bool], Any]:
         from bench import coldstart
 
         return lambda quick: coldstart.run(runs=4 if quick else coldstart.IMPORT_DEPTHS)
+    if name == "fanin":
+        from bench import fanin
+
+        return lambda quick: fanin.run(quick=quick)
     from bench import memory
 
     return lambda quick: memory.run(batches=20 if quick else memory.BATCHES)

@@ -445,6 +445,41 @@ def _memory(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str
     return out + _section_verdicts(verdicts, "6")
 
 
+def _fanin(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 7. Fan-in", ""]
+    data = results.get("fanin")
+    if not data:
+        return [*out, "Not measured.", ""]
+    out += [
+        "One `documents` task per size on a fresh local mesh (`bench/fanin.py`): `chunk` yields N chunks, so the "
+        "aggregator `x-fanin-chunk` stores and counts N + 1 slices (P-AGG-3: a conditional slice put and a sharded "
+        "set-add each), then claims, reads back, merges and emits once (P-AGG-4). The aggregator's own calls only "
+        "(the poller's receive and delete are the ESM's); write units are exact (shadow reads).",
+        "",
+    ]
+    rows = [
+        [
+            str(size["slices"]),
+            str(size["requests"]),
+            fmt(size["requests_per_slice"]),
+            str(size["wru"]),
+            fmt(size["wru_per_slice"]),
+            fmt(size["aggregator_seconds"], 1),
+            fmt(size["ms_per_slice"], 1),
+        ]
+        for size in data["sizes"].values()
+    ]
+    out += table(["slices", "requests", "per slice", "write units", "per slice", "aggregator s", "ms per slice"], rows)
+    ratios = data.get("linearity", {})
+    out += [
+        "Linearity (per-slice figure at the largest size / at the smallest; 1.00 = linear): requests "
+        f"x{fmt(ratios.get('requests_per_slice'))}, write units x{fmt(ratios.get('wru_per_slice'))}, wall time "
+        f"x{fmt(ratios.get('ms_per_slice'))}.",
+        "",
+    ]
+    return out + _section_verdicts(verdicts, "7")
+
+
 def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
     """The whole report; ``notes`` (markdown paragraphs) go in a closing "Findings" section."""
     verdicts = evaluate(results)
@@ -462,7 +497,7 @@ def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
         "",
     ]
     lines += table(["§", "figure", "measured", "target", "verdict"], _verdict_rows(verdicts))
-    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory):
+    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory, _fanin):
         lines += section(results, verdicts)
     if notes:
         lines += ["## Findings", ""]

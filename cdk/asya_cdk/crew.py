@@ -20,7 +20,9 @@ CREW_HANDLERS: Final[Mapping[str, str]] = {name: entry.handler for name, entry i
 
 
 def crew_handler(name: str) -> str:
-    """The Lambda handler of crew actor ``name``."""
+    """The Lambda handler of crew actor ``name``; every fan-in aggregator runs ``asya_crew.aggregator``."""
+    if naming.is_aggregator(name) and name not in CREW_HANDLERS:
+        return naming.AGGREGATOR_ENTRY_POINT.handler
     try:
         return CREW_HANDLERS[name]
     except KeyError:

@@ -92,12 +92,16 @@ def test_gw_ops_2_openapi_document_is_valid_and_describes_every_route(gw: Gw) ->
     queues = diagnostic["application/json"]["schema"]["properties"]["actors"]["items"]["enum"]
     assert queues == [  # what the route accepts: every actor of the manifest and every crew name (GW-OPS-3)
         "analyze",
+        "chunk",
+        "digest",
         "normalize",
         "publish",
         "request-review",
         "split",
         "summarize",
+        "summarize-chunk",
         "x-deadline",
+        "x-fanin-chunk",
         "x-pause",
         "x-resume",
         "x-sink",

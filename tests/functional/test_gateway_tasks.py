@@ -158,10 +158,11 @@ BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
         "actor=nope",
         {},
         404,
-        "actor not found: nope (actors: analyze, normalize, publish, request-review, split, summarize)",
+        "actor not found: nope (actors: analyze, chunk, digest, normalize, publish, request-review, split, summarize, "
+        "summarize-chunk)",
     ),
     ("actor=x-sink", {}, 400, "actor 'x-sink' is reserved for crew"),
-    ("flow=nope", {}, 404, "flow not found: nope (flows: reviewed-text, sentences, text-pipeline)"),
+    ("flow=nope", {}, 404, "flow not found: nope (flows: documents, reviewed-text, sentences, text-pipeline)"),
     (
         "actor=analyze",
         {"route": ["a"]},
@@ -204,7 +205,7 @@ BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
         {"headers": {"x-asya-route-override": {"analyze": "ghost"}}},
         400,
         "header 'x-asya-route-override' names undeclared actor 'ghost' "
-        "(actors: analyze, normalize, publish, request-review, split, summarize)",
+        "(actors: analyze, chunk, digest, normalize, publish, request-review, split, summarize, summarize-chunk)",
     ),
     ("actor=analyze", {"payload": DEEP_257}, 400, "payload nesting exceeds 256 levels"),
     ("actor=analyze", {"payload": {"__ref__": "s3://b/k"}}, 400, "payload must not be a storage reference"),
@@ -550,12 +551,16 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
         "analyze",
         "summarize",
         "split",
+        "chunk",
+        "summarize-chunk",
+        "digest",
         "request-review",
         "publish",
         "x-sink",
         "x-sump",
         "x-pause",
         "x-resume",
+        "x-fanin-chunk",
     ]
     gw.create("actor=analyze")
     sqs = gw.mesh.aws.sqs
@@ -579,8 +584,9 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
     assert (bad.status_code, bad.json()) == (
         400,
         {
-            "error": "actors: unknown actor 'nope' (actors: analyze, normalize, publish, request-review, split, "
-            "summarize, x-deadline, x-pause, x-resume, x-sink, x-sump)"
+            "error": "actors: unknown actor 'nope' (actors: analyze, chunk, digest, normalize, publish, "
+            "request-review, split, summarize, summarize-chunk, x-deadline, x-fanin-chunk, x-pause, x-resume, "
+            "x-sink, x-sump)"
         },
     )
 

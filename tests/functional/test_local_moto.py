@@ -530,6 +530,7 @@ def test_runtime_entry_points_by_actor_name() -> None:
     assert runtime_entry_point("x-sink") == ("asya_crew.sink", "SinkRuntime")
     assert runtime_entry_point("x-sump") == ("asya_crew.sump", "SumpRuntime")
     assert runtime_entry_point("analyze") == ("asya.sidecar", "ActorRuntime")
+    assert runtime_entry_point("x-fanin-chunk") == ("asya_crew.aggregator", "AggregatorRuntime")  # P-FANIN-1
 
 
 def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServer, example_manifest: Manifest) -> None:

@@ -14,8 +14,9 @@ def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore
     assert redrive["deadLetterTargetArn"].endswith(":asya-demo-analyze-dlq")
     assert int(redrive["maxReceiveCount"]) == 5
     assert int(attrs["VisibilityTimeout"]) == 6 * (10 * 30 + 10)
-    actors = {"normalize", "analyze", "summarize", "split", "request-review", "publish"}
-    actors |= {"x-sink", "x-sump", "x-pause", "x-resume"}  # x-pause and x-resume: reviewed-text pauses
+    actors = {"normalize", "analyze", "summarize", "split", "chunk", "summarize-chunk", "digest", "x-sink", "x-sump"}
+    actors.add("x-fanin-chunk")  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
+    actors |= {"request-review", "publish", "x-pause", "x-resume"}  # reviewed-text pauses: x-pause and x-resume
     assert set(mesh.resources.queue_urls) == set(mesh.resources.dlq_urls) == actors | {"x-deadline"}
     table = mesh.aws.dynamodb.describe_table(TableName="asya-demo-tasks")["Table"]
     indexes = {g["IndexName"]: g for g in table["GlobalSecondaryIndexes"]}

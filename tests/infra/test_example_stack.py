@@ -16,7 +16,7 @@ from aws_cdk.assertions import Match
 
 from asya import naming, tableschema
 from asya.manifest import Manifest, parse_manifest
-from asya_cdk import CREW_HANDLERS, SIDECAR_HANDLER, queue_output_key
+from asya_cdk import CREW_HANDLERS, SIDECAR_HANDLER, crew_handler, queue_output_key
 from asya_cdk.testing import SynthesizedMesh, build_mesh_app
 
 pytestmark = pytest.mark.infra
@@ -61,8 +61,20 @@ def test_p_name_4_every_deployed_actor_has_queue_and_dlq(
 ) -> None:
     names = _actor_names(example_manifest)
     assert names == [
-        *("normalize", "analyze", "summarize", "split", "request-review", "publish"),
-        *(naming.SINK, naming.SUMP, naming.PAUSE, naming.RESUME),
+        "normalize",
+        "analyze",
+        "summarize",
+        "split",
+        "chunk",
+        "summarize-chunk",
+        "digest",
+        "request-review",
+        "publish",
+        naming.SINK,
+        naming.SUMP,
+        naming.PAUSE,
+        naming.RESUME,
+        "x-fanin-chunk",  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
     ]
     names.append(naming.DEADLINE)  # the backstop's timer queue (GW-BACK-1)
     expected = {f"asya-{NS}-{name}" for name in names} | {f"asya-{NS}-{name}-dlq" for name in names}
@@ -84,12 +96,13 @@ def test_p_ack_6_redrive_to_own_dlq_with_max_receive_count(
         assert "RedrivePolicy" not in dlq_props
 
 
-def test_p_man_4_visibility_is_six_times_lambda_timeout(example_synth: SynthesizedMesh) -> None:
+def test_p_man_4_visibility_is_six_times_lambda_timeout(
+    example_synth: SynthesizedMesh, example_manifest: Manifest
+) -> None:
     """P-MAN-4: Lambda timeout = min(900, batch_size * timeout + 10); visibility = 6 x Lambda timeout."""
     queues = _queues_by_name(example_synth)
     by_queue = _function_of_queue(example_synth)
-    names = ("normalize", "analyze", "summarize", "split", "request-review", "publish")
-    actors = {f"asya-{NS}-{name}" for name in (*names, "x-sink", "x-sump", "x-pause", "x-resume")}
+    actors = {f"asya-{NS}-{actor.name}" for actor in example_manifest.deployed_actors()}
     for name in actors:
         queue_id, props = queues[name]
         function = by_queue[queue_id]
@@ -100,7 +113,7 @@ def test_p_man_4_visibility_is_six_times_lambda_timeout(example_synth: Synthesiz
 
 def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> None:
     queues = example_synth.of_type("AWS::SQS::Queue")
-    assert len(queues) == 22  # 10 actors (6 user, x-sink, x-sump, x-pause, x-resume) and x-deadline, with DLQs
+    assert len(queues) == 26  # 12 actors (x-fanin-chunk, x-pause, x-resume included) and the timer queue, with DLQs
     # SSE-SQS: the AWS-owned key, no KMS charge (no customer-managed key in the example manifest)
     assert all(res["Properties"]["SqsManagedSseEnabled"] is True for res in queues.values())
     assert not any("KmsMasterKeyId" in res["Properties"] for res in queues.values())
@@ -117,7 +130,7 @@ def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> No
 
 def test_p_ack_1_event_source_mappings_report_batch_item_failures(example_synth: SynthesizedMesh) -> None:
     mappings = example_synth.of_type("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 11  # ten actors and the backstop's timer queue
+    assert len(mappings) == 13  # twelve actors and the backstop's timer queue
     for esm in mappings.values():
         props = esm["Properties"]
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
@@ -175,12 +188,13 @@ def test_actor_functions_runtime_arch_handler_env_layers(
         assert _ref_id(env["ASYA_BUCKET"]) in example_synth.of_type("AWS::S3::Bucket")
         assert "ASYA_CODE_DIR" not in env
         if actor.crew:
-            assert fn["Handler"] == CREW_HANDLERS[actor.name]
+            assert fn["Handler"] == crew_handler(actor.name)
             assert "ASYA_HANDLER" not in env
         else:
             assert fn["Handler"] == SIDECAR_HANDLER == "asya.sidecar.lambda_handler"
             assert env["ASYA_HANDLER"] == actor.handler
         assert ("ASYA_SINK_HOOKS" in env) == (actor.name == naming.SINK)
+        assert ("ASYA_FAN_IN" in env) == (actor.name == "chunk")  # P-FANIN-1: the fan-in actor's declaration
 
 
 def test_crew_handlers() -> None:
@@ -190,6 +204,8 @@ def test_crew_handlers() -> None:
         "x-pause": "asya_crew.pause.lambda_handler",
         "x-resume": "asya_crew.resume.lambda_handler",
     }
+    # every fan-in aggregator runs one crew entry point (P-FANIN-1, P-AGG-1)
+    assert crew_handler("x-fanin-chunk") == crew_handler("x-merge") == "asya_crew.aggregator.lambda_handler"
 
 
 def test_functions_log_to_groups_with_retention(example_synth: SynthesizedMesh) -> None:

@@ -221,8 +221,20 @@ def test_actor_lambdas_run_the_entry_module_the_local_mode_runs(example_synth: S
         if actor is not None:
             actors[actor] = function.handler.rpartition(".")[0]
     assert set(actors) == {
-        *("normalize", "analyze", "summarize", "split", "request-review", "publish"),
-        *("x-sink", "x-sump", "x-pause", "x-resume"),
+        "normalize",
+        "analyze",
+        "summarize",
+        "split",
+        "chunk",
+        "summarize-chunk",
+        "digest",
+        "request-review",
+        "publish",
+        "x-sink",
+        "x-sump",
+        "x-pause",
+        "x-resume",
+        "x-fanin-chunk",
     }
     assert {actor: runtime_entry_point(actor)[0] for actor in actors} == actors
 

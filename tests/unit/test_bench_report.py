@@ -264,7 +264,28 @@ def test_report_of_a_partial_run_says_what_was_not_measured() -> None:
         del results[section]
     text = render(results)
     assert "## Summary: 0 of 0 targets met" in text
-    assert text.count("Not measured.") == 6
+    assert text.count("Not measured.") == 7  # the six sections above and fan-in, which _results leaves out
+
+
+def test_fanin_section_shows_each_size_per_slice_and_the_linearity_ratio() -> None:
+    """Issue 16's bench: requests, write units and wall time for each size, per slice, and the ratio."""
+    size = {
+        "slices": 11,
+        "requests": 29,
+        "requests_per_slice": 29 / 11,
+        "wru": 24,
+        "wru_per_slice": 24 / 11,
+        "aggregator_seconds": 0.66,
+        "ms_per_slice": 60.0,
+    }
+    fanin = {
+        "sizes": {"10": size},
+        "linearity": {"requests_per_slice": 0.82, "wru_per_slice": 0.94, "ms_per_slice": 0.7},
+    }
+    text = render({**_results(good=True), "fanin": fanin})
+    assert "## 7. Fan-in" in text
+    assert "| 11 | 29 | 2.64 | 24 | 2.18 | 0.7 | 60.0 |" in text
+    assert "requests x0.82, write units x0.94, wall time x0.70" in text
 
 
 def test_findings_explain_only_missed_targets() -> None:

@@ -62,9 +62,17 @@ def test_resolve_target_by_flow_and_actor_gw_create_1_2(example_manifest: Manife
         ({"actor": "x-sump"}, (400, "actor 'x-sump' is reserved for crew")),
         (
             {"actor": "Analyze"},
-            (404, "actor not found: Analyze (actors: analyze, normalize, publish, request-review, split, summarize)"),
+            (
+                404,
+                "actor not found: Analyze "
+                "(actors: analyze, chunk, digest, normalize, publish, request-review, split, summarize, "
+                "summarize-chunk)",
+            ),
         ),
-        ({"flow": "missing"}, (404, "flow not found: missing (flows: reviewed-text, sentences, text-pipeline)")),
+        (
+            {"flow": "missing"},
+            (404, "flow not found: missing (flows: documents, reviewed-text, sentences, text-pipeline)"),
+        ),
     ],
 )
 def test_resolve_target_errors_gw_create_1_2(

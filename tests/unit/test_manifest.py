@@ -159,6 +159,20 @@ def test_p_man_3_aggregators_and_x_pause_are_routable() -> None:
     assert manifest.aggregator_of("prep") == "x-fanin-prep"
 
 
+def test_p_fanin_1_the_fan_in_declaration_deploys_its_aggregator_as_crew() -> None:
+    """P-FANIN-1: the aggregator (default ``x-fanin-{actor}``, or the declared name, once when shared) is a crew actor
+    of the deployment, and the fan-in actor carries its resolved declaration (``ASYA_FAN_IN``)."""
+    data = _manifest()
+    data["actors"]["prep"]["fan_in"] = {"key": "/items"}
+    data["actors"]["infer"]["fan_in"] = {"key": "/more", "aggregator": "x-merge"}
+    data["flows"]["main"]["route"] = ["prep", "infer", "x-fanin-prep", "x-merge"]
+    deployed = {a.name: a for a in parse_manifest(data).deployed_actors()}
+    assert list(deployed) == ["prep", "infer", naming.SINK, naming.SUMP, "x-fanin-prep", "x-merge"]
+    assert deployed["x-fanin-prep"].crew and deployed["x-merge"].crew
+    assert deployed["prep"].fan_in is not None and deployed["prep"].fan_in.aggregator == "x-fanin-prep"
+    assert naming.entry_point("x-merge") == naming.AGGREGATOR_ENTRY_POINT
+
+
 def test_p_man_4_lambda_and_visibility_timeouts() -> None:
     assert lambda_timeout(1, 60) == 70
     assert lambda_timeout(10, 30) == 310
@@ -205,12 +219,13 @@ def test_crew_targets_lists_every_place_that_names_crew() -> None:
         ("actors.infer.resiliency.policies.default.on_exhausted[0]", "x-pause"),
         ("crew.sink_hooks[1]", "x-pause"),
     ]
-    assert naming.undeployed_crew(manifest.crew_targets()) == (
-        "flows.main.route[2]: crew actor 'x-fanin-prep' is not available in this release "
+    # fan-in aggregators (P-FANIN-1) and x-pause (P-PAUSE-1) are deployable
+    assert naming.undeployed_crew(manifest.crew_targets()) is None
+    assert naming.undeployed_crew([("crew.sink_hooks[0]", "x-deadline")]) == (
+        "crew.sink_hooks[0]: crew actor 'x-deadline' is not available in this release "
         "(deployable crew: x-pause, x-resume, x-sink, x-sump)"
     )
     assert naming.undeployed_crew([]) is None
-    assert naming.undeployed_crew([("flows.main.route[3]", "x-pause")]) is None  # P-PAUSE-1: x-pause runs
     assert parse_manifest(_manifest()).crew_targets() == []
 
 

@@ -33,6 +33,9 @@ def test_p_name_2_crew_names_are_reserved() -> None:
     assert naming.is_crew("x-sink")
     assert naming.is_crew("x-fanin-split")
     assert not naming.is_crew("sink")
+    assert naming.is_aggregator("x-fanin-split") and naming.is_aggregator("x-merge")
+    assert not naming.is_aggregator("x-sink") and not naming.is_aggregator("x-pause")
+    assert not naming.is_aggregator("split")
 
 
 def test_p_name_5_dlq_name_over_80_characters_is_rejected_with_its_length() -> None:

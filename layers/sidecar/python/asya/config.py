@@ -14,6 +14,8 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_OFFLOAD_THRESHOLD_KB`` | claim-check threshold (P-LARGE-1) | ``240`` |
 | ``ASYA_SINK_HOOKS`` | comma-separated hook actors (x-sink only, P-SINK-6) | ``""`` |
 | ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (section 8, ``asya.resiliency``) | no retries |
+| ``ASYA_FAN_IN`` | JSON ``{"aggregator": <name>, "key": <JSON Pointer>}`` of a fan-in actor (P-FANIN-1): the layer
+  holds its frames and sends ``N + 1`` slices (``asya.fanin``) | unset: not a fan-in actor |
 | ``ASYA_ACCOUNT_ID`` | the AWS account of the queues: queue URLs are built from the SQS endpoint without
   ``GetQueueUrl`` (GW-CREATE-7) | unset: ``GetQueueUrl``, cached |
 | ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled (manifest ``tracing``; the CDK app then turns on the
@@ -41,6 +43,7 @@ these mappings for the CDK app and the local mode.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping
@@ -53,7 +56,7 @@ from asya.exceptions import AsyaError
 from asya.gatewayurl import is_gateway_url
 from asya.resiliency import ResiliencyError, RetryPolicies
 
-__all__ = ["ENV", "LOG_LEVEL_ENV", "REPORTER_ENV", "ActorConfig", "ConfigError"]
+__all__ = ["ENV", "LOG_LEVEL_ENV", "REPORTER_ENV", "ActorConfig", "ConfigError", "FanInConfig"]
 
 
 class ConfigError(AsyaError, ValueError):
@@ -63,6 +66,14 @@ class ConfigError(AsyaError, ValueError):
 #: The HTTP reporter's variables (P-STAT-18): mode, default gateway base, API key.
 REPORTER_ENV: Final = ("ASYA_REPORTER", "ASYA_GATEWAY_URL", "ASYA_GATEWAY_API_KEY")
 _REPORTERS: Final = ("store", "http")
+
+
+@dataclass(frozen=True, slots=True)
+class FanInConfig:
+    """A fan-in actor's declaration (P-FANIN-1): its aggregator and the JSON Pointer the merge writes."""
+
+    aggregator: str
+    key: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +95,8 @@ class ActorConfig:
     log_level: str = ""
     #: the AWS account of the mesh's queues: queue URLs are then built without ``GetQueueUrl``
     account_id: str = ""
+    #: set for a fan-in actor (``ASYA_FAN_IN``)
+    fan_in: FanInConfig | None = None
     #: ``store`` or ``http`` (``ASYA_REPORTER``, P-STAT-18)
     reporter: str = "store"
     gateway_url: str = ""
@@ -120,6 +133,7 @@ class ActorConfig:
             tracing=source.get(ENV.tracing, "").strip().lower() in ("1", "true", "yes"),
             log_level=_log_level(source),
             account_id=source.get(ENV.account_id, "").strip(),
+            fan_in=_fan_in(source),
             reporter=reporter,
             gateway_url=gateway_url,
             gateway_api_key=gateway_api_key,
@@ -158,6 +172,27 @@ def _log_level(env: Mapping[str, str]) -> str:
                 )
             return raw.upper()
     return ""
+
+
+def _fan_in(env: Mapping[str, str]) -> FanInConfig | None:
+    raw = env.get(ENV.fan_in, "").strip()
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        raise ConfigError(f"environment variable {ENV.fan_in} must be JSON, got {raw!r}") from None
+    aggregator = data.get("aggregator") if isinstance(data, dict) else None
+    key = data.get("key") if isinstance(data, dict) else None
+    if not isinstance(aggregator, str) or not naming.is_aggregator(aggregator):
+        raise ConfigError(
+            f"environment variable {ENV.fan_in}: aggregator must be an 'x-' crew name, got {aggregator!r}"
+        )
+    if not isinstance(key, str) or not key.startswith("/"):
+        raise ConfigError(
+            f"environment variable {ENV.fan_in}: key must be a JSON Pointer starting with '/', got {key!r}"
+        )
+    return FanInConfig(aggregator=aggregator, key=key)
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

@@ -11,7 +11,8 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
 2. ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``,
    ``ASYA_OFFLOAD_THRESHOLD_KB``; ``ASYA_HANDLER`` for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
    ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_TRACING=true`` when its ``tracing`` is on
-   (P-TRACE-3); ``ASYA_CODE_DIR`` only when ``code_dir`` is given (the local mode: in Lambda the code asset is
+   (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1);
+   ``ASYA_CODE_DIR`` only when ``code_dir`` is given (the local mode: in Lambda the code asset is
    ``/var/task``, already importable);
 3. ``POWERTOOLS_SERVICE_NAME=actor`` and ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
 
@@ -124,6 +125,10 @@ def actor_environment(
         env[ENV.resiliency] = json.dumps(actor.resiliency.model_dump(mode="json"), separators=(",", ":"))
     if actor.tracing:
         env[ENV.tracing] = "true"
+    if actor.fan_in is not None:
+        env[ENV.fan_in] = json.dumps(
+            {"aggregator": actor.fan_in.aggregator, "key": actor.fan_in.key}, separators=(",", ":")
+        )
     return env
 
 

@@ -36,6 +36,7 @@ class _EnvNames:
     table: Final = "ASYA_TABLE"
     bucket: Final = "ASYA_BUCKET"
     account_id: Final = "ASYA_ACCOUNT_ID"
+    fan_in: Final = "ASYA_FAN_IN"
     actor_timeout: Final = "ASYA_ACTOR_TIMEOUT"
     offload_threshold_kb: Final = "ASYA_OFFLOAD_THRESHOLD_KB"
     sink_hooks: Final = "ASYA_SINK_HOOKS"

@@ -14,6 +14,9 @@ through the batch's outbox as the hop releases them (``asya.hop``), FLY values g
 - any other handler error before any frame: the retry policy (``asya.retry``): a retry, x-sink, or the
   ``on_exhausted`` chain.
 
+A fan-in actor (``fan_in``) holds every frame until the handler returns (P-FANIN-2): on an error nothing was sent
+and section 8 applies in full; on success the ``N + 1`` slices of ``asya.fanin`` leave, slice 0 last.
+
 ``run`` answers the number of frames on success and ``None`` after an error. A required send that fails raises, so
 the record fails (P-ACK-2).
 """
@@ -26,8 +29,10 @@ from typing import Any
 
 from asya import routing
 from asya.abi import AbiState, Frame, Handler, HandlerError, error_details
+from asya.config import FanInConfig
 from asya.envelope import Envelope, Reason
 from asya.exceptions import EnvelopeParseError, SerializationError
+from asya.fanin import FanInRouteError, slices
 from asya.hop import HopOutput, Ticker
 from asya.infra import InfraErrors
 from asya.outbox import Outbox, Ticket
@@ -108,8 +113,10 @@ class HandlerCall:
         reporter: Reporter,
         errors: InfraErrors,
         retrier: Retrier,
+        fan_in: FanInConfig | None = None,
     ) -> None:
         self._actor = actor
+        self._fan_in = fan_in
         self._now = now
         self._monotonic = monotonic
         self._ticker = ticker
@@ -131,10 +138,14 @@ class HandlerCall:
         )
 
         yielded = 0
+        held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
 
         def on_frame(frame: Frame) -> None:
             nonlocal yielded
             yielded += 1
+            if self._fan_in is not None:
+                held.append(frame)
+                return
             # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
             outgoing = routing.forward_frame(
                 entry, frame, frame.index, actor=self._actor, now=self._now(), trace=hop.trace
@@ -163,7 +174,14 @@ class HandlerCall:
             failure = failure or exc
             frames = 0
         outbox.check(hop.ticket)
-        if failure is not None and yielded > 0:
+        if self._fan_in is not None and failure is None:
+            try:
+                frames = self._send_slices(self._fan_in, held, state, hop, outbox)
+            except FanInRouteError as exc:  # a plain ValueError to the handler's error policy (P-FANIN-4)
+                failure = HandlerError(ValueError(str(exc)))
+            except SerializationError as exc:  # a slice could not be encoded: none was queued
+                failure = exc
+        if failure is not None and yielded > 0 and self._fan_in is None:
             self._partial(failure, hop, yielded)
             outbox.release_first(hop.ticket)  # frame 0 last, after the notice (P-ROUTE-9)
             return None
@@ -183,6 +201,25 @@ class HandlerCall:
         else:
             outbox.release_first(hop.ticket)
         return frames
+
+    def _send_slices(self, fan_in: FanInConfig, frames: list[Frame], state: AbiState, hop: Hop, outbox: Outbox) -> int:
+        """P-FANIN-3: stage the ``N + 1`` slices; slice 0 keeps the input id, so the outbox holds it until the
+        release (P-ROUTE-9)."""
+        out = slices(
+            hop.entry,
+            frames,
+            actor=self._actor,
+            aggregator=fan_in.aggregator,
+            key=fan_in.key,
+            final_next=state.next,
+            final_headers=state.headers,
+            final_deadline_at=state.deadline_at,
+            payload=pristine_payload(hop.item),
+            now=self._now(),
+            trace=hop.trace,
+        )
+        outbox.stage(hop.ticket, out)
+        return len(out)
 
     def _partial(
         self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop, yielded: int

@@ -21,6 +21,7 @@ from asya.exceptions import NamingError
 
 __all__ = [
     "ACTOR_NAME_RE",
+    "AGGREGATOR_ENTRY_POINT",
     "CREW_ACTORS",
     "CREW_ENTRY_POINTS",
     "DEADLINE",
@@ -38,6 +39,7 @@ __all__ = [
     "default_aggregator",
     "dlq_name",
     "entry_point",
+    "is_aggregator",
     "is_crew",
     "is_valid_actor_name",
     "queue_name",
@@ -96,14 +98,18 @@ CREW_ENTRY_POINTS: Final = {
 }
 #: Crew a mesh deploys when a route, ``on_exhausted`` or sink hook names x-pause: the pair serves pause and resume.
 PAUSE_CREW: Final = (PAUSE, RESUME)
+#: Every fan-in aggregator (P-FANIN-1, P-AGG-1) runs the same crew runtime, named by its ``ASYA_ACTOR``.
+AGGREGATOR_ENTRY_POINT: Final = EntryPoint("asya_crew.aggregator", "AggregatorRuntime")
 
 
 def undeployed_crew(targets: list[tuple[str, str]]) -> str | None:
     """A readable error for the first of ``targets`` (``(field, crew name)``, ``Manifest.crew_targets``) that names
-    crew this release cannot run (fan-in aggregators), else ``None``. The spec allows them in a
-    manifest (P-MAN-3); refusing at deploy or start time beats every task failing at that hop."""
+    crew this release cannot run (none of the routable crew today: x-pause and fan-in aggregators run; a route cannot
+    name x-resume), else ``None``. The spec allows crew in a manifest (P-MAN-3); refusing at deploy or start time
+    beats every task failing at that hop. The manifest only lets a route name an aggregator that a ``fan_in``
+    declaration generates."""
     for field, name in targets:
-        if name not in CREW_ENTRY_POINTS:
+        if name not in CREW_ENTRY_POINTS and not is_aggregator(name):
             return (
                 f"{field}: crew actor {name!r} is not available in this release "
                 f"(deployable crew: {', '.join(sorted(CREW_ENTRY_POINTS))})"
@@ -114,6 +120,11 @@ def undeployed_crew(targets: list[tuple[str, str]]) -> str | None:
 def is_valid_actor_name(name: object) -> bool:
     """True when ``name`` is a string satisfying P-NAME-1 (crew names included)."""
     return isinstance(name, str) and ACTOR_NAME_RE.match(name) is not None
+
+
+def is_aggregator(name: str) -> bool:
+    """True for a fan-in aggregator's name (P-FANIN-1): crew (``x-`` prefix) without a fixed crew name."""
+    return is_crew(name) and name not in FIXED_CREW
 
 
 def is_crew(name: str) -> bool:
@@ -189,5 +200,8 @@ def default_aggregator(actor: str) -> str:
 
 
 def entry_point(actor: str) -> EntryPoint:
-    """The entry point serving ``actor``: its crew entry point, else the sidecar."""
-    return CREW_ENTRY_POINTS.get(actor, SIDECAR_ENTRY_POINT)
+    """The entry point serving ``actor``: its crew entry point, the aggregator's for a fan-in aggregator, else the
+    sidecar."""
+    if actor in CREW_ENTRY_POINTS:
+        return CREW_ENTRY_POINTS[actor]
+    return AGGREGATOR_ENTRY_POINT if is_aggregator(actor) else SIDECAR_ENTRY_POINT

@@ -201,6 +201,7 @@ class ActorRuntime:
             reporter=self._reporter,
             errors=self._errors,
             retrier=self._retrier,
+            fan_in=config.fan_in,
         )
         self._handler: Handler | None = None
         self._load_error: HandlerLoadError | None = None

@@ -329,6 +329,8 @@ class DeployedActor(_Model):
     env: dict[str, str]
     resiliency: Resiliency | None = None
     tracing: bool = False
+    #: a fan-in actor's declaration with its aggregator name resolved (P-FANIN-1); ``None`` otherwise
+    fan_in: FanIn | None = None
 
     @property
     def lambda_timeout(self) -> int:

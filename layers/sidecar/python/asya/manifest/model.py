@@ -21,6 +21,7 @@ from asya.manifest.blocks import (
     CrewConfig,
     DeployedActor,
     DeploymentConfig,
+    FanIn,
     Flow,
     GatewayConfig,
     ObservabilityConfig,
@@ -194,8 +195,9 @@ class Manifest(_Model):
         return None
 
     def deployed_actors(self) -> list[DeployedActor]:
-        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump, and
-        x-pause with x-resume when used, :meth:`crew_actors`), whose ``tracing`` is ``defaults.tracing``."""
+        """Every actor a deployment creates: user actors in manifest order, then the crew (x-sink, x-sump, x-pause with
+        x-resume when used, and the fan-in aggregators, :meth:`crew_actors`), whose ``tracing`` is
+        ``defaults.tracing``."""
         out = [
             DeployedActor(
                 name=name,
@@ -210,6 +212,9 @@ class Manifest(_Model):
                 env=dict(spec.env),
                 resiliency=spec.resiliency,
                 tracing=spec.tracing,
+                fan_in=(
+                    None if spec.fan_in is None else FanIn(aggregator=self.aggregator_of(name), key=spec.fan_in.key)
+                ),
             )
             for name, spec in self.actors.items()
         ]
@@ -230,10 +235,14 @@ class Manifest(_Model):
 
     def crew_actors(self) -> tuple[str, ...]:
         """The crew this mesh deploys: x-sink and x-sump always, x-pause and x-resume when anything names x-pause
-        (P-PAUSE-1)."""
-        if any(name == naming.PAUSE for _, name in self.crew_targets()):
-            return (*naming.CREW_ACTORS, *naming.PAUSE_CREW)
-        return naming.CREW_ACTORS
+        (P-PAUSE-1), then the fan-in aggregators."""
+        pause = naming.PAUSE_CREW if any(name == naming.PAUSE for _, name in self.crew_targets()) else ()
+        return (*naming.CREW_ACTORS, *pause, *self.aggregators())
+
+    def aggregators(self) -> list[str]:
+        """The fan-in aggregators the ``fan_in`` declarations generate (P-FANIN-1), in manifest order, once each."""
+        names = [self.aggregator_of(name) for name, spec in self.actors.items() if spec.fan_in is not None]
+        return list(dict.fromkeys(names))
 
     def queue_name(self, actor: str) -> str:
         return naming.queue_name(self.namespace, actor)

@@ -1,0 +1,300 @@
+"""The fan-in aggregator crew actor (PROTOCOL section 7.2, P-AGG-1..9; P-ACK-2, P-ACK-8 crew fences).
+
+One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{actor}`` or the declared name,
+``asya.naming.is_aggregator``); it has no handler. Per record, after the shared crew batch loop
+(``asya_crew.runtime``: start rule, parse; no checkpoint):
+
+1. parse failure: x-sump (P-ENV-9..12);
+2. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump;
+3. ``x-asya-fan-in`` missing or malformed (P-AGG-2): the task fails as in P-AGG-9;
+4. pre-flight (P-STAT-10), one consistent read of the origin tasks of the whole batch: a canceled or paused task sends
+   the slice to x-sink (which logs it, P-SINK-3); a succeeded or failed task makes the slice a duplicate, acked
+   (a failed slice already failed it, P-SINK-3); no task record: untracked, processing goes on;
+5. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason ``Timeout``, which fails the origin;
+6. the slice is stored and counted once (``asya_crew.fanin_state``, P-AGG-3; that is the aggregator's hop fence,
+   P-ACK-8); a ``slice_count`` other than the stored one fails the task (P-AGG-2, P-AGG-9);
+7. a delivery that leaves the set incomplete is acked, sending and writing nothing more (P-AGG-7); one that finds
+   it complete and not emitted claims the emission (conditional on no claim younger than the queue's visibility
+   timeout), reads every slice back in numeric order, merges (``asya_crew.fanin_merge``), sends the merged envelope
+   along slice 0's route under the origin id, and marks the set emitted (P-AGG-4..6). A merge failure sends the
+   merged identity to x-sink as ``failed`` (reason ``RuntimeError``, the P-RES-14 payload) and marks the set
+   (P-AGG-9). An unknown next actor (P-ROUTE-8) sends the merged envelope to x-sump (``UnknownActor``) and fails
+   the task (best effort), then marks the set. A send that fails otherwise releases the claim and fails the
+   record; a crash between send and mark leaves a claim that lapses after the visibility timeout, so the
+   redelivery emits again (at most twice; the next actor's hop claim absorbs the copy, P-ACK-8).
+
+Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference) and read back from S3 for the
+merge (P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Hashable, Mapping
+from datetime import timedelta
+from typing import Any, Final
+
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya import headers as hdr
+from asya import routing
+from asya.abi import error_details
+from asya.config import ActorConfig
+from asya.envelope import Envelope, Reason, parse_envelope
+from asya.fanin import MAX_SLICES
+from asya.infra import parse_failure_envelope
+from asya.store import TaskStore
+from asya.timeutil import Clock, format_ts, parse_ts, system_clock
+from asya.transport import UnknownActorError
+from asya_crew.checkpoint import CheckpointLine
+from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
+from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchError
+from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
+
+__all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
+
+_SLA_MARGIN: Final = timedelta(seconds=1)
+_FINISHED: Final = frozenset({"succeeded", "failed"})
+
+
+class FanInHeaderError(ValueError):
+    """P-AGG-2: ``x-asya-fan-in`` is missing or malformed."""
+
+
+class _Header:
+    __slots__ = ("count", "index", "key", "origin")
+
+    def __init__(self, origin: str, index: int, count: int, key: str) -> None:
+        self.origin, self.index, self.count, self.key = origin, index, count, key
+
+
+class AggregatorRuntime(CrewRuntime):
+    """A fan-in aggregator: stores and counts slices, emits the merged envelope exactly once."""
+
+    def __init__(
+        self,
+        config: ActorConfig,
+        *,
+        sqs: Any = None,
+        dynamodb: Any = None,
+        s3: Any = None,
+        clock: Clock = system_clock,
+        logger: Any = None,
+        environ: Mapping[str, str] | None = None,
+        shard_size: int = SHARD_SIZE,
+    ) -> None:
+        """``shard_size``: indexes per shard item of the fan-in set (``asya_crew.fanin_state``)."""
+        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ)
+        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
+        self._state = FanInState(
+            table=config.table, bucket=config.bucket, dynamodb=dynamodb, s3=lambda: self.s3, shard_size=shard_size
+        )
+        # the local mode's workers share one runtime: each thread keeps its own batch's pre-flight
+        self._batch = threading.local()
+
+    def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        """The batch loop, after one consistent read of the batch's origin tasks (pre-flight, P-STAT-10)."""
+        origins: dict[Hashable, None] = {}
+        for raw in event.get("Records") or []:
+            try:
+                envelope = parse_envelope(raw.get("body", ""))
+                origins[_header(envelope).origin] = None
+            except Exception:  # decided per record by the batch loop; raising here would fail the whole batch
+                continue
+        self._batch.statuses = self._store.statuses([str(o) for o in origins]) if origins else {}
+        return super().handle(event, context)
+
+    def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
+        return None
+
+    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
+        now_dt = self._clock()
+        now = format_ts(now_dt)
+        if isinstance(prepared, Unparsed):
+            out = parse_failure_envelope(
+                prepared.body,
+                prepared.error,
+                actor=self.config.actor,
+                now=now,
+                new_id=routing.new_uuid4,
+                tracing=self.config.tracing,
+            )
+            self._transport.send(out.actor, out.envelope)
+            return
+        env = prepared.envelope
+        actor = self.config.actor
+        trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
+        if (mismatch := routing.route_mismatch(env, actor)) is not None:
+            out = routing.sump_envelope(
+                reason=Reason.ROUTE_MISMATCH, message=mismatch, actor=actor, now=now, envelope=env, trace=trace
+            )
+            self._transport.send(out.actor, out.envelope)
+            return
+        try:
+            header = _header(env)
+        except FanInHeaderError as exc:
+            self._fail_unsliced(env, str(exc), now, trace)
+            return
+        statuses: dict[str, str] = getattr(self._batch, "statuses", {})
+        status = None if hdr.is_stealth(env.headers) else statuses.get(header.origin)
+        if status in ("canceled", "paused"):
+            self._send(routing.preflight_envelope(env, status, actor=actor, now=now, trace=trace))
+            return
+        if status in _FINISHED:
+            self._log.info("slice of a finished task: acked", extra={"task_status": status})
+            return
+        deadline = parse_ts(env.status.deadline_at) if env.status is not None else None
+        if deadline is not None and deadline - now_dt < _SLA_MARGIN:
+            self._send(routing.sla_envelope(env, actor=actor, now=now, trace=trace))
+            self._log.warning("SLA deadline expired: sent to x-sink")
+            return
+        now_ms = int(now_dt.timestamp() * 1000)
+        try:
+            progress = self._state.add(
+                header.origin,
+                index=header.index,
+                count=header.count,
+                key=header.key,
+                payload=env.payload,
+                parent=_parent_fields(env) if header.index == 0 else None,
+                now_ms=now_ms,
+            )
+        except SliceCountMismatchError as exc:
+            self._fail_merge(header.origin, env, str(exc), now, trace, payload=env.payload)
+            return
+        if not progress.complete or progress.emitted:
+            return  # P-AGG-7: nothing sent, nothing written
+        self._emit(header, now, now_ms)
+
+    def _emit(self, header: _Header, now: str, now_ms: int) -> None:
+        visibility_ms = self._transport.visibility_timeout(self.config.actor) * 1000
+        if not self._state.claim(header.origin, now_ms=now_ms, stale_before_ms=now_ms - visibility_ms):
+            self._log.info("fan-in set already claimed or emitted: acked")
+            return
+        try:
+            slices = self._state.read(header.origin, header.count)
+            parent = slices[0].parent or {}
+            trace = routing.Trace.for_hop(parent.get("headers") or {}, enabled=self.config.tracing)
+            parent_payload = self._payloads.rehydrate(slices[0].payload)
+            try:
+                payloads = [self._payloads.rehydrate(s.payload) for s in slices[1:]]
+                envelope, actor = merged_envelope(
+                    header.origin, parent, parent_payload, header.key, payloads, aggregator=self.config.actor, now=now
+                )
+            except MergeError as exc:
+                self._fail_merge(header.origin, None, str(exc), now, trace, payload=parent_payload, parent=parent)
+                return
+            try:
+                self._transport.send(actor, envelope)
+            except UnknownActorError as exc:
+                self._unknown_destination(header.origin, envelope, exc, now, trace)
+        except Exception:
+            try:
+                self._state.release(header.origin, claimed_ms=now_ms)
+            except Exception as exc:  # the claim lapses after the visibility timeout anyway
+                self._log.warning("could not release the fan-in claim", extra={"error": str(exc)})
+            raise
+        self._state.mark(header.origin, now_ms=now_ms)
+        self._log.info("fan-in set emitted", extra={"origin_id": header.origin, "slice_count": header.count})
+
+    def _unknown_destination(
+        self, origin: str, envelope: Envelope, error: UnknownActorError, now: str, trace: routing.Trace
+    ) -> None:
+        """P-ROUTE-8: the merged envelope's next actor has no queue (a handler rewrote ``route.next``): x-sump with
+        reason ``UnknownActor`` (required), then the task's final ``failed`` (best effort, P-ERR-6)."""
+        out = routing.sump_envelope(
+            reason=Reason.UNKNOWN_ACTOR,
+            message=str(error),
+            actor=self.config.actor,
+            now=now,
+            envelope=envelope,
+            trace=trace,
+            original_payload=envelope.payload,
+        )
+        self._send(out)
+        if envelope.parent_id is None and not hdr.is_stealth(envelope.headers):
+            try:
+                self._store.report_final(origin, status="failed", error=str(error), failed_actor=self.config.actor)
+            except Exception as exc:  # best effort: the backstop fails the task at its deadline otherwise
+                self._log.warning("could not write the final failed status", extra={"error": str(exc)})
+        self._log.error("merged envelope has an unknown destination: sent to x-sump", extra={"error": str(error)})
+
+    def _fail_merge(
+        self,
+        origin: str,
+        env: Envelope | None,
+        message: str,
+        now: str,
+        trace: routing.Trace,
+        *,
+        payload: Any,
+        parent: Mapping[str, Any] | None = None,
+    ) -> None:
+        """P-AGG-9: the merged identity to x-sink as ``failed`` (``RuntimeError``), then the set is marked."""
+        if parent is None:
+            assert env is not None
+            parent = _parent_fields(env) if env.id == origin else {"headers": env.headers}
+        identity, _ = merged_identity(origin, parent, aggregator=self.config.actor, now=now)
+        self._send_failure(identity, message, now, trace, payload)
+        self._state.mark(origin, now_ms=int(self._clock().timestamp() * 1000))
+
+    def _fail_unsliced(self, env: Envelope, message: str, now: str, trace: routing.Trace) -> None:
+        """P-AGG-2 without a usable header: the task named by ``parent_id`` (a slice) or ``id`` fails."""
+        origin = env.parent_id or env.id
+        headers = {k: v for k, v in env.headers.items() if k != hdr.FAN_IN}
+        headers[hdr.ORIGIN_ID] = origin
+        failed = Envelope(id=origin, route=env.route, payload=None, headers=headers, status=env.status)
+        self._send_failure(failed, message, now, trace, env.payload)
+
+    def _send_failure(self, entry: Envelope, message: str, now: str, trace: routing.Trace, payload: Any) -> None:
+        details = error_details(RuntimeError(message))
+        details.pop("traceback", None)
+        self._send(
+            routing.failure_envelope(
+                entry, details, actor=self.config.actor, now=now, original_payload=payload, trace=trace
+            )
+        )
+        self._log.error("fan-in failed the task", extra={"error": message})
+
+    def _send(self, out: routing.Outgoing) -> None:
+        self._transport.send(out.actor, out.envelope)
+
+
+def _header(env: Envelope) -> _Header:
+    value = env.headers.get(hdr.FAN_IN)
+    if not isinstance(value, dict):
+        raise FanInHeaderError(f"header {hdr.FAN_IN} is missing or not an object: {value!r}")
+    origin, index, count, key = (value.get(k) for k in ("origin_id", "slice_index", "slice_count", "aggregation_key"))
+    if not isinstance(origin, str) or not origin:
+        raise FanInHeaderError(f"header {hdr.FAN_IN}.origin_id must be a non-empty string, got {origin!r}")
+    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= MAX_SLICES:
+        raise FanInHeaderError(f"header {hdr.FAN_IN}.slice_count must be an integer 1..{MAX_SLICES}, got {count!r}")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < count:
+        raise FanInHeaderError(f"header {hdr.FAN_IN}.slice_index must be an integer 0..{count - 1}, got {index!r}")
+    if not isinstance(key, str) or not key.startswith("/"):
+        raise FanInHeaderError(f"header {hdr.FAN_IN}.aggregation_key must be a JSON Pointer, got {key!r}")
+    return _Header(origin, index, count, key)
+
+
+def _parent_fields(env: Envelope) -> dict[str, Any]:
+    """What slice 0 stores besides its payload (P-AGG-3)."""
+    status = env.status
+    return {
+        "parent_id": env.parent_id,
+        "route": env.route.to_dict(),
+        "headers": {k: v for k, v in env.headers.items() if k != hdr.FAN_IN},
+        "created_at": status.created_at if status is not None else None,
+        "deadline_at": status.deadline_at if status is not None else None,
+    }
+
+
+_RUNTIME: AggregatorRuntime | None = None
+
+
+def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    """The Lambda entry point of every aggregator; the runtime is built from ``os.environ`` on the first call."""
+    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
+    if _RUNTIME is None:
+        _RUNTIME = AggregatorRuntime(ActorConfig.from_env(os.environ))
+    return _RUNTIME.handle(event, context)
