@@ -2,8 +2,8 @@
 
 :func:`mesh_problems` returns one line per problem, in manifest order:
 
-- each route entry, ``on_exhausted`` target and sink hook naming crew this release cannot run (``x-pause``, fan-in
-  aggregators: ``asya.naming.undeployed_crew``);
+- each route entry, ``on_exhausted`` target and sink hook naming crew this release cannot run
+  (``asya.naming.undeployed_crew``; x-pause and the declared fan-in aggregators run);
 - each user actor whose ``code`` directory does not exist;
 - each user actor whose handler cannot be loaded from its code directory (``actors.<name>.handler: <why>``).
 
