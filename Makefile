@@ -52,7 +52,7 @@ format: install
 synth: install
 	$(BIN)/python cdk/app.py
 
-## Re-resolve the dependency layers' lock files (cdk/locks/, with hashes) after a pin in pyproject.toml changed.
+## Re-resolve the dependency layers' lock files (cdk/asya_cdk/lockfiles/, with hashes) after a pin in pyproject.toml changed.
 lock: install
 	$(BIN)/python -c 'import sys; from asya_cdk.locks import main; sys.exit(main())'
 

@@ -28,6 +28,7 @@ from typing import Final
 
 from asya.manifest import Manifest
 from asya_cdk.errors import DeploymentError
+from asya_cdk.locks import LOCK_DIR
 
 __all__ = [
     "ASSET_EXCLUDES",
@@ -82,7 +83,7 @@ class SourceLayout:
             gateway_dir=root / "gateway",
             pyproject=root / "pyproject.toml",
             staging_dir=root / ".cdk.staging",
-            lock_dir=root / "cdk" / "locks",
+            lock_dir=LOCK_DIR,
         )
 
     def validate(self) -> None:

@@ -1,9 +1,9 @@
 """Lock files of the dependency layers: every distribution a layer installs, transitive ones included, pinned with
 its sha256 for the Lambda platform.
 
-One file per layer and Lambda Python version, committed under ``cdk/locks/``::
+One file per layer and Lambda Python version, committed under ``cdk/asya_cdk/lockfiles/``::
 
-    cdk/locks/{layer}-py{X.Y}.txt      # layer: actor | gateway
+    cdk/asya_cdk/lockfiles/{layer}-py{X.Y}.txt      # layer: actor | gateway
 
 The first line records what the lock was resolved from::
 
@@ -35,9 +35,11 @@ from typing import Final
 
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 
-__all__ = ["LAMBDA_PLATFORM", "LOCK_COMMAND", "Lock", "check_lock", "lock_path", "main", "resolve_lock"]
+__all__ = ["LAMBDA_PLATFORM", "LOCK_COMMAND", "LOCK_DIR", "Lock", "check_lock", "lock_path", "main", "resolve_lock"]
 
 LAMBDA_PLATFORM: Final = "manylinux2014_aarch64"
+#: The committed locks ship inside the package, so a wheel install of asya-serverless deploys as a checkout does.
+LOCK_DIR: Final = Path(__file__).resolve().parent / "lockfiles"
 LOCK_COMMAND: Final = "make lock"
 _HEADER: Final = "# asya layer lock: "
 
@@ -138,12 +140,12 @@ def resolve_lock(layer: str, python_version: str, requires: Sequence[str], *, pi
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Regenerate every layer lock under ``cdk/locks/`` from ``pyproject.toml``'s pins."""
+    """Regenerate every layer lock under ``cdk/asya_cdk/lockfiles/`` from ``pyproject.toml``'s pins."""
     from asya_cdk.dependencies import LAYER_REQUIREMENTS, pinned_requirements
     from asya_cdk.settings import PYTHON_RUNTIMES
 
     root = Path(__file__).resolve().parents[2]
-    lock_dir = root / "cdk" / "locks"
+    lock_dir = LOCK_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
     layers: Mapping[str, Sequence[str]] = LAYER_REQUIREMENTS
     for layer, names in layers.items():

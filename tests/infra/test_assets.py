@@ -29,6 +29,7 @@ from asya_cdk import (
     render_manifest_json,
     stage_gateway_asset,
 )
+from asya_cdk.locks import LOCK_DIR
 from asya_cdk.settings import PYTHON_RUNTIMES
 from asya_cdk.testing import SynthesizedMesh
 
@@ -75,7 +76,7 @@ def test_committed_locks_match_pyproject_for_every_runtime() -> None:
     for layer, names in LAYER_REQUIREMENTS.items():
         requires = pinned_requirements(names, pyproject=PYPROJECT)
         for version in PYTHON_RUNTIMES:
-            lock = check_lock(REPO / "cdk" / "locks", layer, version, requires)
+            lock = check_lock(LOCK_DIR, layer, version, requires)
             lines = [line for line in lock.text.splitlines() if not line.startswith("#")]
             assert lines and all(re.fullmatch(r"[A-Za-z0-9_.-]+==\S+ --hash=sha256:[0-9a-f]{64}", ln) for ln in lines)
             assert {pin.split("==")[0].lower() for pin in requires} <= {

@@ -28,6 +28,6 @@ def test_asya_synth_writes_the_projects_template_into_its_own_cdk_out(tmp_path: 
     assert "b'" not in err.getvalue() and "Resources:" not in err.getvalue()  # no bytes repr, no template dump
     template = json.loads(template_path.read_text())
     queues = [r for r in template["Resources"].values() if r["Type"] == "AWS::SQS::Queue"]
-    assert len(queues) == 6  # greet, x-sink, x-sump and their DLQs
+    assert len(queues) == 8  # greet, x-sink, x-sump, the deadline timers (x-deadline) and their DLQs
     functions = [r for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
     assert any(f["Properties"]["Environment"]["Variables"].get("ASYA_HANDLER") == "hello.greet" for f in functions)

@@ -66,7 +66,7 @@ def test_gw_auth_6_mode_none_with_allow_unauthenticated_deploys_open_methods(
     path = write_manifest(minimal_manifest(gateway={"auth": {"mode": "none", "allow_unauthenticated": True}}))
     built = build(path, tmp_path / "out")
     methods = [node for node in built.stack.node.find_all() if isinstance(node, apigw.CfnMethod)]
-    assert len(methods) == 8
+    assert len(methods) == 12  # the REST routes, /mcp and /a2a (issue 17) and the agent cards
     assert {m.authorization_type for m in methods} == {"NONE"}
 
 
