@@ -151,8 +151,9 @@ def test_unknown_crew_actor_has_no_handler() -> None:
     assert crew_handler("x-sink") == "asya_crew.sink.lambda_handler"
     assert crew_handler("x-pause") == "asya_crew.pause.lambda_handler"
     assert crew_handler("x-resume") == "asya_crew.resume.lambda_handler"
-    with pytest.raises(DeploymentError, match="crew actor 'x-fanin-echo' has no Lambda handler"):
-        crew_handler("x-fanin-echo")
+    assert crew_handler("x-fanin-echo") == "asya_crew.aggregator.lambda_handler"
+    with pytest.raises(DeploymentError, match="crew actor 'x-deadline' has no Lambda handler"):
+        crew_handler("x-deadline")
 
 
 def test_settings_from_context() -> None:
@@ -188,11 +189,14 @@ def test_source_layout_names_the_missing_directory(tmp_path: Path) -> None:
         SourceLayout.from_repo(tmp_path).validate()
 
 
-def test_p_man_3_a_route_through_crew_this_release_cannot_run_is_refused_at_synth(
+def test_p_pause_1_a_route_through_x_pause_synthesizes_x_pause_and_x_resume(
     write_manifest: WriteManifest, tmp_path: Path
 ) -> None:
-    manifest = minimal_manifest(flows={"review": {"route": ["echo", "x-fanin-echo"]}})
-    manifest["actors"]["echo"]["fan_in"] = {"key": "/items"}
-    path = write_manifest(manifest)
-    with pytest.raises(DeploymentError, match=r"flows\.review\.route\[1\]: crew actor 'x-fanin-echo' is not available"):
-        build(path, tmp_path / "out")
+    path = write_manifest(minimal_manifest(flows={"review": {"route": ["echo", "x-pause", "echo"]}}))
+    built = build(path, tmp_path / "out")
+    handlers = {
+        node.handler
+        for node in built.stack.node.find_all()
+        if isinstance(node, lambda_.CfnFunction) and isinstance(node.handler, str)
+    }
+    assert {"asya_crew.pause.lambda_handler", "asya_crew.resume.lambda_handler"} <= handlers
