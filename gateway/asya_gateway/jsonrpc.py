@@ -86,10 +86,11 @@ async def read_message(request: Request) -> RpcMessage:
             ) from None
         raise RpcError(code, "parse error: the body is not JSON", http_status=400) from None
     request_id = body.get("id")
+    if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, str | int)):
+        # checked first: an id that is not one is never echoed back (JSON-RPC 2.0 answers such requests with null)
+        raise RpcError(INVALID_REQUEST, "id must be a string or an integer", http_status=400)
     if body.get("jsonrpc") != "2.0":
         raise RpcError(INVALID_REQUEST, "jsonrpc must be '2.0'", http_status=400, request_id=request_id)
-    if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, str | int)):
-        raise RpcError(INVALID_REQUEST, "id must be a string or an integer", http_status=400)
     method = body.get("method")
     if method is not None and not isinstance(method, str):
         raise RpcError(INVALID_REQUEST, "method must be a string", http_status=400, request_id=request_id)

@@ -208,6 +208,12 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
     }
 
 
+def _rpc_errors(*codes: int) -> dict[str, Any]:
+    """Errors of a JSON-RPC route: a JSON-RPC error object, or the gateway's own ``{"error"}`` (auth, unknown path)."""
+    either = {"anyOf": [_ERROR, {"$ref": "#/components/schemas/JsonRpcError"}]}
+    return {key: {**value, "content": {_JSON: {"schema": either}}} for key, value in _errors(*codes).items()}
+
+
 def _agent_paths() -> dict[str, Any]:
     rpc = {"required": True, "content": {_JSON: {"schema": {"$ref": "#/components/schemas/JsonRpcRequest"}}}}
     card = {
@@ -225,12 +231,12 @@ def _agent_paths() -> dict[str, Any]:
                 "responses": {
                     "200": {"description": "JSON-RPC response, or an SSE stream of messages for tools/call"},
                     "202": {"description": "Notification or response accepted"},
-                    **_errors(400, 401, 404),
+                    **_rpc_errors(400, 401, 404),
                 },
             },
             "delete": {
                 "summary": "End the MCP session named by Mcp-Session-Id (GW-MCP-2)",
-                "responses": {"204": {"description": "Session ended"}, **_errors(400, 401, 404)},
+                "responses": {"204": {"description": "Session ended"}, **_rpc_errors(400, 401, 404)},
             },
         },
         "/a2a/": {
@@ -324,6 +330,19 @@ def _schemas() -> dict[str, Any]:
                 "flows": {"type": "array", "items": {"type": "object"}},
                 "actors": {"type": "array", "items": {"type": "string"}},
                 "queues": {"type": "array", "items": {"type": "string"}},
+            },
+        },
+        "JsonRpcError": {
+            "type": "object",
+            "required": ["jsonrpc", "error"],
+            "properties": {
+                "jsonrpc": {"const": "2.0"},
+                "id": {"type": ["string", "integer", "null"]},
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": any_json},
+                },
             },
         },
         "JsonRpcRequest": {
