@@ -89,6 +89,7 @@ def test_gateway_conforms_to_its_openapi_document_gw_ops_2(gateway_schema: OpenA
         "GET /health",
         "POST /api/v1/mesh/",
         "POST /api/v1/mesh/{task_id}/events",
+        "POST /api/v1/mesh/{task_id}/resume",
         "POST /api/v1/system/mq-diagnostic",
     } <= set(labels), labels
     ran = {operation.label for operation in operations if _run(operation, mode)}
