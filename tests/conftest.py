@@ -7,6 +7,7 @@ made in :func:`pytest_configure` before any CDK import, is the Makefile's: jsii'
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -29,6 +30,17 @@ def pytest_configure(config: pytest.Config) -> None:
     """Before collection imports ``aws_cdk`` (which starts jsii's Node process, inheriting this environment). A value
     the caller set wins, so the notice can be brought back."""
     os.environ.setdefault(*_JSII_EOL_SILENCE)
+
+
+@pytest.fixture(autouse=True)
+def _no_event_loop_left_running() -> Iterator[None]:
+    """A test must not leave an event loop registered as running on the main thread: every later test that runs one
+    (async handlers, ``asyncio.run``) would fail with "Cannot run the event loop while another loop is running"."""
+    yield
+    leaked = asyncio._get_running_loop()
+    if leaked is not None:
+        asyncio.events._set_running_loop(None)  # let the following tests run, then say which test leaked it
+        pytest.fail(f"the test left an event loop running on the main thread: {leaked!r}")
 
 
 @pytest.fixture
