@@ -23,7 +23,10 @@ from tests.browser.pages import ARTIFACTS, BROWSER_DIR, CHROMIUM_FLAGS, Console,
 WAIT_MS = 30_000
 
 
-@pytest.fixture(scope="session")
+# module scope, not session: Playwright's sync API keeps an event loop registered as running on the main thread while
+# it is started, and under pytest-xdist a worker runs other tiers' tests after this module (async handlers and
+# asyncio.run would then refuse to start a loop); leaving the module stops it
+@pytest.fixture(scope="module")
 def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One persistent chromium context (fresh user data dir) for the session."""
     executable = chromium_or_skip(os.environ)

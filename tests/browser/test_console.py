@@ -275,7 +275,20 @@ def _serves_resume(console: Console) -> bool:
     return any(path.endswith("/resume") for path in document["paths"])
 
 
-def test_gw_resume_1_paused_task_resumes_from_the_form(console: Console) -> None:
-    if not _serves_resume(console):
-        pytest.skip("pause/resume is not built yet: the gateway serves no POST /api/v1/mesh/{id}/resume (GW-RESUME-1)")
-    pytest.fail("pause/resume has landed: extend this test to pause a task and resume it from the console's form")
+def test_gw_resume_1_paused_task_resumes_from_the_form(page: Any, console: Console) -> None:
+    """A task that reaches x-pause shows its prompt and a form from its pause fields; submitting it resumes the task
+    under the same id (POST .../resume, GW-RESUME-1, P-RESUME-1), which then succeeds with the reviewer's input."""
+    assert _serves_resume(console)
+    task_id = console.create("approve", {"topic": "spring"})
+    _open(page, console, f"#/task/{task_id}")
+    _wait_status(page, "paused")
+    form = page.locator("#resume-form")
+    form.wait_for()
+    assert "Approve the text about spring?" in form.text_content()
+    page.check("#field-approved")
+    screenshot(page, "task-resume")
+    page.click("#resume-form button[type=submit]")
+    _wait_status(page, "succeeded")
+    view = httpx.get(f"{console.mesh.url}/api/v1/mesh/{task_id}").json()
+    assert view["status"] == "succeeded" and view["id"] == task_id
+    assert view["result"]["approved"] is True and view["result"]["reviewed"] is True

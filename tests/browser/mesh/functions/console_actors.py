@@ -1,6 +1,7 @@
 """Actors of the browser tests' mesh: ``draft`` streams its text as FLY values, ``review`` fails on request, ``linger``
-takes a few seconds so a task can be canceled while it runs, ``split`` fans out one payload per line, ``wobble``
-fails its first call for each topic with a ``ConnectionError`` (retried by its policy) and passes on the second."""
+takes a few seconds so a task can be canceled while it runs, ``ask`` asks for an approval (x-pause comes next),
+``split`` fans out one payload per line, ``wobble`` fails its first call for each topic with a ``ConnectionError``
+(retried by its policy) and passes on the second."""
 
 from __future__ import annotations
 
@@ -29,6 +30,21 @@ def review(payload: dict[str, Any]) -> dict[str, Any]:
     if payload.get("fail"):
         raise ReviewRejectedError(f"rejected draft about {payload.get('topic')!s}")
     return {**payload, "reviewed": True}
+
+
+def ask(payload: dict[str, Any]) -> Iterator[Any]:
+    """The pause metadata x-pause shows next (P-PAUSE-3): one required boolean field."""
+    yield (
+        "SET",
+        ".headers.x-asya-pause",
+        {
+            "prompt": f"Approve the text about {payload.get('topic')!s}?",
+            "fields": [
+                {"name": "approved", "type": "boolean", "required": True, "prompt": "Approve it"},
+            ],
+        },
+    )
+    yield payload
 
 
 def linger(payload: dict[str, Any]) -> dict[str, Any]:
