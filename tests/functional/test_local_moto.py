@@ -562,10 +562,10 @@ def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServ
     assert ActorConfig.from_env(sink).log_level == "WARNING"
 
 
-def test_p_man_3_the_local_mesh_refuses_a_route_through_crew_it_cannot_run(example_manifest: Manifest) -> None:
-    """Refused before anything starts, with the field named, rather than every task ending at x-sump."""
+def test_p_man_3_a_route_through_x_pause_deploys_the_pause_crew(example_manifest: Manifest) -> None:
+    """A flow through x-pause (P-MAN-3) deploys x-pause and x-resume with the mesh (issue 16: no longer refused)."""
     flows = dict(example_manifest.flows)
     flows["review"] = flows["text-pipeline"].model_copy(update={"route": ["normalize", "x-pause", "summarize"]})
     manifest = example_manifest.model_copy(update={"flows": flows})
-    with pytest.raises(LocalModeError, match=r"flows\.review\.route\[1\]: crew actor 'x-pause' is not available"):
-        LocalMesh(manifest, port=0)
+    LocalMesh(manifest, port=0)  # builds without starting: nothing is refused
+    assert {"x-pause", "x-resume"} <= {actor.name for actor in manifest.deployed_actors()}
