@@ -178,7 +178,7 @@ class CrewRuntime:
         )
         if start.unstarted:
             self._release(start.unstarted)
-        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        failed = {str(item["itemIdentifier"]) for item in response.get("batchItemFailures", [])}
         if failed:
             self._back_off(event, failed, set(start.unstarted))
         return dict(response)
