@@ -33,6 +33,8 @@ class HandlerCall:
     hop: int
     attempt: int
     invocation: Invocation
+    #: ``time.monotonic()`` when the handler was called: a run one lease after another's may repeat it (P-ACK-7).
+    started: float = 0.0
 
 
 class _Active:
@@ -88,6 +90,7 @@ def _play(actor: str) -> None:
         hop=hop,
         attempt=attempt,
         invocation=invocation,
+        started=time.monotonic(),
     )
     with _ACTIVE.lock:
         _ACTIVE.calls.append(call)

@@ -15,8 +15,9 @@ empty.
   succeeded lines with different payloads; a task's outcome is the expected one (``late`` fails; ``fan`` succeeds
   unless a dead letter or handler errors on every attempt of one hop explain its failure).
 - ``duplicates``: a handler runs twice for one hop ``(actor, envelope, h, a)`` only when an earlier run of that hop
-  was in an invocation that a crash or an injected failure kept from acking (P-ACK-7); injected duplicate messages
-  and visibility timeouts that expire mid-handler never reach the handler.
+  was in an invocation that a crash or an injected failure kept from acking, or started at least a lease
+  (``lease_seconds``) before, so its lease had ended (P-ACK-7); injected duplicate messages and visibility timeouts
+  that expire mid-handler never reach the handler while the lease is live.
 - ``children``: no write to a task item comes from an invocation that holds no envelope of that task's id (a fan-out
   child's), P-FAN-3.
 """
@@ -69,6 +70,8 @@ class History:
     leftovers: Mapping[str, int] = field(default_factory=dict)
     #: Checkpoint object key -> its lines, parsed.
     checkpoints: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: The hop lease: the Lambda timeout + 10 s (P-ACK-8).
+    lease_seconds: float = 25.0
 
 
 def check(history: History) -> dict[str, list[str]]:
@@ -78,7 +81,7 @@ def check(history: History) -> dict[str, list[str]]:
         "monotonic": _monotonic(history),
         "accounted": _accounted(history),
         "checkpoint": _checkpoints(history) + _outcomes(history),
-        "duplicates": _duplicates(history.calls),
+        "duplicates": _duplicates(history.calls, history.lease_seconds),
         "children": [f"{w['actor']} wrote task {w['task']} ({w['operation']})" for w in history.child_task_writes],
     }
 
@@ -86,6 +89,26 @@ def check(history: History) -> dict[str, list[str]]:
 def duplicate_runs(calls: Sequence[HandlerCall]) -> int:
     """Handler runs beyond the first of their hop."""
     return sum(len(group) - 1 for group in _by_hop(calls).values())
+
+
+def runs_after_lease(calls: Sequence[HandlerCall], lease_seconds: float) -> int:
+    """Repeated runs that only an ended lease explains (no crash or failure before them): a duplicate copy that
+    came back after the lease while the next hop had not claimed (P-ACK-7's third case)."""
+    return sum(
+        1
+        for group in _by_hop(calls).values()
+        for index in range(1, len(group))
+        if not _failed_before(group[:index]) and _lease_ended(group[:index], group[index], lease_seconds)
+    )
+
+
+def _failed_before(earlier: Sequence[HandlerCall]) -> bool:
+    return any(REDELIVERING & set(call.invocation.faults) for call in earlier)
+
+
+def _lease_ended(earlier: Sequence[HandlerCall], call: HandlerCall, lease_seconds: float) -> bool:
+    # the lease counts from the invocation's start, a moment before its handler call: one second of slack
+    return all(call.started >= before.started + lease_seconds - 1.0 for before in earlier)
 
 
 def _terminal_once(history: History) -> list[str]:
@@ -222,12 +245,12 @@ def _by_hop(calls: Sequence[HandlerCall]) -> dict[tuple[str, str, int, int], lis
     return groups
 
 
-def _duplicates(calls: Sequence[HandlerCall]) -> list[str]:
+def _duplicates(calls: Sequence[HandlerCall], lease_seconds: float) -> list[str]:
     out = []
     for (actor, envelope_id, hop, attempt), group in _by_hop(calls).items():
         for index in range(1, len(group)):
             earlier = group[:index]
-            if not any(REDELIVERING & set(call.invocation.faults) for call in earlier):
+            if not _failed_before(earlier) and not _lease_ended(earlier, group[index], lease_seconds):
                 faults = [call.invocation.faults for call in earlier]
                 out.append(
                     f"{actor} ran {envelope_id} hop ({hop}, {attempt}) {index + 1} times; "

@@ -23,7 +23,7 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
         "",
         header,
         "",
-        "| scenario | rates | tasks | outcomes | faults played | handler calls (dup. runs) | DLQ | "
+        "| scenario | rates | tasks | outcomes | faults played | handler calls (repeated runs; after a lease) | DLQ | "
         + " | ".join(PROPERTIES.values())
         + " | seconds |",
         "|" + "---|" * (7 + len(PROPERTIES) + 1),
@@ -35,7 +35,8 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
         counts = " | ".join(str(len(result.violations.get(name, []))) for name in PROPERTIES)
         lines.append(
             f"| {result.scenario.name} | {rates} | {result.tasks} | {outcomes} | {played} | "
-            f"{result.handler_calls} ({result.duplicate_runs}) | {result.dead_letters} | {counts} | "
+            f"{result.handler_calls} ({result.duplicate_runs}; {result.runs_after_lease}) | {result.dead_letters} | "
+            f"{counts} | "
             f"{result.seconds:.0f} |"
         )
     lines += ["", f"Total violations: {sum(sum(len(v) for v in r.violations.values()) for r in results)}."]

@@ -25,7 +25,7 @@ from asya.manifest import Manifest, load_manifest
 from asya_local.mesh import LocalMesh
 from asya_local.moto_server import make_clients
 from chaos import actors
-from chaos.checker import DeadLetter, History, check, duplicate_runs
+from chaos.checker import DeadLetter, History, check, duplicate_runs, runs_after_lease
 from chaos.faults import FaultRates, Injector
 from chaos.workload import Recorder, Workload, plan_tasks
 
@@ -54,6 +54,7 @@ class ScenarioResult:
     observed: Counter[str]
     handler_calls: int
     duplicate_runs: int
+    runs_after_lease: int
     dead_letters: int
     sse_events: int
     get_reads: int
@@ -81,6 +82,8 @@ def run_scenario(
         raw = make_clients(mesh.endpoint_url)
         _shorten_visibility(manifest, raw.sqs, mesh.resources.queue_urls)
         user_actors = frozenset(manifest.actors)
+        lease_seconds = float(min(a.lambda_timeout for a in manifest.deployed_actors() if a.name in user_actors))
+        lease_seconds += _LEASE_SLACK_SECONDS
         injector = Injector(
             scenario.rates,
             queue_actors={manifest.queue_name(a.name): a.name for a in manifest.deployed_actors()},
@@ -113,6 +116,7 @@ def run_scenario(
         dead_letters=letters,
         leftovers=leftovers,
         checkpoints=checkpoints,
+        lease_seconds=lease_seconds,
     )
     return ScenarioResult(
         scenario=scenario,
@@ -123,6 +127,7 @@ def run_scenario(
         observed=Counter(injector.observed),
         handler_calls=len(calls),
         duplicate_runs=duplicate_runs(calls),
+        runs_after_lease=runs_after_lease(calls, lease_seconds),
         dead_letters=len(letters),
         sse_events=sum(1 for o in recorder.observations if o.source == "sse"),
         get_reads=sum(1 for o in recorder.observations if o.source == "get"),

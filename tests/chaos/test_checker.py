@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from chaos.actors import HandlerCall
-from chaos.checker import DeadLetter, History, check
+from chaos.checker import DeadLetter, History, check, runs_after_lease
 from chaos.faults import Invocation
 from chaos.workload import Observation, TaskPlan
 
@@ -102,3 +102,13 @@ def test_children_reports_a_task_item_write_by_a_child() -> None:
     """P-FAN-3: children never write a task status."""
     writes = [{"actor": "square", "task": "t1", "operation": "UpdateItem"}]
     assert _failing(_history(child_task_writes=writes)) == {"children": ["square wrote task t1 (UpdateItem)"]}
+
+
+def test_a_repeated_run_one_lease_later_is_explained_and_counted() -> None:
+    """P-ACK-7: "a duplicate arrives after the lease ended and before the next hop claimed"."""
+    first, again = _call(), _call()
+    late = HandlerCall(again.actor, again.envelope_id, again.task_id, again.hop, again.attempt, again.invocation, 30.0)
+    assert "duplicates" not in _failing(_history(calls=[first, late], lease_seconds=25.0))
+    assert runs_after_lease([first, late], 25.0) == 1
+    early = HandlerCall(again.actor, again.envelope_id, again.task_id, again.hop, again.attempt, again.invocation, 5.0)
+    assert "duplicates" in _failing(_history(calls=[first, early], lease_seconds=25.0))
