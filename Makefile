@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: install chromium demo test lint format synth lock bench clean
+.PHONY: install chromium demo test lint format synth lock bench chaos clean
 
 install: $(STAMP)
 
@@ -42,7 +42,7 @@ test: install chromium lint
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy $(PACKAGES) cdk/app.py bench
+	$(BIN)/mypy $(PACKAGES) cdk/app.py bench chaos
 
 format: install
 	$(BIN)/ruff format .
@@ -59,6 +59,11 @@ lock: install
 ## Benchmarks (overhead, AWS requests and cost per million tasks, latency, cold start, memory) -> bench/REPORT.md.
 bench: install
 	$(BIN)/python -m bench
+
+## Fault injection on the local mesh (RELIABILITY.md): each fault alone, then 1,000 tasks under all of them; the
+## checker's verdict per property -> chaos/REPORT.md. Bounded to 15 minutes; exits 1 on any violation.
+chaos: install
+	$(BIN)/python -m chaos --budget 900
 
 clean:
 	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results

@@ -11,7 +11,8 @@ same phase and date and must be written before any final status write of its rec
 3. **complete**, each record in batch order through Powertools ``BatchProcessor`` (``EventType.SQS``): a record whose
    prepare step or checkpoint object failed fails here; otherwise the subclass's :meth:`CrewRuntime._complete` runs
    with the record's :class:`~asya_crew.checkpoint.CheckpointLine`. A record that fails is reported in
-   ``batchItemFailures`` (with one WARNING line naming the error) and never affects the others.
+   ``batchItemFailures`` (with one WARNING line naming the error) and never affects the others; it comes back after
+   P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the queue's long visibility timeout.
 
 Payload references (P-LARGE-4): :meth:`CrewRuntime._hydrated` reads them back for checkpoints and results; crew sends
 go through the same offloading encoder as the layer's (``asya.payloads``), and, with ``ASYA_TRACING`` on, carry the
@@ -28,7 +29,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from asya.batch import StartRule, UnstartedRecordError, log_failed_record
+from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
@@ -177,7 +178,28 @@ class CrewRuntime:
         )
         if start.unstarted:
             self._release(start.unstarted)
+        failed = {str(item["itemIdentifier"]) for item in response.get("batchItemFailures", [])}
+        if failed:
+            self._back_off(event, failed, set(start.unstarted))
         return dict(response)
+
+    def _back_off(self, event: Mapping[str, Any], failed: set[str], unstarted: set[str]) -> None:
+        """P-ACK-4: a started record that failed comes back after ``5 * 2^(n-1)`` s, not after the crew queue's
+        visibility timeout (six times a 310 s Lambda), which outlives task deadlines. Best effort, like the release."""
+        entries = [
+            (handle, seconds)
+            for handle, seconds in failed_visibilities(
+                event.get("Records") or [],
+                failed=failed,
+                unstarted=unstarted,
+                visibility_timeout=lambda: self._transport.visibility_timeout(self.config.actor),
+            )
+            if handle not in unstarted
+        ]
+        try:
+            self._transport.change_visibilities(self.config.actor, entries)
+        except AsyaError as exc:  # the records come back after the queue's visibility timeout anyway
+            self._log.warning("could not change the visibility of failed records", extra={"error": str(exc)})
 
     def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
         body = record.body or ""

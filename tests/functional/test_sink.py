@@ -23,6 +23,7 @@ from asya.headers import is_hook_copy
 from asya.store import TaskStore
 from asya.store.limits import ERROR_LIMIT_BYTES
 from asya_crew.sink import SinkRuntime
+from tests.clocks import SqsClock
 from tests.functional.actors import Context, actor_env, deliver, drain, queue_arn
 
 pytestmark = pytest.mark.functional
@@ -547,3 +548,20 @@ def test_p_time_6_unstarted_records_get_no_line_and_come_back_at_once(sink: Sink
     assert [sink.store.get_task(t)["status"] for t in ("t1", "t2", "t3")] == ["succeeded", "pending", "pending"]  # type: ignore[index]
     back = sink.drain("x-sink")  # visibility 0: receivable again without waiting
     assert sorted(env["id"] for env in back) == ["t2", "t3"]
+
+
+def test_p_ack_4_a_failed_checkpoint_comes_back_after_the_backoff_not_the_queue_visibility(
+    mesh: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """P-ACK-4 (found by ``make chaos``): an x-sink record whose checkpoint PUT failed comes back after
+    ``5 * 2^(n-1)`` s, not after the crew queue's visibility timeout (6 x its 310 s Lambda: 31 minutes, past most
+    task deadlines, so one S3 blip timed out tasks whose results were ready)."""
+    sqs_clock = SqsClock().install(monkeypatch)
+    sink = Sink(mesh, bucket="asya-demo-no-such-bucket")
+    sink.store.create_task(task_id="t1", actor="normalize")
+    assert sink.run(envelope("t1")) == [0]
+    url = mesh.resources.queue_urls["x-sink"]
+    sqs_clock.advance(4)
+    assert sink.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", []) == []
+    sqs_clock.advance(2)
+    assert len(sink.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", [])) == 1

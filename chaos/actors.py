@@ -1,0 +1,120 @@
+"""The chaos mesh's handlers: small deterministic actors wrapped by the fault player.
+
+``split`` fans out (``{"x", "parts"}`` -> one frame ``{"x", "part": i}`` per part; frame 0 carries the task on),
+``square`` computes (``{"x", "part"}`` -> ``{"x", "part", "square": x * x}``), ``slow`` sleeps ``payload["sleep"]``
+seconds (past its task's deadline). So a task's expected result is known from its input alone.
+
+Before its work each wrapper writes a :class:`HandlerCall` and asks the active :class:`~chaos.faults.Injector` (set
+by :func:`activate`, one per mesh run) whether to raise a :class:`~chaos.faults.ChaosError`, to die before any send
+(:class:`~chaos.faults.InvocationCrashError`) or to let its record's visibility timeout expire mid-call. Without an
+active injector the actors just compute.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from chaos.faults import ChaosError, Injector, Invocation, InvocationCrashError
+
+__all__ = ["HandlerCall", "activate", "calls", "deactivate", "slow", "split", "square"]
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerCall:
+    """One run of a handler: the hop ``(hop, attempt)`` of P-ACK-8 it ran for, and the invocation it ran in."""
+
+    actor: str
+    envelope_id: str
+    task_id: str
+    hop: int
+    attempt: int
+    invocation: Invocation
+    #: ``time.monotonic()`` when the handler was called: a run one lease after another's may repeat it (P-ACK-7).
+    started: float = 0.0
+
+
+class _Active:
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.injector: Injector | None = None
+        self.calls: list[HandlerCall] = []
+
+
+_ACTIVE = _Active()
+
+
+def activate(injector: Injector) -> None:
+    """Play ``injector``'s faults from now on, with a fresh call log."""
+    with _ACTIVE.lock:
+        _ACTIVE.injector = injector
+        _ACTIVE.calls = []
+
+
+def deactivate() -> None:
+    with _ACTIVE.lock:
+        _ACTIVE.injector = None
+
+
+def calls() -> list[HandlerCall]:
+    """Every handler call since :func:`activate`."""
+    with _ACTIVE.lock:
+        return list(_ACTIVE.calls)
+
+
+def _hop_of(envelope: dict[str, Any], actor: str) -> tuple[int, int]:
+    """``(h, a)`` of P-ACK-8: ``h = len(route.prev) + 1``; ``a`` is the input attempt when the envelope is a retry of
+    this actor (P-PROC-4), else 1."""
+    route = envelope.get("route") or {}
+    status = envelope.get("status") or {}
+    retry = status.get("phase") == "retrying" and status.get("actor") == actor
+    attempt = status.get("attempt", 1) if retry else 1
+    return len(route.get("prev") or []) + 1, attempt if isinstance(attempt, int) else 1
+
+
+def _play(actor: str) -> None:
+    injector = _ACTIVE.injector
+    invocation = injector.current() if injector is not None else None
+    if injector is None or invocation is None or invocation.envelope is None:
+        return
+    envelope = invocation.envelope
+    hop, attempt = _hop_of(envelope, actor)
+    parent = envelope.get("parent_id")
+    call = HandlerCall(
+        actor=actor,
+        envelope_id=str(envelope.get("id")),
+        task_id=str(parent if isinstance(parent, str) else envelope.get("id")),
+        hop=hop,
+        attempt=attempt,
+        invocation=invocation,
+        started=time.monotonic(),
+    )
+    with _ACTIVE.lock:
+        _ACTIVE.calls.append(call)
+    if injector.roll("crash_before_send", invocation):
+        raise InvocationCrashError(f"chaos: {actor} died before sending anything")
+    if injector.roll("lease_expiry", invocation):
+        injector.expire_lease(invocation)
+    if injector.roll("handler_error", invocation):
+        raise ChaosError(f"chaos: injected handler error in {actor}")
+
+
+def split(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    _play("split")
+    for part in range(int(payload["parts"])):
+        yield {"x": payload["x"], "part": part}
+
+
+def square(payload: dict[str, Any]) -> dict[str, Any]:
+    _play("square")
+    x = int(payload["x"])
+    return {"x": x, "part": payload["part"], "square": x * x}
+
+
+def slow(payload: dict[str, Any]) -> dict[str, Any]:
+    _play("slow")
+    time.sleep(float(payload["sleep"]))
+    return payload

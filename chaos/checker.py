@@ -1,0 +1,259 @@
+"""The chaos checker: the properties of P-ACK-7 over one run's recorded history and final store.
+
+Each property is a list of violations (one line each, naming the task or queue); the run passes when every list is
+empty.
+
+- ``terminal_once``: every task ends terminal, and every terminal status observed for it (SSE, GET, final view) is
+  the same one (P-STAT-2).
+- ``monotonic``: within each ordered stream (one SSE follower, the GET poller) a task's status never goes back:
+  ``pending`` < ``running`` < terminal.
+- ``accounted``: no envelope is lost: after the run every actor queue is empty (each message acked, in a DLQ or
+  consumed by x-sump), every dead letter belongs to a task of the run, and a ``fan`` task that timed out has an
+  envelope in a DLQ to show for it.
+- ``checkpoint``: a succeeded task's view names a checkpoint line (``checkpoint_key``, ``checkpoint_line``) whose
+  payload equals the expected result; a task never has both a ``succeeded/`` and a ``failed/`` line, nor two
+  succeeded lines with different payloads; a task's outcome is the expected one (``late`` fails; ``fan`` succeeds
+  unless a dead letter or handler errors on every attempt of one hop explain its failure).
+- ``duplicates``: a handler runs twice for one hop ``(actor, envelope, h, a)`` only when an earlier run of that hop
+  was in an invocation that a crash or an injected failure kept from acking, or started at least a lease
+  (``lease_seconds``) before, so its lease had ended (P-ACK-7); injected duplicate messages and visibility timeouts
+  that expire mid-handler never reach the handler while the lease is live.
+- ``children``: no write to a task item comes from an invocation that holds no envelope of that task's id (a fan-out
+  child's), P-FAN-3.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from chaos.actors import HandlerCall
+from chaos.faults import REDELIVERING
+from chaos.workload import TERMINAL, Observation, TaskPlan
+
+__all__ = ["PROPERTIES", "DeadLetter", "History", "check"]
+
+#: Property name -> the column title of the fault matrix (RELIABILITY.md).
+PROPERTIES: Final = {
+    "terminal_once": "terminal, exactly once",
+    "monotonic": "statuses never went back",
+    "accounted": "envelopes accounted for (acked, DLQ, x-sump)",
+    "checkpoint": "checkpoint = expectation, none contradictory",
+    "duplicates": "duplicate handler runs explained (P-ACK-7)",
+    "children": "children wrote no task status",
+}
+_RANK: Final = {"pending": 0, "running": 1, "paused": 1}
+_TIMED_OUT: Final = "task timed out"
+#: ``max_attempts`` of the chaos mesh's retry policies (chaos/mesh/asya.yaml).
+_MAX_ATTEMPTS: Final = 3
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    actor: str
+    envelope: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class History:
+    """Everything one run recorded, and the final state read back from the store, the queues and the bucket."""
+
+    tasks: Mapping[str, TaskPlan]
+    observations: Sequence[Observation]
+    views: Mapping[str, dict[str, Any] | None]
+    calls: Sequence[HandlerCall]
+    child_task_writes: Sequence[dict[str, Any]] = ()
+    dead_letters: Sequence[DeadLetter] = ()
+    #: Queue name -> messages still in it (visible, in flight or delayed) after the run settled.
+    leftovers: Mapping[str, int] = field(default_factory=dict)
+    #: Checkpoint object key -> its lines, parsed.
+    checkpoints: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: The hop lease: the Lambda timeout + 10 s (P-ACK-8).
+    lease_seconds: float = 25.0
+
+
+def check(history: History) -> dict[str, list[str]]:
+    """Violations per property (every property present, an empty list when it holds)."""
+    return {
+        "terminal_once": _terminal_once(history),
+        "monotonic": _monotonic(history),
+        "accounted": _accounted(history),
+        "checkpoint": _checkpoints(history) + _outcomes(history),
+        "duplicates": _duplicates(history.calls, history.lease_seconds),
+        "children": [f"{w['actor']} wrote task {w['task']} ({w['operation']})" for w in history.child_task_writes],
+    }
+
+
+def duplicate_runs(calls: Sequence[HandlerCall]) -> int:
+    """Handler runs beyond the first of their hop."""
+    return sum(len(group) - 1 for group in _by_hop(calls).values())
+
+
+def runs_after_lease(calls: Sequence[HandlerCall], lease_seconds: float) -> int:
+    """Repeated runs that only an ended lease explains (no crash or failure before them): a duplicate copy that
+    came back after the lease while the next hop had not claimed (P-ACK-7's third case)."""
+    return sum(
+        1
+        for group in _by_hop(calls).values()
+        for index in range(1, len(group))
+        if not _failed_before(group[:index]) and _lease_ended(group[:index], group[index], lease_seconds)
+    )
+
+
+def _failed_before(earlier: Sequence[HandlerCall]) -> bool:
+    return any(REDELIVERING & set(call.invocation.faults) for call in earlier)
+
+
+def _lease_ended(earlier: Sequence[HandlerCall], call: HandlerCall, lease_seconds: float) -> bool:
+    # the lease counts from the invocation's start, a moment before its handler call: one second of slack
+    return all(call.started >= before.started + lease_seconds - 1.0 for before in earlier)
+
+
+def _terminal_once(history: History) -> list[str]:
+    out = []
+    seen: dict[str, set[str]] = defaultdict(set)
+    for observation in history.observations:
+        if observation.status in TERMINAL:
+            seen[observation.task_id].add(observation.status)
+    for task_id in history.tasks:
+        view = history.views.get(task_id)
+        if view is None:
+            out.append(f"{task_id}: no task view at the end")
+            continue
+        if view["status"] not in TERMINAL:
+            out.append(f"{task_id}: ended {view['status']!r}, not terminal")
+            continue
+        statuses = seen[task_id] | {view["status"]}
+        if len(statuses) > 1:
+            out.append(f"{task_id}: several terminal statuses observed: {sorted(statuses)}")
+    return out
+
+
+def _monotonic(history: History) -> list[str]:
+    out = []
+    last: dict[tuple[str, str], str] = {}
+    for observation in history.observations:
+        key = (observation.stream, observation.task_id)
+        before = last.get(key)
+        last[key] = observation.status
+        if before is None:
+            continue
+        went_back = _rank(observation.status) < _rank(before)
+        changed_after_end = before in TERMINAL and observation.status != before
+        if went_back or changed_after_end:
+            out.append(f"{observation.task_id}: {observation.source} saw {before!r} then {observation.status!r}")
+    return out
+
+
+def _rank(status: str) -> int:
+    return 2 if status in TERMINAL else _RANK.get(status, 0)
+
+
+def _task_of(envelope: Mapping[str, Any] | None) -> str | None:
+    if envelope is None:
+        return None
+    parent = envelope.get("parent_id")
+    task = parent if isinstance(parent, str) else envelope.get("id")
+    return task if isinstance(task, str) else None
+
+
+def _dead_tasks(history: History) -> set[str]:
+    return {task for letter in history.dead_letters if (task := _task_of(letter.envelope)) is not None}
+
+
+def _accounted(history: History) -> list[str]:
+    out = [
+        f"queue {queue}: {count} message(s) left after the run" for queue, count in history.leftovers.items() if count
+    ]
+    dead = _dead_tasks(history)
+    for letter in history.dead_letters:
+        if _task_of(letter.envelope) not in history.tasks:
+            out.append(f"DLQ of {letter.actor}: a message of no task of the run: {letter.envelope!r:.200}")
+    for task_id, plan in history.tasks.items():
+        view = history.views.get(task_id) or {}
+        if plan.flow == "fan" and view.get("error") == _TIMED_OUT and task_id not in dead:
+            out.append(f"{task_id}: timed out with no envelope in a DLQ (lost)")
+    return out
+
+
+def _checkpoints(history: History) -> list[str]:
+    out = []
+    phases: dict[str, set[str]] = defaultdict(set)
+    payloads: dict[str, set[str]] = defaultdict(set)
+    for key, lines in history.checkpoints.items():
+        phase = key.partition("/")[0]
+        for line in lines:
+            if line.get("parent_id") is None and isinstance(task := line.get("id"), str):
+                phases[task].add(phase)
+                if phase == "succeeded":
+                    payloads[task].add(repr(line.get("payload")))
+    for task_id in history.tasks:
+        if {"succeeded", "failed"} <= phases[task_id]:
+            out.append(f"{task_id}: contradictory checkpoints, both succeeded/ and failed/")
+        if len(payloads[task_id]) > 1:
+            out.append(f"{task_id}: succeeded checkpoints with different payloads: {sorted(payloads[task_id])}")
+    for task_id, plan in history.tasks.items():
+        view = history.views.get(task_id) or {}
+        if view.get("status") != "succeeded" or plan.expected is None:
+            continue
+        where, number = view.get("checkpoint_key"), view.get("checkpoint_line")
+        found = history.checkpoints.get(where) if isinstance(where, str) else None
+        if found is None or not isinstance(number, int) or not 1 <= number <= len(found):
+            out.append(f"{task_id}: succeeded without a readable checkpoint line ({where!r}, {number!r})")
+            continue
+        line = found[number - 1]
+        if line.get("id") != task_id or line.get("payload") != plan.expected:
+            out.append(f"{task_id}: line {where}:{number} holds {line.get('payload')!r}, not {plan.expected!r}")
+    return out
+
+
+def _outcomes(history: History) -> list[str]:
+    out = []
+    dead = _dead_tasks(history)
+    exhausted = _exhausted_hops(history.calls)
+    for task_id, plan in history.tasks.items():
+        view = history.views.get(task_id) or {}
+        status = view.get("status")
+        if status not in TERMINAL:
+            continue  # terminal_once reports it
+        if plan.flow == "late" and status != "failed":
+            out.append(f"{task_id}: the late task ended {status!r}, not failed at its deadline")
+        elif plan.flow == "fan" and status == "failed" and task_id not in dead and task_id not in exhausted:
+            out.append(f"{task_id}: failed with nothing injected to explain it: {view.get('error')!r}")
+        elif plan.flow == "fan" and status == "canceled" and plan.cancel_after is None:
+            out.append(f"{task_id}: canceled, but no cancel was sent")
+    return out
+
+
+def _exhausted_hops(calls: Sequence[HandlerCall]) -> set[str]:
+    """Tasks one of whose envelopes met a handler error on its last allowed attempt."""
+    return {
+        call.task_id
+        for call in calls
+        if call.envelope_id == call.task_id
+        and call.attempt >= _MAX_ATTEMPTS
+        and "handler_error" in call.invocation.faults
+    }
+
+
+def _by_hop(calls: Sequence[HandlerCall]) -> dict[tuple[str, str, int, int], list[HandlerCall]]:
+    groups: dict[tuple[str, str, int, int], list[HandlerCall]] = defaultdict(list)
+    for call in calls:
+        groups[(call.actor, call.envelope_id, call.hop, call.attempt)].append(call)
+    return groups
+
+
+def _duplicates(calls: Sequence[HandlerCall], lease_seconds: float) -> list[str]:
+    out = []
+    for (actor, envelope_id, hop, attempt), group in _by_hop(calls).items():
+        for index in range(1, len(group)):
+            earlier = group[:index]
+            if not _failed_before(earlier) and not _lease_ended(earlier, group[index], lease_seconds):
+                faults = [call.invocation.faults for call in earlier]
+                out.append(
+                    f"{actor} ran {envelope_id} hop ({hop}, {attempt}) {index + 1} times; "
+                    f"earlier runs' faults: {faults}"
+                )
+    return out

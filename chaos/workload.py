@@ -1,0 +1,209 @@
+"""The chaos workload: tasks over the chaos mesh's flows, driven over HTTP as clients do, and a recorder of every
+status a client observed.
+
+A :class:`TaskPlan` is one task: ``fan`` (``split`` -> ``square``, 1..3 parts: fan-out children, retries under the
+injected handler errors) with its expected result, some of them canceled a moment after creation, and ``late``
+(``slow`` past a 2 s deadline). The :class:`Workload` creates the tasks (at most ``max_in_flight`` unfinished at a
+time), cancels those planned so, follows a share of them over SSE (``/api/v1/mesh/{id}/events``, one stream per
+follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each status seen becomes an
+:class:`Observation`; the order of one stream (one SSE follower, or the GET poller) is the order it was seen in.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+
+from asya_local.sse import SseParser
+
+__all__ = ["TERMINAL", "Observation", "Recorder", "TaskPlan", "Workload", "plan_tasks"]
+
+TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
+_POLL_PAUSE: Final = 0.2
+_FOLLOW_READ_SECONDS: Final = 3.0
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPlan:
+    flow: str
+    payload: dict[str, Any]
+    #: Seconds after creation to cancel the task (``None``: never).
+    cancel_after: float | None = None
+    follow: bool = False
+
+    @property
+    def expected(self) -> dict[str, Any] | None:
+        """The result a ``fan`` task must end with: frame 0's lineage, part 0 squared (P-FAN-6)."""
+        if self.flow != "fan":
+            return None
+        x = self.payload["x"]
+        return {"x": x, "part": 0, "square": x * x}
+
+
+def plan_tasks(
+    count: int, *, seed: int = 0, cancel_rate: float = 0.08, late_rate: float = 0.06, follow_rate: float = 0.25
+) -> list[TaskPlan]:
+    """``count`` tasks, the same for the same seed."""
+    draw = random.Random(seed)
+    plans = []
+    for index in range(count):
+        if draw.random() < late_rate:
+            plans.append(TaskPlan("late", {"sleep": 4}, follow=draw.random() < follow_rate))
+            continue
+        cancel = draw.uniform(0.0, 0.4) if draw.random() < cancel_rate else None
+        payload = {"x": index, "parts": draw.randint(1, 3)}
+        plans.append(TaskPlan("fan", payload, cancel_after=cancel, follow=draw.random() < follow_rate))
+    return plans
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    task_id: str
+    #: ``create``, ``get`` or ``sse``; ``stream`` names the ordered stream it belongs to.
+    source: str
+    stream: str
+    status: str
+    at: float
+
+
+class Recorder:
+    """Every observation, in the order each stream saw them (thread-safe)."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._monotonic = monotonic
+        self.observations: list[Observation] = []
+        self.errors: list[str] = []
+
+    def observe(self, task_id: str, source: str, stream: str, status: str) -> None:
+        with self._lock:
+            self.observations.append(Observation(task_id, source, stream, status, self._monotonic()))
+
+    def error(self, message: str) -> None:
+        with self._lock:
+            self.errors.append(message)
+
+
+class Workload:
+    """Runs ``plans`` against the gateway at ``url``; ``run`` returns ``{task id: plan}`` of the tasks created."""
+
+    def __init__(
+        self,
+        url: str,
+        plans: list[TaskPlan],
+        recorder: Recorder,
+        *,
+        max_in_flight: int = 40,
+        follow_workers: int = 6,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._url = url
+        self._plans = plans
+        self._recorder = recorder
+        self._max_in_flight = max_in_flight
+        self._follow_workers = follow_workers
+        self._monotonic = monotonic
+        self._lock = threading.Lock()
+        self._open: set[str] = set()
+        self._done = threading.Event()
+        self.tasks: dict[str, TaskPlan] = {}
+
+    def run(self, *, budget_seconds: float) -> dict[str, TaskPlan]:
+        """Create every task, then wait until each is terminal or the budget is spent."""
+        ends = self._monotonic() + budget_seconds
+        with (
+            httpx.Client(base_url=self._url, timeout=30) as http,
+            ThreadPoolExecutor(self._follow_workers, thread_name_prefix="chaos-follow") as followers,
+            ThreadPoolExecutor(2, thread_name_prefix="chaos-cancel") as cancels,
+        ):
+            poller = threading.Thread(target=self._poll, args=(ends,), name="chaos-poller", daemon=True)
+            poller.start()
+            for plan in self._plans:
+                while len(self._open) >= self._max_in_flight and self._monotonic() < ends:
+                    time.sleep(0.05)
+                if self._monotonic() >= ends:
+                    break
+                task_id = self._create(http, plan)
+                if task_id is None:
+                    continue
+                if plan.cancel_after is not None:
+                    cancels.submit(self._cancel, http, task_id, plan.cancel_after)
+                if plan.follow:
+                    followers.submit(self._follow, task_id)
+            while self._open and self._monotonic() < ends:
+                time.sleep(_POLL_PAUSE)
+            self._done.set()
+            poller.join()
+        return dict(self.tasks)
+
+    def _create(self, http: httpx.Client, plan: TaskPlan) -> str | None:
+        response = http.post("/api/v1/mesh/", params={"flow": plan.flow}, json={"payload": plan.payload})
+        if response.status_code != 201:
+            self._recorder.error(f"create {plan.flow}: {response.status_code} {response.text[:200]}")
+            return None
+        task_id = str(response.json()["id"])
+        with self._lock:
+            self.tasks[task_id] = plan
+            self._open.add(task_id)
+        self._recorder.observe(task_id, "create", "create", str(response.json()["status"]))
+        return task_id
+
+    def _cancel(self, http: httpx.Client, task_id: str, after: float) -> None:
+        time.sleep(after)
+        response = http.delete(f"/api/v1/mesh/{task_id}")
+        if response.status_code != 204:
+            self._recorder.error(f"cancel {task_id}: {response.status_code} {response.text[:200]}")
+
+    def _follow(self, task_id: str) -> None:
+        """One SSE follower until the terminal status. A stream quiet for ``_FOLLOW_READ_SECONDS`` is resumed with
+        ``Last-Event-ID`` (as EventSource does) once the workload is seen not to be over."""
+        stream = f"sse:{task_id}"
+        parser = SseParser()
+        timeout = httpx.Timeout(30, read=_FOLLOW_READ_SECONDS)
+        with httpx.Client(base_url=self._url, timeout=timeout) as http:
+            while not self._done.is_set():
+                headers = {"Accept": "text/event-stream"}
+                if parser.last_event_id is not None:
+                    headers["Last-Event-ID"] = parser.last_event_id
+                try:
+                    with http.stream("GET", f"/api/v1/mesh/{task_id}/events", headers=headers) as response:
+                        if response.status_code != 200:
+                            self._recorder.error(f"sse {task_id}: {response.status_code}")
+                            return
+                        for line in response.iter_lines():
+                            event = parser.feed(line)
+                            if event is None or event.event != "status":
+                                continue
+                            status = str(event.json()["status"])
+                            self._recorder.observe(task_id, "sse", stream, status)
+                            if status in TERMINAL:
+                                return
+                except httpx.ReadTimeout:
+                    continue
+                except httpx.HTTPError as exc:  # a broken stream is recorded, and counted by the checker
+                    self._recorder.error(f"sse {task_id}: {type(exc).__name__}: {exc}")
+                    return
+
+    def _poll(self, ends: float) -> None:
+        with httpx.Client(base_url=self._url, timeout=30) as http:
+            while not self._done.is_set() and self._monotonic() < ends:
+                with self._lock:
+                    pending = list(self._open)
+                for task_id in pending:
+                    response = http.get(f"/api/v1/mesh/{task_id}")
+                    if response.status_code != 200:
+                        self._recorder.error(f"get {task_id}: {response.status_code} {response.text[:200]}")
+                        continue
+                    status = str(response.json()["status"])
+                    self._recorder.observe(task_id, "get", "get", status)
+                    if status in TERMINAL:
+                        with self._lock:
+                            self._open.discard(task_id)
+                time.sleep(_POLL_PAUSE)

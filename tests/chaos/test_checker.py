@@ -1,0 +1,114 @@
+"""The chaos checker (P-ACK-7, P-STAT-2, P-FAN-3): each property holds on a clean history and reports its violation
+on a history built to break it, so a ``make chaos`` pass means something."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chaos.actors import HandlerCall
+from chaos.checker import DeadLetter, History, check, runs_after_lease
+from chaos.faults import Invocation
+from chaos.workload import Observation, TaskPlan
+
+pytestmark = pytest.mark.chaos
+
+PLAN = TaskPlan("fan", {"x": 3, "parts": 2})
+EXPECTED = {"x": 3, "part": 0, "square": 9}
+KEY = "succeeded/2026-11-25/0b7e0c2a-8f0e-4d51-9a57-2f1d1c6b9e10.jsonl"
+
+
+def _view(status: str = "succeeded", **extra: Any) -> dict[str, Any]:
+    return {"id": "t1", "status": status, "checkpoint_key": KEY, "checkpoint_line": 1, **extra}
+
+
+def _call(*faults: str, envelope: str = "t1", actor: str = "square", attempt: int = 1) -> HandlerCall:
+    invocation = Invocation(actor, "url", "m", "r", 1, {"id": envelope}, faults=list(faults))
+    return HandlerCall(actor, envelope, "t1", 2, attempt, invocation)
+
+
+def _history(**changes: Any) -> History:
+    base: dict[str, Any] = {
+        "tasks": {"t1": PLAN},
+        "observations": [
+            Observation("t1", "create", "create", "pending", 0.0),
+            Observation("t1", "get", "get", "running", 1.0),
+            Observation("t1", "get", "get", "succeeded", 2.0),
+        ],
+        "views": {"t1": _view()},
+        "calls": [_call()],
+        "checkpoints": {KEY: [{"id": "t1", "payload": EXPECTED}]},
+    }
+    return History(**{**base, **changes})
+
+
+def _failing(history: History) -> dict[str, list[str]]:
+    return {name: found for name, found in check(history).items() if found}
+
+
+def test_a_clean_history_passes_every_property() -> None:
+    assert _failing(_history()) == {}
+
+
+def test_terminal_once_reports_a_task_left_running_and_two_terminal_statuses() -> None:
+    """P-STAT-2: exactly one terminal status."""
+    assert "terminal_once" in _failing(_history(views={"t1": _view("running")}))
+    twice = [*_history().observations, Observation("t1", "sse", "sse:t1", "failed", 3.0)]
+    assert "terminal_once" in _failing(_history(observations=twice))
+
+
+def test_monotonic_reports_a_status_going_back_within_one_stream() -> None:
+    back = [Observation("t1", "sse", "sse:t1", "running", 0.0), Observation("t1", "sse", "sse:t1", "pending", 1.0)]
+    assert _failing(_history(observations=back)) == {"monotonic": ["t1: sse saw 'running' then 'pending'"]}
+
+
+def test_accounted_reports_leftovers_a_stray_dead_letter_and_a_timed_out_task_with_no_dead_letter() -> None:
+    """P-ACK-7: nothing is lost."""
+    assert "accounted" in _failing(_history(leftovers={"square": 2}))
+    assert "accounted" in _failing(_history(dead_letters=[DeadLetter("square", {"id": "other"})]))
+    timed_out = _history(views={"t1": _view("failed", error="task timed out")})
+    assert "accounted" in _failing(timed_out)
+    explained = _history(
+        views={"t1": _view("failed", error="task timed out")}, dead_letters=[DeadLetter("split", {"id": "t1"})]
+    )
+    assert "accounted" not in _failing(explained)
+
+
+def test_checkpoint_reports_a_wrong_payload_a_missing_line_and_contradictory_lines() -> None:
+    wrong = {KEY: [{"id": "t1", "payload": {"x": 3, "part": 0, "square": 10}}]}
+    assert "checkpoint" in _failing(_history(checkpoints=wrong))
+    assert "checkpoint" in _failing(_history(checkpoints={}))
+    both = {KEY: [{"id": "t1", "payload": EXPECTED}], "failed/2026-11-25/x.jsonl": [{"id": "t1", "payload": {}}]}
+    assert "checkpoint" in _failing(_history(checkpoints=both))
+
+
+def test_checkpoint_reports_a_failure_nothing_explains_and_accepts_exhausted_retries() -> None:
+    failed = {"t1": _view("failed", error="ChaosError")}
+    assert "checkpoint" in _failing(_history(views=failed))
+    exhausted = [_call("handler_error", actor="split", attempt=attempt) for attempt in (1, 2, 3)]
+    assert "checkpoint" not in _failing(_history(views=failed, calls=exhausted))
+
+
+def test_duplicates_are_explained_only_by_a_run_that_could_not_ack() -> None:
+    """P-ACK-7: a second run of one hop needs a crash or a failed record before it."""
+    assert "duplicates" in _failing(_history(calls=[_call(), _call()]))
+    assert "duplicates" in _failing(_history(calls=[_call("duplicate", "lease_expiry"), _call()]))
+    assert "duplicates" not in _failing(_history(calls=[_call("crash_after_send"), _call()]))
+    assert "duplicates" not in _failing(_history(calls=[_call("dynamodb_throttle"), _call()]))
+
+
+def test_children_reports_a_task_item_write_by_a_child() -> None:
+    """P-FAN-3: children never write a task status."""
+    writes = [{"actor": "square", "task": "t1", "operation": "UpdateItem"}]
+    assert _failing(_history(child_task_writes=writes)) == {"children": ["square wrote task t1 (UpdateItem)"]}
+
+
+def test_a_repeated_run_one_lease_later_is_explained_and_counted() -> None:
+    """P-ACK-7: "a duplicate arrives after the lease ended and before the next hop claimed"."""
+    first, again = _call(), _call()
+    late = HandlerCall(again.actor, again.envelope_id, again.task_id, again.hop, again.attempt, again.invocation, 30.0)
+    assert "duplicates" not in _failing(_history(calls=[first, late], lease_seconds=25.0))
+    assert runs_after_lease([first, late], 25.0) == 1
+    early = HandlerCall(again.actor, again.envelope_id, again.task_id, again.hop, again.attempt, again.invocation, 5.0)
+    assert "duplicates" in _failing(_history(calls=[first, early], lease_seconds=25.0))
