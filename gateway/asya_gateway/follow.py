@@ -10,8 +10,11 @@ strongly consistent query per poll). Rules:
 2. each poll sends, in number order, every fly event above the cursor; a number in ``(cursor, last_seq]`` without a
    fly item is held back until ``gap_wait`` seconds (1 s) after this follower first saw it (its fly item may still
    be written, P-STAT-16), then counts as a status change; no event passes a held-back number (GW-SSE-6). The task
-   item names the number of its latest status change (``status_seq``): that one is known to carry no fly item and
-   is never held back, so FLY values that follow a hop's claim stream without the hold-back's second;
+   item names the numbers of its newest FLY flush (``fly_from``..``fly_to``) and of its latest status change
+   (``status_seq``): only a number of that flush can still get its item, so only those are held back; any other
+   number without an item is a status change at once (flushes of one envelope are sequential: its earlier flushes'
+   items were written before the newest flush took its numbers). So a fast task's terminal status and the FLY
+   values after a hop's claim arrive without the hold-back's second;
 3. when the record's status data changed since the last status sent (status, step, current actor, progress, and
    also the rest, such as a retry's attempt; not the timestamp alone), one ``status`` event with the record's state
    and id = ``last_seq``, or one less than the lowest held-back number, whichever is lower (changes between two
@@ -138,6 +141,9 @@ async def follow(
         now = monotonic()
         status, deadline_at = snap.status, snap.deadline_at
         fly = {int(event["seq"]): event for event in snap.fly}
+        for number in range(cursor + 1, snap.last_seq + 1):
+            if number not in fly:  # every number's hold-back starts when this follower first sees it, not when reached
+                first_seen.setdefault(number, now)
         held: int | None = None
         for number in range(cursor + 1, snap.last_seq + 1):
             event = fly.get(number)
@@ -146,8 +152,7 @@ async def follow(
                 cursor = number
                 last_output = last_change = now
                 continue
-            seen = first_seen.setdefault(number, now)
-            if number != snap.status_seq and now - seen < settings.gap_wait:
+            if snap.may_be_fly(number) and now - first_seen[number] < settings.gap_wait:
                 held = number
                 break
             cursor = number  # a number without an item, older than the hold-back: a status change

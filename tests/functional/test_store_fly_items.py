@@ -81,3 +81,22 @@ def test_gw_evt_4_external_producer_without_actor_reads_back_none(store: TaskSto
         {"payload": "x", "actor": None, "envelope_id": ENVELOPE},
         {"payload": "y", "actor": None, "envelope_id": ENVELOPE},
     ]
+
+
+def test_gw_sse_6_the_task_item_names_the_newest_flush_so_followers_hold_back_only_its_numbers(
+    store: TaskStore,
+) -> None:
+    """A flush takes its numbers and names them on the task item (``fly_from``..``fly_to``) in the same write; a
+    follower holds back only those (GW-SSE-6): the numbers of status changes and of older flushes are never waited on."""
+    store.create_task(task_id="t-range", actor="normalize")
+    value = FlyValue(payload="a", actor="summarize", envelope_id="t-range")
+    assert store.append_fly("t-range", [value, value])  # numbers 2, 3
+    store.report_running(
+        "t-range", step="processing", actor="summarize", route_prev=[], route_curr="summarize", route_next=[]
+    )  # 4
+    assert store.append_fly("t-range", [value])  # number 5
+    snap = store.snapshot("t-range", 0)
+    assert snap is not None
+    assert (snap.last_seq, snap.status_seq, snap.fly_range) == (5, 4, (5, 5))
+    assert [n for n in range(1, 6) if snap.may_be_fly(n)] == [5]
+    assert [event["seq"] for event in snap.fly] == [2, 3, 5]

@@ -99,19 +99,29 @@ class FakeTask:
         self.fly: dict[int, Any] = dict(fly or {})
         self.deadline_at = deadline_at
         self.gone = False
+        self.status_seq = last_seq
+        self.fly_range = (0, 0)
         self.on_poll = on_poll
         self.polls = 0
         self.time_outs: list[str] = []
 
     def change(self, status: str, *, step: str | None = None, numbers: int = 1) -> None:
-        """``numbers`` status changes, of which only the last state is visible (the single task item)."""
+        """``numbers`` status changes, of which only the last state is visible (the single task item); the item
+        names the number of the latest (``status_seq``)."""
         self.status, self.step = status, step
         self.last_seq += numbers
+        self.status_seq = self.last_seq
+
+    def reserve(self, count: int) -> tuple[int, int]:
+        """A FLY flush takes ``count`` numbers (named on the item as the newest flush) before its item is written."""
+        self.fly_range = (self.last_seq + 1, self.last_seq + count)
+        self.last_seq += count
+        return self.fly_range
 
     def add_fly(self, *payloads: Any) -> None:
-        for payload in payloads:
-            self.last_seq += 1
-            self.fly[self.last_seq] = payload
+        first, _ = self.reserve(len(payloads))
+        for offset, payload in enumerate(payloads):
+            self.fly[first + offset] = payload
 
     @property
     def data(self) -> dict[str, Any]:
@@ -129,7 +139,13 @@ class FakeTask:
             if n > after
         ]
         return Snapshot(
-            status=self.status, last_seq=self.last_seq, data=self.data, fly=fly, deadline_at=self.deadline_at
+            status=self.status,
+            last_seq=self.last_seq,
+            data=self.data,
+            fly=fly,
+            deadline_at=self.deadline_at,
+            status_seq=self.status_seq,
+            fly_range=self.fly_range,
         )
 
     async def time_out(self, deadline_at: str) -> None:
@@ -183,9 +199,9 @@ def run(
 
 
 def test_status_changes_between_reads_coalesce_and_the_terminal_comes_last_with_id_l_gw_sse_3_4_7() -> None:
-    """Two changes (numbers 3 and 4) seen in one read give one status event with the later state; its id is one less
-    than the lowest held-back number (GW-SSE-6), never a number the client may still miss; the terminal status
-    waits out its own hold-back and closes the stream with id = last_seq."""
+    """Two changes (numbers 3 and 4) seen in one read give one status event with the later state and id 4: no number
+    of a FLY flush is pending, so none is held back and nothing waits; the terminal status closes the stream with id =
+    last_seq."""
 
     def mesh(poll: int, task: FakeTask) -> None:
         if poll == 2:
@@ -197,10 +213,32 @@ def test_status_changes_between_reads_coalesce_and_the_terminal_comes_last_with_
     polls: list[int] = []
     assert run(task, position=2, polls=polls) == [
         ("status", None, "running"),
-        ("status", 2, "running"),
+        ("status", 4, "running"),
         ("status", 5, "succeeded"),
     ]
-    assert polls[-1] >= 8 + int(SETTINGS.gap_wait / STEP)  # number 5 was held back 1 s before the terminal event
+    assert polls[-1] == 8  # no hold-back: the terminal event leaves in the poll that read it
+
+
+def test_a_status_change_seen_while_a_flush_is_pending_takes_the_id_below_it_gw_sse_6() -> None:
+    """A flush took number 3 (its item not yet written) and a claim took 4: the status event goes out at once with id
+    2, below the held number, and the fly event follows when its item arrives."""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 2:
+            task.reserve(1)
+            task.change("running", step="c")
+        elif poll == 3:
+            task.fly[3] = "late"
+        elif poll == 4:
+            task.change("succeeded", step="c")
+
+    task = FakeTask("running", 2, step="a", on_poll=mesh)
+    assert run(task, position=2) == [
+        ("status", None, "running"),
+        ("status", 2, "running"),
+        ("fly", 3, "late"),
+        ("status", 5, "succeeded"),
+    ]
 
 
 def test_without_a_hold_back_a_coalesced_status_carries_last_seq_and_ids_skip_gw_sse_3() -> None:
@@ -244,7 +282,7 @@ def test_a_late_fly_item_is_awaited_and_no_event_passes_a_held_back_number_gw_ss
 
     def mesh(poll: int, task: FakeTask) -> None:
         if poll == 1:
-            task.last_seq = 3
+            task.reserve(2)  # numbers 2 and 3; the item of 3 lands first
             task.fly[3] = "second"
         elif poll == 2:
             task.fly[2] = "first"
@@ -263,13 +301,14 @@ def test_a_late_fly_item_is_awaited_and_no_event_passes_a_held_back_number_gw_ss
 
 
 def test_a_number_without_an_item_becomes_a_status_change_after_one_second_gw_sse_6() -> None:
-    """Number 2 never gets an item: the state change is sent at once with id 1 (below the held number), fly 3 only
-    once number 2 is 1 s old for this stream."""
+    """A flush took numbers 3 and 4 but only 4's item was ever written (its writer died): the state change (2) is sent
+    at once, fly 4 only once number 3 is 1 s old for this stream, and then 3 counts as a status change."""
 
     def mesh(poll: int, task: FakeTask) -> None:
         if poll == 1:
             task.change("running", step="b")
-            task.add_fly("value")
+            task.reserve(2)
+            task.fly[4] = "value"
         elif poll == 12:
             task.change("succeeded", step="b")
 
@@ -277,9 +316,9 @@ def test_a_number_without_an_item_becomes_a_status_change_after_one_second_gw_ss
     polls: list[int] = []
     assert run(task, position=1, polls=polls) == [
         ("status", None, "running"),
-        ("status", 1, "running"),
-        ("fly", 3, "value"),
-        ("status", 4, "succeeded"),
+        ("status", 2, "running"),
+        ("fly", 4, "value"),
+        ("status", 5, "succeeded"),
     ]
     assert polls[1] == 1
     assert polls[2] == 1 + int(SETTINGS.gap_wait / STEP)
@@ -324,7 +363,7 @@ def test_paused_is_not_terminal_gw_sse_7() -> None:
     task = FakeTask("paused", 2, step="a", on_poll=mesh)
     assert run(task, position=2) == [
         ("status", None, "paused"),
-        ("status", 2, "running"),
+        ("status", 3, "running"),
         ("status", 4, "succeeded"),
     ]
 

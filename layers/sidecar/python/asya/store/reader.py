@@ -49,6 +49,13 @@ class Snapshot:
     deadline_at: str | None
     #: the number of the record's latest status change (no fly item will ever carry it)
     status_seq: int = 0
+    #: the numbers of the newest FLY flush (``0, 0`` when none): only these may still get their item
+    fly_range: tuple[int, int] = (0, 0)
+
+    def may_be_fly(self, number: int) -> bool:
+        """Whether a number without a fly item may still get one (the newest flush's), so a follower holds it back;
+        any other such number is a status change (GW-SSE-6)."""
+        return number != self.status_seq and self.fly_range[0] <= number <= self.fly_range[1]
 
     @property
     def terminal(self) -> bool:
@@ -129,6 +136,7 @@ class TaskReader:
             fly=expand_fly(items, after_seq=after_seq, now=now),
             deadline_at=rec.get_str(item, "deadline_at"),
             status_seq=rec.get_int(item, "status_seq") or 0,
+            fly_range=(rec.get_int(item, "fly_from") or 0, rec.get_int(item, "fly_to") or 0),
         )
 
     def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:

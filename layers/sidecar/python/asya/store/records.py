@@ -4,8 +4,8 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
 
 - ``TASK``, the hot item, kept under 1 KB (GW-DATA-8): ``id``, ``status``, ``status_order``, ``created_at``,
   ``updated_at``, ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message`` (<= 128 bytes),
-  ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``data`` (JSON of the
-  small extra status data), ``error`` (<= 256 bytes),
+  ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``fly_from``/``fly_to``
+  (the numbers of the newest FLY flush), ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
   ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
   (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status);

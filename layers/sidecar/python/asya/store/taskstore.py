@@ -389,9 +389,16 @@ class TaskStore:
             response = self.dynamodb.update_item(
                 TableName=self.table,
                 Key=rec.key(task_id, rec.TASK_SK),
-                UpdateExpression="ADD last_seq :n",
+                # the numbers of the newest flush are named on the item (fly_from..fly_to): a follower holds back
+                # only those while their item may still be on its way; any other number without an item is a status
+                # change (GW-SSE-6). SET x = x + n is ADD's atomic increment, with the old value readable beside it.
+                UpdateExpression="SET last_seq = last_seq + :n, fly_from = last_seq + :one, fly_to = last_seq + :n",
                 ConditionExpression="attribute_exists(pk) AND status_order < :terminal",
-                ExpressionAttributeValues={":n": rec.num_av(len(values)), ":terminal": rec.num_av(3)},
+                ExpressionAttributeValues={
+                    ":n": rec.num_av(len(values)),
+                    ":one": rec.num_av(1),
+                    ":terminal": rec.num_av(3),
+                },
                 ReturnValues="UPDATED_NEW",
             )
         except ClientError as exc:
