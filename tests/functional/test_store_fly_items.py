@@ -87,7 +87,7 @@ def test_gw_sse_6_the_task_item_names_the_newest_flush_so_followers_hold_back_on
     store: TaskStore,
 ) -> None:
     """A flush takes its numbers and names them on the task item (``fly_from``..``fly_to``) in the same write; a
-    follower holds back only those (GW-SSE-6): the numbers of status changes and of older flushes are never waited on."""
+    follower holds back only those (GW-SSE-6): numbers of status changes and of older flushes are never waited on."""
     store.create_task(task_id="t-range", actor="normalize")
     value = FlyValue(payload="a", actor="summarize", envelope_id="t-range")
     assert store.append_fly("t-range", [value, value])  # numbers 2, 3
