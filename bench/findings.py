@@ -44,10 +44,9 @@ def _overhead(results: Mapping[str, Any]) -> str | None:
     top = ", ".join(f"{k} {v:.0%}" for k, v in shares[:5])
     text = (
         f"**Overhead.** No single part dominates at 1 KB ({top}). Per envelope the layer parses the body, checks "
-        "that the handler's result is plain JSON, encodes about three JSON documents (the outgoing envelope, the "
-        "status data, the event item), builds the conditional status update and stages the send and its "
-        "idempotency entry; each costs a few to a few tens of µs in CPython, so 100 µs needs most of them moved "
-        "to C or dropped, not one hot spot fixed."
+        "that the handler's result is plain JSON, encodes the outgoing envelope, builds the hop claim (one "
+        "conditional update: fence, lease and running status) and stages the send; each costs a few to a few "
+        "tens of µs in CPython, so 100 µs needs most of them moved to C or dropped, not one hot spot fixed."
     )
     big = _by_share(get_path(results, "overhead", "profile", "100kb"))
     big_top = big[0] if big else None
@@ -144,9 +143,10 @@ def _latency(results: Mapping[str, Any]) -> str | None:
             f"{mesh_busy * 100:.0f}%: {_limit(moto_busy, mesh_busy)}. "
         )
     return text + (
-        "A hop is a chain of moto round trips (receive, pre-flight read, status update and event, send, idempotency "
-        "write, delete), each a few milliseconds, so the hop latency tracks the request count per hop rather than "
-        "the layer's CPU. Fewer requests per hop (sections 2 and 3) improve all three figures."
+        "A hop is a chain of moto round trips (receive, pre-flight read, the hop claim, send, delete), each a few "
+        "milliseconds; the hop latency here is each task's end-to-end time over SSE divided by its envelope-hops, so "
+        "it also carries the gateway's 250 ms poll of the task item. Fewer requests per hop (sections 2 and 3) "
+        "improve all three figures."
     )
 
 
