@@ -179,7 +179,7 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                                 "type": "object",
                                 "properties": {
                                     "actors": {
-                                        "type": "array",
+                                        "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
                                         "maxItems": MAX_DIAGNOSTIC_NAMES,
                                         "items": {"enum": actors},
                                     }

@@ -224,8 +224,6 @@ def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Cons
     _open(page, console, f"#/task/{task_id}")
     _wait_status(page, "succeeded")
     answer = httpx.get(f"{console.mesh.url}/api/v1/dev/history/{task_id}")
-    if answer.status_code == 404:
-        pytest.skip("GET /api/v1/dev/history/{id} is not served on this branch (the developer-experience issue)")
     assert answer.status_code == 200, answer.text
     timeline = page.locator("[data-testid=timeline]")
     timeline.wait_for()

@@ -463,11 +463,6 @@ def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh) ->
     }
 
 
-@pytest.mark.skip(reason="resume (x-pause/x-resume, GW-RESUME-3) is not built yet: a paused task answers -32004")
-def test_a2a_message_with_task_id_resumes_a_paused_task_gw_a2a_7(agents_mesh: LocalMesh) -> None:
-    raise AssertionError("needs a flow with x-pause")
-
-
 def test_a2a_message_with_task_id_of_a_task_not_waiting_gw_a2a_7(agents_mesh: LocalMesh) -> None:
     done = _rpc(
         agents_mesh.url,
