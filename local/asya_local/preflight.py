@@ -19,7 +19,6 @@ that loads a model in ``__init__`` costs nothing at synth time. Either way the c
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from asya import naming
-from asya.abi import load_handler
+from asya.abi import import_handler_module, load_handler
 from asya.exceptions import HandlerLoadError
 from asya.manifest import Manifest
 from asya_local.exceptions import LocalModeError
@@ -78,7 +77,7 @@ def _check_statically(spec: str, directory: Path) -> None:
         )
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
-    module, rest = _import(parts, spec)
+    module, rest = import_handler_module(parts, spec)
     if len(rest) == 2:
         klass = _attribute(module, rest[0], spec)
         if not isinstance(klass, type):
@@ -104,26 +103,6 @@ def _check_statically(spec: str, directory: Path) -> None:
     if not callable(target):
         raise HandlerLoadError(f"handler {spec!r} is not callable: it is a value of type {type(target).__name__}")
     _check_signature(target, spec, args=1)
-
-
-def _import(parts: list[str], spec: str) -> tuple[ModuleType, list[str]]:
-    tried: list[str] = []
-    for size in (len(parts) - 1, len(parts) - 2):
-        if size < 1:
-            break
-        name = ".".join(parts[:size])
-        try:
-            return importlib.import_module(name), parts[size:]
-        except ModuleNotFoundError as exc:
-            if exc.name is not None and (name == exc.name or name.startswith(exc.name + ".")):
-                tried.append(f"{name} ({exc})")
-                continue
-            raise HandlerLoadError(f"handler {spec!r}: importing module {name!r} failed: {exc}") from None
-        except Exception as exc:
-            raise HandlerLoadError(
-                f"handler {spec!r}: importing module {name!r} failed: {type(exc).__name__}: {exc}"
-            ) from None
-    raise HandlerLoadError(f"handler {spec!r}: no module could be imported; tried {'; '.join(tried)}")
 
 
 def _attribute(module: ModuleType, name: str, spec: str) -> Any:

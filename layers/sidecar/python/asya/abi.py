@@ -66,6 +66,7 @@ __all__ = [
     "HandlerError",
     "HandlerKind",
     "error_details",
+    "import_handler_module",
     "load_handler",
     "to_jsonable",
 ]
@@ -168,7 +169,7 @@ def load_handler(spec: str, *, code_dir: str = "") -> Handler:
     if code_dir and code_dir not in sys.path:
         sys.path.insert(0, code_dir)
     parts = spec.split(".")
-    module, rest = _import_longest_prefix(parts, spec)
+    module, rest = import_handler_module(parts, spec)
     target = _resolve(module, rest, spec)
     _check_one_positional(target, spec)
     return Handler(target, spec=spec)
@@ -285,7 +286,7 @@ async def _drive_async(agen: _AsyncGen[Any, Any], state: AbiState, on_frame: OnF
 # --- loading -------------------------------------------------------------------------------------------------------
 
 
-def _import_longest_prefix(parts: list[str], spec: str) -> tuple[ModuleType, list[str]]:
+def import_handler_module(parts: list[str], spec: str) -> tuple[ModuleType, list[str]]:
     """The module (the longest importable prefix leaving one or two attributes) and the remaining names."""
     missing: list[str] = []
     for size in (len(parts) - 1, len(parts) - 2):
