@@ -32,7 +32,7 @@ BENCH_DIR: Final = Path(__file__).resolve().parent
 RESULTS: Final = BENCH_DIR / "results" / "latest.json"
 REPORT: Final = BENCH_DIR / "REPORT.md"
 PRICES: Final = BENCH_DIR / "prices.toml"
-SECTIONS: Final = ("overhead", "traffic", "latency", "coldstart", "memory", "fanin")
+SECTIONS: Final = ("overhead", "traffic", "latency", "coldstart", "memory", "fanin", "agents")
 
 
 def _runner(name: str) -> Callable[[bool], Any]:
@@ -56,6 +56,10 @@ def _runner(name: str) -> Callable[[bool], Any]:
         from bench import fanin
 
         return lambda quick: fanin.run(quick=quick)
+    if name == "agents":
+        from bench import agents
+
+        return lambda quick: agents.run(quick=quick)
     from bench import memory
 
     return lambda quick: memory.run(batches=20 if quick else memory.BATCHES)

@@ -445,6 +445,38 @@ def _memory(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str
     return out + _section_verdicts(verdicts, "6")
 
 
+def _agents(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 8. MCP tools/call against REST", ""]
+    data = results.get("agents")
+    if not data:
+        return [*out, "Not measured.", ""]
+    rest, mcp, over = data["rest"], data["mcp"], data["mcp_over_rest"]
+    out += [
+        f"{rest['tasks']} `text-pipeline` tasks one after another through REST (create, then SSE to the terminal "
+        "status), then as many through one MCP session's streamed `tools/call` (`bench/agents.py`), on one local "
+        "mesh; every AWS call metered. Per task:",
+        "",
+    ]
+
+    def calls(phase: Mapping[str, Any]) -> str:
+        return ", ".join(f"{k} {fmt(v)}" for k, v in phase["requests_per_task"].items())
+
+    out += table(
+        ["path", "AWS requests", "DynamoDB write units", "wall time (ms, median)"],
+        [
+            ["REST create + SSE", calls(rest), fmt(rest["wru_per_task"]), fmt(rest["wall_ms"]["median"], 0)],
+            ["MCP tools/call", calls(mcp), fmt(mcp["wru_per_task"]), fmt(mcp["wall_ms"]["median"], 0)],
+            [
+                "**MCP overhead**",
+                f"{over['requests_per_task']:+.2f}",
+                f"{over['wru_per_task']:+.2f}",
+                f"{over['wall_ms_median']:+.0f}",
+            ],
+        ],
+    )
+    return out
+
+
 def _fanin(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
     out = ["## 7. Fan-in", ""]
     data = results.get("fanin")
@@ -497,7 +529,7 @@ def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
         "",
     ]
     lines += table(["§", "figure", "measured", "target", "verdict"], _verdict_rows(verdicts))
-    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory, _fanin):
+    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory, _fanin, _agents):
         lines += section(results, verdicts)
     if notes:
         lines += ["## Findings", ""]
