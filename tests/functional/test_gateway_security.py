@@ -29,6 +29,7 @@ from asya_gateway import GatewayConfig, create_app
 from asya_gateway.auth import PUBLIC_PATHS
 from asya_gateway.logs import JsonFormatter
 from asya_gateway.webconsole import is_console_path
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.functional
 
@@ -126,7 +127,10 @@ def test_request_ids_cannot_be_forged_into_logs_gw_gen_4(
     assert response.status_code == 404
     request_id = response.headers["x-request-id"]
     assert str(uuid.UUID(request_id, version=4)) == request_id
-    [access] = [r for r in caplog.records if r.name == "asya_gateway.access"]
+    # the server thread writes its access line after the response left: wait for it rather than race it
+    [access] = wait_for(
+        lambda: [r for r in caplog.records if r.name == "asya_gateway.access"], "the access log line", limit=10
+    )
     assert access.__dict__["request_id"] == request_id
     assert not any(forged in line for line in _log_lines(caplog))
 
