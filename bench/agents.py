@@ -11,18 +11,16 @@ MCP phase's figure less the REST phase's, per task: what speaking MCP adds to th
 from __future__ import annotations
 
 import time
-from typing import Any, Final
+from typing import Any
 
 import httpx
 
 from asya_local.mcp_client import McpClient
-from bench.meshes import FLOW, PAYLOAD, TaskCreator, manifest_variant, running_mesh
+from bench.meshes import FLOW, PAYLOAD, TaskCreator, follow_to_terminal, manifest_variant, running_mesh
 from bench.meter import Meter, Usage
 from bench.stats import summarize
 
 __all__ = ["run", "summarize_phase"]
-
-_TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 
 
 def summarize_phase(usage: dict[tuple[str, str, str], Usage], *, tasks: int, wall_ms: list[float]) -> dict[str, Any]:
@@ -41,25 +39,12 @@ def summarize_phase(usage: dict[tuple[str, str, str], Usage], *, tasks: int, wal
     }
 
 
-def _follow(http: httpx.Client, url: str, task_id: str) -> None:
-    with http.stream("GET", f"{url}/api/v1/mesh/{task_id}/events") as response:
-        event = ""
-        for line in response.iter_lines():
-            if line.startswith("event:"):
-                event = line[len("event:") :].strip()
-            elif line.startswith("data:") and event == "status":
-                status = httpx.Response(200, content=line[len("data:") :].strip()).json().get("status")
-                if status in _TERMINAL:
-                    return
-    raise RuntimeError(f"agents benchmark: the stream of task {task_id} ended before a terminal status")
-
-
 def _rest(http: httpx.Client, url: str, tasks: int) -> list[float]:
     creator = TaskCreator(http, url)
     wall: list[float] = []
     for _ in range(tasks):
         started = time.monotonic()
-        _follow(http, url, creator.create({**PAYLOAD, "stream": False}))
+        follow_to_terminal(http, url, creator.create({**PAYLOAD, "stream": False}))
         wall.append((time.monotonic() - started) * 1000)
     return wall
 

@@ -34,28 +34,13 @@ from typing import Any, Final
 import httpx
 
 from asya.store import TaskStore
-from bench.meshes import TaskCreator, flow_actors, manifest_variant, running_mesh, statuses
+from bench.meshes import TaskCreator, flow_actors, follow_to_terminal, manifest_variant, running_mesh, statuses
 from bench.meter import Meter
 from bench.stats import summarize
 
 __all__ = ["run"]
 
-_TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 _WAIT_SECONDS: Final = 180.0
-
-
-def _follow(http: httpx.Client, url: str, task_id: str) -> str:
-    """Read the task's SSE stream until a terminal status; returns it."""
-    with http.stream("GET", f"{url}/api/v1/mesh/{task_id}/events") as response:
-        event = ""
-        for line in response.iter_lines():
-            if line.startswith("event:"):
-                event = line[len("event:") :].strip()
-            elif line.startswith("data:") and event == "status":
-                status = httpx.Response(200, content=line[len("data:") :].strip()).json().get("status")
-                if status in _TERMINAL:
-                    return str(status)
-    raise RuntimeError(f"SSE stream of task {task_id} ended before a terminal status")
 
 
 def _low_load(mesh: Any, store: TaskStore, tasks: int) -> dict[str, Any]:
@@ -67,7 +52,7 @@ def _low_load(mesh: Any, store: TaskStore, tasks: int) -> dict[str, Any]:
         for _ in range(tasks):
             started = time.monotonic()
             task_id = creator.create()
-            status = _follow(http, mesh.url, task_id)
+            status = follow_to_terminal(http, mesh.url, task_id)
             e2e.append((time.monotonic() - started) * 1000)
             if status != "succeeded":
                 raise RuntimeError(f"latency benchmark: task {task_id} ended {status}")
@@ -190,7 +175,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         with httpx.Client(timeout=30) as http:
             creator = TaskCreator(http, mesh.url)
             for _ in range(3):  # warm-up: containers, queue URLs, the gateway's first requests
-                _follow(http, mesh.url, creator.create())
+                follow_to_terminal(http, mesh.url, creator.create())
         low = _low_load(mesh, store, low_tasks)
         saturation = _saturation(mesh, store, meter, saturation_tasks, creators=4)
         endpoint = mesh.clients.endpoint_url

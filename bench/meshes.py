@@ -25,6 +25,7 @@ __all__ = [
     "PAYLOAD",
     "TaskCreator",
     "flow_actors",
+    "follow_to_terminal",
     "manifest_variant",
     "running_mesh",
     "statuses",
@@ -33,6 +34,7 @@ __all__ = [
 
 MANIFEST_PATH: Final = Path(__file__).resolve().parent.parent / "asya.yaml"
 FLOW: Final = "text-pipeline"
+_TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 PAYLOAD: Final = {"text": "Hello World, what a GREAT day to measure an actor mesh"}
 
 
@@ -82,6 +84,20 @@ class TaskCreator:
         if response.status_code != 201:
             raise RuntimeError(f"creating a {flow} task failed: {response.status_code} {response.text}")
         return str(response.json()["id"])
+
+
+def follow_to_terminal(http: httpx.Client, url: str, task_id: str) -> str:
+    """Read the task's SSE stream until a terminal status, as a client would; returns that status."""
+    with http.stream("GET", f"{url}/api/v1/mesh/{task_id}/events") as response:
+        event = ""
+        for line in response.iter_lines():
+            if line.startswith("event:"):
+                event = line[len("event:") :].strip()
+            elif line.startswith("data:") and event == "status":
+                status = httpx.Response(200, content=line[len("data:") :].strip()).json().get("status")
+                if status in _TERMINAL:
+                    return str(status)
+    raise RuntimeError(f"SSE stream of task {task_id} ended before a terminal status")
 
 
 def statuses(store: Any, ids: Sequence[str]) -> dict[str, str]:
