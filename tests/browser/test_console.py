@@ -227,8 +227,14 @@ def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Cons
     assert answer.status_code == 200, answer.text
     timeline = page.locator("[data-testid=timeline]")
     timeline.wait_for()
+    from playwright.sync_api import expect  # the tier skips, not errors, where playwright is missing (conftest)
+
     steps = answer.json()["steps"]
-    assert timeline.locator("tbody tr").count() == len(steps)
+    # the page loads its timeline on open and again after the terminal status: wait for the latter
+    expect(timeline.locator("tbody tr")).to_have_count(len(steps))
+    assert [row.locator("td strong").text_content() for row in timeline.locator("tbody tr").all()] == [
+        step["actor"] for step in steps
+    ]
 
 
 def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(page: Any, console: Console) -> None:

@@ -442,8 +442,13 @@ async function taskPage(alive, id) {
     fly.dataset.count = String(flyCount);
   }
 
+  // The first load (on open) and the one after a terminal status may answer out of order: only the latest request's
+  // answer is shown, or a slow first answer would hide the final steps.
+  let timelineRequest = 0;
   async function loadTimeline() {
+    const request = ++timelineRequest;
     const steps = await history(id);
+    if (request !== timelineRequest || !alive()) return;
     timeline.replaceChildren(...(steps ? [steps] : []));
   }
 
