@@ -9,7 +9,11 @@ empty.
   ``pending`` < ``running`` < terminal.
 - ``accounted``: no envelope is lost: after the run every actor queue is empty (each message acked, in a DLQ or
   consumed by x-sump), every dead letter belongs to a task of the run, and a ``fan`` task that timed out has an
-  envelope in a DLQ to show for it.
+  envelope in a DLQ to show for it, or was *late by redelivery*: an invocation holding its task envelope met a fault
+  that returns the record after its visibility timeout (a crash, an injected failure) so late that the record came
+  back less than ``_ROUTE_SECONDS`` before the task's deadline, or after it. Such a task was not lost: crashes in a row
+  (each costs a visibility timeout) used up its deadline, and the layer sent the late envelope to x-sink as
+  failed, reason ``Timeout`` (P-TIME-3).
 - ``checkpoint``: a succeeded task's view names a checkpoint line (``checkpoint_key``, ``checkpoint_line``) whose
   payload equals the expected result; a task never has both a ``succeeded/`` and a ``failed/`` line, nor two
   succeeded lines with different payloads; a task's outcome is the expected one (``late`` fails; ``fan`` succeeds
@@ -18,6 +22,8 @@ empty.
   was in an invocation that a crash or an injected failure kept from acking, or started at least a lease
   (``lease_seconds``) before, so its lease had ended (P-ACK-7); injected duplicate messages and visibility timeouts
   that expire mid-handler never reach the handler while the lease is live.
+- ``followed``: every task followed over SSE had its terminal status delivered on that stream, across any number of
+  resumes (``Last-Event-ID``) after gateway restarts (GW-SSE-5, GW-SSE-7).
 - ``children``: no write to a task item comes from an invocation that holds no envelope of that task's id (a fan-out
   child's), P-FAN-3.
 """
@@ -30,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from chaos.actors import HandlerCall
-from chaos.faults import REDELIVERING
+from chaos.faults import REDELIVERING, Invocation
 from chaos.workload import TERMINAL, Observation, TaskPlan
 
 __all__ = ["PROPERTIES", "DeadLetter", "History", "check"]
@@ -42,12 +48,16 @@ PROPERTIES: Final = {
     "accounted": "envelopes accounted for (acked, DLQ, x-sump)",
     "checkpoint": "checkpoint = expectation, none contradictory",
     "duplicates": "duplicate handler runs explained (P-ACK-7)",
+    "followed": "SSE followers saw the terminal status",
     "children": "children wrote no task status",
 }
 _RANK: Final = {"pending": 0, "running": 1, "paused": 1}
 _TIMED_OUT: Final = "task timed out"
 #: ``max_attempts`` of the chaos mesh's retry policies (chaos/mesh/asya.yaml).
 _MAX_ATTEMPTS: Final = 3
+#: Seconds a redelivered task envelope may need to finish the rest of its route under load: a record that came back
+#: closer than this to the deadline explains a timeout.
+_ROUTE_SECONDS: Final = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +82,12 @@ class History:
     checkpoints: Mapping[str, list[dict[str, Any]]] = field(default_factory=dict)
     #: The hop lease: the Lambda timeout + 10 s (P-ACK-8).
     lease_seconds: float = 25.0
+    #: Every invocation of an actor, with the faults it met (handler calls are only those that reached a handler).
+    invocations: Sequence[Invocation] = ()
+    #: The user actors' queue visibility timeout: how long a crashed invocation's record stays away.
+    visibility_seconds: float = 30.0
+    #: Flow name -> its deadline in seconds from creation (the manifest's ``flows.*.timeout``).
+    flow_timeouts: Mapping[str, float] = field(default_factory=dict)
 
 
 def check(history: History) -> dict[str, list[str]]:
@@ -82,6 +98,7 @@ def check(history: History) -> dict[str, list[str]]:
         "accounted": _accounted(history),
         "checkpoint": _checkpoints(history) + _outcomes(history),
         "duplicates": _duplicates(history.calls, history.lease_seconds),
+        "followed": _followed(history),
         "children": [f"{w['actor']} wrote task {w['task']} ({w['operation']})" for w in history.child_task_writes],
     }
 
@@ -147,6 +164,15 @@ def _monotonic(history: History) -> list[str]:
     return out
 
 
+def _followed(history: History) -> list[str]:
+    ended = {o.task_id for o in history.observations if o.source == "sse" and o.status in TERMINAL}
+    return [
+        f"{task_id}: its SSE follower never saw a terminal status"
+        for task_id, plan in history.tasks.items()
+        if plan.follow and task_id not in ended
+    ]
+
+
 def _rank(status: str) -> int:
     return 2 if status in TERMINAL else _RANK.get(status, 0)
 
@@ -167,14 +193,30 @@ def _accounted(history: History) -> list[str]:
     out = [
         f"queue {queue}: {count} message(s) left after the run" for queue, count in history.leftovers.items() if count
     ]
-    dead = _dead_tasks(history)
+    explained = _dead_tasks(history) | _late_by_redelivery(history)
     for letter in history.dead_letters:
         if _task_of(letter.envelope) not in history.tasks:
             out.append(f"DLQ of {letter.actor}: a message of no task of the run: {letter.envelope!r:.200}")
     for task_id, plan in history.tasks.items():
         view = history.views.get(task_id) or {}
-        if plan.flow == "fan" and view.get("error") == _TIMED_OUT and task_id not in dead:
-            out.append(f"{task_id}: timed out with no envelope in a DLQ (lost)")
+        if plan.flow == "fan" and view.get("error") == _TIMED_OUT and task_id not in explained:
+            out.append(f"{task_id}: timed out with no envelope in a DLQ and no redelivery near its deadline (lost)")
+    return out
+
+
+def _late_by_redelivery(history: History) -> set[str]:
+    """Tasks whose own envelope was sent back to its queue by a fault so late that it came back less than
+    ``_ROUTE_SECONDS`` before the task's deadline (or after it)."""
+    created = {o.task_id: o.at for o in history.observations if o.source == "create"}
+    out = set()
+    for invocation in history.invocations:
+        if not REDELIVERING & set(invocation.faults):
+            continue
+        back = invocation.received + history.visibility_seconds
+        for task_id in invocation.batch_ids & created.keys():
+            timeout = history.flow_timeouts.get(history.tasks[task_id].flow)
+            if timeout is not None and back >= created[task_id] + timeout - _ROUTE_SECONDS:
+                out.add(task_id)
     return out
 
 
@@ -211,8 +253,7 @@ def _checkpoints(history: History) -> list[str]:
 
 def _outcomes(history: History) -> list[str]:
     out = []
-    dead = _dead_tasks(history)
-    exhausted = _exhausted_hops(history.calls)
+    explained = _dead_tasks(history) | _late_by_redelivery(history) | _exhausted_hops(history.calls)
     for task_id, plan in history.tasks.items():
         view = history.views.get(task_id) or {}
         status = view.get("status")
@@ -220,7 +261,7 @@ def _outcomes(history: History) -> list[str]:
             continue  # terminal_once reports it
         if plan.flow == "late" and status != "failed":
             out.append(f"{task_id}: the late task ended {status!r}, not failed at its deadline")
-        elif plan.flow == "fan" and status == "failed" and task_id not in dead and task_id not in exhausted:
+        elif plan.flow == "fan" and status == "failed" and task_id not in explained:
             out.append(f"{task_id}: failed with nothing injected to explain it: {view.get('error')!r}")
         elif plan.flow == "fan" and status == "canceled" and plan.cancel_after is None:
             out.append(f"{task_id}: canceled, but no cancel was sent")

@@ -9,6 +9,8 @@ Every fault is played by a real part of the local mesh (``asya_local.mesh.LocalM
   at x-sink (``PutObject``), SQS send failures at user actors (``SendMessage``/``SendMessageBatch``, mid fan-out when
   the sender is ``split``), duplicates (the same body sent again by a separate client right after a send succeeded),
   and a crash after the sends (an :class:`InvocationCrashError` raised when frame 0, the last send, has left);
+- :class:`chaos.restarts.GatewayRestarter`: a gateway restart (``LocalMesh.restart_gateway``: open SSE streams are
+  cut, connections refused until the new gateway answers) after a task's creation;
 - the handler wrappers of :mod:`chaos.actors`, loaded as the actors' handlers: handler exceptions
   (:class:`ChaosError`, retried by the chaos mesh's policy), a crash before the sends, and a visibility timeout that
   expires mid-handler (the record is made visible again with ``ChangeMessageVisibility`` and the handler holds on, so
@@ -74,6 +76,7 @@ class FaultRates:
     dynamodb_throttle: float = 0.0
     s3_failure: float = 0.0
     send_failure: float = 0.0
+    gateway_restart: float = 0.0
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -109,6 +112,8 @@ class Invocation:
     #: The envelope ids of every record of the batch (crew actors take batches of 10).
     batch_ids: frozenset[str] = frozenset()
     faults: list[str] = field(default_factory=list)
+    #: ``time.monotonic()`` when its records were received.
+    received: float = 0.0
 
     @property
     def envelope_id(self) -> str | None:
@@ -158,8 +163,9 @@ class Injector:
         inv: Invocation | None = getattr(self._local, "invocation", None)
         return inv
 
-    def roll(self, fault: str, invocation: Invocation) -> bool:
-        """Whether to play ``fault`` on this opportunity; a played fault is written down on the invocation."""
+    def roll(self, fault: str, invocation: Invocation | None) -> bool:
+        """Whether to play ``fault`` on this opportunity; a played fault is written down on the invocation (when
+        it hits one: a gateway restart hits the whole mesh)."""
         rate = getattr(self.rates, fault)
         if rate <= 0:
             return False
@@ -167,7 +173,8 @@ class Injector:
             hit: bool = self._random.random() < rate
             if hit:
                 self.played[fault] += 1
-                invocation.faults.append(fault)
+                if invocation is not None:
+                    invocation.faults.append(fault)
         return hit
 
     def expire_lease(self, invocation: Invocation) -> None:
@@ -217,6 +224,7 @@ class Injector:
             receipt_handle=message["ReceiptHandle"],
             receive_count=int(message.get("Attributes", {}).get("ApproximateReceiveCount", "1")),
             envelope=envelope if isinstance(envelope, dict) else None,
+            received=time.monotonic(),
         )
         self._local.invocation = invocation
         with self._lock:

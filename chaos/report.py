@@ -1,7 +1,8 @@
 """The chaos report: the fault matrix of one ``make chaos`` run as Markdown (``chaos/REPORT.md``).
 
 One row per scenario: its fault rates, tasks and outcomes, faults played, the conditional-check failures the actors
-met (hop-claim races lost, stale writes), handler calls and repeated runs, dead letters, then the violation count of
+met (hop-claim races lost, stale writes), handler calls and repeated runs, dead letters, the requests clients sent
+again and the SSE streams they resumed (gateway restarts), then the violation count of
 each property of :data:`chaos.checker.PROPERTIES` (0 is a pass); below the table, the first violations of each
 failing property, so a failure can be chased from the report alone.
 """
@@ -25,8 +26,10 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
         header,
         "",
         "| scenario | rates | tasks | outcomes | faults played | conditional-check failures | "
-        "handler calls (repeated runs; after a lease) | DLQ | " + " | ".join(PROPERTIES.values()) + " | seconds |",
-        "|" + "---|" * (8 + len(PROPERTIES) + 1),
+        "handler calls (repeated runs; after a lease) | DLQ | client retries; SSE resumes | "
+        + " | ".join(PROPERTIES.values())
+        + " | seconds |",
+        "|" + "---|" * (9 + len(PROPERTIES) + 1),
     ]
     for result in results:
         rates = ", ".join(f"{name} {rate:g}" for name, rate in result.scenario.rates.active().items()) or "none"
@@ -37,6 +40,7 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
             f"| {result.scenario.name} | {rates} | {result.tasks} | {outcomes} | {played} | "
             f"{result.observed['conditional_check_failed']} | "
             f"{result.handler_calls} ({result.duplicate_runs}; {result.runs_after_lease}) | {result.dead_letters} | "
+            f"{result.client_retries}; {result.sse_resumes} | "
             f"{counts} | "
             f"{result.seconds:.0f} |"
         )

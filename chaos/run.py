@@ -27,6 +27,7 @@ from asya_local.moto_server import make_clients
 from chaos import actors
 from chaos.checker import DeadLetter, History, check, duplicate_runs, runs_after_lease
 from chaos.faults import FaultRates, Injector
+from chaos.restarts import GatewayRestarter
 from chaos.workload import Recorder, Workload, plan_tasks
 
 __all__ = ["MESH_MANIFEST", "Scenario", "ScenarioResult", "run_scenario"]
@@ -58,6 +59,9 @@ class ScenarioResult:
     dead_letters: int
     sse_events: int
     get_reads: int
+    #: Requests sent again after no HTTP answer, and SSE streams resumed with ``Last-Event-ID`` (gateway restarts).
+    client_retries: int = 0
+    sse_resumes: int = 0
     violations: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -95,10 +99,14 @@ def run_scenario(
         injector.attach(sqs=mesh.clients.sqs, dynamodb=mesh.clients.dynamodb, s3=mesh.clients.s3)
         actors.activate(injector)
         try:
-            workload = Workload(mesh.url, plan_tasks(scenario.tasks, seed=seed), recorder)
+            restarter = GatewayRestarter(mesh, injector)
+            workload = Workload(
+                mesh.url, plan_tasks(scenario.tasks, seed=seed), recorder, on_follow=restarter.on_follow
+            )
             tasks = workload.run(budget_seconds=budget_seconds)
         finally:
             injector.rates = FaultRates()  # the settle and the reads below see the mesh without faults
+        restarter.join()
         # the deadline timers (x-deadline) stay delayed until their tasks' deadlines: not envelopes of the flow
         actor_queues = {name: url for name, url in mesh.resources.queue_urls.items() if name != naming.DEADLINE}
         leftovers = _settle(raw.sqs, actor_queues, settle_seconds)
@@ -117,6 +125,9 @@ def run_scenario(
         leftovers=leftovers,
         checkpoints=checkpoints,
         lease_seconds=lease_seconds,
+        invocations=list(injector.invocations),
+        visibility_seconds=lease_seconds + _VISIBILITY_SLACK_SECONDS,
+        flow_timeouts={name: flow.timeout for name, flow in manifest.flows.items()},
     )
     return ScenarioResult(
         scenario=scenario,
@@ -131,8 +142,10 @@ def run_scenario(
         dead_letters=len(letters),
         sse_events=sum(1 for o in recorder.observations if o.source == "sse"),
         get_reads=sum(1 for o in recorder.observations if o.source == "get"),
+        client_retries=recorder.retries,
+        sse_resumes=recorder.resumes,
         violations=check(history),
-        errors=list(recorder.errors),
+        errors=[*recorder.errors, *restarter.errors],
     )
 
 

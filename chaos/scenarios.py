@@ -2,7 +2,8 @@
 
 Rates are per opportunity: per handler call (handler errors, crashes before the sends, expired visibility), per
 send (send failures, duplicates, crashes after frame 0 left), per DynamoDB call of an actor (throttling: a hop makes
-about five) and per x-sink ``PutObject``. The all-faults row halves each single rate.
+about five), per x-sink ``PutObject`` and per SSE follower whose stream went live (gateway restarts; a quarter of the
+tasks are followed). The all-faults row halves each single rate.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ SINGLE_RATES: Final = {
     "dynamodb_throttle": 0.03,
     "s3_failure": 0.2,
     "send_failure": 0.1,
+    "gateway_restart": 0.5,
 }
 
 

@@ -7,6 +7,14 @@ injected handler errors) with its expected result, some of them canceled a momen
 time), cancels those planned so, follows a share of them over SSE (``/api/v1/mesh/{id}/events``, one stream per
 follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each status seen becomes an
 :class:`Observation`; the order of one stream (one SSE follower, or the GET poller) is the order it was seen in.
+
+Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no
+HTTP answer (refused, or cut before the response) is sent again after ``_RETRY_PAUSE`` (creation and cancel are safe
+to repeat: a cut creation answered nothing, and DELETE is idempotent, GW-CANCEL-1), and an SSE follower whose stream
+breaks resumes it with ``Last-Event-ID`` after the server's ``retry`` delay, as EventSource does (GW-SSE-9). Each is
+counted (:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows its task until it sees the terminal
+status or the workload's budget ends; the latter is recorded as an error. ``on_follow`` is called once per follower,
+when its stream delivered its first status (the gateway-restart fault restarts the gateway there).
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ __all__ = ["TERMINAL", "Observation", "Recorder", "TaskPlan", "Workload", "plan_
 TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 _POLL_PAUSE: Final = 0.2
 _FOLLOW_READ_SECONDS: Final = 3.0
+_RETRY_PAUSE: Final = 0.25
+_DEFAULT_SSE_RETRY_MS: Final = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +91,10 @@ class Recorder:
         self._monotonic = monotonic
         self.observations: list[Observation] = []
         self.errors: list[str] = []
+        #: Requests sent again because the first got no HTTP answer.
+        self.retries = 0
+        #: SSE streams that broke and were resumed with ``Last-Event-ID``.
+        self.resumes = 0
 
     def observe(self, task_id: str, source: str, stream: str, status: str) -> None:
         with self._lock:
@@ -89,6 +103,14 @@ class Recorder:
     def error(self, message: str) -> None:
         with self._lock:
             self.errors.append(message)
+
+    def retried(self) -> None:
+        with self._lock:
+            self.retries += 1
+
+    def resumed(self) -> None:
+        with self._lock:
+            self.resumes += 1
 
 
 class Workload:
@@ -103,6 +125,7 @@ class Workload:
         max_in_flight: int = 40,
         follow_workers: int = 6,
         monotonic: Callable[[], float] = time.monotonic,
+        on_follow: Callable[[], None] | None = None,
     ) -> None:
         self._url = url
         self._plans = plans
@@ -110,6 +133,8 @@ class Workload:
         self._max_in_flight = max_in_flight
         self._follow_workers = follow_workers
         self._monotonic = monotonic
+        self._on_follow = on_follow
+        self._ends = float("inf")
         self._lock = threading.Lock()
         self._open: set[str] = set()
         self._done = threading.Event()
@@ -117,7 +142,7 @@ class Workload:
 
     def run(self, *, budget_seconds: float) -> dict[str, TaskPlan]:
         """Create every task, then wait until each is terminal or the budget is spent."""
-        ends = self._monotonic() + budget_seconds
+        ends = self._ends = self._monotonic() + budget_seconds
         with (
             httpx.Client(base_url=self._url, timeout=30) as http,
             ThreadPoolExecutor(self._follow_workers, thread_name_prefix="chaos-follow") as followers,
@@ -143,8 +168,22 @@ class Workload:
             poller.join()
         return dict(self.tasks)
 
+    def _send(self, http: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response | None:
+        """``method url``, sent again while it gets no HTTP answer (until the budget ends: ``None``)."""
+        while True:
+            try:
+                return http.request(method, url, **kwargs)
+            except httpx.TransportError as exc:
+                if self._monotonic() >= self._ends:
+                    self._recorder.error(f"{method} {url}: no answer within the budget ({type(exc).__name__})")
+                    return None
+                self._recorder.retried()
+                time.sleep(_RETRY_PAUSE)
+
     def _create(self, http: httpx.Client, plan: TaskPlan) -> str | None:
-        response = http.post("/api/v1/mesh/", params={"flow": plan.flow}, json={"payload": plan.payload})
+        response = self._send(http, "POST", "/api/v1/mesh/", params={"flow": plan.flow}, json={"payload": plan.payload})
+        if response is None:
+            return None
         if response.status_code != 201:
             self._recorder.error(f"create {plan.flow}: {response.status_code} {response.text[:200]}")
             return None
@@ -157,18 +196,20 @@ class Workload:
 
     def _cancel(self, http: httpx.Client, task_id: str, after: float) -> None:
         time.sleep(after)
-        response = http.delete(f"/api/v1/mesh/{task_id}")
-        if response.status_code != 204:
+        response = self._send(http, "DELETE", f"/api/v1/mesh/{task_id}")
+        if response is not None and response.status_code != 204:
             self._recorder.error(f"cancel {task_id}: {response.status_code} {response.text[:200]}")
 
     def _follow(self, task_id: str) -> None:
-        """One SSE follower until the terminal status. A stream quiet for ``_FOLLOW_READ_SECONDS`` is resumed with
-        ``Last-Event-ID`` (as EventSource does) once the workload is seen not to be over."""
+        """One SSE follower until the terminal status (or the budget's end). A stream quiet for
+        ``_FOLLOW_READ_SECONDS`` is resumed with ``Last-Event-ID`` at once; a broken one (the gateway restarted)
+        after the server's ``retry`` delay."""
         stream = f"sse:{task_id}"
         parser = SseParser()
+        followed = False
         timeout = httpx.Timeout(30, read=_FOLLOW_READ_SECONDS)
         with httpx.Client(base_url=self._url, timeout=timeout) as http:
-            while not self._done.is_set():
+            while self._monotonic() < self._ends:
                 headers = {"Accept": "text/event-stream"}
                 if parser.last_event_id is not None:
                     headers["Last-Event-ID"] = parser.last_event_id
@@ -183,13 +224,17 @@ class Workload:
                                 continue
                             status = str(event.json()["status"])
                             self._recorder.observe(task_id, "sse", stream, status)
+                            if self._on_follow is not None and not followed:
+                                followed = True
+                                self._on_follow()  # the stream is live: the gateway-restart fault's opportunity
                             if status in TERMINAL:
                                 return
                 except httpx.ReadTimeout:
                     continue
-                except httpx.HTTPError as exc:  # a broken stream is recorded, and counted by the checker
-                    self._recorder.error(f"sse {task_id}: {type(exc).__name__}: {exc}")
-                    return
+                except httpx.TransportError:
+                    self._recorder.resumed()
+                    time.sleep((parser.retry or _DEFAULT_SSE_RETRY_MS) / 1000)
+            self._recorder.error(f"sse {task_id}: no terminal status before the budget ended")
 
     def _poll(self, ends: float) -> None:
         with httpx.Client(base_url=self._url, timeout=30) as http:
@@ -197,7 +242,11 @@ class Workload:
                 with self._lock:
                     pending = list(self._open)
                 for task_id in pending:
-                    response = http.get(f"/api/v1/mesh/{task_id}")
+                    try:
+                        response = http.get(f"/api/v1/mesh/{task_id}")
+                    except httpx.TransportError:
+                        self._recorder.retried()  # the gateway is restarting: this task is read again next round
+                        continue
                     if response.status_code != 200:
                         self._recorder.error(f"get {task_id}: {response.status_code} {response.text[:200]}")
                         continue

@@ -8,7 +8,8 @@ the deadline backstop (:class:`asya_local.backstop_loop.BackstopLoop`, GW-BACK-1
 they come due, and the ``long_deadlines`` sweep every ``backstop_interval`` seconds; ``None`` turns both off), then
 the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free port; ``url`` tells which; with
 ``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy`` says so).
-``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order.
+``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order. ``restart_gateway()``
+replaces the gateway alone, on the same port (the chaos harness's gateway restart).
 
 The gateway app gets the local routes of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
 process is gone (:meth:`LocalMesh.moto_problem`), and, when a :class:`~asya_local.history.RunHistory` is given
@@ -60,6 +61,8 @@ from asya_local.reload import CodeWatcher, ReloadingHandler
 __all__ = ["ActorRuntimeLike", "LocalMesh", "runtime_entry_point", "runtime_environment"]
 
 _HEALTH_POLL_SECONDS: Final = 0.05
+#: How long a stopping gateway lets open requests (SSE streams) run before it cancels them.
+_GRACE_SECONDS: Final = 3
 #: Pollers per actor at most: an actor's ``max_concurrency`` (else the mesh's ``concurrency``) up to this many.
 _MAX_WORKERS: Final = 10
 
@@ -280,6 +283,22 @@ class LocalMesh:
         if errors:
             raise LocalModeError("; ".join(errors))
 
+    def restart_gateway(self, *, grace_seconds: int = _GRACE_SECONDS) -> None:
+        """Stop the gateway and serve a freshly built one on the same port: open requests get ``grace_seconds`` to
+        finish, then open SSE streams are cut (as a dropped connection or a response stream's end cuts them in AWS),
+        connections are refused until the new app answers ``/health``, and clients resume with ``Last-Event-ID``.
+        Everything else (moto, pollers, backstop) keeps running."""
+        old = self._gateway
+        if old is None or self._resources is None or self._clients is None:
+            raise LocalModeError("the mesh is not running: call start() first")
+        host, port = old.bound
+        old.stop(grace_seconds=grace_seconds)
+        self._gateway = None
+        gateway = _UvicornThread(self._build_gateway(self._resources, self._clients), host=host, port=port)
+        self._gateway = gateway
+        gateway.start()
+        gateway.wait_healthy(self._startup_timeout)
+
     def __enter__(self) -> LocalMesh:
         self.start()
         return self
@@ -387,9 +406,10 @@ class _UvicornThread:
             except OSError as retry_exc:
                 raise LocalModeError(f"cannot serve the gateway on {host}: {retry_exc.strerror}") from None
         bound_host, bound_port = self._socket.getsockname()[:2]
+        self.bound: tuple[str, int] = (bound_host, bound_port)
         self.url = f"http://{bound_host}:{bound_port}"
         config = uvicorn.Config(
-            app, log_config=None, log_level="warning", access_log=False, timeout_graceful_shutdown=3
+            app, log_config=None, log_level="warning", access_log=False, timeout_graceful_shutdown=_GRACE_SECONDS
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -414,7 +434,8 @@ class _UvicornThread:
                     raise LocalModeError(f"the gateway at {self.url} did not answer /health within {timeout} s")
                 time.sleep(_HEALTH_POLL_SECONDS)
 
-    def stop(self) -> None:
+    def stop(self, *, grace_seconds: int = _GRACE_SECONDS) -> None:
+        self._server.config.timeout_graceful_shutdown = grace_seconds
         self._server.should_exit = True
         if self._thread.is_alive():
             self._thread.join(10)

@@ -75,6 +75,31 @@ def test_accounted_reports_leftovers_a_stray_dead_letter_and_a_timed_out_task_wi
     assert "accounted" not in _failing(explained)
 
 
+def test_accounted_takes_a_timeout_as_explained_only_when_a_crash_sent_the_task_envelope_back_near_the_deadline() -> (
+    None
+):
+    """P-TIME-3: crashes in a row (a visibility timeout each) may use up a task's deadline; the late envelope then
+    fails the task with ``Timeout``. A timeout with no such redelivery near the deadline is a loss."""
+
+    def timed_out(crash_at: float) -> History:
+        crash = Invocation(
+            "split", "url", "m", "r", 3, {"id": "t1"}, frozenset({"t1"}), ["crash_before_send"], crash_at
+        )
+        return _history(
+            views={"t1": _view("failed", error="task timed out")},
+            observations=[Observation("t1", "create", "create", "pending", 0.0)],
+            invocations=[crash],
+            visibility_seconds=30.0,
+            flow_timeouts={"fan": 120.0},
+        )
+
+    assert _failing(timed_out(95.0)) == {}  # back at 125 s: past the deadline
+    assert _failing(timed_out(85.0)) == {}  # back at 115 s: 5 s before it, too late to finish the route
+    early = _failing(timed_out(40.0))  # back at 70 s: 50 s to spare, so the timeout is unexplained
+    assert set(early) == {"accounted", "checkpoint"}, early
+    assert "lost" in early["accounted"][0]
+
+
 def test_checkpoint_reports_a_wrong_payload_a_missing_line_and_contradictory_lines() -> None:
     wrong = {KEY: [{"id": "t1", "payload": {"x": 3, "part": 0, "square": 10}}]}
     assert "checkpoint" in _failing(_history(checkpoints=wrong))
@@ -112,3 +137,13 @@ def test_a_repeated_run_one_lease_later_is_explained_and_counted() -> None:
     assert runs_after_lease([first, late], 25.0) == 1
     early = HandlerCall(again.actor, again.envelope_id, again.task_id, again.hop, again.attempt, again.invocation, 5.0)
     assert "duplicates" in _failing(_history(calls=[first, early], lease_seconds=25.0))
+
+
+def test_followed_reports_a_followed_task_whose_stream_never_delivered_the_terminal_status() -> None:
+    """GW-SSE-5, GW-SSE-7: a follower that resumed across gateway restarts still gets the end of its task."""
+    followed = TaskPlan("fan", PLAN.payload, follow=True)
+    assert _failing(_history(tasks={"t1": followed})) == {
+        "followed": ["t1: its SSE follower never saw a terminal status"]
+    }
+    seen = [*_history().observations, Observation("t1", "sse", "sse:t1", "succeeded", 2.5)]
+    assert _failing(_history(tasks={"t1": followed}, observations=seen)) == {}

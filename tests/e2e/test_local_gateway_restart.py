@@ -1,0 +1,60 @@
+"""A gateway restart under a live SSE follower (the chaos harness's gateway-restart fault, issue 18): the local
+gateway is served again on the same port while a task runs; the follower's stream is cut, and the EventSource-style
+client (``asya_local.sse.SseStream``) resumes it with ``Last-Event-ID`` and gets the terminal status (GW-SSE-5,
+GW-SSE-7, GW-SSE-9). The task itself never notices: actors, moto and the store keep running."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from asya.manifest import load_manifest
+from asya_local.mesh import LocalMesh
+from asya_local.sse import SseStream, terminal_status
+from tests.e2e.conftest import E2E_DIR
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def napping_mesh() -> Iterator[LocalMesh]:
+    with LocalMesh(load_manifest(E2E_DIR / "tasks" / "asya.yaml"), port=0) as mesh:
+        yield mesh
+
+
+def test_gw_sse_9_a_follower_resumes_across_a_gateway_restart_and_gets_the_terminal_status(
+    napping_mesh: LocalMesh,
+) -> None:
+    url = napping_mesh.url
+    created = httpx.post(f"{url}/api/v1/mesh/", params={"flow": "napping"}, json={"payload": {"seconds": 6}})
+    assert created.status_code == 201, created.text
+    task_id = created.json()["id"]
+    statuses: list[str] = []
+    restart = threading.Thread(target=napping_mesh.restart_gateway, name="restart")
+    with httpx.Client(timeout=httpx.Timeout(10, read=20)) as http:
+        stream = SseStream(http, f"{url}/api/v1/mesh/{task_id}/events", max_retries=20)
+        for event in stream.events():
+            if event.event != "status":
+                continue
+            statuses.append(str(event.json()["status"]))
+            if restart.ident is None and statuses[-1] == "running":
+                restart.start()
+            if terminal_status(event) is not None:
+                break
+    restart.join(30)
+    assert statuses[-1] == "succeeded", statuses
+    assert stream.reconnects >= 1, "the restart did not cut the stream"
+    assert napping_mesh.url == url
+    view = httpx.get(f"{url}/api/v1/mesh/{task_id}").json()
+    assert view["status"] == "succeeded"
+    assert view["result"] == {"seconds": 6, "rested": True}
+
+
+def test_restart_gateway_serves_on_the_same_port_and_refuses_nothing_after_health(napping_mesh: LocalMesh) -> None:
+    before = napping_mesh.url
+    napping_mesh.restart_gateway()
+    assert napping_mesh.url == before
+    assert httpx.get(f"{before}/health").status_code == 200
