@@ -33,7 +33,7 @@ import os
 import threading
 from collections.abc import Hashable, Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Unpack
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -49,9 +49,6 @@ from asya_crew.checkpoint import CheckpointLine
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
 from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchError
 from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed, Unparsed
-
-if TYPE_CHECKING:
-    from typing_extensions import Unpack
 
 __all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
 
