@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Final, NotRequired, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -46,6 +46,9 @@ from asya.store.updates import is_long_deadline
 from asya.store.views import fence_of, task_view
 from asya.store.writer import ApplyResult, Outcome, StatusWriter
 from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
+
+if TYPE_CHECKING:  # the listing module is imported when a listing runs (TaskStore.list_tasks)
+    from asya.store.listing import ListQuery
 
 __all__ = ["TIMED_OUT", "ApplyResult", "Outcome", "RunningFields", "Snapshot", "TaskStore"]
 
@@ -214,32 +217,12 @@ class TaskStore:
         """The status data object (GW-TASK-2) of a task view, as the SSE catch-up frame sends it."""
         return dict(task["data"])
 
-    def list_tasks(
-        self,
-        *,
-        status: str | None = None,
-        flow: str | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-        offset: int | None = None,
-        count: bool = False,
-    ) -> dict[str, Any]:
+    def list_tasks(self, **query: Unpack[ListQuery]) -> dict[str, Any]:
         """GW-LIST-2: ``{"messages", "total", "next_cursor"}``; raises ``ListQueryError`` naming a bad parameter."""
         # deferred: only the gateway lists tasks; an actor's cold start does not pay for the listing module
         from asya.store.listing import list_tasks
 
-        return list_tasks(
-            self.dynamodb,
-            self.table,
-            now=self._clock(),
-            window_days=self._window,
-            status=status,
-            flow=flow,
-            limit=limit,
-            cursor=cursor,
-            offset=offset,
-            count=count,
-        )
+        return list_tasks(self.dynamodb, self.table, now=self._clock(), window_days=self._window, **query)
 
     def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
         """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` by ``(pk, sk)``, one strongly consistent
