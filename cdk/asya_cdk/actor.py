@@ -42,7 +42,16 @@ from asya.manifest import DeployedActor
 from asya_cdk.errors import DeploymentError
 from asya_cdk.nag import acknowledge
 
-__all__ = ["AGE_ALARM_SECONDS", "DLQ_RETENTION", "QUEUE_RETENTION", "Actor", "ActorOverrides", "queue_encryption"]
+__all__ = [
+    "AGE_ALARM_SECONDS",
+    "DLQ_RETENTION",
+    "QUEUE_RETENTION",
+    "Actor",
+    "ActorOverrides",
+    "dlq_alarm",
+    "function_props",
+    "queue_encryption",
+]
 
 #: Source queue retention (chosen): a week of backlog; the DLQ keeps failures longer (module docstring).
 QUEUE_RETENTION: Final = Duration.days(7)
@@ -71,6 +80,55 @@ def queue_encryption(key: kms.IKey | None) -> dict[str, Any]:
         return {"encryption": sqs.QueueEncryption.SQS_MANAGED}
     # the data key is reused for 5 minutes (the default), bounding KMS requests to one per queue and 5 minutes
     return {"encryption": sqs.QueueEncryption.KMS, "encryption_master_key": key}
+
+
+def function_props(
+    *,
+    description: str,
+    overrides: Mapping[str, Any],
+    runtime: lambda_.Runtime,
+    handler: str,
+    code: lambda_.Code,
+    layers: Sequence[lambda_.ILayerVersion],
+    memory_size: int,
+    timeout: Duration,
+    environment: Mapping[str, str],
+    log_group: logs.ILogGroup,
+    **owned: Any,
+) -> dict[str, Any]:
+    """Keyword arguments of a queue-fed mesh function (actors, the backstop), in the three tiers of
+    ``asya_cdk.props``: the defaults (``description``, ARM64), the caller's ``overrides``, then the fields the mesh
+    owns, ``owned`` last. The caller's ``layers`` come after the mesh's, never instead of them."""
+    return {
+        "description": description,
+        "architecture": lambda_.Architecture.ARM_64,
+        **overrides,
+        "runtime": runtime,
+        "handler": handler,
+        "code": code,
+        "layers": [*layers, *overrides.get("layers", ())],
+        "memory_size": memory_size,
+        "timeout": timeout,
+        "environment": dict(environment),
+        "log_group": log_group,
+        **owned,
+    }
+
+
+def dlq_alarm(scope: Construct, id: str, dlq: sqs.IQueue, description: str) -> cloudwatch.Alarm:
+    """The alarm raised by any message in ``dlq`` (a minute's maximum of visible messages above zero)."""
+    return cloudwatch.Alarm(
+        scope,
+        id,
+        alarm_description=description,
+        metric=dlq.metric_approximate_number_of_messages_visible(
+            period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
+        ),
+        threshold=0,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluation_periods=1,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+    )
 
 
 class Actor(Construct):
@@ -124,22 +182,21 @@ class Actor(Construct):
         self._function = lambda_.Function(
             self,
             "Function",
-            **{
-                "description": f"asya actor {actor.name} (namespace {namespace})",
-                "architecture": lambda_.Architecture.ARM_64,
-                **extra.function,
-                "runtime": runtime,
-                "handler": handler,
-                "code": code,
-                "layers": [*layers, *extra.function.get("layers", ())],
-                "memory_size": actor.memory,
-                "timeout": Duration.seconds(actor.lambda_timeout),
-                "environment": dict(environment),
-                "log_group": self._log_group,
+            **function_props(
+                description=f"asya actor {actor.name} (namespace {namespace})",
+                overrides=extra.function,
+                runtime=runtime,
+                handler=handler,
+                code=code,
+                layers=layers,
+                memory_size=actor.memory,
+                timeout=Duration.seconds(actor.lambda_timeout),
+                environment=environment,
+                log_group=self._log_group,
                 # X-Ray (P-TRACE-3): CDK adds xray:PutTraceSegments/PutTelemetryRecords to the role; off: nothing
-                "tracing": lambda_.Tracing.ACTIVE if actor.tracing else None,
-                "recursive_loop": lambda_.RecursiveLoop.ALLOW,
-            },
+                tracing=lambda_.Tracing.ACTIVE if actor.tracing else None,
+                recursive_loop=lambda_.RecursiveLoop.ALLOW,
+            ),
         )
         if actor.tracing:
             acknowledge(
@@ -157,20 +214,12 @@ class Actor(Construct):
             owned["max_batching_window"] = Duration.seconds(0)
         self._event_source = event_sources.SqsEventSource(self._queue, **{**extra.event_source, **owned})
         self._function.add_event_source(self._event_source)
-        self._dlq_alarm = cloudwatch.Alarm(
+        self._dlq_alarm = dlq_alarm(
             self,
             "DlqAlarm",
-            alarm_description=(
-                f"Messages in {naming.dlq_name(namespace, actor.name)}: envelopes of actor {actor.name} failed "
-                f"{actor.max_receive_count} deliveries (P-ACK-6); inspect and redrive them."
-            ),
-            metric=self._dlq.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
-            ),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            self._dlq,
+            f"Messages in {naming.dlq_name(namespace, actor.name)}: envelopes of actor {actor.name} failed "
+            f"{actor.max_receive_count} deliveries (P-ACK-6); inspect and redrive them.",
         )
 
         self._age_alarm = cloudwatch.Alarm(

@@ -12,16 +12,12 @@
 The gateway asset is staged into ``<staging>/gateway-<hash>/``: a copy of ``gateway/`` plus ``manifest.json`` (the
 validated manifest, read by the gateway through ``ASYA_MANIFEST=/var/task/manifest.json``) and ``run.sh``, the
 command the AWS Lambda Web Adapter runs (uvicorn on port 8080). The hash covers every staged byte, so an unchanged
-gateway is not copied again and keeps its asset hash.
+gateway is not copied again and keeps its asset hash (``asya_cdk.staging``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -29,6 +25,7 @@ from typing import Final
 from asya.manifest import Manifest
 from asya_cdk.errors import DeploymentError
 from asya_cdk.locks import LOCK_DIR
+from asya_cdk.staging import build_once, content_name, copy_files, tree_files
 
 __all__ = [
     "ASSET_EXCLUDES",
@@ -49,7 +46,6 @@ ASSET_EXCLUDES: Final = (
     "**/.ruff_cache",
     "**/.DS_Store",
 )
-_SKIP_PARTS: Final = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 
 GATEWAY_MANIFEST_FILE: Final = "manifest.json"
 GATEWAY_RUN_SCRIPT: Final = "run.sh"
@@ -105,43 +101,18 @@ def render_manifest_json(manifest: Manifest) -> str:
     return json.dumps(manifest.model_dump(mode="json", exclude_none=True), indent=2, sort_keys=True) + "\n"
 
 
-def _files(root: Path) -> Iterator[Path]:
-    for path in sorted(root.rglob("*")):
-        relative = path.relative_to(root)
-        if path.is_file() and not _SKIP_PARTS.intersection(relative.parts) and path.suffix != ".pyc":
-            yield path
-
-
 def stage_gateway_asset(*, gateway_dir: Path, manifest_json: str, staging_dir: Path) -> Path:
     """Stage ``gateway_dir`` plus ``manifest.json`` and ``run.sh``; return the staged directory."""
     if not (gateway_dir / "asya_gateway").is_dir():
         raise DeploymentError(f"the gateway package is missing: expected a directory at {gateway_dir / 'asya_gateway'}")
-    digest = hashlib.sha256()
-    sources = list(_files(gateway_dir))
-    for path in sources:
-        digest.update(path.relative_to(gateway_dir).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    digest.update(manifest_json.encode() + b"\0" + RUN_SH.encode())
-    target = staging_dir / f"gateway-{digest.hexdigest()[:20]}"
-    if target.is_dir():
-        return target
-    staging_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=staging_dir))
-    try:
-        for path in sources:
-            dest = scratch / path.relative_to(gateway_dir)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
+    sources = tree_files(gateway_dir)
+    name = content_name("gateway", gateway_dir, sources, after=manifest_json.encode() + b"\0" + RUN_SH.encode())
+
+    def fill(scratch: Path) -> None:
+        copy_files(gateway_dir, sources, scratch)
         (scratch / GATEWAY_MANIFEST_FILE).write_text(manifest_json, encoding="utf-8")
         run_sh = scratch / GATEWAY_RUN_SCRIPT
         run_sh.write_text(RUN_SH, encoding="utf-8")
         run_sh.chmod(0o755)
-        scratch.chmod(0o755)
-        try:
-            scratch.rename(target)
-        except OSError:
-            if not target.is_dir():
-                raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return target
+
+    return build_once(staging_dir / name, fill)

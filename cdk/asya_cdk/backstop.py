@@ -8,8 +8,9 @@ function that consumes it and sweeps the ``long_deadlines`` index.
 - Sweep: an EventBridge rule runs the same function every 60 s for the long deadlines (GW-BACK-1). The handler
   (``asya_gateway.backstop.lambda_handler``) tells the two event shapes apart.
 
-Its code is the gateway asset; its handler is a plain Lambda handler (no adapter). Queues are encrypted like the
-actors' (:func:`asya_cdk.actor.queue_encryption`).
+Its code is the gateway asset; its handler is a plain Lambda handler (no adapter). Queues are encrypted, the
+function's props built and the DLQ alarmed like the actors' (``asya_cdk.actor``: :func:`queue_encryption`,
+:func:`function_props`, :func:`dlq_alarm`); the caller's ``function_overrides`` apply as the actors' overrides do.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import naming
-from asya_cdk.actor import DLQ_RETENTION, QUEUE_RETENTION, queue_encryption
+from asya_cdk.actor import DLQ_RETENTION, QUEUE_RETENTION, dlq_alarm, function_props, queue_encryption
 from asya_cdk.errors import DeploymentError
 
 __all__ = ["BACKSTOP_INTERVAL", "BACKSTOP_TIMEOUT", "TIMER_BATCH_SIZE", "TIMER_MAX_RECEIVE_COUNT", "Backstop"]
@@ -87,21 +88,20 @@ class Backstop(Construct):
         self._function = lambda_.Function(
             self,
             "Function",
-            **{
-                "description": "asya deadline backstop: timers and the long-deadline sweep (GW-BACK-1)",
-                "architecture": lambda_.Architecture.ARM_64,
-                **(function_overrides or {}),
-                "runtime": runtime,
-                "handler": handler,
-                "code": code,
-                "layers": list(layers),
-                "memory_size": memory,
-                "timeout": Duration.seconds(BACKSTOP_TIMEOUT),
-                "environment": dict(environment),
-                "log_group": self._log_group,
+            **function_props(
+                description="asya deadline backstop: timers and the long-deadline sweep (GW-BACK-1)",
+                overrides=function_overrides or {},
+                runtime=runtime,
+                handler=handler,
+                code=code,
+                layers=layers,
+                memory_size=memory,
+                timeout=Duration.seconds(BACKSTOP_TIMEOUT),
+                environment=environment,
+                log_group=self._log_group,
                 # A failed sweep is redone by the next scheduled run; Lambda's own async retries would only overlap it.
-                "retry_attempts": 0,
-            },
+                retry_attempts=0,
+            ),
         )
         self._event_source = event_sources.SqsEventSource(
             self._timer_queue,
@@ -117,20 +117,12 @@ class Backstop(Construct):
             schedule=events.Schedule.rate(BACKSTOP_INTERVAL),
             targets=[targets.LambdaFunction(self._function, retry_attempts=0)],
         )
-        self._timer_dlq_alarm = cloudwatch.Alarm(
+        self._timer_dlq_alarm = dlq_alarm(
             self,
             "TimerDlqAlarm",
-            alarm_description=(
-                f"Messages in {naming.dlq_name(namespace, naming.DEADLINE)}: deadline timers failed "
-                f"{TIMER_MAX_RECEIVE_COUNT} deliveries; their tasks may not time out (GW-BACK-1)."
-            ),
-            metric=self._timer_dlq.metric_approximate_number_of_messages_visible(
-                period=Duration.minutes(1), statistic=cloudwatch.Stats.MAXIMUM
-            ),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            self._timer_dlq,
+            f"Messages in {naming.dlq_name(namespace, naming.DEADLINE)}: deadline timers failed "
+            f"{TIMER_MAX_RECEIVE_COUNT} deliveries; their tasks may not time out (GW-BACK-1).",
         )
 
     @property

@@ -10,23 +10,20 @@ choice (``deployment.python_version``), and when the interpreter running ``cdk s
 stable. Otherwise the layers ship source only, as before.
 
 :func:`stage_compiled` stages a compiled copy of a source directory (the sidecar layer) under the staging directory,
-content-addressed like the gateway asset, so an unchanged source is not copied or compiled again.
+content-addressed like the gateway asset (``asya_cdk.staging``, the interpreter's version in the hash), so an
+unchanged source is not copied or compiled again.
 """
 
 from __future__ import annotations
 
 import compileall
-import hashlib
 import py_compile
-import shutil
 import sys
-import tempfile
 from pathlib import Path
-from typing import Final
+
+from asya_cdk.staging import build_once, content_name, copy_files, tree_files
 
 __all__ = ["compile_tree", "interpreter_matches", "stage_compiled"]
-
-_SKIP: Final = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache"})
 
 
 def interpreter_matches(python_version: str) -> bool:
@@ -44,27 +41,10 @@ def compile_tree(root: Path) -> None:
 
 def stage_compiled(source: Path, staging_dir: Path, name: str) -> Path:
     """A compiled copy of ``source`` at ``staging_dir/{name}-{hash}``; reused while ``source`` is unchanged."""
-    files = sorted(p for p in source.rglob("*") if p.is_file() and not _SKIP.intersection(p.relative_to(source).parts))
-    digest = hashlib.sha256(sys.version.encode())
-    for path in files:
-        digest.update(path.relative_to(source).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
-    target = staging_dir / f"{name}-{digest.hexdigest()[:20]}"
-    if target.is_dir():
-        return target
-    staging_dir.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=staging_dir))
-    try:
-        for path in files:
-            dest = scratch / path.relative_to(source)
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(path, dest)
+    files = tree_files(source)
+
+    def fill(scratch: Path) -> None:
+        copy_files(source, files, scratch)
         compile_tree(scratch)
-        scratch.chmod(0o755)
-        try:
-            scratch.rename(target)
-        except OSError:
-            if not target.is_dir():
-                raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    return target
+
+    return build_once(staging_dir / content_name(name, source, files, before=sys.version.encode()), fill)

@@ -27,7 +27,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +40,7 @@ from aws_cdk import aws_lambda as lambda_
 from asya_cdk.bytecode import compile_tree
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.locks import LAMBDA_PLATFORM, Lock
+from asya_cdk.staging import build_once
 
 __all__ = [
     "ACTOR_REQUIREMENTS",
@@ -126,27 +126,16 @@ class DependencyBuilder:
 
     def build(self, lock: Lock) -> Path:
         """Return the layer directory of ``lock``, building it when it is not cached yet."""
-        target = self.layer_dir(lock)
-        if target.is_dir():
-            return target
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=self.cache_dir))
-        try:
+
+        def fill(scratch: Path) -> None:
             self._pip_install(lock, scratch / "python")
             # Console scripts (uvicorn, jp.py) are useless in a layer and pip wrote them for this machine's Python.
             shutil.rmtree(scratch / "python" / "bin", ignore_errors=True)
             if self.compile_bytecode:
                 compile_tree(scratch / "python")
             shutil.copyfile(lock.path, scratch / "requirements.lock.txt")
-            try:
-                scratch.rename(target)
-            except OSError:
-                if not target.is_dir():
-                    raise
-                # Another process finished the same build first; its result is identical.
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
-        return target
+
+        return build_once(self.layer_dir(lock), fill)
 
     def _pip_install(self, lock: Lock, dest: Path) -> None:
         command = [

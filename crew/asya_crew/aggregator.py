@@ -33,7 +33,7 @@ import os
 import threading
 from collections.abc import Hashable, Mapping
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, Unpack
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -43,14 +43,12 @@ from asya.abi import error_details
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.fanin import MAX_SLICES
-from asya.infra import parse_failure_envelope
-from asya.store import TaskStore
-from asya.timeutil import Clock, format_ts, parse_ts, system_clock
+from asya.timeutil import format_ts, parse_ts
 from asya.transport import UnknownActorError
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
 from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchError
-from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
+from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed, Unparsed
 
 __all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
 
@@ -72,23 +70,15 @@ class _Header:
 class AggregatorRuntime(CrewRuntime):
     """A fan-in aggregator: stores and counts slices, emits the merged envelope exactly once."""
 
-    def __init__(
-        self,
-        config: ActorConfig,
-        *,
-        sqs: Any = None,
-        dynamodb: Any = None,
-        s3: Any = None,
-        clock: Clock = system_clock,
-        logger: Any = None,
-        environ: Mapping[str, str] | None = None,
-        shard_size: int = SHARD_SIZE,
-    ) -> None:
+    def __init__(self, config: ActorConfig, *, shard_size: int = SHARD_SIZE, **options: Unpack[CrewOptions]) -> None:
         """``shard_size``: indexes per shard item of the fan-in set (``asya_crew.fanin_state``)."""
-        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ)
-        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
+        super().__init__(config, **options)
         self._state = FanInState(
-            table=config.table, bucket=config.bucket, dynamodb=dynamodb, s3=lambda: self.s3, shard_size=shard_size
+            table=config.table,
+            bucket=config.bucket,
+            dynamodb=options.get("dynamodb"),
+            s3=lambda: self.s3,
+            shard_size=shard_size,
         )
         # the local mode's workers share one runtime: each thread keeps its own batch's pre-flight
         self._batch = threading.local()
@@ -109,19 +99,11 @@ class AggregatorRuntime(CrewRuntime):
         return None
 
     def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
+        if isinstance(prepared, Unparsed):
+            self._parse_failure(prepared.body, prepared.error)
+            return
         now_dt = self._clock()
         now = format_ts(now_dt)
-        if isinstance(prepared, Unparsed):
-            out = parse_failure_envelope(
-                prepared.body,
-                prepared.error,
-                actor=self.config.actor,
-                now=now,
-                new_id=routing.new_uuid4,
-                tracing=self.config.tracing,
-            )
-            self._transport.send(out.actor, out.envelope)
-            return
         env = prepared.envelope
         actor = self.config.actor
         trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)

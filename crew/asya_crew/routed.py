@@ -14,18 +14,14 @@ Neither has checkpoints: :meth:`_checkpoint_phase` answers ``None``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Final, NoReturn
 
 from asya import routing
-from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason
-from asya.exceptions import EnvelopeParseError
-from asya.infra import parse_failure_envelope
 from asya.payloads import PayloadUnavailableError
-from asya.store import TaskStore
-from asya.timeutil import Clock, format_ts, parse_ts, system_clock
+from asya.timeutil import format_ts, parse_ts
 from asya_crew.runtime import CrewRuntime
 
 __all__ = ["RoutedCrewRuntime", "StopRecord", "status_of"]
@@ -40,22 +36,6 @@ class StopRecord(Exception):  # noqa: N818 - control flow, not an error: the rec
 class RoutedCrewRuntime(CrewRuntime):
     """Crew that may appear in routes and runs the regular steps around its logic; clients lazy when not injected."""
 
-    def __init__(
-        self,
-        config: ActorConfig,
-        *,
-        sqs: Any = None,
-        dynamodb: Any = None,
-        s3: Any = None,
-        clock: Clock = system_clock,
-        logger: Any = None,
-        new_id: Callable[[], str] = routing.new_uuid4,
-        environ: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ)
-        self._new_id = new_id
-        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
-
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         return None
 
@@ -64,13 +44,6 @@ class RoutedCrewRuntime(CrewRuntime):
 
     def _hop_trace(self, envelope: Envelope) -> routing.Trace:
         return routing.Trace.for_hop(envelope.headers, enabled=self.config.tracing)
-
-    def _parse_failure(self, body: str, error: EnvelopeParseError) -> None:
-        out = parse_failure_envelope(
-            body, error, actor=self.config.actor, now=self._now(), new_id=self._new_id, tracing=self.config.tracing
-        )
-        self._transport.send(out.actor, out.envelope)
-        self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
 
     def _check_route(self, envelope: Envelope) -> None:
         """P-ROUTE-1: raises :class:`StopRecord` after sending a ``RouteMismatch`` to x-sump."""

@@ -1,4 +1,4 @@
-"""The batch loop x-sink and x-sump share (PROTOCOL P-PROC-3: steps 1, 2 and 15 of P-PROC-2, P-ACK-1..3, P-CKPT-1).
+"""The batch loop every crew actor shares (PROTOCOL P-PROC-3: steps 1, 2 and 15 of P-PROC-2, P-ACK-1..3, P-CKPT-1).
 
 A batch runs in two passes, because a checkpoint object holds the lines of every record of the invocation with the
 same phase and date and must be written before any final status write of its records (P-CKPT-1):
@@ -14,6 +14,11 @@ same phase and date and must be written before any final status write of its rec
    ``batchItemFailures`` (with one WARNING line naming the error) and never affects the others; it comes back after
    P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the queue's long visibility timeout.
 
+Every crew runtime takes the same keyword options (:class:`CrewOptions`): injected clients (each created lazily when
+absent), clock, logger, environment (for the trace header), and the id factories of the envelopes it creates
+(``new_id``) and of its checkpoint objects (``new_key_id``). A subclass that needs more takes its own keywords and
+passes ``**options`` on; every runtime has the task store (``self._store``, ``asya.store.TaskStore``).
+
 Payload references (P-LARGE-4): :meth:`CrewRuntime._hydrated` reads them back for checkpoints and results; crew sends
 go through the same offloading encoder as the layer's (``asya.payloads``), and, with ``ASYA_TRACING`` on, carry the
 record's ``AWSTraceHeader`` like the layer's (P-TRACE-3, ``asya.xray``).
@@ -23,24 +28,40 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya import routing
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
+from asya.infra import parse_failure_envelope
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
+from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS
-from asya.timeutil import Clock, system_clock
+from asya.timeutil import Clock, format_ts, system_clock
 from asya.transport import Transport
 from asya.xray import trace_headers
 from asya_crew.checkpoint import CheckpointEntry, CheckpointError, CheckpointLine, CheckpointWriter
 
-__all__ = ["SAFETY_MARGIN_SECONDS", "CrewRuntime", "Parsed", "Unparsed", "UnstartedRecordError"]
+__all__ = ["SAFETY_MARGIN_SECONDS", "CrewOptions", "CrewRuntime", "Parsed", "Unparsed", "UnstartedRecordError"]
+
+
+class CrewOptions(TypedDict, total=False):
+    """The keyword options of :class:`CrewRuntime`, for subclasses that add their own (``**options: Unpack[...]``)."""
+
+    sqs: Any
+    dynamodb: Any
+    s3: Any
+    clock: Clock
+    logger: Any
+    environ: Mapping[str, str] | None
+    new_id: Callable[[], str]
+    new_key_id: Callable[[], str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,23 +84,28 @@ class Parsed:
 
 
 class CrewRuntime:
-    """What x-sink and x-sump share: config, clock, lazy S3 client, transport, logger, checkpoints and the batch loop.
-    Subclasses implement ``_checkpoint_phase`` and ``_complete``; clients are created lazily when not injected."""
+    """What every crew actor shares: config, clock, lazy S3 client, transport, task store, logger, checkpoints and the
+    batch loop. Subclasses implement ``_checkpoint_phase`` and ``_complete``; clients are created lazily when not
+    injected."""
 
     def __init__(
         self,
         config: ActorConfig,
         *,
         sqs: Any = None,
+        dynamodb: Any = None,
         s3: Any = None,
         clock: Clock = system_clock,
         logger: Any = None,
         environ: Mapping[str, str] | None = None,
+        new_id: Callable[[], str] = routing.new_uuid4,
         new_key_id: Callable[[], str] | None = None,
     ) -> None:
         self.config = config
         self._clock = clock
         self._s3 = s3
+        self._new_id = new_id
+        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
         self._trace = trace_headers(config.tracing, environ)
         trace_header = self._trace.current if self._trace is not None else None
@@ -109,6 +135,20 @@ class CrewRuntime:
             attempt=status.attempt if status is not None else 1,
             phase=status.phase if status is not None else Phase.PENDING.value,
         )
+
+    def _parse_failure(self, body: str, error: EnvelopeParseError) -> None:
+        """Step 1 (P-ENV-9..12, P-ERR-4): x-sump with ``details.raw_body``; the record is acked after the send."""
+        out = parse_failure_envelope(
+            body,
+            error,
+            actor=self.config.actor,
+            now=format_ts(self._clock()),
+            new_id=self._new_id,
+            tracing=self.config.tracing,
+        )
+        self._envelope_keys(out.envelope)
+        self._transport.send(out.actor, out.envelope)
+        self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
 
     @property
     def s3(self) -> Any:

@@ -25,19 +25,17 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import naming, routing
+from asya import naming
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
-from asya.exceptions import AsyaError, EnvelopeParseError
-from asya.infra import parse_failure_envelope
-from asya.store import TaskStore
-from asya.timeutil import Clock, format_ts, system_clock
+from asya.exceptions import AsyaError
+from asya.timeutil import format_ts
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
@@ -52,23 +50,6 @@ class HookSendError(AsyaError):
 
 class SinkRuntime(CrewRuntime):
     """The x-sink Lambda runtime; clients are created lazily when not injected."""
-
-    def __init__(
-        self,
-        config: ActorConfig,
-        *,
-        sqs: Any = None,
-        dynamodb: Any = None,
-        s3: Any = None,
-        clock: Clock = system_clock,
-        logger: Any = None,
-        new_id: Callable[[], str] = routing.new_uuid4,
-        environ: Mapping[str, str] | None = None,
-        new_key_id: Callable[[], str] | None = None,
-    ) -> None:
-        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, environ=environ, new_key_id=new_key_id)
-        self._new_id = new_id
-        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         headers = envelope.headers
@@ -185,20 +166,6 @@ class SinkRuntime(CrewRuntime):
             except AsyaError as exc:
                 errors.append(f"{hook}: {exc}")
         return errors
-
-    def _parse_failure(self, body: str, error: EnvelopeParseError) -> None:
-        """Step 1 (P-ENV-9..12, P-ERR-4): x-sump with ``details.raw_body``, acked after the send."""
-        out = parse_failure_envelope(
-            body,
-            error,
-            actor=self.config.actor,
-            now=format_ts(self._clock()),
-            new_id=self._new_id,
-            tracing=self.config.tracing,
-        )
-        self._envelope_keys(out.envelope)
-        self._transport.send(out.actor, out.envelope)
-        self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
 
 
 def _task_id(envelope: Envelope) -> str:

@@ -33,7 +33,7 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -42,8 +42,6 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya import headers as hdr
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, dumps
-from asya.store import TaskStore
-from asya.timeutil import Clock, system_clock
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
@@ -59,20 +57,6 @@ _PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
 class SumpRuntime(CrewRuntime):
     """The x-sump Lambda runtime; clients are created lazily when not injected. x-sump sends nothing, so ``sqs``
     is used only to release unstarted records; ``dynamodb`` only to attach checkpoints (P-STAT-2)."""
-
-    def __init__(
-        self,
-        config: ActorConfig,
-        *,
-        sqs: Any = None,
-        dynamodb: Any = None,
-        s3: Any = None,
-        clock: Clock = system_clock,
-        logger: Any = None,
-        new_key_id: Callable[[], str] | None = None,
-    ) -> None:
-        super().__init__(config, sqs=sqs, s3=s3, clock=clock, logger=logger, new_key_id=new_key_id)
-        self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         if phase != Phase.FAILED.value or hdr.CHECKPOINTED in envelope.headers or _reason(envelope) == _PARTIAL_FAILURE:

@@ -20,19 +20,17 @@ shorten them by building the config directly.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from asya.config import ENV
-from asya.exceptions import AsyaError
+from asya.config import ENV, ConfigError, positive_number
 
 __all__ = ["GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
 
 
-class GatewayConfigError(AsyaError, ValueError):
+class GatewayConfigError(ConfigError):
     """An environment variable of the gateway is malformed."""
 
 
@@ -88,7 +86,9 @@ class GatewayConfig:
             bucket=source.get(GATEWAY_ENV.bucket, ""),
             api_keys=api_keys,
             in_lambda=bool(source.get(GATEWAY_ENV.lambda_function)),
-            sse_max_seconds=_positive(source, GATEWAY_ENV.sse_max_seconds, 840.0),
+            sse_max_seconds=positive_number(
+                source, GATEWAY_ENV.sse_max_seconds, 840.0, unit="a number of seconds", error=GatewayConfigError
+            ),
             account_id=source.get(GATEWAY_ENV.account_id, "").strip(),
         )
 
@@ -114,16 +114,3 @@ def _api_keys(raw: str) -> tuple[str, ...]:
     if keys is not None:
         return keys
     return tuple(key.strip() for key in raw.split(",") if key.strip())
-
-
-def _positive(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise GatewayConfigError(f"environment variable {name} must be a number of seconds, got {raw!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise GatewayConfigError(f"environment variable {name} must be > 0, got {raw!r}")
-    return value

@@ -59,7 +59,7 @@ from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
 from asya_local.agents_cli import add_agent_parsers
 from asya_local.auth import gateway_auth
-from asya_local.cliargs import http_url, port
+from asya_local.cliargs import http_url, port, seconds
 from asya_local.client import GatewayClient
 from asya_local.cliio import CliIo, compact_json
 from asya_local.discovery import DEFAULT_URL, URL_ENV, discover
@@ -165,7 +165,7 @@ def _parser() -> argparse.ArgumentParser:
     call.add_argument("flow", nargs="?", help="flow name (or use --actor)")
     call.add_argument("--actor", help="send to this actor instead of a flow")
     call.add_argument("--payload", type=_json_arg, default=None, help="the payload as JSON (default null)")
-    call.add_argument("--timeout", type=_positive_int, default=None, help="task timeout in seconds")
+    call.add_argument("--timeout", type=seconds, default=None, help="task timeout in seconds")
     call.add_argument("--no-wait", action="store_true", help="print the task id and return")
     call.add_argument("--brief", action="store_true", help="print only the status, the result or error, and the id")
     call.add_argument("--view", action="store_true", help="print the whole task view as JSON")
@@ -198,16 +198,6 @@ def _json_arg(raw: str) -> Any:
         return json.loads(raw)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"invalid JSON {raw!r}: {exc}") from None
-
-
-def _positive_int(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer number of seconds, got {raw!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {raw!r}")
-    return value
 
 
 # -- commands ---------------------------------------------------------------------------------------------------

@@ -6,7 +6,7 @@ import argparse
 
 import httpx
 
-__all__ = ["check_http_url", "http_url", "port"]
+__all__ = ["check_http_url", "count", "http_url", "port", "seconds"]
 
 
 def check_http_url(raw: str) -> str:
@@ -35,4 +35,24 @@ def port(raw: str) -> int:
         value = -1
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a port: use 0..65535 (0 picks a free one)")
+    return value
+
+
+def count(raw: str) -> int:
+    """A whole number >= 1 (``--max``)."""
+    return _at_least_one(raw, "an integer")
+
+
+def seconds(raw: str) -> int:
+    """A whole number of seconds >= 1 (``--timeout``, ``--wait``)."""
+    return _at_least_one(raw, "an integer number of seconds")
+
+
+def _at_least_one(raw: str, what: str) -> int:
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {raw!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {raw!r}")
     return value

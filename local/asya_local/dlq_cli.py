@@ -29,7 +29,7 @@ from botocore.exceptions import NoRegionError
 
 from asya.manifest import load_manifest
 from asya.store import TaskStore
-from asya_local.cliargs import check_http_url, http_url
+from asya_local.cliargs import check_http_url, count, http_url, seconds
 from asya_local.dlq import DeadLetters, DlqError
 from asya_local.localstate import read_local_state, state_path
 from asya_local.moto_server import DEFAULT_REGION, make_clients
@@ -67,29 +67,19 @@ def add_dlq_parser(commands: _Commands) -> None:
     listing.set_defaults(run=_list)
     show = actions.add_parser("show", parents=[common], help="peek at an actor's DLQ messages (not consumed)")
     show.add_argument("actor", help="the actor whose DLQ to peek at")
-    show.add_argument("--max", type=_positive, default=10, help="messages to show (default 10)")
+    show.add_argument("--max", type=count, default=10, help="messages to show (default 10)")
     show.set_defaults(run=_show)
     redrive = actions.add_parser("redrive", parents=[common], help="move an actor's DLQ messages back to its queue")
     redrive.add_argument("actor", help="the actor whose DLQ to move back to its queue")
-    redrive.add_argument("--max", type=_positive, default=None, help="move at most this many (copy method)")
+    redrive.add_argument("--max", type=count, default=None, help="move at most this many (copy method)")
     redrive.add_argument(
         "--method",
         choices=("auto", "copy", "move-task"),
         default="auto",
         help="auto (default): SQS's move task on AWS without --max, else copy",
     )
-    redrive.add_argument("--wait", type=_positive, default=300, help="seconds to follow a move task (default 300)")
+    redrive.add_argument("--wait", type=seconds, default=300, help="seconds to follow a move task (default 300)")
     redrive.set_defaults(run=_redrive)
-
-
-def _positive(raw: str) -> int:
-    try:
-        value = int(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer, got {raw!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {raw!r}")
-    return value
 
 
 # -- commands ---------------------------------------------------------------------------------------------------

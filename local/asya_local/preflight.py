@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import Any
 
 from asya import naming
-from asya.abi import import_handler_module, load_handler
+from asya.abi import check_instantiable, import_handler_module, load_handler
 from asya.exceptions import HandlerLoadError
 from asya.manifest import Manifest
 from asya_local.exceptions import LocalModeError
@@ -84,7 +84,7 @@ def _check_statically(spec: str, directory: Path) -> None:
             raise HandlerLoadError(
                 f"handler {spec!r}: {module.__name__}.{rest[0]} is a {type(klass).__name__}, not a class"
             )
-        _check_init(klass, spec)
+        check_instantiable(klass, spec)
         raw = inspect.getattr_static(klass, rest[1], None)
         if raw is None:
             raise HandlerLoadError(f"handler {spec!r}: class {klass.__qualname__} has no attribute {rest[1]!r}")
@@ -110,23 +110,6 @@ def _attribute(module: ModuleType, name: str, spec: str) -> Any:
         return getattr(module, name)
     except AttributeError:
         raise HandlerLoadError(f"handler {spec!r}: {module.__name__} has no attribute {name!r}") from None
-
-
-def _check_init(klass: type[Any], spec: str) -> None:
-    try:
-        signature = inspect.signature(klass)
-    except (TypeError, ValueError):
-        return
-    required = [
-        p.name
-        for p in signature.parameters.values()
-        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-    ]
-    if required:
-        raise HandlerLoadError(
-            f"handler {spec!r}: class {klass.__qualname__} cannot be instantiated without arguments: "
-            f"__init__ parameters {', '.join(required)} have no default (P-ABI-3)"
-        )
 
 
 def _check_signature(target: Any, spec: str, *, args: int) -> None:

@@ -63,6 +63,9 @@ def test_missing_command_is_a_usage_error() -> None:
         (["call", "text-pipeline", "--timeout", "0"], "must be >= 1, got '0'"),
         (["call", "text-pipeline", "--timeout", "soon"], "must be an integer number of seconds, got 'soon'"),
         (["dev", "--port", "http"], "argument --port: 'http' is not a port: use 0..65535"),
+        (["dlq", "show", "a", "--max", "0"], "argument --max: must be >= 1, got '0'"),
+        (["dlq", "show", "a", "--max", "ten"], "argument --max: must be an integer, got 'ten'"),
+        (["dlq", "redrive", "a", "--wait", "soon"], "--wait: must be an integer number of seconds, got 'soon'"),
     ],
 )
 def test_bad_arguments_name_the_value(argv: list[str], message: str) -> None:

@@ -518,6 +518,10 @@ def test_config_from_env() -> None:
     )
     with pytest.raises(GatewayConfigError, match="ASYA_SSE_MAX_SECONDS"):
         GatewayConfig.from_env({"ASYA_SSE_MAX_SECONDS": "-1"})
+    with pytest.raises(GatewayConfigError, match="ASYA_SSE_MAX_SECONDS must be a number of seconds, got 'soon'"):
+        GatewayConfig.from_env({"ASYA_SSE_MAX_SECONDS": "soon"})
+    with pytest.raises(GatewayConfigError, match="ASYA_SSE_MAX_SECONDS must be > 0, got 'inf'"):
+        GatewayConfig.from_env({"ASYA_SSE_MAX_SECONDS": "inf"})
 
 
 @pytest.mark.parametrize(

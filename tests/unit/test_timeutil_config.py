@@ -57,6 +57,9 @@ def test_actor_config_from_env_mapping() -> None:
         ({"ASYA_NAMESPACE": "demo"}, "ASYA_ACTOR is required"),
         ({"ASYA_NAMESPACE": "demo", "ASYA_ACTOR": "Bad"}, "invalid actor name 'Bad'"),
         ({"ASYA_NAMESPACE": "demo", "ASYA_ACTOR": "a", "ASYA_ACTOR_TIMEOUT": "soon"}, "must be a number, got 'soon'"),
+        # non-finite numbers are refused like the gateway's (asya.config.positive_number serves both)
+        ({"ASYA_NAMESPACE": "demo", "ASYA_ACTOR": "a", "ASYA_ACTOR_TIMEOUT": "nan"}, "must be > 0, got 'nan'"),
+        ({"ASYA_NAMESPACE": "demo", "ASYA_ACTOR": "a", "ASYA_OFFLOAD_THRESHOLD_KB": "inf"}, "must be > 0, got 'inf'"),
     ],
 )
 def test_actor_config_errors(env: dict[str, str], message: str) -> None:

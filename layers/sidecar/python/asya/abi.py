@@ -65,6 +65,7 @@ __all__ = [
     "Handler",
     "HandlerError",
     "HandlerKind",
+    "check_instantiable",
     "error_details",
     "import_handler_module",
     "load_handler",
@@ -336,22 +337,27 @@ def _attribute(owner: object, name: str, spec: str) -> Any:
         raise HandlerLoadError(f"handler {spec!r}: reading {name!r} failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _instantiate(klass: type[Any], spec: str) -> object:
+def check_instantiable(klass: type[Any], spec: str) -> None:
+    """P-ABI-3: :class:`HandlerLoadError` naming the ``__init__`` parameters of ``klass`` that have no default (a
+    class whose signature cannot be read passes: instantiating it tells)."""
     try:
         signature = inspect.signature(klass)
     except (TypeError, ValueError):
-        signature = None
-    if signature is not None:
-        required = [
-            p.name
-            for p in signature.parameters.values()
-            if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        ]
-        if required:
-            raise HandlerLoadError(
-                f"handler {spec!r}: class {_qualified_name(klass)} cannot be instantiated without arguments: "
-                f"__init__ parameters {', '.join(required)} have no default (P-ABI-3)"
-            )
+        return
+    required = [
+        p.name
+        for p in signature.parameters.values()
+        if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    if required:
+        raise HandlerLoadError(
+            f"handler {spec!r}: class {_qualified_name(klass)} cannot be instantiated without arguments: "
+            f"__init__ parameters {', '.join(required)} have no default (P-ABI-3)"
+        )
+
+
+def _instantiate(klass: type[Any], spec: str) -> object:
+    check_instantiable(klass, spec)
     try:
         return klass()
     except Exception as exc:

@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,7 +57,7 @@ from asya.exceptions import AsyaError
 from asya.gatewayurl import is_gateway_url
 from asya.resiliency import ResiliencyError, RetryPolicies
 
-__all__ = ["ENV", "LOG_LEVEL_ENV", "REPORTER_ENV", "ActorConfig", "ConfigError", "FanInConfig"]
+__all__ = ["ENV", "LOG_LEVEL_ENV", "REPORTER_ENV", "ActorConfig", "ConfigError", "FanInConfig", "positive_number"]
 
 
 class ConfigError(AsyaError, ValueError):
@@ -126,8 +127,8 @@ class ActorConfig:
             code_dir=source.get(ENV.code_dir, ""),
             table=source.get(ENV.table) or naming.table_name(namespace),
             bucket=source.get(ENV.bucket) or naming.bucket_name(namespace),
-            actor_timeout=_number(source, ENV.actor_timeout, 60.0),
-            offload_threshold_kb=int(_number(source, ENV.offload_threshold_kb, 240)),
+            actor_timeout=positive_number(source, ENV.actor_timeout, 60.0),
+            offload_threshold_kb=int(positive_number(source, ENV.offload_threshold_kb, 240)),
             sink_hooks=tuple(h.strip() for h in source.get(ENV.sink_hooks, "").split(",") if h.strip()),
             resiliency=_resiliency(source),
             tracing=source.get(ENV.tracing, "").strip().lower() in ("1", "true", "yes"),
@@ -209,14 +210,23 @@ def _resiliency(env: Mapping[str, str]) -> RetryPolicies:
         raise ConfigError(f"environment variable {ENV.resiliency} is invalid: {exc}") from None
 
 
-def _number(env: Mapping[str, str], name: str, default: float) -> float:
+def positive_number(
+    env: Mapping[str, str],
+    name: str,
+    default: float,
+    *,
+    unit: str = "a number",
+    error: type[ConfigError] = ConfigError,
+) -> float:
+    """``env[name]`` as a finite float above 0, ``default`` when unset or empty; else ``error`` naming the variable
+    and its value (``unit`` says what the number counts). Shared with ``asya_gateway.config``."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise ConfigError(f"environment variable {name} must be a number, got {raw!r}") from None
-    if value <= 0:
-        raise ConfigError(f"environment variable {name} must be > 0, got {raw!r}")
+        raise error(f"environment variable {name} must be {unit}, got {raw!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise error(f"environment variable {name} must be > 0, got {raw!r}")
     return value

@@ -165,6 +165,7 @@ def _plain_copy(value: Any, depth: int) -> Any:
 def _check_plain(value: Any, depth: int) -> None:
     """:class:`_NotPlainError` unless ``value`` is plain JSON; the same checks as :func:`_plain_copy`, no copy."""
     kind = type(value)
+    items: Any
     if kind is dict:
         if depth >= PLAIN_MAX_DEPTH:
             raise _NotPlainError
@@ -173,32 +174,27 @@ def _check_plain(value: Any, depth: int) -> None:
         for key in value:
             if type(key) is not str:
                 raise _NotPlainError
-        for item in value.values():
-            item_kind = type(item)
-            if item_kind in _SCALARS:
-                continue
-            if item_kind is float:
-                if not _isfinite(item):
-                    raise _NotPlainError
-                continue
-            _check_plain(item, depth + 1)
+        items = value.values()
     elif kind is list:
         if depth >= PLAIN_MAX_DEPTH:
             raise _NotPlainError
-        for item in value:
-            item_kind = type(item)
-            if item_kind in _SCALARS:
-                continue
-            if item_kind is float:
-                if not _isfinite(item):
-                    raise _NotPlainError
-                continue
-            _check_plain(item, depth + 1)
-    elif kind is float:
-        if not _isfinite(value):
+        items = value
+    else:
+        if kind is float:
+            if not _isfinite(value):
+                raise _NotPlainError
+        elif kind not in _SCALARS:
             raise _NotPlainError
-    elif kind not in _SCALARS:
-        raise _NotPlainError
+        return
+    for item in items:
+        item_kind = type(item)
+        if item_kind in _SCALARS:
+            continue
+        if item_kind is float:
+            if not _isfinite(item):
+                raise _NotPlainError
+            continue
+        _check_plain(item, depth + 1)
 
 
 def _convert(value: Any) -> Any:

@@ -33,7 +33,7 @@ from asya.store.limits import (
     fit_data_json,
 )
 from asya.store.records import LONG_DEADLINE_SECONDS, is_storable_id
-from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, Snapshot, TaskStore
+from asya.store.taskstore import TIMED_OUT, ApplyResult, Outcome, RunningFields, Snapshot, TaskStore
 from asya.store.transition import MISSING, STATUS_ORDER, STATUSES, TERMINAL, StatusUpdate
 
 __all__ = [
@@ -52,6 +52,7 @@ __all__ = [
     "IncompleteReadError",
     "ListQueryError",
     "Outcome",
+    "RunningFields",
     "Snapshot",
     "StatusUpdate",
     "StatusUpdateError",

@@ -22,7 +22,7 @@ import binascii
 import json
 from collections.abc import Iterator
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from asya.store import queries as q
 from asya.store import records as rec
@@ -32,7 +32,7 @@ from asya.store.updates import OUTCOME_STATUSES
 from asya.store.views import summary
 from asya.timeutil import parse_ts
 
-__all__ = ["MAX_LIMIT", "MAX_OFFSET", "decode_cursor", "encode_cursor", "list_tasks"]
+__all__ = ["MAX_LIMIT", "MAX_OFFSET", "ListQuery", "decode_cursor", "encode_cursor", "list_tasks"]
 
 MAX_LIMIT: Final = 100
 MAX_OFFSET: Final = 10_000
@@ -54,6 +54,18 @@ _SUMMARY_PROJECTION: Final = {
         "ttl",
     )
 }
+
+
+class ListQuery(TypedDict, total=False):
+    """The filters and paging of one listing (GW-LIST-2): the keywords of :func:`list_tasks` after ``window_days``,
+    which ``TaskStore.list_tasks`` passes on."""
+
+    status: str | None
+    flow: str | None
+    limit: int
+    cursor: str | None
+    offset: int | None
+    count: bool
 
 
 def encode_cursor(day: str, key: dict[str, str]) -> str:

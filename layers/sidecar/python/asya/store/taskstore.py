@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -47,7 +47,10 @@ from asya.store.views import fence_of, task_view
 from asya.store.writer import ApplyResult, Outcome, StatusWriter
 from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
 
-__all__ = ["TIMED_OUT", "ApplyResult", "Outcome", "Snapshot", "TaskStore"]
+if TYPE_CHECKING:  # the listing module is imported when a listing runs (TaskStore.list_tasks)
+    from asya.store.listing import ListQuery
+
+__all__ = ["TIMED_OUT", "ApplyResult", "Outcome", "RunningFields", "Snapshot", "TaskStore"]
 
 _log = logging.getLogger(__name__)
 
@@ -55,6 +58,21 @@ _ROUTE_STEPS: Final = frozenset({"received", "processing", "completed"})
 TIMED_OUT: Final = "task timed out"
 #: The pause item's lifetime (GW-DATA-2): no write removes it when the task ends.
 _PAUSE_TTL: Final = timedelta(days=400)
+
+
+class RunningFields(TypedDict):
+    """The keywords of a ``running`` update (:meth:`TaskStore.running`, :meth:`TaskStore.report_running`)."""
+
+    step: str
+    actor: str
+    route_prev: Sequence[str]
+    route_curr: str
+    route_next: Sequence[str]
+    extra: NotRequired[Mapping[str, Any] | None]
+    message: NotRequired[str | None]
+    envelope_id: NotRequired[str | None]
+    created_at: NotRequired[str | None]
+    detailed: NotRequired[bool]
 
 
 class TaskStore:
@@ -199,32 +217,12 @@ class TaskStore:
         """The status data object (GW-TASK-2) of a task view, as the SSE catch-up frame sends it."""
         return dict(task["data"])
 
-    def list_tasks(
-        self,
-        *,
-        status: str | None = None,
-        flow: str | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
-        offset: int | None = None,
-        count: bool = False,
-    ) -> dict[str, Any]:
+    def list_tasks(self, **query: Unpack[ListQuery]) -> dict[str, Any]:
         """GW-LIST-2: ``{"messages", "total", "next_cursor"}``; raises ``ListQueryError`` naming a bad parameter."""
         # deferred: only the gateway lists tasks; an actor's cold start does not pay for the listing module
         from asya.store.listing import list_tasks
 
-        return list_tasks(
-            self.dynamodb,
-            self.table,
-            now=self._clock(),
-            window_days=self._window,
-            status=status,
-            flow=flow,
-            limit=limit,
-            cursor=cursor,
-            offset=offset,
-            count=count,
-        )
+        return list_tasks(self.dynamodb, self.table, now=self._clock(), window_days=self._window, **query)
 
     def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
         """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` by ``(pk, sk)``, one strongly consistent
@@ -245,35 +243,10 @@ class TaskStore:
         """Apply one status event and say what happened (see :class:`Outcome`)."""
         return self._writer.apply(task_id, update)
 
-    def report_running(
-        self,
-        task_id: str,
-        *,
-        step: str,
-        actor: str,
-        route_prev: Sequence[str],
-        route_curr: str,
-        route_next: Sequence[str],
-        extra: Mapping[str, Any] | None = None,
-        message: str | None = None,
-        envelope_id: str | None = None,
-        created_at: str | None = None,
-        detailed: bool = False,
-    ) -> bool:
-        """A best-effort ``running`` update of the layer (P-STAT-5, P-STAT-6); True when accepted."""
-        return self.running(
-            task_id,
-            step=step,
-            actor=actor,
-            route_prev=route_prev,
-            route_curr=route_curr,
-            route_next=route_next,
-            extra=extra,
-            message=message,
-            envelope_id=envelope_id,
-            created_at=created_at,
-            detailed=detailed,
-        ).accepted
+    def report_running(self, task_id: str, **fields: Unpack[RunningFields]) -> bool:
+        """A best-effort ``running`` update of the layer (P-STAT-5, P-STAT-6): :meth:`running` without a claim or
+        refence; True when accepted."""
+        return self.running(task_id, **fields).accepted
 
     def running(
         self,

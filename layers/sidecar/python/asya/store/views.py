@@ -72,6 +72,18 @@ def status_data(item: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, A
     }
     for name, value in rec.get_json(item, "data", {}).items():
         out.setdefault(name, value)
+    _outcome(out, item, body, status)
+    if status == "paused":
+        _copy_body(out, body, "pause_metadata")
+        out["remaining_seconds"] = rec.get_int(item, "remaining_seconds")
+    _checkpoint(out, item)
+    out["timestamp"] = rec.get_str(item, "updated_at")
+    return out
+
+
+def _outcome(out: dict[str, Any], item: Mapping[str, Any], body: Mapping[str, Any], status: str) -> None:
+    """A terminal outcome's fields, the same in the task view and the status data: ``result`` of a succeeded task;
+    ``error`` (``"task failed"`` when none was stored), ``error_details`` and ``failed_actor`` of a failed one."""
     if status == "succeeded":
         _copy_body(out, body, "result")
     elif status == "failed":
@@ -79,12 +91,6 @@ def status_data(item: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, A
         out["error_details"] = None
         _copy_body(out, body, "error_details")
         out["failed_actor"] = rec.get_str(item, "failed_actor")
-    elif status == "paused":
-        _copy_body(out, body, "pause_metadata")
-        out["remaining_seconds"] = rec.get_int(item, "remaining_seconds")
-    _checkpoint(out, item)
-    out["timestamp"] = rec.get_str(item, "updated_at")
-    return out
 
 
 def task_view(
@@ -117,13 +123,7 @@ def task_view(
     _copy_body(view, body, "payload")
     if "payload" not in view and "payload_url" not in view:
         view["payload"] = None
-    if status == "succeeded":
-        _copy_body(view, body, "result")
-    elif status == "failed":
-        view["error"] = rec.get_str(item, "error") or "task failed"
-        view["error_details"] = None
-        _copy_body(view, body, "error_details")
-        view["failed_actor"] = rec.get_str(item, "failed_actor")
+    _outcome(view, item, body, status)
     checkpoint = _checkpoint(view, item)
     if checkpoint is not None and bucket:
         view["checkpoint_uri"] = f"s3://{bucket}/{checkpoint}"
