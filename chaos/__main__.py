@@ -37,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # the ESM emulator logs every injected crash with its traceback: expected here, and thousands of lines
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    for noisy in ("asya_local.esm", "asya.store", "asya.store.taskstore", "urllib3.connectionpool"):
+    # uvicorn.error: each gateway restart cancels the SSE streams still open, with an ERROR traceback each
+    for noisy in ("asya_local.esm", "asya.store", "asya.store.taskstore", "urllib3.connectionpool", "uvicorn.error"):
         logging.getLogger(noisy).setLevel(logging.CRITICAL)
     chosen = scenarios(all_tasks=args.tasks, single_tasks=args.single_tasks)
     if args.only:

@@ -1,9 +1,12 @@
 """The gateway-restart fault: when an SSE follower's stream goes live, at the injector's ``gateway_restart`` rate,
 the local gateway is stopped and served again on the same port (:meth:`asya_local.mesh.LocalMesh.restart_gateway`),
-from a background thread so the workload's clients meet it mid-request: open SSE streams are cut at once
-(``GRACE_SECONDS`` = 0: a crash more than a drain, since most tasks of the chaos mesh end within a second), and new
-connections are refused until the new gateway answers ``/health``. One restart at a time: a roll that hits while one
-is under way is played (counted) but does not stack a second one. ``join`` waits for the last one.
+from a background thread so the workload's clients meet it mid-request: requests under way get ``GRACE_SECONDS``
+to finish, then open SSE streams are cut (most tasks of the chaos mesh end within a second, so a longer drain would
+rarely cut one); new connections are refused until the new gateway answers ``/health``. No grace at all would cut
+plain requests too, and uvicorn answers a request it cancels before its response started with a 500, whose creation
+may or may not have happened: no client could tell, so that is not a fault worth playing. One restart at a time: a
+roll that hits while one is under way is played (counted) but does not stack a second one. ``join`` waits for the
+last one.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from chaos.faults import Injector
 
 __all__ = ["GRACE_SECONDS", "GatewayRestarter"]
 
-GRACE_SECONDS: Final = 0
+GRACE_SECONDS: Final = 1
 
 
 class _Restartable(Protocol):
