@@ -1,8 +1,10 @@
-"""What a client that leaves an MCP ``tools/call`` before its answer means (GW-CANCEL-1, issue 17), for a call
-answered as one JSON response (no ``text/event-stream`` in ``Accept``), which notices the close at its keepalive
-ticks: at ``2026-07-28`` closing the response is the protocol's cancel, so the task is canceled; in the handshake era
-it is not (only ``notifications/cancelled`` is), so the task runs on. No actor runs here: a task stays ``pending``
-unless canceled."""
+"""HTTP-level behaviour of ``/mcp`` over real HTTP (uvicorn) against in-process moto (issue 17).
+
+What a client that leaves a ``tools/call`` before its answer means (GW-CANCEL-1), for a call answered as one JSON
+response (no ``text/event-stream`` in ``Accept``), which notices the close at its keepalive ticks: at ``2026-07-28``
+closing the response is the protocol's cancel, so the task is canceled; in the handshake era it is not (only
+``notifications/cancelled`` is), so the task runs on. No actor runs here: a task stays ``pending`` unless canceled.
+And the CORS preflight for the headers a ``2026-07-28`` browser client sends."""
 
 from __future__ import annotations
 
@@ -81,3 +83,23 @@ def test_gw_cancel_1_a_handshake_era_client_that_closes_a_call_leaves_its_task_r
     }
     _leave(base_url, call, {"Mcp-Session-Id": session})
     assert _status_after(base_url, call_task_id(session, 2), seconds=1.0) == "pending"
+
+
+def test_gw_mcp_9_a_browser_may_send_the_2026_routing_headers(mesh: Any, serve_asgi: Any) -> None:
+    """With ``gateway.cors_origins`` set, a preflight for the headers every 2026-07-28 request carries is allowed."""
+    gateway = mesh.manifest.gateway.model_copy(update={"cors_origins": ["https://app.example.com"]})
+    manifest = mesh.manifest.model_copy(update={"gateway": gateway})
+    app = create_app(CONFIG, manifest=manifest, dynamodb=mesh.aws.dynamodb, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
+    asked = "mcp-protocol-version, mcp-method, mcp-name, content-type"
+    with httpx.Client(base_url=serve_asgi(app), timeout=10) as client:
+        preflight = client.options(
+            "/mcp",
+            headers={
+                "Origin": "https://app.example.com",
+                "Access-Control-Request-Method": "POST",
+                "Access-Control-Request-Headers": asked,
+            },
+        )
+    assert preflight.status_code == 200, preflight.text
+    allowed = {h.strip().lower() for h in preflight.headers["access-control-allow-headers"].split(",")}
+    assert {"mcp-protocol-version", "mcp-method", "mcp-name"} <= allowed
