@@ -207,6 +207,13 @@ def test_gw_mcp_3_the_2026_envelope_is_checked_over_raw_json_rpc(mesh: LocalMesh
     assert result["capabilities"] == {"tools": {"listChanged": False}, "logging": {}}
     assert result["cacheScope"] == "private" and result["ttlMs"] == 300_000
     assert result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "asya-gateway"
+    not_object = httpx.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 6, "method": "tools/list", "params": [1]},
+        headers={**AUTH, "MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/list"},
+        timeout=10,
+    )
+    assert not_object.status_code == 400 and not_object.json()["error"]["code"] == -32602
     missing = post("tools/list", {})
     assert missing.status_code == 400 and missing.json()["error"]["code"] == -32602
     assert "io.modelcontextprotocol/clientCapabilities" in missing.json()["error"]["message"]

@@ -46,6 +46,7 @@ from asya_gateway.mcp.sessions import LOG_LEVELS, McpSession, SessionStore
 from asya_gateway.mcp.tools import list_tools
 from asya_gateway.mcp.versions import (
     HANDSHAKE_VERSIONS,
+    MODERN_VERSIONS,
     PROTOCOL_VERSIONS,
     SESSION_HEADER,
     VERSION_HEADER,
@@ -74,6 +75,8 @@ async def mcp_endpoint(request: Request) -> Response:
             return Response(status_code=204)
         message = await read_message(request)
     except RpcError as exc:
+        if request.headers.get(VERSION_HEADER) in MODERN_VERSIONS:
+            exc.http_status = http_status(exc.code)  # e.g. params that are not an object: 400 at 2026-07-28
         return _error(exc)
     if is_modern_request(message.method, message.params, request.headers):
         try:
