@@ -22,6 +22,7 @@ request. Two eras are served (``asya_gateway.mcp.versions``):
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from starlette.requests import Request
@@ -75,7 +76,7 @@ async def mcp_endpoint(request: Request) -> Response:
             return Response(status_code=204)
         message = await read_message(request)
     except RpcError as exc:
-        if request.headers.get(VERSION_HEADER) in MODERN_VERSIONS:
+        if request.method == "POST" and request.headers.get(VERSION_HEADER) in MODERN_VERSIONS:
             exc.http_status = http_status(exc.code)  # e.g. params that are not an object: 400 at 2026-07-28
         return _error(exc)
     if is_modern_request(message.method, message.params, request.headers):
@@ -90,16 +91,15 @@ async def mcp_endpoint(request: Request) -> Response:
         return _error(exc)
 
 
-async def _guarded(answer: Any, rid: Any) -> Response:
+async def _guarded(answer: Awaitable[Response], rid: Any) -> Response:
     """An unexpected failure is -32603 ``internal error`` (logged), never a traceback on the wire."""
     try:
-        response: Response = await answer
+        return await answer
     except RpcError:
         raise
     except Exception:
         _log.exception("MCP request failed")
         raise RpcError(INTERNAL_ERROR, "internal error", request_id=rid) from None
-    return response
 
 
 async def _dispatch(ctx: GatewayContext, sessions: SessionStore, request: Request, message: RpcMessage) -> Response:
