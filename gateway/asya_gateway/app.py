@@ -121,6 +121,9 @@ def create_app(
                     "traceparent",
                     "Mcp-Session-Id",
                     "MCP-Protocol-Version",
+                    # sent with every MCP 2026-07-28 request
+                    "Mcp-Method",
+                    "Mcp-Name",
                 ],
                 # a browser MCP client must read the session id initialize answers
                 expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id"],

@@ -4,7 +4,8 @@ One request object per HTTP request: the body is read with the REST limits (GW-G
 -32700, a batch (JSON array) or any other non-object is -32600, an object without ``"jsonrpc": "2.0"`` or with a
 non-string ``method`` is -32600. A message without ``id`` is a notification; one without ``method`` but with
 ``result``/``error`` is a response sent by the client. :class:`RpcError` carries a code, a message and the HTTP status
-it travels with; :func:`error_body` and :func:`result_body` build the wire objects.
+it travels with (and an optional ``data`` member); :func:`error_body` and :func:`result_body` build the wire
+objects.
 """
 
 from __future__ import annotations
@@ -42,12 +43,15 @@ INTERNAL_ERROR: Final = -32603
 class RpcError(AsyaError):
     """A JSON-RPC error answer; ``http_status`` is the status it is sent with (200 unless the transport says so)."""
 
-    def __init__(self, code: int, message: str, *, http_status: int = 200, request_id: Any = None) -> None:
+    def __init__(
+        self, code: int, message: str, *, http_status: int = 200, request_id: Any = None, data: Any = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.http_status = http_status
         self.request_id = request_id
+        self.data = data
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +68,11 @@ class RpcMessage:
         return self.method is not None and self.has_id
 
 
-def error_body(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+def error_body(code: int, message: str, request_id: Any = None, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": request_id, "error": error}
 
 
 def result_body(request_id: Any, result: Any) -> dict[str, Any]:

@@ -227,6 +227,10 @@ def _agent_paths() -> dict[str, Any]:
         "/mcp": {
             "post": {
                 "summary": "MCP over Streamable HTTP: one JSON-RPC message (GW-MCP-1..9)",
+                "description": (
+                    "Protocol 2026-07-28 (per request: params._meta envelope, MCP-Protocol-Version, Mcp-Method and "
+                    "Mcp-Name headers, no session) and 2025-11-25 .. 2024-11-05 (initialize, then Mcp-Session-Id)"
+                ),
                 "requestBody": rpc,
                 "responses": {
                     "200": {"description": "JSON-RPC response, or an SSE stream of messages for tools/call"},

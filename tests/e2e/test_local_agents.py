@@ -554,10 +554,10 @@ def test_cli_mcp_call_shows_progress_and_fly_then_prints_the_result(agents_mesh:
     assert code == 2 and "must be a JSON object" in err
 
 
-def test_mcp_sdk_auto_mode_falls_back_from_discover_to_initialize_gw_mcp_1(local_mesh: LocalMesh) -> None:
-    """The ``mcp`` 2.x high-level client probes the 2026-07-28 ``server/discover`` first; the gateway answers -32601
-    and the client settles on 2025-11-25 through ``initialize`` (the example mesh's ``iam`` mode is not enforced
-    locally, so the client needs no credentials)."""
+def test_mcp_sdk_auto_mode_adopts_2026_07_28_by_discover_gw_mcp_1(local_mesh: LocalMesh) -> None:
+    """The ``mcp`` 2.x high-level client probes the 2026-07-28 ``server/discover`` first and adopts it (more on that
+    era in test_local_mcp_modern.py; the example mesh's ``iam`` mode is not enforced locally, so the client needs no
+    credentials)."""
 
     async def run() -> tuple[str | None, list[str], Any]:
         async with Client(f"{local_mesh.url}/mcp") as client:
@@ -566,7 +566,7 @@ def test_mcp_sdk_auto_mode_falls_back_from_discover_to_initialize_gw_mcp_1(local
             return client.protocol_version, [tool.name for tool in tools.tools], result
 
     version, names, result = asyncio.run(run())
-    assert version == "2025-11-25"
+    assert version == "2026-07-28"
     assert names == ["sentences", "text-pipeline"]
     assert result.is_error is False
     assert re.match(r"A \w+ text of 3 words", result.structured_content["summary"])

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from asya_gateway.mcp.endpoint import LOG_LEVELS, PROTOCOL_VERSIONS, mcp_endpoint
+from asya_gateway.mcp.cancel import call_task_id
+from asya_gateway.mcp.endpoint import LOG_LEVELS, mcp_endpoint
 from asya_gateway.mcp.tools import list_tools, mcp_flows
+from asya_gateway.mcp.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS, PROTOCOL_VERSIONS
 
-__all__ = ["LOG_LEVELS", "PROTOCOL_VERSIONS", "list_tools", "mcp_endpoint", "mcp_flows"]
+__all__ = [
+    "HANDSHAKE_VERSIONS",
+    "LOG_LEVELS",
+    "MODERN_VERSIONS",
+    "PROTOCOL_VERSIONS",
+    "call_task_id",
+    "list_tools",
+    "mcp_endpoint",
+    "mcp_flows",
+]
