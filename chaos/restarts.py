@@ -1,28 +1,24 @@
 """The gateway-restart fault: when an SSE follower's stream goes live, at the injector's ``gateway_restart`` rate,
 the local gateway is stopped and served again on the same port (:meth:`asya_local.mesh.LocalMesh.restart_gateway`),
-from a background thread so the workload's clients meet it mid-request: requests under way get ``GRACE_SECONDS``
-to finish, then open SSE streams are cut (most tasks of the chaos mesh end within a second, so a longer drain would
-rarely cut one); new connections are refused until the new gateway answers ``/health``. No grace at all would cut
-plain requests too, and uvicorn answers a request it cancels before its response started with a 500, whose creation
-may or may not have happened: no client could tell, so that is not a fault worth playing. One restart at a time: a
-roll that hits while one is under way is played (counted) but does not stack a second one. ``join`` waits for the
-last one.
+from a background thread so the workload's clients meet it mid-request: the old gateway drains (its SSE streams end
+at their next poll), requests under way get uvicorn's grace period, then connections are refused until the new
+gateway answers ``/health``. Followers resume with ``Last-Event-ID`` and clients send again what got no answer.
+One restart at a time: a roll that hits while one is under way is played (counted) but does not stack a second one.
+``join`` waits for the last one.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Final, Protocol
+from typing import Protocol
 
 from chaos.faults import Injector
 
-__all__ = ["GRACE_SECONDS", "GatewayRestarter"]
-
-GRACE_SECONDS: Final = 1
+__all__ = ["GatewayRestarter"]
 
 
 class _Restartable(Protocol):
-    def restart_gateway(self, *, grace_seconds: int = ...) -> None: ...
+    def restart_gateway(self) -> None: ...
 
 
 class GatewayRestarter:
@@ -44,7 +40,7 @@ class GatewayRestarter:
 
     def _restart(self) -> None:
         try:
-            self._mesh.restart_gateway(grace_seconds=GRACE_SECONDS)
+            self._mesh.restart_gateway()
         except Exception as exc:  # a gateway that does not come back fails the run, with the reason in the report
             self.errors.append(f"gateway restart: {type(exc).__name__}: {exc}")
 

@@ -8,13 +8,14 @@ time), cancels those planned so, follows a share of them over SSE (``/api/v1/mes
 follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each status seen becomes an
 :class:`Observation`; the order of one stream (one SSE follower, or the GET poller) is the order it was seen in.
 
-Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no
-HTTP answer (refused, or cut before the response) is sent again after ``_RETRY_PAUSE`` (creation and cancel are safe
-to repeat: a cut creation answered nothing, and DELETE is idempotent, GW-CANCEL-1), and an SSE follower whose stream
-breaks resumes it with ``Last-Event-ID`` after the server's ``retry`` delay, as EventSource does (GW-SSE-9). Each is
-counted (:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows its task until it sees the terminal
-status or the workload's budget ends; the latter is recorded as an error. ``on_follow`` is called once per follower,
-when its stream delivered its first status (the gateway-restart fault restarts the gateway there).
+Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no HTTP
+answer (refused, or cut before the response) is sent again after ``_RETRY_PAUSE`` (creation and cancel are safe to
+repeat: a cut creation answered nothing, and DELETE is idempotent, GW-CANCEL-1), and an SSE follower whose stream ends
+early (the gateway drained it) or breaks resumes it with ``Last-Event-ID`` after the server's ``retry`` delay, as
+EventSource does (GW-SSE-9). Each is counted (:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows
+its task until it sees the terminal status or the workload's budget ends; the latter is recorded as an error.
+``on_follow`` is called once per follower, when its stream delivered its first status (the gateway-restart fault
+restarts the gateway there).
 """
 
 from __future__ import annotations
@@ -202,8 +203,8 @@ class Workload:
 
     def _follow(self, task_id: str) -> None:
         """One SSE follower until the terminal status (or the budget's end). A stream quiet for
-        ``_FOLLOW_READ_SECONDS`` is resumed with ``Last-Event-ID`` at once; a broken one (the gateway restarted)
-        after the server's ``retry`` delay."""
+        ``_FOLLOW_READ_SECONDS`` is resumed with ``Last-Event-ID`` at once; one that ended early or broke (the gateway
+        restarted) after the server's ``retry`` delay."""
         stream = f"sse:{task_id}"
         parser = SseParser()
         followed = False
@@ -229,6 +230,9 @@ class Workload:
                                 self._on_follow()  # the stream is live: the gateway-restart fault's opportunity
                             if status in TERMINAL:
                                 return
+                    # the response ended before the terminal status: the gateway drained it (a restart)
+                    self._recorder.resumed()
+                    time.sleep((parser.retry or _DEFAULT_SSE_RETRY_MS) / 1000)
                 except httpx.ReadTimeout:
                     continue
                 except httpx.TransportError:

@@ -47,7 +47,7 @@ from asya_gateway.routes.tasks import create_or_list, task_item
 from asya_gateway.timers import DeadlineTimers
 from asya_gateway.webconsole import CONSOLE_PATH, ConsoleAssets, console_redirect
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "drain"]
 
 
 def _routes() -> list[Route | Mount]:
@@ -146,3 +146,13 @@ def create_app(
         cloudwatch=cloudwatch,
     )
     return app
+
+
+def drain(app: Starlette) -> None:
+    """Tell ``app`` its server is about to stop: its SSE streams end at their next poll (within ``sse_poll_slow``
+    seconds) instead of being cut by the server's shutdown, and their clients resume with ``Last-Event-ID`` on the
+    next server. Plain requests are the server's to drain (uvicorn's graceful shutdown). The local mode drains
+    before it stops or restarts a gateway; in Lambda nothing stops an invocation early, so nothing calls this."""
+    context = app.state.gateway
+    assert isinstance(context, GatewayContext)
+    context.draining.set()

@@ -8,8 +8,9 @@ stalls the event loop, and with it every open SSE stream.
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from starlette.concurrency import run_in_threadpool
@@ -39,6 +40,9 @@ class GatewayContext:
     timers: DeadlineTimers
     #: CloudWatch client for the queue diagnostic (created on first use when ``None``).
     cloudwatch: Any = None
+    #: Set when the server that runs this app is about to stop (:func:`asya_gateway.app.drain`): SSE streams end at
+    #: their next poll, as at their 840 s limit, so clients resume with ``Last-Event-ID`` instead of being cut.
+    draining: threading.Event = field(default_factory=threading.Event)
 
     @property
     def sse_settings(self) -> SseSettings:

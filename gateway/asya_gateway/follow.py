@@ -22,10 +22,10 @@ strongly consistent query per poll). Rules:
 4. a terminal record is sent last, once no number is held back: every fly event, then the terminal ``status`` with
    id = ``last_seq``, and the stream ends (GW-SSE-6, GW-SSE-7); a catch-up that is already terminal is followed by
    the replay and this same terminal event;
-5. polls run every ``poll_fast`` s while something changed in the last ``fast_window`` s, else every ``poll_slow``
-   s; a ``keepalive`` event is yielded after ``keepalive`` s without output; the stream ends after ``max_seconds``
-   or when the task is gone (GW-SSE-9). Before a poll of a ``pending``/``running`` task past its deadline the
-   follower applies the read-path backstop (GW-BACK-3).
+5. polls run every ``poll_fast`` s while something changed in the last ``fast_window`` s, else every ``poll_slow`` s; a
+   ``keepalive`` event is yielded after ``keepalive`` s without output; the stream ends after ``max_seconds``, when the
+   task is gone (GW-SSE-9), or after the poll during which ``stopping()`` became true (the server drains). Before a poll
+   of a ``pending``/``running`` task past its deadline the follower applies the read-path backstop (GW-BACK-3).
 
 :func:`follow` is the engine over any :class:`FollowSource`; :func:`follow_task` follows a task of the gateway's
 store from a position, for waits that need no 404/204 answer first (MCP, A2A).
@@ -120,10 +120,11 @@ async def follow(
     deadline_at: str | None = None,
     clock: Clock | None = None,
     monotonic: Callable[[], float] = time.monotonic,
+    stopping: Callable[[], bool] | None = None,
 ) -> AsyncIterator[FollowEvent]:
     """The events of one follower after the 404/204 checks (see the module docstring); ``catchup`` is the status data
     of the consistent read whose ``last_seq`` is ``last_seq``; ``deadline_at`` its deadline, for the read-path
-    backstop when ``clock`` is given."""
+    backstop when ``clock`` is given; ``stopping`` ends the stream early, at a point a resume loses nothing from."""
     started = last_output = last_change = monotonic()
     yield FollowEvent("status", None, catchup)
     cursor = min(position, last_seq)
@@ -166,7 +167,7 @@ async def follow(
             sent_state = _state(snap.data)
             cursor = max(cursor, event_id)
             last_output = last_change = now
-        if now - started >= settings.max_seconds:
+        if now - started >= settings.max_seconds or (stopping is not None and stopping()):
             return
         if now - last_output >= settings.keepalive:
             yield KEEPALIVE

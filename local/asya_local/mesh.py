@@ -8,8 +8,9 @@ the deadline backstop (:class:`asya_local.backstop_loop.BackstopLoop`, GW-BACK-1
 they come due, and the ``long_deadlines`` sweep every ``backstop_interval`` seconds; ``None`` turns both off), then
 the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free port; ``url`` tells which; with
 ``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy`` says so).
-``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order. ``restart_gateway()``
-replaces the gateway alone, on the same port (the chaos harness's gateway restart).
+``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order; the gateway drains first
+(its SSE streams end cleanly and their clients resume elsewhere), then gets 3 s for requests under way.
+``restart_gateway()`` replaces the gateway alone, on the same port (the chaos harness's gateway restart).
 
 The gateway app gets the local routes of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
 process is gone (:meth:`LocalMesh.moto_problem`), and, when a :class:`~asya_local.history.RunHistory` is given
@@ -284,10 +285,11 @@ class LocalMesh:
             raise LocalModeError("; ".join(errors))
 
     def restart_gateway(self, *, grace_seconds: int = _GRACE_SECONDS) -> None:
-        """Stop the gateway and serve a freshly built one on the same port: open requests get ``grace_seconds`` to
-        finish, then open SSE streams are cut (as a dropped connection or a response stream's end cuts them in AWS),
-        connections are refused until the new app answers ``/health``, and clients resume with ``Last-Event-ID``.
-        Everything else (moto, pollers, backstop) keeps running."""
+        """Stop the gateway and serve a freshly built one on the same port. The old app drains
+        (:func:`asya_gateway.app.drain`: its SSE streams end at their next poll), requests under way get
+        ``grace_seconds`` to finish (what is still open then is cut), connections are refused until the new app
+        answers ``/health``, and SSE clients resume with ``Last-Event-ID``. Everything else (moto, pollers, backstop)
+        keeps running."""
         old = self._gateway
         if old is None or self._resources is None or self._clients is None:
             raise LocalModeError("the mesh is not running: call start() first")
@@ -393,6 +395,7 @@ class _UvicornThread:
         import uvicorn
 
         self.port_was_busy = False
+        self._app = app
         try:
             self._socket = _bound_socket(host, port)
         except OSError as exc:
@@ -435,6 +438,9 @@ class _UvicornThread:
                 time.sleep(_HEALTH_POLL_SECONDS)
 
     def stop(self, *, grace_seconds: int = _GRACE_SECONDS) -> None:
+        from asya_gateway.app import drain
+
+        drain(self._app)  # SSE streams end at their next poll, within the grace period, and their clients resume
         self._server.config.timeout_graceful_shutdown = grace_seconds
         self._server.should_exit = True
         if self._thread.is_alive():

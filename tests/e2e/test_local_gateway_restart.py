@@ -1,7 +1,8 @@
 """A gateway restart under a live SSE follower (the chaos harness's gateway-restart fault, issue 18): the local
-gateway is served again on the same port while a task runs; the follower's stream is cut, and the EventSource-style
-client (``asya_local.sse.SseStream``) resumes it with ``Last-Event-ID`` and gets the terminal status (GW-SSE-5,
-GW-SSE-7, GW-SSE-9). The task itself never notices: actors, moto and the store keep running."""
+gateway is served again on the same port while a task runs; the old gateway drains, ending the follower's stream at
+its next poll, and the EventSource-style client (``asya_local.sse.SseStream``) resumes it with ``Last-Event-ID`` and
+gets the terminal status (GW-SSE-5, GW-SSE-7, GW-SSE-9). The task itself never notices: actors, moto and the store
+keep running."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def test_gw_sse_9_a_follower_resumes_across_a_gateway_restart_and_gets_the_termi
                 break
     restart.join(30)
     assert statuses[-1] == "succeeded", statuses
-    assert stream.reconnects >= 1, "the restart did not cut the stream"
+    assert stream.reconnects >= 1, "the restart did not end the stream"
     assert napping_mesh.url == url
     view = httpx.get(f"{url}/api/v1/mesh/{task_id}").json()
     assert view["status"] == "succeeded"

@@ -173,6 +173,7 @@ def run(
     settings: SseSettings = SETTINGS,
     clock: ManualClock | None = None,
     polls: list[int] | None = None,
+    stopping: Callable[[], bool] | None = None,
 ) -> list[Seen]:
     """``(name, id, status or fly payload)`` of every event; ``polls`` gets the poll count at each event."""
     catchup = task.data
@@ -188,6 +189,7 @@ def run(
             deadline_at=task.deadline_at,
             clock=clock,
             monotonic=StepClock(),
+            stopping=stopping,
         ):
             value = event.data.get("payload") if event.name == "fly" else event.data.get("status")
             seen.append((event.name, event.seq, value))
@@ -376,6 +378,27 @@ def test_keepalive_and_duration_limit_gw_sse_9() -> None:
     assert {name for name, _, _ in seen[1:]} == {"keepalive"}
     assert 3 <= len(seen) - 1 <= 5  # one per second of silence, within the 5 s limit
     assert task.polls == int(settings.max_seconds / STEP)  # the stream ended at max_seconds, not earlier or later
+
+
+def test_a_draining_gateway_ends_the_stream_after_the_poll_and_a_resume_loses_nothing_gw_sse_9() -> None:
+    """``asya_gateway.app.drain``: the stream ends like at its duration limit, after the events of the poll during
+    which the server began to stop; a client resuming from the last id it got sees every later event."""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 2:
+            task.change("running", step="a")
+            task.add_fly("one")
+        elif poll == 4:
+            task.add_fly("two")
+            task.change("succeeded", step="a")
+
+    task = FakeTask("pending", 1, on_poll=mesh)
+    first = run(task, position=1, stopping=lambda: task.polls >= 2)
+    assert first == [("status", None, "pending"), ("fly", 3, "one"), ("status", 3, "running")]
+    assert task.polls == 2
+    resumed = run(task, position=3)
+    assert resumed == [("status", None, "running"), ("fly", 4, "two"), ("status", 5, "succeeded")]
+    assert run(FakeTask("running", 1), position=1, stopping=lambda: True) == [("status", None, "running")]
 
 
 def test_a_task_that_is_gone_ends_the_stream_gw_sse_9() -> None:

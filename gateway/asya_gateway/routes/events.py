@@ -1,9 +1,10 @@
 """``GET /api/v1/mesh/{id}/events`` (SSE, GATEWAY section 7) and ``POST /api/v1/mesh/{id}/events`` (section 8).
 
-The SSE route answers 400 for a bad ``Last-Event-ID``, 404 for an unknown id and 204 when the client's position is at
-or past the terminal event (GW-SSE-8) before any stream starts; the stream itself is :func:`asya_gateway.follow.follow`
-over the task store, written by :func:`asya_gateway.sse.sse_body`. The read-path backstop (GW-BACK-3) needs the task's
-deadline: it is taken from every poll's read of the task item, so polling costs one query.
+The SSE route answers 400 for a bad ``Last-Event-ID``, 404 for an unknown id and 204 when the client's position is at or
+past the terminal event (GW-SSE-8) before any stream starts; the stream itself is :func:`asya_gateway.follow.follow`
+over the task store, written by :func:`asya_gateway.sse.sse_body`; it ends early when the app drains
+(:func:`asya_gateway.app.drain`), and the client resumes with ``Last-Event-ID``. The read-path backstop (GW-BACK-3)
+needs the task's deadline: it is taken from every poll's read of the task item, so polling costs one query.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ async def stream_task_events(request: Request) -> Response:
         settings=ctx.sse_settings,
         deadline_at=view.get("deadline_at"),
         clock=ctx.clock,
+        stopping=ctx.draining.is_set,
     )
     return StreamingResponse(sse_body(events), headers=SSE_HEADERS)
 
