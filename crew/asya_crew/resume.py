@@ -12,7 +12,9 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, S
   is rejected;
 - the restored envelope goes on under the task's own id (P-RESUME-5): its route the stored ``next`` (x-sink with
   ``Completed`` when empty), its deadline ``now + x-asya-resume-timeout`` when that header is present;
-- after the send, the file is deleted (a delete failure is logged) and the record acked (P-RESUME-6).
+- after the send, the file is deleted (a delete failure is logged) and the record acked (P-RESUME-6). The delete is
+  conditional on the ETag of the file it loaded (``IfMatch``): the restored envelope may reach a second ``x-pause``
+  of the same task before this delete, and that pause's new file must stay.
 
 Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``).
 """
@@ -61,10 +63,11 @@ class ResumeRuntime(RoutedCrewRuntime):
             self._log.info("stale resume: acked without a send", extra={"task_status": status})
             return
         self._check_sla(envelope)
-        document = self._load(envelope.id)
-        if document is None:
+        loaded = self._load(envelope.id)
+        if loaded is None:
             self._log.warning("paused envelope not found: the resume was already delivered; acked")
             return
+        document, etag = loaded
         given = self._payload(envelope)
         try:
             payload = pausing.merge_input(document, given)
@@ -77,27 +80,33 @@ class ResumeRuntime(RoutedCrewRuntime):
         )
         self._transport.send(destination, out)
         self._log.info("task resumed", extra={"destination": destination})
-        self._delete(envelope.id)
+        self._delete(envelope.id, etag)
 
-    def _load(self, task_id: str) -> dict[str, Any] | None:
+    def _load(self, task_id: str) -> tuple[dict[str, Any], str] | None:
+        """The paused document and its ETag, or ``None`` when there is none."""
         bucket = self.config.bucket
         if not bucket:
             return None
         try:
-            body = self.s3.get_object(Bucket=bucket, Key=pausing.paused_key(task_id))["Body"].read()
+            found = self.s3.get_object(Bucket=bucket, Key=pausing.paused_key(task_id))
         except ClientError as exc:
             if exc.response["Error"]["Code"] in ("NoSuchKey", "404", "NotFound"):
                 return None
             raise
-        document = json.loads(body)
+        document = json.loads(found["Body"].read())
         if not isinstance(document, dict) or not isinstance(document.get("id"), str):
             raise ValueError(f"{pausing.paused_key(task_id)}: not a paused envelope")
-        return document
+        return document, str(found["ETag"])
 
-    def _delete(self, task_id: str) -> None:
+    def _delete(self, task_id: str, etag: str) -> None:
         try:
-            self.s3.delete_object(Bucket=self.config.bucket, Key=pausing.paused_key(task_id))
-        except (ClientError, BotoCoreError) as exc:
+            self.s3.delete_object(Bucket=self.config.bucket, Key=pausing.paused_key(task_id), IfMatch=etag)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "PreconditionFailed":
+                self._log.info("the task paused again before the delete: its new paused envelope is kept")
+                return
+            self._log.warning("could not delete the paused envelope", extra={"error": str(exc)})
+        except BotoCoreError as exc:
             self._log.warning("could not delete the paused envelope", extra={"error": str(exc)})
 
 

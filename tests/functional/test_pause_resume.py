@@ -221,6 +221,30 @@ def test_p_pause_5_pause_stores_item_status_and_file_then_resume_succeeds_gw_res
     assert rig.paused_file(task_id) is None  # P-RESUME-6
 
 
+def test_p_resume_6_a_second_pause_stored_before_x_resume_deletes_the_first_file_is_kept(rig: Rig) -> None:
+    """The restored envelope may reach the flow's next x-pause (here: its file stored by a hook right before
+    x-resume's delete) before x-resume deletes the file it loaded: the delete names that file's ETag, so the new
+    pause's file stays and its resume can run."""
+    task_id, _ = _pause(rig)
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    [resume_message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    bucket, key = rig.mesh.resources.bucket, f"paused/{task_id}.json"
+    second = {**(rig.paused_file(task_id) or {}), "payload": {"second": "pause"}}
+
+    def second_pause_lands(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Key") == key:
+            rig.mesh.aws.session.client("s3").put_object(Bucket=bucket, Key=key, Body=json.dumps(second).encode())
+
+    rig.mesh.aws.s3.meta.events.register("before-parameter-build.s3.DeleteObject", second_pause_lands)
+    try:
+        assert rig.run("x-resume", resume_message) == []
+    finally:
+        rig.mesh.aws.s3.meta.events.unregister("before-parameter-build.s3.DeleteObject", second_pause_lands)
+    assert len(drain(rig.mesh.aws.sqs, rig.url("publish"))) == 1  # the first resume went on
+    kept = rig.paused_file(task_id)
+    assert kept is not None and kept["payload"] == {"second": "pause"}
+
+
 def test_gw_resume_1_bad_input_answers_400_naming_the_field(rig: Rig) -> None:
     task_id, _ = _pause(rig)
     cases = [
