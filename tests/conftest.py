@@ -92,6 +92,18 @@ class Mesh:
     resources: MeshResources
     aws: AwsClients
 
+    def store(self, clock: Any) -> Any:
+        """A ``TaskStore`` over this mesh's table and bucket, on ``clock``."""
+        from asya.store import TaskStore
+
+        return TaskStore(
+            table=self.resources.table,
+            bucket=self.resources.bucket,
+            dynamodb=self.aws.dynamodb,
+            s3=self.aws.s3,
+            clock=clock,
+        )
+
 
 @pytest.fixture
 def mesh(aws: AwsClients, example_manifest: Manifest) -> Mesh:

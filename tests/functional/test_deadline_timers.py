@@ -93,13 +93,7 @@ class Env:
 def env(mesh: Any, monkeypatch: pytest.MonkeyPatch) -> Env:
     sqs_clock = SqsClock().install(monkeypatch)
     clock = ManualClock(START)
-    store = TaskStore(
-        table=mesh.resources.table,
-        bucket=mesh.resources.bucket,
-        dynamodb=mesh.aws.dynamodb,
-        s3=mesh.aws.s3,
-        clock=clock,
-    )
+    store = mesh.store(clock)
     timers = DeadlineTimers(namespace="demo", sqs=mesh.aws.sqs, clock=clock)
     metrics = Metrics()
     backstop = Backstop(store, namespace="demo", timers=timers, clock=clock, metric=metrics)

@@ -42,13 +42,7 @@ class Gw:
 
 def _gateway(mesh: Any, serve_asgi: Any, config: GatewayConfig) -> Gw:
     clock = ManualClock(datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC))
-    store = TaskStore(
-        table=mesh.resources.table,
-        bucket=mesh.resources.bucket,
-        dynamodb=mesh.aws.dynamodb,
-        s3=mesh.aws.s3,
-        clock=clock,
-    )
+    store = mesh.store(clock)
     app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
     return Gw(client=httpx.Client(base_url=serve_asgi(app)), store=store, clock=clock)
 

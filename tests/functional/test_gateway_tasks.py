@@ -46,13 +46,7 @@ class Gw:
 @pytest.fixture
 def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
     clock = ManualClock(START)
-    store = TaskStore(
-        table=mesh.resources.table,
-        bucket=mesh.resources.bucket,
-        dynamodb=mesh.aws.dynamodb,
-        s3=mesh.aws.s3,
-        clock=clock,
-    )
+    store = mesh.store(clock)
     app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
     with httpx.Client(base_url=serve_asgi(app)) as client:
         yield Gw(client=client, store=store, clock=clock, mesh=mesh)

@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import pytest
 
-from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.mcp import call_task_id
 from tests.clocks import ManualClock
@@ -29,13 +28,7 @@ CONFIG = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05
 @pytest.fixture
 def base_url(mesh: Any, serve_asgi: Any) -> str:
     clock = ManualClock(datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC))
-    store = TaskStore(
-        table=mesh.resources.table,
-        bucket=mesh.resources.bucket,
-        dynamodb=mesh.aws.dynamodb,
-        s3=mesh.aws.s3,
-        clock=clock,
-    )
+    store = mesh.store(clock)
     app = create_app(CONFIG, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
     url: str = serve_asgi(app)
     return url
