@@ -5,7 +5,9 @@ Order: start the mesh (moto's server child, pollers, backstop, gateway on a free
 queue visibility timeouts to ``lease + 5 s`` (``SetQueueAttributes``; P-MAN-4 deploys ``6 x`` the Lambda timeout,
 which would only make each crash's redelivery wait longer); attach the :class:`~chaos.faults.Injector` to the
 mesh's clients and activate the actor wrappers; run the :class:`~chaos.workload.Workload`; stop injecting; wait
-until every queue is empty (``settle_seconds`` at most); read the final views, the dead letters and every checkpoint
+until every queue is empty (``settle_seconds`` at most, and never less than one visibility timeout plus one lease: a
+record that crashed just before the faults stopped comes back after its visibility timeout, and may then be held
+until another copy's lease ends); read the final views, the dead letters and every checkpoint
 object; stop the mesh; check.
 """
 
@@ -109,7 +111,8 @@ def run_scenario(
         restarter.join()
         # the deadline timers (x-deadline) stay delayed until their tasks' deadlines: not envelopes of the flow
         actor_queues = {name: url for name, url in mesh.resources.queue_urls.items() if name != naming.DEADLINE}
-        leftovers = _settle(raw.sqs, actor_queues, settle_seconds)
+        longest_return = lease_seconds + _VISIBILITY_SLACK_SECONDS + lease_seconds + _VISIBILITY_SLACK_SECONDS
+        leftovers = _settle(raw.sqs, actor_queues, max(settle_seconds, longest_return))
         actors.deactivate()
         views = _views(mesh.url, tasks)
         letters = _dead_letters(raw.sqs, mesh.resources.dlq_urls, user_actors | {"x-sink", "x-sump"})
