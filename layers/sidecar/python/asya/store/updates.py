@@ -214,7 +214,7 @@ def _clauses(
         spec.remove("gsi3pk", "gsi3sk", "remaining_seconds")
         spec.set("ttl", rec.num_av(rec.epoch(now + rec.TERMINAL_TTL)))
         if update.status in OUTCOME_STATUSES:
-            spec.set("gsi2pk", rec.str_av(rec.outcome_index_pk(update.status, day)))
+            spec.set("gsi2pk", rec.str_av(rec.outcome_index_pk(update.status, day, rec.index_shard(task_id))))
         if update.status == "failed":
             spec.set("error", rec.str_av(update.error or "task failed"))
             if update.failed_actor is not None:
