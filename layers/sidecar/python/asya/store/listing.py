@@ -18,12 +18,14 @@ while ``next_cursor`` is set (GW-LIST-3); entries whose task is gone or expired 
 Reads per page: :data:`~asya.store.records.INDEX_SHARDS` queries per day the walk visits, each with ``Limit`` =
 ``limit + 1``, which is the whole page and its look-ahead entry, so no shard is queried twice in a day; the walk visits
 the cursor's day (or today) and the days before it until it has ``limit + 1`` entries, so a page of a busy day costs 8
-queries and a page of a sparse window up to ``8 * (window_days + 1)``. With ``offset``, a shard's ``Limit`` also
-covers its expected share of the skipped entries with a quarter more, and a shard that runs out of its page before the
-listing has ``offset + limit + 1`` entries is queried again from where it stopped. Then one ``BatchGetItem`` of the
-page's at most ``limit`` task items. ``count`` adds a ``Select=COUNT`` query per shard and day of the whole window (more
-past 1 MB), or with a filter the entries themselves and the task items behind them; it counts index entries, and with
-a filter the tasks behind them that match (GW-LIST-3).
+queries and a page of a sparse window up to ``8 * (window_days + 1)``. A day's eight first queries run side by side on
+a pool of eight threads (a boto3 client is thread-safe), so a page waits for one query per day visited, as it did
+before the sharding; the pool lives for one call. With ``offset``, a shard's ``Limit`` also covers its expected share
+of the skipped entries with a quarter more, and a shard that runs out of its page before the listing has ``offset +
+limit + 1`` entries is queried again from where it stopped. Then one ``BatchGetItem`` of the page's at most ``limit``
+task items. ``count`` adds a ``Select=COUNT`` query per shard and day of the whole window (more past 1 MB, eight at a
+time), or with a filter the entries themselves and the task items behind them: it counts index entries, and with a
+filter the tasks behind them that match (GW-LIST-3).
 
 The cursor is opaque: URL-safe base64 of ``{"scope", "last"}``, where ``scope`` names the listing's index
 (``by_created``, or ``by_outcome#{status}``) and ``last`` is the ``gsi1sk`` of the page's last entry; the next page
@@ -42,6 +44,7 @@ import binascii
 import heapq
 import json
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from itertools import chain, islice
 from typing import Any, Final, TypedDict
@@ -126,8 +129,19 @@ class _Walk:
     """Queries of one listing: the index, its partition keys by day and shard, and the filters applied to fetched
     items."""
 
-    def __init__(self, dynamodb: Any, table: str, *, status: str | None, flow: str | None, now: datetime) -> None:
+    def __init__(
+        self,
+        dynamodb: Any,
+        table: str,
+        *,
+        status: str | None,
+        flow: str | None,
+        now: datetime,
+        pool: ThreadPoolExecutor,
+    ) -> None:
         self.dynamodb = dynamodb
+        #: runs a day's shard queries side by side: the walk's latency is one query per day, not eight
+        self.pool = pool
         self.table = table
         self.status = status
         self.flow = flow
@@ -180,18 +194,24 @@ class _Walk:
             request["ExclusiveStartKey"] = last
 
     def entries(self, day: str, *, before: str | None, per_query: int) -> Iterator[dict[str, Any]]:
-        """The index entries of ``day`` below ``before``, newest first: the k-way merge of its shards. Lazy: a
-        shard's first query is sent when the merge starts, a further one only when the merge needs its next entry
-        and its page is used up."""
-        shards = (
-            self._items(self.pages(day, shard, before=before, limit=per_query)) for shard in range(rec.INDEX_SHARDS)
-        )
+        """The index entries of ``day`` below ``before``, newest first: the k-way merge of its shards. The first
+        query of every shard is sent at once, on the pool; a further one, in the caller's thread, only when the merge
+        needs a shard's next entry and its page is used up."""
+        shards = [
+            self._shard(self.pages(day, shard, before=before, limit=per_query)) for shard in range(rec.INDEX_SHARDS)
+        ]
         return heapq.merge(*shards, key=self.sort_key, reverse=True)
 
-    @staticmethod
-    def _items(pages: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        for page in pages:
-            yield from page.get("Items", [])
+    def _shard(self, pages: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        first = self.pool.submit(next, pages, None)
+
+        def items() -> Iterator[dict[str, Any]]:
+            page = first.result()
+            while page is not None:
+                yield from page.get("Items", [])
+                page = next(pages, None)
+
+        return items()
 
     def sort_key(self, entry: dict[str, Any]) -> str:
         return rec.get_str(entry, self.sk_name) or ""
@@ -221,11 +241,12 @@ class _Walk:
     def count(self, days: Iterable[str]) -> int:
         """The entries of ``days`` or, when :attr:`filtered`, the tasks behind them that match (GW-LIST-3)."""
         shards = [(day, shard) for day in days for shard in range(rec.INDEX_SHARDS)]
+        return sum(self.pool.map(lambda at: self._count(*at), shards))
+
+    def _count(self, day: str, shard: int) -> int:
         if self.filtered:
-            return sum(
-                len(_matching(self, page.get("Items", []))) for day, shard in shards for page in self.pages(day, shard)
-            )
-        return sum(page.get("Count", 0) for day, shard in shards for page in self.pages(day, shard, count=True))
+            return sum(len(_matching(self, page.get("Items", []))) for page in self.pages(day, shard))
+        return sum(page.get("Count", 0) for page in self.pages(day, shard, count=True))
 
     def matches(self, item: dict[str, Any] | None) -> bool:
         if item is None or rec.is_expired(item, self.now):
@@ -256,8 +277,15 @@ def list_tasks(
 ) -> dict[str, Any]:
     """``{"messages": [summary, ...], "total": int | None, "next_cursor": str | None}`` (GW-LIST-2, GW-LIST-3)."""
     _validate(status, limit, cursor, offset)
-    walk = _Walk(dynamodb, table, status=status, flow=flow, now=now)
-    today = now.date()
+    with ThreadPoolExecutor(max_workers=rec.INDEX_SHARDS, thread_name_prefix="asya-list") as pool:
+        walk = _Walk(dynamodb, table, status=status, flow=flow, now=now, pool=pool)
+        return _page(walk, window_days=window_days, limit=limit, cursor=cursor, offset=offset, count=count)
+
+
+def _page(
+    walk: _Walk, *, window_days: int, limit: int, cursor: str | None, offset: int | None, count: bool
+) -> dict[str, Any]:
+    today = walk.now.date()
     window = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
     days, before = window, None
     if cursor is not None:
@@ -275,7 +303,7 @@ def list_tasks(
     if len(found) > skip + limit and page_items:
         next_cursor = encode_cursor(walk.scope, walk.sort_key(page_items[-1]))
     return {
-        "messages": _summaries(walk, page_items, now),
+        "messages": _summaries(walk, page_items),
         "total": walk.count(window) if count else None,
         "next_cursor": next_cursor,
     }
@@ -294,6 +322,6 @@ def _matching(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]
     return [item for item in found if item is not None and walk.matches(item)]
 
 
-def _summaries(walk: _Walk, entries: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+def _summaries(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The summaries of a page's index entries, in their order."""
     return [summary(item) for item in _matching(walk, entries)]
