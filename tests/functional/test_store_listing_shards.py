@@ -210,3 +210,27 @@ def test_gw_list_2_a_page_queries_each_shard_of_a_day_once_and_reads_at_most_lim
         assert {query["Limit"] for query in queries} == {limit + 1}
         (batch,) = requests.of("BatchGetItem")
         assert len(batch["RequestItems"][store.table]["Keys"]) == limit
+
+
+def test_gw_list_1_an_offset_beyond_a_shards_page_queries_that_shard_again(
+    store: TaskStore, clock: ManualClock, requests: Requests
+) -> None:
+    """Four older tasks elsewhere and twenty newer ones in shard 0: ``offset=10, limit=2`` asks each shard for ``3 +
+    ceil(10 * 5 / 32) = 5`` entries, and the 13 the page needs are all in shard 0, which is queried again from where
+    its page stopped, twice."""
+    in_shard_0 = [task_id for task_id in (f"task-{i}" for i in range(200)) if rec.index_shard(task_id) == 0][:20]
+    others = [task_id for task_id in (f"other-{i}" for i in range(20)) if rec.index_shard(task_id) != 0][:4]
+    created: list[tuple[str, str]] = []
+    for task_id in others + in_shard_0:
+        store.create_task(task_id=task_id, actor="normalize")
+        created.append((format_ts_ms(clock.now), task_id))
+        clock.now += timedelta(seconds=1)
+    expected = _ids(sorted(created, reverse=True))
+    requests.sent.clear()
+    page = store.list_tasks(offset=10, limit=2)
+    assert [m["id"] for m in page["messages"]] == expected[10:12]
+    shard_0 = [
+        query for query in requests.of("Query") if query["ExpressionAttributeValues"][":part"]["S"].endswith("#0")
+    ]
+    assert len(shard_0) == 3 and [query["Limit"] for query in shard_0] == [5, 5, 5]
+    assert "ExclusiveStartKey" not in shard_0[0] and all("ExclusiveStartKey" in query for query in shard_0[1:])
