@@ -9,7 +9,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 import httpx
 import pytest
@@ -179,8 +179,8 @@ def test_finite_fractions_still_parse_gw_gen_5(gw: Gw) -> None:
 # ---------------------------------------------------------------- GW-LIST-1: cursors of another listing
 
 
-def _cursor(day: str, key: dict[str, str]) -> str:
-    return base64.urlsafe_b64encode(json.dumps({"day": day, "key": key}).encode("utf-8")).decode("ascii")
+def _cursor(body: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(body).encode("utf-8")).decode("ascii")
 
 
 def test_cursor_of_another_listing_answers_400_naming_cursor_gw_list_1(gw: Gw) -> None:
@@ -208,42 +208,56 @@ def test_cursor_of_another_listing_answers_400_naming_cursor_gw_list_1(gw: Gw) -
     assert (carried.status_code, carried.json()["messages"]) == (200, [])
 
 
+_LAST: Final = "2026-03-01T10:00:00.000Z#x"
+
+
 @pytest.mark.parametrize(
-    "key",
+    "body",
     [
         {},
+        [],
+        "by_created",
         {"foo": "bar"},
-        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01"},
-        {"pk": "TASK#x", "sk": "BODY", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
-        {"pk": "FANIN#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
-        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-02-28", "gsi1sk": "2026-03-01T10:00:00.000Z#x"},
-        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#x", "z": ""},
-        # keys over DynamoDB's key sizes (2048-byte partition, 1024-byte sort key): a ValidationException on AWS
-        {
-            "pk": "TASK#" + "x" * 3000,
-            "sk": "TASK",
-            "gsi1pk": "TASKS#2026-03-01",
-            "gsi1sk": "2026-03-01T10:00:00.000Z#x",
-        },
-        {
-            "pk": "TASK#" + "x" * 1100,
-            "sk": "TASK",
-            "gsi1pk": "TASKS#2026-03-01",
-            "gsi1sk": "2026-03-01T10:00:00.000Z#" + "x" * 1100,
-        },
-        # a sort key that is not {created_at}#{id} of the entry's own task
-        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01T10:00:00.000Z#y"},
-        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-03-01 and more#x"},
-        {"pk": "TASK#x", "sk": "TASK", "gsi1pk": "TASKS#2026-03-01", "gsi1sk": "2026-02-28T10:00:00.000Z#x"},
+        {"scope": "by_created"},
+        {"last": _LAST},
+        {"scope": "by_created", "last": _LAST, "z": ""},
+        {"scope": 1, "last": _LAST},
+        {"scope": "by_created", "last": None},
+        # the scope of another listing, or of none
+        {"scope": "by_outcome#failed", "last": _LAST},
+        {"scope": "by_created#1", "last": _LAST},
+        {"scope": "TASKS#2026-03-01", "last": _LAST},
+        # positions no index entry can have: no id, an id or sort key over DynamoDB's key sizes (2048-byte partition,
+        # 1024-byte sort key: a ValidationException on AWS), a created_at not in the task-record form
+        {"scope": "by_created", "last": "2026-03-01T10:00:00.000Z"},
+        {"scope": "by_created", "last": "2026-03-01T10:00:00.000Z#"},
+        {"scope": "by_created", "last": "2026-03-01T10:00:00.000Z#" + "x" * 3000},
+        {"scope": "by_created", "last": "2026-03-01T10:00:00.000Z#" + "x" * 1100},
+        {"scope": "by_created", "last": "2026-03-01 and more#x"},
+        {"scope": "by_created", "last": "2026-03-01T10:00:00Z#x"},
+        {"scope": "by_created", "last": "#x"},
+        # days outside the listing window (today, 2026-03-01, back 30 days)
+        {"scope": "by_created", "last": "2026-03-02T10:00:00.000Z#x"},
+        {"scope": "by_created", "last": "2026-01-29T10:00:00.000Z#x"},
     ],
 )
-def test_forged_cursor_answers_400_not_500_gw_list_1(gw: Gw, key: dict[str, str]) -> None:
-    """GW-LIST-1: a cursor whose day is in the window but whose key is not an entry of that day's partition, or could
-    not be one: the cursor is checked before it reaches DynamoDB as an ``ExclusiveStartKey``."""
+def test_forged_cursor_answers_400_not_500_gw_list_1(gw: Gw, body: object) -> None:
+    """GW-LIST-1: a cursor that is not this listing's scope and a position an index entry of the window can have is
+    checked before its position reaches DynamoDB as a key condition value."""
     gw.create("actor=analyze")
-    response = gw.client.get(f"/api/v1/mesh/?cursor={_cursor('2026-03-01', key)}")
+    response = gw.client.get(f"/api/v1/mesh/?cursor={_cursor(body)}")
     assert response.status_code == 400, response.text
     assert response.json()["error"].startswith("cursor: invalid cursor ")
+
+
+def test_a_well_formed_cursor_of_the_window_is_accepted_gw_list_1(gw: Gw) -> None:
+    """The other side of the forged cases: a position no task has, on the window's oldest day, is a valid cursor (a
+    cursor is a position in the order, not an entry that must still exist)."""
+    task_id = gw.create("actor=analyze")
+    for last, ids in (("2026-01-30T00:00:00.000Z#x", []), ("2026-03-01T23:59:59.999Z#x", [task_id])):
+        response = gw.client.get(f"/api/v1/mesh/?cursor={_cursor({'scope': 'by_created', 'last': last})}")
+        assert response.status_code == 200, response.text
+        assert [m["id"] for m in response.json()["messages"]] == ids
 
 
 # ---------------------------------------------------------------- GW-GEN-7: ids no task can have

@@ -108,7 +108,7 @@ def test_gw_create_7_create_and_view(store: TaskStore, mesh: Any) -> None:
     assert "payload" not in item
     assert json.loads(_task_item(mesh, "t1", "BODY")["payload"]["S"]) == {"text": "hi"}
     # GW-DATA-2: by_created keys at creation; a 5-minute deadline is an SQS timer, not a long_deadlines entry
-    assert (item["gsi1pk"]["S"], item["gsi1sk"]["S"]) == ("TASKS#2026-03-01", "2026-03-01T10:00:00.120Z#t1")
+    assert (item["gsi1pk"]["S"], item["gsi1sk"]["S"]) == ("TASKS#2026-03-01#2", "2026-03-01T10:00:00.120Z#t1")
     assert "gsi3pk" not in item and "gsi3sk" not in item and "gsi2pk" not in item
     store.create_task(task_id="t2", actor="normalize", deadline_at="2026-03-01T11:00:00Z")
     long_item = _task_item(mesh, "t2")
@@ -375,7 +375,7 @@ def test_p_stat_2_second_terminal_write_is_stale_but_attaches_checkpoint(store: 
     item = _task_item(mesh, "t1")
     assert "gsi3pk" not in item and "gsi3sk" not in item
     assert int(item["ttl"]["N"]) == int((START + timedelta(days=30)).timestamp())
-    assert item["gsi2pk"]["S"] == "OUTCOME#canceled#2026-03-01"  # by_outcome, sparse (GW-DATA-2)
+    assert item["gsi2pk"]["S"] == "OUTCOME#canceled#2026-03-01#2"  # by_outcome, sparse, shard of t1 (GW-DATA-2)
 
 
 def test_first_terminal_result_is_not_replaced_by_a_redelivery(store: TaskStore) -> None:
@@ -405,7 +405,7 @@ def test_status_update_with_wrong_created_day_hint_still_applies(store: TaskStor
     store.create_task(task_id="t1", actor="normalize")
     update = StatusUpdate(status=status, created_at_hint="2026-02-27T23:59:59Z")
     assert store.apply_status("t1", update)
-    assert _task_item(mesh, "t1")["gsi2pk"]["S"] == f"OUTCOME#{status}#2026-03-01"
+    assert _task_item(mesh, "t1")["gsi2pk"]["S"] == f"OUTCOME#{status}#2026-03-01#2"
     assert [m["id"] for m in store.list_tasks(status=status)["messages"]] == ["t1"]
 
 

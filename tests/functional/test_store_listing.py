@@ -95,7 +95,7 @@ def test_gw_data_8_indexes_hold_keys_only_and_change_at_most_once(store: TaskSto
         (entry,) = ended[name]
         assert set(entry) == {"pk", "sk", gsi.partition_key, gsi.sort_key}
     outcome = ended["by_outcome"][0]
-    assert rec.get_str(outcome, "gsi2pk") == "OUTCOME#failed#2026-03-01"
+    assert rec.get_str(outcome, "gsi2pk") == "OUTCOME#failed#2026-03-01#2"
     assert rec.get_str(outcome, "gsi1sk") == "2026-03-01T10:00:00.120Z#t1"
     assert [m["id"] for m in store.list_tasks(status="failed")["messages"]] == ["t1"]
 

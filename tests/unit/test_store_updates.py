@@ -73,7 +73,8 @@ def test_gw_data_2_only_outcome_writes_check_the_creation_day_and_set_the_by_out
     assert ("begins_with(#created_at, :day)" in request["ConditionExpression"]) is outcome
     assert ("#gsi2pk = :gsi2pk" in request["UpdateExpression"]) is outcome
     if outcome:
-        assert request["ExpressionAttributeValues"][":gsi2pk"] == {"S": f"OUTCOME#{update.status}#2026-03-01"}
+        # the key ends with the shard of the id "t" (GW-DATA-2)
+        assert request["ExpressionAttributeValues"][":gsi2pk"] == {"S": f"OUTCOME#{update.status}#2026-03-01#3"}
     assert "#gsi1pk" not in request["ExpressionAttributeNames"]
     assert "#gsi1sk" not in request["ExpressionAttributeNames"]
 

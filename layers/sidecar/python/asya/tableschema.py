@@ -59,9 +59,11 @@ class Gsi:
 
 
 #: ``by_created``: every task by creation day, newest first (GW-LIST); ``by_outcome``: sparse, failed and canceled
-#: tasks by day (the list's status filter for them), sorted on ``by_created``'s own ``gsi1sk`` (the terminal write
-#: adds only ``gsi2pk``; an index sort key no item carries would leave the index empty); ``long_deadlines``: sparse,
-#: tasks whose deadline was too far away for an SQS timer, swept by the backstop (GW-BACK-1).
+#: tasks by day (the list's status filter for them). Both split a day into eight partitions by a hash of the id
+#: (``asya.store.records.index_shard``), so that no index partition takes a day's creations alone, and both sort on
+#: ``by_created``'s own ``gsi1sk`` (the terminal write adds only ``gsi2pk``; an index sort key no item carries would
+#: leave the index empty); ``long_deadlines``: sparse, tasks whose deadline was too far away for an SQS timer, swept by
+#: the backstop (GW-BACK-1).
 GSIS: Final = (
     Gsi("by_created", "gsi1pk", "gsi1sk", projection=()),
     Gsi("by_outcome", "gsi2pk", "gsi1sk", projection=()),

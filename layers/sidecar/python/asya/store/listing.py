@@ -1,27 +1,52 @@
-"""Listing tasks newest first (GATEWAY GW-LIST-1..4) over the keys-only, day-partitioned indexes of GW-DATA-2.
+"""Listing tasks newest first (GATEWAY GW-LIST-1..4) over the keys-only, day-partitioned, sharded indexes of GW-DATA-2.
 
-A ``failed`` or ``canceled`` status filter reads the sparse ``by_outcome`` index (``OUTCOME#{status}#{day}``); every
-other listing reads ``by_created`` (``TASKS#{day}``), from today back ``window_days`` days (tasks expire 30 days after
-their terminal status), each partition in descending ``{created_at}#{id}`` order (both indexes sort on ``gsi1sk``).
+A ``failed`` or ``canceled`` status filter reads the sparse ``by_outcome`` index (``OUTCOME#{status}#{day}#{shard}``);
+every other listing reads ``by_created`` (``TASKS#{day}#{shard}``), from today back ``window_days`` days (tasks expire
+30 days after their terminal status). A day is :data:`asya.store.records.INDEX_SHARDS` (8) partitions, a task's shard
+fixed by its id (``records.index_shard``), each in descending ``{created_at}#{id}`` order (both indexes sort on
+``gsi1sk``): the walk queries every shard of a day and merges them k-way into the day's one descending order, then
+goes on to the day before when that day runs out. Sort keys are unique (the id is in them) and Python orders strings
+by code point as DynamoDB orders them by UTF-8 bytes, so the merged order is exact: newest first, ties on
+``created_at`` broken by id, descending.
+
 The indexes carry their keys only, so that no status update rewrites them (GW-DATA-8): the walk pages over index
 entries, then reads the page's task items (summary attributes only) with one eventually consistent ``BatchGetItem``
-(at most 100 keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
+(at most ``limit`` keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
 ``by_created`` and the ``flow`` filter apply to those items, so a filtered page may hold fewer than ``limit`` tasks
-while ``next_cursor`` is set (GW-LIST-3); entries whose task is gone or expired are dropped too (GW-LIST-4). The cursor
-is opaque: URL-safe base64 of ``{"day", "key"}`` where ``key`` is the last index entry of the page (table and index
-keys), the ``ExclusiveStartKey`` of the next query; a cursor whose key is not an entry of its day's partition of this
-listing's index (another ``status`` filter, forged: keys of another shape or over DynamoDB's key sizes, an index sort
-key other than ``{created_at}#{id}`` of its own task) is a ``ListQueryError``. ``count`` counts index entries over the
-whole range, and with a filter the tasks behind them that match (GW-LIST-3).
+while ``next_cursor`` is set (GW-LIST-3); entries whose task is gone or expired are dropped too (GW-LIST-4).
+
+Reads per page: :data:`~asya.store.records.INDEX_SHARDS` queries per day the walk visits, each with ``Limit`` =
+``limit + 1``, which is the whole page and its look-ahead entry, so no shard is queried twice in a day; the walk visits
+the cursor's day (or today) and the days before it until it has ``limit + 1`` entries, so a page of a busy day costs 8
+queries and a page of a sparse window up to ``8 * (window_days + 1)``. A day's eight first queries run side by side on
+a pool of eight threads (a boto3 client is thread-safe), so a page waits for one query per day visited, as it did
+before the sharding; the pool lives for one call. With ``offset``, a shard's ``Limit`` also covers its expected share
+of the skipped entries with a quarter more, and a shard that runs out of its page before the listing has ``offset +
+limit + 1`` entries is queried again from where it stopped. Then one ``BatchGetItem`` of the page's at most ``limit``
+task items. ``count`` adds a ``Select=COUNT`` query per shard and day of the whole window (more past 1 MB, eight at a
+time), or with a filter the entries themselves and the task items behind them: it counts index entries, and with a
+filter the tasks behind them that match (GW-LIST-3).
+
+The cursor is opaque: URL-safe base64 of ``{"scope", "last"}``, where ``scope`` names the listing's index
+(``by_created``, or ``by_outcome#{status}``) and ``last`` is the ``gsi1sk`` of the page's last entry; the next page
+queries every shard of that entry's day with ``gsi1sk < :last``, then the days before. The cursor is small and the
+same whatever the shard count. A cursor that is not exactly these two strings, whose ``scope`` is not this listing's
+(a ``failed`` or ``canceled`` cursor is no cursor of another listing; pending, running and unfiltered listings share
+``by_created`` and its cursors), whose ``last`` is not ``{created_at}#{id}`` (a task-record timestamp, an id that fits
+a key, within DynamoDB's 1024-byte sort key), or whose day is outside the window is a ``ListQueryError`` naming
+``cursor``.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import heapq
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from itertools import chain, islice
 from typing import Any, Final, TypedDict
 
 from asya.store import queries as q
@@ -30,7 +55,7 @@ from asya.store.errors import ListQueryError
 from asya.store.transition import STATUSES
 from asya.store.updates import OUTCOME_STATUSES
 from asya.store.views import summary
-from asya.timeutil import parse_ts
+from asya.timeutil import format_ts_ms, parse_ts
 
 __all__ = ["MAX_LIMIT", "MAX_OFFSET", "ListQuery", "decode_cursor", "encode_cursor", "list_tasks"]
 
@@ -68,21 +93,23 @@ class ListQuery(TypedDict, total=False):
     count: bool
 
 
-def encode_cursor(day: str, key: dict[str, str]) -> str:
-    raw = json.dumps({"day": day, "key": key}, separators=(",", ":")).encode("utf-8")
+def encode_cursor(scope: str, last: str) -> str:
+    raw = json.dumps({"scope": scope, "last": last}, separators=(",", ":")).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii")
 
 
-def decode_cursor(cursor: str) -> tuple[str, dict[str, str]]:
-    """Raises :class:`ListQueryError` naming ``cursor`` when it is not one of ours."""
+def decode_cursor(cursor: str) -> tuple[str, str]:
+    """``(scope, last)`` of a cursor; raises :class:`ListQueryError` naming ``cursor`` when it is not one of ours."""
     try:
         raw = json.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
-        day, key = raw["day"], raw["key"]
-    except (ValueError, UnicodeError, binascii.Error, TypeError, KeyError):
+    except (ValueError, binascii.Error, RecursionError):
         raise ListQueryError(f"cursor: invalid cursor {cursor!r}") from None
-    if not isinstance(day, str) or not isinstance(key, dict) or not all(isinstance(v, str) for v in key.values()):
+    if not isinstance(raw, dict) or set(raw) != {"scope", "last"}:
         raise ListQueryError(f"cursor: invalid cursor {cursor!r}")
-    return day, key
+    scope, last = raw["scope"], raw["last"]
+    if not isinstance(scope, str) or not isinstance(last, str):
+        raise ListQueryError(f"cursor: invalid cursor {cursor!r}")
+    return scope, last
 
 
 def _validate(status: str | None, limit: int, cursor: str | None, offset: int | None) -> None:
@@ -99,40 +126,65 @@ def _validate(status: str | None, limit: int, cursor: str | None, offset: int | 
 
 
 class _Walk:
-    """Queries of one listing: the index, its partition keys by day, and the filters applied to fetched items."""
+    """Queries of one listing: the index, its partition keys by day and shard, and the filters applied to fetched
+    items."""
 
-    def __init__(self, dynamodb: Any, table: str, *, status: str | None, flow: str | None, now: datetime) -> None:
+    def __init__(
+        self,
+        dynamodb: Any,
+        table: str,
+        *,
+        status: str | None,
+        flow: str | None,
+        now: datetime,
+        pool: ThreadPoolExecutor,
+    ) -> None:
         self.dynamodb = dynamodb
+        #: runs a day's shard queries side by side: the walk's latency is one query per day, not eight
+        self.pool = pool
         self.table = table
         self.status = status
         self.flow = flow
         self.now = now
         self.outcome = status in OUTCOME_STATUSES
-        self.index, self.pk_name, self.sk_name = (
-            ("by_outcome", "gsi2pk", "gsi1sk") if self.outcome else ("by_created", "gsi1pk", "gsi1sk")
-        )
+        self.index, self.pk_name = ("by_outcome", "gsi2pk") if self.outcome else ("by_created", "gsi1pk")
+        self.sk_name = "gsi1sk"  # both indexes sort on by_created's key (GW-DATA-2)
+        #: what a cursor of this listing names: its index and, for ``by_outcome``, the status partition
+        self.scope = f"by_outcome#{status}" if self.outcome else "by_created"
 
     @property
     def filtered(self) -> bool:
         """Whether entries must be checked against their task items (the index cannot tell)."""
         return self.flow is not None or (self.status is not None and not self.outcome)
 
-    def partition(self, day: str) -> str:
-        return rec.outcome_index_pk(self.status or "", day) if self.outcome else rec.created_index_pk(day)
+    def partition(self, day: str, shard: int) -> str:
+        if self.outcome:
+            return rec.outcome_index_pk(self.status or "", day, shard)
+        return rec.created_index_pk(day, shard)
 
-    def pages(self, day: str, *, start: dict[str, str] | None = None, count: bool = False) -> Iterator[dict[str, Any]]:
+    def pages(
+        self, day: str, shard: int, *, before: str | None = None, limit: int | None = None, count: bool = False
+    ) -> Iterator[dict[str, Any]]:
+        """The query pages of one shard of ``day``, newest first, below the sort key ``before`` if given."""
+        condition = "#pk = :part"
+        names = {"#pk": self.pk_name}
+        values = {":part": rec.str_av(self.partition(day, shard))}
+        if before is not None:
+            condition += " AND #sk < :last"
+            names["#sk"] = self.sk_name
+            values[":last"] = rec.str_av(before)
         request: dict[str, Any] = {
             "TableName": self.table,
             "IndexName": self.index,
-            "KeyConditionExpression": "#pk = :part",
-            "ExpressionAttributeNames": {"#pk": self.pk_name},
-            "ExpressionAttributeValues": {":part": rec.str_av(self.partition(day))},
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
             "ScanIndexForward": False,
         }
+        if limit is not None:
+            request["Limit"] = limit
         if count:
             request["Select"] = "COUNT"
-        if start is not None:
-            request["ExclusiveStartKey"] = {name: rec.str_av(value) for name, value in start.items()}
         while True:
             page = self.dynamodb.query(**request)
             yield page
@@ -141,28 +193,60 @@ class _Walk:
                 return
             request["ExclusiveStartKey"] = last
 
-    def key_of(self, item: dict[str, Any]) -> dict[str, str]:
-        return {name: rec.get_str(item, name) or "" for name in ("pk", "sk", self.pk_name, self.sk_name)}
+    def entries(self, day: str, *, before: str | None, per_query: int) -> Iterator[dict[str, Any]]:
+        """The index entries of ``day`` below ``before``, newest first: the k-way merge of its shards. The first
+        query of every shard is sent at once, on the pool; a further one, in the caller's thread, only when the merge
+        needs a shard's next entry and its page is used up."""
+        shards = [
+            self._shard(self.pages(day, shard, before=before, limit=per_query)) for shard in range(rec.INDEX_SHARDS)
+        ]
+        return heapq.merge(*shards, key=self.sort_key, reverse=True)
 
-    def owns(self, day: str, key: dict[str, str]) -> bool:
-        """Whether ``key`` can be an entry of this walk's partition of ``day``: a cursor made by another listing
-        (another status filter, or none) or forged would reach DynamoDB as an invalid ``ExclusiveStartKey``."""
-        if set(key) != {"pk", "sk", self.pk_name, self.sk_name} or not key["pk"].startswith(rec.task_pk("")):
-            return False
-        task_id = key["pk"][len(rec.task_pk("")) :]
-        created_at, hash_sign, sk_id = key[self.sk_name].partition("#")
-        # the index sort key must be the one this task's entry has ({created_at}#{id}, GW-DATA-2): DynamoDB checks
-        # only that a start key fits its key sizes, and an oversized one is a ValidationException, not "no entry"
-        return (
-            key["sk"] == rec.TASK_SK
-            and key[self.pk_name] == self.partition(day)
-            and hash_sign == "#"
-            and sk_id == task_id
+    def _shard(self, pages: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        first = self.pool.submit(next, pages, None)
+
+        def items() -> Iterator[dict[str, Any]]:
+            page = first.result()
+            while page is not None:
+                yield from page.get("Items", [])
+                page = next(pages, None)
+
+        return items()
+
+    def sort_key(self, entry: dict[str, Any]) -> str:
+        return rec.get_str(entry, self.sk_name) or ""
+
+    def resume_point(self, cursor: str, days: list[str]) -> tuple[str, str]:
+        """``(day, last)`` of a cursor of this listing: a forged one would reach DynamoDB as a key condition value,
+        and one over the sort key size is a ``ValidationException`` there (a 500), not "no entry"."""
+        scope, last = decode_cursor(cursor)
+        if scope != self.scope:
+            raise ListQueryError(f"cursor: invalid cursor {cursor!r}: it was not made by this listing")
+        created_at, hash_sign, task_id = last.partition("#")
+        moment = parse_ts(created_at)
+        if not (
+            hash_sign == "#"
+            and task_id
+            and moment is not None
+            and format_ts_ms(moment) == created_at
             and rec.is_storable_id(task_id)
-            and created_at.startswith(day)
-            and parse_ts(created_at) is not None
-            and rec.fits_sort_key(key[self.sk_name])
-        )
+            and rec.fits_sort_key(last)
+        ):
+            raise ListQueryError(f"cursor: invalid cursor {cursor!r}: its position is no index entry")
+        day = rec.day_of(created_at)
+        if day not in days:
+            raise ListQueryError(f"cursor: invalid cursor {cursor!r}: its day is outside the listing window")
+        return day, last
+
+    def count(self, days: Iterable[str]) -> int:
+        """The entries of ``days`` or, when :attr:`filtered`, the tasks behind them that match (GW-LIST-3)."""
+        shards = [(day, shard) for day in days for shard in range(rec.INDEX_SHARDS)]
+        return sum(self.pool.map(lambda at: self._count(*at), shards))
+
+    def _count(self, day: str, shard: int) -> int:
+        if self.filtered:
+            return sum(len(_matching(self, page.get("Items", []))) for page in self.pages(day, shard))
+        return sum(page.get("Count", 0) for page in self.pages(day, shard, count=True))
 
     def matches(self, item: dict[str, Any] | None) -> bool:
         if item is None or rec.is_expired(item, self.now):
@@ -170,6 +254,12 @@ class _Walk:
         if self.status is not None and rec.get_str(item, "status") != self.status:
             return False
         return self.flow is None or rec.get_str(item, "flow") == self.flow
+
+
+def _per_query(limit: int, skip: int) -> int:
+    """A shard query's ``Limit``: the page and its look-ahead entry, plus the shard's expected share of ``skip``
+    entries with a quarter more for uneven shards (a second query of a shard stays rare; the over-read is keys only)."""
+    return limit + 1 + -(-skip * 5 // (4 * rec.INDEX_SHARDS))
 
 
 def list_tasks(
@@ -187,41 +277,34 @@ def list_tasks(
 ) -> dict[str, Any]:
     """``{"messages": [summary, ...], "total": int | None, "next_cursor": str | None}`` (GW-LIST-2, GW-LIST-3)."""
     _validate(status, limit, cursor, offset)
-    walk = _Walk(dynamodb, table, status=status, flow=flow, now=now)
-    today = now.date()
-    days = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
-    start_day, start_key = (None, None) if cursor is None else decode_cursor(cursor)
-    if start_day is not None:
-        if start_day not in days:
-            raise ListQueryError(f"cursor: invalid cursor {cursor!r}: its day is outside the listing window")
-        if start_key is None or not walk.owns(start_day, start_key):
-            raise ListQueryError(f"cursor: invalid cursor {cursor!r}: it was not made by this listing")
-        days = days[days.index(start_day) :]
+    with ThreadPoolExecutor(max_workers=rec.INDEX_SHARDS, thread_name_prefix="asya-list") as pool:
+        walk = _Walk(dynamodb, table, status=status, flow=flow, now=now, pool=pool)
+        return _page(walk, window_days=window_days, limit=limit, cursor=cursor, offset=offset, count=count)
+
+
+def _page(
+    walk: _Walk, *, window_days: int, limit: int, cursor: str | None, offset: int | None, count: bool
+) -> dict[str, Any]:
+    today = walk.now.date()
+    window = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
+    days, before = window, None
+    if cursor is not None:
+        start_day, before = walk.resume_point(cursor, window)
+        days = window[window.index(start_day) :]
     skip = offset or 0
-    wanted = skip + limit + 1
-    found: list[tuple[str, dict[str, Any]]] = []
-    for day in days:
-        for page in walk.pages(day, start=start_key if day == start_day else None):
-            found.extend((day, item) for item in page.get("Items", []))
-            if len(found) >= wanted:
-                break
-        if len(found) >= wanted:
-            break
+    per_query = _per_query(limit, skip)
+    walked = chain.from_iterable(
+        walk.entries(day, before=before if day == days[0] else None, per_query=per_query) for day in days
+    )
+    # the look-ahead entry tells whether there is a next page
+    found = list(islice(walked, skip + limit + 1))
     page_items = found[skip : skip + limit]
     next_cursor = None
     if len(found) > skip + limit and page_items:
-        last_day, last_item = page_items[-1]
-        next_cursor = encode_cursor(last_day, walk.key_of(last_item))
-    total = None
-    if count:
-        all_days = [(today - timedelta(days=back)).isoformat() for back in range(window_days + 1)]
-        if walk.filtered:
-            total = sum(len(_matching(walk, page.get("Items", []))) for day in all_days for page in walk.pages(day))
-        else:
-            total = sum(page.get("Count", 0) for day in all_days for page in walk.pages(day, count=True))
+        next_cursor = encode_cursor(walk.scope, walk.sort_key(page_items[-1]))
     return {
-        "messages": _summaries(walk, [entry for _, entry in page_items], now),
-        "total": total,
+        "messages": _summaries(walk, page_items),
+        "total": walk.count(window) if count else None,
         "next_cursor": next_cursor,
     }
 
@@ -239,6 +322,6 @@ def _matching(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]
     return [item for item in found if item is not None and walk.matches(item)]
 
 
-def _summaries(walk: _Walk, entries: list[dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+def _summaries(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The summaries of a page's index entries, in their order."""
     return [summary(item) for item in _matching(walk, entries)]

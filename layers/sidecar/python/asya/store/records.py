@@ -16,9 +16,12 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
 - ``CHILD#{id}``: the hop fence of a fan-out child of this task (``fence_h``, ``fence_a``, ``lease_until``,
   ``actor``, ``ttl`` 15 days); never a task.
 
-Indexes, keys only (``asya.tableschema``): ``by_created`` (``gsi1pk = TASKS#{day of created_at}``, ``gsi1sk =
-{created_at}#{id}``, written at creation, never changed), ``by_outcome`` (sparse: ``gsi2pk = OUTCOME#{status}#{day}``,
-same sort key, written only by a failed or canceled terminal write), ``long_deadlines`` (sparse: ``gsi3pk =
+Indexes, keys only (``asya.tableschema``): ``by_created`` (``gsi1pk = TASKS#{day of created_at}#{shard}``, ``gsi1sk =
+{created_at}#{id}``, written at creation, never changed), ``by_outcome`` (sparse: ``gsi2pk =
+OUTCOME#{status}#{day}#{shard}``, same sort key, written only by a failed or canceled terminal write), where ``shard``
+is :func:`index_shard` of the id, ``0..7`` (GW-DATA-2): a GSI partition takes about 1,000 writes/s and a throttled
+index throttles the table's writes, so one partition per day would cap task creation near 1,000/s; the listing merges
+a day's shards (``asya.store.listing``). ``long_deadlines`` (sparse: ``gsi3pk =
 LONGDL#{0..15}`` from a SHA-256 of the id, ``gsi3sk = deadline_at``, only for a deadline more than
 :data:`LONG_DEADLINE_SECONDS` away when armed, removed at the terminal write). JSON values are stored as text so that
 any JSON (floats, empty strings, nulls) round-trips exactly. Values over 64 KiB encoded live in S3 at
@@ -45,6 +48,7 @@ __all__ = [
     "DEADLINE_SHARDS",
     "EVENT_PREFIX",
     "EVENT_TTL",
+    "INDEX_SHARDS",
     "INLINE_LIMIT",
     "LONG_DEADLINE_SECONDS",
     "PAUSE_SK",
@@ -66,6 +70,7 @@ __all__ = [
     "get_json",
     "get_num",
     "get_str",
+    "index_shard",
     "index_sk",
     "is_expired",
     "is_storable_id",
@@ -105,6 +110,8 @@ INLINE_LIMIT: Final = 64 * 1024
 #: The task view inlines S3-held values up to this size, else it returns a presigned URL (GW-DATA-6).
 VIEW_INLINE_LIMIT: Final = 4 * 1024 * 1024
 DEADLINE_SHARDS: Final = 16
+#: Partitions per day of ``by_created`` and per status and day of ``by_outcome`` (GW-DATA-2).
+INDEX_SHARDS: Final = 8
 _SEQ_DIGITS: Final = 12
 _MAX_PARTITION_KEY_BYTES: Final = 2048
 _MAX_SORT_KEY_BYTES: Final = 1024
@@ -142,12 +149,18 @@ def day_of(timestamp: str) -> str:
     return timestamp[:10]
 
 
-def created_index_pk(day: str) -> str:
-    return f"TASKS#{day}"
+def index_shard(task_id: str) -> int:
+    """The ``by_created``/``by_outcome`` shard of a task, ``0..INDEX_SHARDS-1``: the first byte of the id's SHA-256,
+    the same in every process (Python's ``hash`` of a string is salted per process)."""
+    return hashlib.sha256(task_id.encode("utf-8")).digest()[0] % INDEX_SHARDS
 
 
-def outcome_index_pk(status: str, day: str) -> str:
-    return f"OUTCOME#{status}#{day}"
+def created_index_pk(day: str, shard: int) -> str:
+    return f"TASKS#{day}#{shard}"
+
+
+def outcome_index_pk(status: str, day: str, shard: int) -> str:
+    return f"OUTCOME#{status}#{day}#{shard}"
 
 
 def index_sk(created_at: str, task_id: str) -> str:
@@ -245,7 +258,7 @@ def new_task_item(
         "message": str_av(CREATED_MESSAGE),
         "last_seq": num_av(1),
         "status_seq": num_av(1),
-        "gsi1pk": str_av(created_index_pk(day_of(now_ms))),
+        "gsi1pk": str_av(created_index_pk(day_of(now_ms), index_shard(task_id))),
         "gsi1sk": str_av(index_sk(now_ms, task_id)),
     }
     if flow is not None:

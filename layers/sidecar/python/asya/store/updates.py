@@ -8,7 +8,7 @@ Two forms, sharing the same ``SET``/``REMOVE`` clauses:
   fence rule), the retry's fence write (P-RES-8), a resume of a ``paused`` task, the backstop on a
   ``pending``/``running`` task with the same deadline. A failed or canceled terminal write enters ``by_outcome``,
   whose key holds the task's creation day, so the blind form guesses it (the update's ``created_at_hint``, else
-  today) and checks the guess with ``begins_with(created_at, :day)``;
+  today) and checks the guess with ``begins_with(created_at, :day)``; the key's shard comes from the id alone;
 - **exact** (after a failed blind attempt returned the stored item): the clauses computed by
   :func:`asya.store.transition.decide` from that item, guarded by ``last_seq = :seq`` (every accepted event advances
   ``last_seq``, so an unchanged value means an unchanged status).
@@ -214,7 +214,7 @@ def _clauses(
         spec.remove("gsi3pk", "gsi3sk", "remaining_seconds")
         spec.set("ttl", rec.num_av(rec.epoch(now + rec.TERMINAL_TTL)))
         if update.status in OUTCOME_STATUSES:
-            spec.set("gsi2pk", rec.str_av(rec.outcome_index_pk(update.status, day)))
+            spec.set("gsi2pk", rec.str_av(rec.outcome_index_pk(update.status, day, rec.index_shard(task_id))))
         if update.status == "failed":
             spec.set("error", rec.str_av(update.error or "task failed"))
             if update.failed_actor is not None:
