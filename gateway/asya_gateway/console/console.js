@@ -348,6 +348,7 @@ async function taskPage(alive, id) {
   const rawBox = el("details", { class: "card", id: "raw" }, el("summary", { text: "Raw JSON" }), raw);
   const timeline = el("div", { id: "timeline" });
   let flyCount = 0;
+  let pausedForm = null;
 
   function renderView() {
     const cancel = el("button", { type: "button", class: "danger", id: "cancel", text: "Cancel task",
@@ -386,7 +387,10 @@ async function taskPage(alive, id) {
         view.failed_actor ? el("p", {}, "Failed in ", el("strong", { text: view.failed_actor })) : null,
         view.error_details ? el("details", { open: true }, el("summary", { text: "Error details" }), el("pre", { id: "error-details", text: json(view.error_details) })) : null));
     }
-    if (view.status === "paused") parts.push(resumeForm(view));
+    // one form per paused spell: a refresh (the paused status event triggers one) must not discard what the reviewer
+    // already typed or checked
+    pausedForm = view.status === "paused" ? pausedForm || resumeForm(view) : null;
+    if (pausedForm) parts.push(pausedForm);
     if (view.checkpoint_key || view.checkpoint_uri) {
       parts.push(el("div", { class: "card", id: "checkpoint" }, el("h2", { text: "Checkpoint" }),
         kv([["uri", view.checkpoint_uri], ["key", view.checkpoint_key], ["line", view.checkpoint_line]])));
