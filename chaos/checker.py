@@ -253,7 +253,8 @@ def _checkpoints(history: History) -> list[str]:
 
 def _outcomes(history: History) -> list[str]:
     out = []
-    explained = _dead_tasks(history) | _late_by_redelivery(history) | _exhausted_hops(history.calls)
+    explained = _dead_tasks(history) | _exhausted_hops(history.calls)
+    late = _late_by_redelivery(history)
     for task_id, plan in history.tasks.items():
         view = history.views.get(task_id) or {}
         status = view.get("status")
@@ -261,7 +262,12 @@ def _outcomes(history: History) -> list[str]:
             continue  # terminal_once reports it
         if plan.flow == "late" and status != "failed":
             out.append(f"{task_id}: the late task ended {status!r}, not failed at its deadline")
-        elif plan.flow == "fan" and status == "failed" and task_id not in explained:
+        elif (
+            plan.flow == "fan"
+            and status == "failed"
+            and task_id not in explained
+            and not (view.get("error") == _TIMED_OUT and task_id in late)
+        ):
             out.append(f"{task_id}: failed with nothing injected to explain it: {view.get('error')!r}")
         elif plan.flow == "fan" and status == "canceled" and plan.cancel_after is None:
             out.append(f"{task_id}: canceled, but no cancel was sent")

@@ -8,14 +8,14 @@ time), cancels those planned so, follows a share of them over SSE (``/api/v1/mes
 follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each status seen becomes an
 :class:`Observation`; the order of one stream (one SSE follower, or the GET poller) is the order it was seen in.
 
-Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no HTTP
-answer (refused, or cut before the response) is sent again after ``_RETRY_PAUSE`` (creation and cancel are safe to
-repeat: a cut creation answered nothing, and DELETE is idempotent, GW-CANCEL-1), and an SSE follower whose stream ends
-early (the gateway drained it) or breaks resumes it with ``Last-Event-ID`` after the server's ``retry`` delay, as
-EventSource does (GW-SSE-9). Each is counted (:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows
-its task until it sees the terminal status or the workload's budget ends; the latter is recorded as an error.
-``on_follow`` is called once per follower, when its stream delivered its first status (the gateway-restart fault
-restarts the gateway there).
+Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a creation refused at
+connect (never sent) is sent again after ``_RETRY_PAUSE``, while one cut after it was sent is recorded as an error (it
+may have created a task nobody tracks); reads and cancels are sent again after any transport error (GET is safe and
+DELETE idempotent, GW-CANCEL-1). An SSE follower whose stream ends early (the gateway drained it) or breaks resumes it
+with ``Last-Event-ID`` after the server's ``retry`` delay, as EventSource does (GW-SSE-9). Each is counted
+(:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows its task until it sees the terminal status or
+the workload's budget ends; the latter is recorded as an error. ``on_follow`` is called once per follower, when its
+stream delivered its first status (the gateway-restart fault restarts the gateway there).
 """
 
 from __future__ import annotations
@@ -170,11 +170,15 @@ class Workload:
         return dict(self.tasks)
 
     def _send(self, http: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response | None:
-        """``method url``, sent again while it gets no HTTP answer (until the budget ends: ``None``)."""
+        """``method url``, sent again while it gets no HTTP answer (until the budget ends: ``None``); a POST only
+        while it is refused at connect, since one cut later may have been carried out."""
         while True:
             try:
                 return http.request(method, url, **kwargs)
             except httpx.TransportError as exc:
+                if method == "POST" and not isinstance(exc, httpx.ConnectError):
+                    self._recorder.error(f"{method} {url}: cut after it was sent ({type(exc).__name__})")
+                    return None
                 if self._monotonic() >= self._ends:
                     self._recorder.error(f"{method} {url}: no answer within the budget ({type(exc).__name__})")
                     return None

@@ -21,7 +21,7 @@ from typing import Any, Final, NoReturn
 from asya import routing
 from asya.envelope import Envelope, Reason
 from asya.payloads import PayloadUnavailableError
-from asya.timeutil import format_ts, parse_ts
+from asya.timeutil import parse_ts
 from asya_crew.runtime import CrewRuntime
 
 __all__ = ["RoutedCrewRuntime", "StopRecord", "status_of"]
@@ -38,9 +38,6 @@ class RoutedCrewRuntime(CrewRuntime):
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         return None
-
-    def _now(self) -> str:
-        return format_ts(self._clock())
 
     def _hop_trace(self, envelope: Envelope) -> routing.Trace:
         return routing.Trace.for_hop(envelope.headers, enabled=self.config.tracing)

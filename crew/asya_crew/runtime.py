@@ -142,7 +142,7 @@ class CrewRuntime:
             body,
             error,
             actor=self.config.actor,
-            now=format_ts(self._clock()),
+            now=self._now(),
             new_id=self._new_id,
             tracing=self.config.tracing,
         )
@@ -157,6 +157,9 @@ class CrewRuntime:
 
             self._s3 = boto3.client("s3")
         return self._s3
+
+    def _now(self) -> str:
+        return format_ts(self._clock())
 
     def _hydrated(self, envelope: Envelope) -> Envelope:
         """A copy of ``envelope`` whose payload, and a reference in ``payload.original_payload``, are read back from S3

@@ -35,7 +35,6 @@ from asya import naming
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError
-from asya.timeutil import format_ts
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
@@ -147,7 +146,7 @@ class SinkRuntime(CrewRuntime):
     def _send_hooks(self, envelope: Envelope, phase: str) -> list[str]:
         """One copy per hook (P-SINK-6); every hook is tried, failures are returned."""
         errors = []
-        now = format_ts(self._clock())
+        now = self._now()
         status = envelope.status or Status()
         prev = [*envelope.route.prev, envelope.route.curr] if envelope.route.curr else list(envelope.route.prev)
         for hook in self.config.sink_hooks:

@@ -149,10 +149,12 @@ def create_app(
 
 
 def drain(app: Starlette) -> None:
-    """Tell ``app`` its server is about to stop: its SSE streams end at their next poll (within ``sse_poll_slow``
-    seconds) instead of being cut by the server's shutdown, and their clients resume with ``Last-Event-ID`` on the
-    next server. Plain requests are the server's to drain (uvicorn's graceful shutdown). The local mode drains
-    before it stops or restarts a gateway; in Lambda nothing stops an invocation early, so nothing calls this."""
+    """Tell ``app`` its server is about to stop: its task event streams (``GET /api/v1/mesh/{id}/events``) end at
+    their next poll (within ``sse_poll_slow`` seconds) instead of being cut by the server's shutdown, and their
+    clients resume with ``Last-Event-ID`` on the next server. MCP and A2A waits are not ended early (their protocols
+    cannot resume a call's response), and an MCP call cut by the shutdown does not cancel its task. Plain requests
+    are the server's to drain (uvicorn's graceful shutdown). The local mode drains before it stops or restarts a
+    gateway; in Lambda nothing stops an invocation early, so nothing calls this."""
     context = app.state.gateway
     assert isinstance(context, GatewayContext)
     context.draining.set()

@@ -63,8 +63,9 @@ async def start_task(
     context_id: str | None = None,
     task_id: str | None = None,
 ) -> dict[str, Any]:
-    """Create and dispatch one task (``task_id``: a fresh UUID4 the caller already put in the payload, else one is
-    made); answers ``{"id", "status": "pending", "deadline_at"?}``."""
+    """Create and dispatch one task (``task_id``: the id the caller chose, e.g. an MCP handshake-era call's id
+    derived from its session and request id, ``asya_gateway.mcp.cancel``; else a fresh UUID4); answers ``{"id",
+    "status": "pending", "deadline_at"?}``."""
     task_id = task_id or str(uuid.uuid4())
     now = ctx.clock()
     timeout = create.timeout if create.timeout is not None else target.default_timeout

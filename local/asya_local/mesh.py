@@ -296,10 +296,19 @@ class LocalMesh:
         host, port = old.bound
         old.stop(grace_seconds=grace_seconds)
         self._gateway = None
-        gateway = _UvicornThread(self._build_gateway(self._resources, self._clients), host=host, port=port)
+        gateway: _UvicornThread | None = None
+        try:
+            gateway = _UvicornThread(self._build_gateway(self._resources, self._clients), host=host, port=port)
+            gateway.start()
+            gateway.wait_healthy(self._startup_timeout)
+        except LocalModeError as exc:
+            if gateway is not None:
+                gateway.stop()
+            raise LocalModeError(
+                f"the gateway did not come back on {host}:{port} after a restart ({exc}); the actors and moto still "
+                "run: stop() the mesh"
+            ) from None
         self._gateway = gateway
-        gateway.start()
-        gateway.wait_healthy(self._startup_timeout)
 
     def __enter__(self) -> LocalMesh:
         self.start()

@@ -95,6 +95,16 @@ def test_accounted_takes_a_timeout_as_explained_only_when_a_crash_sent_the_task_
 
     assert _failing(timed_out(95.0)) == {}  # back at 125 s: past the deadline
     assert _failing(timed_out(85.0)) == {}  # back at 115 s: 5 s before it, too late to finish the route
+    other = _failing(
+        _history(
+            views={"t1": _view("failed", error="KeyError: 'x'")},
+            observations=[Observation("t1", "create", "create", "pending", 0.0)],
+            invocations=timed_out(95.0).invocations,
+            visibility_seconds=30.0,
+            flow_timeouts={"fan": 120.0},
+        )
+    )
+    assert list(other) == ["checkpoint"], other  # a late crash excuses a timeout, never another failure
     early = _failing(timed_out(40.0))  # back at 70 s: 50 s to spare, so the timeout is unexplained
     assert set(early) == {"accounted", "checkpoint"}, early
     assert "lost" in early["accounted"][0]

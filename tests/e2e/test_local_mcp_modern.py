@@ -275,6 +275,25 @@ def test_gw_cancel_1_canceling_a_2026_call_cancels_its_task(mesh: LocalMesh) -> 
     assert view["status"] == "canceled"
 
 
+def test_gw_cancel_1_a_2026_call_cut_by_a_gateway_restart_is_not_a_cancel(mesh: LocalMesh) -> None:
+    """The stream a stopping gateway cuts (``asya_gateway.drain``, then the server's shutdown) is not the client
+    closing it: the task runs on and succeeds."""
+    marker = str(uuid.uuid4())
+
+    async def run() -> str:
+        async with sdk_client(mesh.url) as client:
+            call = asyncio.ensure_future(client.call_tool("slow", {"seconds": 4, "marker": marker}))
+            task_id = await asyncio.to_thread(_task_with, mesh, marker)
+            await asyncio.to_thread(mesh.restart_gateway, grace_seconds=0)
+            with pytest.raises(Exception):  # noqa: B017 (the SDK's error for a cut stream is not ours to pin)
+                await asyncio.wait_for(call, 20)
+            return task_id
+
+    task_id = asyncio.run(run())
+    view = _wait_status(mesh, task_id, "succeeded", seconds=20)
+    assert view["result"] == {"seconds": 4, "marker": marker, "lingered": True}
+
+
 def test_gw_cancel_1_a_legacy_call_is_canceled_by_notifications_cancelled(mesh: LocalMesh) -> None:
     """Pinned to the handshake era (``2025-11-25``), the SDK client POSTs ``notifications/cancelled`` with the request
     id when the caller gives up (here: its read timeout); that POST carries no task id, yet cancels the call's task."""

@@ -26,13 +26,8 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def store(mesh: Any, clock: ManualClock) -> TaskStore:
-    return TaskStore(
-        table=mesh.resources.table,
-        bucket=mesh.resources.bucket,
-        dynamodb=mesh.aws.dynamodb,
-        s3=mesh.aws.s3,
-        clock=clock,
-    )
+    store: TaskStore = mesh.store(clock)
+    return store
 
 
 def _ttl(mesh: Any, session_id: str) -> int:

@@ -33,13 +33,8 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def store(mesh: Any, clock: ManualClock) -> TaskStore:
-    return TaskStore(
-        table=mesh.resources.table,
-        bucket=mesh.resources.bucket,
-        dynamodb=mesh.aws.dynamodb,
-        s3=mesh.aws.s3,
-        clock=clock,
-    )
+    store: TaskStore = mesh.store(clock)
+    return store
 
 
 def _hop(store: TaskStore, task_id: str, k: int, step: str, *, detailed: bool = False, **extra: Any) -> bool:

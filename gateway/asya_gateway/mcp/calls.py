@@ -146,7 +146,12 @@ async def _sse(
 
 
 async def _abandoned(ctx: GatewayContext, task_id: str, options: CallOptions) -> None:
-    """The client went away before the response: 2026-07-28 cancels the task (GW-CANCEL-1), else it runs on."""
+    """The client went away before the response: 2026-07-28 cancels the task (GW-CANCEL-1), else it runs on. A
+    stream cut by the server's own shutdown (the app drains, :func:`asya_gateway.app.drain`) is not the client's
+    cancel: the task runs on."""
+    if ctx.draining.is_set():
+        _log.info("tools/call of task %s: cut by the gateway's shutdown; the task runs on", task_id)
+        return
     if not options.cancel_on_disconnect:
         _log.info("tools/call of task %s: the client went away; the task runs on", task_id)
         return

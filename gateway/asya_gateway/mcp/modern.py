@@ -64,7 +64,6 @@ from asya_gateway.version import VERSION
 __all__ = ["HEADER_MISMATCH", "LIST_TTL_MS", "UNSUPPORTED_PROTOCOL_VERSION", "http_status", "serve_modern"]
 
 HEADER_MISMATCH: Final = -32020
-MISSING_REQUIRED_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 #: How long a client may cache ``server/discover`` and ``tools/list`` (5 min: a deploy is seen that soon).
 LIST_TTL_MS: Final = 300_000
@@ -74,7 +73,6 @@ _STATUS: Final = {
     INVALID_REQUEST: 400,
     INVALID_PARAMS: 400,
     HEADER_MISMATCH: 400,
-    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
     UNSUPPORTED_PROTOCOL_VERSION: 400,
     METHOD_NOT_FOUND: 404,
 }

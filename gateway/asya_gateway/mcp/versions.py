@@ -21,7 +21,6 @@ from typing import Any, Final
 
 __all__ = [
     "CLIENT_CAPABILITIES_META",
-    "CLIENT_INFO_META",
     "HANDSHAKE_VERSIONS",
     "LOG_LEVEL_META",
     "METHOD_HEADER",
@@ -49,7 +48,6 @@ NAME_HEADER: Final = "mcp-name"
 
 PROTOCOL_VERSION_META: Final = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_META: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO_META: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL_META: Final = "io.modelcontextprotocol/logLevel"
 SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
 

@@ -149,10 +149,15 @@ def day_of(timestamp: str) -> str:
     return timestamp[:10]
 
 
+def _id_byte(task_id: str) -> int:
+    """The first byte of the id's SHA-256: the same in every process (Python's ``hash`` of a string is salted per
+    process), spread evenly over the index shards."""
+    return hashlib.sha256(task_id.encode("utf-8")).digest()[0]
+
+
 def index_shard(task_id: str) -> int:
-    """The ``by_created``/``by_outcome`` shard of a task, ``0..INDEX_SHARDS-1``: the first byte of the id's SHA-256,
-    the same in every process (Python's ``hash`` of a string is salted per process)."""
-    return hashlib.sha256(task_id.encode("utf-8")).digest()[0] % INDEX_SHARDS
+    """The ``by_created``/``by_outcome`` shard of a task, ``0..INDEX_SHARDS-1``."""
+    return _id_byte(task_id) % INDEX_SHARDS
 
 
 def created_index_pk(day: str, shard: int) -> str:
@@ -168,8 +173,7 @@ def index_sk(created_at: str, task_id: str) -> str:
 
 
 def deadline_shard(task_id: str) -> str:
-    digest = hashlib.sha256(task_id.encode("utf-8")).digest()
-    return f"LONGDL#{digest[0] % DEADLINE_SHARDS}"
+    return f"LONGDL#{_id_byte(task_id) % DEADLINE_SHARDS}"
 
 
 def epoch(moment: datetime) -> int:
