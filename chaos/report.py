@@ -26,7 +26,8 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
         header,
         "",
         "| scenario | rates | tasks | outcomes | faults played | conditional-check failures | "
-        "handler calls (repeated runs; after a lease) | DLQ | client retries; SSE resumes | "
+        "handler calls (repeated runs; after a lease) | DLQ | "
+        "client retries (creations cut after sending); SSE resumes | "
         + " | ".join(PROPERTIES.values())
         + " | seconds |",
         "|" + "---|" * (9 + len(PROPERTIES) + 1),
@@ -40,7 +41,7 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
             f"| {result.scenario.name} | {rates} | {result.tasks} | {outcomes} | {played} | "
             f"{result.observed['conditional_check_failed']} | "
             f"{result.handler_calls} ({result.duplicate_runs}; {result.runs_after_lease}) | {result.dead_letters} | "
-            f"{result.client_retries}; {result.sse_resumes} | "
+            f"{result.client_retries} ({result.ambiguous_creates}); {result.sse_resumes} | "
             f"{counts} | "
             f"{result.seconds:.0f} |"
         )

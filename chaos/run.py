@@ -64,6 +64,8 @@ class ScenarioResult:
     #: Requests sent again after no HTTP answer, and SSE streams resumed with ``Last-Event-ID`` (gateway restarts).
     client_retries: int = 0
     sse_resumes: int = 0
+    #: Of the retries, creations cut after they were sent (they may have created a task twice).
+    ambiguous_creates: int = 0
     violations: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -147,6 +149,7 @@ def run_scenario(
         get_reads=sum(1 for o in recorder.observations if o.source == "get"),
         client_retries=recorder.retries,
         sse_resumes=recorder.resumes,
+        ambiguous_creates=recorder.ambiguous,
         violations=check(history),
         errors=[*recorder.errors, *restarter.errors],
     )

@@ -8,10 +8,12 @@ time), cancels those planned so, follows a share of them over SSE (``/api/v1/mes
 follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each status seen becomes an
 :class:`Observation`; the order of one stream (one SSE follower, or the GET poller) is the order it was seen in.
 
-Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a creation refused at
-connect (never sent) is sent again after ``_RETRY_PAUSE``, while one cut after it was sent is recorded as an error (it
-may have created a task nobody tracks); reads and cancels are sent again after any transport error (GET is safe and
-DELETE idempotent, GW-CANCEL-1). An SSE follower whose stream ends early (the gateway drained it) or breaks resumes it
+Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no
+HTTP answer is sent again after ``_RETRY_PAUSE`` (GET is safe and DELETE idempotent, GW-CANCEL-1). A creation cut
+after it was sent is ambiguous (a keep-alive connection the stopping server closed before it read the request, or
+after it created the task): it is sent again, as a client without an idempotency key must, and counted apart
+(:attr:`Recorder.ambiguous`); a task it may have created twice is not tracked, and the checker still reads every
+dead letter of it as a violation. An SSE follower whose stream ends early (the gateway drained it) or breaks resumes it
 with ``Last-Event-ID`` after the server's ``retry`` delay, as EventSource does (GW-SSE-9). Each is counted
 (:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows its task until it sees the terminal status or
 the workload's budget ends; the latter is recorded as an error. ``on_follow`` is called once per follower, when its
@@ -96,6 +98,8 @@ class Recorder:
         self.retries = 0
         #: SSE streams that broke and were resumed with ``Last-Event-ID``.
         self.resumes = 0
+        #: Creations cut after they were sent (sent again; they may have created a task).
+        self.ambiguous = 0
 
     def observe(self, task_id: str, source: str, stream: str, status: str) -> None:
         with self._lock:
@@ -108,6 +112,10 @@ class Recorder:
     def retried(self) -> None:
         with self._lock:
             self.retries += 1
+
+    def cut_after_send(self) -> None:
+        with self._lock:
+            self.ambiguous += 1
 
     def resumed(self) -> None:
         with self._lock:
@@ -170,15 +178,13 @@ class Workload:
         return dict(self.tasks)
 
     def _send(self, http: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx.Response | None:
-        """``method url``, sent again while it gets no HTTP answer (until the budget ends: ``None``); a POST only
-        while it is refused at connect, since one cut later may have been carried out."""
+        """``method url``, sent again while it gets no HTTP answer (until the budget ends: ``None``)."""
         while True:
             try:
                 return http.request(method, url, **kwargs)
             except httpx.TransportError as exc:
                 if method == "POST" and not isinstance(exc, httpx.ConnectError):
-                    self._recorder.error(f"{method} {url}: cut after it was sent ({type(exc).__name__})")
-                    return None
+                    self._recorder.cut_after_send()
                 if self._monotonic() >= self._ends:
                     self._recorder.error(f"{method} {url}: no answer within the budget ({type(exc).__name__})")
                     return None
