@@ -81,6 +81,20 @@ def test_gw_mcp_2_an_expired_session_answers_404_over_http(
         }
 
 
+def _call_text_pipeline(client: httpx.Client, version: str) -> dict[str, Any]:
+    """``initialize`` a session at ``version``, then ``tools/call`` text-pipeline on it: the call's result."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": version}}
+    headers = {"Mcp-Session-Id": client.post("/mcp", json=init).headers["mcp-session-id"]}
+    call = {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "text-pipeline", "arguments": {"text": "hi"}},
+    }
+    result: dict[str, Any] = client.post("/mcp", json=call, headers=headers).json()["result"]
+    return result
+
+
 def test_gw_mcp_6_a_creation_failure_is_a_tool_error(
     mesh: Any, store: TaskStore, clock: ManualClock, serve_asgi: Any
 ) -> None:
@@ -90,15 +104,7 @@ def test_gw_mcp_6_a_creation_failure_is_a_tool_error(
     sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName="asya-demo-normalize")["QueueUrl"])
     app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=sqs, clock=clock)
     with httpx.Client(base_url=serve_asgi(app)) as client:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
-        headers = {"Mcp-Session-Id": client.post("/mcp", json=init).headers["mcp-session-id"]}
-        call = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "text-pipeline", "arguments": {"text": "hi"}},
-        }
-        result = client.post("/mcp", json=call, headers=headers).json()["result"]
+        result = _call_text_pipeline(client, "2025-11-25")
         assert result == {
             "content": [{"type": "text", "text": "dispatch failed: actor not found: normalize"}],
             "isError": True,
@@ -127,15 +133,7 @@ def test_gw_mcp_8_gw_a2a_8_waits_end_at_the_long_response_limit(
     config = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05, sse_max_seconds=0.3)
     app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
     with httpx.Client(base_url=serve_asgi(app), timeout=10) as client:
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
-        headers = {"Mcp-Session-Id": client.post("/mcp", json=init).headers["mcp-session-id"]}
-        call = {
-            "jsonrpc": "2.0",
-            "id": 2,
-            "method": "tools/call",
-            "params": {"name": "text-pipeline", "arguments": {"text": "hi"}},
-        }
-        result = client.post("/mcp", json=call, headers=headers).json()["result"]
+        result = _call_text_pipeline(client, "2025-06-18")
         task_id = result["_meta"]["asya/task_id"]
         assert result["isError"] is True
         assert result["content"] == [
