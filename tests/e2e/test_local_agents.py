@@ -9,7 +9,6 @@ import asyncio
 import io
 import json
 import re
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -41,6 +40,7 @@ from asya.manifest import Manifest, load_manifest
 from asya_local.cli import main
 from asya_local.mesh import LocalMesh
 from tests.e2e.conftest import E2E_DIR
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -576,21 +576,25 @@ def test_mcp_call_of_a_task_canceled_meanwhile_is_a_tool_error_gw_mcp_7(agents_m
     """The task of a running tool call is canceled over REST (DELETE): the call answers ``task was canceled``."""
     marker = str(uuid.uuid4())
 
+    def running_task() -> str | None:
+        page = httpx.get(f"{agents_mesh.url}/api/v1/mesh/", params={"flow": "slow"}, headers=AUTH, timeout=60)
+        for summary in page.json()["messages"]:
+            view = httpx.get(f"{agents_mesh.url}/api/v1/mesh/{summary['id']}", headers=AUTH, timeout=60).json()
+            if view["payload"].get("marker") == marker and view["status"] == "running":
+                return str(view["id"])
+        return None
+
     def cancel_when_running() -> str:
-        for _ in range(200):
-            page = httpx.get(f"{agents_mesh.url}/api/v1/mesh/", params={"flow": "slow"}, headers=AUTH, timeout=10)
-            for summary in page.json()["messages"]:
-                view = httpx.get(f"{agents_mesh.url}/api/v1/mesh/{summary['id']}", headers=AUTH, timeout=10).json()
-                if view["payload"].get("marker") == marker and view["status"] == "running":
-                    deleted = httpx.delete(f"{agents_mesh.url}/api/v1/mesh/{view['id']}", headers=AUTH, timeout=10)
-                    assert deleted.status_code == 204
-                    return str(view["id"])
-            time.sleep(0.1)
-        raise AssertionError("the tool call's task never ran")
+        task_id: str = wait_for(running_task, "the tool call's task to run", limit=120)
+        deleted = httpx.delete(f"{agents_mesh.url}/api/v1/mesh/{task_id}", headers=AUTH, timeout=60)
+        assert deleted.status_code == 204
+        return task_id
 
     async def run() -> tuple[Any, str]:
         async with mcp_session(agents_mesh.url) as session:
-            call = asyncio.ensure_future(session.call_tool("slow", {"seconds": 5, "marker": marker}))
+            # the handler runs long enough that a loaded machine still finds it running: the test waits for the
+            # running status, not for a clock
+            call = asyncio.ensure_future(session.call_tool("slow", {"seconds": 20, "marker": marker}))
             canceled = await asyncio.to_thread(cancel_when_running)
             return await call, canceled
 
