@@ -33,6 +33,7 @@ __all__ = [
     "SseParser",
     "SseStream",
     "error_message",
+    "event_status",
     "parse_lines",
     "terminal_status",
     "unreachable",
@@ -108,8 +109,8 @@ def parse_lines(lines: Iterable[str]) -> Iterator[SseEvent]:
             yield event
 
 
-def terminal_status(event: SseEvent) -> str | None:
-    """The status of a ``status`` event when it is terminal, else ``None``."""
+def event_status(event: SseEvent) -> str | None:
+    """The status a ``status`` event carries, else ``None``."""
     if event.event != "status":
         return None
     try:
@@ -117,6 +118,12 @@ def terminal_status(event: SseEvent) -> str | None:
     except ValueError:
         return None
     status = data.get("status") if isinstance(data, dict) else None
+    return status if isinstance(status, str) else None
+
+
+def terminal_status(event: SseEvent) -> str | None:
+    """The status of a ``status`` event when it is terminal, else ``None``."""
+    status = event_status(event)
     return status if status in TERMINAL_STATUSES else None
 
 

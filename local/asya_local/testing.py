@@ -13,24 +13,32 @@
 :func:`run_mesh` checks the manifest and loads every handler first (``asya_local.preflight``: all problems in one
 error), then starts moto, the actors and the gateway on a free port (``asya_local.mesh.LocalMesh``) with a run
 history, and stops everything when the block ends. :meth:`MeshClient.call` creates a task (a flow, or one actor with
-``actor=``), follows its event stream to the end and returns the task view (GW-TASK-1); :meth:`MeshClient.history`
-returns its run history. A relative manifest path is taken from the working directory.
+``actor=``), follows its event stream until the task ends or pauses and returns the task view (GW-TASK-1);
+:meth:`MeshClient.resume` resumes a paused task and follows it the same way; :meth:`MeshClient.history` returns its
+run history. A relative manifest path is taken from the working directory.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from asya.manifest import load_manifest
+from asya_gateway.routes.resume import NO_ENVELOPE
 from asya_local.client import GatewayClient
+from asya_local.exceptions import GatewayHttpError
 from asya_local.history import RunHistory
 from asya_local.mesh import LocalMesh
 from asya_local.preflight import check_mesh
+from asya_local.sse import event_status
 
 __all__ = ["MeshClient", "run_mesh"]
+
+#: How long :meth:`MeshClient.resume` waits for x-pause to store a just-paused task's envelope.
+_STORE_WAIT_SECONDS = 60.0
 
 
 class MeshClient:
@@ -44,13 +52,37 @@ class MeshClient:
     def call(
         self, flow: str | None = None, payload: Any = None, *, actor: str | None = None, timeout: int = 60
     ) -> dict[str, Any]:
-        """Run a task to its end and return its task view; ``timeout`` is the task's deadline in seconds."""
+        """Run a task until it ends or pauses and return its task view; ``timeout`` is the task's deadline in
+        seconds. A paused task's view has ``status`` ``paused``: :meth:`resume` it with the reviewer's input."""
         if (flow is None) == (actor is None):
             raise ValueError(f"give exactly one of flow and actor, got flow={flow!r}, actor={actor!r}")
         created = self._client.create(flow=flow, actor=actor, payload=payload, timeout=timeout)
-        task_id = str(created["id"])
-        for _ in self._client.events(task_id).events():
-            pass
+        return self._follow(str(created["id"]))
+
+    def resume(self, task_id: str, value: dict[str, Any], *, timeout: int | None = None) -> dict[str, Any]:
+        """Resume a paused task with ``value`` (``POST /api/v1/mesh/{id}/resume``, GATEWAY section 9), then follow it
+        until it ends or pauses again, and return its task view."""
+        deadline = time.monotonic() + _STORE_WAIT_SECONDS
+        while True:
+            try:
+                self._client.resume(task_id, value, timeout=timeout)
+                break
+            except GatewayHttpError as exc:
+                # x-pause stores the paused envelope just after the paused status (P-PAUSE-5): wait for it
+                if exc.status_code != 409 or exc.message != NO_ENVELOPE or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        return self._follow(task_id, after_resume=True)
+
+    def _follow(self, task_id: str, *, after_resume: bool = False) -> dict[str, Any]:
+        """Follow the task's events until a terminal status (the stream ends) or a pause, then read its view. After a
+        resume the catch-up may still show the pause it left, so only a live ``paused`` event (one with an id) or a
+        paused view read after it stops the follower there."""
+        for event in self._client.events(task_id).events():
+            if event_status(event) == "paused" and (event.id is not None or not after_resume):
+                view = self._client.get(task_id)
+                if view["status"] == "paused":
+                    return view
         return self._client.get(task_id)
 
     def history(self, task_id: str) -> dict[str, Any]:

@@ -66,3 +66,20 @@ def test_gw_cancel_2_cancel_while_paused_over_http(local_mesh: LocalMesh, gatewa
     assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
     assert gateway.get(task_id)["status"] == "canceled"
     assert _paused_object(local_mesh, task_id) == 0
+
+
+def test_the_test_client_returns_at_a_pause_and_resumes(local_mesh: LocalMesh) -> None:
+    """``MeshClient.call`` returns the paused view instead of following a paused task forever, and ``resume`` takes
+    it to its end (issue 28: a user's test hung for 9.5 minutes on a pause)."""
+    from asya_local.client import GatewayClient
+    from asya_local.testing import MeshClient
+
+    with GatewayClient(local_mesh.url) as client:
+        mesh = MeshClient(local_mesh, client)
+        paused = mesh.call(FLOW, {"text": "What a GREAT day"})
+        assert paused["status"] == "paused"
+        assert [f["name"] for f in paused["pause_metadata"]["fields"]] == ["approved", "note"]
+        done = mesh.resume(paused["id"], {"approved": True, "note": "ship it"})
+        assert done["status"] == "succeeded", done
+        assert done["result"]["published"] is True
+        assert done["result"]["review"] == {"note": "ship it"}
