@@ -323,7 +323,7 @@ def test_a2a_send_blocking_returns_the_completed_task_gw_a2a_8_10(agents_mesh: L
     assert artifact.artifact_id == "result"
     result = json_format.MessageToDict(artifact.parts[1].data)
     assert result["text"] == "Good morning. Sunny day." and result["summary"].startswith("A ")
-    assert result["a2a"]["task"]["id"] == task.id and result["a2a"]["task"]["context_id"] == task.context_id
+    assert "a2a" not in result  # the gateway's own member of the payload stays out of the artifact (GW-A2A-5a)
     assert fetched.id == task.id and fetched.status.state == TaskState.TASK_STATE_COMPLETED
 
 
@@ -450,17 +450,8 @@ def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh) ->
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     result = [e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update"]
     assert result[-1].artifact.artifact_id == "result"
-    assert json_format.MessageToDict(result[-1].artifact.parts[1].data) == {
-        "seconds": 4,
-        "lingered": True,
-        "a2a": {
-            "task": {
-                "id": task_id,
-                "context_id": json_format.MessageToDict(result[-1].artifact.parts[1].data)["a2a"]["task"]["context_id"],
-                "history": [{"id": "m-r", "role": "user", "data": {"seconds": 4}}],
-            }
-        },
-    }
+    data = json_format.MessageToDict(result[-1].artifact.parts[1].data)
+    assert data == {"seconds": 4, "lingered": True}
 
 
 def test_a2a_message_with_task_id_of_a_task_not_waiting_gw_a2a_7(agents_mesh: LocalMesh) -> None:

@@ -2,6 +2,12 @@
 
 Shapes are A2A 0.3's (``kind`` discriminators). ``message_payload`` raises :class:`A2AParamsError` naming the bad
 field of a malformed message.
+
+Numbers (GW-A2A-5a, R3): A2A clients built on protobuf carry a ``data`` part as a ``Struct``, whose numbers are all
+doubles, so ``{"steps": 3}`` arrives as ``3.0``. JSON does not tell ``3`` from ``3.0`` (RFC 8259 section 6), and a
+handler doing ``range(payload["steps"])`` must work, so an integral float of a data part (within +-2**53, where a
+double is exact) becomes an ``int``. The result artifact leaves out the ``a2a`` member the gateway itself added to the
+payload (GW-A2A-5): the client gave none, and its ids are the task's own.
 """
 
 from __future__ import annotations
@@ -40,6 +46,10 @@ class A2AParamsError(AsyaError, ValueError):
     """A malformed ``params`` member (-32602)."""
 
 
+#: The largest magnitude up to which every integer is exactly a double.
+_EXACT: Final = 2**53
+
+
 def a2a_state(status: str | None) -> str:
     return STATES.get(status or "pending", "working")
 
@@ -65,7 +75,7 @@ def message_payload(message: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(part["text"])
         elif kind == "data" and isinstance(part.get("data"), dict):
-            datas.append(part["data"])
+            datas.append(_integral(part["data"]))
         elif kind == "file" and isinstance(part.get("file"), dict):
             file = part["file"]
             entry = {"name": file.get("name"), "mime_type": file.get("mimeType")}
@@ -91,6 +101,17 @@ def message_payload(message: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     if datas:
         history["data"] = datas[0] if len(datas) == 1 else datas
     return payload, history
+
+
+def _integral(value: Any) -> Any:
+    """``value`` with each integral float within +-2**53 made an ``int`` (GW-A2A-5a)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    return value
 
 
 def _agent_message(task_id: str, context_id: str, parts: list[dict[str, Any]]) -> dict[str, Any]:
@@ -130,6 +151,8 @@ def result_artifact(data: Mapping[str, Any]) -> dict[str, Any]:
         parts: list[dict[str, Any]] = [{"kind": "text", "text": _compact({"result_url": data["result_url"]})}]
     else:
         value = data.get("result")
+        if isinstance(value, dict) and "a2a" in value:
+            value = {key: item for key, item in value.items() if key != "a2a"}
         parts = [{"kind": "text", "text": _compact(value)}]
         if isinstance(value, dict):
             parts.append({"kind": "data", "data": value})
