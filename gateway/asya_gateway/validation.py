@@ -33,6 +33,7 @@ __all__ = [
     "MAX_HEADER_KEY_LENGTH",
     "MAX_NESTING",
     "MAX_TIMEOUT_SECONDS",
+    "NULL_PAYLOAD_REASON",
     "CreateBody",
     "CreateTarget",
     "nesting_exceeds",
@@ -56,7 +57,7 @@ _MAX_DIGITS: Final = 18
 _ROUTING_KEYS: Final = ("route", "route_next", "next")
 _BODY_KEYS: Final = frozenset({"payload", "headers", "timeout"})
 _TIMEOUT_MESSAGE: Final = f"timeout must be an integer number of seconds between 1 and {MAX_TIMEOUT_SECONDS}"
-_NULL_PAYLOAD_REASON: Final = 'the payload is null or missing; send the input as {"payload": <input>}'
+NULL_PAYLOAD_REASON: Final = 'the payload is null or missing; send the input as {"payload": <input>}'
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,5 +228,5 @@ def schema_violation(instance: Any, schema: Mapping[str, Any]) -> str | None:
     if error is None:
         return None
     if instance is None:
-        return f"$: {_NULL_PAYLOAD_REASON}"
+        return f"$: {NULL_PAYLOAD_REASON}"
     return f"{error.json_path}: {error.message}"

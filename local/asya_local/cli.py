@@ -113,15 +113,29 @@ def main(
     except GatewayUnreachableError as exc:
         io.error(str(exc))
     except GatewayHttpError as exc:
-        # an unknown path or a failing server: which URL answered is the first thing to check
-        where = exc.url and (exc.status_code == 404 or exc.status_code >= 500)
-        io.error(f"{exc.message} (HTTP {exc.status_code} from {exc.url})" if where else exc.message)
+        io.error(_http_advice(args, exc))
     except (SseStreamError, LocalModeError, AsyaError) as exc:
         io.error(str(exc))
     except KeyboardInterrupt:
         io.error("interrupted")
         return 130
     return 2
+
+
+def _http_advice(args: argparse.Namespace, exc: GatewayHttpError) -> str:
+    """The gateway's refusal said as a fix on this command line: the CLI flag, not the HTTP body member, and which
+    task was not found; otherwise the gateway's message, with the URL that answered for an unknown path or a failing
+    server (the first thing to check)."""
+    from asya_gateway.validation import NULL_PAYLOAD_REASON
+
+    if exc.status_code == 400 and exc.message.endswith(NULL_PAYLOAD_REASON) and getattr(args, "command", "") == "call":
+        return 'the task needs an input: give it with --payload JSON (for example --payload \'{"text": "hi"}\')'
+    task_id = getattr(args, "id", None)
+    task_path = "/api/v1/mesh/" in exc.url and "/api/v1/dev/" not in exc.url  # a task resource, not the dev history
+    if exc.status_code == 404 and isinstance(task_id, str) and exc.message == "not found" and task_path:
+        return f"task {task_id} not found at {args.url} (HTTP 404): check the id, or the mesh with --url"
+    where = exc.url and (exc.status_code == 404 or exc.status_code >= 500)
+    return f"{exc.message} (HTTP {exc.status_code} from {exc.url})" if where else exc.message
 
 
 def _resolve_target(

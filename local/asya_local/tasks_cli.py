@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
@@ -109,7 +110,13 @@ def _list(args: argparse.Namespace, io: CliIo) -> int:
     if not messages:
         io.note("no tasks")
     if page.get("next_cursor"):
-        io.note(f"more: asya list --cursor {page['next_cursor']}")
+        # the next page of the same listing: the same filters and page size, then the cursor
+        same = [
+            f"--{name} {shlex.quote(str(value))}"
+            for name in ("status", "flow", "limit")
+            if (value := getattr(args, name))
+        ]
+        io.note(" ".join(["more: asya list", *same, f"--cursor {page['next_cursor']}"]))
     return 0
 
 

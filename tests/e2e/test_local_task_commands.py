@@ -157,7 +157,32 @@ def test_cancel_a_running_task_then_a_terminal_one(tasks_mesh: LocalMesh, workdi
 def test_cancel_an_unknown_task_is_the_gateways_404(tasks_mesh: LocalMesh, workdir: Path) -> None:
     task_id = "00000000-0000-4000-8000-000000000000"
     code, _, err = _run("cancel", task_id, cwd=workdir)
-    assert (code, err) == (2, f"asya: not found (HTTP 404 from {tasks_mesh.url}/api/v1/mesh/{task_id})\n")
+    assert (code, err) == (
+        2,
+        f"asya: task {task_id} not found at {tasks_mesh.url} (HTTP 404): check the id, or the mesh with --url\n",
+    )
+
+
+def test_status_of_an_unknown_task_says_the_task_was_not_found(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    code, _, err = _run("status", "nope", cwd=workdir)
+    assert code == 2
+    assert err.startswith("asya: task nope not found at ")
+
+
+def test_call_without_a_payload_names_the_flag_to_give(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """A flow whose input_schema refuses null: the fix is ``--payload``, not the HTTP body's member."""
+    code, _, err = _run("call", "schema-bound", cwd=workdir)
+    assert code == 2
+    assert err.startswith("asya: the task needs an input: give it with --payload JSON"), err
+
+
+def test_list_suggests_the_next_page_with_the_same_filters(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    for _ in range(2):
+        _wait_status(tasks_mesh, _create(tasks_mesh, "napping", {"seconds": 0}), {"succeeded"})
+    code, _, err = _run("list", "--flow", "napping", "--limit", "1", cwd=workdir)
+    assert code == 0
+    more = next(line for line in err.splitlines() if "more:" in line)
+    assert "asya list --flow napping --limit 1 --cursor " in more, more
 
 
 def test_retry_runs_the_input_again_linked_by_a_non_reserved_header(tasks_mesh: LocalMesh, workdir: Path) -> None:
