@@ -168,7 +168,12 @@ class Backstop:
             return result.response()
         if _is_scheduled_event(event):
             sweep = self.sweep(time_left=_time_left(context))
-            _log.info("backstop sweep: %s", sweep.to_dict())
+            # a sweep that found nothing is no news: at DEBUG, or `asya dev` prints it every few seconds
+            _log.log(
+                logging.INFO if sweep.due or not sweep.complete else logging.DEBUG,
+                "backstop sweep: %s",
+                sweep.to_dict(),
+            )
             if sweep.errors:
                 raise BackstopError(
                     f"{sweep.errors} of {sweep.due} overdue tasks could not be timed out; the next run retries them"

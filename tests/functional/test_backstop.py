@@ -446,3 +446,19 @@ def test_local_loop_rejects_a_bad_interval(mesh: Any, store: TaskStore, clock: M
 
     with pytest.raises(LocalModeError, match="backstop interval must be > 0 seconds, got 0"):
         _loop(mesh, store, clock, interval=0)
+
+
+def test_an_empty_sweep_logs_nothing_at_info_and_a_sweep_that_timed_out_tasks_does(
+    past_store: TaskStore, handler_env: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`asya dev` sweeps every few seconds: a sweep with nothing due stays at DEBUG (issue 28, item 7)."""
+
+    def sweep_lines() -> list[str]:
+        lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith("{")]
+        return [line["message"] for line in lines if str(line.get("message", "")).startswith("backstop sweep")]
+
+    assert lambda_handler(_scheduled(), _Context())["due"] == 0
+    assert sweep_lines() == []
+    past_store.create_task(task_id="t-info", actor="normalize", deadline_at=_past())
+    assert lambda_handler(_scheduled(), _Context())["timed_out"] == 1
+    assert [line.split(",")[0] for line in sweep_lines()] == ["backstop sweep: {'due': 1"]
