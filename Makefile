@@ -32,8 +32,10 @@ $(STAMP): pyproject.toml
 	rm -f $(VENV)/.installed-* && touch $@
 
 ## Run the example flow on a local mesh (moto + ESM emulators + gateway), live progress, final result.
+## DEMO_ARGS passes options to `asya demo`, e.g. make demo DEMO_ARGS="--port 9000 --flow documents".
+DEMO_ARGS ?=
 demo: install
-	$(BIN)/asya demo --manifest asya.yaml
+	$(BIN)/asya demo --manifest asya.yaml $(DEMO_ARGS)
 
 ## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz).
 test: install chromium lint
