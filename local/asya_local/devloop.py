@@ -37,7 +37,7 @@ from asya_local.localstate import dev_state, running_dev, state_path
 from asya_local.mesh import LocalMesh
 from asya_local.moto_server import MotoServer
 from asya_local.preflight import check_mesh
-from asya_local.reload import CodeWatcher
+from asya_local.reload import CodeWatcher, syntax_problems
 
 __all__ = ["DevLoop", "DevOptions"]
 
@@ -96,6 +96,8 @@ class DevLoop:
                         files = ", ".join(_shown(path, self._manifest_path.parent) for path in change.files)
                         modules = ", ".join(change.modules) or "none loaded yet"
                         self._note(f"code changed ({files}): reloading {modules} before each actor's next invocation")
+                        for problem in syntax_problems(change.files, root=self._manifest_path.parent):
+                            self._error(f"{problem} (actors using it fail until it is fixed)")
                     current = _stamp(self._manifest_path)
                     if current == stamp:
                         continue

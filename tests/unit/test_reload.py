@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from asya_local.reload import CodeWatcher, ReloadingHandler
+from asya_local.reload import CodeWatcher, ReloadingHandler, syntax_problems
 
 pytestmark = pytest.mark.unit
 
@@ -74,3 +74,19 @@ def test_the_handler_is_rebuilt_only_after_a_change(tmp_path: Path) -> None:
     _touch(tmp_path / "a.py", "changed = True\n")
     assert watcher.poll() is not None
     assert handler({}, None) == 2 and len(built) == 2
+
+
+def test_syntax_problems_name_the_file_line_and_column_without_running_it(tmp_path: Path) -> None:
+    """A handler saved with a syntax error is reported at the reload, not at the next call (issue 28, item 6)."""
+    good = tmp_path / "good.py"
+    good.write_text("raise SystemExit('compiling must not run this')\n")
+    bad = tmp_path / "functions" / "bad.py"
+    bad.parent.mkdir()
+    bad.write_text("def f(payload):\n    return {payload\n")
+    indented = tmp_path / "indented.py"
+    indented.write_text("def f():\nreturn 1\n")
+    gone = tmp_path / "gone.py"
+    problems = syntax_problems([good, bad, indented, gone], root=tmp_path)
+    assert problems[0].startswith("functions/bad.py:2:12: SyntaxError: ")
+    assert problems[1].startswith("indented.py:2:1: IndentationError: expected an indented block")
+    assert len(problems) == 2
