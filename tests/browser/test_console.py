@@ -97,8 +97,16 @@ def test_p_err_3_failing_task_shows_error_and_details(page: Any, console: Consol
     _wait_status(page, "failed")
     page.locator("#error-text").filter(has_text="rejected draft about doomed").wait_for()
     assert "review" in page.locator("#error").text_content()  # failed_actor
-    details = json.loads(page.locator("#error-details").text_content())
+    details = json.loads(page.locator("#error-details > pre").first.text_content())
     assert details["type"].endswith("ReviewRejectedError")
+    # the traceback reads as text with its line breaks, not as a JSON string of \n escapes (issue 28, item 4)
+    traceback = page.locator('#error-details pre.traceback[data-detail="traceback"]').text_content()
+    assert traceback.startswith("Traceback (most recent call last):\n") and "\\n" not in traceback
+    assert "traceback" not in details
+    # a failed task says where it failed, not the percentage and step it was at before (issue 28, item 4)
+    page.locator("#progress-text").filter(has_text="failed · at review").wait_for()
+    assert "%" not in page.locator("#progress-text").text_content()
+    assert page.locator("#fly").get_attribute("data-ended") == "true"  # "no live output", not "... yet"
     assert page.locator('[data-testid=pipeline] .stage.failed[data-actor="review"]').count() == 1
     screenshot(page, "task-failed")
 
@@ -259,7 +267,9 @@ def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(page
     form = page.locator("#resume-form")
     form.wait_for()
     assert "Approve <b>this</b> draft?" in form.text_content()
-    assert page.locator("#field-approved").get_attribute("type") == "checkbox"
+    # a required boolean is an explicit choice, never an unchecked box read as false (issue 28, item 3)
+    assert page.locator("#field-approved").evaluate("node => node.tagName") == "SELECT"
+    assert page.locator("#field-approved").input_value() == ""
     assert page.locator("#field-note").get_attribute("type") == "text"
     assert page.locator("#field-copies").get_attribute("type") == "number"
     assert page.locator("#field-extra").evaluate("node => node.tagName") == "TEXTAREA"
@@ -288,10 +298,47 @@ def test_gw_resume_1_paused_task_resumes_from_the_form(page: Any, console: Conso
     form = page.locator("#resume-form")
     form.wait_for()
     assert "Approve the text about spring?" in form.text_content()
-    page.check("#field-approved")
+    page.click("#resume-form button[type=submit]")  # nothing chosen: the browser refuses the form, nothing is sent
+    assert page.locator("#field-approved").evaluate("node => node.validity.valueMissing") is True
+    assert httpx.get(f"{console.mesh.url}/api/v1/mesh/{task_id}").json()["status"] == "paused"
+    page.select_option("#field-approved", "true")
     screenshot(page, "task-resume")
     page.click("#resume-form button[type=submit]")
     _wait_status(page, "succeeded")
     view = httpx.get(f"{console.mesh.url}/api/v1/mesh/{task_id}").json()
     assert view["status"] == "succeeded" and view["id"] == task_id
     assert view["result"]["approved"] is True and view["result"]["reviewed"] is True
+
+
+def test_relative_times_keep_counting_while_the_page_stays_open(page: Any, console: Console) -> None:
+    """The tasks page's "Created" column is not frozen at the first render (issue 28, item 4)."""
+    page.clock.install()
+    task_id = console.create("write", {"topic": "clock", "words": 1})
+    _open(page, console, "#/tasks")
+    cell = page.locator(f'[data-task-row="{task_id}"] .age')
+    cell.wait_for()
+    before = cell.text_content()
+    page.clock.fast_forward("02:05")
+    wait_for(lambda: cell.text_content() != before and cell.text_content().endswith("m ago"), "the age to move on")
+
+
+def test_tasks_page_lists_rows_before_the_mesh_description_arrives(page: Any, console: Console) -> None:
+    """The listing does not wait for the mesh description (queue attributes), and the queue table says it is loading
+    until the diagnostic answers (issue 28, item 4)."""
+    task_id = console.create("write", {"topic": "early rows", "words": 1})
+    held: list[Any] = []
+
+    def hold(route: Any) -> None:
+        held.append(route)
+
+    page.route("**/api/v1/system/mesh", hold)
+    _open(page, console, "#/tasks")
+    page.locator(f'[data-task-row="{task_id}"]').wait_for()
+    assert held, "the page never asked for the mesh description"
+    for route in held:
+        route.continue_()
+    page.unroute("**/api/v1/system/mesh")
+    page.route("**/api/v1/system/mq-diagnostic", hold)
+    _open(page, console, "#/mesh")
+    page.locator("#queues tr.loading").wait_for()
+    assert page.locator("#queues tr.loading").text_content() == "loading…"

@@ -67,6 +67,16 @@ function age(timestamp) {
   return Math.floor(seconds / 86400) + "d ago";
 }
 
+// A relative time that stays true: the element keeps its timestamp and one page-wide timer rewrites its text.
+function ageText(timestamp, attributes = {}) {
+  return el("span", { ...attributes, class: "age", "data-ts": String(timestamp || ""), title: String(timestamp || ""), text: age(timestamp) });
+}
+
+setInterval(() => {
+  if (document.visibilityState !== "visible") return;
+  for (const node of document.querySelectorAll(".age[data-ts]")) node.textContent = age(node.dataset.ts);
+}, 5000);
+
 function kv(pairs) {
   const list = el("dl", { class: "kv" });
   for (const [key, value] of pairs) {
@@ -252,17 +262,25 @@ function attemptOf(view) {
 
 // ---------------------------------------------------------------- tasks page
 
+function loadingRow(columns) {
+  return el("tr", { class: "loading" }, el("td", { colspan: String(columns), class: "muted", "aria-busy": "true", text: "loading…" }));
+}
+
 async function tasksPage(alive, params) {
-  const flows = await mesh().then((m) => m.flows, () => []);
   const filters = { status: params.get("status") || "", flow: params.get("flow") || "" };
   const limit = /^\d+$/.test(params.get("limit") || "") ? Math.min(100, Math.max(1, Number(params.get("limit")))) : 20;
   const cursors = [];
   let cursor = null;
   const statusSelect = el("select", { id: "filter-status" }, el("option", { value: "", text: "any status" }),
     STATUSES.map((s) => el("option", { value: s, text: s, selected: s === filters.status })));
+  // the listing does not wait for the mesh description (queue attributes): the flow filter fills in when it comes
   const flowSelect = el("select", { id: "filter-flow" }, el("option", { value: "", text: "any flow" }),
-    flows.map((f) => el("option", { value: f.name, text: f.name, selected: f.name === filters.flow })));
-  const body = el("tbody");
+    filters.flow ? el("option", { value: filters.flow, text: filters.flow, selected: true }) : null);
+  mesh().then((m) => {
+    flowSelect.replaceChildren(el("option", { value: "", text: "any flow" }),
+      m.flows.map((f) => el("option", { value: f.name, text: f.name, selected: f.name === filters.flow })));
+  }, () => {});
+  const body = el("tbody", {}, loadingRow(7));
   const prev = el("button", { type: "button", class: "secondary", id: "tasks-newer", text: "← Newer" });
   const next = el("button", { type: "button", class: "secondary", id: "tasks-older", text: "Older →" });
   const table = el("table", { id: "tasks" },
@@ -287,7 +305,7 @@ async function tasksPage(alive, params) {
       el("td", {}, badge(task.status)),
       el("td", {}, bar(task.progress_percent, task.status), el("small", { class: "muted", text: (task.progress_percent ?? 0) + "%" })),
       el("td", { text: task.current_actor || task.actor || "" }),
-      el("td", { title: task.created_at, text: age(task.created_at) }),
+      el("td", {}, ageText(task.created_at)),
       el("td", { class: "error-text", text: task.error || "" })));
     body.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: "7", class: "empty", text: "No tasks." }))]));
     next.disabled = !page.next_cursor;
@@ -355,7 +373,7 @@ async function taskPage(alive, id) {
       disabled: TERMINAL.has(view.status), on: { click: cancelTask } });
     header.replaceChildren(
       el("h1", {}, "Task ", el("span", { class: "mono", text: view.id }), " ", badge(view.status)),
-      kv([["flow", view.flow || "—"], ["entry actor", view.actor], ["created", view.created_at + " (" + age(view.created_at) + ")"],
+      kv([["flow", view.flow || "—"], ["entry actor", view.actor], ["created", el("span", {}, view.created_at + " (", ageText(view.created_at), ")")],
         ["updated", view.updated_at], ["deadline", view.deadline_at], ["remaining", view.remaining_seconds != null ? view.remaining_seconds + " s (frozen while paused)" : null]]),
       el("div", { class: "actions" }, cancel));
     renderLive(view);
@@ -364,14 +382,22 @@ async function taskPage(alive, id) {
   }
 
   function renderLive(data) {
+    const ended = TERMINAL.has(data.status);
+    // a finished task says how it ended (and where it failed), not the step it was at when it last reported
+    const progress = ended
+      ? el("p", { id: "progress-text" }, el("strong", { text: data.status }),
+        data.status === "failed" && (view.failed_actor || data.failed_actor)
+          ? el("span", { class: "muted", text: " · at " + (view.failed_actor || data.failed_actor) }) : null)
+      : el("p", { id: "progress-text" },
+        el("strong", { text: (data.progress_percent ?? 0) + "%" }), " ",
+        el("span", { id: "message", text: data.message || "" }),
+        data.current_actor ? el("span", { class: "muted", text: " · " + data.current_actor + (data.step ? " (" + data.step + ")" : "") }) : null);
+    fly.dataset.ended = ended ? "true" : "false";
     live.replaceChildren(
       el("h2", { text: "Progress" }),
       pipeline(view, flows),
-      bar(data.progress_percent, data.status, true),
-      el("p", { id: "progress-text" },
-        el("strong", { text: (data.progress_percent ?? 0) + "%" }), " ",
-        el("span", { id: "message", text: data.message || "" }),
-        data.current_actor ? el("span", { class: "muted", text: " · " + data.current_actor + (data.step ? " (" + data.step + ")" : "") }) : null),
+      bar(ended && data.status === "succeeded" ? 100 : data.progress_percent, data.status, true),
+      progress,
       el("h3", { text: "Live output (FLY)" }), fly);
   }
 
@@ -385,7 +411,7 @@ async function taskPage(alive, id) {
       parts.push(el("div", { class: "card error-box", id: "error" }, el("h2", { text: "Error" }),
         el("p", { class: "error-text", id: "error-text", text: view.error || "task failed" }),
         view.failed_actor ? el("p", {}, "Failed in ", el("strong", { text: view.failed_actor })) : null,
-        view.error_details ? el("details", { open: true }, el("summary", { text: "Error details" }), el("pre", { id: "error-details", text: json(view.error_details) })) : null));
+        view.error_details ? el("details", { open: true }, el("summary", { text: "Error details" }), errorDetails(view.error_details)) : null));
     }
     // one form per paused spell: a refresh (the paused status event triggers one) must not discard what the reviewer
     // already typed or checked
@@ -461,6 +487,21 @@ async function taskPage(alive, id) {
   if (!alive()) return;
   onLeave(alive, follow(id, { status: onStatus, fly: onFly }));
   loadTimeline();
+}
+
+// Error details: each multi-line string member (a traceback) in its own block with its real line breaks; the rest as JSON.
+function errorDetails(details) {
+  if (!details || typeof details !== "object" || Array.isArray(details)) return el("pre", { id: "error-details", text: json(details) });
+  const rest = {};
+  const blocks = [];
+  for (const [key, value] of Object.entries(details)) {
+    if (typeof value === "string" && value.includes("\n")) {
+      blocks.push(el("div", { class: "detail-block" }, el("div", { class: "muted", text: key }), el("pre", { class: "traceback", "data-detail": key, text: value })));
+    } else {
+      rest[key] = value;
+    }
+  }
+  return el("div", { id: "error-details" }, Object.keys(rest).length ? el("pre", { text: json(rest) }) : null, ...blocks);
 }
 
 function safeUrl(value) {
@@ -615,6 +656,11 @@ function fieldInput(name, schema, required, hint) {
     control = el("select", { id, name }, required ? null : el("option", { value: "", text: "—" }),
       schema.enum.map((value, index) => el("option", { value: String(index), text: JSON.stringify(value) })));
     read = () => (control.value === "" ? undefined : schema.enum[Number(control.value)]);
+  } else if (type === "boolean" && required && typeof schema.default !== "boolean") {
+    // a required yes/no nobody answered must not go out as false: the reviewer picks one, the browser refuses none
+    control = el("select", { id, name, required }, el("option", { value: "", text: "— choose —" }),
+      el("option", { value: "true", text: "yes" }), el("option", { value: "false", text: "no" }));
+    read = () => (control.value === "" ? undefined : control.value === "true");
   } else if (type === "boolean") {
     control = el("input", { id, name, type: "checkbox", checked: schema.default === true });
     read = () => control.checked;
@@ -749,8 +795,8 @@ async function meshPage(alive) {
     return;
   }
   const alerts = el("div", { id: "dlq-alerts" });
-  const queues = el("tbody");
-  const checked = el("p", { class: "muted" });
+  const queues = el("tbody", {}, loadingRow(7));  // the diagnostic reads every queue's attributes: seconds on a big mesh
+  const checked = el("p", { class: "muted", text: "checking the queues…" });
   const flows = el("div", { class: "card", id: "flows" }, el("h2", { text: "Flows" }),
     info.flows.length ? info.flows.map((flow) => el("div", { "data-flow": flow.name },
       el("h3", {}, flow.name, " ", el("a", { href: "#/new/" + encodeURIComponent(flow.name), text: "+ new task" })),
