@@ -1,0 +1,14 @@
+"""IAM enforcement for the artifact mesh: identity-policy evaluation, request-to-action mapping, a checking proxy.
+
+:class:`PolicySet` evaluates a principal's identity-based policies (:mod:`asya_local.iam.policy`);
+:func:`authorize_request` derives from one raw HTTP request what IAM would check (:mod:`asya_local.iam.requests`);
+:class:`PolicyProxy` sits in front of moto's server and holds each principal's calls to its policies
+(:mod:`asya_local.iam.proxy`).
+"""
+
+from __future__ import annotations
+
+from asya_local.iam.conditions import PolicyError
+from asya_local.iam.policy import Decision, Evaluation, PolicySet
+
+__all__ = ["Decision", "Evaluation", "PolicyError", "PolicySet"]
