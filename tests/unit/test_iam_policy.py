@@ -59,7 +59,7 @@ def test_a_statement_without_sid_is_named_by_document_and_index() -> None:
 
 def test_explicit_deny_beats_allow_in_any_order_and_any_document() -> None:
     """PEL: an explicit deny in any policy overrides any allow."""
-    docs = [{"Statement": _deny(Sid="No")}, {"Statement": [_allow(Sid="Yes")]}]
+    docs: list[dict[str, Any]] = [{"Statement": _deny(Sid="No")}, {"Statement": [_allow(Sid="Yes")]}]
     for ordered in (docs, docs[::-1]):
         explained = PolicySet.from_documents(ordered).explain("s3:GetObject", BUCKET, {})
         assert explained.decision is Decision.EXPLICIT_DENY

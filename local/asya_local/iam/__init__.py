@@ -9,6 +9,16 @@
 from __future__ import annotations
 
 from asya_local.iam.conditions import PolicyError
+from asya_local.iam.model import ALWAYS_ALLOWED, RequestContext
 from asya_local.iam.policy import Decision, Evaluation, PolicySet
+from asya_local.iam.requests import authorize_request
 
-__all__ = ["Decision", "Evaluation", "PolicyError", "PolicySet"]
+__all__ = [
+    "ALWAYS_ALLOWED",
+    "Decision",
+    "Evaluation",
+    "PolicyError",
+    "PolicySet",
+    "RequestContext",
+    "authorize_request",
+]
