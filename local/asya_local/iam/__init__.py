@@ -9,16 +9,22 @@
 from __future__ import annotations
 
 from asya_local.iam.conditions import PolicyError
-from asya_local.iam.model import ALWAYS_ALLOWED, RequestContext
+from asya_local.iam.model import ALWAYS_ALLOWED, MISSING_KEY, UNMODELLED, AccessRecord, RequestContext
 from asya_local.iam.policy import Decision, Evaluation, PolicySet
+from asya_local.iam.proxy import PolicyProxy, ProxyError
 from asya_local.iam.requests import authorize_request
 
 __all__ = [
     "ALWAYS_ALLOWED",
+    "MISSING_KEY",
+    "UNMODELLED",
+    "AccessRecord",
     "Decision",
     "Evaluation",
     "PolicyError",
+    "PolicyProxy",
     "PolicySet",
+    "ProxyError",
     "RequestContext",
     "authorize_request",
 ]

@@ -1,11 +1,21 @@
-"""The value types shared by the request mapping and the proxy: one IAM check, and the context every request carries."""
+"""The value types shared by the request mapping and the proxy: one IAM check, one record of a decided check."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Final
 
-__all__ = ["ALWAYS_ALLOWED", "ContextDict", "RequestContext", "base_context"]
+from asya_local.iam.policy import Decision
+
+__all__ = [
+    "ALWAYS_ALLOWED",
+    "MISSING_KEY",
+    "UNMODELLED",
+    "AccessRecord",
+    "ContextDict",
+    "RequestContext",
+    "base_context",
+]
 
 ContextDict = dict[str, str | tuple[str, ...]]
 #: Actions AWS authorizes for every principal, whatever its policies.
@@ -27,3 +37,25 @@ class RequestContext:
 def base_context(region: str, account_id: str) -> ContextDict:
     """The global keys every request carries here (``aws:SecureTransport``: see :mod:`asya_local.iam.requests`)."""
     return {"aws:RequestedRegion": region, "aws:PrincipalAccount": account_id, "aws:SecureTransport": "true"}
+
+
+UNMODELLED: Final = "unmodelled"
+MISSING_KEY: Final = "missing key: 404 needs s3:ListBucket"
+
+
+@dataclass(frozen=True, slots=True)
+class AccessRecord:
+    """One checked (action, resource) of one principal's call, and how it was decided.
+
+    ``statement`` is the deciding statement's Sid or ``#<document>.<index>``, ``None`` for an implicit deny,
+    ``"unmodelled"`` for a request the proxy does not model, ``"always-allowed"`` for ``sts:GetCallerIdentity``.
+    ``operation`` is the API operation; ``note`` says when a check came from S3's missing-key rule."""
+
+    principal: str
+    service: str
+    action: str
+    resource: str
+    decision: Decision
+    statement: str | None
+    operation: str = ""
+    note: str = ""
