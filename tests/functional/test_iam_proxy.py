@@ -8,7 +8,10 @@ through unrecorded (issue 24, "IAM is enforced per function").
 
 from __future__ import annotations
 
+import io
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
@@ -340,3 +343,70 @@ def test_concurrent_calls_are_all_recorded(mesh: Mesh) -> None:
     assert errors == []
     assert len(mesh.proxy.records()) == 30
     assert all(record.decision is Decision.ALLOW for record in mesh.proxy.records())
+
+
+@pytest.mark.parametrize(
+    ("service", "call", "code"),
+    [
+        ("kms", lambda c: c.generate_data_key(KeyId="alias/asya", KeySpec="AES_256"), "AccessDeniedException"),
+        (
+            "secretsmanager",
+            lambda c: c.get_secret_value(SecretId=f"arn:aws:secretsmanager:{REGION}:{MOTO_ACCOUNT_ID}:secret:s-AbCdEf"),
+            "AccessDeniedException",
+        ),
+        (
+            "cloudwatch",
+            lambda c: c.get_metric_statistics(
+                Namespace="Asya", MetricName="m", StartTime=0, EndTime=1, Period=60, Statistics=["Sum"]
+            ),
+            "AccessDenied",
+        ),
+    ],
+)
+def test_other_services_deny_with_their_own_code(mesh: Mesh, service: str, call: Any, code: str) -> None:
+    """KMS and Secrets Manager (JSON) say AccessDeniedException; CloudWatch, a former query service, AccessDenied."""
+    with pytest.raises(ClientError) as error:
+        call(mesh.client(service, "AKIDREADER"))
+    assert _code(error) == code
+    [record] = mesh.proxy.denied()
+    assert record.principal == "Reader" and record.statement is None
+
+
+def test_sqs_query_protocol_denial_is_query_xml(mesh: Mesh) -> None:
+    """A query-protocol SQS call (form body, ``Action=``) is denied with the query protocol's ErrorResponse."""
+    body = f"Action=SendMessage&QueueUrl={_queue_url(mesh, 'asya-iam-b')}&MessageBody=x".encode()
+    request = urllib.request.Request(
+        mesh.url + "/",
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/x-www-form-urlencoded",
+            "Authorization": "AWS4-HMAC-SHA256 Credential=AKIDREADER/20260101/us-east-1/sqs/aws4_request, "
+            "SignedHeaders=host, Signature=0",
+        },
+    )
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(request, timeout=30)
+    assert error.value.code == 403
+    answer = error.value.read().decode()
+    assert "<Code>AccessDenied</Code>" in answer and "<Type>Sender</Type>" in answer
+
+
+def test_delete_objects_and_transactions_check_every_item(mesh: Mesh) -> None:
+    writer = mesh.client("s3", "AKIDWRITER")
+    writer.put_object(Bucket=BUCKET, Key="tmp/1", Body=io.BytesIO(b"streamed body"))
+    assert mesh.client("s3").get_object(Bucket=BUCKET, Key="tmp/1")["Body"].read() == b"streamed body"
+    writer.delete_objects(Bucket=BUCKET, Delete={"Objects": [{"Key": "tmp/1"}, {"Key": "tmp/2"}]})
+    deletes = [r.resource for r in mesh.proxy.records() if r.action == "s3:DeleteObject"]
+    assert deletes == [f"{BUCKET_ARN}/tmp/1", f"{BUCKET_ARN}/tmp/2"]
+    with pytest.raises(ClientError) as error:
+        mesh.client("dynamodb", "AKIDREADER").transact_get_items(
+            TransactItems=[
+                {"Get": {"TableName": TABLE, "Key": {"pk": {"S": "t1"}}}},
+                {"Get": {"TableName": OTHER_TABLE, "Key": {"pk": {"S": "t1"}}}},
+            ]
+        )
+    assert _code(error) == "AccessDeniedException"
+    assert [(r.action, r.resource) for r in mesh.proxy.denied()] == [
+        ("dynamodb:GetItem", TABLE_ARN.replace(TABLE, OTHER_TABLE))
+    ]
