@@ -9,6 +9,7 @@ through unrecorded (issue 24, "IAM is enforced per function").
 from __future__ import annotations
 
 import io
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -20,7 +21,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from asya_local.iam import MISSING_KEY, UNMODELLED, AccessRecord, Decision, PolicyProxy, PolicySet
+from asya_local.iam import MISSING_KEY, UNMODELLED, AccessRecord, Decision, PolicyProxy, PolicySet, ProxyError
 from asya_local.moto_server import FAKE_CREDENTIALS, MOTO_ACCOUNT_ID, MotoServer
 
 REGION = "us-east-1"
@@ -410,3 +411,20 @@ def test_delete_objects_and_transactions_check_every_item(mesh: Mesh) -> None:
     assert [(r.action, r.resource) for r in mesh.proxy.denied()] == [
         ("dynamodb:GetItem", TABLE_ARN.replace(TABLE, OTHER_TABLE))
     ]
+
+
+def test_an_unreachable_upstream_answers_502() -> None:
+    """moto gone: the caller gets a 502 naming the upstream, not a dropped connection."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with PolicyProxy(f"http://127.0.0.1:{port}", {}, region=REGION, account_id=MOTO_ACCOUNT_ID) as proxy:
+        with pytest.raises(urllib.error.HTTPError) as error:
+            urllib.request.urlopen(proxy.url + "/", timeout=30)
+        assert error.value.code == 502
+        assert f"127.0.0.1:{port}" in error.value.read().decode()
+
+
+def test_a_bad_upstream_url_is_refused() -> None:
+    with pytest.raises(ProxyError, match="upstream_url must be"):
+        PolicyProxy("moto:5000", {}, region=REGION, account_id=MOTO_ACCOUNT_ID)

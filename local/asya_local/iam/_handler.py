@@ -57,7 +57,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         credential = credential_of(headers, url)
         known = self.owner.principal_of(credential)
         if credential is None or known is None:
-            self._relay(self._forward(body))
+            self._relay_forwarded(body)
             return
         principal, policies = known
         proxy = self.owner
@@ -74,7 +74,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         if refused is not None:
             self._deny(credential, headers, refused)
             return
-        response = self._forward(body)
+        response = self._forward_or_502(body)
+        if response is None:
+            return
         missing = _missing_key_check(checks, response, self.command)
         if missing is not None:
             listed = dataclasses.replace(proxy.judge(principal, policies, [missing])[0], note=MISSING_KEY)
@@ -83,6 +85,21 @@ class _ProxyHandler(BaseHTTPRequestHandler):
                 self._deny(credential, headers, listed)
                 return
         self._relay(response)
+
+    def _relay_forwarded(self, body: bytes) -> None:
+        response = self._forward_or_502(body)
+        if response is not None:
+            self._relay(response)
+
+    def _forward_or_502(self, body: bytes) -> _Response | None:
+        """moto's answer; when moto cannot be reached, a 502 naming it is sent instead and ``None`` returned."""
+        try:
+            return self._forward(body)
+        except OSError as exc:
+            host, port = self.owner.upstream()
+            message = f"the IAM proxy cannot reach moto at {host}:{port}: {exc}".encode()
+            self._relay((502, "Bad Gateway", [("Content-Type", "text/plain")], message))
+            return None
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
