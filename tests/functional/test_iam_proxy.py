@@ -231,8 +231,11 @@ def test_copy_checks_the_source_read_and_the_destination_write(mesh: Mesh) -> No
 
 def test_a_large_body_goes_through_unchanged(mesh: Mesh) -> None:
     payload = bytes(range(256)) * 4096  # 1 MiB
-    mesh.client("s3", "AKIDWRITER").put_object(Bucket=BUCKET, Key="big/blob", Body=payload)
+    writer = mesh.client("s3", "AKIDWRITER")
+    writer.put_object(Bucket=BUCKET, Key="big/blob", Body=payload, Metadata={"task": "t-1"})
     assert mesh.client("s3").get_object(Bucket=BUCKET, Key="big/blob")["Body"].read() == payload
+    head = writer.head_object(Bucket=BUCKET, Key="big/blob")  # a HEAD keeps moto's Content-Length and headers
+    assert (head["ContentLength"], head["Metadata"]) == (len(payload), {"task": "t-1"})
 
 
 # --- DynamoDB ---

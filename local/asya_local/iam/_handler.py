@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import http
 import http.client
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Final
@@ -167,7 +168,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def _deny(self, credential: Credential, headers: dict[str, str], record: AccessRecord) -> None:
         message = self.owner.deny_message(record)
         denial = denial_response(credential.service, self.command, "x-amz-target" in headers, message)
-        self._relay((denial.status, "", list(denial.headers.items()), denial.body))
+        reason = http.HTTPStatus(denial.status).phrase
+        self._relay((denial.status, reason, list(denial.headers.items()), denial.body))
 
 
 def _missing_key_check(checks: list[RequestContext], response: _Response, method: str) -> RequestContext | None:
