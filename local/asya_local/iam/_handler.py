@@ -41,6 +41,9 @@ def make_handler(proxy: PolicyProxy) -> type[BaseHTTPRequestHandler]:
 class _ProxyHandler(BaseHTTPRequestHandler):
     owner: PolicyProxy
     protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pooled connections expect
+    # Headers and body go out in separate writes: with Nagle's algorithm on, the client's delayed ACK held every
+    # answer some 40 ms (measured: a moto GetItem took 62 ms through the proxy instead of 20 ms).
+    disable_nagle_algorithm = True
     _upstream: http.client.HTTPConnection | None = None
 
     def log_message(self, format: str, *args: object) -> None:
