@@ -99,9 +99,9 @@ def test_an_edited_handler_runs_at_the_next_invocation_and_a_manifest_change_kee
 
 
 def test_fix_the_actor_then_redrive_its_dlq_and_the_new_code_runs(tmp_path: Path) -> None:
-    """The README's "fix the actor first, and redrive", locally: a task's envelope sits in the actor's DLQ (moved
-    there through SQS as a redrive policy does), the handler file is fixed, ``asya dlq redrive --local`` sends it
-    back, and the reloaded code finishes the task (no restart, the task kept)."""
+    """The guide's "fix the actor first, and redrive" (docs/guide.md), locally: a task's envelope sits in the
+    actor's DLQ (moved there through SQS as a redrive policy does), the handler file is fixed, ``asya dlq redrive
+    --local`` sends it back, and the reloaded code finishes the task (no restart, the task kept)."""
     import io as text_io
 
     from asya.manifest import load_manifest

@@ -1,10 +1,10 @@
-"""The README's ways of reading checkpoints, run offline over JSON Lines objects x-sink and x-sump really wrote to
-moto's S3 (PROTOCOL P-CKPT-1..4, GATEWAY GW-DATA-7, issue 15 item 7).
+"""The guide's (docs/guide.md) ways of reading checkpoints, run offline over JSON Lines objects x-sink and x-sump
+really wrote to moto's S3 (PROTOCOL P-CKPT-1..4, GATEWAY GW-DATA-7, issue 15 item 7).
 
 - the CLI recipe: ``sed -n '<line>p'`` on the object at the task view's ``checkpoint_key`` prints the task's envelope;
 - the Athena DDL parses as Athena (and Hive) SQL, and its partition projection matches the keys the crew writes;
 - the Athena query runs on DuckDB with the table replaced by ``read_json_auto`` over the objects, its ``SELECT``,
-  ``WHERE``, ``GROUP BY`` and ``ORDER BY`` taken verbatim from the README.
+  ``WHERE``, ``GROUP BY`` and ``ORDER BY`` taken verbatim from the guide.
 """
 
 from __future__ import annotations
@@ -29,16 +29,17 @@ from tests.functional.test_sink import Sink, envelope, failed_envelope
 
 pytestmark = pytest.mark.functional
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guide.md"
 TABLE = "asya_checkpoints"
 NOW = datetime(2026, 3, 2, 8, 0, 0, tzinfo=UTC)
 
 
 def _readme_sql() -> tuple[str, str]:
-    """The README's Athena DDL and query (its ``sql`` blocks of the Checkpoints section)."""
-    text = README.read_text(encoding="utf-8")
+    """The guide's Athena DDL and query (its ``sql`` blocks of the Checkpoints section)."""
+    text = GUIDE.read_text(encoding="utf-8")
     section = text[text.index("\n## Checkpoints\n") :]
-    section = section[: section.index("\n## ", 1)]
+    end = section.find("\n## ", 1)
+    section = section if end < 0 else section[:end]
     blocks = re.findall(r"```sql\n(.*?)```", section, flags=re.DOTALL)
     [ddl] = [b for b in blocks if b.startswith("CREATE EXTERNAL TABLE")]
     [query] = [b for b in blocks if b.startswith("SELECT")]
@@ -90,7 +91,7 @@ def written(mesh: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
 
 @pytest.mark.skipif(shutil.which("sed") is None, reason="needs sed")
 def test_p_ckpt_4_sed_prints_the_line_the_task_view_names(written: dict[str, Any]) -> None:
-    """The README's ``aws s3 cp ... - | sed -n '<line>p'``, on the object as stored: a payload holding U+2028, U+2029
+    """The guide's ``aws s3 cp ... - | sed -n '<line>p'``, on the object as stored: a payload holding U+2028, U+2029
     and U+0085 is still one line, for sed as for JSON Lines readers."""
     sink: Sink = written["sink"]
     for task_id in ("ok-0", "ok-2", "boom-1", "boom-2", "slow-1"):
