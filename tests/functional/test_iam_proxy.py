@@ -431,3 +431,12 @@ def test_an_unreachable_upstream_answers_502() -> None:
 def test_a_bad_upstream_url_is_refused() -> None:
     with pytest.raises(ProxyError, match="upstream_url must be"):
         PolicyProxy("moto:5000", {}, region=REGION, account_id=MOTO_ACCOUNT_ID)
+
+
+def test_an_unmodelled_cloudwatch_call_is_recorded_under_its_iam_prefix(mesh: Mesh) -> None:
+    """CloudWatch signs as ``monitoring``; its actions are ``cloudwatch:*``, and the record says so."""
+    with pytest.raises(ClientError) as error:
+        mesh.client("cloudwatch", "AKIDWRITER").describe_alarms()
+    assert _code(error) == "AccessDenied"
+    [record] = mesh.proxy.denied()
+    assert (record.service, record.action, record.statement) == ("cloudwatch", "cloudwatch:DescribeAlarms", UNMODELLED)
