@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 from asya_local.iam import MISSING_KEY, UNMODELLED, AccessRecord, Decision, PolicyProxy, PolicySet, ProxyError
 from asya_local.moto_server import FAKE_CREDENTIALS, MOTO_ACCOUNT_ID, MotoServer
@@ -440,3 +440,15 @@ def test_an_unmodelled_cloudwatch_call_is_recorded_under_its_iam_prefix(mesh: Me
     assert _code(error) == "AccessDenied"
     [record] = mesh.proxy.denied()
     assert (record.service, record.action, record.statement) == ("cloudwatch", "cloudwatch:DescribeAlarms", UNMODELLED)
+
+
+def test_nothing_is_served_after_stop() -> None:
+    """A kept-alive connection does not outlive ``stop()``: its next request fails instead of being forwarded."""
+    with MotoServer() as server:
+        proxy = PolicyProxy(server.endpoint_url, {}, region=REGION, account_id=MOTO_ACCOUNT_ID)
+        world = Mesh(proxy, proxy.start())
+        client = world.client("sqs")
+        client.list_queues()  # opens the kept-alive connection
+        proxy.stop()
+        with pytest.raises(EndpointConnectionError):
+            client.list_queues()
