@@ -27,6 +27,8 @@ _HOP_BY_HOP: Final = frozenset(
 #: Long enough for an SQS long poll (20 s at most) with a margin.
 _UPSTREAM_TIMEOUT: Final = 120.0
 _Response = tuple[int, str, list[tuple[str, str]], bytes]
+#: SigV4 signing names that differ from the service's IAM action prefix.
+_IAM_PREFIX: Final = {"monitoring": "cloudwatch", "email": "ses"}
 
 
 def make_handler(proxy: PolicyProxy) -> type[BaseHTTPRequestHandler]:
@@ -52,6 +54,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._handle()
 
+    def finish(self) -> None:
+        # The client closed its connection: close this handler's connection to moto with it.
+        if self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
+        super().finish()
+
     do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET  # noqa: N815 - http.server's names
 
     def _handle(self) -> None:
@@ -67,8 +76,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         proxy = self.owner
         checks = authorize_request(self.command, url, headers, body, region=proxy.region, account_id=proxy.account_id)
         if checks is None:
-            action = f"{credential.service}:{_operation_hint(self.command, url, headers, body)}"
-            record = AccessRecord(principal, credential.service, action, "*", Decision.IMPLICIT_DENY, UNMODELLED)
+            service = _IAM_PREFIX.get(credential.service, credential.service)
+            action = f"{service}:{_operation_hint(self.command, url, headers, body)}"
+            record = AccessRecord(principal, service, action, "*", Decision.IMPLICIT_DENY, UNMODELLED)
             proxy.record([record])
             self._deny(credential, headers, record)
             return
