@@ -11,6 +11,7 @@ Environment variables:
   as in the deployed secret, or comma-separated; when set, the Secrets Manager secret is not read | unset |
 | ``ASYA_ACCOUNT_ID`` | AWS account of the queues: queue URLs built without ``GetQueueUrl`` (GW-CREATE-7) | unset |
 | ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
+| ``ASYA_BODY_READ_TIMEOUT`` | longest wait for the next part of a request body, then 400 (GW-GEN-5 (R3)) | ``5`` |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
 The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
@@ -42,6 +43,7 @@ class _EnvNames:
     api_keys: str = "ASYA_API_KEYS"
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
     account_id: str = "ASYA_ACCOUNT_ID"
+    body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
@@ -73,6 +75,8 @@ class GatewayConfig:
     api_key_cache_seconds: float = 300.0
     #: the AWS account of the mesh's queues: queue URLs are built without ``GetQueueUrl`` (GW-CREATE-7)
     account_id: str = ""
+    #: GW-GEN-5 (R3): seconds to wait for the next part of a request body before answering 400
+    body_read_timeout: float = 5.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -90,6 +94,9 @@ class GatewayConfig:
                 source, GATEWAY_ENV.sse_max_seconds, 840.0, unit="a number of seconds", error=GatewayConfigError
             ),
             account_id=source.get(GATEWAY_ENV.account_id, "").strip(),
+            body_read_timeout=positive_number(
+                source, GATEWAY_ENV.body_read_timeout, 5.0, unit="a number of seconds", error=GatewayConfigError
+            ),
         )
 
 
