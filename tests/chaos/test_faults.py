@@ -142,3 +142,22 @@ def test_a_child_writing_a_task_item_is_written_down(rig: dict[str, Any]) -> Non
         is None
     )
     assert injector.child_task_writes == [{"actor": "work", "task": "t1", "operation": "PutItem"}]
+
+
+def test_a_late_child_copy_is_kept_and_sent_again_after_the_workload(rig: dict[str, Any]) -> None:
+    """P-ACK-7 (R3): only child envelopes (a ``parent_id``) are kept; each goes back to the queue it was sent to."""
+    injector = _injector(rig, late_child_copy=1.0)
+    sink = rig["queues"]["x-sink"]
+    sqs = rig["aws"].sqs
+    child = json.dumps({"id": "c1", "parent_id": "e1"})
+
+    def send() -> None:
+        sqs.send_message_batch(
+            QueueUrl=sink,
+            Entries=[{"Id": "0", "MessageBody": child}, {"Id": "1", "MessageBody": '{"id":"e1"}'}],
+        )
+
+    assert _as_worker("work", rig, {"id": "e1"}, send) is None
+    assert injector.late_copies == [(sink, child)] and _depth(rig, "x-sink") == 2
+    assert injector.send_late_copies() == 1
+    assert _depth(rig, "x-sink") == 3 and set(injector.late_sent) == {"c1"} and injector.late_copies == []
