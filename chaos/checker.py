@@ -27,10 +27,11 @@ empty.
 - ``children``: no write to a task item comes from an invocation that holds no envelope of that task's id (a fan-out
   child's), P-FAN-3.
 - ``after_end``: no handler runs for an envelope whose task had already ended when the copy arrived (P-ACK-7,
-  P-STAT-10 (R3)): a handler call whose invocation received its record after the first terminal status a client
-  observed for the task (so after the terminal write) is a violation. The window RELIABILITY.md documents as open is
-  counted apart (:func:`runs_across_end`): a record received before the terminal write, whose handler ran after it
-  (a fan-out child's claim is on its own item and does not re-read the task).
+  P-STAT-10 (R3)): a repeated run of a hop ``(actor, envelope, h, a)`` whose invocation received its record after the
+  first terminal status a client observed for the task (so after the terminal write) is a violation. A child's first
+  run of a hop after its task ended is no copy: children may finish after their task (P-FAN-6). The window
+  RELIABILITY.md documents as open is counted apart (:func:`runs_across_end`): a record received before the terminal
+  write, whose handler ran after it (a fan-out child's claim is on its own item and does not re-read the task).
 - ``forged``: every forged crew-only status posted to the producer route was refused (GW-EVT-1/3 (R3)), and every
   ``SET`` of a crew actor into ``route.next`` was refused at its yield (P-ABI-15 (R3)).
 """
@@ -134,12 +135,16 @@ def _ended_at(history: History) -> dict[str, float]:
 
 def _after_end(history: History) -> list[str]:
     ended = _ended_at(history)
-    return [
-        f"{call.actor} ran {call.envelope_id} (task {call.task_id}) received {call.invocation.received - end:.2f} s "
-        f"after the task ended"
-        for call in history.calls
-        if (end := ended.get(call.task_id)) is not None and call.invocation.received > end
-    ]
+    out = []
+    for group in _by_hop(history.calls).values():
+        for call in group[1:]:  # a copy: an earlier run of the same hop exists
+            end = ended.get(call.task_id)
+            if end is not None and call.invocation.received > end:
+                out.append(
+                    f"{call.actor} ran {call.envelope_id} (task {call.task_id}) hop ({call.hop}, {call.attempt}) "
+                    f"again, received {call.invocation.received - end:.2f} s after the task ended"
+                )
+    return out
 
 
 def runs_across_end(history: History) -> int:
