@@ -41,6 +41,9 @@ class ForgedPost:
     #: The HTTP status answered (0: no answer).
     answer: int
 
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.status!r} with the {self.credential}'s credential answered {self.answer}"
+
 
 class Forger:
     """Plays ``forged_status`` on each created task (``on_create``, from the workload's creating thread)."""

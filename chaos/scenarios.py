@@ -28,7 +28,7 @@ SINGLE_RATES: Final = {
     "gateway_restart": 0.5,
     "late_child_copy": 0.3,
     "forged_status": 0.2,
-    "crew_set": 0.1,
+    "crew_set": 0.2,
 }
 
 
