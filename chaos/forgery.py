@@ -48,10 +48,19 @@ class ForgedPost:
 class Forger:
     """Plays ``forged_status`` on each created task (``on_create``, from the workload's creating thread)."""
 
-    def __init__(self, url: str, injector: Injector, *, reporter_key: str | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        injector: Injector,
+        *,
+        reporter_key: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        """``transport``: the HTTP transport of the posts (tests); the network by default."""
         self._url = url
         self._injector = injector
         self._reporter_key = reporter_key
+        self._transport = transport
         self._lock = threading.Lock()
         self.posts: list[ForgedPost] = []
 
@@ -61,7 +70,7 @@ class Forger:
         credentials: list[tuple[str, dict[str, str]]] = [("client", {})]
         if self._reporter_key:
             credentials.append(("reporter", {"X-API-Key": self._reporter_key}))
-        with httpx.Client(base_url=self._url, timeout=30) as http:
+        with httpx.Client(base_url=self._url, timeout=30, transport=self._transport) as http:
             for name, headers in credentials:
                 for event in FORGED_EVENTS:
                     self._post(http, task_id, event, name, headers)
