@@ -32,7 +32,7 @@ from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
 from asya_gateway.a2a import CARD_PATHS, a2a_endpoint, agent_card
-from asya_gateway.auth import AuthMiddleware, build_authenticator
+from asya_gateway.auth import AuthMiddleware, build_authenticator, build_reporter_authenticator
 from asya_gateway.bodytimeout import BodyTimeoutMiddleware
 from asya_gateway.config import GatewayConfig
 from asya_gateway.context import GatewayContext
@@ -133,7 +133,8 @@ def create_app(
                 expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id"],
             )
         )
-    middleware.append(Middleware(AuthMiddleware, authenticator=authenticator))
+    reporter = build_reporter_authenticator(config, secretsmanager=secretsmanager)
+    middleware.append(Middleware(AuthMiddleware, authenticator=authenticator, reporter=reporter))
     app = Starlette(
         routes=_routes(),
         middleware=middleware,
