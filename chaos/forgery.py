@@ -4,7 +4,8 @@ defect 1).
 Right after a task's creation, at the fault's rate, :class:`Forger` posts to ``POST /api/v1/mesh/{id}/events`` the
 statuses only the crew writes: ``paused`` (with pause metadata), ``succeeded`` (with a forged result), ``failed`` and
 ``canceled``, once with the client's own credentials (what the workload sends) and once with the reporter's
-credential when the mesh has one (``reporter_key``, sent as ``X-API-Key`` as the HTTP reporter does). Each answer is
+credential (``reporter_key``, which the chaos run gives the gateway; sent as ``X-Asya-Reporter-Key``, as the HTTP
+reporter does). Each answer is
 written down as a :class:`ForgedPost`. Revision 3 refuses all of them: a client credential is no reporter's, and a
 reporter's crew-only status answers 400. A forged post answered 2xx is a violation (``forged`` in the checker), and
 one that got through shows in the other properties too (a task paused for ever, a succeeded task without its
@@ -19,6 +20,7 @@ from typing import Any, Final
 
 import httpx
 
+from asya_gateway.auth import REPORTER_KEY_HEADER
 from chaos.faults import Injector
 
 __all__ = ["FORGED_EVENTS", "ForgedPost", "Forger"]
@@ -69,7 +71,7 @@ class Forger:
             return
         credentials: list[tuple[str, dict[str, str]]] = [("client", {})]
         if self._reporter_key:
-            credentials.append(("reporter", {"X-API-Key": self._reporter_key}))
+            credentials.append(("reporter", {REPORTER_KEY_HEADER: self._reporter_key}))
         with httpx.Client(base_url=self._url, timeout=30, transport=self._transport) as http:
             for name, headers in credentials:
                 for event in FORGED_EVENTS:

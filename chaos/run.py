@@ -16,6 +16,7 @@ object; stop the mesh; check.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ import httpx
 
 from asya import naming
 from asya.manifest import Manifest, load_manifest
+from asya_gateway.config import GATEWAY_ENV
 from asya_local.mesh import LocalMesh
 from asya_local.moto_server import make_clients
 from chaos import actors
@@ -96,7 +98,15 @@ def run_scenario(
     manifest = load_manifest(manifest_path)
     started = time.monotonic()
     recorder = Recorder()
-    with LocalMesh(manifest, port=0, actor_log_level="CRITICAL", backstop_interval=1.0) as mesh:
+    # the reporter's credential of the producer route, known to the forged-status fault (GW-EVT-1 (R3))
+    reporter_key = secrets.token_urlsafe(24)
+    with LocalMesh(
+        manifest,
+        port=0,
+        actor_log_level="CRITICAL",
+        backstop_interval=1.0,
+        gateway_env={GATEWAY_ENV.reporter_keys: reporter_key},
+    ) as mesh:
         raw = make_clients(mesh.endpoint_url)
         _shorten_visibility(manifest, raw.sqs, mesh.resources.queue_urls)
         user_actors = frozenset(manifest.actors)
@@ -114,8 +124,7 @@ def run_scenario(
         actors.activate(injector)
         try:
             restarter = GatewayRestarter(mesh, injector)
-            # the reporter's credential, when the local mesh has one (GW-EVT-1 (R3))
-            forger = Forger(mesh.url, injector, reporter_key=getattr(mesh, "reporter_key", None))
+            forger = Forger(mesh.url, injector, reporter_key=reporter_key)
             workload = Workload(
                 mesh.url,
                 plan_tasks(scenario.tasks, seed=seed),

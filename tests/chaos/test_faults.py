@@ -167,7 +167,7 @@ def test_a_late_child_copy_is_kept_and_sent_again_after_the_workload(rig: dict[s
 
 def _forger(rig: dict[str, Any], answer: int, seen: list[tuple[str, str | None]], **kwargs: Any) -> Forger:
     def reply(request: httpx.Request) -> httpx.Response:
-        seen.append((json.loads(request.content)["status"], request.headers.get("x-api-key")))
+        seen.append((json.loads(request.content)["status"], request.headers.get("x-asya-reporter-key")))
         return httpx.Response(answer)
 
     injector = _injector(rig, forged_status=1.0)
