@@ -6,8 +6,10 @@ seconds (past its task's deadline). So a task's expected result is known from it
 
 Before its work each wrapper writes a :class:`HandlerCall` and asks the active :class:`~chaos.faults.Injector` (set
 by :func:`activate`, one per mesh run) whether to raise a :class:`~chaos.faults.ChaosError`, to die before any send
-(:class:`~chaos.faults.InvocationCrashError`) or to let its record's visibility timeout expire mid-call. Without an
-active injector the actors just compute.
+(:class:`~chaos.faults.InvocationCrashError`) or to let its record's visibility timeout expire mid-call. ``split``
+also asks whether to ``SET`` a crew actor into ``route.next`` (``crew_set``): P-ABI-15 (R3) refuses it with a
+``ValueError`` thrown at the yield, which the wrapper catches and writes down (:func:`crew_sets`), then goes on with
+its route unchanged; a SET that was not refused is a violation. Without an active injector the actors just compute.
 """
 
 from __future__ import annotations
@@ -16,11 +18,11 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from chaos.faults import ChaosError, Injector, Invocation, InvocationCrashError
 
-__all__ = ["HandlerCall", "activate", "calls", "deactivate", "slow", "split", "square"]
+__all__ = ["CREW_TARGETS", "HandlerCall", "activate", "calls", "crew_sets", "deactivate", "slow", "split", "square"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,11 +39,17 @@ class HandlerCall:
     started: float = 0.0
 
 
+#: The crew actors a ``crew_set`` fault puts into ``route.next`` (P-ABI-15 (R3) refuses each).
+CREW_TARGETS: Final = ("x-sink", "x-sump", "x-deadline")
+
+
 class _Active:
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.injector: Injector | None = None
         self.calls: list[HandlerCall] = []
+        #: ``crew_set`` faults: ``(envelope id, crew name, refused)``; one not refused is a violation.
+        self.crew_sets: list[tuple[str, str, bool]] = []
 
 
 _ACTIVE = _Active()
@@ -52,6 +60,7 @@ def activate(injector: Injector) -> None:
     with _ACTIVE.lock:
         _ACTIVE.injector = injector
         _ACTIVE.calls = []
+        _ACTIVE.crew_sets = []
 
 
 def deactivate() -> None:
@@ -63,6 +72,22 @@ def calls() -> list[HandlerCall]:
     """Every handler call since :func:`activate`."""
     with _ACTIVE.lock:
         return list(_ACTIVE.calls)
+
+
+def crew_sets() -> list[tuple[str, str, bool]]:
+    """Every ``crew_set`` played since :func:`activate`: ``(envelope id, crew name, refused at the yield)``."""
+    with _ACTIVE.lock:
+        return list(_ACTIVE.crew_sets)
+
+
+def _crew_target() -> tuple[str, str] | None:
+    """``(envelope id, crew name)`` when this call plays ``crew_set``."""
+    injector = _ACTIVE.injector
+    invocation = injector.current() if injector is not None else None
+    if injector is None or invocation is None or not injector.roll("crew_set", invocation):
+        return None
+    envelope_id = invocation.envelope_id or ""
+    return envelope_id, CREW_TARGETS[sum(map(ord, envelope_id)) % len(CREW_TARGETS)]
 
 
 def _hop_of(envelope: dict[str, Any], actor: str) -> tuple[int, int]:
@@ -102,8 +127,17 @@ def _play(actor: str) -> None:
         raise ChaosError(f"chaos: injected handler error in {actor}")
 
 
-def split(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def split(payload: dict[str, Any]) -> Iterator[Any]:
     _play("split")
+    target = _crew_target()
+    if target is not None:
+        refused = False
+        try:
+            yield "SET", ".route.next[0:0]", [target[1]]
+        except ValueError:  # P-ABI-15 (R3): thrown at the yield; the handler goes on with its route unchanged
+            refused = True
+        with _ACTIVE.lock:
+            _ACTIVE.crew_sets.append((target[0], target[1], refused))
     for part in range(int(payload["parts"])):
         yield {"x": payload["x"], "part": part}
 

@@ -26,6 +26,14 @@ empty.
   resumes (``Last-Event-ID``) after gateway restarts (GW-SSE-5, GW-SSE-7).
 - ``children``: no write to a task item comes from an invocation that holds no envelope of that task's id (a fan-out
   child's), P-FAN-3.
+- ``after_end``: no handler runs for an envelope whose task had already ended when the copy arrived (P-ACK-7,
+  P-STAT-10 (R3)): a repeated run of a hop ``(actor, envelope, h, a)`` whose invocation received its record after the
+  first terminal status a client observed for the task (so after the terminal write) is a violation. A child's first
+  run of a hop after its task ended is no copy: children may finish after their task (P-FAN-6). The window
+  RELIABILITY.md documents as open is counted apart (:func:`runs_across_end`): a record received before the terminal
+  write, whose handler ran after it (a fan-out child's claim is on its own item and does not re-read the task).
+- ``forged``: every forged crew-only status posted to the producer route was refused (GW-EVT-1/3 (R3)), and every
+  ``SET`` of a crew actor into ``route.next`` was refused at its yield (P-ABI-15 (R3)).
 """
 
 from __future__ import annotations
@@ -39,7 +47,7 @@ from chaos.actors import HandlerCall
 from chaos.faults import REDELIVERING, Invocation
 from chaos.workload import TERMINAL, Observation, TaskPlan
 
-__all__ = ["PROPERTIES", "DeadLetter", "History", "check"]
+__all__ = ["PROPERTIES", "DeadLetter", "History", "check", "duplicate_runs", "runs_across_end", "runs_after_lease"]
 
 #: Property name -> the column title of the fault matrix (RELIABILITY.md).
 PROPERTIES: Final = {
@@ -50,6 +58,8 @@ PROPERTIES: Final = {
     "duplicates": "duplicate handler runs explained (P-ACK-7)",
     "followed": "SSE followers saw the terminal status",
     "children": "children wrote no task status",
+    "after_end": "no handler run after its task ended (P-ACK-7 (R3))",
+    "forged": "forged crew statuses and crew SETs refused",
 }
 _RANK: Final = {"pending": 0, "running": 1, "paused": 1}
 _TIMED_OUT: Final = "task timed out"
@@ -88,6 +98,10 @@ class History:
     visibility_seconds: float = 30.0
     #: Flow name -> its deadline in seconds from creation (the manifest's ``flows.*.timeout``).
     flow_timeouts: Mapping[str, float] = field(default_factory=dict)
+    #: ``crew_set`` faults played: ``(envelope id, crew name, refused at the yield)``.
+    crew_sets: Sequence[tuple[str, str, bool]] = ()
+    #: Forged producer posts the gateway accepted (2xx), one line each.
+    forged_accepted: Sequence[str] = ()
 
 
 def check(history: History) -> dict[str, list[str]]:
@@ -100,7 +114,48 @@ def check(history: History) -> dict[str, list[str]]:
         "duplicates": _duplicates(history.calls, history.lease_seconds),
         "followed": _followed(history),
         "children": [f"{w['actor']} wrote task {w['task']} ({w['operation']})" for w in history.child_task_writes],
+        "after_end": _after_end(history),
+        "forged": [f"forged post accepted: {post}" for post in history.forged_accepted]
+        + [
+            f"{crew} SET into the route of {env} was not refused"
+            for env, crew, refused in history.crew_sets
+            if not refused
+        ],
     }
+
+
+def _ended_at(history: History) -> dict[str, float]:
+    """Task id -> when a client first observed its terminal status (after the terminal write)."""
+    ended: dict[str, float] = {}
+    for observation in history.observations:
+        if observation.status in TERMINAL and observation.task_id not in ended:
+            ended[observation.task_id] = observation.at
+    return ended
+
+
+def _after_end(history: History) -> list[str]:
+    ended = _ended_at(history)
+    out = []
+    for group in _by_hop(history.calls).values():
+        for call in group[1:]:  # a copy: an earlier run of the same hop exists
+            end = ended.get(call.task_id)
+            if end is not None and call.invocation.received > end:
+                out.append(
+                    f"{call.actor} ran {call.envelope_id} (task {call.task_id}) hop ({call.hop}, {call.attempt}) "
+                    f"again, received {call.invocation.received - end:.2f} s after the task ended"
+                )
+    return out
+
+
+def runs_across_end(history: History) -> int:
+    """Handler runs of records received before their task's observed end whose handler started after it: the window
+    between a child's pre-flight read and its handler call that RELIABILITY.md documents as open."""
+    ended = _ended_at(history)
+    return sum(
+        1
+        for call in history.calls
+        if (end := ended.get(call.task_id)) is not None and call.invocation.received <= end < call.started
+    )
 
 
 def duplicate_runs(calls: Sequence[HandlerCall]) -> int:

@@ -11,10 +11,16 @@ Every fault is played by a real part of the local mesh (``asya_local.mesh.LocalM
   and a crash after the sends (an :class:`InvocationCrashError` raised when frame 0, the last send, has left);
 - :class:`chaos.restarts.GatewayRestarter`: a gateway restart (``LocalMesh.restart_gateway``: open SSE streams are
   cut, connections refused until the new gateway answers) after a task's creation;
+- late copies of fan-out children (``late_child_copy``): a child envelope a user actor sent is kept and sent again
+  to the same queue once every task of the workload has ended (:meth:`Injector.send_late_copies`), so the copy of a
+  finished child's last hop arrives after its task ended (P-ACK-7 (R3));
+- forged producer posts (``forged_status``, :mod:`chaos.forgery`): crew-only statuses posted to a task's producer
+  route right after its creation, with the client's credentials and with the reporter's (GW-EVT-1/3 (R3));
 - the handler wrappers of :mod:`chaos.actors`, loaded as the actors' handlers: handler exceptions
   (:class:`ChaosError`, retried by the chaos mesh's policy), a crash before the sends, and a visibility timeout that
   expires mid-handler (the record is made visible again with ``ChangeMessageVisibility`` and the handler holds on, so
-  another poller receives it while the first run still holds the hop).
+  another poller receives it while the first run still holds the hop), and a ``SET`` that puts a crew actor into
+  ``route.next`` (``crew_set``, refused at the yield under P-ABI-15 (R3); the handler goes on when it is).
 
 A crash is a ``BaseException``: nothing in the layer catches it, the ESM emulator sees the invocation die and leaves
 its record to come back after its visibility timeout (P-ACK-5). Every decision is drawn from one seeded generator, and
@@ -77,6 +83,9 @@ class FaultRates:
     s3_failure: float = 0.0
     send_failure: float = 0.0
     gateway_restart: float = 0.0
+    late_child_copy: float = 0.0
+    forged_status: float = 0.0
+    crew_set: float = 0.0
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -155,6 +164,11 @@ class Injector:
         #: Writes to a task item (``sk = TASK``) by an invocation holding no envelope of that task's id (a child's
         #: doing): each is a violation.
         self.child_task_writes: list[dict[str, Any]] = []
+        #: Child envelopes kept by the ``late_child_copy`` fault, ``(queue URL, body)``, sent again by
+        #: :meth:`send_late_copies` once every task of the workload has ended.
+        self.late_copies: list[tuple[str, str]] = []
+        #: Envelope id -> ``time.monotonic()`` when its late copy was sent.
+        self.late_sent: dict[str, float] = {}
 
     # -- decisions -------------------------------------------------------------------------------------------
 
@@ -248,8 +262,24 @@ class Injector:
         if self.roll("duplicate", invocation):
             for body in bodies:
                 self._raw_sqs.send_message(QueueUrl=params["QueueUrl"], MessageBody=body)
+        for body in _children(bodies):
+            if self.roll("late_child_copy", invocation):
+                with self._lock:
+                    self.late_copies.append((params["QueueUrl"], body))
         if _carries(bodies, invocation.envelope_id) and self.roll("crash_after_send", invocation):
             raise InvocationCrashError(f"chaos: {invocation.actor} died after sending frame 0 ({model.name})")
+
+    def send_late_copies(self) -> int:
+        """Send every kept child envelope again to the queue it was first sent to (its last hop: ``split``'s
+        children go to ``square``), as a late duplicate of a finished child (P-ACK-7 (R3)); how many were sent."""
+        with self._lock:
+            copies, self.late_copies = self.late_copies, []
+        for url, body in copies:
+            self._raw_sqs.send_message(QueueUrl=url, MessageBody=body)
+            envelope_id = json.loads(body).get("id")
+            with self._lock:
+                self.late_sent[str(envelope_id)] = time.monotonic()
+        return len(copies)
 
     def _before_dynamodb(self, params: Mapping[str, Any], model: Any, **_: Any) -> None:
         invocation = self.current()
@@ -287,6 +317,19 @@ def _envelope_ids(messages: list[Mapping[str, Any]]) -> list[str]:
             continue
         if isinstance(envelope, dict) and isinstance(envelope.get("id"), str):
             out.append(envelope["id"])
+    return out
+
+
+def _children(bodies: list[str]) -> list[str]:
+    """The bodies that are fan-out children (a ``parent_id``)."""
+    out = []
+    for body in bodies:
+        try:
+            sent = json.loads(body)
+        except ValueError:
+            continue
+        if isinstance(sent, dict) and isinstance(sent.get("parent_id"), str):
+            out.append(body)
     return out
 
 

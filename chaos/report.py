@@ -2,8 +2,9 @@
 
 One row per scenario: its fault rates, tasks and outcomes, faults played, the conditional-check failures the actors
 met (hop-claim races lost, stale writes), handler calls and repeated runs, dead letters, the requests clients sent
-again and the SSE streams they resumed (gateway restarts), then the violation count of
-each property of :data:`chaos.checker.PROPERTIES` (0 is a pass); below the table, the first violations of each
+again and the SSE streams they resumed (gateway restarts), the late child copies sent after every task ended (with
+the runs across a task's end, counted apart), the forged producer posts and crew SETs played, then the violation
+count of each property of :data:`chaos.checker.PROPERTIES` (0 is a pass); below the table, the first violations of each
 failing property, so a failure can be chased from the report alone.
 """
 
@@ -28,9 +29,10 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
         "| scenario | rates | tasks | outcomes | faults played | conditional-check failures | "
         "handler calls (repeated runs; after a lease) | DLQ | "
         "client retries (creations cut after sending); SSE resumes | "
+        "late child copies (runs across the end, counted apart); forged posts; crew SETs | "
         + " | ".join(PROPERTIES.values())
         + " | seconds |",
-        "|" + "---|" * (9 + len(PROPERTIES) + 1),
+        "|" + "---|" * (10 + len(PROPERTIES) + 1),
     ]
     for result in results:
         rates = ", ".join(f"{name} {rate:g}" for name, rate in result.scenario.rates.active().items()) or "none"
@@ -42,6 +44,7 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
             f"{result.observed['conditional_check_failed']} | "
             f"{result.handler_calls} ({result.duplicate_runs}; {result.runs_after_lease}) | {result.dead_letters} | "
             f"{result.client_retries} ({result.ambiguous_creates}); {result.sse_resumes} | "
+            f"{result.late_copies} ({result.runs_across_end}); {result.forged_posts}; {result.crew_sets} | "
             f"{counts} | "
             f"{result.seconds:.0f} |"
         )

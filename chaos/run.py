@@ -4,7 +4,9 @@ count) played on it, the history recorded and checked.
 Order: start the mesh (moto's server child, pollers, backstop, gateway on a free port); shorten the user actors'
 queue visibility timeouts to ``lease + 5 s`` (``SetQueueAttributes``; P-MAN-4 deploys ``6 x`` the Lambda timeout,
 which would only make each crash's redelivery wait longer); attach the :class:`~chaos.faults.Injector` to the
-mesh's clients and activate the actor wrappers; run the :class:`~chaos.workload.Workload`; stop injecting; wait
+mesh's clients and activate the actor wrappers; run the :class:`~chaos.workload.Workload` (with the forged-status
+fault's :class:`~chaos.forgery.Forger` on each creation); stop injecting; send the late child copies the
+``late_child_copy`` fault kept (every task has ended by then); wait
 until every queue is empty (``settle_seconds`` at most, and never less than one visibility timeout plus one lease: a
 record that crashed just before the faults stopped comes back after its visibility timeout, and may then be held
 until another copy's lease ends); read the final views, the dead letters and every checkpoint
@@ -14,6 +16,7 @@ object; stop the mesh; check.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,11 +27,13 @@ import httpx
 
 from asya import naming
 from asya.manifest import Manifest, load_manifest
+from asya_gateway.config import GATEWAY_ENV
 from asya_local.mesh import LocalMesh
 from asya_local.moto_server import make_clients
 from chaos import actors
-from chaos.checker import DeadLetter, History, check, duplicate_runs, runs_after_lease
+from chaos.checker import DeadLetter, History, check, duplicate_runs, runs_across_end, runs_after_lease
 from chaos.faults import FaultRates, Injector
+from chaos.forgery import Forger
 from chaos.restarts import GatewayRestarter
 from chaos.workload import Recorder, Workload, plan_tasks
 
@@ -66,6 +71,13 @@ class ScenarioResult:
     sse_resumes: int = 0
     #: Of the retries, creations cut after they were sent (they may have created a task twice).
     ambiguous_creates: int = 0
+    #: Late child copies sent once every task had ended, and the handler runs they caused (each a violation).
+    late_copies: int = 0
+    #: Handler runs of records received before their task ended that started after it (the documented window).
+    runs_across_end: int = 0
+    #: Forged producer posts sent, and crew SETs played.
+    forged_posts: int = 0
+    crew_sets: int = 0
     violations: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -86,7 +98,15 @@ def run_scenario(
     manifest = load_manifest(manifest_path)
     started = time.monotonic()
     recorder = Recorder()
-    with LocalMesh(manifest, port=0, actor_log_level="CRITICAL", backstop_interval=1.0) as mesh:
+    # the reporter's credential of the producer route, known to the forged-status fault (GW-EVT-1 (R3))
+    reporter_key = secrets.token_urlsafe(24)
+    with LocalMesh(
+        manifest,
+        port=0,
+        actor_log_level="CRITICAL",
+        backstop_interval=1.0,
+        gateway_env={GATEWAY_ENV.reporter_keys: reporter_key},
+    ) as mesh:
         raw = make_clients(mesh.endpoint_url)
         _shorten_visibility(manifest, raw.sqs, mesh.resources.queue_urls)
         user_actors = frozenset(manifest.actors)
@@ -104,12 +124,18 @@ def run_scenario(
         actors.activate(injector)
         try:
             restarter = GatewayRestarter(mesh, injector)
+            forger = Forger(mesh.url, injector, reporter_key=reporter_key)
             workload = Workload(
-                mesh.url, plan_tasks(scenario.tasks, seed=seed), recorder, on_follow=restarter.on_follow
+                mesh.url,
+                plan_tasks(scenario.tasks, seed=seed),
+                recorder,
+                on_follow=restarter.on_follow,
+                on_create=forger.on_create,
             )
             tasks = workload.run(budget_seconds=budget_seconds)
         finally:
             injector.rates = FaultRates()  # the settle and the reads below see the mesh without faults
+        late_copies = injector.send_late_copies()  # every task has ended: these copies arrive after their task's end
         restarter.join()
         # the deadline timers (x-deadline) stay delayed until their tasks' deadlines: not envelopes of the flow
         actor_queues = {name: url for name, url in mesh.resources.queue_urls.items() if name != naming.DEADLINE}
@@ -133,6 +159,8 @@ def run_scenario(
         invocations=list(injector.invocations),
         visibility_seconds=lease_seconds + _VISIBILITY_SLACK_SECONDS,
         flow_timeouts={name: flow.timeout for name, flow in manifest.flows.items()},
+        crew_sets=actors.crew_sets(),
+        forged_accepted=[str(post) for post in forger.accepted()],
     )
     return ScenarioResult(
         scenario=scenario,
@@ -150,6 +178,10 @@ def run_scenario(
         client_retries=recorder.retries,
         sse_resumes=recorder.resumes,
         ambiguous_creates=recorder.ambiguous,
+        late_copies=late_copies,
+        runs_across_end=runs_across_end(history),
+        forged_posts=len(forger.posts),
+        crew_sets=len(history.crew_sets),
         violations=check(history),
         errors=[*recorder.errors, *restarter.errors],
     )

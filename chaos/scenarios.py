@@ -2,8 +2,9 @@
 
 Rates are per opportunity: per handler call (handler errors, crashes before the sends, expired visibility), per
 send (send failures, duplicates, crashes after frame 0 left), per DynamoDB call of an actor (throttling: a hop makes
-about five), per x-sink ``PutObject`` and per SSE follower whose stream went live (gateway restarts; a quarter of the
-tasks are followed). The all-faults row halves each single rate.
+about five), per x-sink ``PutObject``, per SSE follower whose stream went live (gateway restarts; a quarter of the
+tasks are followed), per child envelope sent (late child copies), per task created (forged producer posts) and per
+``split`` call (crew SETs). The all-faults row halves each single rate.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ SINGLE_RATES: Final = {
     "s3_failure": 0.2,
     "send_failure": 0.1,
     "gateway_restart": 0.5,
+    "late_child_copy": 0.3,
+    "forged_status": 0.2,
+    "crew_set": 0.2,
 }
 
 

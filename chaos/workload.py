@@ -17,7 +17,8 @@ dead letter of it as a violation. An SSE follower whose stream ends early (the g
 with ``Last-Event-ID`` after the server's ``retry`` delay, as EventSource does (GW-SSE-9). Each is counted
 (:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows its task until it sees the terminal status or
 the workload's budget ends; the latter is recorded as an error. ``on_follow`` is called once per follower, when its
-stream delivered its first status (the gateway-restart fault restarts the gateway there).
+stream delivered its first status (the gateway-restart fault restarts the gateway there); ``on_create`` once per
+task, right after its creation (the forged-status fault posts there).
 """
 
 from __future__ import annotations
@@ -135,6 +136,7 @@ class Workload:
         follow_workers: int = 6,
         monotonic: Callable[[], float] = time.monotonic,
         on_follow: Callable[[], None] | None = None,
+        on_create: Callable[[str], None] | None = None,
     ) -> None:
         self._url = url
         self._plans = plans
@@ -143,6 +145,7 @@ class Workload:
         self._follow_workers = follow_workers
         self._monotonic = monotonic
         self._on_follow = on_follow
+        self._on_create = on_create
         self._ends = float("inf")
         self._lock = threading.Lock()
         self._open: set[str] = set()
@@ -167,6 +170,8 @@ class Workload:
                 task_id = self._create(http, plan)
                 if task_id is None:
                     continue
+                if self._on_create is not None:
+                    self._on_create(task_id)  # the forged-status fault's opportunity
                 if plan.cancel_after is not None:
                     cancels.submit(self._cancel, http, task_id, plan.cancel_after)
                 if plan.follow:

@@ -13,6 +13,8 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
 5. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason ``Timeout``, which fails the origin;
 6. the slice is stored and counted once (``asya_crew.fanin_state``, P-AGG-3; that is the aggregator's hop fence,
    P-ACK-8); a ``slice_count`` other than the stored one fails the task (P-AGG-2, P-AGG-9);
+   a child slice (index 1..N) then marks its child item finished (``TaskStore.finish_child``, one write, P-ACK-7
+   (R3)), so a late copy of the hop that produced it is acked without a handler call;
 7. a delivery that leaves the set incomplete is acked, sending and writing nothing more (P-AGG-7); one that finds
    it complete and not emitted claims the emission (conditional on no claim younger than the queue's visibility
    timeout), reads every slice back in numeric order, merges (``asya_crew.fanin_merge``), sends the merged envelope
@@ -145,6 +147,9 @@ class AggregatorRuntime(CrewRuntime):
         except SliceCountMismatchError as exc:
             self._fail_merge(header.origin, env, str(exc), now, trace, payload=env.payload)
             return
+        if header.index and env.parent_id and not hdr.is_stealth(env.headers):
+            # the slice's hop completed: a late copy of it is a duplicate from now on (P-ACK-7 (R3))
+            self._store.finish_child(env.id, env.parent_id, writer_id=record.message_id)
         if not progress.complete or progress.emitted:
             return  # P-AGG-7: nothing sent, nothing written
         self._emit(header, now, now_ms)

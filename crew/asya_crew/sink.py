@@ -6,6 +6,10 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
 - fan-in partial (``x-asya-fan-in``): phase ``failed`` becomes the final ``failed`` status of
   ``x-asya-fan-in.origin_id`` (unless stealth) and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
 - phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
+- ``succeeded``/``failed`` of a fan-out child (not stealth), before anything else: its child item is marked finished
+  (``TaskStore.finish_child``, one write per child, P-ACK-7 (R3)); when another record finished it before, this one
+  is a late copy: logged and acked with no checkpoint, status or x-sump send, so a finished child is never failed
+  later;
 - ``succeeded``/``failed`` (P-SINK-5): (a) the payload is rehydrated; (b) the envelope is one line of the invocation's
   JSON Lines object for its phase and date (``asya_crew.checkpoint``), written before any status write; a failed PUT
   fails every record of that object; (c) unless ``parent_id`` is set or the envelope is in stealth mode, the final
@@ -35,6 +39,7 @@ from asya import naming
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError
+from asya.store import ChildFinish
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
@@ -49,6 +54,23 @@ class HookSendError(AsyaError):
 
 class SinkRuntime(CrewRuntime):
     """The x-sink Lambda runtime; clients are created lazily when not injected."""
+
+    def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
+        prepared = super()._prepare(record)
+        if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None:
+            return prepared
+        envelope = prepared.envelope
+        if not envelope.parent_id or hdr.is_stealth(envelope.headers):
+            return prepared
+        # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7 (R3))
+        found = self._store.finish_child(envelope.id, envelope.parent_id, writer_id=record.message_id)
+        if found is not ChildFinish.ALREADY:
+            return prepared
+        self._log.info(
+            "late copy of a finished child: acked without a checkpoint",
+            extra={"correlation_id": envelope.id, "phase": prepared.phase},
+        )
+        return Parsed(envelope=envelope, phase=prepared.phase)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         headers = envelope.headers

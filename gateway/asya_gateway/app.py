@@ -32,7 +32,8 @@ from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
 from asya_gateway.a2a import CARD_PATHS, a2a_endpoint, agent_card
-from asya_gateway.auth import AuthMiddleware, build_authenticator
+from asya_gateway.auth import AuthMiddleware, build_authenticator, build_reporter_authenticator
+from asya_gateway.bodytimeout import BodyTimeoutMiddleware
 from asya_gateway.config import GatewayConfig
 from asya_gateway.context import GatewayContext
 from asya_gateway.errors import HttpError, http_error_handler, starlette_http_exception_handler
@@ -106,7 +107,10 @@ def create_app(
     if timers is None:
         timers = DeadlineTimers(namespace=manifest.namespace, sqs=sqs, account_id=config.account_id, clock=clock)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
-    middleware = [Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda)]
+    middleware = [
+        Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda),
+        Middleware(BodyTimeoutMiddleware, timeout=config.body_read_timeout),
+    ]
     if manifest.gateway.cors_origins:
         middleware.append(
             Middleware(
@@ -129,7 +133,8 @@ def create_app(
                 expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id"],
             )
         )
-    middleware.append(Middleware(AuthMiddleware, authenticator=authenticator))
+    reporter = build_reporter_authenticator(config, secretsmanager=secretsmanager)
+    middleware.append(Middleware(AuthMiddleware, authenticator=authenticator, reporter=reporter))
     app = Starlette(
         routes=_routes(),
         middleware=middleware,

@@ -11,6 +11,13 @@ Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
 - ``jwt`` (GW-AUTH-5): ``Authorization: Bearer <JWT>`` verified against the manifest's ``jwks_url``, ``issuer`` and
   ``audience`` (RS256, ES256; JWKS cached, refetched on an unknown ``kid``): :mod:`asya_gateway.jwtauth`.
 
+The producer route ``POST /api/v1/mesh/{id}/events`` (GW-EVT-1 R3) is for reporters only, in every mode: it takes
+``X-Asya-Reporter-Key: <reporter key>`` and never a client's key or token. Reporter keys come from env
+``ASYA_REPORTER_KEYS`` (local mode) or the Secrets Manager secret named by ``ASYA_REPORTER_KEY_SECRET`` (cached like
+the API keys); with neither, the route answers 401 to everyone. A request without the header answers 401
+``{"error": "reporter credential required: send X-Asya-Reporter-Key"}``, a wrong key ``invalid credentials``. Under
+``iam`` in AWS, API Gateway's SigV4 check applies first, as on every route.
+
 Public routes (GW-AUTH-2): ``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and its A2A 1.x
 path ``/.well-known/agent-card.json``, and the web console's static assets under ``/console`` (they hold no data;
 the page then calls the API with the user's credentials, :mod:`asya_gateway.webconsole`). Failures answer
@@ -22,6 +29,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -39,14 +47,18 @@ from asya_gateway.webconsole import is_console_path
 
 __all__ = [
     "PUBLIC_PATHS",
+    "REPORTER_KEY_HEADER",
     "ApiKeyAuthenticator",
     "AuthMiddleware",
     "Authenticator",
     "KeySource",
+    "ReporterAuthenticator",
     "SecretsManagerKeys",
     "StaticKeys",
     "build_authenticator",
+    "build_reporter_authenticator",
     "extract_credential",
+    "is_producer_route",
 ]
 
 _log = logging.getLogger("asya_gateway.auth")
@@ -55,6 +67,9 @@ PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent
 AUTH_REQUIRED: Final = "authentication required"
 INVALID_CREDENTIALS: Final = "invalid credentials"
 _CHALLENGE: Final = {"WWW-Authenticate": 'Bearer realm="asya-gateway"'}
+REPORTER_KEY_HEADER: Final = "X-Asya-Reporter-Key"
+REPORTER_REQUIRED: Final = f"reporter credential required: send {REPORTER_KEY_HEADER}"
+_PRODUCER_ROUTE: Final = re.compile(r"^/api/v1/mesh/[^/]+/events$")
 
 
 class KeySource(Protocol):
@@ -143,13 +158,45 @@ class ApiKeyAuthenticator:
         credential = extract_credential(headers)
         if credential is None:
             return AUTH_REQUIRED
-        keys = await run_in_threadpool(self._source.keys)
-        given = credential.encode("utf-8")
-        matched = False
-        for key in keys:
-            # No early exit: the time taken does not tell which key (or how much of one) matched.
-            matched |= hmac.compare_digest(given, key.encode("utf-8"))
-        return None if matched else INVALID_CREDENTIALS
+        return await _key_failure(credential, self._source)
+
+
+class ReporterAuthenticator:
+    """GW-EVT-1 (R3): the producer route's check, ``X-Asya-Reporter-Key`` against the reporter keys only."""
+
+    def __init__(self, source: KeySource) -> None:
+        self._source = source
+
+    async def failure(self, headers: Headers) -> str | None:
+        credential = headers.get(REPORTER_KEY_HEADER.lower())
+        if not credential:
+            return REPORTER_REQUIRED
+        return await _key_failure(credential, self._source)
+
+
+def is_producer_route(method: str, path: str) -> bool:
+    return method == "POST" and _PRODUCER_ROUTE.match(path) is not None
+
+
+def build_reporter_authenticator(config: GatewayConfig, *, secretsmanager: Any = None) -> ReporterAuthenticator:
+    """The producer route's authenticator: no key configured means no reporter is accepted."""
+    if config.reporter_keys is not None:
+        return ReporterAuthenticator(StaticKeys(config.reporter_keys))
+    if config.reporter_key_secret:
+        return ReporterAuthenticator(
+            SecretsManagerKeys(config.reporter_key_secret, client=secretsmanager, ttl=config.api_key_cache_seconds)
+        )
+    return ReporterAuthenticator(StaticKeys(()))
+
+
+async def _key_failure(credential: str, source: KeySource) -> str | None:
+    keys = await run_in_threadpool(source.keys)
+    given = credential.encode("utf-8")
+    matched = False
+    for key in keys:
+        # No early exit: the time taken does not tell which key (or how much of one) matched.
+        matched |= hmac.compare_digest(given, key.encode("utf-8"))
+    return None if matched else INVALID_CREDENTIALS
 
 
 def build_authenticator(auth: GatewayAuth, config: GatewayConfig, *, secretsmanager: Any = None) -> Authenticator:
@@ -171,17 +218,19 @@ def build_authenticator(auth: GatewayAuth, config: GatewayConfig, *, secretsmana
 
 
 class AuthMiddleware:
-    """Applies one authenticator to every non-public route."""
+    """Applies the client authenticator to every non-public route, and the reporter one to the producer route."""
 
-    def __init__(self, app: ASGIApp, *, authenticator: Authenticator) -> None:
+    def __init__(self, app: ASGIApp, *, authenticator: Authenticator, reporter: Authenticator) -> None:
         self.app = app
         self.authenticator = authenticator
+        self.reporter = reporter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS or is_console_path(scope["path"]):
             await self.app(scope, receive, send)
             return
-        message = await self.authenticator.failure(Headers(scope=scope))
+        checker = self.reporter if is_producer_route(scope["method"], scope["path"]) else self.authenticator
+        message = await checker.failure(Headers(scope=scope))
         if message is None:
             await self.app(scope, receive, send)
             return

@@ -9,8 +9,13 @@ Environment variables:
 | ``ASYA_BUCKET`` | storage bucket | ``asya-{namespace}-storage`` |
 | ``ASYA_API_KEYS`` | API keys for ``gateway.auth.mode: api_key`` (local mode, GW-AUTH-4): a JSON array of strings,
   as in the deployed secret, or comma-separated; when set, the Secrets Manager secret is not read | unset |
+| ``ASYA_REPORTER_KEYS`` | reporter keys of the producer route (GW-EVT-1 R3, local mode): same formats as
+  ``ASYA_API_KEYS``; when set, ``ASYA_REPORTER_KEY_SECRET`` is not read | unset |
+| ``ASYA_REPORTER_KEY_SECRET`` | Secrets Manager secret holding the reporter keys (a string or a JSON array of strings);
+  with neither variable the producer route refuses every request | unset |
 | ``ASYA_ACCOUNT_ID`` | AWS account of the queues: queue URLs built without ``GetQueueUrl`` (GW-CREATE-7) | unset |
 | ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
+| ``ASYA_BODY_READ_TIMEOUT`` | longest wait for the next part of a request body, then 400 (GW-GEN-5 (R3)) | ``5`` |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
 The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
@@ -40,8 +45,11 @@ class _EnvNames:
     table: str = ENV.table
     bucket: str = ENV.bucket
     api_keys: str = "ASYA_API_KEYS"
+    reporter_keys: str = "ASYA_REPORTER_KEYS"
+    reporter_key_secret: str = "ASYA_REPORTER_KEY_SECRET"
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
     account_id: str = "ASYA_ACCOUNT_ID"
+    body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
@@ -59,6 +67,10 @@ class GatewayConfig:
     bucket: str = ""
     #: ``None``: read keys from the manifest's Secrets Manager secret; a tuple: these keys (local mode).
     api_keys: tuple[str, ...] | None = None
+    #: GW-EVT-1 (R3): the producer route's keys, never a client's. ``None``: read them from ``reporter_key_secret``;
+    #: neither: the route refuses every request (secure default).
+    reporter_keys: tuple[str, ...] | None = None
+    reporter_key_secret: str = ""
     in_lambda: bool = False
     #: GW-SSE-9: poll every ``sse_poll_fast`` s while an event arrived in the last ``sse_fast_window`` s, else
     #: every ``sse_poll_slow`` s; ``:keepalive`` after ``sse_keepalive`` s of silence; end after ``sse_max_seconds``.
@@ -73,6 +85,8 @@ class GatewayConfig:
     api_key_cache_seconds: float = 300.0
     #: the AWS account of the mesh's queues: queue URLs are built without ``GetQueueUrl`` (GW-CREATE-7)
     account_id: str = ""
+    #: GW-GEN-5 (R3): seconds to wait for the next part of a request body before answering 400
+    body_read_timeout: float = 5.0
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -80,16 +94,23 @@ class GatewayConfig:
         source = os.environ if env is None else env
         raw_keys = source.get(GATEWAY_ENV.api_keys)
         api_keys = None if raw_keys is None else _api_keys(raw_keys)
+        raw_reporter = source.get(GATEWAY_ENV.reporter_keys)
+        reporter_keys = None if raw_reporter is None else _api_keys(raw_reporter, GATEWAY_ENV.reporter_keys)
         return cls(
             manifest_path=source.get(GATEWAY_ENV.manifest) or "asya.yaml",
             table=source.get(GATEWAY_ENV.table, ""),
             bucket=source.get(GATEWAY_ENV.bucket, ""),
             api_keys=api_keys,
+            reporter_keys=reporter_keys,
+            reporter_key_secret=source.get(GATEWAY_ENV.reporter_key_secret, "").strip(),
             in_lambda=bool(source.get(GATEWAY_ENV.lambda_function)),
             sse_max_seconds=positive_number(
                 source, GATEWAY_ENV.sse_max_seconds, 840.0, unit="a number of seconds", error=GatewayConfigError
             ),
             account_id=source.get(GATEWAY_ENV.account_id, "").strip(),
+            body_read_timeout=positive_number(
+                source, GATEWAY_ENV.body_read_timeout, 5.0, unit="a number of seconds", error=GatewayConfigError
+            ),
         )
 
 
@@ -109,8 +130,8 @@ def parse_key_array(text: str, *, what: str) -> tuple[str, ...] | None:
     return None
 
 
-def _api_keys(raw: str) -> tuple[str, ...]:
-    keys = parse_key_array(raw, what=f"environment variable {GATEWAY_ENV.api_keys}")
+def _api_keys(raw: str, name: str = GATEWAY_ENV.api_keys) -> tuple[str, ...]:
+    keys = parse_key_array(raw, what=f"environment variable {name}")
     if keys is not None:
         return keys
     return tuple(key.strip() for key in raw.split(",") if key.strip())

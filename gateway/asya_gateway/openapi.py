@@ -141,7 +141,10 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 },
             },
             "post": {
-                "summary": "A status or FLY event from a producer outside AWS (section 8)",
+                "summary": "A status or FLY event from a reporter outside AWS (section 8)",
+                "description": "Reporters only (GW-EVT-1 R3): send X-Asya-Reporter-Key; a client's key or token is "
+                "refused. Status received, processing, completed, retrying or running; the crew's statuses answer "
+                "400 (GW-EVT-3 R3).",
                 "requestBody": {
                     "required": True,
                     "content": {_JSON: {"schema": {"$ref": "#/components/schemas/ProducerEvent"}}},

@@ -1,10 +1,13 @@
 """Bodies of ``POST /api/v1/mesh/{id}/events`` (GW-EVT-1 .. GW-EVT-4) turned into store updates: pure, no I/O.
 
-``{"type": "status", "status": s, "data"?: object}``: ``received``/``processing``/``completed``/``retrying`` become
-``running`` with that step; progress comes from ``data.prev``/``data.next`` (P-STAT-8) for the first three steps, else
-from ``data.progress_percent``, else it is unchanged; ``data.curr`` becomes ``current_actor``. ``paused`` needs
-``data.pause_metadata`` with a string ``prompt``; ``succeeded`` takes ``data.result``; ``failed`` takes ``data.error``
-(default ``task failed``), ``data.error_details`` and ``data.failed_actor``. Of the other members of ``data`` only the
+The route is a reporter's (GW-EVT-1 R3, authenticated by ``asya_gateway.auth``): ``{"type": "status", "status": s,
+"data"?: object}`` takes ``s`` in ``received``/``processing``/``completed``/``retrying``/``running`` only;
+``paused``, ``succeeded``, ``failed`` and ``canceled`` answer 400 ``status '<s>' is written by the crew only``
+(GW-EVT-3 R3: x-pause, x-sink and x-sump write them). The four steps become ``running`` with that step; progress comes
+from ``data.prev``/``data.next`` (P-STAT-8) for the first three steps, else from ``data.progress_percent``, else it is
+unchanged; ``data.curr`` becomes ``current_actor``. An event whose ``data.prev`` is an array of names is for hop
+``len(prev) + 1`` (the fence numbering of P-ACK-8): it applies only while the task item's fence is at that hop or
+before, and is stale once a later hop claimed (GW-EVT-3 R3). Of the other members of ``data`` only the
 status-data extras of GW-TASK-2 are kept (the task item stays small, GW-DATA-8); ``data.message`` (a string) is the
 event's message. Bounds (``asya.store.limits``, GW-DATA-8 R2): a longer ``data.message`` (128 bytes) or ``data.error``
 (256 bytes) is cut with an ellipsis; a longer ``data.curr`` or ``data.failed_actor`` (256 characters), or extras over
@@ -21,13 +24,16 @@ from typing import Any, Final, TypeGuard
 
 from asya.envelope import dumps
 from asya.progress import hop_progress
-from asya.store import MISSING, FlyValue, StatusUpdate, StatusUpdateError
+from asya.store import FlyValue, StatusUpdate, StatusUpdateError
 from asya_gateway.errors import HttpError
 
-__all__ = ["EVENT_STATUSES", "parse_producer_event"]
+__all__ = ["CREW_STATUSES", "EVENT_STATUSES", "parse_producer_event"]
 
 _STEPS: Final = ("received", "processing", "completed", "retrying")
-EVENT_STATUSES: Final = (*_STEPS, "running", "paused", "succeeded", "failed", "canceled")
+#: What a reporter may post (GW-EVT-1 R3).
+EVENT_STATUSES: Final = (*_STEPS, "running")
+#: Written by the crew only, inside AWS (GW-EVT-3 R3): refused with their own message.
+CREW_STATUSES: Final = ("paused", "succeeded", "failed", "canceled")
 #: Members of the status data object a producer may add (GW-TASK-2).
 _EXTRAS: Final = ("prev", "curr", "next", "message_size_kb", "duration_ms", "frames", "attempt", "delay_seconds")
 _BODY_KEYS: Final = frozenset({"type", "status", "data"})
@@ -54,6 +60,8 @@ def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate 
         shown = kind if isinstance(kind, str) else dumps(kind)
         raise HttpError(400, f"unknown event type '{shown}'")
     status = body.get("status")
+    if status in CREW_STATUSES:
+        raise HttpError(400, f"status '{status}' is written by the crew only")
     if status not in EVENT_STATUSES:
         raise HttpError(400, f"status: invalid value {dumps(status)}: use one of {', '.join(EVENT_STATUSES)}")
     data = body.get("data")
@@ -74,36 +82,20 @@ def _status_update(status: str, data: Mapping[str, Any], task_id: str) -> Status
     if message is not None and not isinstance(message, str):
         raise HttpError(400, f"data.message must be a string, got {dumps(message)}")
     extras = {key: data[key] for key in _EXTRAS if key in data}
-    common: dict[str, Any] = {"message": message, "data": extras, "envelope_id": task_id}
-    if status in _STEPS or status == "running":
-        step = status if status in _STEPS else None
-        curr = data.get("curr")
-        return StatusUpdate(
-            status="running",
-            step=step,
-            actor=curr if isinstance(curr, str) and curr else None,
-            progress=_progress(step, data),
-            **common,
-        )
-    if status == "paused":
-        pause = data.get("pause_metadata")
-        if not isinstance(pause, dict) or not isinstance(pause.get("prompt"), str):
-            raise HttpError(400, "data.pause_metadata must be an object with a string 'prompt'")
-        return StatusUpdate(status="paused", pause_metadata=pause, **common)
-    if status == "succeeded":
-        return StatusUpdate(status="succeeded", result=data.get("result", MISSING), **common)
-    if status == "failed":
-        error = data.get("error", "task failed")
-        if not isinstance(error, str):
-            raise HttpError(400, f"data.error must be a string, got {dumps(error)}")
-        details = data.get("error_details")
-        if details is not None and not isinstance(details, dict):
-            raise HttpError(400, f"data.error_details must be an object, got {dumps(details)}")
-        failed_actor = data.get("failed_actor")
-        if failed_actor is not None and not isinstance(failed_actor, str):
-            raise HttpError(400, f"data.failed_actor must be a string, got {dumps(failed_actor)}")
-        return StatusUpdate(status="failed", error=error, error_details=details, failed_actor=failed_actor, **common)
-    return StatusUpdate(status="canceled", **common)
+    step = status if status in _STEPS else None
+    curr = data.get("curr")
+    prev = data.get("prev")
+    return StatusUpdate(
+        status="running",
+        step=step,
+        actor=curr if isinstance(curr, str) and curr else None,
+        progress=_progress(step, data),
+        message=message,
+        data=extras,
+        envelope_id=task_id,
+        # the fence numbering of P-ACK-8: hop h = len(route.prev) + 1
+        if_fence_at_most=len(prev) + 1 if _str_list(prev) else None,
+    )
 
 
 def _progress(step: str | None, data: Mapping[str, Any]) -> float | None:

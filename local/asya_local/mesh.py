@@ -26,9 +26,12 @@ Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.C
 sets on the Lambda (``asya.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
 already importable) and, when ``actor_log_level`` is given, ``POWERTOOLS_LOG_LEVEL`` (``asya demo`` quiets the
 actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya.environment.gateway_environment`` plus
-``gateway_env``. An actor's emulator runs ``max_concurrency`` pollers (else ``concurrency``; at most 10), each with
-its own runtime, as Lambda runs concurrent invocations in separate containers. Nothing here knows the mesh is local
-except the clients' endpoint.
+``gateway_env``. The producer route takes a reporter key only (GW-EVT-1 R3): each mesh makes a random one, gives it to
+the gateway as ``ASYA_REPORTER_KEYS`` (``gateway_env`` may override it) and to every actor that reports over HTTP
+(``ASYA_REPORTER=http`` or ``ASYA_GATEWAY_URL``) as ``ASYA_GATEWAY_REPORTER_KEY``, with ``ASYA_GATEWAY_URL`` defaulting
+to ``gateway.callback_url`` (the key goes to that origin only). An actor's emulator runs ``max_concurrency`` pollers
+(else ``concurrency``; at most 10), each with its own runtime, as Lambda runs concurrent invocations in separate
+containers. Nothing here knows the mesh is local except the clients' endpoint.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from __future__ import annotations
 import errno
 import functools
 import importlib
+import secrets
 import socket
 import threading
 import time
@@ -46,7 +50,7 @@ from typing import Any, Final, Protocol
 import httpx
 
 from asya import naming
-from asya.config import ENV, LOG_LEVEL_ENV, ActorConfig
+from asya.config import ENV, LOG_LEVEL_ENV, REPORTER_ENV, ActorConfig
 from asya.environment import actor_environment, gateway_environment
 from asya.manifest import DeployedActor, Manifest
 from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
@@ -126,6 +130,7 @@ class LocalMesh:
         self._concurrency = concurrency
         self._poll_wait_seconds = poll_wait_seconds
         self._gateway_env = dict(gateway_env or {})
+        self._reporter_key = secrets.token_urlsafe(24)
         self._actor_log_level = actor_log_level
         self._free_port_fallback = free_port_fallback
         self._backstop_interval = backstop_interval
@@ -337,18 +342,24 @@ class LocalMesh:
         AWS; another endpoint keeps ``GetQueueUrl``."""
         return {ENV.account_id: MOTO_ACCOUNT_ID} if self._moto is not None else {}
 
+    def _reporter_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The mesh's reporter key for an actor that reports over HTTP and names no key of its own (GW-EVT-1 R3)."""
+        mode_name, url_name, _, key_name = REPORTER_ENV
+        url = env.get(url_name, "").strip()
+        if (env.get(mode_name, "").strip().lower() != "http" and not url) or env.get(key_name):
+            return {}
+        callback = self.manifest.gateway.callback_url
+        url = url or ("" if callback is None else str(callback))
+        return {url_name: url, key_name: self._reporter_key} if url else {}
+
     def _build_runtime(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> ActorRuntimeLike:
         module_name, class_name = runtime_entry_point(actor.name)
         try:
             runtime_class = getattr(importlib.import_module(module_name), class_name)
         except (ImportError, AttributeError) as exc:
             raise LocalModeError(f"actors.{actor.name}: cannot load runtime {module_name}.{class_name}: {exc}") from exc
-        config = ActorConfig.from_env(
-            {
-                **runtime_environment(self.manifest, actor, resources, log_level=self._actor_log_level),
-                **self._account_env(),
-            }
-        )
+        env = runtime_environment(self.manifest, actor, resources, log_level=self._actor_log_level)
+        config = ActorConfig.from_env({**env, **self._account_env(), **self._reporter_env(env)})
         runtime: ActorRuntimeLike = runtime_class(config, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
         return runtime
 
@@ -373,11 +384,12 @@ class LocalMesh:
 
     def _build_gateway(self, resources: MeshResources, clients: AwsClients) -> Any:
         from asya_gateway.app import create_app
-        from asya_gateway.config import GatewayConfig
+        from asya_gateway.config import GATEWAY_ENV, GatewayConfig
 
         env = {
             **gateway_environment(table=resources.table, bucket=resources.bucket),
             **self._account_env(),
+            GATEWAY_ENV.reporter_keys: self._reporter_key,
             **self._gateway_env,
         }
         config = GatewayConfig.from_env(env)

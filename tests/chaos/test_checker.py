@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from chaos.actors import HandlerCall
-from chaos.checker import DeadLetter, History, check, runs_after_lease
+from chaos.checker import DeadLetter, History, check, runs_across_end, runs_after_lease
 from chaos.faults import Invocation
 from chaos.workload import Observation, TaskPlan
 
@@ -157,3 +157,30 @@ def test_followed_reports_a_followed_task_whose_stream_never_delivered_the_termi
     }
     seen = [*_history().observations, Observation("t1", "sse", "sse:t1", "succeeded", 2.5)]
     assert _failing(_history(tasks={"t1": followed}, observations=seen)) == {}
+
+
+def test_after_end_reports_a_handler_run_for_a_copy_received_after_its_task_ended() -> None:
+    """P-ACK-7, P-STAT-10 (R3): a copy arriving after the task ended is acked without a handler call; a record
+    received before the end whose handler ran after it is the documented window, counted apart."""
+    first = Invocation("square", "url", "m", "r", 1, {"id": "c1", "parent_id": "t1"}, received=1.0)
+    original = HandlerCall("square", "c1", "t1", 2, 1, first, started=1.1)
+    late = Invocation("square", "url", "m", "r", 1, {"id": "c1", "parent_id": "t1"}, received=2.5)
+    copy = HandlerCall("square", "c1", "t1", 2, 1, late, started=2.6)
+    assert _failing(_history(calls=[_call(), original, copy], lease_seconds=1.0)) == {
+        "after_end": ["square ran c1 (task t1) hop (2, 1) again, received 0.50 s after the task ended"]
+    }
+    # a child's first run of a hop after its task ended is no copy (P-FAN-6)
+    assert _failing(_history(calls=[_call(), copy])) == {}
+    early = Invocation("square", "url", "m", "r", 1, {"id": "c1", "parent_id": "t1"}, received=1.5)
+    across = HandlerCall("square", "c1", "t1", 2, 1, early, started=2.1)
+    history = _history(calls=[_call(), across])
+    assert _failing(history) == {}
+    assert runs_across_end(history) == 1
+
+
+def test_forged_reports_an_accepted_forged_post_and_a_crew_set_not_refused() -> None:
+    """GW-EVT-1/3 (R3), P-ABI-15 (R3)."""
+    assert _failing(_history(crew_sets=[("t1", "x-sink", True)])) == {}
+    assert _failing(_history(crew_sets=[("t1", "x-sink", False)], forged_accepted=["t1 paused client 204"])) == {
+        "forged": ["forged post accepted: t1 paused client 204", "x-sink SET into the route of t1 was not refused"]
+    }

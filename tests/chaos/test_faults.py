@@ -8,10 +8,12 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from botocore.exceptions import ClientError
 
 from chaos.faults import FaultRates, FaultRatesError, Injector, InvocationCrashError
+from chaos.forgery import Forger
 from tests.conftest import AwsClients
 
 pytestmark = pytest.mark.chaos
@@ -142,3 +144,49 @@ def test_a_child_writing_a_task_item_is_written_down(rig: dict[str, Any]) -> Non
         is None
     )
     assert injector.child_task_writes == [{"actor": "work", "task": "t1", "operation": "PutItem"}]
+
+
+def test_a_late_child_copy_is_kept_and_sent_again_after_the_workload(rig: dict[str, Any]) -> None:
+    """P-ACK-7 (R3): only child envelopes (a ``parent_id``) are kept; each goes back to the queue it was sent to."""
+    injector = _injector(rig, late_child_copy=1.0)
+    sink = rig["queues"]["x-sink"]
+    sqs = rig["aws"].sqs
+    child = json.dumps({"id": "c1", "parent_id": "e1"})
+
+    def send() -> None:
+        sqs.send_message_batch(
+            QueueUrl=sink,
+            Entries=[{"Id": "0", "MessageBody": child}, {"Id": "1", "MessageBody": '{"id":"e1"}'}],
+        )
+
+    assert _as_worker("work", rig, {"id": "e1"}, send) is None
+    assert injector.late_copies == [(sink, child)] and _depth(rig, "x-sink") == 2
+    assert injector.send_late_copies() == 1
+    assert _depth(rig, "x-sink") == 3 and set(injector.late_sent) == {"c1"} and injector.late_copies == []
+
+
+def _forger(rig: dict[str, Any], answer: int, seen: list[tuple[str, str | None]], **kwargs: Any) -> Forger:
+    def reply(request: httpx.Request) -> httpx.Response:
+        seen.append((json.loads(request.content)["status"], request.headers.get("x-asya-reporter-key")))
+        return httpx.Response(answer)
+
+    injector = _injector(rig, forged_status=1.0)
+    return Forger("http://gateway", injector, transport=httpx.MockTransport(reply), **kwargs)
+
+
+def test_forged_posts_send_every_crew_status_with_each_credential(rig: dict[str, Any]) -> None:
+    """GW-EVT-1/3 (R3): four crew-only statuses, with the client's credentials and the reporter's key."""
+    seen: list[tuple[str, str | None]] = []
+    forger = _forger(rig, 400, seen, reporter_key="rk")
+    forger.on_create("t1")
+    statuses = ["paused", "succeeded", "failed", "canceled"]
+    assert seen == [(s, None) for s in statuses] + [(s, "rk") for s in statuses]
+    assert forger.accepted() == [] and len(forger.posts) == 8
+
+
+def test_a_forged_post_answered_2xx_is_accepted(rig: dict[str, Any]) -> None:
+    seen: list[tuple[str, str | None]] = []
+    forger = _forger(rig, 204, seen)
+    forger.on_create("t1")
+    accepted = [str(post) for post in forger.accepted()]
+    assert len(accepted) == 4 and accepted[0] == "t1: 'paused' with the client's credential answered 204"

@@ -14,10 +14,12 @@ from typing import Any, Final
 import httpx
 import pytest
 
-from asya.store import TaskStore
+from asya.store import StatusUpdate, TaskStore
 from asya_gateway import GatewayConfig, create_app
 
 pytestmark = pytest.mark.functional
+
+REPORTER_KEY = "reporter-key"
 
 NOW = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 INVALID_JSON = {"error": "invalid JSON body"}
@@ -49,8 +51,10 @@ def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
         s3=mesh.aws.s3,
         clock=lambda: NOW,
     )
-    app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=lambda: NOW)
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    config = GatewayConfig(reporter_keys=(REPORTER_KEY,))
+    app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=lambda: NOW)
+    # the producer route takes the reporter key (GW-EVT-1 R3); the other routes ignore it (auth mode none)
+    with httpx.Client(base_url=serve_asgi(app), headers={"X-Asya-Reporter-Key": REPORTER_KEY}) as client:
         yield Gw(client=client, store=store, mesh=mesh)
 
 
@@ -304,8 +308,7 @@ def test_sse_data_stays_one_line_for_splitlines_clients_gw_sse_2_gw_sse_11(gw: G
     value = "line\u2028sep\u2029para\x85nel"
     fly = gw.client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "fly", "data": {"text": value}})
     assert fly.status_code == 204
-    done = {"type": "status", "status": "succeeded", "data": {"result": value}}
-    assert gw.client.post(f"/api/v1/mesh/{task_id}/events", json=done).status_code == 204
+    assert gw.store.apply(task_id, StatusUpdate(status="succeeded", result=value)).accepted  # x-sink's (GW-EVT-3 R3)
     with gw.client.stream("GET", f"/api/v1/mesh/{task_id}/events") as response:
         assert response.status_code == 200
         lines = list(response.iter_lines())

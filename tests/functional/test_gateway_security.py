@@ -26,7 +26,7 @@ from asya.manifest import GatewayAuth
 from asya.manifest import GatewayConfig as ManifestGateway
 from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
-from asya_gateway.auth import PUBLIC_PATHS
+from asya_gateway.auth import PUBLIC_PATHS, is_producer_route
 from asya_gateway.logs import JsonFormatter
 from asya_gateway.webconsole import is_console_path
 from tests.waiting import wait_for
@@ -34,6 +34,7 @@ from tests.waiting import wait_for
 pytestmark = pytest.mark.functional
 
 KEY = "sec-key-1"
+REPORTER_KEY = "reporter-key"
 MIB = 1024 * 1024
 
 
@@ -44,7 +45,8 @@ def app(mesh: Any) -> Any:
     store = TaskStore(
         table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3
     )
-    return create_app(GatewayConfig(api_keys=(KEY,)), manifest=manifest, store=store, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
+    config = GatewayConfig(api_keys=(KEY,), reporter_keys=(REPORTER_KEY,))
+    return create_app(config, manifest=manifest, store=store, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
 
 
 @pytest.fixture
@@ -74,7 +76,13 @@ def test_gw_auth_1_every_non_public_route_needs_credentials_in_api_key_mode(app:
         wrong = client.request(method, path, json={}, headers={"X-API-Key": "not-the-key"})
         assert wrong.status_code == 401, (method, path)
         assert wrong.headers["www-authenticate"] == 'Bearer realm="asya-gateway"'
-        if path.startswith("/api/"):
+        if is_producer_route(method, path):  # a reporter's credential, never a client's (GW-EVT-1 R3)
+            assert (anonymous.json(), wrong.json()) == (
+                {"error": "reporter credential required: send X-Asya-Reporter-Key"},
+                {"error": "reporter credential required: send X-Asya-Reporter-Key"},
+            )
+            assert client.request(method, path, json={}, headers={"X-API-Key": KEY}).status_code == 401
+        elif path.startswith("/api/"):
             assert (anonymous.json(), wrong.json()) == (
                 {"error": "authentication required"},
                 {"error": "invalid credentials"},
@@ -97,14 +105,15 @@ def test_gw_auth_1_every_non_public_route_needs_credentials_in_api_key_mode(app:
 )
 def test_gw_gen_5_oversize_bodies_answer_413(client: httpx.Client, path: str, limit: int) -> None:
     expected = (413, {"error": f"request body too large (limit {limit} MiB)"})
-    declared = client.post(path, content=b" " * (limit * MIB + 1), headers={"X-API-Key": KEY})
+    keys = {"X-API-Key": KEY, "X-Asya-Reporter-Key": REPORTER_KEY}
+    declared = client.post(path, content=b" " * (limit * MIB + 1), headers=keys)
     assert (declared.status_code, declared.json()) == expected
 
     def chunks() -> Iterator[bytes]:  # no Content-Length: the limit is enforced while reading
         for _ in range(limit * 4 + 1):
             yield b" " * (256 * 1024)
 
-    chunked = client.post(path, content=chunks(), headers={"X-API-Key": KEY})
+    chunked = client.post(path, content=chunks(), headers=keys)
     assert (chunked.status_code, chunked.json()) == expected
 
 

@@ -29,6 +29,7 @@ from asya.httpreport.client import SETTLE_SECONDS, GatewayClient
 from asya.manifest import GatewayAuth
 from asya.manifest import GatewayConfig as ManifestGateway
 from asya.sidecar import ActorRuntime
+from asya.store import StatusUpdate
 from asya_crew.sink import SinkRuntime
 from asya_gateway import GatewayConfig, create_app
 from asya_local.lambda_event import sqs_event
@@ -37,7 +38,8 @@ from tests.waiting import wait_for
 
 pytestmark = pytest.mark.functional
 
-API_KEY = "reporter-key"
+API_KEY = "client-key"
+REPORTER_KEY = "reporter-key"
 #: A table no test creates: the reporting actor must never need the store.
 NO_TABLE = "asya-elsewhere-tasks"
 
@@ -96,7 +98,13 @@ class Setup:
 
     def runtime(self, actor: str = "normalize", handler: str = "sidecar_handlers.echo", **env: str) -> ActorRuntime:
         """An actor runtime with the HTTP reporter; ``env`` overrides (``ASYA_GATEWAY_URL=""`` drops the default)."""
-        values = {"ASYA_GATEWAY_URL": self.base, "ASYA_GATEWAY_API_KEY": API_KEY, "ASYA_TABLE": NO_TABLE, **env}
+        values = {
+            "ASYA_GATEWAY_URL": self.base,
+            "ASYA_GATEWAY_API_KEY": API_KEY,
+            "ASYA_GATEWAY_REPORTER_KEY": REPORTER_KEY,
+            "ASYA_TABLE": NO_TABLE,
+            **env,
+        }
         config = ActorConfig.from_env({k: v for k, v in actor_env(self.mesh, actor, handler, **values).items() if v})
         runtime = ActorRuntime(config, sqs=self.mesh.aws.sqs, dynamodb=self.mesh.aws.dynamodb, s3=self.mesh.aws.s3)
         self.runtimes.append(runtime)
@@ -122,7 +130,7 @@ def setup(mesh: Any, serve_asgi: Any) -> Iterator[Setup]:
         update={"gateway": ManifestGateway(auth=GatewayAuth(mode="api_key", api_key_secret="asya/demo/api-keys"))}
     )
     app = create_app(
-        GatewayConfig.from_env({"ASYA_API_KEYS": API_KEY}),
+        GatewayConfig.from_env({"ASYA_API_KEYS": API_KEY, "ASYA_REPORTER_KEYS": REPORTER_KEY}),
         manifest=manifest,
         sqs=mesh.aws.sqs,
         dynamodb=mesh.aws.dynamodb,
@@ -183,7 +191,9 @@ def test_p_stat_18_progress_and_final_status_over_http_with_preflight_read(setup
     assert len(posts) == 3  # processing + two FLY values
     for headers in [reads[0], *posts]:
         assert headers["x-asya-envelope-id"] == task_id
-        assert headers["x-api-key"] == API_KEY
+    # reads carry the client key, posts the reporter key only (GW-EVT-1 R3)
+    assert reads[0]["x-api-key"] == API_KEY and "x-asya-reporter-key" not in reads[0]
+    assert all(h["x-asya-reporter-key"] == REPORTER_KEY and "x-api-key" not in h for h in posts)
     flown = _fly_values(setup, task_id, 2)  # GW-EVT-4: no actor, the task id as envelope id
     assert flown == [{"payload": {"partial": n}, "actor": None, "envelope_id": task_id} for n in (1, 2)]
 
@@ -198,16 +208,17 @@ def test_p_stat_18_progress_and_final_status_over_http_with_preflight_read(setup
     )
 
 
-def test_p_stat_18_infrastructure_failure_is_posted_as_the_final_status(setup: Setup) -> None:
-    """A handler that cannot load (P-ABI-2): x-sump gets the envelope and the task's ``failed`` status is posted
-    (P-ERR-6 over GW-EVT-3), naming the actor."""
+def test_p_stat_18_infrastructure_failure_is_not_posted_as_a_final_status(setup: Setup) -> None:
+    """A handler that cannot load (P-ABI-2): x-sump gets the envelope; ``failed`` is the crew's (GW-EVT-3 R3), so the
+    reporter posts no final status and the task is left to its deadline."""
     task_id = setup.create("actor=normalize", {"text": "x"})
-    failures, _ = _handled(setup.runtime(handler="no_such_module.handler"), setup.queued("normalize"))
+    runtime = setup.runtime(handler="no_such_module.handler")
+    failures, _ = _handled(runtime, setup.queued("normalize"))
     assert failures == []
-    failed = wait_for(lambda: (v := setup.view(task_id))["status"] == "failed" and v, "the failed event", 10)
-    assert failed["failed_actor"] == "normalize"
-    assert "no_such_module" in failed["error"]
+    assert runtime_flush(runtime)
     assert [e["id"] for e in setup.drain(naming.SUMP)] == [task_id]
+    assert not [p for m, p, _ in setup.recorder.requests if m == "POST" and p.endswith("/events")]
+    assert setup.view(task_id)["status"] in ("pending", "running")
 
 
 def test_p_stat_10_over_http_a_canceled_task_goes_to_x_sink_without_a_call(setup: Setup) -> None:
@@ -223,12 +234,8 @@ def test_p_stat_10_over_http_a_canceled_task_goes_to_x_sink_without_a_call(setup
 def test_p_stat_10_over_http_a_finished_root_is_a_duplicate(setup: Setup) -> None:
     task_id = setup.create("flow=text-pipeline", {"text": "x"})
     body = setup.queued("normalize")
-    assert (
-        setup.client.post(
-            f"/api/v1/mesh/{task_id}/events", json={"type": "status", "status": "succeeded", "data": {"result": 1}}
-        ).status_code
-        == 204
-    )
+    store = setup.mesh.store(lambda: datetime.now(UTC))
+    assert store.apply(task_id, StatusUpdate(status="succeeded", result=1)).accepted  # x-sink's write
     failures, _ = _handled(setup.runtime(), body)
     assert failures == []
     assert setup.drain("analyze") == [] and setup.drain(naming.SINK) == []
@@ -304,7 +311,9 @@ def test_p_stat_18_refused_header_and_no_configured_gateway_means_no_reporting(s
     body["headers"]["x-asya-gateway-url"] = "file:///etc/passwd"
     setup.drain("normalize")
     before = len(setup.recorder.requests)
-    runtime = setup.runtime(ASYA_REPORTER="http", ASYA_GATEWAY_URL="", ASYA_GATEWAY_API_KEY="")
+    runtime = setup.runtime(
+        ASYA_REPORTER="http", ASYA_GATEWAY_URL="", ASYA_GATEWAY_API_KEY="", ASYA_GATEWAY_REPORTER_KEY=""
+    )
     failures, _ = _handled(runtime, setup.inject("normalize", body))
     assert failures == []
     assert [e["status"]["phase"] for e in setup.drain(naming.SINK)] == ["succeeded"]
@@ -329,14 +338,14 @@ def test_p_stat_18_another_host_named_by_the_envelope_never_gets_the_api_key(set
     assert other.paths("POST") == [f"/api/v1/mesh/{task_id}/events"] * 3
     for _, _, headers in other.requests:
         assert headers["x-asya-envelope-id"] == task_id
-        assert "x-api-key" not in headers
+        assert "x-api-key" not in headers and "x-asya-reporter-key" not in headers
     assert not [p for _, p, _ in setup.recorder.requests if p.endswith("/events")]
 
     same_origin = {**body, "headers": {**body["headers"], "x-asya-gateway-url": setup.base + "/"}}
     assert _handled(runtime, setup.inject("normalize", same_origin))[0] == []
     assert runtime_flush(runtime)
     posts = [h for m, p, h in setup.recorder.requests if m == "POST" and p.endswith("/events")]
-    assert posts and all(h["x-api-key"] == API_KEY for h in posts)
+    assert posts and all(h["x-asya-reporter-key"] == REPORTER_KEY for h in posts)
 
 
 @pytest.fixture

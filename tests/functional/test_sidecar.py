@@ -348,13 +348,17 @@ def test_p_env_16_legacy_end_queue_names_are_unknown_actors(harness: Callable[..
     assert legacy_end in task["error"]
 
 
-def test_p_abi_20_unserialisable_frame_goes_to_sump(harness: Callable[..., Harness]) -> None:
+def test_p_abi_19_r3_unserialisable_frame_is_a_handler_error(harness: Callable[..., Harness]) -> None:
+    """P-ABI-19 (R3): an ordinary handler error (it went to x-sump as an infrastructure error before): x-sink fails
+    the task with the SerializationError."""
     h = harness("not_json")
     _, failed = h.run(envelope("t-nan"))
     assert failed == []
-    [sump] = h.drain("x-sump")
-    assert sump["status"]["reason"] == "SerializationError"
-    assert sump["payload"]["original_payload"] == {"text": "hello big world"}
+    assert h.drain("x-sump") == []
+    [out] = h.drain("x-sink")
+    assert (out["status"]["phase"], out["status"]["reason"]) == ("failed", "RuntimeError")
+    assert out["status"]["error"]["type"] == "asya.exceptions.SerializationError"
+    assert out["payload"]["original_payload"] == {"text": "hello big world"}
 
 
 def test_p_err_5_failing_sump_send_fails_the_record_alone(harness: Callable[..., Harness]) -> None:

@@ -211,11 +211,18 @@ def test_set_stores_a_deep_copy_of_the_converted_value() -> None:
 
 
 def test_p_abi_15_unserialisable_set_value_is_a_type_error() -> None:
-    replies, state, _ = run_commands(("SET", ".headers.bad", {"x": float("nan")}), ("SET", ".headers.obj", object()))
-    assert [type(r) for r in replies] == [TypeError, TypeError]
-    assert not any(isinstance(r, SerializationError) for r in replies)
-    assert ".headers.bad" in str(replies[0])
-    assert "bad" not in state.headers
+    """P-ABI-15: a TypeError; P-ABI-19 (R3): the SerializationError kind of TypeError, thrown at the yield."""
+    replies, state, _ = run_commands(
+        ("SET", ".headers.bad", {"x": float("nan")}),
+        ("SET", ".headers.obj", object()),
+        ("SET", ".headers.text", "a\ud800"),
+        ("SET", ".headers.big", [10**4301]),
+        ("SET", ".headers.keys", {1: "a", "1": "b"}),
+    )
+    assert [type(r) for r in replies] == [SerializationError] * 5
+    assert all(isinstance(r, TypeError) for r in replies)
+    assert ".headers.bad" in str(replies[0]) and "lone surrogate" in str(replies[2])
+    assert not {"bad", "obj", "text", "big", "keys"} & set(state.headers)
 
 
 @pytest.mark.parametrize(
@@ -339,17 +346,25 @@ def test_p_stat_15_fly_values_reach_on_fly_converted_in_order() -> None:
     assert frames[0].payload == {"reply": None}
 
 
-def test_p_abi_20_unserialisable_fly_is_an_infrastructure_error() -> None:
+@pytest.mark.parametrize(
+    "value",
+    [{"x": float("nan")}, "a\ud800b", {"k\udc00": 1}, 10**4301, {1: 2, "1": 3}],
+    ids=["nan", "surrogate", "surrogate-key", "big-int", "colliding-keys"],
+)
+def test_p_abi_19_r3_unserialisable_fly_is_thrown_at_the_yield(value: Any) -> None:
+    """P-ABI-19 (R3): a FLY value that cannot be encoded raises SerializationError at its yield (it was dropped with
+    a WARNING, issue 25 defect 6); uncaught, it is the handler's error; nothing reaches on_fly."""
+    flies: list[Any] = []
+
     def handler(payload: Any) -> Iterator[Any]:
-        try:
-            yield ("FLY", {"x": float("nan")})
-        except Exception:  # must not be thrown in: it is not the handler's error
-            yield "caught"
+        yield ("FLY", value)
+        yield "never"
 
     frames: list[Frame] = []
-    with pytest.raises(SerializationError, match="FLY value"):
-        Handler(handler).run(None, make_state(), on_frame=frames.append, on_fly=lambda _: None)
-    assert frames == []
+    with pytest.raises(HandlerError, match="SerializationError: FLY value cannot be serialised") as info:
+        Handler(handler).run(None, make_state(), on_frame=frames.append, on_fly=flies.append)
+    assert isinstance(info.value.exc, SerializationError)
+    assert frames == [] and flies == []
 
 
 # --- malformed commands -----------------------------------------------------------------------------------------------
@@ -474,3 +489,36 @@ def test_p_abi_17_state_methods_share_the_command_rules() -> None:
         state.set(".route.curr", "x")
     with pytest.raises(AbiProtocolError):
         state.delete(".route.next[0:1]")
+
+
+# --- P-ABI-15 (R3): crew names in a SET route -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["x-sink", "x-sump", "x-deadline", "x-resume", "x-fanin-me", "x-merge"])
+@pytest.mark.parametrize(("path", "wrap"), [(".route.next[0:0]", list), (".route.next", list), (".route.next[0]", str)])
+def test_p_abi_15_r3_set_refuses_crew_names_in_route_next(name: str, path: str, wrap: Any) -> None:
+    """P-ABI-15 (R3): x-sink, x-sump, x-deadline, x-resume and fan-in aggregators (any other ``x-`` name) are refused
+    at the yield with ValueError naming the crew actor; route.next is unchanged."""
+    value = [name] if wrap is list else name
+    replies, state, _ = run_commands(("SET", path, value))
+    assert type(replies[0]) is ValueError
+    assert name in str(replies[0]) and "crew" in str(replies[0])
+    assert state.next == ["post", "final"]
+
+
+def test_p_abi_15_r3_set_may_route_to_x_pause() -> None:
+    """P-ABI-15 (R3): a handler may pause dynamically."""
+    replies, state, _ = run_commands(("SET", ".route.next[0:0]", ["x-pause"]))
+    assert replies == [None]
+    assert state.next == ["x-pause", "post", "final"]
+
+
+def test_p_abi_15_r3_crew_already_in_the_route_is_not_refused() -> None:
+    """P-ABI-15 (R3): only names a SET puts into route.next count; an aggregator the layer or manifest spliced in
+    stays, and the handler may still insert actors before it."""
+    # the route as layer-internal splicing leaves it (not a SET)
+    state = AbiState(id="t", parent_id="", prev=[], curr="me", next=["x-fanin-me", "final"], headers={}, status={})
+    state.set(".route.next[0:0]", ["post"])
+    assert state.next == ["post", "x-fanin-me", "final"]
+    with pytest.raises(ValueError, match="crew"):
+        state.set(".route.next[0:0]", ["x-fanin-me"])

@@ -408,7 +408,8 @@ def test_p_abi_14_uncaught_abi_error_is_a_handler_error(runs: Any) -> None:
 
 
 @pytest.mark.parametrize("is_async", [False, True])
-def test_p_abi_20_unserialisable_frame_is_an_infrastructure_error(runs: Any, is_async: bool) -> None:
+def test_p_abi_19_r3_unserialisable_frame_is_thrown_at_its_yield(runs: Any, is_async: bool) -> None:
+    """P-ABI-19 (R3): the frame is not passed on; uncaught at the yield, its SerializationError is the handler's."""
     closed: list[bool] = []
 
     def sync_handler(payload: Any) -> Iterator[Any]:
@@ -428,23 +429,90 @@ def test_p_abi_20_unserialisable_frame_is_an_infrastructure_error(runs: Any, is_
             closed.append(True)
 
     run = runs(async_handler if is_async else sync_handler)
-    with pytest.raises(SerializationError, match=r"frame 1 cannot be serialised.*\.bad"):
+    with pytest.raises(HandlerError, match=r"SerializationError: frame 1 cannot be serialised.*\.bad") as info:
         run(None)
+    assert isinstance(info.value.exc, SerializationError)
     assert [f.payload for f in run.frames] == ["ok"]
     assert closed == [True]
 
 
-def test_p_abi_20_unserialisable_function_return_is_an_infrastructure_error(runs: Any) -> None:
-    with pytest.raises(SerializationError, match="frame 0"):
-        runs(lambda p: object())(None)
+def test_p_abi_19_r3_unserialisable_function_return_is_the_handlers_error(runs: Any) -> None:
+    run = runs(lambda p: object())
+    with pytest.raises(HandlerError, match="frame 0") as info:
+        run(None)
+    assert isinstance(info.value.exc, SerializationError)
+    assert run.frames == []
 
 
-def test_p_abi_20_unserialisable_async_return_is_an_infrastructure_error(runs: Any) -> None:
+def test_p_abi_19_r3_unserialisable_async_return_is_the_handlers_error(runs: Any) -> None:
     async def handler(payload: Any) -> Any:
         return {1j: 1}
 
-    with pytest.raises(SerializationError, match="object key of type complex"):
+    with pytest.raises(HandlerError, match="object key of type complex") as info:
         runs(handler)(None)
+    assert isinstance(info.value.exc, SerializationError)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"x": 10**5000}, "digits"),
+        ({"x": "a\ud800b"}, "lone surrogate"),
+        ({1: "a", "1": "b"}, "same JSON key"),
+    ],
+    ids=["big-int", "surrogate", "colliding-keys"],
+)
+def test_p_abi_19_r3_unencodable_return_and_yield_are_handler_errors(runs: Any, value: Any, message: str) -> None:
+    """P-ABI-19 (R3): nothing of the value reaches on_frame; the handler's error is a SerializationError."""
+    for target in (lambda p: value, lambda p: (yield value)):
+        run = runs(target)
+        with pytest.raises(HandlerError, match=message) as info:
+            run(None)
+        assert isinstance(info.value.exc, SerializationError)
+        assert run.frames == []
+
+
+def test_p_abi_19_r3_generator_caught_at_the_yield_goes_on(runs: Any) -> None:
+    """P-ABI-19 (R3): thrown at the yield that produced it, so the handler may catch it and yield something else."""
+
+    def handler(payload: Any) -> Iterator[Any]:
+        try:
+            yield {"x": "a\ud800b"}
+        except SerializationError as exc:
+            yield {"error": str(exc)[:40]}
+        try:
+            yield ("FLY", "\udfff")
+        except SerializationError:
+            yield ("FLY", "replaced")
+
+    run = runs(handler)
+    frames = run(None)
+    assert [f.index for f in frames] == [0]
+    assert frames[0].payload["error"].startswith("frame 0 cannot be serialised")
+    assert run.flies == ["replaced"]
+
+
+def test_p_abi_6_r3_plain_function_returning_a_generator_is_one_frame(runs: Any) -> None:
+    """Issue 25 defect 6: a function's return value is one frame (P-ABI-6), a generator object is not encodable
+    (P-ABI-19 R3): it is not fanned out."""
+    seen: list[Any] = []
+
+    def gen() -> Iterator[Any]:
+        seen.append("ran")
+        yield "a"
+        yield "b"
+
+    run = runs(lambda p: gen())
+    with pytest.raises(HandlerError, match=r"SerializationError: frame 0 .* generator") as info:
+        run(None)
+    assert isinstance(info.value.exc, SerializationError)
+    assert run.frames == [] and seen == []
+
+    async def agen() -> AsyncIterator[Any]:
+        yield "a"
+
+    with pytest.raises(HandlerError, match="async_generator"):
+        runs(lambda p: agen())(None)
 
 
 def test_callback_errors_propagate_unchanged_and_close_the_generator(runs: Any) -> None:
@@ -474,11 +542,18 @@ def test_generator_failing_on_close_is_logged_not_masking_the_error(
 ) -> None:
     def handler(payload: Any) -> Iterator[Any]:
         try:
-            yield {"bad": float("inf")}
+            yield "a"
         finally:
             raise RuntimeError("cleanup failed")
 
-    with pytest.raises(SerializationError):
-        runs(handler)(None)
+    class SendFailedError(Exception):
+        pass
+
+    def on_frame(frame: Frame) -> None:
+        raise SendFailedError(frame.index)
+
+    run = runs(handler)
+    with pytest.raises(SendFailedError):
+        run.handler.run(None, run.state, on_frame=on_frame, on_fly=run.flies.append)
     assert "failed while being closed" in caplog.text
     assert "cleanup failed" in caplog.text

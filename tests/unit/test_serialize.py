@@ -19,8 +19,9 @@ import pydantic
 import pytest
 from pydantic import v1 as pydantic_v1
 
+from asya.envelope import dumps
 from asya.exceptions import SerializationError
-from asya.serialize import copy_json, render_path, to_jsonable
+from asya.serialize import as_jsonable, copy_json, render_path, to_jsonable
 
 pytestmark = pytest.mark.unit
 
@@ -256,3 +257,48 @@ def test_copy_json_rebuilds_containers() -> None:
 )
 def test_render_path_uses_abi_path_syntax(segments: list[str | int], expected: str) -> None:
     assert render_path(segments) == expected
+
+
+# --- P-ABI-19 (R3): what UTF-8 JSON cannot carry ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"x": 10**5000}, r"integer .* more than 4300 digits at \.x"),
+        ({"x": -(10**4300)}, r"more than 4300 digits at \.x"),
+        ({"x": "a\ud800b"}, r"lone surrogate \(\\ud800\) .* at \.x"),
+        ({"x": ["ok", "\udfff"]}, r"lone surrogate .* at \.x\[1\]"),
+        ({"k\ud800": 1}, r"object key with a lone surrogate"),
+        ({1: "a", "1": "b"}, r"object keys .* same JSON key '1'"),
+        ({"n": {True: 1, "true": 2}}, r"same JSON key 'true' at \.n"),
+        ("a\ud800", r"lone surrogate .* at \.$"),
+        ((10**4301,), r"digits at \.\[0\]"),
+        ({10**4301: 1}, r"digits"),
+    ],
+    ids=[
+        "big-int",
+        "big-negative",
+        "surrogate",
+        "surrogate-in-list",
+        "surrogate-key",
+        "colliding-keys",
+        "colliding-bool-key",
+        "bare-surrogate",
+        "big-int-in-tuple",
+        "big-int-key",
+    ],
+)
+def test_p_abi_19_r3_unencodable_values_raise(value: Any, message: str) -> None:
+    """P-ABI-19 (R3): a lone surrogate (value or key), an integer over Python's digit limit and colliding keys raise
+    SerializationError naming the path, on every entry point (fast path, full conversion, no-copy check)."""
+    for convert in (to_jsonable, as_jsonable):
+        with pytest.raises(SerializationError, match=message):
+            convert(value)
+
+
+def test_p_abi_19_r3_what_converts_always_encodes() -> None:
+    """P-ABI-19 (R3): the bound is exact: the largest integer with 4300 digits and non-ASCII text pass and encode."""
+    value = {"big": 10**4300 - 1, "neg": -(10**4300 - 1), "text": "é😀\u2028", "k\u00e9": [1, "ü"]}
+    for convert in (to_jsonable, as_jsonable):
+        assert dumps(convert(value)).encode("utf-8")

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from asya.abi import AbiState, Frame, Handler
+from asya.abi import AbiState, Frame, Handler, HandlerError
 from asya.exceptions import SerializationError
 from asya.serialize import PLAIN_MAX_DEPTH, as_jsonable, to_jsonable
 
@@ -182,9 +182,12 @@ def test_p_abi_19_copy_result_false_still_converts_a_non_plain_return_value(run_
     assert [f.payload for f in frames] == [{"a": 1, "at": "2026-01-02T00:00:00+00:00"}]
 
 
-def test_p_abi_20_copy_result_false_still_refuses_an_unserialisable_return_value(run_handler: Any) -> None:
-    with pytest.raises(SerializationError, match=r"frame 0 cannot be serialised: .*\.x"):
-        run_handler(lambda p: {"x": float("nan")}, None, copy_result=False)
+def test_p_abi_19_copy_result_false_still_refuses_an_unserialisable_return_value(run_handler: Any) -> None:
+    """P-ABI-19 (R3): the handler's error, a SerializationError, on the no-copy path too."""
+    for value in ({"x": float("nan")}, {"x": "a\ud800"}, {"x": 10**4301}):
+        with pytest.raises(HandlerError, match=r"SerializationError: frame 0 cannot be serialised: .*\.x") as info:
+            run_handler(lambda p, value=value: value, None, copy_result=False)
+        assert isinstance(info.value.exc, SerializationError)
 
 
 def test_p_abi_9_copy_result_false_generator_frames_are_still_copies(run_handler: Any) -> None:

@@ -9,8 +9,6 @@ needs the task's deadline: it is taken from every poll's read of the task item, 
 
 from __future__ import annotations
 
-import dataclasses
-
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
@@ -55,7 +53,8 @@ async def stream_task_events(request: Request) -> Response:
 
 
 async def post_event(request: Request) -> Response:
-    """GW-EVT-5: 204 accepted or stale, 404 unknown id, 400 malformed."""
+    """GW-EVT-5: 204 accepted or stale (a hop whose fence moved on, GW-EVT-3 R3), 404 unknown id, 400 malformed or a
+    crew status; the caller holds a reporter credential (GW-EVT-1 R3, ``asya_gateway.auth``)."""
     ctx = context_of(request)
     task_id = task_id_of(request)
     body = await read_json_object(request, limit=EVENTS_BODY_LIMIT)
@@ -65,10 +64,7 @@ async def post_event(request: Request) -> Response:
         found = await ctx.call(ctx.store.append_fly, task_id, [event]) or bool(
             await ctx.call(ctx.store.statuses, [task_id])
         )
-    else:
-        if event.terminal:
-            # the request id tags the terminal write, so that only this request writes the result item (GW-DATA-2)
-            event = dataclasses.replace(event, writer_id=str(getattr(request.state, "request_id", "")) or None)
+    else:  # never terminal: those statuses are the crew's (GW-EVT-3 R3)
         result = await ctx.call(ctx.store.apply, task_id, event)
         found = result.outcome is not Outcome.NOT_FOUND
     if not found:

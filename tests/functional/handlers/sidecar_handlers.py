@@ -44,7 +44,7 @@ def to_ghost(payload: dict[str, Any]) -> Iterator[Any]:
 
 
 def not_json(payload: Any) -> float:
-    """An unserialisable frame (P-ABI-20): SerializationError."""
+    """An unserialisable frame (P-ABI-19 R3): the handler's SerializationError."""
     return float("nan")
 
 

@@ -8,7 +8,9 @@ not crash). A class is instantiated once, with no arguments (P-ABI-3).
 ``Handler.run(payload, state, on_frame=..., on_fly=...)`` makes one call (P-ABI-4 .. P-ABI-11):
 
 - the handler gets ``payload`` as given (no copy: pass a value the caller does not need unchanged afterwards);
-- a function's (or coroutine's) return value is one frame, ``None`` zero frames (P-ABI-6, P-ABI-7);
+- a function's (or coroutine's) return value is one frame, ``None`` zero frames (P-ABI-6, P-ABI-7); only a handler
+  declared as a generator (or async generator) function, possibly behind ``functools.wraps`` decorators, is driven:
+  a generator object a plain function returns is its return value, one frame, and cannot be encoded (P-ABI-19 R3);
 - every frame payload is a copy (``to_jsonable``) that shares nothing with the handler's objects, except with
   ``copy_result=False``: a function's (or coroutine's) return value that is already plain JSON (typically the input
   payload, changed in place) is then passed as it is (``as_jsonable``), for a caller that encodes it before any other
@@ -24,9 +26,11 @@ not crash). A class is instantiated once, with no arguments (P-ABI-3).
 - ``state`` is mutated in place: after ``run`` it holds the final ``route.next`` and headers (P-ROUTE-5).
 
 Outcomes of ``run``: it returns ``None`` on success. An ``Exception`` raised by the handler (including ABI errors it
-does not catch) is raised as :class:`HandlerError` wrapping it (``.exc``) (P-ABI-11, P-ERR-1). A frame or FLY value
-that cannot be converted raises :class:`SerializationError` (infrastructure, P-ABI-20); an exception raised by
-``on_frame``/``on_fly`` propagates unchanged; in both cases the generator is closed first. A ``BaseException`` that is
+does not catch) is raised as :class:`HandlerError` wrapping it (``.exc``) (P-ABI-11, P-ERR-1). A yielded frame or FLY
+value that cannot be converted (``to_jsonable``: NaN, an unknown type, or what UTF-8 JSON cannot carry) is not passed
+on: its :class:`SerializationError` is thrown into the generator at that yield, like an ABI error; a return value that
+cannot be converted is the handler's error, ``HandlerError(SerializationError)`` (P-ABI-19 R3). An exception raised
+by ``on_frame``/``on_fly`` propagates unchanged; the generator is closed first. A ``BaseException`` that is
 not an ``Exception`` propagates unchanged (P-ABI-11). Frames passed to ``on_frame`` before any error stay passed.
 
 With ``guard`` (an :class:`asya.timeout.CallGuard`) the call is bounded by its limit (P-TIME-7): the synchronous part
@@ -125,20 +129,20 @@ class Handler:
                 result = self._target(payload)
             except Exception as exc:
                 raise HandlerError(exc) from exc
-            if isinstance(result, GeneratorType):
+            if isinstance(result, GeneratorType) and self.kind == "generator":
                 _drive(result, state, on_frame, on_fly)
                 return None
             return result
 
         result = sync_part() if guard is None else guard.call(sync_part)
-        if isinstance(result, AsyncGeneratorType):
+        if isinstance(result, AsyncGeneratorType) and self.kind == "async_generator":
             self._run_async(_drive_async(result, state, on_frame, on_fly), guard)
         elif isinstance(result, CoroutineType):
             value = self._run_async(_await_handler(result), guard)
             if value is not None:
-                on_frame(state.frame(_frame_payload(value, 0, convert_result), 0))
+                on_frame(state.frame(_result_payload(value, convert_result), 0))
         elif result is not None:
-            on_frame(state.frame(_frame_payload(result, 0, convert_result), 0))
+            on_frame(state.frame(_result_payload(result, convert_result), 0))
 
     def _run_async(self, coro: Coroutine[Any, Any, Any], guard: CallGuard | None) -> Any:
         # The loop thread is never interrupted asynchronously: async code is bounded by cancelling its task.
@@ -203,22 +207,26 @@ def _frame_payload(value: Any, index: int, convert: Callable[[Any], Any] = to_js
         raise SerializationError(f"frame {index} cannot be serialised: {exc}") from exc
 
 
-def _emit_fly(value: Any, on_fly: OnFly) -> None:
+def _result_payload(value: Any, convert: Callable[[Any], Any]) -> Any:
+    """A return value that cannot be converted is the handler's own error (P-ABI-19 R3)."""
     try:
-        converted = to_jsonable(value)
+        return _frame_payload(value, 0, convert)
     except SerializationError as exc:
-        raise SerializationError(f"FLY value cannot be serialised: {exc}") from exc
-    on_fly(converted)
+        raise HandlerError(exc) from exc
 
 
 def _command(item: tuple[Any, ...], state: AbiState, on_fly: OnFly) -> tuple[Any, Exception | None]:
-    """``(value to send back, error to throw in)`` for one command; FLY failures are infrastructure and propagate."""
+    """``(value to send back, error to throw in)`` for one command: ABI errors (P-ABI-14) and a FLY value that cannot
+    be converted (P-ABI-19 R3) are thrown into the generator at its yield."""
     try:
         if command_verb(item) != "FLY":
             return state.apply(item), None
-    except Exception as exc:  # thrown into the generator at its yield (P-ABI-14)
+        converted = to_jsonable(item[1])
+    except SerializationError as exc:
+        return None, SerializationError(f"FLY value cannot be serialised: {exc}")
+    except Exception as exc:
         return None, exc
-    _emit_fly(item[1], on_fly)
+    on_fly(converted)
     return None, None
 
 
@@ -240,7 +248,11 @@ def _step(
     if isinstance(item, tuple):
         reply, error = _command(item, state, on_fly)
         return reply, error, index
-    on_frame(state.frame(_frame_payload(item, index), index))
+    try:
+        payload = _frame_payload(item, index)
+    except SerializationError as exc:  # nothing of this frame is passed on (P-ABI-19 R3)
+        return None, exc, index
+    on_frame(state.frame(payload, index))
     return None, None, index + 1
 
 
@@ -380,8 +392,9 @@ def _check_one_positional(target: Callable[..., Any], spec: str) -> None:
 
 
 def _static_kind(target: Callable[..., Any]) -> HandlerKind:
-    """The kind as declared; informative only, since ``run`` dispatches on what the call returns."""
-    probes: list[Any] = [target]
+    """The kind as declared, seen through ``functools.wraps`` decorators: ``run`` drives a returned generator only for
+    a generator kind (a plain function's return value is one frame, P-ABI-6)."""
+    probes: list[Any] = [target, inspect.unwrap(target)]
     if not inspect.isroutine(target):
         probes.append(type(target).__call__)  # a callable instance: its class's __call__ tells the kind
     for probe in probes:

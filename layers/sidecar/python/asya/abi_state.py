@@ -10,10 +10,12 @@ Rules enforced here:
 - writable paths start with ``.route.next``, ``.headers`` or ``.status``; any other write is an
   :class:`AbiProtocolError` (P-ABI-13); DEL of a slice too (P-ABI-14);
 - GET returns a deep copy; SET stores a deep copy of the converted value (``to_jsonable``); a value that cannot be
-  converted is refused with ``TypeError`` (P-ABI-15);
+  converted is refused with ``SerializationError``, a ``TypeError`` (P-ABI-15, P-ABI-19 R3);
 - a write leaving ``route.next`` not an array of valid actor names (P-NAME-1) is refused with ``ValueError`` and the
   state is unchanged (P-ABI-15); so is one leaving ``headers`` or ``status`` not an object, or ``status.deadline_at``
   set but not an RFC 3339 timestamp (chosen: only ``deadline_at`` reaches frames, P-ABI-16);
+- a SET that puts crew other than x-pause (``naming.handler_may_route_to``) into ``route.next`` is refused with
+  ``ValueError``, state unchanged (P-ABI-15 R3); crew the layer spliced in before the call is not the SET's doing;
 - DEL ``.route.next`` leaves ``[]``, DEL ``.headers`` and DEL ``.status`` leave ``{}`` (chosen).
 """
 
@@ -174,8 +176,8 @@ class AbiState:
         member = _writable_member(segments, path, "SET")
         try:
             value = to_jsonable(value)
-        except SerializationError as exc:
-            raise TypeError(f"SET {path}: {exc}") from exc
+        except SerializationError as exc:  # a TypeError too (P-ABI-15), named as P-ABI-19 (R3) asks
+            raise SerializationError(f"SET {path}: {exc}") from exc
         if member == "next":
             route = self._ctx["route"]
             if len(segments) == 2:
@@ -185,6 +187,7 @@ class AbiState:
                 set_value(holder, segments[1:], value, path)
                 candidate = holder["next"]
             _check_next(candidate, path)
+            _check_crew(candidate, route["next"], path)
             route["next"] = candidate
         elif len(segments) == 1:
             if not isinstance(value, dict):
@@ -237,6 +240,17 @@ def _check_next(value: Any, path: str) -> None:
             raise ValueError(
                 f"SET {path}: route.next would contain the invalid actor name {name!r} "
                 "(1-40 lowercase letters, digits and '-', starting with a letter)"
+            )
+
+
+def _check_crew(candidate: list[str], current: list[str], path: str) -> None:
+    """P-ABI-15 (R3): a SET may not put crew other than x-pause into ``route.next``; crew already there (spliced by
+    the layer or named by the manifest's route) stays."""
+    for name in candidate:
+        if not naming.handler_may_route_to(name) and candidate.count(name) > current.count(name):
+            raise ValueError(
+                f"SET {path}: route.next would contain the crew actor {name!r}: a handler may route to "
+                f"{', '.join(sorted(naming.HANDLER_ROUTABLE_CREW))} only among crew (P-ABI-15)"
             )
 
 

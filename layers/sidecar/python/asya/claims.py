@@ -14,7 +14,9 @@ fence ``(h, a)``: ``h = len(route.prev) + 1``, ``a`` the attempt after the entry
   run's lease ends, for their visibility).
 
 :meth:`HopClaims.screen` is step 6's verdict from the pre-flight read (``canceled``/``paused``: to x-sink; a root
-envelope of a finished task, or a stored fence higher than the envelope's: a duplicate); :meth:`HopClaims.claim` is
+envelope of a finished task, a child of a finished task whose own item shows this hop claimed already (P-STAT-10
+(R3)), or a stored fence higher than the envelope's, which a finished child's item always holds (P-ACK-7 (R3)): a
+duplicate); :meth:`HopClaims.claim` is
 step 13's one conditional write (``asya.reporting.Reporter.claim``), whose failed condition says why. A claim write
 that errors propagates: the record fails.
 """
@@ -135,7 +137,9 @@ class HopClaims:
             return Claimed.PAUSED
         own = book.preflight.get(_key(self._store.fence_key(env.id, env.parent_id))) if env.parent_id else task
         stored = self._store.fence_of(own) if own is not None else None
-        if (not env.parent_id and status in _FINISHED) or (stored is not None and stored > fence.value):
+        if (status in _FINISHED and _copy_of_claimed(env, stored, fence)) or (
+            stored is not None and stored > fence.value
+        ):
             return Claimed.DUPLICATE
         return None
 
@@ -179,6 +183,13 @@ class HopClaims:
 
     def _now_ms(self) -> int:
         return int(self._clock().timestamp() * 1000)
+
+
+def _copy_of_claimed(env: Envelope, stored: tuple[int, int] | None, fence: Fence) -> bool:
+    """Whether, the task having ended, this envelope is a copy (P-STAT-10 (R3)): a root envelope always; a child when
+    its own item shows this hop claimed already (a finished child's item holds a fence above any hop). A child's hop
+    no run claimed yet is no copy: children may finish after their task (P-FAN-6)."""
+    return not env.parent_id or (stored is not None and stored >= fence.value)
 
 
 def _key(key: Mapping[str, Any]) -> tuple[str, str]:

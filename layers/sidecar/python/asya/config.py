@@ -33,7 +33,10 @@ variables (``ENV`` does not list them, so an actor's ``env`` map may set them):
   HTTP, claim no hop) | ``http`` when ``ASYA_GATEWAY_URL`` is set, else ``store`` |
 | ``ASYA_GATEWAY_URL`` | default gateway base, an absolute ``http``/``https`` URL with a host; an envelope's
   ``x-asya-gateway-url`` that passes the SSRF guard wins over it | none: only envelopes that name a gateway report |
-| ``ASYA_GATEWAY_API_KEY`` | sent as ``X-API-Key`` only to the origin of ``ASYA_GATEWAY_URL`` (needs it) | none |
+| ``ASYA_GATEWAY_API_KEY`` | sent as ``X-API-Key`` only to the origin of ``ASYA_GATEWAY_URL`` (needs it): the
+  client key of the pre-flight reads | none |
+| ``ASYA_GATEWAY_REPORTER_KEY`` | sent as ``X-Asya-Reporter-Key`` with the producer-route posts, only to the origin of
+  ``ASYA_GATEWAY_URL`` (needs it): the gateway's reporter key (GW-EVT-1 R3) | none |
 
 ``_X_AMZN_TRACE_ID`` is not read here: the Lambda runtime sets it anew for every invocation, so a traced runtime
 reads it per record from the environment mapping it is given (``ActorRuntime(environ=...)``, ``asya.xray``).
@@ -64,8 +67,8 @@ class ConfigError(AsyaError, ValueError):
     """A required environment variable is missing or malformed."""
 
 
-#: The HTTP reporter's variables (P-STAT-18): mode, default gateway base, API key.
-REPORTER_ENV: Final = ("ASYA_REPORTER", "ASYA_GATEWAY_URL", "ASYA_GATEWAY_API_KEY")
+#: The HTTP reporter's variables (P-STAT-18): mode, default gateway base, API key (reads), reporter key (posts).
+REPORTER_ENV: Final = ("ASYA_REPORTER", "ASYA_GATEWAY_URL", "ASYA_GATEWAY_API_KEY", "ASYA_GATEWAY_REPORTER_KEY")
 _REPORTERS: Final = ("store", "http")
 
 
@@ -102,6 +105,7 @@ class ActorConfig:
     reporter: str = "store"
     gateway_url: str = ""
     gateway_api_key: str = field(default="", repr=False)
+    gateway_reporter_key: str = field(default="", repr=False)
     extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
@@ -119,7 +123,7 @@ class ActorConfig:
             naming.validate_actor_name(actor, field=ENV.actor)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-        reporter, gateway_url, gateway_api_key = _reporter(source)
+        reporter, gateway_url, gateway_api_key, gateway_reporter_key = _reporter(source)
         return cls(
             namespace=namespace,
             actor=actor,
@@ -138,14 +142,17 @@ class ActorConfig:
             reporter=reporter,
             gateway_url=gateway_url,
             gateway_api_key=gateway_api_key,
+            gateway_reporter_key=gateway_reporter_key,
         )
 
 
-def _reporter(env: Mapping[str, str]) -> tuple[str, str, str]:
-    """``reporter``, ``gateway_url`` and ``gateway_api_key`` from :data:`REPORTER_ENV`, checked together."""
-    mode_name, url_name, key_name = REPORTER_ENV
+def _reporter(env: Mapping[str, str]) -> tuple[str, str, str, str]:
+    """``reporter``, ``gateway_url``, ``gateway_api_key`` and ``gateway_reporter_key`` from :data:`REPORTER_ENV`,
+    checked together."""
+    mode_name, url_name, key_name, reporter_key_name = REPORTER_ENV
     url = env.get(url_name, "").strip()
     key = env.get(key_name, "")
+    reporter_key = env.get(reporter_key_name, "")
     mode = env.get(mode_name, "").strip().lower() or ("http" if url else "store")
     if mode not in _REPORTERS:
         raise ConfigError(f"environment variable {mode_name} must be 'store' or 'http', got {env[mode_name]!r}")
@@ -155,11 +162,12 @@ def _reporter(env: Mapping[str, str]) -> tuple[str, str, str]:
         )
     if mode == "store" and url:
         raise ConfigError(f"environment variable {url_name} is set but {mode_name} is 'store': set it to 'http'")
-    if key and not url:
-        raise ConfigError(
-            f"environment variable {key_name} needs {url_name}: the key is only sent to that gateway's origin"
-        )
-    return mode, url, key
+    for name, value in ((key_name, key), (reporter_key_name, reporter_key)):
+        if value and not url:
+            raise ConfigError(
+                f"environment variable {name} needs {url_name}: the key is only sent to that gateway's origin"
+            )
+    return mode, url, key, reporter_key
 
 
 def _log_level(env: Mapping[str, str]) -> str:

@@ -6,11 +6,14 @@ through the batch's outbox as the hop releases them (``asya.hop``), FLY values g
 - frames (one or more): frame 0 is released last (P-ROUTE-9, ``asya.outbox``); the caller reports ``completed`` once
   they left;
 - zero frames: one x-sink envelope ``Completed``;
-- an error after the call yielded at least one frame (P-RES-10, P-ERR-6, P-ERR-7): a partial failure. Every yielded
-  frame is sent, nothing is retried, no final status is written, and x-sump gets a notice (reason ``PartialFailure``
-  with ``status.error.frames_sent``; ``SerializationError`` keeps its own reason) before frame 0 leaves last;
-- ``SerializationError`` or ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7, P-ERR-7) before any frame:
-  x-sump with the input payload as received;
+- an error after the call yielded at least one frame that was staged for sending (P-RES-10, P-ERR-6, P-ERR-7): a
+  partial failure. Every yielded frame is sent, nothing is retried, no final status is written, and x-sump gets a
+  notice (reason ``PartialFailure`` with ``status.error.frames_sent``, the frames staged; ``SerializationError`` keeps
+  its own reason) before frame 0 leaves last;
+- a value the handler produced that cannot be encoded is the handler's error (``asya.abi``, P-ABI-19 R3) and never
+  reaches the outbox; ``SerializationError`` from the send itself (an oversized frame, P-LARGE-3) before any frame was
+  staged, or ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7, P-ERR-7) before any frame: x-sump with the
+  input payload as received, and the layer's final status;
 - any other handler error before any frame: the retry policy (``asya.retry``): a retry, x-sink, or the
   ``on_exhausted`` chain.
 
@@ -137,12 +140,9 @@ class HandlerCall:
             monotonic=self._monotonic,
         )
 
-        yielded = 0
         held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
 
         def on_frame(frame: Frame) -> None:
-            nonlocal yielded
-            yielded += 1
             if self._fan_in is not None:
                 held.append(frame)
                 return
@@ -181,8 +181,11 @@ class HandlerCall:
                 failure = HandlerError(ValueError(str(exc)))
             except SerializationError as exc:  # a slice could not be encoded: none was queued
                 failure = exc
-        if failure is not None and yielded > 0 and self._fan_in is None:
-            self._partial(failure, hop, yielded)
+        # after close() every yielded frame was staged unless a send failed: count what will leave, never a frame
+        # whose encoding failed (issue 25: frames_sent 1 with nothing sent left the task running)
+        sent = output.frames_sent
+        if failure is not None and sent > 0 and self._fan_in is None:
+            self._partial(failure, hop, sent)
             outbox.release_first(hop.ticket)  # frame 0 last, after the notice (P-ROUTE-9)
             return None
         if failure is not None:
@@ -221,9 +224,7 @@ class HandlerCall:
         outbox.stage(hop.ticket, out)
         return len(out)
 
-    def _partial(
-        self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop, yielded: int
-    ) -> None:
+    def _partial(self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop, sent: int) -> None:
         """P-RES-10, P-ERR-7: the call yielded frames, then failed: x-sump gets a notice, nothing is retried, and no
         final status is written (the task follows frame 0's lineage)."""
         reason = Reason.SERIALIZATION_ERROR if isinstance(failure, SerializationError) else Reason.PARTIAL_FAILURE
@@ -241,9 +242,9 @@ class HandlerCall:
             trace=hop.trace,
             original_payload=pristine_payload(hop.item),
             details=extra,
-            error_extra={"frames_sent": yielded},
+            error_extra={"frames_sent": sent},
         )
-        self._errors.send_notice(out, frames_sent=yielded)
+        self._errors.send_notice(out, frames_sent=sent)
 
     def _failed(self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop) -> None:
         entry, now, payload = hop.entry, self._now(), pristine_payload(hop.item)

@@ -27,6 +27,7 @@ __all__ = [
     "DEADLINE",
     "FIXED_CREW",
     "FLOW_NAME_RE",
+    "HANDLER_ROUTABLE_CREW",
     "MAX_QUEUE_NAME",
     "NAMESPACE_RE",
     "PAUSE_CREW",
@@ -39,6 +40,7 @@ __all__ = [
     "default_aggregator",
     "dlq_name",
     "entry_point",
+    "handler_may_route_to",
     "is_aggregator",
     "is_crew",
     "is_valid_actor_name",
@@ -69,6 +71,9 @@ FIXED_CREW: Final = frozenset({SINK, SUMP, PAUSE, RESUME, DEADLINE})
 CREW_ACTORS: Final = (SINK, SUMP)
 #: Crew names a flow route may contain (P-MAN-3); aggregators are allowed separately.
 ROUTABLE_CREW: Final = frozenset({PAUSE})
+#: Crew a handler's SET may put into ``route.next`` (P-ABI-15 R3): a handler may pause dynamically; x-sink, x-sump,
+#: x-deadline, x-resume and aggregators are reached only through the layer's own routing.
+HANDLER_ROUTABLE_CREW: Final = frozenset({PAUSE})
 
 _DLQ_SUFFIX: Final = "-dlq"
 
@@ -125,6 +130,11 @@ def is_valid_actor_name(name: object) -> bool:
 def is_aggregator(name: str) -> bool:
     """True for a fan-in aggregator's name (P-FANIN-1): crew (``x-`` prefix) without a fixed crew name."""
     return is_crew(name) and name not in FIXED_CREW
+
+
+def handler_may_route_to(name: str) -> bool:
+    """False for crew a handler's SET must not put into ``route.next`` (P-ABI-15 R3); True for actors and x-pause."""
+    return not is_crew(name) or name in HANDLER_ROUTABLE_CREW
 
 
 def is_crew(name: str) -> bool:

@@ -14,7 +14,11 @@
 - object keys that are ``int``, ``float`` or ``bool`` as their JSON text (``1``, ``1.5``, ``true``).
 
 ``NaN``, ``Infinity`` and every other type raise :class:`asya.exceptions.SerializationError` naming the offending type
-and its path inside the value in ABI path syntax (``.items[3].when``) (P-ABI-20).
+and its path inside the value in ABI path syntax (``.items[3].when``) (P-ABI-20). So does what JSON cannot carry as
+UTF-8 (P-ABI-19 R3): a string (value or key) holding a lone surrogate, an integer with more digits than Python converts
+to text (``sys.get_int_max_str_digits()`` as read at import, 4,300 by default), and two keys of one object that become
+the same JSON key (``1`` and ``"1"``). A value these functions return therefore always encodes (``asya.envelope.dumps``
+then ``.encode("utf-8")``): the check rides on the pass they make anyway, and no value is encoded twice.
 
 ``as_jsonable(value)`` is ``to_jsonable`` without the copy when it is not needed: a value that is already plain JSON
 (exact ``dict`` with ``str`` keys, ``list``, ``str``, ``int``, finite ``float``, ``bool``, ``None``, nested at most
@@ -36,6 +40,7 @@ import dataclasses
 import json
 import math
 import re
+import sys
 import uuid
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -55,6 +60,11 @@ _isfinite: Final = math.isfinite
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
 #: Containers nested deeper than this leave the fast path, so the full conversion decides how deep is too deep.
 PLAIN_MAX_DEPTH: Final = 100
+#: UTF-8 cannot encode a lone surrogate (P-ABI-19 R3); only non-ASCII text is searched.
+_SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
+_has_surrogate: Final = _SURROGATE_RE.search
+#: Integers strictly between -_INT_BOUND and _INT_BOUND have at most the digits ``str(int)`` accepts (0: no limit).
+_INT_BOUND: Final = 10 ** sys.get_int_max_str_digits() if sys.get_int_max_str_digits() else math.inf
 
 
 class _NotPlainError(Exception):
@@ -129,10 +139,18 @@ def _plain_copy(value: Any, depth: int) -> Any:
             raise _NotPlainError
         out: dict[str, Any] = {}
         for key, item in value.items():
-            if type(key) is not str:
+            if type(key) is not str or (not key.isascii() and _has_surrogate(key)):
                 raise _NotPlainError
             item_kind = type(item)
-            if item_kind in _SCALARS:  # leaves inlined: most values of a payload are leaves
+            if item_kind is str:  # leaves inlined: most values of a payload are leaves
+                if not item.isascii() and _has_surrogate(item):
+                    raise _NotPlainError
+                out[key] = item
+            elif item_kind is int:
+                if not -_INT_BOUND < item < _INT_BOUND:
+                    raise _NotPlainError
+                out[key] = item
+            elif item_kind in _SCALARS:
                 out[key] = item
             elif item_kind is float:
                 if not _isfinite(item):
@@ -148,7 +166,15 @@ def _plain_copy(value: Any, depth: int) -> Any:
         append = items.append
         for item in value:
             item_kind = type(item)
-            if item_kind in _SCALARS:
+            if item_kind is str:
+                if not item.isascii() and _has_surrogate(item):
+                    raise _NotPlainError
+                append(item)
+            elif item_kind is int:
+                if not -_INT_BOUND < item < _INT_BOUND:
+                    raise _NotPlainError
+                append(item)
+            elif item_kind in _SCALARS:
                 append(item)
             elif item_kind is float:
                 if not _isfinite(item):
@@ -158,8 +184,17 @@ def _plain_copy(value: Any, depth: int) -> Any:
                 append(_plain_copy(item, depth + 1))
         return items
     if kind in _SCALARS or (kind is float and _isfinite(value)):
+        _check_plain_leaf(value, kind)
         return value
     raise _NotPlainError
+
+
+def _check_plain_leaf(value: Any, kind: type) -> None:
+    if kind is str:
+        if not value.isascii() and _has_surrogate(value):
+            raise _NotPlainError
+    elif kind is int and not -_INT_BOUND < value < _INT_BOUND:
+        raise _NotPlainError
 
 
 def _check_plain(value: Any, depth: int) -> None:
@@ -172,7 +207,7 @@ def _check_plain(value: Any, depth: int) -> None:
         # keys first, then values: two plain loops are ~5% faster than unpacking items(); unlike _plain_copy, nothing
         # here needs a key and its value together
         for key in value:
-            if type(key) is not str:
+            if type(key) is not str or (not key.isascii() and _has_surrogate(key)):
                 raise _NotPlainError
         items = value.values()
     elif kind is list:
@@ -185,9 +220,18 @@ def _check_plain(value: Any, depth: int) -> None:
                 raise _NotPlainError
         elif kind not in _SCALARS:
             raise _NotPlainError
+        _check_plain_leaf(value, kind)
         return
     for item in items:
         item_kind = type(item)
+        if item_kind is str:
+            if not item.isascii() and _has_surrogate(item):
+                raise _NotPlainError
+            continue
+        if item_kind is int:
+            if not -_INT_BOUND < item < _INT_BOUND:
+                raise _NotPlainError
+            continue
         if item_kind in _SCALARS:
             continue
         if item_kind is float:
@@ -200,7 +244,7 @@ def _check_plain(value: Any, depth: int) -> None:
 def _convert(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:
-        return value
+        return _leaf(value, kind)
     if kind is float:
         if not math.isfinite(value):
             raise _UnserializableError(f"float {value!r} is not allowed in JSON")
@@ -215,9 +259,15 @@ def _convert(value: Any) -> Any:
 def _convert_dict(value: dict[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, item in value.items():
-        name = key if type(key) is str else _convert_key(key)
+        name = _convert_key(key)
+        if name in out:  # P-ABI-19 (R3): JSON would keep one of the two silently
+            raise _UnserializableError(f"object keys {key!r} and {name!r} are the same JSON key {name!r}")
         if type(item) in _SCALARS:  # inlined leaf case: most values of a payload are leaves
-            out[name] = item
+            try:
+                out[name] = _leaf(item, type(item))
+            except _UnserializableError as exc:
+                exc.path.append(name)
+                raise
             continue
         try:
             out[name] = _convert(item)
@@ -231,7 +281,11 @@ def _convert_items(items: Any) -> list[Any]:
     out: list[Any] = []
     for index, item in enumerate(items):
         if type(item) in _SCALARS:
-            out.append(item)
+            try:
+                out.append(_leaf(item, type(item)))
+            except _UnserializableError as exc:
+                exc.path.append(index)
+                raise
             continue
         try:
             out.append(_convert(item))
@@ -241,13 +295,34 @@ def _convert_items(items: Any) -> list[Any]:
     return out
 
 
+def _leaf(value: Any, kind: type) -> Any:
+    """A ``str``/``int``/``bool``/``None`` of exact type, checked for what UTF-8 JSON cannot carry (P-ABI-19 R3)."""
+    if kind is str:
+        if not value.isascii() and _has_surrogate(value):
+            raise _UnserializableError(f"string with a lone surrogate ({_surrogate_of(value)}) cannot be UTF-8")
+    elif kind is int and not -_INT_BOUND < value < _INT_BOUND:
+        raise _UnserializableError(
+            f"integer of {value.bit_length()} bits has more than {sys.get_int_max_str_digits()} digits"
+        )
+    return value
+
+
+def _surrogate_of(text: str) -> str:
+    found = _has_surrogate(text)
+    return f"\\u{ord(found.group()):04x}" if found else "?"
+
+
 def _convert_key(key: Any) -> str:
+    if type(key) is str:
+        if not key.isascii() and _has_surrogate(key):
+            raise _UnserializableError(f"object key with a lone surrogate ({_surrogate_of(key)}) cannot be UTF-8")
+        return key
     if isinstance(key, str):
-        return str.__str__(key)
+        return _convert_key(str.__str__(key))
     if isinstance(key, bool):
         return "true" if key else "false"
     if isinstance(key, int):
-        return int.__repr__(key)
+        return int.__repr__(_leaf(int(key), int))
     if isinstance(key, float):
         if math.isnan(key) or math.isinf(key):
             raise _UnserializableError(f"object key {key!r} is not allowed in JSON")
@@ -262,9 +337,9 @@ def _convert_other(value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, str):
-        return str.__str__(value)
+        return _leaf(str.__str__(value), str)
     if isinstance(value, int):
-        return int(value)
+        return _leaf(int(value), int)
     if isinstance(value, float):
         return _convert(float(value))
     if isinstance(value, dict):

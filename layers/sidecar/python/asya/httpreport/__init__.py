@@ -2,7 +2,9 @@
 read pre-flight over HTTP, instead of writing to the task store.
 
 Configuration (``asya.config``): ``ASYA_REPORTER=http`` (implied by ``ASYA_GATEWAY_URL``), ``ASYA_GATEWAY_URL`` (the
-default gateway base) and ``ASYA_GATEWAY_API_KEY`` (sent as ``X-API-Key`` to the origin of ``ASYA_GATEWAY_URL`` only).
+default gateway base), ``ASYA_GATEWAY_API_KEY`` (sent as ``X-API-Key`` with the pre-flight reads) and
+``ASYA_GATEWAY_REPORTER_KEY`` (sent as ``X-Asya-Reporter-Key`` with the posts, GW-EVT-1 R3), both to the origin of
+``ASYA_GATEWAY_URL`` only.
 :func:`http_reporter` builds the reporter the sidecar uses in place of :class:`asya.reporting.Reporter`; it needs
 ``httpx`` (installed with the ``asya-serverless`` package; the deployed actor layer does not ship it, since actors in
 AWS write to the store).
@@ -59,5 +61,10 @@ def http_reporter(config: ActorConfig, store: TaskStore, *, logger: logging.Logg
         import httpx  # noqa: F401 - checked here so a missing package fails the runtime's construction, not a post
     except ImportError:
         raise ConfigError("ASYA_REPORTER=http needs the httpx package: pip install httpx") from None
-    gateway = GatewayClient(logger=logger, api_key_url=config.gateway_url, api_key=config.gateway_api_key)
+    gateway = GatewayClient(
+        logger=logger,
+        api_key_url=config.gateway_url,
+        api_key=config.gateway_api_key,
+        reporter_key=config.gateway_reporter_key,
+    )
     return HttpReporter(store, actor=config.actor, logger=logger, gateway=gateway, default_base=config.gateway_url)

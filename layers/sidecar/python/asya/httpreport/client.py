@@ -7,8 +7,9 @@
 - :meth:`GatewayClient.read_statuses` reads ``GET {base}/api/v1/mesh/{id}`` for several tasks at once (up to 8 in
   parallel) and returns within 2 s whatever happens: a read still running then, an error, a 5xx, a non-JSON answer or
   an open breaker leaves that task's status unknown (``None``), as does a 404 (no task record).
-- Every request carries ``X-Asya-Envelope-ID``; ``X-API-Key`` only when the request's base has the origin of
-  ``ASYA_GATEWAY_URL`` (``api_key_url``).
+- Every request carries ``X-Asya-Envelope-ID``; only when the request's base has the origin of ``ASYA_GATEWAY_URL``
+  (``api_key_url``), reads carry ``X-API-Key`` (a client key) and posts ``X-Asya-Reporter-Key`` (the producer route
+  takes a reporter key only, GW-EVT-1 R3).
 
 No request ever raises into the caller: failures are logged (a breaker that opens is logged once at WARNING).
 """
@@ -39,6 +40,7 @@ READ_TIMEOUT_SECONDS: Final = 2.0
 SETTLE_SECONDS: Final = 0.1
 ENVELOPE_ID_HEADER: Final = "X-Asya-Envelope-ID"
 API_KEY_HEADER: Final = "X-API-Key"
+REPORTER_KEY_HEADER: Final = "X-Asya-Reporter-Key"
 _READERS: Final = 8
 _JSON: Final = {"Content-Type": "application/json"}
 
@@ -69,6 +71,7 @@ class GatewayClient:
         logger: logging.Logger | Any,
         api_key_url: str = "",
         api_key: str = "",
+        reporter_key: str = "",
         post_timeout: float = POST_TIMEOUT_SECONDS,
         read_timeout: float = READ_TIMEOUT_SECONDS,
         queue_size: int = 1000,
@@ -78,6 +81,7 @@ class GatewayClient:
         self._log = logger
         self._api_key_url = api_key_url
         self._api_key = api_key
+        self._reporter_key = reporter_key
         self._post_timeout = post_timeout
         self._read_timeout = read_timeout
         self._monotonic = monotonic
@@ -99,7 +103,7 @@ class GatewayClient:
         item = _Post(
             base=base,
             url=endpoint(base, task_id, "/events"),
-            headers={**_JSON, **self.headers(base, envelope_id)},
+            headers={**_JSON, **self.headers(base, envelope_id, post=True)},
             body=body,
         )
         self._start()
@@ -142,11 +146,13 @@ class GatewayClient:
             if client is not None:
                 client.close()
 
-    def headers(self, base: str, envelope_id: str) -> dict[str, str]:
-        """The request headers for ``base``: the envelope id, and the API key only for its own origin."""
+    def headers(self, base: str, envelope_id: str, *, post: bool = False) -> dict[str, str]:
+        """The request headers for ``base``: the envelope id, and only for its own origin the reporter key (a post)
+        or the API key (a read)."""
         out = {ENVELOPE_ID_HEADER: envelope_id}
-        if self._api_key and same_origin(base, self._api_key_url):
-            out[API_KEY_HEADER] = self._api_key
+        name, key = (REPORTER_KEY_HEADER, self._reporter_key) if post else (API_KEY_HEADER, self._api_key)
+        if key and same_origin(base, self._api_key_url):
+            out[name] = key
         return out
 
     def breaker_open(self, base: str) -> bool:

@@ -10,7 +10,7 @@ modes (P-STAT-19), as ``POST {base}/api/v1/mesh/{task id}/events`` bodies ``{"ty
 | ``claim`` | ``status`` ``processing``, ``data`` ``{prev, curr, next}`` | ``hops``, ``detailed`` |
 | ``completed`` | ``status`` ``completed``, ``data`` adds ``duration_ms``, ``frames`` | ``detailed`` |
 | ``retrying`` | ``status`` ``retrying``, ``data`` adds ``attempt``, ``delay_seconds``, ``error`` | tracked roots |
-| ``final_failed`` | ``status`` ``failed``, ``data`` ``{error, error_details, failed_actor}`` | infrastructure errors |
+| ``final_failed`` | nothing: ``failed`` is written by the crew only (GW-EVT-3 R3); logged at WARNING | never |
 | ``fly`` | one ``{"type": "fly", "data": value}`` per value | always |
 
 Such actors claim no hop (P-ACK-7, P-ACK-8): :meth:`HttpReporter.claim` posts the ``processing`` event and lets the
@@ -151,12 +151,12 @@ class HttpReporter(Reporter):
     def final_failed(
         self, hop: HopRef, *, error: str, error_details: Mapping[str, Any] | None, writer_id: str | None = None
     ) -> None:
-        data = {
-            "error": clip_text(error, _ERROR_LIMIT_BYTES),
-            "error_details": dict(error_details) if error_details is not None else None,
-            "failed_actor": self._actor[:_NAME_LIMIT],
-        }
-        self._status(hop, "failed", data)
+        """The producer route refuses ``failed`` (GW-EVT-3 R3: the crew writes it): the x-sump envelope the layer
+        already sent is this error's record, and the task's deadline ends it."""
+        self._log.warning(
+            "final status not reported: the gateway takes failed from the crew only",
+            extra={"task_id": hop.task_id, "error": clip_text(error, _ERROR_LIMIT_BYTES)},
+        )
 
     def fly(self, task_id: str, envelope_id: str, values: Sequence[Any]) -> None:
         base = self._bases.get(task_id, self._default or None)

@@ -23,6 +23,7 @@ from asya.store.errors import (
     TaskExistsError,
 )
 from asya.store.events import FlyValue
+from asya.store.fences import ChildFinish
 from asya.store.limits import (
     DATA_LIMIT_BYTES,
     ERROR_LIMIT_BYTES,
@@ -48,6 +49,7 @@ __all__ = [
     "TERMINAL",
     "TIMED_OUT",
     "ApplyResult",
+    "ChildFinish",
     "FlyValue",
     "IncompleteReadError",
     "ListQueryError",

@@ -12,7 +12,13 @@ A hop claim that is not at the same time a running status, and the other writes 
 - :meth:`Fences.release`: ``lease_until = 0`` when the stored fence is still the caller's, so the record's own
   redelivery is not held off (best effort; P-ACK-8);
 - :meth:`Fences.advance`: the retry's fence ``(h, n + 1)`` with ``lease_until = 0`` when the stored fence is exactly
-  ``(h, n)`` (P-RES-8), for fence items whose envelope writes no status (children, progress ``final``).
+  ``(h, n)`` (P-RES-8), for fence items whose envelope writes no status (children, progress ``final``);
+- :meth:`Fences.finish`: a fan-out child's last hop reached x-sink or a fan-in aggregator (P-ACK-7 (R3)): its child
+  item gets the fence ``(FINISHED_HOP, 0)``, above any hop's, with ``lease_until = 0`` and ``done_by`` (the SQS message
+  id of the record that finished it). Condition: the item exists and has no ``done_by``, or the same one (the
+  record's own redelivery). Every later copy of any hop of the child then finds a higher fence (a duplicate, at the
+  pre-flight or the claim), and a second record reaching x-sink for it is told it is finished: no second checkpoint
+  line. No item (the child never claimed: untracked) writes nothing. One write per child.
 
 Write units: each call is one write of a small item (1 unit).
 """
@@ -21,7 +27,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from enum import StrEnum
+from typing import Any, Final
 
 from botocore.exceptions import ClientError
 
@@ -31,7 +38,18 @@ from asya.store.transition import StoredState
 from asya.store.views import stored_state
 from asya.store.writer import ApplyResult, Outcome, refused_claim
 
-__all__ = ["Fences", "fence_key"]
+__all__ = ["FINISHED_HOP", "ChildFinish", "Fences", "fence_key"]
+
+#: The hop of a finished child's fence: above any route's length (P-ACK-7 (R3)).
+FINISHED_HOP: Final = 1_000_000
+
+
+class ChildFinish(StrEnum):
+    """What :meth:`Fences.finish` found."""
+
+    FINISHED = "finished"  # this record finished the child (or is its own redelivery)
+    ALREADY = "already"  # another record finished it before: this one is a late copy
+    UNTRACKED = "untracked"  # no child item: the child claimed nothing
 
 
 def fence_key(envelope_id: str, parent_id: str | None) -> dict[str, Any]:
@@ -99,6 +117,37 @@ class Fences:
     def advance(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
         """Store ``(h, n + 1)`` with ``lease_until = 0`` if the stored fence is exactly ``fence = (h, n)``."""
         return self._fenced_write(envelope_id, parent_id, fence, next_attempt=True)
+
+    def finish(self, envelope_id: str, parent_id: str, *, writer_id: str) -> ChildFinish:
+        """Mark a child finished (see the module docstring)."""
+        request = {
+            "TableName": self.table,
+            "Key": fence_key(envelope_id, parent_id),
+            "UpdateExpression": "SET #fh = :fh, #fa = :fa, #lease = :zero, #done = :writer",
+            "ConditionExpression": "attribute_exists(#pk) AND (attribute_not_exists(#done) OR #done = :writer)",
+            "ExpressionAttributeNames": {
+                "#pk": "pk",
+                "#fh": "fence_h",
+                "#fa": "fence_a",
+                "#lease": "lease_until",
+                "#done": "done_by",
+            },
+            "ExpressionAttributeValues": {
+                ":fh": rec.num_av(FINISHED_HOP),
+                ":fa": rec.num_av(0),
+                ":zero": rec.num_av(0),
+                ":writer": rec.str_av(writer_id),
+            },
+            "ReturnValues": "NONE",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        try:
+            self._client().update_item(**request)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return ChildFinish.ALREADY if exc.response.get("Item") else ChildFinish.UNTRACKED
+        return ChildFinish.FINISHED
 
     def _fenced_write(
         self, envelope_id: str, parent_id: str | None, fence: tuple[int, int], *, next_attempt: bool

@@ -12,8 +12,11 @@ by code point as DynamoDB orders them by UTF-8 bytes, so the merged order is exa
 The indexes carry their keys only, so that no status update rewrites them (GW-DATA-8): the walk pages over index
 entries, then reads the page's task items (summary attributes only) with one eventually consistent ``BatchGetItem``
 (at most ``limit`` keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
-``by_created`` and the ``flow`` filter apply to those items, so a filtered page may hold fewer than ``limit`` tasks
-while ``next_cursor`` is set (GW-LIST-3); entries whose task is gone or expired are dropped too (GW-LIST-4).
+``by_created`` and the ``flow`` filter apply to those items; a filtered walk reads on past the page's entries, 100
+at a time, until ``limit`` tasks (and a look-ahead one) match or 1,000 entries past the offset were read, so a filter
+finds what its count counts (GW-LIST-3 (R3)); only a page cut by that bound holds fewer than ``limit`` tasks while
+``next_cursor`` is set (it resumes after the last entry read). Entries whose task is gone or expired are dropped too
+(GW-LIST-4).
 
 Reads per page: :data:`~asya.store.records.INDEX_SHARDS` queries per day the walk visits, each with ``Limit`` =
 ``limit + 1``, which is the whole page and its look-ahead entry, so no shard is queried twice in a day; the walk visits
@@ -61,6 +64,10 @@ __all__ = ["MAX_LIMIT", "MAX_OFFSET", "ListQuery", "decode_cursor", "encode_curs
 
 MAX_LIMIT: Final = 100
 MAX_OFFSET: Final = 10_000
+#: A filtered walk checks index entries against their task items this many at a time (one ``BatchGetItem`` each,
+#: DynamoDB's limit) and reads at most ``_FILTER_SCAN`` entries past the offset for one page (GW-LIST-3 (R3)).
+_FILTER_BATCH: Final = 100
+_FILTER_SCAN: Final = 1_000
 _SUMMARY_PROJECTION: Final = {
     f"#{name}": name
     for name in (
@@ -292,10 +299,14 @@ def _page(
         start_day, before = walk.resume_point(cursor, window)
         days = window[window.index(start_day) :]
     skip = offset or 0
-    per_query = _per_query(limit, skip)
+    per_query = _per_query(limit, skip) if not walk.filtered else _FILTER_BATCH
     walked = chain.from_iterable(
         walk.entries(day, before=before if day == days[0] else None, per_query=per_query) for day in days
     )
+    if walk.filtered:
+        page = _filtered_page(walk, walked, limit=limit, skip=skip)
+        page["total"] = walk.count(window) if count else None
+        return page
     # the look-ahead entry tells whether there is a next page
     found = list(islice(walked, skip + limit + 1))
     page_items = found[skip : skip + limit]
@@ -309,17 +320,50 @@ def _page(
     }
 
 
-def _matching(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The task items behind index ``entries`` that pass the walk's filters, in entry order, from eventually
-    consistent ``BatchGetItem`` reads (the indexes lag the table, GW-LIST-4: a task deleted or expired since, or whose
-    status no longer matches, is left out rather than shown with a status the caller did not ask for)."""
+def _filtered_page(walk: _Walk, walked: Iterator[dict[str, Any]], *, limit: int, skip: int) -> dict[str, Any]:
+    """A page of a filtered walk: entries are read on in batches of :data:`_FILTER_BATCH` and checked against their
+    task items until ``skip + limit + 1`` match (the look-ahead tells a next page) or :data:`_FILTER_SCAN` entries
+    past ``skip`` were read; then ``next_cursor`` resumes after the last entry read, so a page found short by the
+    scan bound never hides a match from the next one. A filter finds what its count counts (GW-LIST-3 (R3))."""
+    matched: list[tuple[dict[str, Any], dict[str, Any]]] = []
+    scanned = 0
+    last: dict[str, Any] | None = None
+    while len(matched) <= skip + limit:
+        batch = list(islice(walked, _FILTER_BATCH))
+        if not batch:
+            return {"messages": [summary(item) for _, item in matched[skip:]], "next_cursor": None}
+        matched += _matching_pairs(walk, batch)
+        scanned += len(batch)
+        last = batch[-1]
+        if scanned >= _FILTER_SCAN + skip and len(matched) <= skip + limit:
+            page = matched[skip:]
+            return {
+                "messages": [summary(item) for _, item in page],
+                "next_cursor": encode_cursor(walk.scope, walk.sort_key(last)),
+            }
+    page = matched[skip : skip + limit]
+    return {
+        "messages": [summary(item) for _, item in page],
+        "next_cursor": encode_cursor(walk.scope, walk.sort_key(page[-1][0])) if page else None,
+    }
+
+
+def _matching_pairs(walk: _Walk, entries: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """``(entry, task item)`` of the ``entries`` whose task passes the walk's filters, in entry order."""
     keys = [{"pk": entry["pk"], "sk": entry["sk"]} for entry in entries]
     items = q.batch_get(
         walk.dynamodb, walk.table, keys, projection=_SUMMARY_PROJECTION, consistent=False, complete=True
     )
     by_pk = {rec.get_str(item, "pk"): item for item in items}
-    found = (by_pk.get(rec.get_str(entry, "pk")) for entry in entries)
-    return [item for item in found if item is not None and walk.matches(item)]
+    pairs = ((entry, by_pk.get(rec.get_str(entry, "pk"))) for entry in entries)
+    return [(entry, item) for entry, item in pairs if item is not None and walk.matches(item)]
+
+
+def _matching(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The task items behind index ``entries`` that pass the walk's filters, in entry order, from eventually
+    consistent ``BatchGetItem`` reads (the indexes lag the table, GW-LIST-4: a task deleted or expired since, or whose
+    status no longer matches, is left out rather than shown with a status the caller did not ask for)."""
+    return [item for _, item in _matching_pairs(walk, entries)]
 
 
 def _summaries(walk: _Walk, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:

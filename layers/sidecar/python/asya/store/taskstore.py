@@ -38,7 +38,7 @@ from asya.store import records as rec
 from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
 from asya.store.events import FlyValue, fly_items
-from asya.store.fences import Fences, fence_key
+from asya.store.fences import ChildFinish, Fences, fence_key
 from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data_json
 from asya.store.reader import Snapshot, TaskReader
 from asya.store.transition import MISSING, StatusUpdate
@@ -303,6 +303,10 @@ class TaskStore:
     def advance_fence(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
         """The retry's fence ``(h, n + 1)`` on a fence item that carries no status (P-RES-8)."""
         return self._fences.advance(envelope_id, parent_id, fence)
+
+    def finish_child(self, envelope_id: str, parent_id: str, *, writer_id: str) -> ChildFinish:
+        """A child's last hop reached x-sink or an aggregator: mark its fence item finished (P-ACK-7 (R3))."""
+        return self._fences.finish(envelope_id, parent_id, writer_id=writer_id)
 
     @staticmethod
     def fence_key(envelope_id: str, parent_id: str | None) -> dict[str, Any]:

@@ -109,6 +109,8 @@ class StatusUpdate:
     #: the retry's fence write (P-RES-8): the stored fence must be exactly this ``(hop, attempt)``; the same write
     #: stores ``(hop, attempt + 1)`` with ``lease_until = 0``
     refence: tuple[int, int] | None = None
+    #: a reporter's event for hop ``h`` (GW-EVT-3 R3): applies only while no fence past ``h`` is stored, else stale
+    if_fence_at_most: int | None = None
     #: ``data`` as compact JSON, the text the store writes: ``encoded_data`` or, without it, encoded here.
     data_json: str = field(init=False, repr=False, compare=False)
     #: ``data`` already encoded by the caller (``asya.store.limits.fit_data_json``). Init-only, so that
@@ -216,6 +218,8 @@ def decide(stored: StoredState, update: StatusUpdate) -> Decision:
     if update.resume:
         return Decision(Verdict.ACCEPT, _progress(stored, update)) if stored.status == "paused" else _STALE
     if update.refence is not None and stored.fence != update.refence:
+        return _STALE
+    if update.if_fence_at_most is not None and stored.fence is not None and stored.fence[0] > update.if_fence_at_most:
         return _STALE
     if (update.claim is not None or update.refence is not None) and stored.status in ("pending", "running"):
         return Decision(Verdict.ACCEPT, _progress(stored, update))  # a claim always stores its fence (P-STAT-6)

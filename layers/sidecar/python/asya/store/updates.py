@@ -293,6 +293,8 @@ def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: s
     status, order = spec.name("status"), spec.name("status_order")
     if update.refence is not None:
         spec.conditions.append(refence_condition(spec, update.refence))
+    if update.if_fence_at_most is not None:
+        spec.conditions.append(_fence_at_most_condition(spec, update.if_fence_at_most))
     if update.if_deadline_at is not None:
         spec.conditions.append(f"{order} < {spec.value('two', rec.num_av(2))}")
         spec.conditions.append(f"{spec.name('deadline_at')} = {spec.value('dl', rec.str_av(update.if_deadline_at))}")
@@ -368,7 +370,16 @@ def exact_update(
         spec.conditions.append(claim_condition(spec, update.claim, rec.epoch_ms(now)))
     if update.refence is not None:
         spec.conditions.append(refence_condition(spec, update.refence))
+    if update.if_fence_at_most is not None:
+        spec.conditions.append(_fence_at_most_condition(spec, update.if_fence_at_most))
     return spec
+
+
+def _fence_at_most_condition(spec: UpdateSpec, hop: int) -> str:
+    """GW-EVT-3 (R3): a reporter's event is stale once a later hop stored its fence."""
+    spec.names["#fence_h"] = "fence_h"
+    spec.values[":max_fh"] = rec.num_av(hop)
+    return "attribute_not_exists(#fence_h) OR #fence_h <= :max_fh"
 
 
 def attach_checkpoint(checkpoint_key: str, checkpoint_line: int | None) -> UpdateSpec:
