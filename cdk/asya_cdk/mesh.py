@@ -65,6 +65,7 @@ from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load
 from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway
+from asya_cdk.installed import installed_sources
 from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
 from asya_cdk.nag import acknowledge
 from asya_cdk.observability import MeshObservability, retention_days
@@ -87,8 +88,9 @@ _BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/s
 
 
 def default_sources() -> SourceLayout:
-    """The source tree this package was installed from (an editable install of asya-serverless)."""
-    return SourceLayout.from_repo(Path(__file__).resolve().parents[2])
+    """The runtime code that is installed: the checkout of an editable install, else (a wheel) a tree staged from
+    site-packages under ``./.asya/source`` of the working directory (:mod:`asya_cdk.installed`)."""
+    return installed_sources(staging=Path.cwd() / ".asya" / "source")
 
 
 class AsyaMesh(Construct):
