@@ -1,9 +1,9 @@
 """Where the CDK app finds the runtime code it packages: ``asya_cdk.installed``, reached from the local mode.
 
-:func:`source_root` is what ``asya init``'s ``app.py`` calls (projects made by earlier releases too): the checkout the
-packages are installed from, or, from a wheel, a tree staged under ``staging`` from site-packages
-(:func:`asya_cdk.installed.installed_root`). It imports ``asya_cdk`` only when called, so the local mode runs without
-the ``cdk`` extra.
+:func:`source_root` is what the ``app.py`` of projects made by earlier releases calls (``asya init`` now writes one
+that calls ``asya_cdk.installed`` itself): the checkout the packages are installed from, or, from a wheel, a tree
+staged under ``staging`` from site-packages (:func:`asya_cdk.installed.installed_root`). It imports ``asya_cdk``
+only when called, so the local mode runs without the ``cdk`` extra.
 """
 
 from __future__ import annotations

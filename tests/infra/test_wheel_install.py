@@ -92,8 +92,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             [
                 str(python),
                 "-c",
-                "from pathlib import Path; from asya_local.sources import source_root; "
-                "print(source_root(staging=Path.cwd() / '.asya' / 'source'))",
+                "from pathlib import Path; from asya_cdk.installed import installed_root; "
+                "print(installed_root(staging=Path.cwd() / '.asya' / 'source'))",
             ],
             cwd=project,
             env=env,
