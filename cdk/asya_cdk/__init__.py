@@ -29,7 +29,7 @@ from asya_cdk.locks import Lock, check_lock
 from asya_cdk.lwa import LWA_REGIONS, lwa_layer_arn
 from asya_cdk.mesh import AsyaMesh
 from asya_cdk.observability import MeshObservability
-from asya_cdk.permissions import ROLES, Access
+from asya_cdk.permissions import ROLES, Role
 from asya_cdk.settings import CONTEXT, DeploySettings
 from asya_cdk.stack import AsyaStack, queue_output_key
 from asya_cdk.storage import Storage
@@ -43,7 +43,6 @@ __all__ = [
     "LWA_REGIONS",
     "ROLES",
     "SIDECAR_HANDLER",
-    "Access",
     "Actor",
     "AsyaMesh",
     "AsyaStack",
@@ -57,6 +56,7 @@ __all__ = [
     "Lock",
     "LockedLayerBundling",
     "MeshObservability",
+    "Role",
     "SourceLayout",
     "Storage",
     "build_app",

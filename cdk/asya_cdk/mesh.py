@@ -6,9 +6,10 @@
 What it creates: the storage (:class:`~asya_cdk.storage.Storage`, or the caller's existing table / bucket), the
 layers, one :class:`~asya_cdk.actor.Actor` per deployed actor (user actors, then x-sink and x-sump), the gateway, the
 deadline backstop with its timer queue (:class:`~asya_cdk.backstop.Backstop`), the alarms (optionally notifying the
-manifest's SNS topic) and the dashboard (:class:`~asya_cdk.observability.MeshObservability`). Grants follow the
-least-privilege matrix of :mod:`asya_cdk.permissions`. Every function gets ``ASYA_ACCOUNT_ID`` = the stack's account
-(GW-CREATE-7) besides the environment of :mod:`asya.environment`.
+manifest's SNS topic) and the dashboard (:class:`~asya_cdk.observability.MeshObservability`). Grants are the
+least-privilege policies :mod:`asya_cdk.permissions` derives from the calls each role declares (:mod:`asya.access`).
+Every function gets ``ASYA_ACCOUNT_ID`` = the stack's account (GW-CREATE-7) besides the environment of
+:mod:`asya.environment`.
 
 Props (AWS Solutions Constructs style, :mod:`asya_cdk.props`): ``queue_props``, ``dead_letter_queue_props``,
 ``sqs_event_source_props``, ``lambda_function_props`` (``FunctionOptions``), ``table_props``, ``bucket_props``,
@@ -46,7 +47,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya import naming
+from asya import access
 from asya.environment import actor_environment, gateway_environment
 from asya.envnames import ENV
 from asya.manifest import Manifest
@@ -64,10 +65,11 @@ from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load
 from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway
+from asya_cdk.installed import installed_sources
 from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
 from asya_cdk.nag import acknowledge
 from asya_cdk.observability import MeshObservability, retention_days
-from asya_cdk.permissions import ACTOR, BACKSTOP, GATEWAY, SINK, SUMP, Access, grant_access
+from asya_cdk.permissions import grant_access, role_of
 from asya_cdk.placement import (
     DEFAULT_ACTORS_PER_STACK,
     INLINE_ACTORS,
@@ -83,12 +85,12 @@ __all__ = ["DEFAULT_ACTORS_PER_STACK", "DEFAULT_BACKSTOP_HANDLER", "INLINE_ACTOR
 
 DEFAULT_BACKSTOP_HANDLER: Final = "asya_gateway.backstop.lambda_handler"
 _BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
-_CREW_ACCESS: Final[Mapping[str, Access]] = {naming.SINK: SINK, naming.SUMP: SUMP}
 
 
 def default_sources() -> SourceLayout:
-    """The source tree this package was installed from (an editable install of asya-serverless)."""
-    return SourceLayout.from_repo(Path(__file__).resolve().parents[2])
+    """The runtime code that is installed: the checkout of an editable install, else (a wheel) a tree staged from
+    site-packages under ``./.asya/source`` of the working directory (:mod:`asya_cdk.installed`)."""
+    return installed_sources(staging=Path.cwd() / ".asya" / "source")
 
 
 class AsyaMesh(Construct):
@@ -234,8 +236,14 @@ class AsyaMesh(Construct):
                 key=key,
                 overrides=overrides,
             )
-            access = _CREW_ACCESS.get(actor.name, ACTOR)
-            grant_access(built.function, access, namespace=namespace, table=group.table, bucket=group.bucket, key=key)
+            grant_access(
+                built.function,
+                role_of(actor.name),
+                namespace=namespace,
+                table=group.table,
+                bucket=group.bucket,
+                key=key,
+            )
             self._actors[actor.name] = built
 
         gateway_dir = stage_gateway_asset(
@@ -283,17 +291,8 @@ class AsyaMesh(Construct):
             key=key,
             function_overrides={k: v for k, v in function_extra.items() if k != "layers"},
         )
-        grant_access(self._gateway.function, GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
-        grant_access(self._backstop.function, BACKSTOP, namespace=namespace, table=table, bucket=bucket, key=key)
-        # mq-diagnostic (GW-OPS-3) reads the queues' oldest-message age from CloudWatch
-        self._gateway.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["cloudwatch:GetMetricStatistics"], resources=["*"])
-        )
-        acknowledge(
-            self._gateway,
-            "AwsSolutions-IAM5[Resource::*]",
-            "cloudwatch:GetMetricStatistics has no resource-level permissions; it only reads metrics.",
-        )
+        grant_access(self._gateway.function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
+        grant_access(self._backstop.function, access.BACKSTOP, namespace=namespace, table=table, bucket=bucket, key=key)
         self._observability = MeshObservability(
             self,
             "Alarms",

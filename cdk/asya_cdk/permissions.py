@@ -1,34 +1,32 @@
-"""The least-privilege matrix of a mesh: what each kind of function may do on the table, the bucket and the queues.
+"""Each mesh function's IAM policy, derived from the calls its code declares (``asya.access``), never written here.
 
-One entry per role (docs/deploy.md prints the same matrix; tests/infra/test_permissions.py asserts it statement by
-statement on the synthesized template):
+:func:`grant_access` renders a role of :data:`asya.access.ROLES` as policy statements on the function's role:
 
-- actor: table GetItem, PutItem, UpdateItem; no index; S3 get and put under ``payloads/`` and ``fanin/``; consumes
-  its own queue, sends to ``asya-{ns}-*``.
-- x-sink: table as an actor; S3 get under ``payloads/``, put under ``succeeded/`` and ``failed/`` (checkpoints);
-  consumes its own queue, sends to ``asya-{ns}-*`` (sink hooks, x-sump).
-- x-sump: table as an actor; S3 get under ``payloads/``, put under ``failed/`` and ``unparsed/``; consumes its own
-  queue, sends to ``asya-{ns}-*``.
-- gateway: table GetItem, PutItem, UpdateItem, DeleteItem, Query, BatchGetItem, BatchWriteItem; Query on the
-  listing indexes (every index but the deadline ones); S3 get and put (and presigned URLs) under ``tasks/`` and
-  ``payloads/``, delete under ``tasks/``; sends to ``asya-{ns}-*`` (creates, the deadline timers) and reads queue
-  attributes (mq-diagnostic).
-- backstop: table GetItem, UpdateItem, Query; Query on the deadline indexes; no S3; consumes
-  ``asya-{ns}-x-deadline``.
+- :class:`~asya.access.Table` -> the table ARN; :class:`~asya.access.Index` -> ``{table}/index/{name}``;
+- :class:`~asya.access.Objects` -> ``{bucket}/{pattern}`` (``paused/*.json``, ``tasks/*/result.json``, ...);
+- :class:`~asya.access.Listing` -> one ``s3:ListBucket`` on the bucket, conditioned ``StringLike s3:prefix`` on the
+  declared prefixes (every listing call of the role in one statement);
+- :class:`~asya.access.Queues` -> ``arn:...:sqs:{region}:{account}:asya-{ns}-{pattern}``;
+- :class:`~asya.access.Unscoped` -> ``*``; :class:`~asya.access.OwnQueue` is granted by the event source mapping.
 
-No role may Scan, and only the gateway may DeleteItem (undoing a create whose body write failed, GW-CREATE-8). The
-queue wildcard ``asya-{ns}-*`` is the mesh's own naming rule (P-NAME-4): an actor sends to any actor of its mesh by
-name, and a per-queue list would not fit IAM's 10 KB role-policy limit for a mesh of 200 actors. ``ListBucket`` is
-granted only with an ``s3:prefix`` condition on the prefixes a role reads, so a missing key answers 404, not 403.
+Every wildcard a statement holds is acknowledged to cdk-nag (``AwsSolutions-IAM5``) on the function, with the
+declaring call's ``why`` as the reason. With a customer-managed KMS key (``storage.kms_key_arn``) every role also gets
+``kms:Decrypt``, ``kms:Encrypt``, ``kms:GenerateDataKey*`` and ``kms:ReEncrypt*`` on that key only (SQS, DynamoDB and
+S3 encrypt with it on the role's behalf).
 
-With a customer-managed KMS key (``storage.kms_key_arn``), every role gets ``kms:Decrypt``, ``kms:Encrypt``,
-``kms:GenerateDataKey*`` and ``kms:ReEncrypt*`` on that key only (SQS and DynamoDB encrypt with it on their behalf).
+Missing keys, 403 or 404: S3 answers a ``GetObject``/``HeadObject`` of a missing key with 404 only when the caller has
+``s3:ListBucket`` on the bucket, and that request carries no ``s3:prefix``, so a prefix-conditioned ``ListBucket``
+never applies to it and the answer is 403. The choice here is least privilege without relying on 404: no role gets an
+unconditioned ``ListBucket`` (it would let every function list every task id and checkpoint of the mesh). The code
+that must tell "missing" from "denied" (x-resume's paused file, the gateway's resume check, every payload reference)
+confirms a 403 with a ``ListObjectsV2`` of the key itself under the prefix-conditioned grant (``asya.missingkey``);
+x-pause never reads its file and stores it with a conditional write (``If-None-Match: *``). docs/deploy.md states the
+same rule and prints the matrix that tests/infra/test_permissions.py checks against :data:`asya.access.ROLES`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Final
 
 from aws_cdk import Arn, ArnComponents, Stack
@@ -39,152 +37,94 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import IConstruct
 
-from asya import naming, tableschema
+from asya import access, naming
+from asya.access import DEADLINE_INDEXES, ROLES, Call, Role, role_of
 from asya_cdk.nag import acknowledge, acknowledge_wildcard_resources
 
 __all__ = [
-    "ACTOR",
-    "BACKSTOP",
     "DEADLINE_INDEXES",
-    "GATEWAY",
     "ROLES",
-    "SINK",
-    "SUMP",
-    "Access",
+    "Role",
     "grant_access",
+    "matrix_markdown",
     "mesh_queue_arn_pattern",
+    "queue_arn_pattern",
+    "role_of",
 ]
 
-#: The index only the backstop reads (GW-BACK-1).
-DEADLINE_INDEXES: Final = frozenset({"long_deadlines"})
-_CHECKPOINT_SUCCEEDED: Final = "succeeded/"
-_CHECKPOINT_FAILED: Final = "failed/"
-_UNPARSED: Final = "unparsed/"
+_LIST_BUCKET: Final = "s3:ListBucket"
 
 
-@dataclass(frozen=True, slots=True)
-class Access:
-    """What one role may do. ``indexes``: ``"listing"`` (every index but the deadline ones), ``"deadline"`` or
-    ``None``; prefixes are bucket key prefixes ending in ``/``."""
-
-    role: str
-    table_actions: tuple[str, ...]
-    indexes: str | None = None
-    s3_read: tuple[str, ...] = ()
-    s3_write: tuple[str, ...] = ()
-    s3_delete: tuple[str, ...] = ()
-    send_to_mesh: bool = True
-
-    def index_names(self) -> tuple[str, ...]:
-        if self.indexes is None:
-            return ()
-        deadline = self.indexes == "deadline"
-        return tuple(g.name for g in tableschema.GSIS if (g.name in DEADLINE_INDEXES) == deadline)
-
-
-_ITEM_RW: Final = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
-_PAYLOADS: Final = tableschema.PAYLOADS_PREFIX
-
-ACTOR: Final = Access(
-    "actor",
-    (*_ITEM_RW, "dynamodb:BatchGetItem"),  # BatchGetItem: the pre-flight read of each batch (P-STAT-10)
-    s3_read=(_PAYLOADS, tableschema.FANIN_PREFIX),
-    s3_write=(_PAYLOADS, tableschema.FANIN_PREFIX),
-)
-SINK: Final = Access("x-sink", _ITEM_RW, s3_read=(_PAYLOADS,), s3_write=(_CHECKPOINT_SUCCEEDED, _CHECKPOINT_FAILED))
-SUMP: Final = Access("x-sump", _ITEM_RW, s3_read=(_PAYLOADS,), s3_write=(_CHECKPOINT_FAILED, _UNPARSED))
-GATEWAY: Final = Access(
-    "gateway",
-    (
-        *_ITEM_RW,
-        "dynamodb:DeleteItem",
-        "dynamodb:Query",
-        "dynamodb:BatchGetItem",
-        "dynamodb:BatchWriteItem",
-    ),
-    indexes="listing",
-    s3_read=(tableschema.TASKS_PREFIX, _PAYLOADS),
-    s3_write=(tableschema.TASKS_PREFIX, _PAYLOADS),
-    s3_delete=(tableschema.TASKS_PREFIX,),
-)
-BACKSTOP: Final = Access(
-    "backstop",
-    ("dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Query"),
-    indexes="deadline",
-    send_to_mesh=False,
-)
-#: Every role, by name.
-ROLES: Final = {access.role: access for access in (ACTOR, SINK, SUMP, GATEWAY, BACKSTOP)}
-
-
-def mesh_queue_arn_pattern(scope: IConstruct, namespace: str) -> str:
-    """``arn:{partition}:sqs:{region}:{account}:asya-{ns}-*``: every queue of the mesh (P-NAME-4)."""
+def queue_arn_pattern(scope: IConstruct, namespace: str, pattern: str) -> str:
+    """``arn:{partition}:sqs:{region}:{account}:asya-{ns}-{pattern}`` (P-NAME-4)."""
     return Arn.format(
-        ArnComponents(service="sqs", resource=naming.queue_name(namespace, "*")),
+        ArnComponents(service="sqs", resource=naming.queue_name(namespace, pattern)),
         Stack.of(scope),
     )
 
 
+def mesh_queue_arn_pattern(scope: IConstruct, namespace: str) -> str:
+    """``arn:{partition}:sqs:{region}:{account}:asya-{ns}-*``: every queue of the mesh (P-NAME-4)."""
+    return queue_arn_pattern(scope, namespace, "*")
+
+
 def grant_access(
     grantee: lambda_.Function,
-    access: Access,
+    role: Role,
     *,
     namespace: str,
     table: dynamodb.ITable,
     bucket: s3.IBucket,
     key: kms.IKey | None,
 ) -> None:
-    """Add ``access``'s statements to ``grantee``'s policy, one statement per kind of access, and acknowledge the
-    cdk-nag findings of exactly the wildcards the matrix allows (on ``grantee``'s construct)."""
-    scope = table
-    table_arn = table.table_arn
-    iam.Grant.add_to_principal(grantee=grantee, actions=list(access.table_actions), resource_arns=[table_arn])
-    indexes = access.index_names()
-    if indexes:
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["dynamodb:Query"],
-            resource_arns=[f"{table_arn}/index/{name}" for name in indexes],
-        )
-    _grant_objects(grantee, bucket, ["s3:GetObject"], access.s3_read)
-    _grant_objects(grantee, bucket, ["s3:PutObject"], access.s3_write)
-    _grant_objects(grantee, bucket, ["s3:DeleteObject"], access.s3_delete)
-    if access.s3_read:
+    """Add ``role``'s declared calls to ``grantee``'s policy, one statement per call (every listing in one), and
+    acknowledge the cdk-nag finding of each wildcard with the declaring call's reason."""
+    reasons: dict[str, list[str]] = {}
+    listing: list[tuple[Call, tuple[str, ...]]] = []
+    for call in role.calls:
+        resource = call.resource
+        if isinstance(resource, access.OwnQueue):
+            continue
+        if isinstance(resource, access.Listing):
+            listing.append((call, resource.prefixes))
+            continue
+        arns = _arns(grantee, resource, namespace=namespace, table=table, bucket=bucket)
+        iam.Grant.add_to_principal(grantee=grantee, actions=list(call.actions), resource_arns=arns)
+        for arn in arns:
+            reasons.setdefault(arn, []).append(f"{role.name} {call.name}: {call.why}")
+    if listing:
+        prefixes = [f"{prefix}*" for _, found in listing for prefix in found]
         grantee.grant_principal.add_to_principal_policy(
             iam.PolicyStatement(
-                actions=["s3:ListBucket"],
+                actions=[_LIST_BUCKET],
                 resources=[bucket.bucket_arn],
-                conditions={"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in access.s3_read]}},
+                conditions={"StringLike": {"s3:prefix": list(dict.fromkeys(prefixes))}},
             )
-        )
-    if access.send_to_mesh:
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"],
-            resource_arns=[mesh_queue_arn_pattern(scope, namespace)],
         )
     if key is not None:
         key.grant_encrypt_decrypt(grantee)
-    _acknowledge(grantee, access, namespace=namespace, bucket=bucket, key=key)
+    _acknowledge(grantee, reasons, key=key)
 
 
-def _acknowledge(
-    grantee: IConstruct, access: Access, *, namespace: str, bucket: s3.IBucket, key: kms.IKey | None
-) -> None:
-    prefixes = sorted({*access.s3_read, *access.s3_write, *access.s3_delete})
-    acknowledge_wildcard_resources(
-        grantee,
-        [bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes],
-        f"Object keys are per task and envelope (GW-DATA-7): the {access.role} role gets only the prefixes it "
-        "uses, with object-level actions only (docs/deploy.md, least privilege).",
-    )
-    if access.send_to_mesh:
-        acknowledge_wildcard_resources(
-            grantee,
-            [mesh_queue_arn_pattern(grantee, namespace)],
-            f"asya-{namespace}-* is the mesh's own queue naming rule (P-NAME-4): an actor sends to any actor of its "
-            "mesh by name, and one ARN per queue would exceed IAM's role-policy size for large meshes.",
-        )
+def _arns(
+    scope: IConstruct, resource: access.Resource, *, namespace: str, table: dynamodb.ITable, bucket: s3.IBucket
+) -> list[str]:
+    if isinstance(resource, access.Table):
+        return [table.table_arn]
+    if isinstance(resource, access.Index):
+        return [f"{table.table_arn}/index/{name}" for name in resource.names]
+    if isinstance(resource, access.Objects):
+        return [bucket.arn_for_objects(resource.pattern)]
+    if isinstance(resource, access.Queues):
+        return [queue_arn_pattern(scope, namespace, resource.pattern)]
+    if isinstance(resource, access.Unscoped):
+        return ["*"]
+    raise TypeError(f"resource {resource!r} has no ARN of its own")
+
+
+def _acknowledge(grantee: IConstruct, reasons: Mapping[str, list[str]], *, key: kms.IKey | None) -> None:
+    for arn, why in reasons.items():
+        acknowledge_wildcard_resources(grantee, [arn], "; ".join(why) + " (docs/deploy.md, least privilege).")
     if key is not None:
         for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
             acknowledge(
@@ -195,12 +135,27 @@ def _acknowledge(
             )
 
 
-def _grant_objects(
-    grantee: iam.IGrantable, bucket: s3.IBucket, actions: Sequence[str], prefixes: Sequence[str]
-) -> None:
-    if prefixes:
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=list(actions),
-            resource_arns=[bucket.arn_for_objects(f"{prefix}*") for prefix in prefixes],
-        )
+def matrix_markdown() -> str:
+    """The declared calls of every role as the Markdown table docs/deploy.md prints (the test checks that copy)."""
+    lines = ["| Role | Call | Actions | Resource |", "|---|---|---|---|"]
+    for role in ROLES.values():
+        for call in role.calls:
+            actions = ", ".join(call.actions)
+            lines.append(f"| {role.name} | `{call.name}` | {actions} | {_describe(call.resource)} |")
+    return "\n".join(lines) + "\n"
+
+
+def _describe(resource: access.Resource) -> str:
+    if isinstance(resource, access.Table):
+        return "the table"
+    if isinstance(resource, access.Index):
+        return "index " + ", ".join(f"`{name}`" for name in resource.names)
+    if isinstance(resource, access.Objects):
+        return f"objects `{resource.pattern}`"
+    if isinstance(resource, access.Listing):
+        return "the bucket, `s3:prefix` like " + ", ".join(f"`{prefix}*`" for prefix in resource.prefixes)
+    if isinstance(resource, access.Queues):
+        return f"queues `asya-{{ns}}-{resource.pattern}`"
+    if isinstance(resource, access.OwnQueue):
+        return "its own queue (granted by the event source mapping)"
+    return "`*` (no resource-level permissions)"

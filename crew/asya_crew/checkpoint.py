@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from asya import tableschema
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError
 from asya.timeutil import parse_ts
@@ -44,8 +45,8 @@ __all__ = [
 ]
 
 CONTENT_TYPE: Final = "application/x-ndjson"
-UNPARSED_PREFIX: Final = "unparsed/"
-_PHASES: Final = frozenset({"succeeded", "failed"})
+UNPARSED_PREFIX: Final = tableschema.UNPARSED_PREFIX
+_PHASES: Final = frozenset(tableschema.CHECKPOINT_PREFIXES)
 #: The line breaks JSON leaves raw in UTF-8 output, written as escapes (they can only occur inside JSON strings)
 _LINE_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
@@ -113,7 +114,7 @@ class CheckpointWriter:
             groups.setdefault((entry.phase, checkpoint_day(entry.envelope, now=now)), []).append(entry)
         out: dict[Hashable, CheckpointLine | CheckpointError] = {}
         for (phase, day), members in groups.items():
-            key = f"{phase}/{day}/{self._new_id()}.jsonl"
+            key = tableschema.checkpoint_key(phase, day, self._new_id())
             try:
                 self._put(key, [checkpoint_text(entry.envelope) for entry in members])
             except CheckpointError as exc:
@@ -135,7 +136,7 @@ class CheckpointWriter:
 
 def put_unparsed(s3: Any, bucket: str, message_id: str, body: str, *, now: datetime) -> str:
     """Store a body that did not parse (P-SUMP-5); its key. An object already there (a redelivery) is kept."""
-    key = f"{UNPARSED_PREFIX}{now.date().isoformat()}/sqs-{message_id}.txt"
+    key = tableschema.unparsed_key(now.date().isoformat(), message_id)
     try:
         s3.put_object(
             Bucket=bucket,

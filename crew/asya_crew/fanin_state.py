@@ -90,7 +90,7 @@ class Slice:
 
 def slice_object_key(origin_id: str, index: int) -> str:
     """The S3 key of a slice too large for its item (GW-DATA-7)."""
-    return f"{tableschema.FANIN_PREFIX}{origin_id}/slice-{index}.json"
+    return tableschema.fanin_slice_key(origin_id, index)
 
 
 class FanInState:

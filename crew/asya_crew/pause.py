@@ -12,7 +12,9 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, p
   removes the task's ``deadline_at`` (the backstop drops its timer, GW-BACK-5) and is the hop claim; (3) the file
   ``paused/{id}.json`` (P-PAUSE-4). A claim refused by a higher fence (a resume raised it, P-RESUME-1) or a finished
   task writes nothing more: no orphan file. A refusal by a ``paused`` task holding this fence (a redelivery after (2))
-  stores the file when it is missing.
+  stores the file when it is missing: a conditional ``PutObject`` (``If-None-Match: *``) that keeps a file already
+  there. x-pause never reads the file: no ``HeadObject``, so no dependence on S3's 404, which needs a bucket-wide
+  ``s3:ListBucket`` grant (``asya.access``).
 - nothing is sent (P-PAUSE-6); the record is acked once the file exists. Any write error fails the record.
 
 Write units per pause: the pause item and the task item, 1 each for items under 1 KB (GW-DATA-8).
@@ -138,9 +140,6 @@ class PauseRuntime(RoutedCrewRuntime):
         if task is None or status_of(task) != "paused" or self._store.fence_of(task) != fence:
             self._log.info("task paused by another hop: nothing written")
             return
-        if self._file_exists(envelope.id):
-            self._log.info("redelivery of a completed pause: acked")
-            return
         if metadata is None:
             metadata = pausing.parse_metadata(envelope.headers.get(hdr.PAUSE))
         if payload is None:
@@ -149,24 +148,18 @@ class PauseRuntime(RoutedCrewRuntime):
             stored_remaining = task.get("remaining_seconds", {}).get("N")
             remaining = int(stored_remaining) if stored_remaining is not None else None
         document = pausing.paused_document(envelope, payload, metadata, now=self._clock(), remaining=remaining)
-        self._put_file(envelope.id, document, only_if_missing=True)
-        self._log.info("redelivery stored the missing paused file")
-
-    def _file_exists(self, task_id: str) -> bool:
-        try:
-            self.s3.head_object(Bucket=self._bucket(), Key=pausing.paused_key(task_id))
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
-        return True
+        if self._put_file(envelope.id, document, only_if_missing=True):
+            self._log.info("redelivery stored the missing paused file")
+        else:
+            self._log.info("redelivery of a completed pause: acked")
 
     def _bucket(self) -> str:
         if not self.config.bucket:
             raise PausedFileError("ASYA_BUCKET is not set: x-pause cannot store the paused envelope")
         return self.config.bucket
 
-    def _put_file(self, task_id: str, document: dict[str, Any], *, only_if_missing: bool) -> None:
+    def _put_file(self, task_id: str, document: dict[str, Any], *, only_if_missing: bool) -> bool:
+        """Store the paused file; False when ``only_if_missing`` found one already there (kept as it is)."""
         extra = {"IfNoneMatch": "*"} if only_if_missing else {}
         try:
             self.s3.put_object(
@@ -178,8 +171,9 @@ class PauseRuntime(RoutedCrewRuntime):
             )
         except ClientError as exc:
             if only_if_missing and exc.response["Error"]["Code"] in _ALREADY_STORED:
-                return
+                return False
             raise PausedFileError(f"could not store {pausing.paused_key(task_id)}: {exc}") from exc
+        return True
 
 
 _RUNTIME: PauseRuntime | None = None

@@ -7,7 +7,8 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, S
 - ``x-asya-resume-task`` must be present and equal to ``id``, else the task is rejected (P-CREW-1);
 - pre-flight (P-STAT-10): a ``canceled`` task goes to x-sink; a ``paused`` one (paused again: this resume is stale),
   a finished one or an unknown id is acked without a send;
-- ``paused/{id}.json`` is loaded; a missing file means the resume was already delivered: warning, ack (P-RESUME-3);
+- ``paused/{id}.json`` is loaded; a missing file (a 404, or a 403 that ``asya.missingkey`` finds is one) means the
+  resume was already delivered: warning, ack (P-RESUME-3);
 - the input (the payload) is merged into the stored payload (P-RESUME-4, ``asya.pausing.merge_input``); a bad merge
   is rejected;
 - the restored envelope goes on under the task's own id (P-RESUME-5): its route the stored ``next`` (x-sink with
@@ -32,6 +33,7 @@ from asya import headers as hdr
 from asya import pausing
 from asya.config import ActorConfig
 from asya.envelope import Envelope
+from asya.missingkey import is_missing
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
 from asya_crew.runtime import Parsed, Unparsed
@@ -90,7 +92,7 @@ class ResumeRuntime(RoutedCrewRuntime):
         try:
             found = self.s3.get_object(Bucket=bucket, Key=pausing.paused_key(task_id))
         except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("NoSuchKey", "404", "NotFound"):
+            if is_missing(self.s3, bucket, pausing.paused_key(task_id), exc):
                 return None
             raise
         document = json.loads(found["Body"].read())

@@ -8,7 +8,7 @@ Writes, in ``DIR`` (created; refused when it already holds any of these files):
 - ``tests/test_hello.py``: a test of the flow on a local mesh, with the shipped test client
   (``asya_local.testing.run_mesh``);
 - ``app.py`` and ``cdk.json``: the CDK app of the mesh, built with ``asya_cdk.build_app`` from the installed runtime
-  code (``asya_local.sources.source_root``), writing into the project's own ``cdk.out/``; ``cdk.json`` carries the
+  code (``asya_cdk.installed.installed_root``), writing into the project's own ``cdk.out/``; ``cdk.json`` carries the
   same CDK feature flags and ``asya:*`` defaults as this repository's (``asya_local/data/cdk_context.json``);
 - ``.gitignore`` and a short ``README.md``.
 """
@@ -92,7 +92,7 @@ from pathlib import Path
 
 from asya.exceptions import AsyaError
 from asya_cdk import build_app, load_cdk_context
-from asya_local.sources import source_root
+from asya_cdk.installed import installed_root
 
 HERE = Path(__file__).resolve().parent
 
@@ -101,7 +101,7 @@ def main() -> int:
     context = {"manifest": str(HERE / "asya.yaml"), **load_cdk_context(HERE / "cdk.json")}
     outdir = os.environ.get("CDK_OUTDIR") or str(HERE / "cdk.out")
     try:
-        root = source_root(staging=HERE / ".asya" / "source")
+        root = installed_root(staging=HERE / ".asya" / "source")
         built = build_app(repo_root=root, context=context, env=os.environ, outdir=outdir)
         built.app.synth()
     except AsyaError as exc:

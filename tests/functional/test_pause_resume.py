@@ -461,3 +461,74 @@ def test_p_ack_8_a_hop_held_under_another_runs_live_lease_fails_the_record_and_w
     assert len(rig.run("x-pause", body)) == 1, "the record comes back once that lease ends"
     assert rig.view(task_id)["status"] == "running"
     assert rig.paused_file(task_id) is None
+
+
+# --------------------------------------------------------------------------- S3 as IAM answers it (issue 24)
+
+
+class _NoBucketListing:
+    """S3 as it answers a role without an unconditioned ``s3:ListBucket`` (every mesh role, ``asya.access``): a
+    ``GetObject``/``HeadObject`` of a missing key is 403 ``AccessDenied``, never 404; reads of ``denied`` keys are
+    403 whether they exist or not. moto answers 404 to everyone, so the rig's S3 client is made to answer this way."""
+
+    def __init__(self, rig: Rig, denied: tuple[str, ...] = ()) -> None:
+        self.s3 = rig.mesh.aws.s3
+        self.bucket = rig.mesh.resources.bucket
+        self.probe = rig.mesh.aws.session.client("s3")
+        self.denied = denied
+
+    def __enter__(self) -> _NoBucketListing:
+        for operation in ("GetObject", "HeadObject"):
+            self.s3.meta.events.register(f"before-parameter-build.s3.{operation}", self._answer)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for operation in ("GetObject", "HeadObject"):
+            self.s3.meta.events.unregister(f"before-parameter-build.s3.{operation}", self._answer)
+
+    def _answer(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        from botocore.exceptions import ClientError
+
+        key = str(params.get("Key"))
+        listed = self.probe.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=1).get("Contents", [])
+        if key.startswith(self.denied) or not any(entry["Key"] == key for entry in listed):
+            code = "403" if model.name == "HeadObject" else "AccessDenied"
+            raise ClientError({"Error": {"Code": code, "Message": "Forbidden"}}, model.name)
+
+
+def test_p_resume_3_a_redelivered_resume_acks_when_s3_answers_403_for_the_deleted_file(rig: Rig) -> None:
+    """P-RESUME-3 under IAM: the file x-resume deleted reads as 403 (no bucket-wide ListBucket); ``asya.missingkey``
+    lists the key under the prefix-conditioned grant, finds nothing, and the redelivery is acked without a send.
+    Before issue 24 the 403 failed the record until it reached the DLQ."""
+    task_id, _ = _pause(rig)
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    [resume_message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    with _NoBucketListing(rig):
+        assert rig.run("x-resume", resume_message) == []
+        assert rig.paused_file(task_id) is None
+        assert len(drain(rig.mesh.aws.sqs, rig.url("publish"))) == 1
+        assert rig.run("x-resume", resume_message) == [], "the redelivery finds no file: acked"
+    assert drain(rig.mesh.aws.sqs, rig.url("publish")) == []
+
+
+def test_gw_resume_2_no_stored_envelope_is_409_when_s3_answers_403(rig: Rig) -> None:
+    """GW-RESUME-2 under IAM: the gateway's HeadObject of a missing paused file is 403; it still answers 409."""
+    task_id, _ = _pause(rig)
+    rig.mesh.aws.s3.delete_object(Bucket=rig.mesh.resources.bucket, Key=f"paused/{task_id}.json")
+    with _NoBucketListing(rig):
+        early = rig.resume_task(task_id, {"input": {"approved": True}})
+    assert (early.status_code, early.json()) == (409, {"error": "task has no stored envelope to resume"})
+
+
+def test_p_pause_5_redelivery_never_reads_the_paused_file(rig: Rig) -> None:
+    """P-PAUSE-5 without a read grant on paused/ (x-pause's role has none): a redelivery keeps a stored file by a
+    conditional write, and completes a missing one."""
+    task_id, body = _pause(rig)
+    stored = rig.paused_file(task_id)
+    with _NoBucketListing(rig, denied=("paused/",)):
+        assert rig.run("x-pause", body) == []
+    assert rig.paused_file(task_id) == stored
+    rig.mesh.aws.s3.delete_object(Bucket=rig.mesh.resources.bucket, Key=f"paused/{task_id}.json")
+    with _NoBucketListing(rig, denied=("paused/",)):
+        assert rig.run("x-pause", body) == []
+    assert rig.paused_file(task_id) is not None

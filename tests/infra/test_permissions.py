@@ -1,27 +1,31 @@
-"""The least-privilege matrix (issue 19 item 5, ``asya_cdk.permissions``, docs/deploy.md) asserted statement by
-statement on the synthesized example mesh, role by role: nothing more than the matrix, and all of it.
+"""Each function's policy is exactly what its role declares in ``asya.access`` (issue 24 item 3), asserted statement
+by statement on the synthesized example mesh; the breakers issue 24 found, each as a literal template assertion; and
+docs/deploy.md's matrix checked against the declaration.
 
-Spec: GATEWAY GW-DATA-7 (bucket prefixes), GW-BACK-1 (the timer queue), GW-OPS-3 (mq-diagnostic); PROTOCOL P-NAME-4.
+Spec: GATEWAY GW-DATA-7 (bucket prefixes), GW-BACK-1 (the timer queue), GW-OPS-3 (mq-diagnostic), GW-RESUME-2;
+PROTOCOL P-NAME-4, P-PAUSE-4, P-RESUME-3, P-RESUME-6.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from asya import naming, tableschema
+from asya import access, naming, tableschema
+from asya.access import Role
 from asya.manifest import Manifest
-from asya_cdk.permissions import ACTOR, BACKSTOP, DEADLINE_INDEXES, GATEWAY, SINK, SUMP, Access
+from asya_cdk.permissions import matrix_markdown
 from asya_cdk.testing import SynthesizedMesh
 
 pytestmark = pytest.mark.infra
 
 NS = "demo"
+REPO = Path(__file__).resolve().parents[2]
 _XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
-#: What CDK's SQS event source adds for the consumed queue.
-_CONSUME = {"sqs:ReceiveMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueUrl", "sqs:DeleteMessage"}
 
 
 def _ref_id(value: Any) -> str:
@@ -84,31 +88,39 @@ def _dump(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
 
 
-def _expected(synth: SynthesizedMesh, access: Access, consumed_queue: str | None) -> set[Grant]:
-    """The permissions ``access`` must produce, one (action, resource, condition) triple each. CDK merges statements
-    that share resources or actions, so the template is compared permission by permission."""
+def _queue_pattern(pattern: str) -> dict[str, Any]:
+    return {"Fn::Join": ["", ["arn:aws:sqs:us-east-1:", {"Ref": "AWS::AccountId"}, f":asya-{NS}-{pattern}"]]}
+
+
+def _expected(synth: SynthesizedMesh, role: Role, consumed_queue: str | None) -> set[Grant]:
+    """The permissions ``role``'s declared calls must produce, one (action, resource, condition) triple each. CDK
+    merges statements that share resources or actions, so the template is compared permission by permission."""
     table = {"Fn::GetAtt": [_table_id(synth), "Arn"]}
     bucket_arn = {"Fn::GetAtt": [_bucket_id(synth), "Arn"]}
-    out: set[Grant] = {(action, _dump(table), "") for action in access.table_actions}
-    out |= {
-        ("dynamodb:Query", _dump({"Fn::Join": ["", [table, f"/index/{name}"]]}), "") for name in access.index_names()
-    }
-    for action, prefixes in (
-        ("s3:GetObject", access.s3_read),
-        ("s3:PutObject", access.s3_write),
-        ("s3:DeleteObject", access.s3_delete),
-    ):
-        out |= {(action, _dump({"Fn::Join": ["", [bucket_arn, f"/{prefix}*"]]}), "") for prefix in prefixes}
-    if access.s3_read:
-        condition = {"StringLike": {"s3:prefix": [f"{prefix}*" for prefix in access.s3_read]}}
+    out: set[Grant] = set()
+    prefixes: list[str] = []
+    for call in role.calls:
+        resource = call.resource
+        if isinstance(resource, access.Table):
+            arns = [table]
+        elif isinstance(resource, access.Index):
+            arns = [{"Fn::Join": ["", [table, f"/index/{name}"]]} for name in resource.names]
+        elif isinstance(resource, access.Objects):
+            arns = [{"Fn::Join": ["", [bucket_arn, f"/{resource.pattern}"]]}]
+        elif isinstance(resource, access.Queues):
+            arns = [_queue_pattern(resource.pattern)]
+        elif isinstance(resource, access.Unscoped):
+            arns = ["*"]
+        elif isinstance(resource, access.Listing):
+            prefixes += [f"{p}*" for p in resource.prefixes]
+            continue
+        else:
+            assert consumed_queue is not None, f"{role.name} declares {call.name} but consumes no queue"
+            arns = [{"Fn::GetAtt": [consumed_queue, "Arn"]}]
+        out |= {(action, _dump(arn), "") for action in call.actions for arn in arns}
+    if prefixes:
+        condition = {"StringLike": {"s3:prefix": list(dict.fromkeys(prefixes))}}
         out.add(("s3:ListBucket", _dump(bucket_arn), _dump(condition)))
-    if access.send_to_mesh:
-        pattern = {"Fn::Join": ["", ["arn:aws:sqs:us-east-1:", {"Ref": "AWS::AccountId"}, f":asya-{NS}-*"]]}
-        sends = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
-        out |= {(action, _dump(pattern), "") for action in sends}
-    if consumed_queue is not None:
-        queue = _dump({"Fn::GetAtt": [consumed_queue, "Arn"]})
-        out |= {(action, queue, "") for action in _CONSUME | {"sqs:GetQueueAttributes"}}
     return out
 
 
@@ -116,42 +128,109 @@ def _actual(statements: list[dict[str, Any]]) -> set[Grant]:
     out: set[Grant] = set()
     for s in statements:
         assert s["Effect"] == "Allow"
-        if _actions(s) <= _XRAY or s["Action"] == "cloudwatch:GetMetricStatistics":
+        if _actions(s) <= _XRAY:
             continue
         condition = _dump(s["Condition"]) if "Condition" in s else ""
         out |= {(action, resource, condition) for action in _actions(s) for resource in _resources(s)}
     return out
 
 
+def _role_grants(synth: SynthesizedMesh, function_name: str) -> set[Grant]:
+    return _actual(_statements(synth, _function_ids(synth)[function_name]))
+
+
 @pytest.mark.parametrize(
-    ("role", "access"),
-    [("normalize", ACTOR), ("split", ACTOR), (naming.SINK, SINK), (naming.SUMP, SUMP)],
+    "name", ["normalize", "split", "x-fanin-chunk", naming.SINK, naming.SUMP, naming.PAUSE, naming.RESUME]
 )
-def test_actor_and_crew_roles_are_exactly_the_matrix(example_synth: SynthesizedMesh, role: str, access: Access) -> None:
-    """Each actor role: its table actions, its prefixes, send to the mesh, consume its own queue; nothing else."""
-    function = _function_ids(example_synth)[role]
-    queue = _queue_ids(example_synth)[naming.queue_name(NS, role)]
-    assert _actual(_statements(example_synth, function)) == _expected(example_synth, access, queue)
+def test_actor_and_crew_roles_are_exactly_their_declared_calls(example_synth: SynthesizedMesh, name: str) -> None:
+    """Each actor's policy is its role's declared calls (``asya.access.role_of``) and its own queue; nothing else."""
+    queue = _queue_ids(example_synth)[naming.queue_name(NS, name)]
+    expected = _expected(example_synth, access.role_of(name), queue)
+    assert _role_grants(example_synth, name) == expected
 
 
-def test_gateway_role_is_exactly_the_matrix(example_synth: SynthesizedMesh) -> None:
-    """GW-DATA-7: tasks/ and payloads/; the listing indexes; send to the mesh's queues (creates and timers); GW-OPS-3:
-    the metric read, which has no resource-level permissions."""
-    function = _function_ids(example_synth)["gateway"]
-    statements = _statements(example_synth, function)
-    metric = [s for s in statements if s["Action"] == "cloudwatch:GetMetricStatistics"]
-    assert [s["Resource"] for s in metric] == ["*"]
-    assert _actual(statements) == _expected(example_synth, GATEWAY, None)
+def test_gateway_role_is_exactly_its_declared_calls(example_synth: SynthesizedMesh) -> None:
+    """GW-DATA-7: tasks/, payloads/, paused/; the listing indexes; send to the mesh's queues (creates and timers);
+    GW-OPS-3: the metric read, which has no resource-level permissions."""
+    assert _role_grants(example_synth, "gateway") == _expected(example_synth, access.GATEWAY, None)
 
 
 def test_gw_back_1_backstop_role_consumes_the_timer_queue_and_touches_no_bucket(
     example_synth: SynthesizedMesh,
 ) -> None:
-    function = _function_ids(example_synth)["backstop"]
     timer = _queue_ids(example_synth)[naming.queue_name(NS, naming.DEADLINE)]
+    function = _function_ids(example_synth)["backstop"]
     statements = _statements(example_synth, function)
-    assert _actual(statements) == _expected(example_synth, BACKSTOP, timer)
+    assert _actual(statements) == _expected(example_synth, access.BACKSTOP, timer)
     assert "s3:" not in json.dumps(statements)
+
+
+def test_every_deployed_function_has_a_declared_role(example_synth: SynthesizedMesh) -> None:
+    """A deployed actor maps to its role: crew by name, ``x-fanin-*`` to the aggregator, the rest to ``actor``."""
+    functions = _function_ids(example_synth)
+    roles = {access.role_of(name).name for name in functions if name not in ("gateway", "backstop")}
+    assert roles == {"actor", "aggregator", naming.SINK, naming.SUMP, naming.PAUSE, naming.RESUME}
+
+
+# --------------------------------------------------------------------------- the breakers of issue 24
+
+
+def _allows(synth: SynthesizedMesh, name: str, action: str, object_pattern: str) -> bool:
+    """Whether ``name``'s policy allows ``action`` on ``<bucket>/<object_pattern>`` (literal template form)."""
+    arn = _dump({"Fn::Join": ["", [{"Fn::GetAtt": [_bucket_id(synth), "Arn"]}, f"/{object_pattern}"]]})
+    return (action, arn, "") in _role_grants(synth, name)
+
+
+def _listing_prefixes(synth: SynthesizedMesh, name: str) -> set[str]:
+    return {
+        prefix
+        for action, _, condition in _role_grants(synth, name)
+        if action == "s3:ListBucket"
+        for prefix in json.loads(condition)["StringLike"]["s3:prefix"]
+    }
+
+
+def test_x_pause_may_store_its_paused_file_and_large_pause_metadata(example_synth: SynthesizedMesh) -> None:
+    """P-PAUSE-4: x-pause puts paused/{id}.json (conditionally on a redelivery, P-PAUSE-5); pause metadata over 64
+    KiB goes to tasks/{id}/pause_metadata.json (GW-DATA-6). Before issue 24 neither was granted."""
+    assert _allows(example_synth, naming.PAUSE, "s3:PutObject", "paused/*.json")
+    assert _allows(example_synth, naming.PAUSE, "s3:PutObject", "tasks/*/pause_metadata.json")
+
+
+def test_x_resume_may_load_and_delete_the_paused_file_and_tell_a_missing_one(example_synth: SynthesizedMesh) -> None:
+    """P-RESUME-3, P-RESUME-6: GetObject then DeleteObject of paused/{id}.json; a 403 on a missing file is told apart
+    by listing its key, which the prefix-conditioned ListBucket allows."""
+    assert _allows(example_synth, naming.RESUME, "s3:GetObject", "paused/*.json")
+    assert _allows(example_synth, naming.RESUME, "s3:DeleteObject", "paused/*.json")
+    assert "paused/*" in _listing_prefixes(example_synth, naming.RESUME)
+
+
+def test_gateway_may_check_and_delete_the_paused_file(example_synth: SynthesizedMesh) -> None:
+    """GW-RESUME-2: HeadObject (s3:GetObject) of paused/{id}.json; GW-CANCEL-1: its delete."""
+    assert _allows(example_synth, "gateway", "s3:GetObject", "paused/*.json")
+    assert _allows(example_synth, "gateway", "s3:DeleteObject", "paused/*.json")
+    assert "paused/*" in _listing_prefixes(example_synth, "gateway")
+
+
+def test_x_sink_may_store_a_result_and_error_details_over_64_kib(example_synth: SynthesizedMesh) -> None:
+    """GW-DATA-6: a result over 64 KiB is tasks/{id}/result.json; before issue 24 x-sink could put only checkpoints."""
+    assert _allows(example_synth, naming.SINK, "s3:PutObject", "tasks/*/result.json")
+    assert _allows(example_synth, naming.SINK, "s3:PutObject", "tasks/*/error_details.json")
+
+
+def test_backstop_may_rearm_a_timer_on_the_timer_queue(example_synth: SynthesizedMesh) -> None:
+    """GW-BACK-1: a timer due before its deadline is sent again to asya-{ns}-x-deadline; before issue 24 the backstop
+    could only consume."""
+    grants = _role_grants(example_synth, "backstop")
+    assert ("sqs:SendMessage", _dump(_queue_pattern(naming.DEADLINE)), "") in grants
+
+
+def test_no_role_may_list_the_whole_bucket(example_synth: SynthesizedMesh) -> None:
+    """The 403-vs-404 rule is handled by ``asya.missingkey``, never by an unconditioned ListBucket."""
+    for name in _function_ids(example_synth):
+        for action, _, condition in _role_grants(example_synth, name):
+            if action == "s3:ListBucket":
+                assert condition, name
 
 
 def test_no_role_may_scan_and_only_the_gateway_may_delete_items(example_synth: SynthesizedMesh) -> None:
@@ -164,10 +243,23 @@ def test_no_role_may_scan_and_only_the_gateway_may_delete_items(example_synth: S
 
 def test_indexes_split_between_listing_and_deadline_roles() -> None:
     """Every index of the table schema is read by exactly one role: the gateway lists, the backstop sweeps."""
+
+    def indexes(role: Role) -> set[str]:
+        return {n for c in role.calls if isinstance(c.resource, access.Index) for n in c.resource.names}
+
     names = {gsi.name for gsi in tableschema.GSIS}
-    assert set(GATEWAY.index_names()) | set(BACKSTOP.index_names()) == names
-    assert not set(GATEWAY.index_names()) & set(BACKSTOP.index_names())
-    assert set(BACKSTOP.index_names()) <= DEADLINE_INDEXES
+    assert indexes(access.GATEWAY) | indexes(access.BACKSTOP) == names
+    assert not indexes(access.GATEWAY) & indexes(access.BACKSTOP)
+    assert indexes(access.BACKSTOP) <= access.DEADLINE_INDEXES
+    assert all(not indexes(role) for role in access.ROLES.values() if role not in (access.GATEWAY, access.BACKSTOP))
+
+
+def test_docs_deploy_matrix_is_the_declaration() -> None:
+    """docs/deploy.md's matrix (between its markers) is exactly ``asya_cdk.permissions.matrix_markdown()``."""
+    text = (REPO / "docs" / "deploy.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- access-matrix:begin -->\n(.*?)<!-- access-matrix:end -->", text, flags=re.DOTALL)
+    assert found is not None, "docs/deploy.md lacks the access-matrix markers"
+    assert found.group(1) == matrix_markdown(), "regenerate it from asya_cdk.permissions.matrix_markdown()"
 
 
 def test_every_function_reaches_its_queues_by_account_without_get_queue_url(

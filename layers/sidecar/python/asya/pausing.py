@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from asya import headers as hdr
-from asya import naming
+from asya import naming, tableschema
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.exceptions import AsyaError
 from asya.timeutil import format_ts, parse_ts
@@ -48,7 +48,9 @@ __all__ = [
     "restored_envelope",
 ]
 
-PAUSED_PREFIX: Final = "paused/"
+PAUSED_PREFIX: Final = tableschema.PAUSED_PREFIX
+#: The S3 key of a paused envelope (P-PAUSE-4, GW-DATA-7), from the bucket layout of ``asya.tableschema``.
+paused_key: Final = tableschema.paused_key
 FIELD_TYPES: Final = ("string", "number", "integer", "boolean", "object", "array")
 MERGE_MODES: Final = ("shallow", "deep")
 DEFAULT_METADATA: Final[Mapping[str, Any]] = {"prompt": "Task paused", "fields": []}
@@ -90,11 +92,6 @@ class PauseMetadata:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(self.raw) if self.raw is not None else {"prompt": self.prompt, "fields": []}
-
-
-def paused_key(task_id: str) -> str:
-    """The S3 key of a paused envelope (P-PAUSE-4, GW-DATA-7)."""
-    return f"{PAUSED_PREFIX}{task_id}.json"
 
 
 def parse_metadata(value: object) -> PauseMetadata:

@@ -36,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from asya.envelope import Envelope, dumps
 from asya.exceptions import AsyaError
+from asya.missingkey import is_missing
 from asya.tableschema import PAYLOADS_PREFIX
 from asya.transport import TransportError
 
@@ -51,7 +52,6 @@ __all__ = [
 DEFAULT_THRESHOLD_KB: Final = 240
 REFERENCE_KEY: Final = "__ref__"
 _SCHEME: Final = "s3://"
-_MISSING_CODES: Final = frozenset({"NoSuchKey", "404", "NotFound"})
 _PLAIN_ID: Final = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -146,7 +146,7 @@ class PayloadStore:
         try:
             data = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _MISSING_CODES:
+            if is_missing(self.s3, str(self.bucket), key, exc):
                 raise PayloadUnavailableError(f"payload reference {ref!r}: the object does not exist") from None
             raise
         try:

@@ -3,6 +3,12 @@
 The one description both the CDK app and the local mode create resources from, so the table and bucket behave the
 same in AWS and on moto. The item layout is in ``asya.store.records``.
 
+Every object key the runtime writes or reads is built here (or, for offloaded payloads, from :data:`PAYLOADS_PREFIX`
+in ``asya.payloads``): ``payloads/{id}/{hop}-{actor}-{token}.json``, ``fanin/{origin}/slice-{i}.json``,
+``tasks/{id}/{field}.json``, ``paused/{id}.json``, ``{succeeded|failed}/{day}/{name}.jsonl`` (checkpoints) and
+``unparsed/{day}/sqs-{message id}.txt``. ``asya.access`` declares who may touch which by calling the same builders
+with ``*`` (tests/unit/test_access.py fails on a key built anywhere else).
+
 Every index projects its keys only (GW-DATA-2, GW-DATA-8): a write that changes no index key writes no index, and an
 index key of a task is written at creation and changed at most once, at its terminal write, so a status or progress
 update never costs an index write. Readers fetch what they list with ``BatchGetItem``.
@@ -14,17 +20,28 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 __all__ = [
+    "CHECKPOINT_PREFIXES",
+    "FAILED_PREFIX",
     "FANIN_PREFIX",
     "GSIS",
     "PARTITION_KEY",
+    "PAUSED_PREFIX",
     "PAYLOADS_PREFIX",
     "PAYLOADS_RETENTION_DAYS",
     "SORT_KEY",
+    "SUCCEEDED_PREFIX",
     "TASKS_PREFIX",
     "TASKS_RETENTION_DAYS",
     "TTL_ATTRIBUTE",
+    "UNPARSED_PREFIX",
     "Gsi",
     "boto3_create_table_kwargs",
+    "checkpoint_key",
+    "fanin_slice_key",
+    "paused_key",
+    "task_value_key",
+    "task_values_prefix",
+    "unparsed_key",
 ]
 
 PARTITION_KEY: Final = "pk"
@@ -38,6 +55,44 @@ PAYLOADS_RETENTION_DAYS: Final = 15
 #: Task values too big for the task item (GW-DATA-6) expire with the task record, 30 days (GW-DATA-7).
 TASKS_PREFIX: Final = "tasks/"
 TASKS_RETENTION_DAYS: Final = 30
+#: Paused envelopes (P-PAUSE-4), one per paused task, deleted by the resume (P-RESUME-6) or a cancel.
+PAUSED_PREFIX: Final = "paused/"
+#: Crew checkpoints (P-SINK-4, P-SUMP-4): one prefix per final phase.
+SUCCEEDED_PREFIX: Final = "succeeded/"
+FAILED_PREFIX: Final = "failed/"
+CHECKPOINT_PREFIXES: Final = {"succeeded": SUCCEEDED_PREFIX, "failed": FAILED_PREFIX}
+#: Bodies x-sump could not parse (P-SUMP-5).
+UNPARSED_PREFIX: Final = "unparsed/"
+
+
+def task_value_key(task_id: str, field: str) -> str:
+    """``tasks/{id}/{field}.json``: a task value too large for its item (GW-DATA-6)."""
+    return f"{TASKS_PREFIX}{task_id}/{field}.json"
+
+
+def task_values_prefix(task_id: str) -> str:
+    """``tasks/{id}/``: every large value of one task."""
+    return f"{TASKS_PREFIX}{task_id}/"
+
+
+def paused_key(task_id: str) -> str:
+    """``paused/{id}.json``: a paused envelope (P-PAUSE-4, GW-DATA-7)."""
+    return f"{PAUSED_PREFIX}{task_id}.json"
+
+
+def fanin_slice_key(origin_id: str, index: int | str) -> str:
+    """``fanin/{origin}/slice-{i}.json``: a fan-in slice too large for its item (GW-DATA-7)."""
+    return f"{FANIN_PREFIX}{origin_id}/slice-{index}.json"
+
+
+def checkpoint_key(phase: str, day: str, name: str) -> str:
+    """``{phase}/{day}/{name}.jsonl``: one crew checkpoint object; ``phase`` is ``succeeded`` or ``failed``."""
+    return f"{CHECKPOINT_PREFIXES[phase]}{day}/{name}.jsonl"
+
+
+def unparsed_key(day: str, message_id: str) -> str:
+    """``unparsed/{day}/sqs-{message id}.txt``: a body x-sump could not parse (P-SUMP-5)."""
+    return f"{UNPARSED_PREFIX}{day}/sqs-{message_id}.txt"
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from asya import tableschema
 from asya.envelope import dumps
 from asya.store import records as rec
 from asya.store.errors import StoreError
@@ -38,7 +39,7 @@ class BodyCodec:
                 f"{field} of task {task_id!r} is over {rec.INLINE_LIMIT // 1024} KiB encoded and the store has no "
                 "bucket to hold it: configure the storage bucket (GW-DATA-6)"
             )
-        object_key = f"{rec.TASKS_PREFIX}{task_id}/{field}.json"
+        object_key = tableschema.task_value_key(task_id, field)
         self._s3().put_object(
             Bucket=self._bucket, Key=object_key, Body=text.encode("utf-8"), ContentType="application/json"
         )

@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeGuard
 
+from asya import tableschema
 from asya.envelope import dumps
 
 __all__ = [
@@ -90,7 +91,7 @@ PAUSE_SK: Final = "PAUSE"
 EVENT_PREFIX: Final = "EV#"
 CHILD_PREFIX: Final = "CHILD#"
 #: S3 prefix of task values too large for the body item (GW-DATA-6, GW-DATA-7).
-TASKS_PREFIX: Final = "tasks/"
+TASKS_PREFIX: Final = tableschema.TASKS_PREFIX
 BODY_FIELDS: Final = ("payload", "result", "error_details", "pause_metadata")
 #: The message of a new task and of its event 1 (GW-CREATE-7).
 CREATED_MESSAGE: Final = "Task created"

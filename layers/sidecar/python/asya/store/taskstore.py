@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from asya import tableschema
+from asya.missingkey import is_missing
 from asya.progress import hop_progress
 from asya.store import queries as q
 from asya.store import records as rec
@@ -177,7 +179,7 @@ class TaskStore:
         q.batch_delete(self.dynamodb, self.table, q.task_keys(self.dynamodb, self.table, task_id))
         if self.bucket:
             s3 = self._s3_client()
-            listing = s3.list_objects_v2(Bucket=self.bucket, Prefix=f"{rec.TASKS_PREFIX}{task_id}/")
+            listing = s3.list_objects_v2(Bucket=self.bucket, Prefix=tableschema.task_values_prefix(task_id))
             for obj in listing.get("Contents", []):
                 s3.delete_object(Bucket=self.bucket, Key=obj["Key"])
 
@@ -427,14 +429,16 @@ class TaskStore:
         return self.apply(task_id, update)
 
     def has_paused_envelope(self, task_id: str) -> bool:
-        """Whether ``paused/{id}.json`` exists (P-RESUME-1, GW-RESUME-2): one ``HeadObject``; other S3 errors
-        propagate."""
+        """Whether ``paused/{id}.json`` exists (P-RESUME-1, GW-RESUME-2): one ``HeadObject`` (a 403 is told from a
+        missing key by ``asya.missingkey``); other S3 errors propagate."""
         if not self.bucket:
             return False
+        key = tableschema.paused_key(task_id)
+        s3 = self._s3_client()
         try:
-            self._s3_client().head_object(Bucket=self.bucket, Key=f"paused/{task_id}.json")
+            s3.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+            if is_missing(s3, self.bucket, key, exc):
                 return False
             raise
         return True
@@ -448,7 +452,7 @@ class TaskStore:
             return "terminal"
         if self.bucket:
             try:
-                self._s3_client().delete_object(Bucket=self.bucket, Key=f"paused/{task_id}.json")
+                self._s3_client().delete_object(Bucket=self.bucket, Key=tableschema.paused_key(task_id))
             except (ClientError, BotoCoreError) as exc:
                 _log.warning("could not delete paused/%s.json after cancel: %s", task_id, exc)
         return "canceled"
