@@ -73,7 +73,7 @@ def _succeed(store: TaskStore, task_id: str, result: Any) -> None:
 
 
 def test_gw_data_8_r3_item_size_counts_like_dynamodb_bills() -> None:
-    item = {
+    item: dict[str, dict[str, Any]] = {
         "pk": {"S": "TASK#é"},
         "n": {"N": "-123.4500"},
         "e": {"N": "1.5E+10"},
