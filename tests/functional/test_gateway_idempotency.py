@@ -165,3 +165,10 @@ def test_gw_create_r3_a_failed_creation_releases_its_key(gw: Gw) -> None:
     keep = {k: v for k, v in attributes.items() if k in ("VisibilityTimeout", "MessageRetentionPeriod")}
     gw.mesh.aws.sqs.create_queue(QueueName=name, Attributes=keep)
     assert gw.post("fail-1").status_code == 201
+
+
+def test_gw_create_r3_openapi_documents_the_header_and_its_answers(gw: Gw) -> None:
+    spec = gw.client.get("/openapi.json").json()
+    create = spec["paths"]["/api/v1/mesh/"]["post"]
+    assert any(p["name"] == "Idempotency-Key" and p["in"] == "header" for p in create["parameters"])
+    assert {"201", "400", "409", "422"} <= set(create["responses"])
