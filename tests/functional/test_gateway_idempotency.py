@@ -172,3 +172,31 @@ def test_gw_create_r3_openapi_documents_the_header_and_its_answers(gw: Gw) -> No
     create = spec["paths"]["/api/v1/mesh/"]["post"]
     assert any(p["name"] == "Idempotency-Key" and p["in"] == "header" for p in create["parameters"])
     assert {"201", "400", "409", "422"} <= set(create["responses"])
+
+
+class _CutOnce(httpx.HTTPTransport):
+    """Delivers the first request, then loses its answer, as a connection cut after the gateway committed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cut = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        if self.cut == 0:
+            self.cut += 1
+            response.read()
+            raise httpx.ReadError("connection reset after the request was sent", request=request)
+        return response
+
+
+def test_gw_create_r3_asya_call_retries_a_cut_create_with_the_same_key(gw: Gw) -> None:
+    """``asya call`` (``GatewayClient.create``): the first create committed but its answer was lost; the client sends
+    it again with the same key and gets the first task."""
+    from asya_local.client import GatewayClient
+
+    transport = _CutOnce()
+    with GatewayClient(str(gw.client.base_url), http=httpx.Client(transport=transport, timeout=60)) as client:
+        created = client.create(flow="text-pipeline", payload={"text": "hi"})
+    assert transport.cut == 1
+    assert [item["id"]["S"] for item in gw.tasks()] == [created["id"]]
