@@ -200,3 +200,32 @@ def test_gw_create_r3_asya_call_retries_a_cut_create_with_the_same_key(gw: Gw) -
         created = client.create(flow="text-pipeline", payload={"text": "hi"})
     assert transport.cut == 1
     assert [item["id"]["S"] for item in gw.tasks()] == [created["id"]]
+
+
+def test_gw_create_r3_an_mcp_call_sent_again_in_its_session_follows_its_first_task(mesh: Any, serve_asgi: Any) -> None:
+    """MCP's key is what the call already has, its session and request id (the task id derives from them), so a
+    ``tools/call`` sent again after a cut connection follows the task it created, with no extra write; the same id
+    reused for other arguments (MCP forbids it) still runs, under a fresh id."""
+    clock = ManualClock(START)
+    store = mesh.store(clock)
+    config = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05, sse_max_seconds=0.3)
+    app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
+    with httpx.Client(base_url=serve_asgi(app), timeout=30) as client:
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
+        headers = {"Mcp-Session-Id": client.post("/mcp", json=init).headers["mcp-session-id"]}
+
+        def call(arguments: dict[str, Any]) -> str:
+            body = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "text-pipeline", "arguments": arguments},
+            }
+            return str(client.post("/mcp", json=body, headers=headers).json()["result"]["_meta"]["asya/task_id"])
+
+        first = call({"text": "hi"})
+        assert call({"text": "hi"}) == first
+        gw = Gw(client, store, clock, mesh)
+        assert len(gw.tasks()) == 1
+        other = call({"text": "something else"})
+        assert other != first and len(gw.tasks()) == 2
