@@ -229,3 +229,29 @@ def test_gw_create_r3_an_mcp_call_sent_again_in_its_session_follows_its_first_ta
         assert len(gw.tasks()) == 1
         other = call({"text": "something else"})
         assert other != first and len(gw.tasks()) == 2
+
+
+def test_gw_create_r3_an_a2a_message_sent_again_answers_its_first_task(mesh: Any, serve_asgi: Any) -> None:
+    """A2A's key is the client's ``messageId`` (scoped per credential): the same message sent again after a cut
+    connection answers the task it created; the id reused for another message is -32602."""
+    clock = ManualClock(START)
+    store = mesh.store(clock)
+    app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
+    with httpx.Client(base_url=serve_asgi(app), timeout=30) as client:
+
+        def send(text: str) -> dict[str, Any]:
+            message = {"messageId": "msg-1", "role": "ROLE_USER", "parts": [{"data": {"text": text}}]}
+            configuration = {"returnImmediately": True}
+            params = {"message": message, "metadata": {"skill": "text-pipeline"}, "configuration": configuration}
+            body = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": params}
+            answer: dict[str, Any] = client.post("/a2a/", json=body).json()
+            return answer
+
+        first = send("hi")["result"]["task"]
+        again = send("hi")["result"]["task"]
+        assert (again["id"], again["contextId"]) == (first["id"], first["contextId"])
+        gw = Gw(client, store, clock, mesh)
+        assert len(gw.tasks()) == 1
+        reused = send("another text")
+        assert reused["error"]["code"] == -32602 and "messageId" in reused["error"]["message"]
+        assert len(gw.tasks()) == 1
