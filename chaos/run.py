@@ -69,7 +69,7 @@ class ScenarioResult:
     #: Requests sent again after no HTTP answer, and SSE streams resumed with ``Last-Event-ID`` (gateway restarts).
     client_retries: int = 0
     sse_resumes: int = 0
-    #: Of the retries, creations cut after they were sent (they may have created a task twice).
+    #: Of the retries, creations cut after they were sent (sent again with their Idempotency-Key, GW-CREATE R3).
     ambiguous_creates: int = 0
     #: Late child copies sent once every task had ended, and the handler runs they caused (each a violation).
     late_copies: int = 0

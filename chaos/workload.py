@@ -11,14 +11,15 @@ follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each s
 Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no
 HTTP answer is sent again after ``_RETRY_PAUSE`` (GET is safe and DELETE idempotent, GW-CANCEL-1). A creation cut
 after it was sent is ambiguous (a keep-alive connection the stopping server closed before it read the request, or
-after it created the task): it is sent again, as a client without an idempotency key must, and counted apart
-(:attr:`Recorder.ambiguous`); a task it may have created twice is not tracked, and the checker still reads every
-dead letter of it as a violation. An SSE follower whose stream ends early (the gateway drained it) or breaks resumes it
-with ``Last-Event-ID`` after the server's ``retry`` delay, as EventSource does (GW-SSE-9). Each is counted
-(:attr:`Recorder.retries`, :attr:`Recorder.resumes`). A follower follows its task until it sees the terminal status or
-the workload's budget ends; the latter is recorded as an error. ``on_follow`` is called once per follower, when its
-stream delivered its first status (the gateway-restart fault restarts the gateway there); ``on_create`` once per
-task, right after its creation (the forged-status fault posts there).
+after it created the task): every creation carries its own ``Idempotency-Key`` (GW-CREATE R3), so it is sent again
+with that key and answers the task it may already have created, never a second one (a 409, the first attempt still
+being created, is sent again too). These are still counted apart (:attr:`Recorder.ambiguous`). An SSE follower
+whose stream ends early (the gateway drained it) or breaks resumes it with ``Last-Event-ID`` after the server's
+``retry`` delay, as EventSource does (GW-SSE-9). Each is counted (:attr:`Recorder.retries`, :attr:`Recorder.resumes`).
+A follower follows its task until it sees the terminal status or the workload's budget ends; the latter is recorded as
+an error. ``on_follow`` is called once per follower, when its stream delivered its first status (the gateway-restart
+fault restarts the gateway there); ``on_create`` once per task, right after its creation (the forged-status fault posts
+there).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import random
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -99,7 +101,7 @@ class Recorder:
         self.retries = 0
         #: SSE streams that broke and were resumed with ``Last-Event-ID``.
         self.resumes = 0
-        #: Creations cut after they were sent (sent again; they may have created a task).
+        #: Creations cut after they were sent (sent again with their Idempotency-Key: never a second task).
         self.ambiguous = 0
 
     def observe(self, task_id: str, source: str, stream: str, status: str) -> None:
@@ -197,9 +199,17 @@ class Workload:
                 time.sleep(_RETRY_PAUSE)
 
     def _create(self, http: httpx.Client, plan: TaskPlan) -> str | None:
-        response = self._send(http, "POST", "/api/v1/mesh/", params={"flow": plan.flow}, json={"payload": plan.payload})
-        if response is None:
-            return None
+        key = {"Idempotency-Key": str(uuid.uuid4())}  # one per creation, the same on every resend (GW-CREATE R3)
+        while True:
+            response = self._send(
+                http, "POST", "/api/v1/mesh/", params={"flow": plan.flow}, json={"payload": plan.payload}, headers=key
+            )
+            if response is None:
+                return None
+            if response.status_code != 409 or self._monotonic() >= self._ends:
+                break
+            self._recorder.retried()  # the first attempt is still being created: ask again
+            time.sleep(_RETRY_PAUSE)
         if response.status_code != 201:
             self._recorder.error(f"create {plan.flow}: {response.status_code} {response.text[:200]}")
             return None

@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -37,7 +37,7 @@ from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import CreateBody, CreateTarget
 
-__all__ = ["DispatchError", "aws_error_code", "start_task"]
+__all__ = ["DispatchError", "aws_error_code", "created_answer", "deadline_of", "start_task"]
 
 _log = logging.getLogger("asya_gateway.tasks")
 
@@ -62,14 +62,14 @@ async def start_task(
     extra_headers: Mapping[str, str] | None = None,
     context_id: str | None = None,
     task_id: str | None = None,
+    now: datetime | None = None,
 ) -> dict[str, Any]:
     """Create and dispatch one task (``task_id``: the id the caller chose, e.g. an MCP handshake-era call's id
     derived from its session and request id, ``asya_gateway.mcp.cancel``; else a fresh UUID4); answers ``{"id",
     "status": "pending", "deadline_at"?}``."""
     task_id = task_id or str(uuid.uuid4())
-    now = ctx.clock()
-    timeout = create.timeout if create.timeout is not None else target.default_timeout
-    deadline_at = None if timeout is None else format_ts(now + timedelta(seconds=timeout))
+    now = now or ctx.clock()
+    deadline_at = deadline_of(target, create, now)
     headers = _envelope_headers(ctx, target, create, traceparent=traceparent, tracestate=tracestate)
     headers.update(extra_headers or {})
     entry = target.route[0]
@@ -100,6 +100,17 @@ async def start_task(
     if deadline_at is not None:
         await _arm_deadline(ctx, task_id, deadline_at)
     await _dispatch(ctx, task_id, entry, envelope)
+    return created_answer(task_id, deadline_at)
+
+
+def deadline_of(target: CreateTarget, create: CreateBody, now: datetime) -> str | None:
+    """The task's ``deadline_at`` (GW-CREATE-7 step 3), ``None`` without a timeout."""
+    timeout = create.timeout if create.timeout is not None else target.default_timeout
+    return None if timeout is None else format_ts(now + timedelta(seconds=timeout))
+
+
+def created_answer(task_id: str, deadline_at: str | None) -> dict[str, Any]:
+    """The 201 body of a create (GW-CREATE-9)."""
     answer: dict[str, Any] = {"id": task_id, "status": "pending"}
     if deadline_at is not None:
         answer["deadline_at"] = deadline_at

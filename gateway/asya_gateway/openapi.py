@@ -74,14 +74,30 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "parameters": [
             _query("flow", _or_empty({"type": "string", "enum": flows}), "Run a flow; exactly one of flow and actor"),
             _query("actor", _or_empty({"type": "string", "enum": actors}), "Send to one actor"),
+            {
+                "name": "Idempotency-Key",
+                "in": "header",
+                "required": False,
+                "schema": {"type": "string", "minLength": 1, "maxLength": 257},
+                "description": (
+                    "GW-CREATE (R3), after the IETF httpapi idempotency-key draft: 1 to 255 visible ASCII "
+                    "characters, optionally in double quotes. The same key and body within 24 h answer the first "
+                    "201 again (same body and Location), with no second task; scoped per credential."
+                ),
+            },
         ],
         "requestBody": {
             "required": False,
             "content": {_JSON: {"schema": {"$ref": "#/components/schemas/CreateBody"}}},
         },
         "responses": {
-            "201": _response("Created; Location names the task", {"$ref": "#/components/schemas/Created"}),
+            "201": _response(
+                "Created, or the first answer replayed for its Idempotency-Key; Location names the task",
+                {"$ref": "#/components/schemas/Created"},
+            ),
             **_errors(400, 401, 404, 413),
+            "409": _response("A request with this Idempotency-Key is still being processed; retry later", _ERROR),
+            "422": _response("This Idempotency-Key was already used with another request body", _ERROR),
         },
     }
     listing = {

@@ -8,19 +8,24 @@ tags every request, SSE reconnects included.
 
 from __future__ import annotations
 
+import time
+import uuid
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from asya_local.exceptions import GatewayHttpError
+from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError
 from asya_local.sse import SseStream, error_message, unreachable
 
 __all__ = ["GatewayClient"]
 
 #: Reads may block between SSE keepalives (every 15 s, GW-SSE-9); a longer silence means the connection is dead.
 _TIMEOUT = httpx.Timeout(10.0, read=30.0)
+#: A create is sent at most this often, with the same Idempotency-Key (GW-CREATE R3), 0.5 s more apart each time.
+_CREATE_ATTEMPTS = 4
+_CREATE_BACKOFF = 0.5
 
 
 class GatewayClient:
@@ -49,15 +54,33 @@ class GatewayClient:
         payload: Any = None,
         timeout: int | None = None,
         headers: dict[str, Any] | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """``POST /api/v1/mesh/?flow=`` or ``?actor=``; returns ``{"id", "status", "deadline_at"?}`` (GW-CREATE-9)."""
+        """``POST /api/v1/mesh/?flow=`` or ``?actor=``; returns ``{"id", "status", "deadline_at"?}`` (GW-CREATE-9).
+
+        Every create carries an ``Idempotency-Key`` (GW-CREATE R3; a fresh UUID4 unless given), so a connection cut
+        before the answer, or a 409 while the first attempt is still being created, is retried without a second
+        task."""
         params = {"flow": flow} if flow is not None else {"actor": actor or ""}
         body: dict[str, Any] = {"payload": payload}
         if timeout is not None:
             body["timeout"] = timeout
         if headers:
             body["headers"] = headers
-        return self._json(self._request("POST", "/api/v1/mesh/", params=params, json=body))
+        key = {"Idempotency-Key": idempotency_key or str(uuid.uuid4())}
+        for attempt in range(1, _CREATE_ATTEMPTS + 1):
+            try:
+                response = self._request("POST", "/api/v1/mesh/", params=params, json=body, headers=key)
+            except GatewayUnreachableError:
+                if attempt == _CREATE_ATTEMPTS:
+                    raise
+            except GatewayHttpError as exc:
+                if exc.status_code != 409 or attempt == _CREATE_ATTEMPTS:
+                    raise
+            else:
+                return self._json(response)
+            time.sleep(_CREATE_BACKOFF * attempt)
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def get(self, task_id: str) -> dict[str, Any]:
         """``GET /api/v1/mesh/{id}``: the task view (GW-TASK-1)."""

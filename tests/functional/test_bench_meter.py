@@ -47,7 +47,7 @@ def test_task_writes_are_billed_from_the_items_before_and_after(metered: tuple[M
             task_id="t-1",
             actor="normalize",
             flow="text-pipeline",
-            payload={"text": "hi"},
+            payload={"text": "x" * 600},  # too large for the task item: the body item is billed too (GW-DATA-8 R3)
             deadline_at="2099-01-01T00:00:00Z",
         )
     with meter.component("normalize"):

@@ -24,6 +24,8 @@ pytestmark = pytest.mark.functional
 
 START = datetime(2026, 3, 1, 10, 0, 0, 120_000, tzinfo=UTC)
 ROUTE = ["normalize", "analyze", "summarize"]
+#: An input too large for the task item: it goes to the body item (GW-DATA-8 R3).
+BIG = {"text": "x" * 600}
 
 
 @pytest.fixture
@@ -98,10 +100,10 @@ def test_gw_create_7_create_and_view(store: TaskStore, mesh: Any) -> None:
     # a follower reads event 1 from the task item itself: number 1, no fly item
     snap = _snapshot(store, "t1")
     assert (snap.status, snap.last_seq, snap.fly, snap.data["message"]) == ("pending", 1, [], "Task created")
-    # GW-DATA-8: the payload lives on the body item, never on the task item
+    # GW-DATA-8 (R3): a payload that fits lives on the task item, with no body item
     item = _task_item(mesh, "t1")
-    assert "payload" not in item
-    assert json.loads(_task_item(mesh, "t1", "BODY")["payload"]["S"]) == {"text": "hi"}
+    assert json.loads(item["payload"]["S"]) == {"text": "hi"}
+    assert "Item" not in mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=rec.key("t1", "BODY"))
     # GW-DATA-2: by_created keys at creation; a 5-minute deadline is an SQS timer, not a long_deadlines entry
     assert (item["gsi1pk"]["S"], item["gsi1sk"]["S"]) == ("TASKS#2026-03-01#2", "2026-03-01T10:00:00.120Z#t1")
     assert "gsi3pk" not in item and "gsi3sk" not in item and "gsi2pk" not in item
@@ -123,9 +125,9 @@ def _items(mesh: Any) -> list[dict[str, Any]]:
 
 def test_gw_create_7_the_task_item_is_event_1_no_transaction_no_event_item(store: TaskStore, mesh: Any) -> None:
     """GW-CREATE-7 + GW-DATA-8 (R2): the record and event 1 are one conditional put of the task item (a transaction
-    would bill each item twice), plus the body item only for a non-null payload; a status change writes the task
-    item only, numbered by ``last_seq``, and no event item."""
-    store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
+    would bill each item twice), plus the body item only for a payload too large for the task item (R3); a status
+    change writes the task item only, numbered by ``last_seq``, and no event item."""
+    store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload=BIG)
     store.create_task(task_id="t2", actor="normalize", payload=None)
     assert sorted((item["pk"]["S"], item["sk"]["S"]) for item in _items(mesh)) == [
         ("TASK#t1", "BODY"),
@@ -195,7 +197,7 @@ def test_a_failed_body_write_leaves_no_task_behind(store: TaskStore, mesh: Any) 
 
     mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", throttle_body)
     with pytest.raises(ClientError) as raised:
-        store.create_task(task_id="t1", actor="normalize", payload={"text": "hi"})
+        store.create_task(task_id="t1", actor="normalize", payload=BIG)
     assert raised.value.response["Error"]["Code"] == "ProvisionedThroughputExceededException"
     assert store.get_task("t1") is None
     assert _items(mesh) == []
@@ -204,7 +206,7 @@ def test_a_failed_body_write_leaves_no_task_behind(store: TaskStore, mesh: Any) 
 def _orphan_task(store: TaskStore, mesh: Any, task_id: str, deadline_at: str) -> None:
     """A task item with no body: its body write failed at creation and deleting the task failed too (or the gateway
     died between the two puts)."""
-    store.create_task(task_id=task_id, actor="normalize", deadline_at=deadline_at, payload={"text": "hi"})
+    store.create_task(task_id=task_id, actor="normalize", deadline_at=deadline_at, payload=BIG)
     mesh.aws.dynamodb.delete_item(TableName=mesh.resources.table, Key=rec.key(task_id, rec.BODY_SK))
 
 
@@ -235,8 +237,9 @@ def test_gw_data_2_a_result_item_lost_after_its_terminal_write_is_written_by_the
     store: TaskStore, mesh: Any
 ) -> None:
     """x-sink's terminal write lands (tagged ``terminal_by`` = its message id), its result put fails, the record is
-    redelivered: the redelivery is stale for the task, but it finds its own tag and writes the result item. A stale
-    writer with another message id never changes the result (GW-DATA-2, GW-SSE-7: the terminal event's data)."""
+    redelivered (a result too large for the task item, GW-DATA-8 R3): the redelivery is stale for the task, but it
+    finds its own tag and writes the result item. A stale writer with another message id never changes the result
+    (GW-DATA-2, GW-SSE-7: the terminal event's data)."""
     store.create_task(task_id="t1", actor="normalize")
     refused: list[str] = []
 
@@ -247,22 +250,22 @@ def test_gw_data_2_a_result_item_lost_after_its_terminal_write_is_written_by_the
 
     mesh.aws.dynamodb.meta.events.register("provide-client-params.dynamodb.PutItem", refuse_result)
     with pytest.raises(ClientError):
-        store.report_final("t1", status="succeeded", result={"n": 1}, writer_id="m-1")
+        store.report_final("t1", status="succeeded", result={"n": 1, **BIG}, writer_id="m-1")
     item = _task_item(mesh, "t1")
     assert refused and item["status"]["S"] == "succeeded"
     assert (item["terminal_by"]["S"], item["has_result"]["BOOL"]) == ("m-1", True)
     assert "Item" not in mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=rec.key("t1", "RESULT"))
     # another writer's late success is stale and writes no result item
-    assert store.report_final("t1", status="succeeded", result={"n": 2}, writer_id="m-2") is False
+    assert store.report_final("t1", status="succeeded", result={"n": 2, **BIG}, writer_id="m-2") is False
     assert "Item" not in mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=rec.key("t1", "RESULT"))
     # the redelivery of m-1 completes it
-    assert store.report_final("t1", status="succeeded", result={"n": 1}, writer_id="m-1") is False
+    assert store.report_final("t1", status="succeeded", result={"n": 1, **BIG}, writer_id="m-1") is False
     snap = _snapshot(store, "t1")
-    assert (snap.status, snap.last_seq, snap.data["result"]) == ("succeeded", 2, {"n": 1})
-    assert _view(store, "t1")["result"] == {"n": 1}
+    assert (snap.status, snap.last_seq, snap.data["result"]) == ("succeeded", 2, {"n": 1, **BIG})
+    assert _view(store, "t1")["result"] == {"n": 1, **BIG}
     # a third delivery of another message still changes nothing
-    assert store.report_final("t1", status="succeeded", result={"n": 3}, writer_id="m-3") is False
-    assert _view(store, "t1")["result"] == {"n": 1}
+    assert store.report_final("t1", status="succeeded", result={"n": 3, **BIG}, writer_id="m-3") is False
+    assert _view(store, "t1")["result"] == {"n": 1, **BIG}
 
 
 def test_unknown_task_view_is_none_and_writes_are_no_ops(store: TaskStore, mesh: Any) -> None:

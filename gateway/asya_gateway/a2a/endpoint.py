@@ -20,6 +20,7 @@ new message (blocking waits for it to end or pause again).
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -30,7 +31,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from asya import headers as hdr
 from asya.envelope import dumps
-from asya.store import is_storable_id
+from asya.store import TaskExistsError, is_storable_id
 from asya_gateway.a2a import v1
 from asya_gateway.a2a.card import a2a_skills
 from asya_gateway.a2a.mapping import (
@@ -43,6 +44,7 @@ from asya_gateway.a2a.mapping import (
     status_update,
     task_object,
 )
+from asya_gateway.auth import extract_credential
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.creation import DispatchError, start_task
 from asya_gateway.errors import HttpError
@@ -78,7 +80,7 @@ async def a2a_endpoint(request: Request) -> Response:
         message = await read_message(request)
         if not message.is_request:
             raise RpcError(-32600, "a notification or response is not served on /a2a/", request_id=message.id)
-        return await _dispatch(ctx, message)
+        return await _dispatch(ctx, message, caller=extract_credential(request.headers) or "")
     except RpcError as exc:
         # GW-A2A-3: JSON-RPC errors travel with HTTP 200, framing errors included; only a body over the limit keeps
         # its 413 (authentication failures never get here: 401, GW-AUTH-7)
@@ -117,12 +119,12 @@ class _Call:
         return configuration.get("blocking", True) is not False
 
 
-async def _dispatch(ctx: GatewayContext, message: RpcMessage) -> Response:
+async def _dispatch(ctx: GatewayContext, message: RpcMessage, *, caller: str = "") -> Response:
     call = _Call(message)
     method, rid = call.method, call.rid
     try:
         if method in ("message/send", "message/stream"):
-            return await _send(ctx, call, stream=method == "message/stream")
+            return await _send(ctx, call, stream=method == "message/stream", caller=caller)
         if method == "tasks/get":
             return JSONResponse(call.task(await _task(ctx, _task_id(call))))
         if method == "tasks/cancel":
@@ -218,7 +220,7 @@ async def resume_task(
         raise RpcError(INTERNAL_ERROR, exc.message, request_id=rid) from None
 
 
-async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
+async def _send(ctx: GatewayContext, call: _Call, *, stream: bool, caller: str = "") -> Response:
     params, rid = call.params, call.rid
     user = params.get("message")
     payload, history = message_payload(user)
@@ -243,7 +245,10 @@ async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
         if violation is not None:
             raise A2AParamsError(f"payload does not match input_schema: {violation}")
     context_id = str(user.get("contextId") or uuid.uuid4())
-    task_id = str(uuid.uuid4())
+    task_id = message_task_id(caller, user.get("messageId"))
+    retried = await _retried(ctx, task_id, flow, payload)
+    if retried is not None:
+        return await _answer(ctx, call, task_id, _context_id(retried), flow, stream=stream)
     payload["a2a"] = {"task": {"id": task_id, "context_id": context_id, "history": [history]}}
     extra = {hdr.A2A_TASK_ID: task_id, hdr.A2A_CONTEXT_ID: context_id}
     try:
@@ -255,9 +260,41 @@ async def _send(ctx: GatewayContext, call: _Call, *, stream: bool) -> Response:
             context_id=context_id,
             task_id=task_id,
         )
+    except TaskExistsError:
+        # the same message sent twice at once: the other send created the task, follow it
+        retried = await _retried(ctx, task_id, flow, payload)
+        if retried is None:
+            raise
+        context_id = _context_id(retried)
     except DispatchError as exc:
         raise RpcError(INTERNAL_ERROR, f"dispatch failed: {exc.reason}", request_id=rid) from None
     return await _answer(ctx, call, task_id, context_id, flow, stream=stream)
+
+
+def message_task_id(caller: str, message_id: Any) -> str:
+    """The task id of a message (GW-CREATE R3): derived from the caller's credential and the client's ``messageId``,
+    so a message sent again after a cut connection names the same task; a fresh UUID4 without a ``messageId``."""
+    if not isinstance(message_id, str) or not message_id:
+        return str(uuid.uuid4())
+    digest = hashlib.sha256(f"a2a\n{caller}\n{message_id}".encode()).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+async def _retried(ctx: GatewayContext, task_id: str, flow: str, payload: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The task an earlier send of this same message created (same flow, same input apart from ``a2a``), else
+    ``None``. A message id reused for another message (A2A forbids it) answers -32602."""
+    existing: dict[str, Any] | None = await ctx.call(ctx.store.get_task, task_id, enforce_deadline=False)
+    if existing is None:
+        return None
+    before = existing.get("payload")
+    same_input = isinstance(before, dict) and _user_input(before) == _user_input(payload)
+    if existing.get("flow") != flow or not same_input:
+        raise A2AParamsError("message.messageId was already used for another message")
+    return existing
+
+
+def _user_input(payload: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in payload.items() if key != "a2a"}
 
 
 async def _answer(

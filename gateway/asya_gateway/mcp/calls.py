@@ -105,8 +105,14 @@ async def _create(ctx: GatewayContext, target: CreateTarget, arguments: dict[str
     try:
         created = await start_task(ctx, target, body, task_id=task_id)
     except TaskExistsError:
-        # a client that reused a request id in its session (MCP forbids it): the call still runs, under a fresh
-        # id that its cancel notification cannot name
+        assert task_id is not None  # a fresh id is never taken
+        # the session and request id are the call's idempotency key (GW-CREATE R3, no extra write): the same call sent
+        # again after a cut connection follows the task it created
+        existing = await ctx.call(ctx.store.get_task, task_id, enforce_deadline=False)
+        if existing is not None and existing.get("flow") == target.flow and existing.get("payload") == arguments:
+            return task_id
+        # a client that reused a request id in its session for another call (MCP forbids it): the call still runs,
+        # under a fresh id that its cancel notification cannot name
         _log.warning("tools/call: task id %s taken (request id reused in its session); using a fresh id", task_id)
         created = await start_task(ctx, target, body)
     return str(created["id"])

@@ -6,6 +6,7 @@ Create validates the query and body (``asya_gateway.validation``) and starts the
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -13,12 +14,14 @@ from starlette.responses import JSONResponse, Response
 
 from asya import headers as hdr
 from asya.store import ListQueryError, is_storable_id
+from asya_gateway.auth import extract_credential
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
-from asya_gateway.creation import aws_error_code, start_task
+from asya_gateway.creation import aws_error_code, created_answer, deadline_of, start_task
 from asya_gateway.errors import HttpError
+from asya_gateway.idempotency import HEADER, IdempotencyKeys, fingerprint, parse_key
 from asya_gateway.listing import parse_list_query
-from asya_gateway.validation import parse_create_body, resolve_target, schema_violation
+from asya_gateway.validation import CreateBody, CreateTarget, parse_create_body, resolve_target, schema_violation
 
 __all__ = ["NOT_FOUND", "aws_error_code", "create_or_list", "load_view", "task_id_of", "task_item"]
 
@@ -41,14 +44,59 @@ async def create_task(request: Request) -> Response:
         violation = schema_violation(create.payload, target.input_schema)
         if violation is not None:
             raise HttpError(400, f"payload does not match input_schema: {violation}")
-    answer = await start_task(
-        ctx,
-        target,
-        create,
-        traceparent=request.headers.get(hdr.TRACEPARENT),
-        tracestate=request.headers.get(hdr.TRACESTATE),
-    )
+    key = parse_key(request.headers.get(HEADER))
+    traces = {"traceparent": request.headers.get(hdr.TRACEPARENT), "tracestate": request.headers.get(hdr.TRACESTATE)}
+    if key is None:
+        answer = await start_task(
+            ctx, target, create, traceparent=traces["traceparent"], tracestate=traces["tracestate"]
+        )
+    else:
+        answer = await _create_once(ctx, request, key, body=body, target=target, create=create, traces=traces)
     return JSONResponse(answer, status_code=201, headers={"Location": f"/api/v1/mesh/{answer['id']}"})
+
+
+async def _create_once(
+    ctx: GatewayContext,
+    request: Request,
+    key: str,
+    *,
+    body: dict[str, Any],
+    target: CreateTarget,
+    create: CreateBody,
+    traces: dict[str, str | None],
+) -> dict[str, Any]:
+    """GW-CREATE (R3): one conditional write reserves the key; a replay answers the first 201 (``asya_gateway.
+    idempotency``). The key is scoped to the caller's credential, when the request carries one."""
+    store = ctx.store
+    keys = IdempotencyKeys(table=store.table, dynamodb=store.dynamodb, task_exists=lambda i: bool(store.statuses([i])))
+    caller = extract_credential(request.headers) or ""
+    task_id, now = str(uuid.uuid4()), ctx.clock()
+    planned = created_answer(task_id, deadline_of(target, create, now))
+    target_text = f"flow={target.flow}" if target.flow else f"actor={target.route[0]}"
+    claim = await ctx.call(
+        keys.claim,
+        caller=caller,
+        key=key,
+        print_=fingerprint(target_text, body),
+        task_id=task_id,
+        answer=planned,
+        now=now,
+    )
+    if claim.answer is not None:
+        return claim.answer
+    try:
+        return await start_task(
+            ctx,
+            target,
+            create,
+            task_id=task_id,
+            now=now,
+            traceparent=traces["traceparent"],
+            tracestate=traces["tracestate"],
+        )
+    except Exception:
+        await ctx.call(keys.release, caller=caller, key=key, task_id=task_id)
+        raise
 
 
 async def list_tasks(request: Request) -> Response:

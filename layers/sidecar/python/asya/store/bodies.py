@@ -1,6 +1,7 @@
 """Large task values: ``payload``, ``result``, ``error_details`` and ``pause_metadata`` (GATEWAY GW-DATA-6, GW-DATA-8).
 
-They never live on the task item. Up to 64 KiB encoded they are JSON text on the task's body item (``sk = BODY``);
+A small input or result stays on the task item as JSON text (``asya.store.inline``, GW-DATA-8 (R3)), decoded here
+like the others. Otherwise, up to 64 KiB encoded they are JSON text on the task's body item (``sk = BODY``);
 above, the JSON is written to ``s3://{bucket}/tasks/{id}/{field}.json`` and the body item holds ``{field}_s3`` = the
 key. Readers get them back in client form: the value inline (S3 objects up to 4 MiB are read back), else
 ``{field}_url``, a presigned GET valid 15 minutes.

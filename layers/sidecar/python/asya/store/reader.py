@@ -96,11 +96,12 @@ class TaskReader:
         }
 
     def values(self, task_id: str, item: Mapping[str, Any], items: Mapping[str, Any]) -> dict[str, Any]:
-        """The decoded large values of a task: its body, result and pause items (GW-DATA-2)."""
+        """The decoded large values of a task: those kept on its task item (GW-DATA-8 R3), then its body, result and
+        pause items (GW-DATA-2)."""
         result = items.get(rec.RESULT_SK)
         if result is None and item.get("has_result") and rec.get_str(item, "status") in TERMINAL:
             result = self._await_result(task_id)
-        values: dict[str, Any] = {}
+        values: dict[str, Any] = self._bodies.decode_item(item)
         for extra in (items.get(rec.BODY_SK), result, items.get(rec.PAUSE_SK)):
             values.update(self._bodies.decode_item(extra))
         return values

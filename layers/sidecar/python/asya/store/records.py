@@ -8,9 +8,12 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
   (the numbers of the newest FLY flush), ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
   ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
-  (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status);
-- ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``;
-- ``RESULT``: ``result`` and/or ``error_details`` (or ``{field}_s3``), written by the holder of ``terminal_by``;
+  (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status); ``payload`` and ``result`` (JSON text)
+  when they fit (``asya.store.inline``, GW-DATA-8 R3), in place of the two items below;
+- ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``, only
+  for an input too large for the task item;
+- ``RESULT``: ``result`` and/or ``error_details`` (or ``{field}_s3``), written by the holder of ``terminal_by``, only
+  for values not on the task item;
 - ``PAUSE``: ``pause_metadata`` and the pause fence (P-PAUSE-5);
 - ``EV#{last number:012d}``: a FLY flush (``first_seq``, ``values``, ``actor``, ``envelope_id``, ``ttl`` 24 h);
 - ``CHILD#{id}``: the hop fence of a fan-out child of this task (``fence_h``, ``fence_a``, ``lease_until``,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import tableschema
+from asya.envelope import dumps
 from asya.missingkey import is_missing
 from asya.progress import hop_progress
 from asya.store import queries as q
@@ -41,6 +42,7 @@ from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
 from asya.store.events import FlyValue, fly_items
 from asya.store.fences import ChildFinish, Fences, fence_key
+from asya.store.inline import payload_fits
 from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data_json
 from asya.store.reader import Snapshot, TaskReader
 from asya.store.transition import MISSING, StatusUpdate
@@ -145,7 +147,12 @@ class TaskStore:
         )
         stored: dict[str, Any] = {}
         body: dict[str, Any] | None = None
-        if payload is not None:
+        text = dumps(payload) if payload is not None else None
+        if text is not None and payload_fits(item, text):
+            # an input that fits stays on the task item: no body item (GW-DATA-8 R3)
+            item["payload"] = rec.str_av(text)
+            stored = {"payload": payload}
+        elif payload is not None:
             name, value, stored = self._bodies.encode(task_id, "payload", payload)
             expires = (parse_ts(deadline_at) if deadline_at else None) or now
             body = {

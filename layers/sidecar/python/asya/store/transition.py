@@ -30,6 +30,7 @@ from typing import Any, Final
 from asya.envelope import dumps
 from asya.progress import RUNNING_STEPS
 from asya.store.errors import StatusUpdateError
+from asya.store.inline import result_fits
 from asya.store.limits import DATA_LIMIT_BYTES, ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, oversize
 
 __all__ = [
@@ -113,6 +114,8 @@ class StatusUpdate:
     if_fence_at_most: int | None = None
     #: ``data`` as compact JSON, the text the store writes: ``encoded_data`` or, without it, encoded here.
     data_json: str = field(init=False, repr=False, compare=False)
+    #: ``result`` as compact JSON when it fits on the task item (GW-DATA-8 R3), else ``None``: the result item holds it
+    inline_result: str | None = field(init=False, repr=False, compare=False)
     #: ``data`` already encoded by the caller (``asya.store.limits.fit_data_json``). Init-only, so that
     #: ``dataclasses.replace`` with other ``data`` encodes that data instead of keeping a text that no longer matches.
     encoded_data: InitVar[str] = ""
@@ -157,6 +160,11 @@ class StatusUpdate:
         if (size := oversize(data_json, DATA_LIMIT_BYTES)) is not None:
             raise StatusUpdateError(f"{size} bytes as JSON, over the limit of {DATA_LIMIT_BYTES} bytes", field="data")
         object.__setattr__(self, "data_json", data_json)  # encoded once: the store writes this text
+        inline = None
+        if self.status == "succeeded" and self.result is not MISSING:
+            text = dumps(self.result)
+            inline = text if result_fits(text) else None
+        object.__setattr__(self, "inline_result", inline)
 
     @property
     def order(self) -> int:

@@ -225,13 +225,17 @@ def _clauses(
                 spec.set("checkpoint_line", rec.num_av(update.checkpoint_line))
         if update.writer_id is not None:
             spec.set("terminal_by", rec.str_av(update.writer_id))
-        if has_result(update):
+        if update.inline_result is not None:
+            # a result that fits rides on this write: no result item (GW-DATA-8 R3)
+            spec.set("result", rec.str_av(update.inline_result))
+        elif has_result(update):
             spec.set("has_result", {"BOOL": True})
 
 
 def has_result(update: StatusUpdate) -> bool:
-    """Whether a terminal update has values for the task's result item (GW-DATA-2)."""
-    return (update.status == "succeeded" and update.result is not MISSING) or (
+    """Whether a terminal update has values for the task's result item (GW-DATA-2); a result kept on the task item
+    (GW-DATA-8 R3) has none."""
+    return (update.status == "succeeded" and update.result is not MISSING and update.inline_result is None) or (
         update.status == "failed" and update.error_details is not None
     )
 
