@@ -317,7 +317,14 @@ class DeploymentConfig(_Model):
     #: Use the table ``asya-{namespace}-tasks`` a deleted stack retained instead of creating it.
     existing_table: bool = Field(False, strict=True)
     #: Use this bucket (one a deleted stack retained: its ``BucketName`` output) instead of creating one.
-    existing_bucket: Annotated[str | None, _matching(BUCKET_NAME_RE, "a bucket name, 3-63 of a-z 0-9 . -")] = None
+    existing_bucket: str | None = None
+
+    @field_validator("existing_bucket")
+    @classmethod
+    def _bucket(cls, value: str | None) -> str | None:
+        if value is not None and not BUCKET_NAME_RE.match(value):
+            raise ValueError(f"{value!r} is not an S3 bucket name (3-63 of a-z, 0-9, '.', '-'; the BucketName output)")
+        return value
 
     @model_validator(mode="after")
     def _placement(self) -> DeploymentConfig:
