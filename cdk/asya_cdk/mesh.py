@@ -65,10 +65,11 @@ from asya_cdk.assets import (
 )
 from asya_cdk.backstop import Backstop
 from asya_cdk.bytecode import interpreter_matches, stage_compiled
-from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load
+from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load, storage_reuse_problems
 from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway
+from asya_cdk.grants import grant_task_routes
 from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
 from asya_cdk.nag import acknowledge
 from asya_cdk.observability import MeshObservability, retention_days
@@ -77,17 +78,11 @@ from asya_cdk.placement import ActorGroup, actor_groups, group_code, placement_p
 from asya_cdk.props import check_props, given_fields
 from asya_cdk.storage import Storage
 
-__all__ = ["DEFAULT_BACKSTOP_HANDLER", "TASK_ROUTES", "AsyaMesh", "default_sources"]
+__all__ = ["DEFAULT_BACKSTOP_HANDLER", "AsyaMesh", "default_sources"]
 
 DEFAULT_BACKSTOP_HANDLER: Final = "asya_gateway.backstop.lambda_handler"
 _BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 _CREW_ACCESS: Final[Mapping[str, Access]] = {naming.SINK: SINK, naming.SUMP: SUMP}
-#: The gateway routes of :meth:`AsyaMesh.grant_create_tasks` and :meth:`AsyaMesh.grant_read_tasks` (docs/http.md):
-#: method and path under the stage, ``*`` matching any path segments.
-TASK_ROUTES: Final[Mapping[str, tuple[tuple[str, str], ...]]] = {
-    "create": (("POST", "/api/v1/mesh"), ("POST", "/api/v1/mesh/")),
-    "read": (("GET", "/api/v1/mesh"), ("GET", "/api/v1/mesh/*")),
-}
 
 
 def default_sources() -> SourceLayout:
@@ -144,14 +139,9 @@ class AsyaMesh(Construct):
         if loaded is not None:
             handlers = check_manifest(loaded, layout, problems)
             problems += placement_problems([a.name for a in loaded.deployed_actors()], loaded.deployment)
-            if loaded.deployment.existing_table and existing_table_obj is not None:
-                problems.append("deployment.existing_table, existing_table_obj: give one or the other, not both")
-            if loaded.deployment.existing_bucket is not None and existing_bucket_obj is not None:
-                problems.append("deployment.existing_bucket, existing_bucket_obj: give one or the other, not both")
-            if loaded.deployment.existing_table and table_props is not None:
-                problems.append("deployment.existing_table, table_props: give one or the other, not both")
-            if loaded.deployment.existing_bucket is not None and bucket_props is not None:
-                problems.append("deployment.existing_bucket, bucket_props: give one or the other, not both")
+            problems += storage_reuse_problems(
+                loaded, {**hooks, "existing_table_obj": existing_table_obj, "existing_bucket_obj": existing_bucket_obj}
+            )
         if web_adapter_layer is None and loaded is not None:
             try:
                 adapter_arn: str | None = lwa_layer_arn(Stack.of(scope).region, lwa_layer_version)
@@ -418,11 +408,23 @@ class AsyaMesh(Construct):
 
     def grant_create_tasks(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` create tasks through the gateway (``execute-api:Invoke`` on ``POST /api/v1/mesh``)."""
-        return self._grant_routes(grantee, "create", "grant_create_tasks")
+        return grant_task_routes(
+            self.api_gateway,
+            grantee,
+            kind="create",
+            auth_mode=self._manifest.gateway.auth.mode,
+            method="grant_create_tasks",
+        )
 
     def grant_read_tasks(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` read tasks through the gateway: list, status, stream and result (``GET /api/v1/mesh/*``)."""
-        return self._grant_routes(grantee, "read", "grant_read_tasks")
+        return grant_task_routes(
+            self.api_gateway,
+            grantee,
+            kind="read",
+            auth_mode=self._manifest.gateway.auth.mode,
+            method="grant_read_tasks",
+        )
 
     def grant_send(self, actor: str, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` send envelopes to ``actor``'s queue (and use the mesh's key for it, when there is one)."""
@@ -432,18 +434,3 @@ class AsyaMesh(Construct):
                 f"grant_send: actor {actor!r} is not deployed by this mesh; use one of {sorted(self._actors)}"
             )
         return built.queue.grant_send_messages(grantee)
-
-    def _grant_routes(self, grantee: iam.IGrantable, kind: str, method: str) -> iam.Grant:
-        mode = self._manifest.gateway.auth.mode
-        if mode != "iam":
-            raise DeploymentError(
-                f"{method}: gateway.auth.mode is {mode!r}, where API Gateway does not check IAM permissions; "
-                "grants apply under mode 'iam' only (give the caller an API key or a token instead)"
-            )
-        api = self._gateway.api
-        stage = api.deployment_stage.stage_name
-        return iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["execute-api:Invoke"],
-            resource_arns=[api.arn_for_execute_api(verb, path, stage) for verb, path in TASK_ROUTES[kind]],
-        )
