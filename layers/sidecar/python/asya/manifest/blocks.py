@@ -310,7 +310,8 @@ class DeploymentConfig(_Model):
     #: name hashes to. Either rule keeps an actor where it is when others are added or removed; switching rule, or
     #: changing ``actor_stacks``, moves actors and so needs a fresh deployment.
     placement: Literal["stack", "nested"] = "stack"
-    #: Number of nested stacks under ``placement: nested``; fixed from the first deployment.
+    #: Number of nested stacks under ``placement: nested`` (ignored under ``stack``: a rendered manifest carries every
+    #: field); fixed from the first deployment.
     actor_stacks: int = Field(DEFAULT_ACTOR_STACKS, ge=1, le=MAX_ACTOR_STACKS, strict=True)
     #: Keep the task table and the bucket when the stack is deleted (and protect the table from deletion).
     retain_data: bool = Field(True, strict=True)
@@ -325,12 +326,6 @@ class DeploymentConfig(_Model):
         if value is not None and not BUCKET_NAME_RE.match(value):
             raise ValueError(f"{value!r} is not an S3 bucket name (3-63 of a-z, 0-9, '.', '-'; the BucketName output)")
         return value
-
-    @model_validator(mode="after")
-    def _placement(self) -> DeploymentConfig:
-        if self.placement == "stack" and "actor_stacks" in self.model_fields_set:
-            raise ValueError("actor_stacks: only with placement: nested; remove it or set placement: nested")
-        return self
 
 
 class ObservabilityConfig(_Model):
