@@ -5,7 +5,8 @@
 runs offline with no AWS account (the stack is environment-agnostic: region from context ``asya:region``, else
 ``CDK_DEFAULT_REGION``, else us-east-1; account unresolved) and writes ``cdk.out/asya-{namespace}.template.json``.
 Under the CDK CLI (``npx aws-cdk@2.1148.1 deploy``, run from the repository root) the CLI's ``-c`` values and output
-directory apply instead. Context keys: ``asya_cdk.settings``.
+directory apply instead. Context keys: ``asya_cdk.settings``. After synthesis the templates are checked against the
+limits a deployment would hit (``asya_cdk.limits``): exit 1 listing every one.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 from pathlib import Path
 
 from asya.exceptions import AsyaError
-from asya_cdk import build_app, load_cdk_context
+from asya_cdk import build_app, load_cdk_context, synthesize
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -39,10 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     outdir = os.environ.get("CDK_OUTDIR") or str(REPO / "cdk.out")
     try:
         built = build_app(repo_root=REPO, context=context, env=os.environ, outdir=outdir)
-        built.app.synth()
+        _, report = synthesize(built)
     except AsyaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    for warning in report.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     print(f"synthesized {built.stack.stack_name} -> {outdir}/{built.stack.artifact_id}.template.json")
     return 0
 

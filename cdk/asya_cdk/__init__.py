@@ -13,7 +13,7 @@ from __future__ import annotations
 from asya_cdk.actor import Actor
 from asya_cdk.assets import SourceLayout, render_manifest_json, stage_gateway_asset
 from asya_cdk.backstop import Backstop
-from asya_cdk.composition import BuiltApp, build_app, load_cdk_context
+from asya_cdk.composition import BuiltApp, build_app, load_cdk_context, synthesize
 from asya_cdk.crew import CREW_HANDLERS, SIDECAR_HANDLER, crew_handler
 from asya_cdk.dependencies import (
     ACTOR_REQUIREMENTS,
@@ -25,6 +25,7 @@ from asya_cdk.dependencies import (
 )
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.gateway import Gateway, check_auth
+from asya_cdk.limits import LimitError, LimitReport, check_assembly, enforce
 from asya_cdk.locks import Lock, check_lock
 from asya_cdk.lwa import LWA_REGIONS, lwa_layer_arn
 from asya_cdk.mesh import AsyaMesh
@@ -53,6 +54,8 @@ __all__ = [
     "DeploySettings",
     "DeploymentError",
     "Gateway",
+    "LimitError",
+    "LimitReport",
     "Lock",
     "LockedLayerBundling",
     "MeshObservability",
@@ -60,13 +63,16 @@ __all__ = [
     "SourceLayout",
     "Storage",
     "build_app",
+    "check_assembly",
     "check_auth",
     "check_lock",
     "crew_handler",
+    "enforce",
     "load_cdk_context",
     "lwa_layer_arn",
     "pinned_requirements",
     "queue_output_key",
     "render_manifest_json",
     "stage_gateway_asset",
+    "synthesize",
 ]

@@ -51,6 +51,7 @@ __all__ = [
     "dlq_alarm",
     "function_props",
     "queue_encryption",
+    "retention_problems",
 ]
 
 #: Source queue retention (chosen): a week of backlog; the DLQ keeps failures longer (module docstring).
@@ -80,6 +81,26 @@ def queue_encryption(key: kms.IKey | None) -> dict[str, Any]:
         return {"encryption": sqs.QueueEncryption.SQS_MANAGED}
     # the data key is reused for 5 minutes (the default), bounding KMS requests to one per queue and 5 minutes
     return {"encryption": sqs.QueueEncryption.KMS, "encryption_master_key": key}
+
+
+def retention_problems(queue: Mapping[str, Any], dead_letter_queue: Mapping[str, Any]) -> list[str]:
+    """A DLQ must keep messages longer than its source queue: SQS keeps a message's original enqueue time when it
+    moves it to the DLQ, so a DLQ keeping them no longer would drop failures on arrival. ``queue`` and
+    ``dead_letter_queue`` are the caller's ``queue_props`` / ``dead_letter_queue_props`` fields."""
+    source: Duration = queue.get("retention_period", QUEUE_RETENTION)
+    dlq: Duration = dead_letter_queue.get("retention_period", DLQ_RETENTION)
+    if dlq.to_seconds() > source.to_seconds():
+        return []
+    return [
+        f"dead_letter_queue_props.retention_period: {_days(dlq)} is not longer than the source queue's "
+        f"retention_period {_days(source)} (queue_props.retention_period, default {_days(QUEUE_RETENTION)}); SQS "
+        "counts a DLQ message's age from its first enqueue, so make the DLQ's longer (at most 14 days)"
+    ]
+
+
+def _days(duration: Duration) -> str:
+    seconds = duration.to_seconds()
+    return f"{seconds / 86400:g} days" if seconds % 3600 == 0 else f"{seconds:g} s"
 
 
 def function_props(

@@ -10,7 +10,9 @@ function that consumes it and sweeps the ``long_deadlines`` index.
 
 Its code is the gateway asset; its handler is a plain Lambda handler (no adapter). Queues are encrypted, the
 function's props built and the DLQ alarmed like the actors' (``asya_cdk.actor``: :func:`queue_encryption`,
-:func:`function_props`, :func:`dlq_alarm`); the caller's ``function_overrides`` apply as the actors' overrides do.
+:func:`function_props`, :func:`dlq_alarm`); the caller's ``function_overrides``, ``queue_overrides`` and
+``dead_letter_queue_overrides`` (``AsyaMesh``'s ``queue_props`` and ``dead_letter_queue_props``) apply to the function,
+the timer queue and its DLQ as the actors' overrides do.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class Backstop(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         key: kms.IKey | None = None,
         function_overrides: Mapping[str, Any] | None = None,
+        queue_overrides: Mapping[str, Any] | None = None,
+        dead_letter_queue_overrides: Mapping[str, Any] | None = None,
     ) -> None:
         if not handler or "." not in handler:
             raise DeploymentError(f"backstop handler must be 'module.function', got {handler!r}")
@@ -68,21 +72,29 @@ class Backstop(Construct):
         self._timer_dlq = sqs.Queue(
             self,
             "TimerDlq",
-            queue_name=naming.dlq_name(namespace, naming.DEADLINE),
-            retention_period=DLQ_RETENTION,
-            enforce_ssl=True,
-            **queue_encryption(key),
+            **{
+                "retention_period": DLQ_RETENTION,
+                **(dead_letter_queue_overrides or {}),
+                "queue_name": naming.dlq_name(namespace, naming.DEADLINE),
+                "enforce_ssl": True,
+                **queue_encryption(key),
+            },
         )
         self._timer_queue = sqs.Queue(
             self,
             "TimerQueue",
-            queue_name=naming.queue_name(namespace, naming.DEADLINE),
-            # 6x the function timeout, as for actors (P-MAN-4)
-            visibility_timeout=Duration.seconds(6 * BACKSTOP_TIMEOUT),
-            retention_period=QUEUE_RETENTION,
-            enforce_ssl=True,
-            dead_letter_queue=sqs.DeadLetterQueue(queue=self._timer_dlq, max_receive_count=TIMER_MAX_RECEIVE_COUNT),
-            **queue_encryption(key),
+            **{
+                "retention_period": QUEUE_RETENTION,
+                **(queue_overrides or {}),
+                "queue_name": naming.queue_name(namespace, naming.DEADLINE),
+                # 6x the function timeout, as for actors (P-MAN-4)
+                "visibility_timeout": Duration.seconds(6 * BACKSTOP_TIMEOUT),
+                "enforce_ssl": True,
+                "dead_letter_queue": sqs.DeadLetterQueue(
+                    queue=self._timer_dlq, max_receive_count=TIMER_MAX_RECEIVE_COUNT
+                ),
+                **queue_encryption(key),
+            },
         )
         self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
         self._function = lambda_.Function(

@@ -6,6 +6,7 @@ network and no file writes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from aws_cdk import aws_lambda as lambda_
@@ -22,7 +23,7 @@ from asya_cdk.gateway import check_auth
 from asya_cdk.locks import Lock, check_lock
 from asya_cdk.settings import PYTHON_RUNTIMES
 
-__all__ = ["check_locks", "check_manifest", "choose_runtime", "load"]
+__all__ = ["check_locks", "check_manifest", "choose_runtime", "load", "storage_reuse_problems"]
 
 
 def load(manifest: Manifest | str | Path) -> tuple[Manifest | None, list[str]]:
@@ -53,6 +54,26 @@ def check_manifest(manifest: Manifest, sources: SourceLayout, problems: list[str
         except (ReservedVariableError, DeploymentError) as exc:
             problems.append(str(exc))
     return handlers
+
+
+def storage_reuse_problems(manifest: Manifest, given: Mapping[str, object | None]) -> list[str]:
+    """The manifest's ``deployment.existing_table`` / ``existing_bucket`` exclude the construct's own way of giving
+    or shaping that resource (``given``: the construct's keyword arguments by name)."""
+    reused = {
+        "existing_table": manifest.deployment.existing_table,
+        "existing_bucket": manifest.deployment.existing_bucket,
+    }
+    clashes = {
+        "existing_table": ("existing_table_obj", "table_props"),
+        "existing_bucket": ("existing_bucket_obj", "bucket_props"),
+    }
+    return [
+        f"deployment.{setting}, {prop}: give one or the other, not both"
+        for setting, props in clashes.items()
+        if reused[setting] not in (None, False)
+        for prop in props
+        if given.get(prop) is not None
+    ]
 
 
 def choose_runtime(manifest: Manifest | None, given: lambda_.Runtime | None, problems: list[str]) -> lambda_.Runtime:

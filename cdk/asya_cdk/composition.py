@@ -7,6 +7,8 @@ path is context ``manifest`` (default ``./asya.yaml``), relative to the working 
 
 cdk-nag 3 runs as a policy-validation plugin (``AwsSolutionsChecks``) during ``app.synth()``: an unacknowledged
 finding fails the synthesis. Acknowledgments, each with its reason, live next to the resources they concern.
+:func:`synthesize` then checks the templates against the limits a deployment would hit (:mod:`asya_cdk.limits`),
+raising one error that lists them all.
 """
 
 from __future__ import annotations
@@ -18,16 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
+from aws_cdk import cx_api
 from cdk_nag import AwsSolutionsChecks
 
 from asya.manifest import load_manifest
 from asya_cdk.assets import SourceLayout
 from asya_cdk.dependencies import DependencyBuilder
 from asya_cdk.errors import DeploymentError
+from asya_cdk.limits import LimitReport, check_assembly, enforce
 from asya_cdk.settings import CONTEXT, DeploySettings
 from asya_cdk.stack import AsyaStack, default_stack_name
 
-__all__ = ["BuiltApp", "build_app", "load_cdk_context"]
+__all__ = ["BuiltApp", "build_app", "load_cdk_context", "synthesize"]
 
 DEFAULT_MANIFEST = "./asya.yaml"
 
@@ -80,3 +84,12 @@ def build_app(
     if nag:
         cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     return BuiltApp(app=app, stack=stack, settings=settings)
+
+
+def synthesize(built: BuiltApp) -> tuple[cx_api.CloudAssembly, LimitReport]:
+    """Synthesize ``built`` and check its templates' limits; raises :class:`~asya_cdk.limits.LimitError` listing every
+    limit exceeded. The report's warnings are the caller's to print."""
+    assembly = built.app.synth()
+    report = check_assembly(assembly)
+    enforce(report)
+    return assembly, report

@@ -19,11 +19,16 @@ same resource). A field the manifest or the naming rules own is refused. Every p
 auth, env maps, region) is collected and raised as one :class:`~asya_cdk.errors.DeploymentError` before the construct
 is created.
 
-Mesh size: CloudFormation allows 500 resources per stack, and an actor takes 11. Up to :data:`INLINE_ACTORS` deployed
-actors live in the enclosing stack; a larger mesh (or any mesh given ``actors_per_stack``) puts its actors in nested
-stacks ``Actors0``, ``Actors1``, ... of ``actors_per_stack`` (default :data:`DEFAULT_ACTORS_PER_STACK`) each. Moving a
-mesh across that line changes the actors' logical ids, which fixed-name queues cannot survive in place: a mesh expected
-to grow past it should set ``actors_per_stack`` from its first deployment.
+Placement (:mod:`asya_cdk.placement`): the manifest's ``deployment.placement`` keeps the actors in the enclosing
+stack (``stack``, up to 36 deployed actors) or in ``deployment.actor_stacks`` nested stacks chosen by a hash of each
+actor's name (``nested``); either way adding or removing actors never moves another one.
+
+Retained data: with ``deployment.retain_data`` (default) the table and the bucket outlive the stack and the table is
+protected from deletion; ``deployment.existing_table`` / ``existing_bucket`` reuse what a deleted stack left.
+
+Grants (CDK style, each returns the ``iam.Grant``): :meth:`AsyaMesh.grant_create_tasks`,
+:meth:`AsyaMesh.grant_read_tasks` (``execute-api:Invoke`` on the task routes; gateway auth ``iam`` only) and
+:meth:`AsyaMesh.grant_send` (send to one actor's queue).
 
 Ids are a contract: mount the construct as ``"Default"`` to keep the logical ids of the ``AsyaStack`` of earlier
 versions. The construct emits no ``CfnOutput`` and reads no context.
@@ -47,11 +52,11 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya import access
+from asya import access, naming
 from asya.environment import actor_environment, gateway_environment
 from asya.envnames import ENV
 from asya.manifest import Manifest
-from asya_cdk.actor import Actor, ActorOverrides
+from asya_cdk.actor import Actor, ActorOverrides, retention_problems
 from asya_cdk.assets import (
     ASSET_EXCLUDES,
     GATEWAY_MANIFEST_FILE,
@@ -61,27 +66,21 @@ from asya_cdk.assets import (
 )
 from asya_cdk.backstop import Backstop
 from asya_cdk.bytecode import interpreter_matches, stage_compiled
-from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load
+from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load, storage_reuse_problems
 from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway
+from asya_cdk.grants import grant_task_routes
 from asya_cdk.installed import installed_sources
 from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
 from asya_cdk.nag import acknowledge
 from asya_cdk.observability import MeshObservability, retention_days
 from asya_cdk.permissions import grant_access, role_of
-from asya_cdk.placement import (
-    DEFAULT_ACTORS_PER_STACK,
-    INLINE_ACTORS,
-    MAX_ACTORS_PER_STACK,
-    ActorGroup,
-    actor_groups,
-    group_code,
-)
+from asya_cdk.placement import ActorGroup, actor_groups, group_code, placement_problems
 from asya_cdk.props import check_props, given_fields
 from asya_cdk.storage import Storage
 
-__all__ = ["DEFAULT_ACTORS_PER_STACK", "DEFAULT_BACKSTOP_HANDLER", "INLINE_ACTORS", "AsyaMesh", "default_sources"]
+__all__ = ["DEFAULT_BACKSTOP_HANDLER", "AsyaMesh", "default_sources"]
 
 DEFAULT_BACKSTOP_HANDLER: Final = "asya_gateway.backstop.lambda_handler"
 _BASIC_EXECUTION_POLICY: Final = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
@@ -117,7 +116,6 @@ class AsyaMesh(Construct):
         bucket_props: s3.BucketProps | None = None,
         api_gateway_props: apigw.RestApiProps | None = None,
         log_group_props: logs.LogGroupProps | None = None,
-        actors_per_stack: int | None = None,
         backstop_handler: str = DEFAULT_BACKSTOP_HANDLER,
     ) -> None:
         layout = sources or default_sources()
@@ -137,15 +135,15 @@ class AsyaMesh(Construct):
             problems.append("existing_table_obj, table_props: give one or the other, not both")
         if existing_bucket_obj is not None and bucket_props is not None:
             problems.append("existing_bucket_obj, bucket_props: give one or the other, not both")
-        if actors_per_stack is not None and not 1 <= actors_per_stack <= MAX_ACTORS_PER_STACK:
-            problems.append(
-                f"actors_per_stack: {actors_per_stack!r} is outside 1..{MAX_ACTORS_PER_STACK} (500 resources per "
-                "nested stack)"
-            )
+        problems += retention_problems(given_fields(queue_props), given_fields(dead_letter_queue_props))
         runtime = choose_runtime(loaded, runtime, problems)
         handlers: dict[str, str] = {}
         if loaded is not None:
             handlers = check_manifest(loaded, layout, problems)
+            problems += placement_problems([a.name for a in loaded.deployed_actors()], loaded.deployment)
+            problems += storage_reuse_problems(
+                loaded, {**hooks, "existing_table_obj": existing_table_obj, "existing_bucket_obj": existing_bucket_obj}
+            )
         if web_adapter_layer is None and loaded is not None:
             try:
                 adapter_arn: str | None = lwa_layer_arn(Stack.of(scope).region, lwa_layer_version)
@@ -166,6 +164,11 @@ class AsyaMesh(Construct):
         function_extra = given_fields(lambda_function_props)
         log_extra = given_fields(log_group_props)
 
+        deployment = loaded.deployment
+        if deployment.existing_table:
+            existing_table_obj = dynamodb.Table.from_table_name(self, "ExistingTable", naming.table_name(namespace))
+        if deployment.existing_bucket is not None:
+            existing_bucket_obj = s3.Bucket.from_bucket_name(self, "ExistingBucket", deployment.existing_bucket)
         self._storage = Storage(
             self,
             "Storage",
@@ -175,6 +178,7 @@ class AsyaMesh(Construct):
             bucket_props=given_fields(bucket_props),
             existing_table=existing_table_obj,
             existing_bucket=existing_bucket_obj,
+            retain_data=deployment.retain_data,
         )
         table, bucket = self._storage.table, self._storage.bucket
 
@@ -213,9 +217,8 @@ class AsyaMesh(Construct):
         self._actor_stacks: list[NestedStack] = []
         self._actors: dict[str, Actor] = {}
         shared = ActorGroup(scope=self, table=table, bucket=bucket, layers=(sidecar_layer, actor_deps))
-        for actor, group in zip(
-            deployed, actor_groups(self, len(deployed), actors_per_stack, shared, self._actor_stacks), strict=True
-        ):
+        placed = actor_groups(self, [a.name for a in deployed], deployment, shared, self._actor_stacks)
+        for actor, group in zip(deployed, placed, strict=True):
             directory = layout.crew_dir if actor.crew else actor.code_dir
             assert directory is not None  # checked by _check_manifest
             code = group_code(group.scope, directory, code_cache)
@@ -290,6 +293,8 @@ class AsyaMesh(Construct):
             log_retention=retention,
             key=key,
             function_overrides={k: v for k, v in function_extra.items() if k != "layers"},
+            queue_overrides=overrides.queue,
+            dead_letter_queue_overrides=overrides.dead_letter_queue,
         )
         grant_access(self._gateway.function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
         grant_access(self._backstop.function, access.BACKSTOP, namespace=namespace, table=table, bucket=bucket, key=key)
@@ -399,3 +404,32 @@ class AsyaMesh(Construct):
     @property
     def alarms(self) -> MeshObservability:
         return self._observability
+
+    def grant_create_tasks(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` create tasks through the gateway (``execute-api:Invoke`` on ``POST /api/v1/mesh``)."""
+        return grant_task_routes(
+            self.api_gateway,
+            grantee,
+            kind="create",
+            auth_mode=self._manifest.gateway.auth.mode,
+            method="grant_create_tasks",
+        )
+
+    def grant_read_tasks(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read tasks through the gateway: list, status, stream and result (``GET /api/v1/mesh/*``)."""
+        return grant_task_routes(
+            self.api_gateway,
+            grantee,
+            kind="read",
+            auth_mode=self._manifest.gateway.auth.mode,
+            method="grant_read_tasks",
+        )
+
+    def grant_send(self, actor: str, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` send envelopes to ``actor``'s queue (and use the mesh's key for it, when there is one)."""
+        built = self._actors.get(actor)
+        if built is None:
+            raise DeploymentError(
+                f"grant_send: actor {actor!r} is not deployed by this mesh; use one of {sorted(self._actors)}"
+            )
+        return built.queue.grant_send_messages(grantee)

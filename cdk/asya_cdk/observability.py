@@ -10,10 +10,13 @@ Alarms (missing data is not breaching: an idle mesh publishes no SQS datapoints 
 
 With ``observability.alarm_topic_arn`` in the manifest, every alarm of the mesh notifies that topic (alarm and OK).
 
-Dashboard ``asya-{namespace}`` (``observability.dashboard``, default on): a mesh row (task outcomes and x-sump
+Dashboards (``observability.dashboard``, default on): ``asya-{namespace}-{region}`` (dashboard names are
+account-global, so the region keeps one namespace in two regions apart) with a mesh row (task outcomes and x-sump
 failures by actor and reason from the EMF metrics through ``SEARCH`` expressions, the gateway's and the backstop's
 errors), then one row per actor: queue depth, age of the oldest message and DLQ depth; errors, throttles and
-duration (p50, p99).
+duration (p50, p99). CloudWatch allows 500 widgets per dashboard and a bounded body, so the actors are split
+:data:`ACTORS_PER_DASHBOARD` per dashboard (2 widgets each): ``asya-{namespace}-{region}-2``, ``-3``, ... hold the
+next ones, in manifest order.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_logs as logs
@@ -33,12 +36,21 @@ from asya_cdk.actor import Actor
 from asya_cdk.backstop import Backstop
 from asya_cdk.gateway import Gateway
 
-__all__ = ["BACKSTOP_ERROR_MINUTES", "METRICS_NAMESPACE", "SUMP_BACKLOG_MINUTES", "MeshObservability", "retention_days"]
+__all__ = [
+    "ACTORS_PER_DASHBOARD",
+    "BACKSTOP_ERROR_MINUTES",
+    "METRICS_NAMESPACE",
+    "SUMP_BACKLOG_MINUTES",
+    "MeshObservability",
+    "retention_days",
+]
 
 SUMP_BACKLOG_MINUTES: Final = 5
 BACKSTOP_ERROR_MINUTES: Final = 3
 #: The EMF namespace of the runtime's metrics (``asya.environment.POWERTOOLS_ENV``).
 METRICS_NAMESPACE: Final = "Asya"
+#: Actors per dashboard (chosen): 81 widgets and a body near 100 KB, far under CloudWatch's 500 widgets.
+ACTORS_PER_DASHBOARD: Final = 40
 _PERIOD: Final = Duration.minutes(1)
 _WIDTH: Final = 12
 _HEIGHT: Final = 6
@@ -97,19 +109,32 @@ class MeshObservability(Construct):
             for alarm in alarms:
                 alarm.add_alarm_action(action)
                 alarm.add_ok_action(action)
-        self._dashboard: cloudwatch.Dashboard | None = None
+        self._dashboards: list[cloudwatch.Dashboard] = []
         if dashboard:
-            self._dashboard = self._build_dashboard(namespace, actors, backstop, gateway)
+            chunks = [actors[i : i + ACTORS_PER_DASHBOARD] for i in range(0, len(actors), ACTORS_PER_DASHBOARD)]
+            name = f"asya-{namespace}-{Stack.of(self).region}"
+            for number, chunk in enumerate(chunks or [[]]):
+                # the first keeps the id (and so the logical id) of the single dashboard of earlier versions
+                board = cloudwatch.Dashboard(
+                    self,
+                    "Dashboard" if number == 0 else f"Dashboard{number + 1}",
+                    dashboard_name=name if number == 0 else f"{name}-{number + 1}",
+                    default_interval=Duration.hours(3),
+                )
+                if number == 0:
+                    self._mesh_row(board, namespace, backstop, gateway)
+                else:
+                    board.add_widgets(
+                        cloudwatch.TextWidget(
+                            markdown=f"# asya mesh `{namespace}`, actors part {number + 1} of {len(chunks)}",
+                            width=24,
+                            height=1,
+                        )
+                    )
+                self._actor_rows(board, namespace, chunk)
+                self._dashboards.append(board)
 
-    def _build_dashboard(
-        self, namespace: str, actors: Sequence[Actor], backstop: Backstop, gateway: Gateway
-    ) -> cloudwatch.Dashboard:
-        board = cloudwatch.Dashboard(
-            self,
-            "Dashboard",
-            dashboard_name=f"asya-{namespace}",
-            default_interval=Duration.hours(3),
-        )
+    def _mesh_row(self, board: cloudwatch.Dashboard, namespace: str, backstop: Backstop, gateway: Gateway) -> None:
         task_metrics = cloudwatch.MathExpression(
             expression=(f"SEARCH('{{{METRICS_NAMESPACE},Namespace}} Namespace=\"{namespace}\"', 'Sum', 300)"),
             label="",
@@ -139,6 +164,8 @@ class MeshObservability(Construct):
                 height=_HEIGHT,
             ),
         )
+
+    def _actor_rows(self, board: cloudwatch.Dashboard, namespace: str, actors: Sequence[Actor]) -> None:
         for actor in actors:
             queue = naming.queue_name(namespace, actor.name)
             dlq = naming.dlq_name(namespace, actor.name)
@@ -167,7 +194,6 @@ class MeshObservability(Construct):
                     height=_HEIGHT,
                 ),
             )
-        return board
 
     @property
     def sump_backlog(self) -> cloudwatch.Alarm:
@@ -184,7 +210,13 @@ class MeshObservability(Construct):
 
     @property
     def dashboard(self) -> cloudwatch.Dashboard | None:
-        return self._dashboard
+        """The first dashboard (the mesh row and the first actors); ``None`` with ``observability.dashboard: false``."""
+        return self._dashboards[0] if self._dashboards else None
+
+    @property
+    def dashboards(self) -> Sequence[cloudwatch.Dashboard]:
+        """Every dashboard of the mesh, in order."""
+        return tuple(self._dashboards)
 
 
 def _queue_metric(name: str, queue: str, *, label: str | None = None) -> cloudwatch.Metric:

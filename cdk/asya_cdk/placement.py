@@ -1,5 +1,13 @@
-"""Where a mesh's actors live (issue 19 item 3): in the mesh's own stack up to :data:`INLINE_ACTORS` deployed actors,
-else in nested stacks ``Actors0``, ``Actors1``, ... of ``actors_per_stack`` (default :data:`DEFAULT_ACTORS_PER_STACK`).
+"""Where a mesh's actors live (issue 26 item 1), by the manifest's ``deployment.placement``:
+
+- ``stack`` (default): in the mesh's own stack, at most :data:`~asya.manifest.blocks.MAX_STACK_ACTORS` deployed
+  actors. A larger mesh is refused at synthesis (:func:`placement_problems`), never moved into nested stacks: the
+  actors' logical ids would change, and their fixed-name queues cannot be created while the old ones exist.
+- ``nested``: in ``deployment.actor_stacks`` nested stacks ``Actors0`` .. ``Actors{n-1}``; an actor goes into the one
+  its name hashes to (:func:`actor_bucket`, SHA-256 of the name modulo the count). Adding or removing an actor never
+  moves another one; a nested stack with no actor is not created. ``actor_stacks`` is fixed from the first
+  deployment: changing it moves actors. A nested stack holds at most :data:`MAX_ACTORS_PER_STACK` actors; a mesh
+  whose names crowd one beyond it is refused with the names and the fix.
 
 CloudFormation allows 500 resources per stack and an actor takes 11 (queue, DLQ, two queue policies, log group, role,
 policy, function, event source mapping, two alarms). A nested stack takes the table ARN, the bucket ARN and name and
@@ -10,6 +18,8 @@ first stack that uses it, so :func:`group_code` keeps one per directory and stac
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -20,21 +30,19 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from asya.manifest.blocks import MAX_STACK_ACTORS, DeploymentConfig
 from asya_cdk.assets import ASSET_EXCLUDES
 
 __all__ = [
-    "DEFAULT_ACTORS_PER_STACK",
-    "INLINE_ACTORS",
     "MAX_ACTORS_PER_STACK",
     "ActorGroup",
+    "actor_bucket",
     "actor_groups",
     "group_code",
+    "placement_problems",
 ]
 
-#: Deployed actors that stay in the enclosing stack (11 resources each, with ~60 shared ones, under 500).
-INLINE_ACTORS: Final = 36
-#: Actors per nested stack when the mesh is split.
-DEFAULT_ACTORS_PER_STACK: Final = 40
+#: Actors one nested stack holds: 11 resources each, under CloudFormation's 500 with a margin.
 MAX_ACTORS_PER_STACK: Final = 42
 
 
@@ -48,21 +56,51 @@ class ActorGroup:
     layers: tuple[lambda_.ILayerVersion, ...]
 
 
+def actor_bucket(name: str, stacks: int) -> int:
+    """The nested stack of actor ``name`` among ``stacks``: a hash of the name alone, so it never changes with the
+    other actors."""
+    return int.from_bytes(hashlib.sha256(name.encode("utf-8")).digest()[:8], "big") % stacks
+
+
+def placement_problems(names: Sequence[str], deployment: DeploymentConfig) -> list[str]:
+    """Why these deployed actors cannot be placed by ``deployment``'s rule (``[]``: they can)."""
+    if deployment.placement == "stack":
+        if len(names) <= MAX_STACK_ACTORS:
+            return []
+        return [
+            f"deployment.placement: 'stack' holds at most {MAX_STACK_ACTORS} deployed actors (crew included; "
+            f"CloudFormation's 500 resources per stack), this mesh has {len(names)}; set deployment.placement: nested. "
+            "A mesh already deployed with placement 'stack' must be deployed afresh (docs/deploy.md, Placement): its "
+            "queues keep fixed names and cannot move into nested stacks in place"
+        ]
+    crowded: dict[int, list[str]] = {}
+    for name in names:
+        crowded.setdefault(actor_bucket(name, deployment.actor_stacks), []).append(name)
+    return [
+        f"deployment.actor_stacks: nested stack Actors{bucket} would hold {len(members)} actors, over "
+        f"{MAX_ACTORS_PER_STACK} (500 resources per stack): {', '.join(members)}; a new mesh needs more actor_stacks, "
+        "a deployed one must be deployed afresh with more (changing the count moves actors)"
+        for bucket, members in sorted(crowded.items())
+        if len(members) > MAX_ACTORS_PER_STACK
+    ]
+
+
 def actor_groups(
-    mesh: Construct, count: int, per_stack: int | None, shared: ActorGroup, stacks: list[NestedStack]
+    mesh: Construct,
+    names: Sequence[str],
+    deployment: DeploymentConfig,
+    shared: ActorGroup,
+    stacks: list[NestedStack],
 ) -> list[ActorGroup]:
-    """Where each of ``count`` actors goes: ``shared`` (the mesh itself), or nested stacks of ``per_stack`` actors,
-    appended to ``stacks``."""
-    if per_stack is None and count <= INLINE_ACTORS:
-        return [shared] * count
-    size = per_stack or DEFAULT_ACTORS_PER_STACK
-    groups: list[ActorGroup] = []
-    for index in range(count):
-        if index % size == 0:
-            groups.append(_nested_group(mesh, index // size, shared, stacks))
-        else:
-            groups.append(groups[-1])
-    return groups
+    """Where each actor of ``names`` goes: ``shared`` (the mesh itself) or its nested stack, appended to ``stacks``
+    in stack order. Call :func:`placement_problems` first."""
+    if deployment.placement == "stack":
+        return [shared] * len(names)
+    buckets = [actor_bucket(name, deployment.actor_stacks) for name in names]
+    groups: dict[int, ActorGroup] = {}
+    for bucket in sorted(set(buckets)):
+        groups[bucket] = _nested_group(mesh, bucket, shared, stacks)
+    return [groups[bucket] for bucket in buckets]
 
 
 def _nested_group(mesh: Construct, number: int, shared: ActorGroup, stacks: list[NestedStack]) -> ActorGroup:

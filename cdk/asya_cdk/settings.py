@@ -7,6 +7,7 @@
 | ``asya:pythonVersion`` | Lambda Python runtime (the manifest's ``deployment.python_version`` wins) | ``3.14`` |
 | ``asya:lwaLayerVersion`` | version of the AWS Lambda Web Adapter layer ``LambdaAdapterLayerArm64`` | ``25`` |
 | ``asya:stackName`` | CloudFormation stack name | ``asya-{namespace}`` |
+| ``asya:deleteData`` | ``true``: deploy with ``retain_data: false`` (``asya destroy --delete-data``) | ``false`` |
 
 Values given with ``-c`` arrive as strings; numbers are converted here, with an error naming the key and the value.
 """
@@ -31,6 +32,7 @@ class _ContextKeys:
     python_version: str = "asya:pythonVersion"
     lwa_layer_version: str = "asya:lwaLayerVersion"
     stack_name: str = "asya:stackName"
+    delete_data: str = "asya:deleteData"
 
 
 #: The context keys the app reads, in one place.
@@ -56,6 +58,8 @@ class DeploySettings:
     python_version: str | None = None
     lwa_layer_version: int = 25
     stack_name: str | None = None
+    #: Synthesize the table and bucket to be deleted with the stack, whatever the manifest's retain_data says.
+    delete_data: bool = False
 
     def __post_init__(self) -> None:
         if self.python_version is not None and self.python_version not in PYTHON_RUNTIMES:
@@ -87,6 +91,7 @@ class DeploySettings:
             else str(context[CONTEXT.python_version]),
             lwa_layer_version=_integer(context, CONTEXT.lwa_layer_version, 25),
             stack_name=None if stack_name in (None, "") else str(stack_name),
+            delete_data=_boolean(context, CONTEXT.delete_data),
         )
 
 
@@ -100,3 +105,15 @@ def _integer(context: Mapping[str, object], key: str, default: int) -> int:
         return int(str(raw))
     except ValueError:
         raise DeploymentError(f"{key}: expected an integer, got {raw!r}") from None
+
+
+def _boolean(context: Mapping[str, object], key: str) -> bool:
+    raw = context.get(key, False)
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no", ""):
+        return False
+    raise DeploymentError(f"{key}: expected true or false, got {raw!r}")

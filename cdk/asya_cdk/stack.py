@@ -1,6 +1,9 @@
 """The repository's own stack: a thin :class:`~aws_cdk.Stack` around one :class:`~asya_cdk.mesh.AsyaMesh` (mounted as
 ``"Default"``, so its resources keep the logical ids of earlier versions), plus the outputs.
 
+Context ``asya:deleteData=true`` (``asya destroy --delete-data``) synthesizes the manifest with
+``deployment.retain_data: false``.
+
 Outputs: ``GatewayUrl``, ``TableName``, ``BucketName``, ``QueueUrlPrefix`` (``https://sqs.{region}.{suffix}/
 {account}/asya-{ns}-``: append an actor's name) and, while the actors live in this stack, one ``QueueUrl{Actor}`` per
 actor (a split mesh would exceed CloudFormation's 200 outputs).
@@ -46,6 +49,10 @@ class AsyaStack(Stack):
         stack_props.setdefault("env", Environment(region=settings.region))
         stack_props.setdefault("description", f"asya mesh {manifest.namespace} (asya-serverless)")
         super().__init__(scope, id, **stack_props)
+        if settings.delete_data:
+            # asya destroy --delete-data: deploy the stack once more with data deletable, then delete it
+            deployment = manifest.deployment.model_copy(update={"retain_data": False})
+            manifest = manifest.model_copy(update={"deployment": deployment})
         self._mesh = AsyaMesh(
             self,
             "Default",

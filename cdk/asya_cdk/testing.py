@@ -15,7 +15,8 @@ from typing import Any
 
 from aws_cdk.assertions import Template
 
-from asya_cdk.composition import BuiltApp, build_app, load_cdk_context
+from asya_cdk.composition import BuiltApp, build_app, load_cdk_context, synthesize
+from asya_cdk.limits import LimitReport
 
 __all__ = ["SynthesizedMesh", "build_mesh_app", "synthesize_mesh"]
 
@@ -29,6 +30,7 @@ class SynthesizedMesh:
     template: Template
     resources: Mapping[str, dict[str, Any]]
     outputs: Mapping[str, dict[str, Any]]
+    limits: LimitReport
 
     def of_type(self, cfn_type: str) -> dict[str, dict[str, Any]]:
         """Resources of one CloudFormation type, by logical id."""
@@ -51,9 +53,10 @@ def build_mesh_app(
 def synthesize_mesh(
     manifest: Path, *, repo_root: Path, outdir: Path, context: Mapping[str, Any] | None = None
 ) -> SynthesizedMesh:
-    """Build and synthesize; raises when cdk-nag reports an unacknowledged finding."""
+    """Build and synthesize; raises when cdk-nag reports an unacknowledged finding or a limit is exceeded
+    (:class:`~asya_cdk.limits.LimitError`)."""
     built = build_mesh_app(manifest, repo_root=repo_root, outdir=outdir, context=context)
-    assembly = built.app.synth()
+    assembly, report = synthesize(built)
     template: dict[str, Any] = assembly.get_stack_artifact(built.stack.artifact_id).template
     return SynthesizedMesh(
         built=built,
@@ -61,4 +64,5 @@ def synthesize_mesh(
         template=Template.from_json(template),
         resources=template["Resources"],
         outputs=template.get("Outputs", {}),
+        limits=report,
     )

@@ -5,7 +5,8 @@
     asya init    DIR [--namespace NS]                          scaffold a project (asya_local.scaffold)
     asya synth   [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    CloudFormation into DIR/cdk.out, no AWS account
     asya deploy  [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    deploy with your AWS credentials
-    asya destroy [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    remove the stack (the table and bucket are retained)
+    asya destroy [--dir .] [-c KEY=VALUE ...] [--delete-data [--yes]] [-- CDK ARGS]
+                                                               remove the stack (the table and bucket are retained)
 
 ``synth``, ``deploy`` and ``destroy`` first load the project's ``asya.yaml`` and check every handler without
 instantiating any class (``asya_local.preflight``: every problem in one message, nothing run), then run the pinned
@@ -15,6 +16,12 @@ and ``--output cdk.out`` (``synth`` with ``--quiet``: the app names the template
 it). The CLI's output is passed through line by line as text; the jsii end-of-life notice for Node 20 is silenced
 as in the repository's Makefile (env ``JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION``, unless set). The exit code
 is the CDK CLI's; 2 when the project or Node.js is missing.
+
+``destroy --delete-data`` deletes the task table and the bucket too (:func:`destroy_plan`): after a confirmation
+(typing the namespace; ``--yes`` skips it, for scripts) it deploys the stack once more with context
+``asya:deleteData=true`` (table and bucket set to be deleted with the stack, the bucket emptied by CDK's
+auto-delete custom resource, the table's deletion protection off), then destroys it with ``--force``. A table or
+bucket the manifest reuses (``deployment.existing_table`` / ``existing_bucket``) is not the stack's and stays.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, TextIO
 
 from asya.manifest import load_manifest
 from asya_local.cliio import CliIo
@@ -38,11 +45,13 @@ from asya_local.scaffold import scaffold
 if TYPE_CHECKING:
     _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
 
-__all__ = ["CDK_CLI", "add_project_parsers", "cdk_command"]
+__all__ = ["CDK_CLI", "DELETE_DATA_CONTEXT", "add_project_parsers", "cdk_command", "confirm_deletion", "destroy_plan"]
 
 #: The CDK CLI release every deployment uses (aws-cdk@3 cannot read this aws-cdk-lib's cloud assembly).
 CDK_CLI: Final = "aws-cdk@2.1148.1"
 _JSII_NOTICE: Final = ("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+#: The context ``destroy --delete-data`` deploys with (``asya_cdk.settings``: the table and bucket become deletable).
+DELETE_DATA_CONTEXT: Final = "asya:deleteData=true"
 
 
 def add_project_parsers(commands: _Commands) -> None:
@@ -60,6 +69,13 @@ def add_project_parsers(commands: _Commands) -> None:
         command.add_argument(
             "-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="CDK context, e.g. asya:region"
         )
+        if name == "destroy":
+            command.add_argument(
+                "--delete-data",
+                action="store_true",
+                help="also delete the task table and the bucket with everything in them (asks first)",
+            )
+            command.add_argument("--yes", action="store_true", help="with --delete-data: do not ask (for scripts)")
         command.add_argument("cdk_args", nargs=argparse.REMAINDER, help="after --: more arguments for the CDK CLI")
         command.set_defaults(run=_cdk, cdk_command=name)
 
@@ -103,9 +119,46 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
                 f"{project} has no {required}: run `asya init DIR` to create a project, or pass --dir PROJECT"
             )
     manifest_path = project / "asya.yaml"
-    check_mesh(load_manifest(manifest_path), source=str(manifest_path), instantiate=False)
-    command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
-    return _stream(command, cwd=project, env=_cdk_env(args.env), io=io)
+    manifest = load_manifest(manifest_path)
+    check_mesh(manifest, source=str(manifest_path), instantiate=False)
+    if getattr(args, "yes", False) and not getattr(args, "delete_data", False):
+        raise LocalModeError("--yes only confirms --delete-data; add --delete-data or drop --yes")
+    if not getattr(args, "delete_data", False):
+        command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
+        return _stream(command, cwd=project, env=_cdk_env(args.env), io=io)
+    if not args.yes and not confirm_deletion(manifest.namespace, stdin=args.stdin, err=io.err):
+        io.error("destroy --delete-data: not confirmed; nothing was changed")
+        return 1
+    for command in destroy_plan(context=args.context, extra=args.cdk_args):
+        code = _stream(command, cwd=project, env=_cdk_env(args.env), io=io)
+        if code != 0:
+            return code
+    return 0
+
+
+def confirm_deletion(namespace: str, *, stdin: TextIO, err: TextIO) -> bool:
+    """Ask for the namespace on ``err``; true when the line read from ``stdin`` is exactly it."""
+    err.write(
+        f"This deletes the mesh {namespace!r} with its task table asya-{namespace}-tasks and its bucket, with every "
+        f"task and checkpoint in them; it cannot be undone.\nType the namespace ({namespace}) to confirm: "
+    )
+    err.flush()
+    return stdin.readline().strip() == namespace
+
+
+def destroy_plan(
+    *,
+    context: list[str],
+    extra: list[str],
+    python: str = sys.executable,
+    which: Callable[[str], str | None] = shutil.which,
+) -> list[list[str]]:
+    """The CDK CLI commands of ``asya destroy --delete-data``: a deploy that makes the data deletable, then the
+    destroy."""
+    context = [*context, DELETE_DATA_CONTEXT]
+    deploy = cdk_command("deploy", context=context, extra=["--require-approval", "never"], python=python, which=which)
+    destroy = cdk_command("destroy", context=context, extra=["--force", *extra], python=python, which=which)
+    return [deploy, destroy]
 
 
 def _cdk_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -150,7 +150,7 @@ def test_dashboard_rows_per_actor(shop: tuple[AsyaMesh, dict[str, Any], Path]) -
     x-sump failures by reason from the EMF metrics."""
     _, template, _ = shop
     (dashboard,) = _of_type(template, "AWS::CloudWatch::Dashboard")
-    assert dashboard["DashboardName"] == "asya-shop"
+    assert dashboard["DashboardName"] == "asya-shop-eu-west-1"  # one namespace in two regions: two names
     body = json.dumps(dashboard["DashboardBody"])
     for actor in ("pay", "x-sink", "x-sump"):
         assert f"{actor}: queue" in body and f"{actor}: function" in body
@@ -197,7 +197,7 @@ def test_every_problem_is_reported_at_once_before_anything_is_created(tmp_path: 
                 partition_key=dynamodb.Attribute(name="id", type=dynamodb.AttributeType.STRING)
             ),
             existing_table_obj=dynamodb.Table.from_table_name(stack, "T", "elsewhere"),
-            actors_per_stack=99,
+            dead_letter_queue_props=sqs.QueueProps(retention_period=cdk.Duration.days(7)),
         )
     message = str(info.value)
     for expected in (
@@ -205,7 +205,7 @@ def test_every_problem_is_reported_at_once_before_anything_is_created(tmp_path: 
         "queue_props.visibility_timeout: set by the mesh",
         "table_props.partition_key: set by the mesh",
         "existing_table_obj, table_props: give one or the other",
-        "actors_per_stack: 99",
+        "dead_letter_queue_props.retention_period: 7 days is not longer",
     ):
         assert expected in message
     assert stack.node.try_find_child("Default") is None

@@ -29,7 +29,10 @@ from asya.timeutil import parse_duration
 
 __all__ = [
     "CREW_SETTINGS",
+    "DEFAULT_ACTOR_STACKS",
     "LOG_RETENTION_DAYS",
+    "MAX_ACTOR_STACKS",
+    "MAX_STACK_ACTORS",
     "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",
@@ -268,6 +271,12 @@ class GatewayConfig(_Model):
 
 
 KMS_KEY_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
+BUCKET_NAME_RE: Final = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+#: Deployed actors the mesh's own stack holds under ``placement: stack`` (500 resources, 11 per actor, ~60 shared).
+MAX_STACK_ACTORS: Final = 36
+DEFAULT_ACTOR_STACKS: Final = 8
+#: Each nested stack is one resource of the mesh's stack, which holds ~60 of its own.
+MAX_ACTOR_STACKS: Final = 100
 SNS_TOPIC_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
 #: The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS: Final = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
@@ -296,6 +305,27 @@ class DeploymentConfig(_Model):
     #: The Lambda Python runtime of every function and layer; unset: the CDK app's (context ``asya:pythonVersion``,
     #: else 3.14). When it matches the interpreter that synthesizes, the layers ship compiled bytecode.
     python_version: Literal["3.11", "3.12", "3.13", "3.14"] | None = None
+    #: Where the actors' resources live (docs/deploy.md, "Placement"): ``stack``, the mesh's own stack (at most
+    #: :data:`MAX_STACK_ACTORS` deployed actors); ``nested``, ``actor_stacks`` nested stacks, each actor in the one its
+    #: name hashes to. Either rule keeps an actor where it is when others are added or removed; switching rule, or
+    #: changing ``actor_stacks``, moves actors and so needs a fresh deployment.
+    placement: Literal["stack", "nested"] = "stack"
+    #: Number of nested stacks under ``placement: nested`` (ignored under ``stack``: a rendered manifest carries every
+    #: field); fixed from the first deployment.
+    actor_stacks: int = Field(DEFAULT_ACTOR_STACKS, ge=1, le=MAX_ACTOR_STACKS, strict=True)
+    #: Keep the task table and the bucket when the stack is deleted (and protect the table from deletion).
+    retain_data: bool = Field(True, strict=True)
+    #: Use the table ``asya-{namespace}-tasks`` a deleted stack retained instead of creating it.
+    existing_table: bool = Field(False, strict=True)
+    #: Use this bucket (one a deleted stack retained: its ``BucketName`` output) instead of creating one.
+    existing_bucket: str | None = None
+
+    @field_validator("existing_bucket")
+    @classmethod
+    def _bucket(cls, value: str | None) -> str | None:
+        if value is not None and not BUCKET_NAME_RE.match(value):
+            raise ValueError(f"{value!r} is not an S3 bucket name (3-63 of a-z, 0-9, '.', '-'; the BucketName output)")
+        return value
 
 
 class ObservabilityConfig(_Model):
