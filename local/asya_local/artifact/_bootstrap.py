@@ -14,16 +14,20 @@ Protocol, one JSON object per line: the emulator writes ``{"ready": true}`` once
 ``{"result": ...}`` or ``{"error": {"errorMessage", "errorType", "stackTrace"}}``.
 """
 
+from __future__ import annotations
+
 import importlib
 import json
 import os
 import sys
 import time
 import traceback
+from collections.abc import Callable
+from typing import Any
 
 
 class _Context:
-    def __init__(self, fields):
+    def __init__(self, fields: dict[str, Any]) -> None:
         self.function_name = fields["function_name"]
         self.function_version = fields.get("function_version", "$LATEST")
         self.invoked_function_arn = fields["invoked_function_arn"]
@@ -35,11 +39,11 @@ class _Context:
         self.client_context = None
         self._deadline = time.monotonic() + float(fields["remaining_ms"]) / 1000.0
 
-    def get_remaining_time_in_millis(self):
+    def get_remaining_time_in_millis(self) -> int:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-def _error(exc):
+def _error(exc: BaseException) -> dict[str, Any]:
     return {
         "errorMessage": str(exc),
         "errorType": type(exc).__name__,
@@ -47,7 +51,7 @@ def _error(exc):
     }
 
 
-def main():
+def main() -> None:
     config = json.loads(sys.argv[1])
     channel = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
@@ -56,8 +60,8 @@ def main():
     *own, runtime = config["path"]
     sys.path[:] = [*own, *stdlib, runtime]
     module_name, _, function_name = config["handler"].rpartition(".")
-    handler = None
-    init_error = None
+    handler: Callable[[Any, _Context], Any] | None = None
+    init_error: dict[str, Any] | None = None
     try:
         handler = getattr(importlib.import_module(module_name), function_name)
     except Exception as exc:
@@ -67,7 +71,8 @@ def main():
     channel.flush()
     for line in sys.stdin:
         request = json.loads(line)
-        if init_error is not None:
+        answer: dict[str, Any]
+        if init_error is not None or handler is None:
             answer = {"error": init_error}
         else:
             try:
@@ -77,8 +82,15 @@ def main():
         try:
             text = json.dumps(answer)
         except (TypeError, ValueError) as exc:
-            text = json.dumps({"error": {"errorMessage": f"Unable to marshal response: {exc}",
-                                         "errorType": "Runtime.MarshalError", "stackTrace": []}})
+            text = json.dumps(
+                {
+                    "error": {
+                        "errorMessage": f"Unable to marshal response: {exc}",
+                        "errorType": "Runtime.MarshalError",
+                        "stackTrace": [],
+                    }
+                }
+            )
         channel.write(text + "\n")
         channel.flush()
 

@@ -32,7 +32,16 @@ from asya_local.exceptions import LocalModeError
 __all__ = ["ApiFront", "Principal", "ServerThread", "SigningClient"]
 
 _HOP_BY_HOP: Final = frozenset(
-    {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-authorization", "content-length"}
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-authorization",
+        "content-length",
+    }
 )
 Send = Callable[[dict[str, Any]], Any]
 Receive = Callable[[], Any]
@@ -119,14 +128,17 @@ class ApiFront:
         resource = wanted if wanted in paths else None
         if resource is None:
             greedy = [p for p in paths if p.endswith("/{proxy+}")]
-            above = [p for p in greedy if wanted.startswith(p.removesuffix("{proxy+}")) and wanted != p[: -len("/{proxy+}")]]
+            above = [
+                p for p in greedy if wanted.startswith(p.removesuffix("{proxy+}")) and wanted != p[: -len("/{proxy+}")]
+            ]
             resource = max(above, key=len) if above else None
         if resource is None:
             return None
         on_resource = [m for m in self._methods if m.path == resource]
         exact = [m for m in on_resource if m.http_method == http_method.upper()]
         any_ = [m for m in on_resource if m.http_method == "ANY"]
-        return (exact or any_ or [None])[0]
+        found = exact or any_
+        return found[0] if found else None
 
     async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -151,7 +163,9 @@ class ApiFront:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         query = scope.get("query_string", b"").decode("latin-1")
         if method.authorization == "AWS_IAM":
-            problem = self._authorize(method_name, raw_path, path, query, headers, body)
+            problem = self._authorize(
+                method=method_name, raw_path=raw_path, path=path, query=query, headers=headers, body=body
+            )
             if problem is not None:
                 self.denied.append(f"{method_name} {path}: {problem}")
                 await _respond(send, 403, {"message": problem})
@@ -159,9 +173,7 @@ class ApiFront:
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
         upstream = self._upstreams[str(method.function)]
-        forwarded = [
-            (k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_BY_HOP
-        ]
+        forwarded = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_BY_HOP]
         context = {"requestId": f"local-{time.monotonic_ns()}", "stage": self._stage, "resourcePath": method.path}
         forwarded.append((b"x-amzn-request-context", json.dumps(context).encode()))
         request = self._client.build_request(
@@ -175,13 +187,15 @@ class ApiFront:
             await _respond(send, 502, {"message": f"Internal server error ({type(exc).__name__})"})
 
     def _authorize(
-        self, method: str, raw_path: str, path: str, query: str, headers: Mapping[str, str], body: bytes
+        self, *, method: str, raw_path: str, path: str, query: str, headers: Mapping[str, str], body: bytes
     ) -> str | None:
         def secret_of(key: str) -> str | None:
             principal = self._principals.get(key)
             return principal.secret if principal else None
 
-        key, problem = verify(method=method, path=raw_path, query=query, headers=headers, body=body, secret_of=secret_of)
+        key, problem = verify(
+            method=method, path=raw_path, query=query, headers=headers, body=body, secret_of=secret_of
+        )
         if problem is not None:
             return problem
         assert key is not None
@@ -259,8 +273,9 @@ class ServerThread:
             raise LocalModeError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror}") from None
         self.port = int(self._socket.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(app, log_config=None, log_level="warning", access_log=False, lifespan="off",
-                                timeout_graceful_shutdown=2)
+        config = uvicorn.Config(
+            app, log_config=None, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._socket]}, name=name, daemon=True

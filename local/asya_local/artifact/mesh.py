@@ -19,6 +19,7 @@ API front (a request without a valid signature or permission).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import secrets
@@ -30,6 +31,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final
 
+from asya import naming
 from asya_local.artifact.apifront import ApiFront, Principal, ServerThread, SigningClient
 from asya_local.artifact.functions import FunctionPool, ScheduleTrigger
 from asya_local.artifact.model import FunctionSpec, MeshSpec, read_mesh
@@ -41,6 +43,7 @@ from asya_local.artifact.webadapter import WebAdapterProcess
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
+from asya_local.provision import MeshResources
 
 __all__ = ["DEFAULT_CACHE_DIR", "ArtifactMesh"]
 
@@ -125,6 +128,48 @@ class ArtifactMesh:
         return self.clients.endpoint_url or ""
 
     @property
+    def moto_pid(self) -> int | None:
+        return self._moto.pid if self._moto is not None else None
+
+    @property
+    def resources(self) -> MeshResources:
+        """Names by actor (``ASYA_ACTOR`` of the function an event source feeds; the backstop's timer queue under
+        ``asya.naming.DEADLINE``), the table and the bucket: the shape :class:`asya_local.mesh.LocalMesh` offers."""
+        spec = self._require_spec()
+        namespace = next(
+            (f.environment["ASYA_NAMESPACE"] for f in spec.functions.values() if "ASYA_NAMESPACE" in f.environment), ""
+        )
+        resources = MeshResources(
+            namespace=namespace,
+            table=spec.tables[0].name if spec.tables else "",
+            bucket=spec.buckets[0].name if spec.buckets else "",
+        )
+        for source in spec.event_sources:
+            actor = self._actor_of(spec.functions[source.function])
+            queue = spec.queues[source.queue_arn]
+            resources.queue_urls[actor] = f"{self.endpoint_url}/{MOTO_ACCOUNT_ID}/{queue.name}"
+            redrive = json.loads(queue.attributes.get("RedrivePolicy", "{}"))
+            dlq = spec.queues.get(redrive.get("deadLetterTargetArn", ""))
+            if dlq is not None:
+                resources.dlq_urls[actor] = f"{self.endpoint_url}/{MOTO_ACCOUNT_ID}/{dlq.name}"
+        return resources
+
+    @property
+    def esms(self) -> dict[str, EventSourceMapping]:
+        """The event source mapping emulators by actor (as :attr:`resources` names them)."""
+        spec = self._require_spec()
+        return {self._actor_of(spec.function_named(esm.config.function_name)): esm for esm in self._esms}
+
+    @staticmethod
+    def _actor_of(function: FunctionSpec) -> str:
+        return function.environment.get("ASYA_ACTOR") or naming.DEADLINE
+
+    def _require_spec(self) -> MeshSpec:
+        if self.spec is None or self._clients is None:
+            raise LocalModeError("the artifact mesh is not running: call start() first")
+        return self.spec
+
+    @property
     def pools(self) -> dict[str, FunctionPool]:
         return dict(self._pools)
 
@@ -150,6 +195,18 @@ class ArtifactMesh:
     @property
     def proxy(self) -> Any:
         return self._proxy
+
+    def replace_policies(self, function_name: str, documents: list[dict[str, Any]]) -> None:
+        """Hold ``function_name``'s calls to ``documents`` from now on (a test that drops one grant)."""
+        from asya_local.iam import PolicySet
+
+        spec = self._require_spec()
+        function = spec.function_named(function_name)
+        if self._proxy is None:
+            raise LocalModeError("IAM is not enforced on this mesh: there are no policies to replace")
+        key = self.credentials[function.arn].access_key_id
+        # the proxy reads its principal map on every request; replacing one entry is atomic under the GIL
+        self._proxy._principals[key] = (function.name, PolicySet.from_documents(documents))
 
     # -- lifecycle -------------------------------------------------------------------------------------------
 
@@ -359,10 +416,14 @@ class ArtifactMesh:
         upstreams = {arn: web.url for arn, web in self._web.items()}
         missing = {m.function for m in spec.methods} - set(upstreams)
         if missing:
-            raise LocalModeError(f"API methods integrate functions that are not web functions: {sorted(map(str, missing))}")
+            raise LocalModeError(
+                f"API methods integrate functions that are not web functions: {sorted(map(str, missing))}"
+            )
         tester = self._tester
-        principals = {tester.access_key_id: Principal(TEST_PRINCIPAL, tester.secret_access_key, lambda _arn: True)}
         api_arn = f"arn:aws:execute-api:{self._region}:{MOTO_ACCOUNT_ID}:local"
+        principals = {
+            tester.access_key_id: Principal(TEST_PRINCIPAL, tester.secret_access_key, _invoke_policy(f"{api_arn}/*"))
+        }
         self._front = ApiFront(spec.methods, upstreams=upstreams, principals=principals, stage="prod", api_arn=api_arn)
         front = ServerThread(self._front, port=0, name="asya-artifact-api")
         front.start()
@@ -419,6 +480,26 @@ class ArtifactMesh:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _invoke_policy(resource: str) -> Callable[[str], bool]:
+    """The test principal's identity policy: ``execute-api:Invoke`` on the API, evaluated as IAM does when the
+    evaluator is available (else a wildcard match of that one statement)."""
+    try:
+        from asya_local.iam import PolicySet
+    except ImportError:
+        import fnmatch
+
+        return lambda arn: fnmatch.fnmatchcase(arn, resource)
+    policy = PolicySet.from_documents(
+        [
+            {
+                "Version": "2012-10-17",
+                "Statement": [{"Effect": "Allow", "Action": "execute-api:Invoke", "Resource": resource}],
+            }
+        ]
+    )
+    return lambda arn: policy.evaluate("execute-api:Invoke", arn, {}).allowed
 
 
 def _is_web(function: FunctionSpec) -> bool:

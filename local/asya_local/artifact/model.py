@@ -250,8 +250,11 @@ def read_mesh(assembly: Assembly) -> MeshSpec:
                     spec.tables.append(_table(resource))
                 case "AWS::S3::Bucket":
                     spec.buckets.append(
-                        BucketSpec(resource.logical_id, stack.physical_name(resource.logical_id), dict(
-                            stack.resolve(dict(resource.properties), where=resource.logical_id)))
+                        BucketSpec(
+                            resource.logical_id,
+                            stack.physical_name(resource.logical_id),
+                            dict(stack.resolve(dict(resource.properties), where=resource.logical_id)),
+                        )
                     )
                 case "AWS::Lambda::Function":
                     function = _function(resource, policies)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import secrets
 import subprocess
 import sys
@@ -82,7 +81,8 @@ def lambda_environment(
     path: str = "/usr/local/bin:/usr/bin:/bin",
 ) -> dict[str, str]:
     env = {
-        key: value.replace("/var/task", str(code_dir)) for key, value in variables.items()
+        key: value.replace("/var/task", str(code_dir))
+        for key, value in variables.items()
         if key != "AWS_LAMBDA_EXEC_WRAPPER"
     }
     env.update(
@@ -217,7 +217,9 @@ class FunctionProcess:
             if answer is None:
                 # Lambda stops the environment at its timeout; the next invocation starts a new one
                 self._kill()
-                raise FunctionError(self.name, "Sandbox.Timedout", f"Task timed out after {remaining / 1000:.2f} seconds")
+                raise FunctionError(
+                    self.name, "Sandbox.Timedout", f"Task timed out after {remaining / 1000:.2f} seconds"
+                )
             if "error" in answer and answer["error"] is not None:
                 error = answer["error"]
                 if error.get("errorType") == "Runtime.ExitError":

@@ -66,7 +66,8 @@ def _bucket(s3: S3Client, bucket: BucketSpec, region: str) -> None:
     rules = (props.get("LifecycleConfiguration") or {}).get("Rules") or []
     if rules:
         s3.put_bucket_lifecycle_configuration(
-            Bucket=bucket.name, LifecycleConfiguration={"Rules": [_lifecycle_rule(rule) for rule in rules]}
+            Bucket=bucket.name,
+            LifecycleConfiguration={"Rules": [_lifecycle_rule(rule) for rule in rules]},  # type: ignore[misc]
         )
 
 

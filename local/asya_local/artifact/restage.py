@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata
-import os
 import re
 import shutil
 import subprocess
@@ -55,8 +54,8 @@ def _normalize(name: str) -> str:
 
 def _locked(lock_text: str) -> list[tuple[str, str]]:
     pins = []
-    for line in lock_text.splitlines():
-        line = line.strip()
+    for raw in lock_text.splitlines():
+        line = raw.strip()
         if not line or line.startswith("#"):
             continue
         spec = line.split()[0]
@@ -134,7 +133,7 @@ class Restager:
                 self._pip_install(missing, site)
             shutil.rmtree(site / "bin", ignore_errors=True)
             try:
-                os.rename(scratch, target)
+                scratch.rename(target)
             except OSError:
                 if not target.is_dir():  # another process won the race: its copy is as good
                     raise

@@ -24,7 +24,9 @@ def _hmac(key: bytes, text: str) -> bytes:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).digest()
 
 
-def _canonical(method: str, path: str, query: str, headers: Mapping[str, str], signed: list[str], body: bytes) -> str:
+def _canonical(
+    *, method: str, path: str, query: str, headers: Mapping[str, str], signed: list[str], body: bytes
+) -> str:
     pairs = sorted(tuple(pair.partition("=")[::2]) for pair in query.split("&")) if query else []
     canonical_query = "&".join(f"{k}={v}" for k, v in pairs)
     lines = [f"{name}:{' '.join(headers.get(name, '').split())}" for name in signed]
@@ -68,9 +70,11 @@ def sign(
     all_headers = {k.lower(): v for k, v in headers.items()}
     all_headers.update({"host": host, "x-amz-date": amz_date})
     signed = sorted({"host", "x-amz-date", *(k for k in all_headers if k == "content-type")})
-    canonical = _canonical(method, path, query, all_headers, signed, body)
+    canonical = _canonical(method=method, path=path, query=query, headers=all_headers, signed=signed, body=body)
     signature = _signature(secret, amz_date, scope, canonical)
-    authorization = f"{ALGORITHM} Credential={access_key_id}/{scope}, SignedHeaders={';'.join(signed)}, Signature={signature}"
+    authorization = (
+        f"{ALGORITHM} Credential={access_key_id}/{scope}, SignedHeaders={';'.join(signed)}, Signature={signature}"
+    )
     return {"host": host, "x-amz-date": amz_date, "authorization": authorization}
 
 
@@ -100,7 +104,7 @@ def verify(
     if secret is None:
         return access_key_id, "The security token included in the request is invalid."
     amz_date = headers.get("x-amz-date", "")
-    canonical = _canonical(method, path, query, headers, signed, body)
+    canonical = _canonical(method=method, path=path, query=query, headers=headers, signed=signed, body=body)
     if not hmac.compare_digest(_signature(secret, amz_date, scope, canonical), given):
         return access_key_id, (
             "The request signature we calculated does not match the signature you provided. Check your AWS Secret "

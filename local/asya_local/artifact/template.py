@@ -86,7 +86,9 @@ class Stack:
     @property
     def resources(self) -> dict[str, Resource]:
         return {
-            lid: Resource(self, lid, str(body.get("Type", "")), body.get("Properties") or {}, body.get("Metadata") or {})
+            lid: Resource(
+                self, lid, str(body.get("Type", "")), body.get("Properties") or {}, body.get("Metadata") or {}
+            )
             for lid, body in (self.template.get("Resources") or {}).items()
             if self._condition_holds(body.get("Condition"))
         }
@@ -95,7 +97,9 @@ class Stack:
         body = (self.template.get("Resources") or {}).get(logical_id)
         if body is None:
             raise TemplateError(f"{self.name}: no resource {logical_id!r}")
-        return Resource(self, logical_id, str(body.get("Type", "")), body.get("Properties") or {}, body.get("Metadata") or {})
+        return Resource(
+            self, logical_id, str(body.get("Type", "")), body.get("Properties") or {}, body.get("Metadata") or {}
+        )
 
     def of_type(self, *types: str) -> list[Resource]:
         return [r for r in self.resources.values() if r.type in types]
@@ -214,7 +218,7 @@ class Stack:
             raise TemplateError(f"{self.name}: no condition {condition!r}")
         return bool(self.resolve(conditions[condition], where=f"Conditions.{condition}"))
 
-    def resolve(self, value: Any, *, where: str = "") -> Any:  # noqa: C901 - one dispatch over the intrinsics
+    def resolve(self, value: Any, *, where: str = "") -> Any:
         if isinstance(value, list):
             return [v for v in (self.resolve(item, where=where) for item in value) if v is not None]
         if not isinstance(value, dict):
@@ -377,7 +381,9 @@ def _attach_nested(stack: Stack, root: Path) -> None:
             parent=stack,
         )
         # parameters are resolved in the parent, lazily enough: a parent value never refers to the child
-        child.parameters = {k: stack.resolve(v, where=f"{resource.logical_id}.Parameters.{k}")
-                            for k, v in (resource.properties.get("Parameters") or {}).items()}
+        child.parameters = {
+            k: stack.resolve(v, where=f"{resource.logical_id}.Parameters.{k}")
+            for k, v in (resource.properties.get("Parameters") or {}).items()
+        }
         stack.children[resource.logical_id] = child
         _attach_nested(child, root)
