@@ -132,6 +132,7 @@ class FunctionProcess:
         self._log = log
         self._lock = threading.Lock()
         self._process: subprocess.Popen[str] | None = None
+        self._reader: threading.Thread | None = None
         self._answers: list[str] = []
         self._answered = threading.Condition()
         self.restarts = 0
@@ -159,7 +160,8 @@ class FunctionProcess:
         )
         self._process = process
         self._answers = []
-        threading.Thread(target=self._read, args=(process,), name=f"fn-{self.name}", daemon=True).start()
+        self._reader = threading.Thread(target=self._read, args=(process,), name=f"fn-{self.name}", daemon=True)
+        self._reader.start()
         ready = self._next_answer(process, _STARTUP_SECONDS)
         if ready is None:
             self._kill()
@@ -224,6 +226,7 @@ class FunctionProcess:
                 error = answer["error"]
                 if error.get("errorType") == "Runtime.ExitError":
                     self._process = None
+                    self._close(process)
                 raise FunctionError(self.name, str(error.get("errorType")), str(error.get("errorMessage")))
             return answer.get("result")
 
@@ -234,8 +237,14 @@ class FunctionProcess:
         process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(5)
+        self._close(process)
+
+    def _close(self, process: subprocess.Popen[str]) -> None:
+        """Close the pipes once the reader has seen the end of the output (closing under it would break its read)."""
+        if self._reader is not None:
+            self._reader.join(5)
         for stream in (process.stdin, process.stdout):
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, ValueError):
                 if stream is not None:
                     stream.close()
 
@@ -252,3 +261,4 @@ class FunctionProcess:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            self._close(process)

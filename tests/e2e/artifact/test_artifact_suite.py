@@ -27,19 +27,14 @@ from tests.e2e.test_local_mesh import (
     test_gw_sse_8_reconnect_at_the_terminal_event_gets_204,
     test_p_ckpt_1_the_crew_is_consumed_with_batch_size_10_and_no_batching_window,
     test_p_fan_6_sentences_fan_out_completes_with_frame_zero_lineage,
-    test_p_large_2_a_payload_over_the_sqs_limit_runs_the_whole_flow,
     test_text_pipeline_succeeds_with_enriched_result_and_checkpoint,
 )
-from tests.e2e.test_local_pause import (
-    test_gw_cancel_2_cancel_while_paused_over_http,
-    test_p_pause_5_pause_then_resume_succeeds_on_the_same_id_over_http,
-)
-from tests.e2e.test_local_pause_cli import test_call_shows_the_prompt_then_status_and_resume_finish_the_task
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.artifact]
 
 _PAUSED_GAP = "grant gap (issue 24): no role is granted paused/* (x-pause HeadObject/PutObject, gateway Head/Delete)"
+_CANCEL_GAP = "grant gap (issue 24): the gateway may not DeleteObject paused/{id}.json when it cancels a task"
 _RESULT_GAP = "grant gap (issue 24): x-sink may not PutObject tasks/{id}/result.json (a result over 64 KiB)"
 
 __all__ = [
@@ -55,15 +50,6 @@ __all__ = [
     "test_p_pause_5_pause_then_resume_succeeds_on_the_same_id_over_http",
     "test_text_pipeline_succeeds_with_enriched_result_and_checkpoint",
 ]
-
-# the imported tests that meet a known grant gap: marked here, where they run against the artifact
-for _test, _reason in (
-    (test_p_pause_5_pause_then_resume_succeeds_on_the_same_id_over_http, _PAUSED_GAP),
-    (test_gw_cancel_2_cancel_while_paused_over_http, _PAUSED_GAP),
-    (test_call_shows_the_prompt_then_status_and_resume_finish_the_task, _PAUSED_GAP),
-    (test_p_large_2_a_payload_over_the_sqs_limit_runs_the_whole_flow, _RESULT_GAP),
-):
-    pytest.mark.xfail(strict=True, reason=_reason)(_test)
 
 
 def _create(mesh: ArtifactMesh, *, payload: Any, timeout: int | None = None, **params: str) -> str:
@@ -114,20 +100,6 @@ def test_p_err_a_handler_error_fails_the_task_through_x_sump_with_its_checkpoint
     assert task_id in body.decode()
 
 
-@pytest.mark.xfail(strict=True, reason=_RESULT_GAP)
-def test_p_large_4_a_result_over_64_kib_is_stored_apart(local_mesh: ArtifactMesh) -> None:
-    text = "good " * 15_000  # 75 KB of text: the result (text + normalized) is over 64 KiB
-    task = _final(local_mesh, _create(local_mesh, flow="text-pipeline", payload={"text": text, "stream": False}))
-    assert task["status"] == "succeeded"
-    assert task["result"]["text"] == text
-
-
-def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
-    task_id = _create(local_mesh, flow="documents", payload={"text": "One two three. " * 40, "chunk_words": 3})
-    assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
-    assert httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "canceled"
-
-
 def test_gw_sse_2_a_stream_resumed_after_an_event_continues_after_it(local_mesh: ArtifactMesh) -> None:
     """SSE relayed through the API front as it comes; a reconnect with ``Last-Event-ID`` gets only what follows."""
     task_id = _create(local_mesh, flow="text-pipeline", payload={"text": "resume me please, it is a good day"})
@@ -162,10 +134,14 @@ def test_gw_back_1_an_overdue_task_fails_with_its_deadline(local_mesh: ArtifactM
 
 
 def test_gw_ui_1_the_console_page_loads(local_mesh: ArtifactMesh) -> None:
-    response = httpx.get(f"{local_mesh.url}/", timeout=10, follow_redirects=True)
-    assert response.status_code == 200
-    assert "text/html" in response.headers["content-type"]
-    assert "<html" in response.text.lower()
+    """The console under the stage: ``/prod/console`` redirects (relatively, keeping the stage) to its page, whose
+    stylesheet and script load through the API."""
+    page = httpx.get(f"{local_mesh.url}/console", timeout=10, follow_redirects=True)
+    assert page.status_code == 200, page.text
+    assert str(page.url).endswith("/prod/console/")
+    assert "text/html" in page.headers["content-type"]
+    for asset in ("console.css", "console.js"):
+        assert httpx.get(f"{page.url}{asset}", timeout=10).status_code == 200, asset
 
 
 @pytest.fixture
@@ -204,3 +180,41 @@ def test_a_dropped_grant_is_denied_and_the_task_does_not_succeed(without_grant: 
     assert denied
     view = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
     assert view["status"] != "succeeded"
+
+
+# -- known grant gaps -------------------------------------------------------------------------------------------
+# Collected last (pytest runs a module's tests in the order their names are bound): the records these tasks leave
+# behind keep failing in the background, and their denials must not land in another test's zero-denials check.
+
+from tests.e2e.test_local_mesh import test_p_large_2_a_payload_over_the_sqs_limit_runs_the_whole_flow  # noqa: E402
+from tests.e2e.test_local_pause import (  # noqa: E402
+    test_gw_cancel_2_cancel_while_paused_over_http,
+    test_p_pause_5_pause_then_resume_succeeds_on_the_same_id_over_http,
+)
+from tests.e2e.test_local_pause_cli import (  # noqa: E402
+    test_call_shows_the_prompt_then_status_and_resume_finish_the_task,
+)
+
+# the imported tests that meet a known grant gap: marked here, where they run against the artifact
+for _test, _reason in (
+    (test_p_pause_5_pause_then_resume_succeeds_on_the_same_id_over_http, _PAUSED_GAP),
+    (test_gw_cancel_2_cancel_while_paused_over_http, _PAUSED_GAP),
+    (test_call_shows_the_prompt_then_status_and_resume_finish_the_task, _PAUSED_GAP),
+    (test_p_large_2_a_payload_over_the_sqs_limit_runs_the_whole_flow, _RESULT_GAP),
+):
+    pytest.mark.xfail(strict=True, reason=_reason)(_test)
+
+
+@pytest.mark.xfail(strict=True, reason=_RESULT_GAP)
+def test_p_large_4_a_result_over_64_kib_is_stored_apart(local_mesh: ArtifactMesh) -> None:
+    text = "good " * 15_000  # 75 KB of text: the result (text + normalized) is over 64 KiB
+    task = _final(local_mesh, _create(local_mesh, flow="text-pipeline", payload={"text": text, "stream": False}))
+    assert task["status"] == "succeeded"
+    assert task["result"]["text"] == text
+
+
+@pytest.mark.xfail(strict=True, reason=_CANCEL_GAP)
+def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
+    task_id = _create(local_mesh, flow="documents", payload={"text": "One two three. " * 40, "chunk_words": 3})
+    assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
+    assert httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "canceled"
