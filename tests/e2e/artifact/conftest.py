@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from tests.e2e.conftest import Gateway
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".asya" / "artifact-cache"
+#: What the session's build cost, reported at the end of the run (seconds).
+_TIMINGS: dict[str, float] = {}
 
 
 def synthesize(outdir: Path, *, manifest: Path | None = None) -> Path:
@@ -38,13 +41,17 @@ def synthesize(outdir: Path, *, manifest: Path | None = None) -> Path:
 
 @pytest.fixture(scope="session")
 def cdk_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return synthesize(tmp_path_factory.mktemp("cdk") / "cdk.out")
+    started = time.monotonic()
+    out = synthesize(tmp_path_factory.mktemp("cdk") / "cdk.out")
+    _TIMINGS["synth"] = time.monotonic() - started
+    return out
 
 
 @pytest.fixture(scope="session")
 def artifact_mesh(cdk_out: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArtifactMesh]:
     with ArtifactMesh(cdk_out, cache_dir=CACHE, log_dir=tmp_path_factory.mktemp("artifact-logs")) as mesh:
         assert mesh.iam_enforced, "the IAM proxy must sit between the functions and moto"
+        _TIMINGS["startup"] = mesh.startup_seconds or 0.0
         yield mesh
 
 
@@ -59,3 +66,9 @@ def local_mesh(artifact_mesh: ArtifactMesh) -> Iterator[ArtifactMesh]:
 @pytest.fixture
 def gateway(local_mesh: ArtifactMesh) -> Gateway:
     return Gateway(local_mesh.url)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _TIMINGS:
+        parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in _TIMINGS.items())
+        terminalreporter.write_line(f"artifact mesh: {parts}")

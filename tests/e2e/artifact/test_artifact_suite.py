@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from asya import naming
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.client import GatewayClient
 from asya_local.sse import terminal_status
@@ -31,7 +32,7 @@ from tests.e2e.test_local_mesh import (
 )
 from tests.waiting import wait_for
 
-pytestmark = [pytest.mark.e2e, pytest.mark.artifact]
+pytestmark = [pytest.mark.e2e, pytest.mark.artifact, pytest.mark.xdist_group("artifact")]
 
 _PAUSED_GAP = "grant gap (issue 24): no role is granted paused/* (x-pause HeadObject/PutObject, gateway Head/Delete)"
 _CANCEL_GAP = "grant gap (issue 24): the gateway may not DeleteObject paused/{id}.json when it cancels a task"
@@ -131,6 +132,8 @@ def test_gw_back_1_an_overdue_task_fails_with_its_deadline(local_mesh: ArtifactM
     )
     assert view["status"] == "failed"
     assert "deadline" in json.dumps(view).lower() or "timeout" in json.dumps(view).lower()
+    # the task's timer came through the timer queue's event source mapping to the backstop function
+    wait_for(lambda: local_mesh.esms[naming.DEADLINE].stats.records >= 1, "the deadline timer to be delivered")
 
 
 def test_gw_ui_1_the_console_page_loads(local_mesh: ArtifactMesh) -> None:
@@ -218,3 +221,4 @@ def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
     task_id = _create(local_mesh, flow="documents", payload={"text": "One two three. " * 40, "chunk_words": 3})
     assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
     assert httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "canceled"
+    assert local_mesh.denied() == [], "the gateway's cancel made a call its role does not allow"
