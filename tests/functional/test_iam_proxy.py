@@ -19,7 +19,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 
 from asya_local.iam import MISSING_KEY, UNMODELLED, AccessRecord, Decision, PolicyProxy, PolicySet, ProxyError
 from asya_local.moto_server import FAKE_CREDENTIALS, MOTO_ACCOUNT_ID, MotoServer
@@ -231,8 +231,11 @@ def test_copy_checks_the_source_read_and_the_destination_write(mesh: Mesh) -> No
 
 def test_a_large_body_goes_through_unchanged(mesh: Mesh) -> None:
     payload = bytes(range(256)) * 4096  # 1 MiB
-    mesh.client("s3", "AKIDWRITER").put_object(Bucket=BUCKET, Key="big/blob", Body=payload)
+    writer = mesh.client("s3", "AKIDWRITER")
+    writer.put_object(Bucket=BUCKET, Key="big/blob", Body=payload, Metadata={"task": "t-1"})
     assert mesh.client("s3").get_object(Bucket=BUCKET, Key="big/blob")["Body"].read() == payload
+    head = writer.head_object(Bucket=BUCKET, Key="big/blob")  # a HEAD keeps moto's Content-Length and headers
+    assert (head["ContentLength"], head["Metadata"]) == (len(payload), {"task": "t-1"})
 
 
 # --- DynamoDB ---
@@ -428,3 +431,24 @@ def test_an_unreachable_upstream_answers_502() -> None:
 def test_a_bad_upstream_url_is_refused() -> None:
     with pytest.raises(ProxyError, match="upstream_url must be"):
         PolicyProxy("moto:5000", {}, region=REGION, account_id=MOTO_ACCOUNT_ID)
+
+
+def test_an_unmodelled_cloudwatch_call_is_recorded_under_its_iam_prefix(mesh: Mesh) -> None:
+    """CloudWatch signs as ``monitoring``; its actions are ``cloudwatch:*``, and the record says so."""
+    with pytest.raises(ClientError) as error:
+        mesh.client("cloudwatch", "AKIDWRITER").describe_alarms()
+    assert _code(error) == "AccessDenied"
+    [record] = mesh.proxy.denied()
+    assert (record.service, record.action, record.statement) == ("cloudwatch", "cloudwatch:DescribeAlarms", UNMODELLED)
+
+
+def test_nothing_is_served_after_stop() -> None:
+    """A kept-alive connection does not outlive ``stop()``: its next request fails instead of being forwarded."""
+    with MotoServer() as server:
+        proxy = PolicyProxy(server.endpoint_url, {}, region=REGION, account_id=MOTO_ACCOUNT_ID)
+        world = Mesh(proxy, proxy.start())
+        client = world.client("sqs")
+        client.list_queues()  # opens the kept-alive connection
+        proxy.stop()
+        with pytest.raises(EndpointConnectionError):
+            client.list_queues()

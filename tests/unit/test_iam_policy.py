@@ -53,6 +53,7 @@ def test_an_applying_allow_allows_and_names_its_statement() -> None:
 
 
 def test_a_statement_without_sid_is_named_by_document_and_index() -> None:
+    """ELEM Sid is optional: without one the deciding statement is named by its place."""
     docs = [{"Statement": [_allow("sqs:*")]}, {"Statement": [_allow("s3:PutObject"), _allow()]}]
     assert PolicySet.from_documents(docs).explain("s3:GetObject", BUCKET, {}).statement == "#1.1"
 
@@ -114,6 +115,7 @@ def test_action_matching(pattern: str, action: str, hit: bool) -> None:
 
 
 def test_action_list_is_any_of() -> None:
+    """ELEM Action: a list of actions matches when any of them does."""
     policy = _policy(_allow(["sqs:SendMessage", "s3:GetObject"]))
     assert policy.evaluate("s3:GetObject", BUCKET, {}).allowed
     assert not policy.evaluate("s3:PutObject", BUCKET, {}).allowed
@@ -304,6 +306,7 @@ def test_unqualified_operator_on_a_multivalued_context_key() -> None:
 
 
 def test_for_any_value_if_exists_holds_when_missing() -> None:
+    """COND ...IfExists: "if the key is not present, evaluate the condition as true", qualified or not."""
     assert _cond("ForAnyValue:StringEqualsIfExists", "tags", ["a"], {})
 
 
@@ -331,11 +334,14 @@ def test_for_any_value_if_exists_holds_when_missing() -> None:
     ],
 )
 def test_bad_or_unsupported_policies_are_errors(statement: dict[str, Any], message: str) -> None:
+    """ELEM grammar (Effect, one of Action/NotAction and Resource/NotResource, no Principal in an identity policy);
+    operators this evaluator does not implement are refused, never passed."""
     with pytest.raises(PolicyError, match=message.replace("(", r"\(").replace("$", r"\$").replace("{", r"\{")):
         _policy(statement)
 
 
 def test_a_document_without_statement_list_is_an_error() -> None:
+    """ELEM: Statement is required."""
     with pytest.raises(PolicyError, match="Statement must be"):
         PolicySet.from_documents([{"Version": "2012-10-17"}])
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import http
 import http.client
 from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Final
@@ -26,6 +27,8 @@ _HOP_BY_HOP: Final = frozenset(
 #: Long enough for an SQS long poll (20 s at most) with a margin.
 _UPSTREAM_TIMEOUT: Final = 120.0
 _Response = tuple[int, str, list[tuple[str, str]], bytes]
+#: SigV4 signing names that differ from the service's IAM action prefix.
+_IAM_PREFIX: Final = {"monitoring": "cloudwatch", "email": "ses"}
 
 
 def make_handler(proxy: PolicyProxy) -> type[BaseHTTPRequestHandler]:
@@ -40,6 +43,9 @@ def make_handler(proxy: PolicyProxy) -> type[BaseHTTPRequestHandler]:
 class _ProxyHandler(BaseHTTPRequestHandler):
     owner: PolicyProxy
     protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pooled connections expect
+    # Headers and body go out in separate writes: with Nagle's algorithm on, the client's delayed ACK held every
+    # answer some 40 ms (measured: a moto GetItem took 62 ms through the proxy instead of 20 ms).
+    disable_nagle_algorithm = True
     _upstream: http.client.HTTPConnection | None = None
 
     def log_message(self, format: str, *args: object) -> None:
@@ -47,6 +53,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self._handle()
+
+    def finish(self) -> None:
+        # The client closed its connection: close this handler's connection to moto with it.
+        if self._upstream is not None:
+            self._upstream.close()
+            self._upstream = None
+        super().finish()
 
     do_HEAD = do_POST = do_PUT = do_DELETE = do_PATCH = do_OPTIONS = do_GET  # noqa: N815 - http.server's names
 
@@ -63,8 +76,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         proxy = self.owner
         checks = authorize_request(self.command, url, headers, body, region=proxy.region, account_id=proxy.account_id)
         if checks is None:
-            action = f"{credential.service}:{_operation_hint(self.command, url, headers, body)}"
-            record = AccessRecord(principal, credential.service, action, "*", Decision.IMPLICIT_DENY, UNMODELLED)
+            service = _IAM_PREFIX.get(credential.service, credential.service)
+            action = f"{service}:{_operation_hint(self.command, url, headers, body)}"
+            record = AccessRecord(principal, service, action, "*", Decision.IMPLICIT_DENY, UNMODELLED)
             proxy.record([record])
             self._deny(credential, headers, record)
             return
@@ -167,7 +181,8 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def _deny(self, credential: Credential, headers: dict[str, str], record: AccessRecord) -> None:
         message = self.owner.deny_message(record)
         denial = denial_response(credential.service, self.command, "x-amz-target" in headers, message)
-        self._relay((denial.status, "", list(denial.headers.items()), denial.body))
+        reason = http.HTTPStatus(denial.status).phrase
+        self._relay((denial.status, reason, list(denial.headers.items()), denial.body))
 
 
 def _missing_key_check(checks: list[RequestContext], response: _Response, method: str) -> RequestContext | None:

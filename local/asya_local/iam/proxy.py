@@ -23,10 +23,13 @@ its own keep-alive connection to moto).
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 from collections.abc import Mapping
-from http.server import ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
+from typing import Any
 from urllib.parse import urlsplit
 
 from asya_local.iam._handler import make_handler
@@ -40,6 +43,35 @@ __all__ = ["PolicyProxy", "ProxyError"]
 
 class ProxyError(RuntimeError):
     """The proxy was used in a state it cannot serve (not started, or bad upstream URL)."""
+
+
+class _Server(ThreadingHTTPServer):
+    """A thread per client connection; ``close_connections`` ends the kept-alive ones, so nothing is served after
+    ``stop()`` (a kept-alive connection would otherwise go on being served by its thread)."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        with self._open_lock:
+            open_now = list(self._open)
+        for connection in open_now:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 class PolicyProxy:
@@ -62,7 +94,7 @@ class PolicyProxy:
         self.account_id = account_id
         self._records: list[AccessRecord] = []
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -75,8 +107,7 @@ class PolicyProxy:
     def start(self) -> str:
         """Listen on ``127.0.0.1`` (a free port) and answer the proxy's URL."""
         if self._server is None:
-            server = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(self))
-            server.daemon_threads = True
+            server = _Server(("127.0.0.1", 0), make_handler(self))
             self._server = server
             self._thread = threading.Thread(target=server.serve_forever, name="asya-iam-proxy", daemon=True)
             self._thread.start()
@@ -88,6 +119,7 @@ class PolicyProxy:
         if server is not None:
             server.shutdown()
             server.server_close()
+            server.close_connections()
         if thread is not None:
             thread.join()
 
