@@ -16,7 +16,7 @@ __all__ = ["run_artifact"]
 
 
 def run_artifact(cdk_out: str, *, port: int, out: TextIO, err: TextIO, stop: threading.Event | None = None) -> int:
-    mesh = ArtifactMesh(Path(cdk_out), port=port, log_dir=Path(".asya") / "artifact-logs")
+    mesh = ArtifactMesh(Path(cdk_out), port=port, log_dir=(Path(".asya") / "artifact-logs").resolve())
     with mesh:
         out.write(f"{mesh.url}\n")
         out.flush()

@@ -73,8 +73,9 @@ class ArtifactMesh:
         iam: bool = True,
         transform_spec: Callable[[MeshSpec], MeshSpec] | None = None,
     ) -> None:
-        self.cdk_out = Path(cdk_out)
-        self._cache_dir = cache_dir or DEFAULT_CACHE_DIR
+        self.cdk_out = Path(cdk_out).resolve()
+        # absolute: the functions run from their own code directories
+        self._cache_dir = (cache_dir or DEFAULT_CACHE_DIR).resolve()
         self._port = port
         self._region = region
         self._schedule_interval = schedule_interval
