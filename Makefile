@@ -37,9 +37,10 @@ DEMO_ARGS ?=
 demo: install
 	$(BIN)/asya demo --manifest asya.yaml $(DEMO_ARGS)
 
-## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz).
+## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz). loadgroup keeps the
+## artifact suite (tests/e2e/artifact: one synth and one artifact mesh per session) on one worker.
 test: install chromium lint
-	$(BIN)/python -m pytest -p no:cacheprovider -n 2 $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup $(PYTEST_ARGS) tests
 
 lint: install
 	$(BIN)/ruff check .

@@ -3,6 +3,7 @@
 Commands::
 
     asya dev    [--manifest asya.yaml] [--host 127.0.0.1] [--port 8080]    run the mesh locally until Ctrl-C
+    asya dev    --artifact cdk.out [--port 8080]                           the synthesized mesh (cdk.out) instead
     asya call   FLOW | --actor NAME [--payload JSON] [--timeout S] [--no-wait] [--url URL]
     asya call   ... [--brief | --view]                                      one-line summary / the whole view
     asya status ID [--url URL]                                              the task view, pretty JSON
@@ -173,6 +174,9 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
     dev.add_argument("--host", default="127.0.0.1", help="interface the gateway listens on (default 127.0.0.1)")
     dev.add_argument("--port", type=port, default=8080, help="0 picks a free port")
+    dev.add_argument(
+        "--artifact", default=None, metavar="CDK_OUT", help="run the synthesized assembly (cdk.out), not the manifest"
+    )
     dev.set_defaults(run=_dev)
 
     call = commands.add_parser("call", parents=[remote], help="create a task and follow it to its end")
@@ -218,6 +222,11 @@ def _json_arg(raw: str) -> Any:
 
 
 def _dev(args: argparse.Namespace, io: CliIo) -> int:
+    if args.artifact is not None:
+        from asya_local.artifact.devrun import run_artifact
+
+        with _sigterm_as_interrupt():
+            return run_artifact(args.artifact, port=args.port, out=io.out, err=io.err)
     from asya_gateway.logs import json_lines_to
     from asya_local.devloop import DevLoop, DevOptions
 

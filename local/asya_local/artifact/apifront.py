@@ -1,0 +1,296 @@
+"""The REST API of the templates on ``127.0.0.1``: :class:`ApiFront` answers only the synthesized methods.
+
+Requests are served under ``/{stage}`` (another first path segment: 403 ``Forbidden``). A path matches a resource
+exactly (a trailing slash ignored), else the deepest ``{proxy+}`` resource above it; the resource's method for the
+request's HTTP method, else its ``ANY``. No resource or no method: 403 ``{"message": "Missing Authentication
+Token"}``, as API Gateway answers. ``AWS_IAM`` methods need a valid SigV4 signature (service ``execute-api``) of a
+known principal whose policy allows ``execute-api:Invoke`` on the method's ARN, else 403 with API Gateway's message;
+``NONE`` passes. An authorizer (``CUSTOM``/``COGNITO_USER_POOLS``) is refused at start: none is emulated yet. The
+request then goes to the function's web server (the stage stripped, as a proxy integration passes the path), and the
+response is relayed as it comes (SSE included: the integration streams). :class:`SigningClient` is a test
+principal's client: it signs each plain request it receives and passes it to the front, so a test suite written
+against a URL runs unchanged against an ``AWS_IAM`` API.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+import httpx
+
+from asya_local.artifact.model import ApiMethod
+from asya_local.artifact.sigv4 import MISSING_TOKEN, sign, verify
+from asya_local.exceptions import LocalModeError
+
+__all__ = ["ApiFront", "Principal", "ServerThread", "SigningClient"]
+
+_HOP_BY_HOP: Final = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "transfer-encoding",
+        "te",
+        "trailer",
+        "upgrade",
+        "proxy-authorization",
+        "content-length",
+    }
+)
+Send = Callable[[dict[str, Any]], Any]
+Receive = Callable[[], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """A caller of the API: its name, secret, and whether its policy allows ``execute-api:Invoke`` on an ARN."""
+
+    name: str
+    secret: str
+    allows: Callable[[str], bool]
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+async def _respond(send: Send, status: int, body: dict[str, Any], headers: Mapping[str, str] | None = None) -> None:
+    data = json.dumps(body).encode()
+    extra = [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"x-amzn-errortype", b"ForbiddenException"), *extra],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
+
+
+async def _relay(client: httpx.AsyncClient, request: httpx.Request, send: Send) -> None:
+    response = await client.send(request, stream=True)
+    try:
+        headers = [
+            (k.encode("latin-1"), v.encode("latin-1"))
+            for k, v in response.headers.multi_items()
+            if k.lower() not in _HOP_BY_HOP
+        ]
+        await send({"type": "http.response.start", "status": response.status_code, "headers": headers})
+        async for chunk in response.aiter_raw():
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+    finally:
+        await response.aclose()
+
+
+class ApiFront:
+    """ASGI app: API Gateway's routing and authorization in front of the functions' web servers."""
+
+    def __init__(
+        self,
+        methods: list[ApiMethod],
+        *,
+        upstreams: Mapping[str, str],
+        principals: Mapping[str, Principal],
+        stage: str,
+        api_arn: str,
+    ) -> None:
+        for method in methods:
+            if method.authorization not in ("NONE", "AWS_IAM"):
+                raise LocalModeError(
+                    f"API method {method.http_method} {method.path}: authorization {method.authorization} is not "
+                    "emulated by the artifact mesh"
+                )
+            if method.function not in upstreams:
+                raise LocalModeError(f"API method {method.http_method} {method.path}: no function {method.function}")
+        self._methods = methods
+        self._upstreams = dict(upstreams)
+        self._principals = dict(principals)
+        self._stage = stage
+        self._api_arn = api_arn
+        self._client: httpx.AsyncClient | None = None
+        self.denied: list[str] = []
+
+    def match(self, path: str, http_method: str) -> ApiMethod | None:
+        wanted = path.rstrip("/") or "/"
+        paths = {m.path for m in self._methods}
+        resource = wanted if wanted in paths else None
+        if resource is None:
+            greedy = [p for p in paths if p.endswith("/{proxy+}")]
+            above = [
+                p for p in greedy if wanted.startswith(p.removesuffix("{proxy+}")) and wanted != p[: -len("/{proxy+}")]
+            ]
+            resource = max(above, key=len) if above else None
+        if resource is None:
+            return None
+        on_resource = [m for m in self._methods if m.path == resource]
+        exact = [m for m in on_resource if m.http_method == http_method.upper()]
+        any_ = [m for m in on_resource if m.http_method == "ANY"]
+        found = exact or any_
+        return found[0] if found else None
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        raw_path = scope.get("raw_path", scope["path"].encode()).decode("latin-1")
+        prefix = f"/{self._stage}"
+        if not (raw_path == prefix or raw_path.startswith(prefix + "/")):
+            await _respond(send, 403, {"message": "Forbidden"})
+            return
+        path = raw_path[len(prefix) :] or "/"
+        method_name = scope["method"]
+        method = self.match(path, method_name)
+        body = await _read_body(receive)
+        if method is None:
+            await _respond(send, 403, {"message": MISSING_TOKEN})
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        query = scope.get("query_string", b"").decode("latin-1")
+        if method.authorization == "AWS_IAM":
+            problem = self._authorize(
+                method=method_name, raw_path=raw_path, path=path, query=query, headers=headers, body=body
+            )
+            if problem is not None:
+                self.denied.append(f"{method_name} {path}: {problem}")
+                await _respond(send, 403, {"message": problem})
+                return
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
+        upstream = self._upstreams[str(method.function)]
+        forwarded = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_BY_HOP]
+        context = {"requestId": f"local-{time.monotonic_ns()}", "stage": self._stage, "resourcePath": method.path}
+        forwarded.append((b"x-amzn-request-context", json.dumps(context).encode()))
+        request = self._client.build_request(
+            method_name, f"{upstream}{path}", params=None, headers=forwarded, content=body
+        )
+        if query:
+            request.url = request.url.copy_with(query=query.encode("latin-1"))
+        try:
+            await _relay(self._client, request, send)
+        except httpx.TransportError as exc:
+            await _respond(send, 502, {"message": f"Internal server error ({type(exc).__name__})"})
+
+    def _authorize(
+        self, *, method: str, raw_path: str, path: str, query: str, headers: Mapping[str, str], body: bytes
+    ) -> str | None:
+        def secret_of(key: str) -> str | None:
+            principal = self._principals.get(key)
+            return principal.secret if principal else None
+
+        key, problem = verify(
+            method=method, path=raw_path, query=query, headers=headers, body=body, secret_of=secret_of
+        )
+        if problem is not None:
+            return problem
+        assert key is not None
+        arn = f"{self._api_arn}/{self._stage}/{method.upper()}/{path.lstrip('/')}"
+        if not self._principals[key].allows(arn):
+            name = self._principals[key].name
+            return f"User: {name} is not authorized to perform: execute-api:Invoke on resource: {arn}"
+        return None
+
+
+class SigningClient:
+    """ASGI app: signs every request it gets with one principal's credentials and relays it to ``upstream``."""
+
+    def __init__(self, upstream: str, *, access_key_id: str, secret: str, region: str) -> None:
+        self._upstream = upstream.rstrip("/")
+        self._host = urlsplit(upstream).netloc
+        self._key = access_key_id
+        self._secret = secret
+        self._region = region
+        self._client: httpx.AsyncClient | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        body = await _read_body(receive)
+        raw_path = scope.get("raw_path", scope["path"].encode()).decode("latin-1")
+        query = scope.get("query_string", b"").decode("latin-1")
+        headers = [
+            (k.decode("latin-1"), v.decode("latin-1"))
+            for k, v in scope["headers"]
+            if k.decode("latin-1").lower() not in _HOP_BY_HOP | {"host", "authorization", "x-amz-date"}
+        ]
+        plain = {k.lower(): v for k, v in headers}
+        signed = sign(
+            method=scope["method"],
+            host=self._host,
+            path=raw_path,
+            query=query,
+            headers=plain,
+            body=body,
+            access_key_id=self._key,
+            secret=self._secret,
+            region=self._region,
+        )
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
+        request = self._client.build_request(
+            scope["method"], f"{self._upstream}{raw_path}", headers=[*headers, *signed.items()], content=body
+        )
+        if query:
+            request.url = request.url.copy_with(query=query.encode("latin-1"))
+        try:
+            await _relay(self._client, request, send)
+        except httpx.TransportError as exc:
+            await _respond(send, 502, {"message": f"signing client: {exc}"})
+
+
+class ServerThread:
+    """uvicorn serving an ASGI app on ``127.0.0.1`` from a daemon thread (port 0: a free port)."""
+
+    def __init__(self, app: Any, *, port: int = 0, name: str = "asya-artifact-http") -> None:
+        import uvicorn
+
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind(("127.0.0.1", port))
+        except OSError as exc:
+            self._socket.close()
+            raise LocalModeError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror}") from None
+        self.port = int(self._socket.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            app, log_config=None, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, name=name, daemon=True
+        )
+
+    def start(self, timeout: float = 10.0) -> None:
+        self._thread.start()
+        deadline = time.monotonic() + timeout
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise LocalModeError(f"the server on {self.url} did not start")
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread.is_alive():
+            self._thread.join(10)
+        self._socket.close()

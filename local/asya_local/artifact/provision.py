@@ -1,0 +1,86 @@
+"""Create the resources of a :class:`~asya_local.artifact.model.MeshSpec` in moto, as CloudFormation would.
+
+Queues get every attribute the template sets (visibility, retention, delay, message size, SSE, redrive to their
+DLQ: DLQs are created first, redrive policies set once every queue exists), the table its keys, indexes, billing
+mode and TTL, the bucket its encryption, public access block and lifecycle rules. The mesh's own clients (the
+deployer's, not a function's) create them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from asya_local.artifact.model import BucketSpec, MeshSpec
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+    from mypy_boto3_sqs import SQSClient
+
+__all__ = ["provision_spec"]
+
+
+def provision_spec(spec: MeshSpec, *, sqs: SQSClient, dynamodb: DynamoDBClient, s3: S3Client, region: str) -> None:
+    urls: dict[str, str] = {}
+    for queue in spec.queues.values():
+        attributes = {k: v for k, v in queue.attributes.items() if k != "RedrivePolicy"}
+        urls[queue.arn] = sqs.create_queue(QueueName=queue.name, Attributes=attributes)["QueueUrl"]  # type: ignore[arg-type]
+    for queue in spec.queues.values():
+        if "RedrivePolicy" in queue.attributes:
+            sqs.set_queue_attributes(
+                QueueUrl=urls[queue.arn], Attributes={"RedrivePolicy": queue.attributes["RedrivePolicy"]}
+            )
+    for table in spec.tables:
+        dynamodb.create_table(**table.create_kwargs)
+        dynamodb.get_waiter("table_exists").wait(TableName=table.name, WaiterConfig={"Delay": 1, "MaxAttempts": 30})
+        if table.ttl_attribute:
+            dynamodb.update_time_to_live(
+                TableName=table.name,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": table.ttl_attribute},
+            )
+    for bucket in spec.buckets:
+        _bucket(s3, bucket, region)
+
+
+def _bucket(s3: S3Client, bucket: BucketSpec, region: str) -> None:
+    kwargs: dict[str, Any] = {"Bucket": bucket.name}
+    if region != "us-east-1":
+        kwargs["CreateBucketConfiguration"] = {"LocationConstraint": region}
+    s3.create_bucket(**kwargs)
+    props = bucket.properties
+    encryption = props.get("BucketEncryption")
+    if encryption:
+        s3.put_bucket_encryption(
+            Bucket=bucket.name,
+            ServerSideEncryptionConfiguration={
+                "Rules": [
+                    {"ApplyServerSideEncryptionByDefault": rule["ServerSideEncryptionByDefault"]}
+                    for rule in encryption["ServerSideEncryptionConfiguration"]
+                ]
+            },
+        )
+    if props.get("PublicAccessBlockConfiguration"):
+        s3.put_public_access_block(
+            Bucket=bucket.name, PublicAccessBlockConfiguration=props["PublicAccessBlockConfiguration"]
+        )
+    rules = (props.get("LifecycleConfiguration") or {}).get("Rules") or []
+    if rules:
+        s3.put_bucket_lifecycle_configuration(
+            Bucket=bucket.name,
+            LifecycleConfiguration={"Rules": [_lifecycle_rule(rule) for rule in rules]},  # type: ignore[misc]
+        )
+
+
+def _lifecycle_rule(rule: dict[str, Any]) -> dict[str, Any]:
+    converted: dict[str, Any] = {
+        "ID": rule.get("Id", ""),
+        "Status": rule.get("Status", "Enabled"),
+        "Filter": {"Prefix": rule.get("Prefix", "")},
+    }
+    if "ExpirationInDays" in rule:
+        converted["Expiration"] = {"Days": int(rule["ExpirationInDays"])}
+    if "AbortIncompleteMultipartUpload" in rule:
+        converted["AbortIncompleteMultipartUpload"] = {
+            "DaysAfterInitiation": int(rule["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"])
+        }
+    return converted
