@@ -39,12 +39,12 @@ _CMP: Final = {
 #: Names the language gives a meaning to; never actors.
 _RESERVED: Final = frozenset({"pause", "timeout", "gather", "flow", *FUNCTIONS})
 _STATEMENT_FIXES: Final = {
-    "For": "`for` exists only as a map: state[\"r\"] = [act(x) for x in state[\"items\"]]; loop with `while`",
-    "AsyncFor": "`for` exists only as a map: state[\"r\"] = [act(x) for x in state[\"items\"]]",
+    "For": '`for` exists only as a map: state["r"] = [act(x) for x in state["items"]]; loop with `while`',
+    "AsyncFor": '`for` exists only as a map: state["r"] = [act(x) for x in state["items"]]',
     "Import": "import at the top of the module, outside the flow function",
     "ImportFrom": "import at the top of the module, outside the flow function",
     "Raise": "a flow cannot raise; let an actor fail, or end with `return state`",
-    "Delete": "set the key to None instead: state[\"k\"] = None",
+    "Delete": 'set the key to None instead: state["k"] = None',
     "Global": "flows have no variables; keep values in the state",
     "Nonlocal": "flows have no variables; keep values in the state",
     "ClassDef": "define classes outside the flow function",
@@ -52,7 +52,7 @@ _STATEMENT_FIXES: Final = {
     "AsyncFunctionDef": "define functions outside the flow function; actors are called by name",
     "Assert": "test with `if` and route to an actor that fails",
     "Match": "use if/elif/else",
-    "AnnAssign": "drop the annotation: state[\"k\"] = value",
+    "AnnAssign": 'drop the annotation: state["k"] = value',
     "TryStar": "use try/except",
 }
 
@@ -92,6 +92,9 @@ class _Compiler:
 
     def is_state(self, node: ast.AST) -> bool:
         return isinstance(node, ast.Name) and node.id == self.param
+
+    def is_actor_name(self, name: str) -> bool:
+        return self.actors is None or name in self.actors or name.replace("_", "-") in self.actors
 
     def actor_of(self, name: str, node: ast.AST) -> str | None:
         if self.actors is None:
@@ -146,7 +149,9 @@ class _Compiler:
                         "@flow(max_iterations=10)",
                     )
             if deco.args:
-                self.err(deco, "@flow takes only max_iterations, a positive integer literal", "@flow(max_iterations=10)")
+                self.err(
+                    deco, "@flow takes only max_iterations, a positive integer literal", "@flow(max_iterations=10)"
+                )
 
     # -- statements
 
@@ -155,7 +160,7 @@ class _Compiler:
             self.stmt(stmt)
 
     def stmt(self, node: ast.stmt) -> None:
-        handler = getattr(self, f"s_{type(node).__name__}", None)
+        handler = getattr(self, f"s_{type(node).__name__.lower()}", None)
         if handler is not None:
             handler(node)
             return
@@ -165,10 +170,10 @@ class _Compiler:
         )
         self.err(node, f"`{word}` is not supported in a flow", _STATEMENT_FIXES.get(name, "see docs/flows.md"))
 
-    def s_Pass(self, node: ast.Pass) -> None:
+    def s_pass(self, node: ast.Pass) -> None:
         del node
 
-    def s_Expr(self, node: ast.Expr) -> None:
+    def s_expr(self, node: ast.Expr) -> None:
         value = node.value
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return  # a docstring or comment string
@@ -180,9 +185,9 @@ class _Compiler:
                 f"{self.param} = await {call.func.id}({self.param})",
             )
             return
-        self.err(node, "an expression statement has no effect in a flow", "assign it: state[\"k\"] = ...")
+        self.err(node, "an expression statement has no effect in a flow", 'assign it: state["k"] = ...')
 
-    def s_Assign(self, node: ast.Assign) -> None:
+    def s_assign(self, node: ast.Assign) -> None:
         if len(node.targets) != 1:
             self.err(node, "an assignment with two targets", "one target per assignment")
             return
@@ -192,7 +197,7 @@ class _Compiler:
                 self.err(
                     target,
                     f"flows have no local variables ('{target.id}')",
-                    f"store the value in the payload: {self.param}[\"{target.id}\"] = ...",
+                    f'store the value in the payload: {self.param}["{target.id}"] = ...',
                 )
                 return
             self.assign_state(node.value)
@@ -204,7 +209,7 @@ class _Compiler:
             if self.fanout(node.value, target, path):
                 return
             call = self.actor_call_node(node.value)
-            if call is not None:
+            if call is not None and self.is_actor_name(call):
                 self.err(
                     node.value,
                     "an actor's result replaces the whole state; it cannot be assigned to part of it",
@@ -217,13 +222,13 @@ class _Compiler:
             return
         self.err(target, "an assignment to a tuple, attribute or other target", "assign one payload path at a time")
 
-    def s_AugAssign(self, node: ast.AugAssign) -> None:
+    def s_augassign(self, node: ast.AugAssign) -> None:
         op = _BIN.get(type(node.op))
         if op is None:
             self.err(node, f"the operator {type(node.op).__name__} is not supported", "use + - * / // %")
             return
         if not isinstance(node.target, ast.Subscript):
-            self.err(node.target, "augmented assignment to something other than a payload path", "state[\"n\"] += 1")
+            self.err(node.target, "augmented assignment to something other than a payload path", 'state["n"] += 1')
             return
         path = self.path(node.target)
         value = self.expr(node.value)
@@ -246,7 +251,7 @@ class _Compiler:
         if expr is not None:
             self.emit("set", value, path=[], expr=expr)
 
-    def s_Return(self, node: ast.Return) -> None:
+    def s_return(self, node: ast.Return) -> None:
         if node.value is None or not (self.is_state(node.value) or self.actor_call_node(node.value)):
             self.err(node, "a flow returns its state", f"return {self.param}")
             return
@@ -256,7 +261,7 @@ class _Compiler:
                 self.emit("call", node.value, actor=name)
         self.emit("return", node)
 
-    def s_If(self, node: ast.If) -> None:
+    def s_if(self, node: ast.If) -> None:
         test = self.expr(node.test)
         branch = self.emit("test", node, expr=test if test is not None else ["const", True], **{"else": -1})
         self.block(node.body)
@@ -268,7 +273,7 @@ class _Compiler:
         else:
             self.code[branch]["else"] = len(self.code)
 
-    def s_While(self, node: ast.While) -> None:
+    def s_while(self, node: ast.While) -> None:
         if node.orelse:
             self.err(node.orelse[0], "`while ... else` is not supported", "put the code after the loop")
         loop_id = str(len(self.code))
@@ -301,17 +306,17 @@ class _Compiler:
         self.err(node, f"`{word}` outside a loop", f"use `{word}` only inside `while`")
         return None
 
-    def s_Break(self, node: ast.Break) -> None:
+    def s_break(self, node: ast.Break) -> None:
         ctx = self._unwind(node, "break")
         if ctx is not None:
             ctx.breaks.append(self.emit("jump", node, to=-1))
 
-    def s_Continue(self, node: ast.Continue) -> None:
+    def s_continue(self, node: ast.Continue) -> None:
         ctx = self._unwind(node, "continue")
         if ctx is not None:
             self.emit("jump", node, to=ctx.head)
 
-    def s_Try(self, node: ast.Try) -> None:
+    def s_try(self, node: ast.Try) -> None:
         if node.orelse:
             self.err(node.orelse[0], "`try ... else` is not supported", "put the code at the end of the try body")
         if node.finalbody:
@@ -326,7 +331,11 @@ class _Compiler:
         for handler in node.handlers:
             patterns = self.patterns(handler)
             if handler.name is not None:
-                self.err(handler, f"`except ... as {handler.name}` is not supported", "the error is in the envelope's status.error; drop `as`")
+                self.err(
+                    handler,
+                    f"`except ... as {handler.name}` is not supported",
+                    "the error is in the envelope's status.error; drop `as`",
+                )
             clauses.append({"errors": patterns, "to": len(self.code)})
             self.block(handler.body)
             ends.append(self.emit("jump", to=-1))
@@ -336,7 +345,9 @@ class _Compiler:
 
     def patterns(self, handler: ast.ExceptHandler) -> list[str]:
         if handler.type is None:
-            self.err(handler, "a bare `except:` is not supported", "name the classes: except (ValueError, TimeoutError):")
+            self.err(
+                handler, "a bare `except:` is not supported", "name the classes: except (ValueError, TimeoutError):"
+            )
             return []
         nodes = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
         out: list[str] = []
@@ -348,7 +359,7 @@ class _Compiler:
                 out.append(dotted)
         return out
 
-    def s_With(self, node: ast.With | ast.AsyncWith) -> None:
+    def s_with(self, node: ast.With | ast.AsyncWith) -> None:
         item = node.items[0] if len(node.items) == 1 else None
         call = item.context_expr if item is not None else None
         if (
@@ -361,20 +372,17 @@ class _Compiler:
             self.err(node, "`with` is supported only as a timeout block", "async with timeout(30):")
             return
         seconds = call.args[0] if len(call.args) == 1 and not call.keywords else None
-        if not (
-            isinstance(seconds, ast.Constant)
-            and type(seconds.value) in (int, float)
-            and seconds.value > 0
-        ):
+        value = seconds.value if isinstance(seconds, ast.Constant) else None
+        if not (isinstance(value, int | float) and not isinstance(value, bool) and value > 0):
             self.err(call, "timeout(...) takes one positive number literal, the seconds", "async with timeout(30):")
             return
-        self.emit("deadline", node, seconds=seconds.value)
+        self.emit("deadline", node, seconds=value)
         self.ctx.append(_Ctx("deadline"))
         self.block(node.body)
         self.ctx.pop()
         self.emit("enddeadline")
 
-    s_AsyncWith = s_With
+    s_asyncwith = s_with
 
     # -- calls, fan-outs, pause
 
@@ -394,10 +402,18 @@ class _Compiler:
         assert isinstance(call, ast.Call)
         expected = arg or self.param
         ok = True
-        if any(isinstance(a, ast.Call) or isinstance(a, ast.Await) for a in call.args):
-            self.err(call, f"nested calls in '{name}(...)'", "one call per statement: state = await a(state); state = await b(state)")
+        if any(isinstance(a, ast.Call | ast.Await) for a in call.args):
+            self.err(
+                call,
+                f"nested calls in '{name}(...)'",
+                "one call per statement: state = await a(state); state = await b(state)",
+            )
             ok = False
-        elif len(call.args) != 1 or call.keywords or not (isinstance(call.args[0], ast.Name) and call.args[0].id == expected):
+        elif (
+            len(call.args) != 1
+            or call.keywords
+            or not (isinstance(call.args[0], ast.Name) and call.args[0].id == expected)
+        ):
             self.err(call, f"an actor is called with the {'item' if arg else 'state'} only", f"{name}({expected})")
             ok = False
         actor = self.actor_of(name, call)
@@ -426,7 +442,7 @@ class _Compiler:
         return True
 
     def map(self, comp: ast.ListComp, target: ast.Subscript, path: list[Any]) -> None:
-        fix = f"{ast.unparse(target)} = [act(x) for x in {self.param}[\"items\"]]"
+        fix = f'{ast.unparse(target)} = [act(x) for x in {self.param}["items"]]'
         if len(comp.generators) != 1 or comp.generators[0].ifs or comp.generators[0].is_async:
             self.err(comp, "a map has one `for` and no `if`", fix)
             return
@@ -448,7 +464,7 @@ class _Compiler:
     def pointer(self, target: ast.Subscript, path: list[Any]) -> str | None:
         keys = [key[1] if key[0] == "const" and isinstance(key[1], str) else None for key in path]
         if None in keys or not keys:
-            self.err(target, "a fan-out's target must be a constant payload path", "state[\"results\"] = [...]")
+            self.err(target, "a fan-out's target must be a constant payload path", 'state["results"] = [...]')
             return None
         return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
 
@@ -456,7 +472,7 @@ class _Compiler:
         call = value.value if isinstance(value, ast.Await) else value
         if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "pause"):
             return False
-        fix = f"{self.param} = await pause({self.param}, prompt=\"Review\", fields=[{{\"name\": \"ok\", \"type\": \"boolean\"}}])"
+        fix = f'{self.param} = await pause({self.param}, prompt="Review", fields=[{{"name": "ok", "type": "boolean"}}])'
         if len(call.args) != 1 or not self.is_state(call.args[0]):
             self.err(call, "pause(...) takes the state as its one positional argument", fix)
             return True
@@ -492,7 +508,7 @@ class _Compiler:
             keys.append(key)
             current = current.value
         if not self.is_state(current):
-            self.err(current, "only payload paths can be assigned", f"{self.param}[\"key\"] = ...")
+            self.err(current, "only payload paths can be assigned", f'{self.param}["key"] = ...')
             return None
         return list(reversed(keys))
 
@@ -509,7 +525,11 @@ class _Compiler:
         if isinstance(node, ast.Name):
             if node.id == self.param:
                 return ["state"]
-            self.err(node, f"unknown name '{node.id}': flows have no variables", f"read it from the state: {self.param}[\"{node.id}\"]")
+            self.err(
+                node,
+                f"unknown name '{node.id}': flows have no variables",
+                f'read it from the state: {self.param}["{node.id}"]',
+            )
             return ["const", None]
         if isinstance(node, ast.Subscript):
             if isinstance(node.slice, ast.Slice):
@@ -536,11 +556,13 @@ class _Compiler:
             return ["and" if isinstance(node.op, ast.And) else "or", [self._expr(v) for v in node.values]]
         if isinstance(node, ast.Compare):
             pairs: list[Any] = []
-            for op, right in zip(node.ops, node.comparators, strict=True):
-                name = _CMP[type(op)]
-                if name in ("is", "isnot") and not (isinstance(right, ast.Constant) and right.value in (None, True, False)):
+            for cmp_op, right in zip(node.ops, node.comparators, strict=True):
+                cmp_name = _CMP[type(cmp_op)]
+                if cmp_name in ("is", "isnot") and not (
+                    isinstance(right, ast.Constant) and right.value in (None, True, False)
+                ):
                     self.err(right, "`is` compares with None, True or False only", "use == for values")
-                pairs.append([name, self._expr(right)])
+                pairs.append([cmp_name, self._expr(right)])
             return ["cmp", self._expr(node.left), pairs]
         if isinstance(node, ast.IfExp):
             return ["if", self._expr(node.test), self._expr(node.body), self._expr(node.orelse)]
@@ -552,10 +574,18 @@ class _Compiler:
                 return ["const", None]
             return ["dict", [[self._expr(k), self._expr(v)] for k, v in zip(node.keys, node.values, strict=True) if k]]
         if isinstance(node, ast.Await):
-            self.err(node, "`await` of something other than an actor call or pause", f"{self.param} = await act({self.param})")
+            self.err(
+                node,
+                "`await` of something other than an actor call or pause",
+                f"{self.param} = await act({self.param})",
+            )
             return ["const", None]
         if isinstance(node, ast.ListComp):
-            self.err(node, "a comprehension is a map and must be assigned to a payload path", "state[\"r\"] = [act(x) for x in state[\"items\"]]")
+            self.err(
+                node,
+                "a comprehension is a map and must be assigned to a payload path",
+                'state["r"] = [act(x) for x in state["items"]]',
+            )
             return ["const", None]
         self.err(node, f"`{ast.unparse(node)}` is outside the expression language", "see docs/flows.md, Expressions")
         return ["const", None]
@@ -564,7 +594,7 @@ class _Compiler:
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "get":
             if node.keywords or not 1 <= len(node.args) <= 2:
-                self.err(node, ".get takes a key and an optional default", "state.get(\"k\", 0)")
+                self.err(node, ".get takes a key and an optional default", 'state.get("k", 0)')
                 return ["const", None]
             default = self._expr(node.args[1]) if len(node.args) == 2 else ["const", None]
             return ["get", self._expr(func.value), self._expr(node.args[0]), default]
@@ -572,14 +602,18 @@ class _Compiler:
             if node.keywords:
                 self.err(node, f"{func.id}(...) takes no keyword arguments", f"{func.id}(value)")
             return ["fn", func.id, [self._expr(a) for a in node.args]]
-        if isinstance(func, ast.Name) and func.id not in _RESERVED:
+        if isinstance(func, ast.Name) and func.id not in _RESERVED and self.is_actor_name(func.id):
             self.err(
                 node,
                 f"the actor call '{func.id}(...)' is nested in an expression",
                 f"call it in its own statement: {self.param} = await {func.id}({self.param})",
             )
             return ["const", None]
-        self.err(node, f"the call `{ast.unparse(func)}(...)` is outside the expression language", "use len, min, max, abs, int, float, str, bool or .get")
+        self.err(
+            node,
+            f"the call `{ast.unparse(func)}(...)` is outside the expression language",
+            "use len, min, max, abs, int, float, str, bool or .get",
+        )
         return ["const", None]
 
 
@@ -605,7 +639,10 @@ def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]
 
 
 def _decorated(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    return any(_dotted(d.func if isinstance(d, ast.Call) else d) in ("flow", "asya.flows.flow", "flows.flow") for d in fn.decorator_list)
+    return any(
+        _dotted(d.func if isinstance(d, ast.Call) else d) in ("flow", "asya.flows.flow", "flows.flow")
+        for d in fn.decorator_list
+    )
 
 
 def flow_functions(tree: ast.Module, flow: str | None) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
@@ -626,7 +663,9 @@ def _parse(source: str, filename: str) -> tuple[ast.Module | None, list[Problem]
     try:
         return ast.parse(source, filename=filename), []
     except SyntaxError as exc:
-        return None, [Problem(filename, exc.lineno or 0, exc.offset or 0, f"syntax error: {exc.msg}", "fix the Python syntax")]
+        return None, [
+            Problem(filename, exc.lineno or 0, exc.offset or 0, f"syntax error: {exc.msg}", "fix the Python syntax")
+        ]
 
 
 def _check_start(compiler: _Compiler) -> None:
@@ -643,7 +682,9 @@ def _check_start(compiler: _Compiler) -> None:
             continue
         if op in ("fanout", "map", "pause"):
             compiler.problems.append(
-                Problem(compiler.filename, ins.get("line", 0), 1, f"a flow cannot start with a {op}", "call an actor first")
+                Problem(
+                    compiler.filename, ins.get("line", 0), 1, f"a flow cannot start with a {op}", "call an actor first"
+                )
             )
             continue
         if op == "jump":

@@ -5,7 +5,7 @@ the source; they are never called by the mesh."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -43,13 +43,12 @@ class timeout:  # noqa: N801 - used as `with timeout(30):` in flow sources
         return None
 
 
-class _Paused:
-    def __init__(self, value: dict[str, Any]) -> None:
-        self.value = value
+class _Paused(dict[str, Any]):
+    """The merged state, usable directly (a sync flow) or awaited (an async one)."""
 
-    def __await__(self) -> Any:
-        return self.value
-        yield  # pragma: no cover - makes this a generator
+    def __await__(self) -> Generator[Any, None, dict[str, Any]]:
+        yield from ()
+        return dict(self)
 
 
 def pause(
@@ -57,5 +56,4 @@ def pause(
 ) -> Any:
     """Plain run of a pause: the state with ``resume`` merged in (awaitable or used directly)."""
     del prompt, fields
-    merged = {**state, **(resume or {})}
-    return _Paused(merged)
+    return _Paused({**state, **(resume or {})})

@@ -103,9 +103,9 @@ def _eval(tree: Any, state: Any) -> Any:
         return target.get(_eval(tree[2], state), _eval(tree[3], state))
     if tag == "bin":
         left, right = _eval(tree[2], state), _eval(tree[3], state)
-        if tree[1] == "*" and any(isinstance(v, int) and v > _MAX_SIZE for v in (left, right)):
-            if any(isinstance(v, str | list) for v in (left, right)):
-                raise FlowError(f"expression would build a value over the limit of {_MAX_SIZE} items")
+        big = any(isinstance(v, int) and v > _MAX_SIZE for v in (left, right))
+        if tree[1] == "*" and big and any(isinstance(v, str | list) for v in (left, right)):
+            raise FlowError(f"expression would build a value over the limit of {_MAX_SIZE} items")
         return _sized(BINARY_OPS[tree[1]](left, right))
     if tag == "neg":
         return -_eval(tree[1], state)

@@ -1,10 +1,10 @@
 """The continuation interpreter (P-FLOW-2, P-FLOW-3): runs a :class:`~asya.flows.ir.Program` from a position on a
 payload until the next suspension. Pure: no I/O; the clock enters only as ``now`` (for ``timeout`` blocks).
 
-The flow's position and bookkeeping travel in :class:`FlowState` (header ``x-asya-flow-state``, P-FLOW-1). :func:`advance`
-returns a :class:`Step`: the kind of suspension, the payload after the mutations, the state to put in the header,
-and what the suspension needs (a route segment, fan-out slices, pause metadata, the deadline). :func:`dispatch`
-finds the ``except`` clause for a failed call (P-FLOW-9).
+The flow's position and bookkeeping travel in :class:`FlowState` (header ``x-asya-flow-state``, P-FLOW-1).
+:func:`advance` returns a :class:`Step`: the kind of suspension, the payload after the mutations, the state to put
+in the header, and what the suspension needs (a route segment, fan-out slices, pause metadata, the deadline).
+:func:`dispatch` finds the ``except`` clause for a failed call (P-FLOW-9).
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class FlowState:
                 loops={str(k): int(v) for k, v in loops.items()},
                 tries=tuple((int(t[0]), int(t[1])) for t in tries),
                 deadlines=tuple(d if isinstance(d, str) else None for d in deadlines),
-                base=raw["base"] if "base" in raw else _NO_BASE,
+                base=raw.get("base", _NO_BASE),
             )
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise FlowError(f"{STATE_HEADER} is malformed: {exc}") from exc
@@ -130,9 +130,7 @@ def set_pointer(state: Any, pointer: str, value: Any) -> Any:
     return state
 
 
-def advance(
-    program: Program, payload: Any, state: FlowState, *, deadline_at: str | None, now: datetime
-) -> Step:
+def advance(program: Program, payload: Any, state: FlowState, *, deadline_at: str | None, now: datetime) -> Step:
     """Run ``program`` from ``state.pc`` on ``payload`` to the next suspension; raises :class:`FlowError`."""
     code = program.code
     pc = state.pc
@@ -208,7 +206,7 @@ def advance(
     raise FlowError(f"flow '{program.flow}' ran {_MAX_STEPS} instructions without reaching an actor")
 
 
-def _step(
+def _step(  # noqa: PLR0917 - one call per suspension kind, all positional for brevity
     kind: str,
     payload: Any,
     state: FlowState,

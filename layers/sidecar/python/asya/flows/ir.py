@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-__all__ = ["DEFAULT_MAX_ITERATIONS", "Program", "SUSPENDING_OPS", "aggregator_name"]
+__all__ = ["DEFAULT_MAX_ITERATIONS", "SUSPENDING_OPS", "Program", "aggregator_name"]
 
 #: P-FLOW-13: the loop guard when ``@flow(max_iterations=...)`` is absent.
 DEFAULT_MAX_ITERATIONS: Final = 100

@@ -162,7 +162,9 @@ def _deadline(env: Envelope) -> str | None:
     return env.status.deadline_at if env.status is not None else None
 
 
-def _emit(env: Envelope, step: Step, program: Program, *, now: str, error: dict[str, Any] | None) -> list[routing.Outgoing]:
+def _emit(
+    env: Envelope, step: Step, program: Program, *, now: str, error: dict[str, Any] | None
+) -> list[routing.Outgoing]:
     status_in = env.status or Status()
     headers = dict(env.headers)
     headers[STATE_HEADER] = step.state.to_header()
@@ -239,7 +241,9 @@ def _fields(state: FlowState) -> dict[str, Any]:
     }
 
 
-def _pending(status_in: Status, actor: str, *, now: str, deadline_at: str | None, error: dict[str, Any] | None) -> Status:
+def _pending(
+    status_in: Status, actor: str, *, now: str, deadline_at: str | None, error: dict[str, Any] | None
+) -> Status:
     return Status(
         phase=Phase.PENDING.value,
         actor=actor,
@@ -261,7 +265,11 @@ def _failed(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
     raw = env.headers.get(STATE_HEADER)
     if isinstance(raw, Mapping) and isinstance(raw.get("owner"), str) and raw["owner"]:
         owner = raw["owner"]
-    details = {"message": str(exc), "type": "asya.flows.errors.FlowError", "mro": ["asya.exceptions.AsyaError", "Exception"]}
+    details = {
+        "message": str(exc),
+        "type": "asya.flows.errors.FlowError",
+        "mro": ["asya.exceptions.AsyaError", "Exception"],
+    }
     status = Status(
         phase=Phase.FAILED.value,
         reason=Reason.RUNTIME_ERROR.value,
