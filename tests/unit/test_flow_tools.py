@@ -117,3 +117,17 @@ def test_the_readme_shows_the_example_flow_next_to_its_current_diagram(tmp_path:
     readme = (REPO / "README.md").read_text()
     assert (tmp_path / "triage.mmd").read_text().rstrip() in readme
     assert load_manifest(REPO / "asya.yaml").flows["triage"].source == "flows/triage.py"
+
+
+def test_the_deployment_dump_of_a_manifest_loads_without_the_flow_file(tmp_path: Path) -> None:
+    """The gateway reads the manifest as the CDK app dumped it (manifest.json, no flows/ directory beside it): the
+    compiled program travels in it, P-FLOW-1."""
+    from asya_cdk.assets import render_manifest_json
+
+    manifest = load_manifest(REPO / "asya.yaml")
+    dumped = json.loads(render_manifest_json(manifest))
+    elsewhere = tmp_path / "asset"
+    elsewhere.mkdir()
+    again = parse_manifest(dumped, base_dir=elsewhere)
+    assert again.flows["triage"].program == manifest.flows["triage"].program
+    assert again.flows["triage"].route == ["normalize", "analyze"]

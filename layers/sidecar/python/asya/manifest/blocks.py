@@ -214,6 +214,9 @@ class Flow(_Model):
     route: list[str] = Field(default_factory=list)
     #: a flow file relative to the manifest's directory, compiled by ``asya.flows`` (exclusive with ``route``)
     source: str | None = None
+    #: the compiled program's JSON, filled by validation; a manifest dumped for a deployment (the gateway's
+    #: ``manifest.json``) carries it, so loading that dump needs no flow file and compiles nothing
+    compiled: dict[str, Any] | None = None
     description: str = ""
     timeout: Annotated[Duration, Field(ge=1, le=604800)] = 300.0
     input_schema: dict[str, Any] | None = None
@@ -227,7 +230,7 @@ class Flow(_Model):
     def _route_or_source(self) -> Flow:
         if self.source is None and not self.route:
             raise MemberError("route", "give a route of at least one actor, or a source (a flow file)")
-        if self.source is not None and self.route:
+        if self.source is not None and self.route and self.compiled is None:
             raise MemberError("source", f"{self.source!r} and a route are exclusive: the route is compiled from it")
         return self
 

@@ -121,6 +121,12 @@ class Manifest(_Model):
         from asya.flows import FlowCompileError, compile_flow  # the compiler is needed only where a manifest loads
 
         assert flow.source is not None
+        if flow.compiled is not None:  # a deployment's dump of an already validated manifest
+            try:
+                flow._program = Program.from_json(flow.compiled)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{field}.compiled: not a compiled flow: {exc}") from None
+            return
         path = (self.base_dir / flow.source).resolve()
         try:
             source = path.read_text(encoding="utf-8")
@@ -132,7 +138,9 @@ class Manifest(_Model):
             lines = "\n    ".join(map(str, exc.problems))
             raise ValueError(f"{field}.source: the flow does not compile:\n    {lines}") from None
         flow._program = program
-        object.__setattr__(flow, "route", list(program.initial_route))  # frozen model: set once, during validation
+        # frozen model: set once, during validation
+        object.__setattr__(flow, "route", list(program.initial_route))
+        object.__setattr__(flow, "compiled", program.to_json())
         if program.aggregator is not None:
             _check(naming.dlq_name, self.namespace, program.aggregator)
 
