@@ -73,18 +73,3 @@ def request_review(payload: dict[str, Any]) -> Iterator[Any]:
 def publish(payload: dict[str, Any]) -> dict[str, Any]:
     """The last step after the review: published when the reviewer approved."""
     return {**payload, "published": payload.get("approved") is True}
-
-
-def shorten(payload: dict[str, Any]) -> dict[str, Any]:
-    """Keeps the first half of the words (the `triage` flow loops on it while the text is too long)."""
-    words = str(payload.get("normalized", payload.get("text", ""))).split()
-    kept = words[: max(1, len(words) // 2)]
-    return {**payload, "normalized": " ".join(kept), "words": len(kept)}
-
-
-def deliver(payload: dict[str, Any]) -> dict[str, Any]:
-    """Delivers the result; raises ``ConnectionError`` when the input says ``"offline": true`` (the `triage` flow
-    catches it and publishes instead)."""
-    if payload.get("offline"):
-        raise ConnectionError("delivery endpoint unreachable")
-    return {**payload, "delivered": True}

@@ -555,6 +555,7 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
         "x-pause",
         "x-resume",
         "x-fanin-chunk",
+        "x-fanin-flow-triage",
     ]
     gw.create("actor=analyze")
     sqs = gw.mesh.aws.sqs

@@ -93,11 +93,11 @@ def test_asya_flow_show_prints_the_program_and_writes_dot_and_mermaid(tmp_path: 
         "flow", "show", "triage", "--manifest", str(REPO / "asya.yaml"), "--out", str(tmp_path), cwd=tmp_path
     )
     assert code == 0
-    assert "initial route: ['normalize', 'analyze']" in out and "try (ConnectionError -> " in out
+    assert "initial route: ['normalize', 'analyze']" in out and "try (KeyError -> " in out
     dot = (tmp_path / "triage.dot").read_text()
-    assert dot.startswith('digraph "triage" {') and 'label="except ConnectionError", style=dashed' in dot
+    assert dot.startswith('digraph "triage" {') and 'label="except KeyError", style=dashed' in dot
     mermaid = (tmp_path / "triage.mmd").read_text()
-    assert mermaid.startswith("flowchart TD\n") and '-.->|"except ConnectionError"|' in mermaid
+    assert mermaid.startswith("flowchart TD\n") and '-.->|"except KeyError"|' in mermaid
     assert " end" not in mermaid  # `end` is a Mermaid keyword
     code, out, _ = _cli(
         "flow", "show", "triage", "--manifest", str(REPO / "asya.yaml"), "--out", str(tmp_path), "--json", cwd=tmp_path
