@@ -580,8 +580,8 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
         400,
         {
             "error": "actors: unknown actor 'nope' (actors: analyze, chunk, digest, normalize, publish, "
-            "request-review, split, summarize, summarize-chunk, x-deadline, x-fanin-chunk, x-pause, x-resume, "
-            "x-sink, x-sump)"
+            "request-review, split, summarize, summarize-chunk, x-deadline, x-fanin-chunk, x-fanin-flow-triage, "
+            "x-pause, x-resume, x-sink, x-sump)"
         },
     )
 
