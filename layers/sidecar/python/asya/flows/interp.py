@@ -130,8 +130,17 @@ def set_pointer(state: Any, pointer: str, value: Any) -> Any:
     return state
 
 
-def advance(program: Program, payload: Any, state: FlowState, *, deadline_at: str | None, now: datetime) -> Step:
-    """Run ``program`` from ``state.pc`` on ``payload`` to the next suspension; raises :class:`FlowError`."""
+def advance(
+    program: Program,
+    payload: Any,
+    state: FlowState,
+    *,
+    deadline_at: str | None,
+    now: datetime,
+    trace: list[int] | None = None,
+) -> Step:
+    """Run ``program`` from ``state.pc`` on ``payload`` to the next suspension; raises :class:`FlowError`.
+    ``trace`` (the benchmark's) receives the position of every instruction executed."""
     code = program.code
     pc = state.pc
     loops = dict(state.loops)
@@ -144,6 +153,8 @@ def advance(program: Program, payload: Any, state: FlowState, *, deadline_at: st
         ins = code[pc]
         op = ins["op"]
         line = ins.get("line")
+        if trace is not None:
+            trace.append(pc)
         if op == "call":
             route = []
             while pc < len(code) and code[pc]["op"] == "call":
