@@ -9,12 +9,16 @@
 
 from __future__ import annotations
 
-from asya.flows.compiler import check_source, compile_flow
+from typing import TYPE_CHECKING, Any
+
 from asya.flows.dsl import flow, pause, timeout
 from asya.flows.errors import FlowCompileError, FlowError, Problem
 from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch
 from asya.flows.ir import DEFAULT_MAX_ITERATIONS, Program, aggregator_name
 from asya.flows.mesh import continue_outgoing, is_flow_end, on_failure, start
+
+if TYPE_CHECKING:
+    from asya.flows.compiler import check_source, compile_flow
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
@@ -38,3 +42,13 @@ __all__ = [
     "start",
     "timeout",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # the compiler (and ``ast``) loads only where flows are compiled: the manifest, the CLI, tests; an actor Lambda
+    # only interprets programs and never pays for it at cold start
+    if name in ("check_source", "compile_flow"):
+        from asya.flows import compiler
+
+        return getattr(compiler, name)
+    raise AttributeError(f"module 'asya.flows' has no attribute {name!r}")
