@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: install chromium demo test lint format synth lock bench chaos clean
+.PHONY: install chromium demo demo-flow test lint format synth lock bench chaos clean
 
 install: $(STAMP)
 
@@ -36,6 +36,10 @@ $(STAMP): pyproject.toml
 DEMO_ARGS ?=
 demo: install
 	$(BIN)/asya demo --manifest asya.yaml $(DEMO_ARGS)
+
+## The same with the example flow written as Python (flows/triage.py, docs/flows.md), compiled when the manifest loads.
+demo-flow: install
+	$(BIN)/asya demo --manifest asya.yaml --flow triage
 
 ## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz). loadgroup keeps the
 ## artifact suite (tests/e2e/artifact: one synth and one artifact mesh per session) on one worker.

@@ -32,7 +32,7 @@ BENCH_DIR: Final = Path(__file__).resolve().parent
 RESULTS: Final = BENCH_DIR / "results" / "latest.json"
 REPORT: Final = BENCH_DIR / "REPORT.md"
 PRICES: Final = BENCH_DIR / "prices.toml"
-SECTIONS: Final = ("overhead", "traffic", "latency", "coldstart", "memory", "fanin", "agents")
+SECTIONS: Final = ("overhead", "traffic", "latency", "coldstart", "memory", "fanin", "agents", "flows")
 
 
 def _runner(name: str) -> Callable[[bool], Any]:
@@ -60,6 +60,10 @@ def _runner(name: str) -> Callable[[bool], Any]:
         from bench import agents
 
         return lambda quick: agents.run(quick=quick)
+    if name == "flows":
+        from bench import flows
+
+        return lambda quick: flows.run(quick=quick)
     from bench import memory
 
     return lambda quick: memory.run(batches=20 if quick else memory.BATCHES)

@@ -512,6 +512,28 @@ def _fanin(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]
     return out + _section_verdicts(verdicts, "7")
 
 
+def _flows(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 9. Flows written as Python", ""]
+    data = results.get("flows")
+    if not data:
+        return [*out, "Not measured.", ""]
+    out += [
+        "One task of `flows/bench_cost.py` (a branch, a loop of 3 iterations, a 3-way fan-out) on a fresh local mesh "
+        "(`bench/flows.py`). Its tests, mutations and fan-out run as continuations inside the layer (P-FLOW-3); the "
+        "upstream-style figures add, for each control node the same run executed, one router hop, one invocation "
+        "and the write units of one measured actor hop.",
+        "",
+    ]
+    upstream = data["upstream"]
+    rows = [
+        ["compiled continuations", str(data["hops"]), str(data["invocations"]), fmt(data["wru"], 0)],
+        ["upstream-style routers", str(upstream["hops"]), str(upstream["invocations"]), fmt(upstream["wru"], 0)],
+    ]
+    out += table(["per task", "hops", "Lambda invocations", "write units"], rows)
+    out += [f"Control nodes run inside the layer: {data['control_nodes_run']}; extra hops for them: 0.", ""]
+    return out
+
+
 def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
     """The whole report; ``notes`` (markdown paragraphs) go in a closing "Findings" section."""
     verdicts = evaluate(results)
@@ -529,7 +551,7 @@ def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
         "",
     ]
     lines += table(["§", "figure", "measured", "target", "verdict"], _verdict_rows(verdicts))
-    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory, _fanin, _agents):
+    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory, _fanin, _agents, _flows):
         lines += section(results, verdicts)
     if notes:
         lines += ["## Findings", ""]

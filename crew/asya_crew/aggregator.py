@@ -25,6 +25,10 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
    record; a crash between send and mark leaves a claim that lapses after the visibility timeout, so the
    redelivery emits again (at most twice; the next actor's hop claim absorbs the copy, P-ACK-8).
 
+(R3) A slice header with ``set`` (a compiled flow's fan-out, P-FLOW-8) keys the fan-in state by it instead of by
+``origin_id``; the merged envelope keeps the origin's identity. A merged envelope that ends its route while a
+compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6).
+
 Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference) and read back from S3 for the
 merge (P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
 """
@@ -45,6 +49,7 @@ from asya.abi import error_details
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.fanin import MAX_SLICES
+from asya.flows.mesh import continue_outgoing
 from asya.timeutil import format_ts, parse_ts
 from asya.transport import UnknownActorError
 from asya_crew.checkpoint import CheckpointLine
@@ -63,10 +68,12 @@ class FanInHeaderError(ValueError):
 
 
 class _Header:
-    __slots__ = ("count", "index", "key", "origin")
+    __slots__ = ("count", "index", "key", "origin", "state_key")
 
-    def __init__(self, origin: str, index: int, count: int, key: str) -> None:
+    def __init__(self, origin: str, index: int, count: int, key: str, state_key: str | None = None) -> None:
         self.origin, self.index, self.count, self.key = origin, index, count, key
+        # P-FLOW-8 (R3): a compiled flow's fan-out names its set, so a fan-out in a loop gets a fresh one
+        self.state_key = state_key or origin
 
 
 class AggregatorRuntime(CrewRuntime):
@@ -136,7 +143,7 @@ class AggregatorRuntime(CrewRuntime):
         now_ms = int(now_dt.timestamp() * 1000)
         try:
             progress = self._state.add(
-                header.origin,
+                header.state_key,
                 index=header.index,
                 count=header.count,
                 key=header.key,
@@ -145,7 +152,7 @@ class AggregatorRuntime(CrewRuntime):
                 now_ms=now_ms,
             )
         except SliceCountMismatchError as exc:
-            self._fail_merge(header.origin, env, str(exc), now, trace, payload=env.payload)
+            self._fail_merge(header.origin, env, str(exc), now, trace, payload=env.payload, state_key=header.state_key)
             return
         if header.index and env.parent_id and not hdr.is_stealth(env.headers):
             # the slice's hop completed: a late copy of it is a duplicate from now on (P-ACK-7 (R3))
@@ -156,11 +163,11 @@ class AggregatorRuntime(CrewRuntime):
 
     def _emit(self, header: _Header, now: str, now_ms: int) -> None:
         visibility_ms = self._transport.visibility_timeout(self.config.actor) * 1000
-        if not self._state.claim(header.origin, now_ms=now_ms, stale_before_ms=now_ms - visibility_ms):
+        if not self._state.claim(header.state_key, now_ms=now_ms, stale_before_ms=now_ms - visibility_ms):
             self._log.info("fan-in set already claimed or emitted: acked")
             return
         try:
-            slices = self._state.read(header.origin, header.count)
+            slices = self._state.read(header.state_key, header.count)
             parent = slices[0].parent or {}
             trace = routing.Trace.for_hop(parent.get("headers") or {}, enabled=self.config.tracing)
             parent_payload = self._payloads.rehydrate(slices[0].payload)
@@ -170,19 +177,29 @@ class AggregatorRuntime(CrewRuntime):
                     header.origin, parent, parent_payload, header.key, payloads, aggregator=self.config.actor, now=now
                 )
             except MergeError as exc:
-                self._fail_merge(header.origin, None, str(exc), now, trace, payload=parent_payload, parent=parent)
+                self._fail_merge(
+                    header.origin,
+                    None,
+                    str(exc),
+                    now,
+                    trace,
+                    payload=parent_payload,
+                    parent=parent,
+                    state_key=header.state_key,
+                )
                 return
             try:
-                self._transport.send(actor, envelope)
+                for out in continue_outgoing(self.config.flows, routing.Outgoing(actor, envelope), now=now):
+                    self._transport.send(out.actor, out.envelope)  # a compiled flow goes on here (P-FLOW-6)
             except UnknownActorError as exc:
                 self._unknown_destination(header.origin, envelope, exc, now, trace)
         except Exception:
             try:
-                self._state.release(header.origin, claimed_ms=now_ms)
+                self._state.release(header.state_key, claimed_ms=now_ms)
             except Exception as exc:  # the claim lapses after the visibility timeout anyway
                 self._log.warning("could not release the fan-in claim", extra={"error": str(exc)})
             raise
-        self._state.mark(header.origin, now_ms=now_ms)
+        self._state.mark(header.state_key, now_ms=now_ms)
         self._log.info("fan-in set emitted", extra={"origin_id": header.origin, "slice_count": header.count})
 
     def _unknown_destination(
@@ -217,6 +234,7 @@ class AggregatorRuntime(CrewRuntime):
         *,
         payload: Any,
         parent: Mapping[str, Any] | None = None,
+        state_key: str | None = None,
     ) -> None:
         """P-AGG-9: the merged identity to x-sink as ``failed`` (``RuntimeError``), then the set is marked."""
         if parent is None:
@@ -224,7 +242,7 @@ class AggregatorRuntime(CrewRuntime):
             parent = _parent_fields(env) if env.id == origin else {"headers": env.headers}
         identity, _ = merged_identity(origin, parent, aggregator=self.config.actor, now=now)
         self._send_failure(identity, message, now, trace, payload)
-        self._state.mark(origin, now_ms=int(self._clock().timestamp() * 1000))
+        self._state.mark(state_key or origin, now_ms=int(self._clock().timestamp() * 1000))
 
     def _fail_unsliced(self, env: Envelope, message: str, now: str, trace: routing.Trace) -> None:
         """P-AGG-2 without a usable header: the task named by ``parent_id`` (a slice) or ``id`` fails."""
@@ -261,7 +279,10 @@ def _header(env: Envelope) -> _Header:
         raise FanInHeaderError(f"header {hdr.FAN_IN}.slice_index must be an integer 0..{count - 1}, got {index!r}")
     if not isinstance(key, str) or not key.startswith("/"):
         raise FanInHeaderError(f"header {hdr.FAN_IN}.aggregation_key must be a JSON Pointer, got {key!r}")
-    return _Header(origin, index, count, key)
+    set_key = value.get("set")
+    if set_key is not None and (not isinstance(set_key, str) or not set_key):
+        raise FanInHeaderError(f"header {hdr.FAN_IN}.set must be a non-empty string, got {set_key!r}")
+    return _Header(origin, index, count, key, set_key)
 
 
 def _parent_fields(env: Envelope) -> dict[str, Any]:

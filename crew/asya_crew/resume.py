@@ -13,6 +13,8 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, S
   is rejected;
 - the restored envelope goes on under the task's own id (P-RESUME-5): its route the stored ``next`` (x-sink with
   ``Completed`` when empty), its deadline ``now + x-asya-resume-timeout`` when that header is present;
+- (R3) a restored envelope whose route is exhausted while a compiled flow is in progress goes on as the flow's
+  continuation (P-FLOW-7), under the resume's fence;
 - after the send, the file is deleted (a delete failure is logged) and the record acked (P-RESUME-6). The delete is
   conditional on the ETag of the file it loaded (``IfMatch``): the restored envelope may reach a second ``x-pause``
   of the same task before this delete, and that pause's new file must stay.
@@ -30,9 +32,12 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import headers as hdr
-from asya import pausing
+from asya import naming, pausing, routing
 from asya.config import ActorConfig
-from asya.envelope import Envelope
+from asya.envelope import Envelope, Route
+from asya.flows.interp import STATE_HEADER
+from asya.flows.mesh import continue_outgoing
+from asya.timeutil import format_ts
 from asya.missingkey import is_missing
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
@@ -80,7 +85,11 @@ class ResumeRuntime(RoutedCrewRuntime):
         destination, out = pausing.restored_envelope(
             document, payload, trace_headers=trace, now=self._clock(), timeout=timeout
         )
-        self._transport.send(destination, out)
+        now = format_ts(self._clock())
+        if destination == naming.SINK and STATE_HEADER in out.headers:  # x-resume ran the hop that ends the route
+            out.route = Route(prev=[*out.route.prev, out.route.curr], curr="", next=[])
+        for item in continue_outgoing(self.config.flows, routing.Outgoing(destination, out), now=now):
+            self._transport.send(item.actor, item.envelope)  # a compiled flow goes on here (P-FLOW-7)
         self._log.info("task resumed", extra={"destination": destination})
         self._delete(envelope.id, etag)
 

@@ -10,6 +10,10 @@ fails a task that nothing has started, in the same way as a failed envelope send
 <AWS error code>``, 500), so a client is never answered 201 for a task whose deadline nothing would enforce. A timer
 armed for a task whose first send then fails finds the task failed (or deleted) and drops itself.
 
+(R3) For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
+under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
+is answered 400.
+
 A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
 the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
 dispatch message`` (an :class:`HttpError` whose ``reason`` MCP and A2A report).
@@ -28,6 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import headers as hdr
 from asya.envelope import Envelope, Route, Status
 from asya.exceptions import SerializationError
+from asya.flows import Program, start
 from asya.store import StatusUpdate
 from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
@@ -72,7 +77,7 @@ async def start_task(
     deadline_at = deadline_of(target, create, now)
     headers = _envelope_headers(ctx, target, create, traceparent=traceparent, tracestate=tracestate)
     headers.update(extra_headers or {})
-    entry = target.route[0]
+    entry = target.route[0] if target.route else ""  # a compiled flow may start with a test (P-FLOW-5)
     envelope = Envelope(
         id=task_id,
         route=Route(prev=[], curr=entry, next=list(target.route[1:])),
@@ -88,6 +93,11 @@ async def start_task(
             deadline_at=deadline_at,
         ),
     )
+    destination = entry
+    program = _program(ctx, target)
+    if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
+        envelope, destination = _start_flow(program, envelope, format_ts(now))
+        entry = envelope.route.curr or destination
     await ctx.call(
         ctx.store.create_task,
         task_id=task_id,
@@ -99,7 +109,7 @@ async def start_task(
     )
     if deadline_at is not None:
         await _arm_deadline(ctx, task_id, deadline_at)
-    await _dispatch(ctx, task_id, entry, envelope)
+    await _dispatch(ctx, task_id, destination, envelope)
     return created_answer(task_id, deadline_at)
 
 
@@ -115,6 +125,23 @@ def created_answer(task_id: str, deadline_at: str | None) -> dict[str, Any]:
     if deadline_at is not None:
         answer["deadline_at"] = deadline_at
     return answer
+
+
+def _program(ctx: GatewayContext, target: CreateTarget) -> Program | None:
+    spec = ctx.manifest.flows.get(target.flow) if target.flow is not None else None
+    return spec.program if spec is not None else None
+
+
+def _start_flow(program: Program, envelope: Envelope, now: str) -> tuple[Envelope, str]:
+    """P-FLOW-5: the envelope the compiled flow starts with and its destination; a flow error is the client's 400
+    (the payload does not fit the flow). The compiler rejects flows that could start with a fan-out or a pause."""
+    outs = start(program, envelope, now=now)
+    first = outs[-1]
+    status = first.envelope.status
+    if status is not None and status.phase == "failed":
+        message = (status.error or {}).get("message", "flow error")
+        raise HttpError(400, f"flow '{program.flow}' cannot start: {message}")
+    return first.envelope, first.actor
 
 
 def _envelope_headers(

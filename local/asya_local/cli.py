@@ -66,6 +66,7 @@ from asya_local.cliio import CliIo, compact_json
 from asya_local.discovery import DEFAULT_URL, URL_ENV, discover
 from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
+from asya_local.flow_cli import add_flow_parser
 from asya_local.preflight import check_mesh
 from asya_local.progress import ProgressView
 from asya_local.project_cli import add_project_parsers
@@ -208,6 +209,7 @@ def _parser() -> argparse.ArgumentParser:
     add_resume_parser(commands, remote)
     add_project_parsers(commands)
     add_agent_parsers(commands, remote=remote)
+    add_flow_parser(commands)
     return parser
 
 

@@ -106,6 +106,7 @@ def test_gw_ops_2_openapi_document_is_valid_and_describes_every_route(gw: Gw) ->
         "summarize-chunk",
         "x-deadline",
         "x-fanin-chunk",
+        "x-fanin-flow-triage",
         "x-pause",
         "x-resume",
         "x-sink",

@@ -548,6 +548,7 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
         "x-pause",
         "x-resume",
         "x-fanin-chunk",
+        "x-fanin-flow-triage",
     ]
     gw.create("actor=analyze")
     sqs = gw.mesh.aws.sqs
@@ -572,8 +573,8 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
         400,
         {
             "error": "actors: unknown actor 'nope' (actors: analyze, chunk, digest, normalize, publish, "
-            "request-review, split, summarize, summarize-chunk, x-deadline, x-fanin-chunk, x-pause, x-resume, "
-            "x-sink, x-sump)"
+            "request-review, split, summarize, summarize-chunk, x-deadline, x-fanin-chunk, x-fanin-flow-triage, "
+            "x-pause, x-resume, x-sink, x-sump)"
         },
     )
 

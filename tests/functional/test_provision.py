@@ -16,6 +16,7 @@ def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore
     assert int(attrs["VisibilityTimeout"]) == 6 * (10 * 30 + 10)
     actors = {"normalize", "analyze", "summarize", "split", "chunk", "summarize-chunk", "digest", "x-sink", "x-sump"}
     actors.add("x-fanin-chunk")  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
+    actors.add("x-fanin-flow-triage")  # the aggregator of the compiled triage flow's fan-out (P-FLOW-8)
     actors |= {"request-review", "publish", "x-pause", "x-resume"}  # reviewed-text pauses: x-pause and x-resume
     assert set(mesh.resources.queue_urls) == set(mesh.resources.dlq_urls) == actors | {"x-deadline"}
     table = mesh.aws.dynamodb.describe_table(TableName="asya-demo-tasks")["Table"]

@@ -75,6 +75,7 @@ def test_p_name_4_every_deployed_actor_has_queue_and_dlq(
         naming.PAUSE,
         naming.RESUME,
         "x-fanin-chunk",  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
+        "x-fanin-flow-triage",  # the aggregator of the compiled triage flow's fan-out (P-FLOW-8)
     ]
     names.append(naming.DEADLINE)  # the backstop's timer queue (GW-BACK-1)
     expected = {f"asya-{NS}-{name}" for name in names} | {f"asya-{NS}-{name}-dlq" for name in names}
@@ -113,7 +114,7 @@ def test_p_man_4_visibility_is_six_times_lambda_timeout(
 
 def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> None:
     queues = example_synth.of_type("AWS::SQS::Queue")
-    assert len(queues) == 30  # 14 actors (x-fanin-chunk, x-pause, x-resume included) and the timer queue, with DLQs
+    assert len(queues) == 32  # 15 actors (2 aggregators, x-pause, x-resume included) and the timer queue, with DLQs
     # SSE-SQS: the AWS-owned key, no KMS charge (no customer-managed key in the example manifest)
     assert all(res["Properties"]["SqsManagedSseEnabled"] is True for res in queues.values())
     assert not any("KmsMasterKeyId" in res["Properties"] for res in queues.values())
@@ -130,7 +131,7 @@ def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> No
 
 def test_p_ack_1_event_source_mappings_report_batch_item_failures(example_synth: SynthesizedMesh) -> None:
     mappings = example_synth.of_type("AWS::Lambda::EventSourceMapping")
-    assert len(mappings) == 15  # fourteen actors and the backstop's timer queue
+    assert len(mappings) == 16  # fifteen actors and the backstop's timer queue
     for esm in mappings.values():
         props = esm["Properties"]
         assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]

@@ -235,6 +235,7 @@ def test_actor_lambdas_run_the_entry_module_the_local_mode_runs(example_synth: S
         "x-pause",
         "x-resume",
         "x-fanin-chunk",
+        "x-fanin-flow-triage",
     }
     assert {actor: runtime_entry_point(actor)[0] for actor in actors} == actors
 

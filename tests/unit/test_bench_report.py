@@ -264,7 +264,7 @@ def test_report_of_a_partial_run_says_what_was_not_measured() -> None:
         del results[section]
     text = render(results)
     assert "## Summary: 0 of 0 targets met" in text
-    assert text.count("Not measured.") == 8  # the six sections above, fan-in and agents, which _results leaves out
+    assert text.count("Not measured.") == 9  # the six sections above, fan-in, agents and flows (not in _results)
 
 
 def test_fanin_section_shows_each_size_per_slice_and_the_linearity_ratio() -> None:

@@ -71,7 +71,7 @@ def test_resolve_target_by_flow_and_actor_gw_create_1_2(example_manifest: Manife
         ),
         (
             {"flow": "missing"},
-            (404, "flow not found: missing (flows: documents, reviewed-text, sentences, text-pipeline)"),
+            (404, "flow not found: missing (flows: documents, reviewed-text, sentences, text-pipeline, triage)"),
         ),
     ],
 )

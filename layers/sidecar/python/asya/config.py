@@ -16,6 +16,8 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (section 8, ``asya.resiliency``) | no retries |
 | ``ASYA_FAN_IN`` | JSON ``{"aggregator": <name>, "key": <JSON Pointer>}`` of a fan-in actor (P-FANIN-1): the layer
   holds its frames and sends ``N + 1`` slices (``asya.fanin``) | unset: not a fan-in actor |
+| ``ASYA_FLOWS`` | (R3) JSON ``{flow: program}`` of the compiled flows whose continuations this actor runs
+  (P-FLOW-1, ``asya.flows``) | unset: no compiled flow |
 | ``ASYA_ACCOUNT_ID`` | the AWS account of the queues: queue URLs are built from the SQS endpoint without
   ``GetQueueUrl`` (GW-CREATE-7) | unset: ``GetQueueUrl``, cached |
 | ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled (manifest ``tracing``; the CDK app then turns on the
@@ -57,6 +59,7 @@ from typing import Final
 from asya import naming
 from asya.envnames import ENV, LOG_LEVEL_ENV
 from asya.exceptions import AsyaError
+from asya.flows.ir import Program
 from asya.gatewayurl import is_gateway_url
 from asya.resiliency import ResiliencyError, RetryPolicies
 
@@ -101,6 +104,8 @@ class ActorConfig:
     account_id: str = ""
     #: set for a fan-in actor (``ASYA_FAN_IN``)
     fan_in: FanInConfig | None = None
+    #: the compiled flows whose continuations this actor runs (``ASYA_FLOWS``, P-FLOW-1)
+    flows: Mapping[str, Program] = field(default_factory=dict)
     #: ``store`` or ``http`` (``ASYA_REPORTER``, P-STAT-18)
     reporter: str = "store"
     gateway_url: str = ""
@@ -139,6 +144,7 @@ class ActorConfig:
             log_level=_log_level(source),
             account_id=source.get(ENV.account_id, "").strip(),
             fan_in=_fan_in(source),
+            flows=_flows(source),
             reporter=reporter,
             gateway_url=gateway_url,
             gateway_api_key=gateway_api_key,
@@ -202,6 +208,17 @@ def _fan_in(env: Mapping[str, str]) -> FanInConfig | None:
             f"environment variable {ENV.fan_in}: key must be a JSON Pointer starting with '/', got {key!r}"
         )
     return FanInConfig(aggregator=aggregator, key=key)
+
+
+def _flows(env: Mapping[str, str]) -> dict[str, Program]:
+    raw = env.get(ENV.flows, "").strip()
+    if not raw:
+        return {}
+    try:
+        data = json.loads(raw)
+        return {str(name): Program.from_json(program) for name, program in data.items()}
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ConfigError(f"environment variable {ENV.flows} must be the JSON of compiled flows: {exc}") from None
 
 
 def _required(env: Mapping[str, str], name: str) -> str:

@@ -11,7 +11,8 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
 2. ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``,
    ``ASYA_OFFLOAD_THRESHOLD_KB``; ``ASYA_HANDLER`` for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
    ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_TRACING=true`` when its ``tracing`` is on
-   (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1);
+   (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1); ``ASYA_FLOWS`` (R3), the JSON of the compiled
+   flows whose continuations the actor runs (``Manifest.programs_for``, P-FLOW-1);
    ``ASYA_CODE_DIR`` only when ``code_dir`` is given (the local mode: in Lambda the code asset is
    ``/var/task``, already importable);
 3. ``POWERTOOLS_SERVICE_NAME=actor`` and ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
@@ -129,6 +130,9 @@ def actor_environment(
         env[ENV.fan_in] = json.dumps(
             {"aggregator": actor.fan_in.aggregator, "key": actor.fan_in.key}, separators=(",", ":")
         )
+    programs = manifest.programs_for(actor.name)
+    if programs:
+        env[ENV.flows] = json.dumps({k: p.to_json() for k, p in programs.items()}, separators=(",", ":"))
     return env
 
 

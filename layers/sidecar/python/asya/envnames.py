@@ -43,6 +43,7 @@ class _EnvNames:
     resiliency: Final = "ASYA_RESILIENCY"
     tracing: Final = "ASYA_TRACING"
     manifest: Final = "ASYA_MANIFEST"
+    flows: Final = "ASYA_FLOWS"
 
     def names(self) -> frozenset[str]:
         """Every variable name above."""

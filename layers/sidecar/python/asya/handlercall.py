@@ -259,6 +259,14 @@ class HandlerCall:
                 trace=hop.trace,
                 writer_id=hop.item.message_id,
             )
+        elif isinstance(failure, HandlerTimeoutError) and self._retrier.caught(
+            entry,
+            {"message": str(failure), "type": Reason.HANDLER_TIMEOUT.value},
+            reason=Reason.HANDLER_TIMEOUT,
+            payload=payload,
+            trace=hop.trace,
+        ):
+            return  # a compiled flow's except clause caught it as TimeoutError (P-FLOW-9)
         elif isinstance(failure, HandlerTimeoutError):  # infrastructure: x-sump, never retried (P-ERR-7)
             details = {
                 "limit": failure.limit.source.value,

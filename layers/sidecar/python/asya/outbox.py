@@ -22,6 +22,10 @@ frame 0 was never sent, and the redelivery runs the hop again (child ids are det
 did leave are absorbed by their own fences). A batch of one-frame records to one next actor costs one
 ``SendMessageBatch``.
 
+(R3) ``continuation``, set for an actor that compiled flows call (P-FLOW-4), maps each staged frame to what the
+flow does next (``asya.flows.mesh.continue_outgoing``) before it is encoded: a frame that ends its route becomes the
+next route segment, the fan-out slices or the final envelope; a slice 0 keeps the input id and is held as frame 0.
+
 Failures stay with their record: an entry still failing after the transport's retries fails only its ticket (its
 other frames stay sent). An unknown destination is passed to the ticket's ``on_unknown`` (x-sump, P-ROUTE-8); if that
 raises, the ticket fails. A failed ticket refuses its later frames (``stage`` raises the failure, so the hop sends
@@ -89,8 +93,10 @@ class Outbox:
         ticker: Ticker | None,
         monotonic: Callable[[], float] = time.monotonic,
         logger: logging.Logger | Any = None,
+        continuation: Callable[[Outgoing], list[Outgoing]] | None = None,
     ) -> None:
         self._transport = transport
+        self._continuation = continuation
         self._ticker = ticker
         self._monotonic = monotonic
         self._log = logger if logger is not None else logging.getLogger(__name__)
@@ -109,6 +115,8 @@ class Outbox:
         with self._lock:
             if ticket.error is not None:
                 raise ticket.error
+            if self._continuation is not None:  # a compiled flow goes on where a frame ends its route (P-FLOW-4)
+                frames = [out for frame in frames for out in self._continuation(frame)]
             prepared = [self._transport.prepare(o.actor, o.envelope) for o in frames]
             now = self._monotonic()
             for outgoing, item in zip(frames, prepared, strict=True):

@@ -13,6 +13,8 @@ Duplicates are kept out by the hop claim (P-ACK-8): after a retry's send, the fe
   to this actor's own queue with ``DelaySeconds``; a delay over 900 s is chained through ``x-asya-delay-until``
   (P-RES-9). Then the ``retrying`` status (tracked) and the fence ``(h, n + 1)`` in one write (P-RES-8, P-STAT-5);
 - exhausted without ``on_exhausted``: x-sink, ``failed``/``PolicyExhausted`` (P-RES-11);
+- (R3) no policy or exhausted without ``on_exhausted``, in a compiled flow inside a ``try`` whose clause matches:
+  the clause's continuation instead (:meth:`Retrier.caught`, P-FLOW-9);
 - exhausted with ``on_exhausted = [a1, ...]``: the route shifted onto the chain, ``failed``/``PolicyRouted``, sent
   to ``a1`` (or its override target, P-ROUTE-7) (P-RES-12). A destination without a queue is ``UnknownActor``: the
   envelope goes to x-sump and a tracked task is failed (P-ROUTE-8, P-ERR-4..6).
@@ -32,6 +34,9 @@ from typing import Any
 from asya import headers as hdr
 from asya import routing
 from asya.envelope import Envelope, Phase, Reason, Route, Status
+from asya.flows.interp import STATE_HEADER
+from asya.flows.ir import Program
+from asya.flows.mesh import on_failure
 from asya.reporting import Fence, HopRef, Reporter
 from asya.resiliency import RetryPlan, RetryPolicies, RetryPolicy, deferral, sqs_delay
 from asya.timeutil import Clock, format_ts, parse_ts
@@ -53,8 +58,10 @@ class Retrier:
         logger: logging.Logger | Any,
         clock: Clock,
         random: Callable[[], float],
+        flows: Mapping[str, Program] | None = None,
     ) -> None:
         self._actor = actor
+        self._flows = flows or {}
         self._policies = policies
         self._transport = transport
         self._reporter = reporter
@@ -98,6 +105,9 @@ class Retrier:
             random=self._random,
         )
         message = details.get("message")
+        final = plan.policy is None or (plan.exhausted and not plan.policy.on_exhausted)
+        if final and self.caught(entry, details, reason=_final_reason(plan), payload=payload, trace=trace):
+            return
         if plan.policy is None:
             out = routing.failure_envelope(
                 entry, details, actor=self._actor, now=now, original_payload=payload, trace=trace
@@ -133,6 +143,28 @@ class Retrier:
                 "retry policy exhausted: sent to x-sink",
                 extra={"policy": plan.policy.name, "attempt": status.attempt, "error": message},
             )
+
+    def caught(
+        self, entry: Envelope, details: Mapping[str, Any], *, reason: Reason, payload: Any, trace: routing.Trace
+    ) -> bool:
+        """P-FLOW-9: a final failure of a compiled flow's call that an ``except`` clause catches is sent on as that
+        clause's continuation instead (``True``); ``False`` when nothing catches it."""
+        if not self._flows or STATE_HEADER not in entry.headers:
+            return False
+        now = format_ts(self._clock())
+        out = routing.failure_envelope(
+            entry, details, actor=self._actor, now=now, original_payload=payload, trace=trace, reason=reason
+        )
+        caught = on_failure(self._flows, out, original_payload=payload, now=now)
+        if caught is None:
+            return False
+        for item in caught:  # children first, the task's own envelope last (P-ROUTE-9)
+            self._transport.send(item.actor, item.envelope)
+        self._log.warning(
+            "handler error caught by the flow's except clause",
+            extra={"error": details.get("message"), "to": caught[-1].envelope.route.curr or caught[-1].actor},
+        )
+        return True
 
     def _retry(
         self,
@@ -190,6 +222,10 @@ class Retrier:
             if report is not None:
                 details = {"message": str(exc), "type": Reason.UNKNOWN_ACTOR.value}
                 self._reporter.final_failed(report, error=str(exc), error_details=details)
+
+
+def _final_reason(plan: RetryPlan) -> Reason:
+    return Reason.RUNTIME_ERROR if plan.policy is None else Reason.POLICY_EXHAUSTED
 
 
 def retry_envelope(

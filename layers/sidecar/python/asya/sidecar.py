@@ -78,6 +78,7 @@ from asya.claims import ClaimBook, Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
+from asya.flows.mesh import continue_outgoing
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.hop import Ticker
 from asya.infra import InfraErrors
@@ -184,6 +185,7 @@ class ActorRuntime:
             logger=self._log,
             clock=clock,
             random=random,
+            flows=config.flows,
         )
         self._claims = HopClaims(
             store=self._store,
@@ -211,6 +213,10 @@ class ActorRuntime:
             self._load_error = exc
             self._log.error("handler could not be loaded", extra={"handler": config.handler, "error": str(exc)})
 
+    def _continue_flow(self, outgoing: routing.Outgoing) -> list[routing.Outgoing]:
+        """P-FLOW-4: a compiled flow's continuation on a frame the outbox stages (``asya.flows.mesh``)."""
+        return continue_outgoing(self.config.flows, outgoing, now=self._ts(self._clock()))
+
     def _ts(self, moment: datetime) -> str:
         """``format_ts(moment)``, formatted once per second: every hop stamps several envelopes with "now"."""
         second = int(moment.timestamp())
@@ -231,7 +237,13 @@ class ActorRuntime:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
         records = event.get("Records", [])
         items = {r["messageId"]: self._parse(r["messageId"], r.get("body", "")) for r in records}
-        outbox = Outbox(transport=self._transport, ticker=self._ticker, monotonic=self._monotonic, logger=self._log)
+        outbox = Outbox(
+            transport=self._transport,
+            ticker=self._ticker,
+            monotonic=self._monotonic,
+            logger=self._log,
+            continuation=self._continue_flow if self.config.flows else None,
+        )
         envelopes = [item.envelope for item in items.values() if item.envelope is not None]
         batch = _Batch(
             context=context,

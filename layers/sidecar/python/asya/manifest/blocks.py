@@ -19,11 +19,13 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PrivateAttr,
     field_validator,
     model_validator,
 )
 
 from asya import naming
+from asya.flows.ir import Program
 from asya.gatewayurl import is_gateway_url
 from asya.timeutil import parse_duration
 
@@ -209,7 +211,15 @@ def _a2a_option(value: object) -> object:
 
 
 class Flow(_Model):
-    route: list[str] = Field(min_length=1)
+    """A flow: a static ``route``, or ``source``, a Python flow file (docs/flows.md) that the manifest compiles once
+    into :attr:`program` (P-FLOW-1); its ``route`` is then the program's initial route."""
+
+    route: list[str] = Field(default_factory=list)
+    #: a flow file relative to the manifest's directory, compiled by ``asya.flows`` (exclusive with ``route``)
+    source: str | None = None
+    #: the compiled program's JSON, filled by validation; a manifest dumped for a deployment (the gateway's
+    #: ``manifest.json``) carries it, so loading that dump needs no flow file and compiles nothing
+    compiled: dict[str, Any] | None = None
     description: str = ""
     timeout: Annotated[Duration, Field(ge=1, le=604800)] = 300.0
     input_schema: dict[str, Any] | None = None
@@ -217,6 +227,20 @@ class Flow(_Model):
     mcp: bool = Field(False, strict=True)
     #: ``None``: not an A2A skill (GW-A2A-2).
     a2a: Annotated[A2ASkillOptions | None, BeforeValidator(_a2a_option)] = None
+    _program: Program | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _route_or_source(self) -> Flow:
+        if self.source is None and not self.route:
+            raise MemberError("route", "give a route of at least one actor, or a source (a flow file)")
+        if self.source is not None and self.route and self.compiled is None:
+            raise MemberError("source", f"{self.source!r} and a route are exclusive: the route is compiled from it")
+        return self
+
+    @property
+    def program(self) -> Program | None:
+        """The compiled flow of ``source`` (``None`` for a static route), set once by the manifest's validation."""
+        return self._program
 
 
 class CrewConfig(_Model):

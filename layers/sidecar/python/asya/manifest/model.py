@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from asya import naming
 from asya.exceptions import NamingError
+from asya.flows.ir import Program
 from asya.manifest.blocks import (
     CREW_SETTINGS,
     ActorSettings,
@@ -115,9 +116,39 @@ class Manifest(_Model):
             if actor.fan_in is not None:
                 _check(naming.dlq_name, self.namespace, self.aggregator_of(name))
 
+    def _compile_flow(self, flow_name: str, flow: Flow, field: str) -> None:
+        """P-FLOW-1: compile ``source`` once; the program and its initial route are stored on the flow."""
+        from asya.flows import FlowCompileError, compile_flow  # the compiler is needed only where a manifest loads
+
+        assert flow.source is not None
+        if flow.compiled is not None:  # a deployment's dump of an already validated manifest
+            try:
+                flow._program = Program.from_json(flow.compiled)
+            except (ValueError, KeyError, TypeError) as exc:
+                raise ValueError(f"{field}.compiled: not a compiled flow: {exc}") from None
+            return
+        path = (self.base_dir / flow.source).resolve()
+        try:
+            source = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{field}.source: cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        try:
+            program = compile_flow(source, flow=flow_name, filename=flow.source, actors=set(self.actors))
+        except FlowCompileError as exc:
+            lines = "\n    ".join(map(str, exc.problems))
+            raise ValueError(f"{field}.source: the flow does not compile:\n    {lines}") from None
+        flow._program = program
+        # frozen model: set once, during validation
+        object.__setattr__(flow, "route", list(program.initial_route))
+        object.__setattr__(flow, "compiled", program.to_json())
+        if program.aggregator is not None:
+            _check(naming.dlq_name, self.namespace, program.aggregator)
+
     def _check_flow(self, flow_name: str, flow: Flow, routable: frozenset[str]) -> None:
         field = f"flows.{flow_name}"
         _check(naming.validate_flow_name, flow_name, field=field)
+        if flow.source is not None:
+            self._compile_flow(flow_name, flow, field)
         problems: list[str] = []
         for index, target in enumerate(flow.route):
             _collect(problems, self._check_target, target, routable, f"{field}.route[{index}]")
@@ -236,12 +267,30 @@ class Manifest(_Model):
     def crew_actors(self) -> tuple[str, ...]:
         """The crew this mesh deploys: x-sink and x-sump always, x-pause and x-resume when anything names x-pause
         (P-PAUSE-1), then the fan-in aggregators."""
-        pause = naming.PAUSE_CREW if any(name == naming.PAUSE for _, name in self.crew_targets()) else ()
+        pauses = any(name == naming.PAUSE for _, name in self.crew_targets()) or any(
+            ins["op"] == "pause" for program in self.programs().values() for ins in program.code
+        )
+        pause = naming.PAUSE_CREW if pauses else ()
         return (*naming.CREW_ACTORS, *pause, *self.aggregators())
+
+    def programs(self) -> dict[str, Program]:
+        """The compiled flows (P-FLOW-1), by flow name."""
+        return {name: flow.program for name, flow in self.flows.items() if flow.program is not None}
+
+    def programs_for(self, actor: str) -> dict[str, Program]:
+        """The compiled flows ``actor`` runs continuations of (P-FLOW-4, P-FLOW-6, P-FLOW-7): those that call it,
+        fan in through it, or pause (for x-resume)."""
+        out: dict[str, Program] = {}
+        for name, program in self.programs().items():
+            pauses = any(ins["op"] == "pause" for ins in program.code)
+            if actor in program.actors or actor == program.aggregator or (actor == naming.RESUME and pauses):
+                out[name] = program
+        return out
 
     def aggregators(self) -> list[str]:
         """The fan-in aggregators the ``fan_in`` declarations generate (P-FANIN-1), in manifest order, once each."""
         names = [self.aggregator_of(name) for name, spec in self.actors.items() if spec.fan_in is not None]
+        names += [p.aggregator for p in self.programs().values() if p.aggregator is not None]
         return list(dict.fromkeys(names))
 
     def queue_name(self, actor: str) -> str:

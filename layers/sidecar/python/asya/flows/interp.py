@@ -1,0 +1,259 @@
+"""The continuation interpreter (P-FLOW-2, P-FLOW-3): runs a :class:`~asya.flows.ir.Program` from a position on a
+payload until the next suspension. Pure: no I/O; the clock enters only as ``now`` (for ``timeout`` blocks).
+
+The flow's position and bookkeeping travel in :class:`FlowState` (header ``x-asya-flow-state``, P-FLOW-1).
+:func:`advance` returns a :class:`Step`: the kind of suspension, the payload after the mutations, the state to put
+in the header, and what the suspension needs (a route segment, fan-out slices, pause metadata, the deadline).
+:func:`dispatch` finds the ``except`` clause for a failed call (P-FLOW-9).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from asya.flows.errors import FlowError
+from asya.flows.expr import copy_json, evaluate
+from asya.flows.ir import Program
+from asya.resiliency import RetryRule
+from asya.timeutil import format_ts, parse_ts
+
+__all__ = ["STATE_HEADER", "FlowState", "Step", "advance", "dispatch"]
+
+#: P-FLOW-1: the header that carries a compiled flow's position.
+STATE_HEADER: Final = "x-asya-flow-state"
+#: Instructions one continuation may execute; loops are bounded by max_iterations already, this bounds the rest.
+_MAX_STEPS: Final = 100_000
+_NO_BASE: Final[Any] = object()
+
+
+@dataclass(frozen=True)
+class FlowState:
+    """``pc``: where to resume; ``owner``: the envelope id whose lineage the flow is (P-FLOW-11); ``loops``: iteration
+    counts; ``tries``: ``[try pc, deadlines depth]`` innermost last; ``deadlines``: saved deadlines; ``base``: the
+    state before a fan-out inside a try, carried by its slices (P-FLOW-10)."""
+
+    flow: str
+    pc: int = 0
+    owner: str = ""
+    loops: Mapping[str, int] = field(default_factory=dict)
+    tries: tuple[tuple[int, int], ...] = ()
+    deadlines: tuple[str | None, ...] = ()
+    base: Any = _NO_BASE
+
+    def to_header(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"flow": self.flow, "pc": self.pc, "owner": self.owner}
+        if self.loops:
+            out["loops"] = dict(self.loops)
+        if self.tries:
+            out["try"] = [list(t) for t in self.tries]
+        if self.deadlines:
+            out["deadlines"] = list(self.deadlines)
+        if self.base is not _NO_BASE:
+            out["base"] = self.base
+        return out
+
+    @property
+    def has_base(self) -> bool:
+        return self.base is not _NO_BASE
+
+    @classmethod
+    def from_header(cls, raw: object) -> FlowState:
+        """Raises :class:`FlowError` on a malformed header."""
+        try:
+            if not isinstance(raw, Mapping):
+                raise TypeError("not an object")
+            loops = raw.get("loops", {})
+            tries = raw.get("try", [])
+            deadlines = raw.get("deadlines", [])
+            state = cls(
+                flow=str(raw["flow"]),
+                pc=int(raw["pc"]),
+                owner=str(raw.get("owner", "")),
+                loops={str(k): int(v) for k, v in loops.items()},
+                tries=tuple((int(t[0]), int(t[1])) for t in tries),
+                deadlines=tuple(d if isinstance(d, str) else None for d in deadlines),
+                base=raw.get("base", _NO_BASE),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise FlowError(f"{STATE_HEADER} is malformed: {exc}") from exc
+        return state
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where a continuation stopped. ``kind``: ``route`` (``route`` = the calls to make), ``fanout`` (``slices`` =
+    ``(actor, payload)`` per slice, ``target`` = the merge pointer), ``pause`` (``pause`` = the x-asya-pause
+    metadata) or ``end``."""
+
+    kind: str
+    payload: Any
+    state: FlowState
+    deadline_at: str | None
+    route: tuple[str, ...] = ()
+    slices: tuple[tuple[str, Any], ...] = ()
+    target: str = ""
+    pause: Mapping[str, Any] | None = None
+
+
+def _set(state: Any, path: Sequence[Any], value: Any, line: int | None) -> Any:
+    if not path:
+        return value
+    keys = [evaluate(k, state, line=line) for k in path]
+    try:
+        target = state
+        for key in keys[:-1]:
+            target = target[key]
+        if isinstance(target, list) and not isinstance(keys[-1], int):
+            raise TypeError("list indices must be integers")
+        target[keys[-1]] = value
+    except (KeyError, IndexError, TypeError) as exc:
+        where = f" at line {line}" if line else ""
+        raise FlowError(f"assignment{where} failed: {type(exc).__name__}: {exc}") from exc
+    return state
+
+
+def set_pointer(state: Any, pointer: str, value: Any) -> Any:
+    """Set ``value`` at JSON Pointer ``pointer`` creating missing objects, as the aggregator merges (P-AGG-5)."""
+    keys = [k.replace("~1", "/").replace("~0", "~") for k in pointer.split("/")[1:]]
+    if not isinstance(state, dict):
+        raise FlowError(f"fan-out target {pointer}: the state is not an object")
+    target = state
+    for key in keys[:-1]:
+        nxt = target.get(key)
+        if not isinstance(nxt, dict):
+            nxt = target[key] = {}
+        target = nxt
+    target[keys[-1]] = value
+    return state
+
+
+def advance(
+    program: Program,
+    payload: Any,
+    state: FlowState,
+    *,
+    deadline_at: str | None,
+    now: datetime,
+    trace: list[int] | None = None,
+) -> Step:
+    """Run ``program`` from ``state.pc`` on ``payload`` to the next suspension; raises :class:`FlowError`.
+    ``trace`` (the benchmark's) receives the position of every instruction executed."""
+    code = program.code
+    pc = state.pc
+    loops = dict(state.loops)
+    tries = list(state.tries)
+    deadlines = list(state.deadlines)
+    payload = copy_json(payload)
+    for _ in range(_MAX_STEPS):
+        if pc >= len(code):
+            return _step("end", payload, state, pc, loops, tries, deadlines, deadline_at)
+        ins = code[pc]
+        op = ins["op"]
+        line = ins.get("line")
+        if trace is not None:
+            trace.append(pc)
+        if op == "call":
+            route = []
+            while pc < len(code) and code[pc]["op"] == "call":
+                route.append(code[pc]["actor"])
+                pc += 1
+            return _step("route", payload, state, pc, loops, tries, deadlines, deadline_at, route=tuple(route))
+        if op == "return":
+            return _step("end", payload, state, len(code), loops, tries, deadlines, deadline_at)
+        if op == "set":
+            payload = _set(payload, ins["path"], copy_json(evaluate(ins["expr"], payload, line=line)), line)
+        elif op == "test":
+            if not evaluate(ins["expr"], payload, line=line):
+                pc = ins["else"]
+                continue
+        elif op == "jump":
+            pc = ins["to"]
+            continue
+        elif op == "loopinit":
+            loops[ins["id"]] = 0
+        elif op == "loop":
+            count = loops.get(ins["id"], 0) + 1
+            if count > program.max_iterations:
+                raise FlowError(f"loop at line {line} exceeded max_iterations={program.max_iterations}")
+            loops[ins["id"]] = count
+        elif op == "endloop":
+            loops.pop(ins["id"], None)
+        elif op == "try":
+            tries.append((pc, len(deadlines)))
+        elif op == "endtry":
+            if tries:
+                tries.pop()
+        elif op == "deadline":
+            deadlines.append(deadline_at)
+            limit = format_ts(now + timedelta(seconds=float(ins["seconds"])))
+            current = parse_ts(deadline_at)
+            if current is None or parse_ts(limit) < current:  # type: ignore[operator]
+                deadline_at = limit
+        elif op == "enddeadline":
+            if deadlines:
+                deadline_at = deadlines.pop()
+        elif op in ("fanout", "map"):
+            if op == "fanout":
+                slices = tuple((actor, copy_json(payload)) for actor in ins["calls"])
+            else:
+                items = evaluate(ins["source"], payload, line=line)
+                if not isinstance(items, list):
+                    raise FlowError(f"map at line {line} runs over a {type(items).__name__}, not a list")
+                slices = tuple((ins["actor"], copy_json(item)) for item in items)
+            if not slices:
+                payload = set_pointer(payload, ins["target"], [])
+            else:
+                step = _step("fanout", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
+                return replace(step, slices=slices, target=ins["target"])
+        elif op == "pause":
+            step = _step("pause", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
+            return replace(step, pause={"prompt": ins["prompt"], "fields": list(ins["fields"])})
+        else:
+            raise FlowError(f"unknown instruction {op!r} at {pc}")
+        pc += 1
+    raise FlowError(f"flow '{program.flow}' ran {_MAX_STEPS} instructions without reaching an actor")
+
+
+def _step(  # noqa: PLR0917 - one call per suspension kind, all positional for brevity
+    kind: str,
+    payload: Any,
+    state: FlowState,
+    pc: int,
+    loops: dict[str, int],
+    tries: list[tuple[int, int]],
+    deadlines: list[str | None],
+    deadline_at: str | None,
+    **members: Any,
+) -> Step:
+    new_state = FlowState(
+        flow=state.flow, pc=pc, owner=state.owner, loops=loops, tries=tuple(tries), deadlines=tuple(deadlines)
+    )
+    return Step(kind=kind, payload=payload, state=new_state, deadline_at=deadline_at, **members)
+
+
+def dispatch(
+    program: Program, state: FlowState, error: Mapping[str, Any], *, deadline_at: str | None
+) -> tuple[FlowState, str | None] | None:
+    """P-FLOW-9: the state resuming at the ``except`` clause matching ``error`` (``{type, mro}``) and the deadline to
+    restore, innermost ``try`` first; ``None`` when no clause matches."""
+    candidates = [c for c in [error.get("type"), *(error.get("mro") or [])] if isinstance(c, str) and c]
+    tries = list(state.tries)
+    while tries:
+        try_pc, depth = tries.pop()
+        for clause in program.code[try_pc]["clauses"]:
+            if RetryRule(errors=tuple(clause["errors"]), policy="").matches(candidates):
+                deadlines = list(state.deadlines)
+                restored = deadlines[depth] if len(deadlines) > depth else deadline_at
+                resumed = FlowState(
+                    flow=state.flow,
+                    pc=int(clause["to"]),
+                    owner=state.owner,
+                    loops=dict(state.loops),
+                    tries=tuple(tries),
+                    deadlines=tuple(deadlines[:depth]),
+                )
+                return resumed, restored
+    return None

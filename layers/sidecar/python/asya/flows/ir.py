@@ -1,0 +1,89 @@
+"""The compiled form of a flow (P-FLOW-1): a :class:`Program` of JSON instructions, stored in the manifest model.
+
+An instruction is a JSON object with ``op`` and, for the ones the compiler can place, ``line`` (the flow source line).
+Jump targets are indexes into :attr:`Program.code`. Expressions are the JSON trees of :mod:`asya.flows.expr`.
+
+=============  ==========================================================  ================================
+op             members                                                     effect
+=============  ==========================================================  ================================
+``call``       ``actor``                                                   suspend: the actor is the next hop
+``set``        ``path`` (expressions), ``expr``                            state[path] = value (a copy)
+``test``       ``expr``, ``else``                                          jump to ``else`` when falsy
+``jump``       ``to``                                                      jump
+``loopinit``   ``id``                                                      the loop's counter = 0
+``loop``       ``id``                                                      counter + 1; above the limit: fail
+``endloop``    ``id``                                                      drop the counter
+``try``        ``clauses``: ``[{errors: [pattern], to}]``                  push this try on the try stack
+``endtry``                                                                 pop it
+``deadline``   ``seconds``                                                 push deadline_at, set min(it, now+s)
+``enddeadline``                                                            restore the pushed deadline_at
+``fanout``     ``calls`` (actors), ``target`` (JSON Pointer)               suspend: one slice per call
+``map``        ``actor``, ``source`` (expression), ``target``              suspend: one slice per item
+``pause``      ``prompt``, ``fields``                                      suspend: x-pause
+``return``                                                                 end: the route is exhausted
+=============  ==========================================================  ================================
+
+The end of ``code`` is an implicit ``return``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = ["DEFAULT_MAX_ITERATIONS", "SUSPENDING_OPS", "Program", "aggregator_name"]
+
+#: P-FLOW-13: the loop guard when ``@flow(max_iterations=...)`` is absent.
+DEFAULT_MAX_ITERATIONS: Final = 100
+#: Instructions at which a continuation stops and the envelope leaves.
+SUSPENDING_OPS: Final = frozenset({"call", "fanout", "map", "pause", "return"})
+
+
+def aggregator_name(flow: str) -> str:
+    """The fan-in aggregator of a compiled flow's fan-outs (P-FLOW-8)."""
+    return f"x-fanin-flow-{flow}"
+
+
+@dataclass(frozen=True)
+class Program:
+    """One compiled flow. ``initial_route`` is the run of calls the flow starts with (for display and the static
+    route); ``actors`` every actor the program may call, in first-use order."""
+
+    flow: str
+    code: tuple[Mapping[str, Any], ...]
+    max_iterations: int = DEFAULT_MAX_ITERATIONS
+    source: str = ""
+    initial_route: tuple[str, ...] = ()
+    actors: tuple[str, ...] = field(default=())
+
+    @property
+    def aggregator(self) -> str | None:
+        """The flow's aggregator when the program fans out, else ``None``."""
+        if any(ins["op"] in ("fanout", "map") for ins in self.code):
+            return aggregator_name(self.flow)
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "flow": self.flow,
+            "max_iterations": self.max_iterations,
+            "source": self.source,
+            "initial_route": list(self.initial_route),
+            "actors": list(self.actors),
+            "code": [dict(ins) for ins in self.code],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Program:
+        code = raw.get("code")
+        if not isinstance(code, Sequence) or not all(isinstance(i, Mapping) and "op" in i for i in code):
+            raise ValueError(f"flow program {raw.get('flow')!r}: code must be a list of instructions")
+        return cls(
+            flow=str(raw["flow"]),
+            code=tuple(dict(i) for i in code),
+            max_iterations=int(raw.get("max_iterations", DEFAULT_MAX_ITERATIONS)),
+            source=str(raw.get("source", "")),
+            initial_route=tuple(raw.get("initial_route", ())),
+            actors=tuple(raw.get("actors", ())),
+        )

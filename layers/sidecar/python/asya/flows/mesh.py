@@ -1,0 +1,292 @@
+"""Continuations applied to envelopes (P-FLOW-3..10): the one place where the layer, the gateway, the aggregator and
+x-resume turn a flow's :class:`~asya.flows.interp.Step` into envelopes. Pure: no I/O; ``now`` is passed in.
+
+- :func:`continue_outgoing`: an outgoing envelope that ends its route (x-sink, ``Completed``, ``route.curr == ""``)
+  and carries ``x-asya-flow-state`` is replaced by what the flow does next: the next route segment, the fan-out
+  slices (P-FLOW-8), a pause, or the same x-sink envelope with the flow's final state. Any other envelope passes.
+- :func:`start` builds the first envelope(s) of a created task (P-FLOW-5).
+- :func:`on_failure`: a final handler failure of a flow envelope inside a ``try`` becomes the ``except`` clause's
+  continuation (P-FLOW-9, P-FLOW-10); ``None`` when nothing catches it.
+
+A :class:`~asya.flows.errors.FlowError` (an expression, a loop guard, a second frame, an unknown flow) becomes a
+failure envelope to x-sink under the flow's owner id: phase ``failed``, reason ``RuntimeError`` (P-FLOW-13).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Final
+
+from asya import headers as hdr
+from asya import naming, routing
+from asya.envelope import Envelope, Phase, Reason, Route, Status
+from asya.fanin import fan_in_header
+from asya.flows.errors import FlowError
+from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch
+from asya.flows.ir import Program, aggregator_name
+from asya.timeutil import parse_ts
+
+__all__ = ["TIMEOUT_ERROR", "continue_outgoing", "is_flow_end", "on_failure", "start"]
+
+#: How a ``HandlerTimeout`` is matched by ``except`` clauses (P-FLOW-9): Python's ``TimeoutError``.
+TIMEOUT_ERROR: Final = {"type": "TimeoutError", "mro": ["OSError", "Exception"]}
+_SLICE_NAMESPACE: Final = uuid.UUID("0b7f6a51-4c1e-5d2a-8e3b-9f4a2c6d1e70")
+_CATCHABLE: Final = frozenset({Reason.POLICY_EXHAUSTED.value, Reason.RUNTIME_ERROR.value, Reason.HANDLER_TIMEOUT.value})
+
+Programs = Mapping[str, Program]
+
+
+def _now(now: str) -> datetime:
+    moment = parse_ts(now)
+    if moment is None:
+        raise ValueError(f"now must be an RFC 3339 timestamp, got {now!r}")
+    return moment
+
+
+def is_flow_end(outgoing: routing.Outgoing) -> bool:
+    """The envelope ends its route (P-ROUTE-4) while a compiled flow is in progress (P-FLOW-3)."""
+    env = outgoing.envelope
+    return (
+        outgoing.actor == naming.SINK
+        and STATE_HEADER in env.headers
+        and env.route.curr == ""
+        and env.status is not None
+        and env.status.reason == Reason.COMPLETED.value
+    )
+
+
+def start(program: Program, envelope: Envelope, *, now: str) -> list[routing.Outgoing]:
+    """The envelope(s) that start ``program`` for a created task (P-FLOW-5); ``envelope`` is the gateway's envelope
+    whose route is replaced."""
+    headers = dict(envelope.headers)
+    headers[STATE_HEADER] = FlowState(flow=program.flow, pc=0, owner=envelope.id).to_header()
+    status = envelope.status or Status()
+    begun = Envelope(
+        id=envelope.id,
+        parent_id=envelope.parent_id,
+        route=Route(prev=[], curr="", next=[]),
+        payload=envelope.payload,
+        headers=headers,
+        status=Status(
+            phase=Phase.SUCCEEDED.value,
+            reason=Reason.COMPLETED.value,
+            actor="",
+            created_at=status.created_at,
+            updated_at=now,
+            deadline_at=status.deadline_at,
+        ),
+    )
+    return continue_outgoing({program.flow: program}, routing.Outgoing(actor=naming.SINK, envelope=begun), now=now)
+
+
+def continue_outgoing(programs: Programs, outgoing: routing.Outgoing, *, now: str) -> list[routing.Outgoing]:
+    """P-FLOW-3: what a flow does where ``outgoing`` ends its route; ``[outgoing]`` unchanged when it does not."""
+    if not is_flow_end(outgoing):
+        return [outgoing]
+    env = outgoing.envelope
+    try:
+        state = FlowState.from_header(env.headers[STATE_HEADER])
+        if state.owner and env.id != state.owner:
+            raise FlowError(
+                f"actor '{(env.status.actor if env.status else None) or '?'}' returned more than one payload in flow "
+                f"'{state.flow}'"
+            )
+        program = _program(programs, state.flow)
+        step = advance(program, env.payload, state, deadline_at=_deadline(env), now=_now(now))
+    except FlowError as exc:
+        return [_failed(env, exc, now=now)]
+    return _emit(env, step, program, now=now, error=None)
+
+
+def on_failure(
+    programs: Programs, failure: routing.Outgoing, *, original_payload: Any, now: str
+) -> list[routing.Outgoing] | None:
+    """P-FLOW-9/10: the ``except`` continuation for the final failure ``failure`` (x-sink or x-sump, phase ``failed``)
+    of a call whose input payload was ``original_payload``; ``None`` when no clause catches it."""
+    env = failure.envelope
+    status = env.status
+    raw = env.headers.get(STATE_HEADER)
+    if raw is None or status is None or status.reason not in _CATCHABLE or status.error is None:
+        return None
+    try:
+        state = FlowState.from_header(raw)
+        program = _program(programs, state.flow)
+    except FlowError:
+        return None
+    error = TIMEOUT_ERROR if status.reason == Reason.HANDLER_TIMEOUT.value else status.error
+    caught = dispatch(program, state, error, deadline_at=status.deadline_at)
+    if caught is None:
+        return None
+    resumed, deadline_at = caught
+    if state.has_base:  # a fan-out slice: resume under the merged envelope's identity (P-FLOW-10)
+        env_id, parent_id, payload = state.owner, None, state.base
+        prev = [*env.route.prev, aggregator_name(state.flow)]
+    else:
+        env_id, parent_id, payload = env.id, env.parent_id, original_payload
+        prev = [*env.route.prev, env.route.curr]
+    headers = dict(env.headers)
+    headers.pop(hdr.FAN_IN, None)
+    headers[STATE_HEADER] = resumed.to_header()
+    caught_env = Envelope(
+        id=env_id,
+        parent_id=parent_id,
+        route=Route(prev=prev, curr="", next=[]),
+        payload=payload,
+        headers=headers,
+        status=Status(
+            phase=Phase.SUCCEEDED.value,
+            reason=Reason.COMPLETED.value,
+            actor=status.actor,
+            created_at=status.created_at,
+            updated_at=now,
+            deadline_at=deadline_at,
+        ),
+    )
+    try:
+        step = advance(program, payload, resumed, deadline_at=deadline_at, now=_now(now))
+    except FlowError as exc:
+        return [_failed(caught_env, exc, now=now)]
+    return _emit(caught_env, step, program, now=now, error=dict(status.error))
+
+
+def _program(programs: Programs, flow: str) -> Program:
+    program = programs.get(flow)
+    if program is None:
+        raise FlowError(f"flow '{flow}' is not a compiled flow of this deployment")
+    return program
+
+
+def _deadline(env: Envelope) -> str | None:
+    return env.status.deadline_at if env.status is not None else None
+
+
+def _emit(
+    env: Envelope, step: Step, program: Program, *, now: str, error: dict[str, Any] | None
+) -> list[routing.Outgoing]:
+    status_in = env.status or Status()
+    headers = dict(env.headers)
+    headers[STATE_HEADER] = step.state.to_header()
+    if step.kind == "end":
+        headers.pop(STATE_HEADER)
+        done = Status(
+            phase=Phase.SUCCEEDED.value,
+            reason=Reason.COMPLETED.value,
+            actor=status_in.actor,
+            attempt=status_in.attempt,
+            max_attempts=status_in.max_attempts,
+            created_at=status_in.created_at,
+            updated_at=now,
+            deadline_at=step.deadline_at,
+        )
+        return [routing.Outgoing(actor=naming.SINK, envelope=_with(env, env.route, headers, done, step.payload))]
+    if step.kind == "fanout":
+        return _slices(env, step, program, headers, now=now)
+    if step.kind == "pause":
+        headers[hdr.PAUSE] = dict(step.pause or {})
+        segment: tuple[str, ...] = (naming.PAUSE,)
+    else:
+        segment = step.route
+    route = Route(prev=list(env.route.prev), curr=segment[0], next=list(segment[1:]))
+    status = _pending(status_in, route.curr, now=now, deadline_at=step.deadline_at, error=error)
+    destination = routing.resolve_override(route.curr, headers, by=status_in.actor or route.curr)
+    return [routing.Outgoing(actor=destination, envelope=_with(env, route, headers, status, step.payload))]
+
+
+def _slices(
+    env: Envelope, step: Step, program: Program, headers: dict[str, Any], *, now: str
+) -> list[routing.Outgoing]:
+    """P-FLOW-8: children first, slice 0 (the state, straight to the aggregator) last."""
+    status_in = env.status or Status()
+    aggregator = aggregator_name(program.flow)
+    hop = len(env.route.prev)
+    owner = step.state.owner or env.id
+    count = len(step.slices) + 1
+    set_id = f"{owner}/{hop}"
+    child_state = step.state
+    if step.state.tries:
+        child_state = FlowState(**{**_fields(step.state), "base": step.payload})
+    out: list[routing.Outgoing] = []
+    for index, (actor, payload) in enumerate(step.slices, start=1):
+        child_headers = dict(headers)
+        child_headers[STATE_HEADER] = child_state.to_header()
+        child_headers[hdr.FAN_IN] = {**fan_in_header(env.id, index, count, step.target), "set": set_id}
+        route = Route(prev=list(env.route.prev), curr=actor, next=[aggregator])
+        child = Envelope(
+            id=str(uuid.uuid5(_SLICE_NAMESPACE, f"{env.id}\x1f{hop}\x1f{index}")),
+            parent_id=env.id,
+            route=route,
+            payload=payload,
+            headers=child_headers,
+            status=_pending(status_in, actor, now=now, deadline_at=step.deadline_at, error=None),
+        )
+        destination = routing.resolve_override(actor, child_headers, by=status_in.actor or actor)
+        out.append(routing.Outgoing(actor=destination, envelope=child))
+    headers[hdr.FAN_IN] = {**fan_in_header(env.id, 0, count, step.target), "set": set_id}
+    route = Route(prev=list(env.route.prev), curr=aggregator, next=[])
+    status = _pending(status_in, aggregator, now=now, deadline_at=step.deadline_at, error=None)
+    out.append(routing.Outgoing(actor=aggregator, envelope=_with(env, route, headers, status, step.payload)))
+    return out
+
+
+def _fields(state: FlowState) -> dict[str, Any]:
+    return {
+        "flow": state.flow,
+        "pc": state.pc,
+        "owner": state.owner,
+        "loops": state.loops,
+        "tries": state.tries,
+        "deadlines": state.deadlines,
+    }
+
+
+def _pending(
+    status_in: Status, actor: str, *, now: str, deadline_at: str | None, error: dict[str, Any] | None
+) -> Status:
+    return Status(
+        phase=Phase.PENDING.value,
+        actor=actor,
+        created_at=status_in.created_at,
+        updated_at=now,
+        deadline_at=deadline_at,
+        error=error,
+    )
+
+
+def _with(env: Envelope, route: Route, headers: dict[str, Any], status: Status, payload: Any) -> Envelope:
+    return Envelope(id=env.id, parent_id=env.parent_id, route=route, payload=payload, headers=headers, status=status)
+
+
+def _failed(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
+    """P-FLOW-13: the task fails with ``FlowError`` under the flow's owner id."""
+    status_in = env.status or Status()
+    owner = env.id
+    raw = env.headers.get(STATE_HEADER)
+    if isinstance(raw, Mapping) and isinstance(raw.get("owner"), str) and raw["owner"]:
+        owner = raw["owner"]
+    details = {
+        "message": str(exc),
+        "type": "asya.flows.errors.FlowError",
+        "mro": ["asya.exceptions.AsyaError", "Exception"],
+    }
+    status = Status(
+        phase=Phase.FAILED.value,
+        reason=Reason.RUNTIME_ERROR.value,
+        actor=status_in.actor,
+        attempt=status_in.attempt,
+        max_attempts=status_in.max_attempts,
+        created_at=status_in.created_at,
+        updated_at=now,
+        deadline_at=status_in.deadline_at,
+        error=details,
+    )
+    failed = Envelope(
+        id=owner,
+        parent_id=env.parent_id if owner == env.id else None,
+        route=env.route,
+        payload=routing.error_payload(details, env.payload),
+        headers=dict(env.headers),
+        status=status,
+    )
+    return routing.Outgoing(actor=naming.SINK, envelope=failed)

@@ -1,0 +1,82 @@
+"""``asya flow check`` and ``asya flow show``: compile flows written as Python (docs/flows.md) without a mesh.
+
+::
+
+    asya flow check FILE [--manifest asya.yaml]      every compile error of FILE (actors checked against the manifest
+                                                     when it exists), exit 1 when there is one
+    asya flow show FLOW [--manifest asya.yaml] [--out DIR] [--json]
+                                                     the compiled program of FLOW; writes DIR/FLOW.dot (Graphviz)
+                                                     and DIR/FLOW.mmd (Mermaid), DIR defaults to the working directory
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from asya.flows import check_source
+from asya.flows.render import listing, to_dot, to_mermaid
+from asya.manifest import load_manifest
+from asya_local.cliio import CliIo
+from asya_local.exceptions import LocalModeError
+
+if TYPE_CHECKING:
+    _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
+
+__all__ = ["add_flow_parser"]
+
+
+def add_flow_parser(commands: _Commands) -> None:
+    flow = commands.add_parser("flow", help="compile flows written as Python: check a file, show a flow")
+    actions = flow.add_subparsers(dest="flow_command", required=True, metavar="ACTION")
+    check = actions.add_parser("check", help="report every compile error of a flow file")
+    check.add_argument("file", help="the flow's Python file")
+    check.add_argument("--manifest", default="asya.yaml", help="check actor names against it when it exists")
+    check.set_defaults(run=_check)
+    show = actions.add_parser("show", help="print a flow's compiled program; write its DOT and Mermaid diagrams")
+    show.add_argument("flow", help="the flow's name in the manifest")
+    show.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
+    show.add_argument("--out", default=".", help="directory for FLOW.dot and FLOW.mmd (default: the working one)")
+    show.add_argument("--json", action="store_true", help="print the program as JSON instead of the listing")
+    show.set_defaults(run=_show)
+
+
+def _check(args: argparse.Namespace, io: CliIo) -> int:
+    path = Path(args.file)
+    try:
+        source = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LocalModeError(f"cannot read {path}: {exc.strerror or exc}") from None
+    manifest_path = Path(args.manifest)
+    actors = set(load_manifest(manifest_path).actors) if manifest_path.is_file() else None
+    problems = check_source(source, filename=str(path), actors=actors)
+    for problem in problems:
+        io.line(str(problem))
+    if problems:
+        io.note(f"{len(problems)} error(s) in {path}")
+        return 1
+    io.note(f"{path}: ok")
+    return 0
+
+
+def _show(args: argparse.Namespace, io: CliIo) -> int:
+    manifest = load_manifest(args.manifest)  # compiles every flow of the manifest, reporting every error
+    spec = manifest.flows.get(args.flow)
+    if spec is None:
+        raise LocalModeError(f"flow not found: {args.flow} (flows: {', '.join(sorted(manifest.flows)) or 'none'})")
+    program = spec.program
+    if program is None:
+        raise LocalModeError(f"flow {args.flow} is a static route {spec.route}, not a flow written as Python")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dot, mermaid = out / f"{args.flow}.dot", out / f"{args.flow}.mmd"
+    dot.write_text(to_dot(program), encoding="utf-8")
+    mermaid.write_text(to_mermaid(program), encoding="utf-8")
+    if args.json:
+        io.print_json(program.to_json())
+    else:
+        io.out.write(listing(program))
+        io.out.write("\n" + to_mermaid(program))
+    io.note(f"wrote {dot} and {mermaid}")
+    return 0

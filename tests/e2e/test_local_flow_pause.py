@@ -1,0 +1,58 @@
+"""A compiled flow that pauses inside a branch, end to end over HTTP in the local mode: the continuation header
+survives x-pause and x-resume, x-resume runs the rest of the flow (P-FLOW-7), and a timeout block around the call
+after it sets and restores the deadline (P-FLOW-12)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.manifest import load_manifest
+from asya_local.mesh import LocalMesh
+from tests.e2e.conftest import E2E_DIR, Gateway
+from tests.waiting import wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def pause_mesh() -> Iterator[LocalMesh]:
+    with LocalMesh(load_manifest(E2E_DIR / "flowpause" / "asya.yaml"), port=0) as mesh:
+        yield mesh
+
+
+def _status_is(client: Gateway, task_id: str, status: str) -> dict[str, Any] | None:
+    task = client.get(task_id)
+    return task if task["status"] == status else None
+
+
+def _paused_object(mesh: LocalMesh, task_id: str) -> int:
+    found = mesh.clients.s3.list_objects_v2(Bucket=mesh.resources.bucket, Prefix=f"paused/{task_id}.json")
+    return int(found.get("KeyCount", 0))
+
+
+def test_p_flow_7_pause_in_a_branch_then_resume_runs_the_rest_of_the_flow(pause_mesh: LocalMesh) -> None:
+    client = Gateway(pause_mesh.url)
+    task_id = client.create(flow="approve", payload={"text": "a good day"})
+    paused = wait_for(lambda: _status_is(client, task_id, "paused"), "the flow to pause at x-pause")
+    assert paused["pause_metadata"]["prompt"] == "Publish it?"
+    assert [f["name"] for f in paused["pause_metadata"]["fields"]] == ["approved"]
+    wait_for(lambda: _paused_object(pause_mesh, task_id), "x-pause to store the paused envelope")
+    answer = httpx.post(
+        f"{pause_mesh.url}/api/v1/mesh/{task_id}/resume", json={"input": {"approved": True}}, timeout=10
+    )
+    assert answer.status_code in (200, 202), answer.text
+    done = wait_for(lambda: _status_is(client, task_id, "succeeded"), "the resumed flow to succeed")
+    result = done["result"]
+    assert result["approved"] is True and result["published"] is True and result["checked"] is True
+    assert "x-asya-flow-state" not in result
+
+
+def test_the_other_branch_never_pauses(pause_mesh: LocalMesh) -> None:
+    client = Gateway(pause_mesh.url)
+    task_id = client.create(flow="approve", payload={"text": "a bad and awful day"})
+    done = wait_for(lambda: _status_is(client, task_id, "succeeded"), "the flow to succeed")
+    assert done["result"]["approved"] is False and "published" not in done["result"]
