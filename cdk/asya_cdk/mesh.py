@@ -284,6 +284,8 @@ class AsyaMesh(Construct):
             function_overrides={k: v for k, v in function_extra.items() if k != "layers"},
         )
         grant_access(self._gateway.function, GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
+        # the stream function serves MCP and A2A, which create tasks too: the same grants as the main function
+        grant_access(self._gateway.stream_function, GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
         grant_access(self._backstop.function, BACKSTOP, namespace=namespace, table=table, bucket=bucket, key=key)
         # mq-diagnostic (GW-OPS-3) reads the queues' oldest-message age from CloudWatch
         self._gateway.function.add_to_role_policy(
