@@ -199,8 +199,8 @@ class Gateway(Construct):
             if protected == apigw.AuthorizationType.NONE:
                 acknowledge(streamed, "AwsSolutions-APIG4", _app_auth_reason(auth))
             node: apigw.IResource | None = resource
-            while node is not None and node is not self._api.root:
-                if all(node is not known for known, _ in routed):
+            while node is not None and node.path != "/":
+                if all(node.path != known.path for known, _ in routed):
                     routed.append((node, integration))
                 node = node.parent_resource
         for path in PUBLIC_PATHS:

@@ -362,7 +362,7 @@ def _gateway_function(synth: SynthesizedMesh) -> dict[str, Any]:
     matches: list[dict[str, Any]] = [
         res["Properties"]
         for res in synth.of_type("AWS::Lambda::Function").values()
-        if res["Properties"]["Handler"] == "run.sh"
+        if res["Properties"]["Handler"] == "run.sh" and not res["Properties"]["Description"].endswith(", streams")
     ]
     (fn,) = matches
     return fn
