@@ -18,8 +18,10 @@ them all from batched reads, so a poll of ``n`` unfinished tasks costs one ``Bat
 4. a task item that shows a new terminal or paused status is read again with the task's strongly consistent query
    (as 1), since its values live in other items; a task that finished drops out of the polls;
 5. a task whose item is gone (no strong read finds it, GW-SSE-9) gets a ``gone`` event and drops out;
-6. polls run every ``poll_fast`` s while some task changed in the last ``fast_window`` s or holds a number back, then
-   every ``poll_slow`` s, doubling while nothing changes up to ``poll_max`` s; keepalives, ``max_seconds`` and the
+6. polls run every ``2 x poll_fast`` s (0.5 s) while some task changed in the last ``fast_window`` s or holds a
+   number back, then every ``poll_slow`` s, doubling while nothing changes up to ``poll_max`` s: a poll reads every
+   unfinished task's item (half a read unit each), so a stream of many tasks polls at half the pace of a single
+   task's stream, whose query reads one; keepalives, ``max_seconds`` and the
    drain are as for one task. The read-path backstop (GW-BACK-3) applies per task before a poll.
 
 :func:`follow_many` yields ``(task_id, event)`` pairs; ``asya_gateway.multisse`` writes them.
@@ -173,7 +175,7 @@ async def follow_many(
         )
         if fast:
             idle_sleep = settings.poll_slow
-            await anyio.sleep(settings.poll_fast)
+            await anyio.sleep(2 * settings.poll_fast)
         else:
             await anyio.sleep(idle_sleep)
             idle_sleep = min(idle_sleep * 2, settings.poll_max)
