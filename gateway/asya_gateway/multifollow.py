@@ -175,7 +175,18 @@ async def follow_many(
         )
         if fast:
             idle_sleep = settings.poll_slow
-            await anyio.sleep(2 * settings.poll_fast)
+            await _pause(2 * settings.poll_fast, stopping, settings.poll_fast)
         else:
-            await anyio.sleep(idle_sleep)
+            await _pause(idle_sleep, stopping, settings.poll_fast)
             idle_sleep = min(idle_sleep * 2, settings.poll_max)
+
+
+async def _pause(seconds: float, stopping: Callable[[], bool] | None, step: float) -> None:
+    """Sleep ``seconds``, waking every ``step`` to see whether the server drains: a backed-off stream must still end
+    within the drain's grace period, as a single task's stream does."""
+    end = time.monotonic() + seconds
+    while True:
+        left = end - time.monotonic()
+        if left <= 0 or (stopping is not None and stopping()):
+            return
+        await anyio.sleep(min(left, step) if step > 0 else left)
