@@ -212,9 +212,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             if "create" not in out:
                 create_ms, create_rru = _median_ms(client, meter, lambda: _create(client), runs)
                 task_id = _create(client)
-                view_ms, view_rru = _median_ms(
-                    client, meter, functools.partial(_view, client, task_id), runs
-                )
+                view_ms, view_rru = _median_ms(client, meter, functools.partial(_view, client, task_id), runs)
                 out["create"] = {"wall_ms": create_ms, "read_units": create_rru}
                 out["view"] = {"wall_ms": view_ms, "read_units": view_rru}
             for seconds in DURATIONS:
