@@ -191,7 +191,7 @@ def test_one_eventually_consistent_batch_get_per_poll_gw_sse_25(gw: Any) -> None
     assert polls and set(polls) == {("BatchGetItem", False)}, polls
 
 
-def test_fly_items_read_by_number_strongly_consistent_gw_sse_25(gw: Any) -> None:
+def test_fly_items_read_by_number_strongly_consistent_gw_sse_25_26(gw: Any) -> None:
     client, store, calls = gw
     (task_id,) = _create(client, 1)
     with client.stream("GET", f"/api/v1/mesh/events?ids={task_id}") as response:
@@ -207,7 +207,7 @@ def test_fly_items_read_by_number_strongly_consistent_gw_sse_25(gw: Any) -> None
     assert reads == {("BatchGetItem", False), ("BatchGetItem", True)}, reads
 
 
-def test_resume_per_task_from_the_cursor_map_gw_sse_26(gw: Any) -> None:
+def test_resume_per_task_from_the_cursor_map_gw_sse_21(gw: Any) -> None:
     client, store, _ = gw
     first, second = _create(client, 2)
     for task_id in (first, second):
