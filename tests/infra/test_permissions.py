@@ -57,7 +57,8 @@ def _function_ids(synth: SynthesizedMesh) -> dict[str, str]:
         if "ASYA_ACTOR" in env:
             out[env["ASYA_ACTOR"]] = key
         elif props["Handler"] == "run.sh":
-            out["gateway"] = key
+            # the main function, and the stream function sized for waiting (GW-SSE (R3))
+            out["gateway-stream" if props["Description"].endswith(", streams") else "gateway"] = key
         elif env.get("POWERTOOLS_SERVICE_NAME") == "backstop":
             out["backstop"] = key
     return out
@@ -144,6 +145,14 @@ def test_gateway_role_is_exactly_the_matrix(example_synth: SynthesizedMesh) -> N
     assert _actual(statements) == _expected(example_synth, GATEWAY, None)
 
 
+def test_stream_function_role_is_the_gateway_matrix_without_the_metric_read(example_synth: SynthesizedMesh) -> None:
+    """The stream function serves MCP and A2A, which create tasks: the gateway's grants, but not GW-OPS-3's metric
+    read (the diagnostic route stays on the main function)."""
+    statements = _statements(example_synth, _function_ids(example_synth)["gateway-stream"])
+    assert not [s for s in statements if s["Action"] == "cloudwatch:GetMetricStatistics"]
+    assert _actual(statements) == _expected(example_synth, GATEWAY, None)
+
+
 def test_gw_back_1_backstop_role_consumes_the_timer_queue_and_touches_no_bucket(
     example_synth: SynthesizedMesh,
 ) -> None:
@@ -158,7 +167,7 @@ def test_no_role_may_scan_and_only_the_gateway_may_delete_items(example_synth: S
     for role, function in _function_ids(example_synth).items():
         actions = {a for s in _statements(example_synth, function) for a in _actions(s)}
         assert "dynamodb:Scan" not in actions, role
-        assert ("dynamodb:DeleteItem" in actions) == (role == "gateway"), role
+        assert ("dynamodb:DeleteItem" in actions) == role.startswith("gateway"), role
         assert not any(a.endswith("*") for a in actions), role
 
 
@@ -175,7 +184,11 @@ def test_every_function_reaches_its_queues_by_account_without_get_queue_url(
 ) -> None:
     """Contracts: every deployed function gets ASYA_ACCOUNT_ID = the stack's account (GW-CREATE-7)."""
     functions = _function_ids(example_synth)
-    assert set(functions) == {a.name for a in example_manifest.deployed_actors()} | {"gateway", "backstop"}
+    assert set(functions) == {a.name for a in example_manifest.deployed_actors()} | {
+        "gateway",
+        "gateway-stream",
+        "backstop",
+    }
     for function in functions.values():
         env = example_synth.resources[function]["Properties"]["Environment"]["Variables"]
         assert env["ASYA_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}
