@@ -57,7 +57,8 @@ def _routes() -> list[Route | Mount]:
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/api/v1/mesh", create_or_list, methods=["GET", "POST"]),
         Route("/api/v1/mesh/", create_or_list, methods=["GET", "POST"]),
-        Route("/api/v1/mesh/events", watch_events, methods=["GET", "DELETE"]),
+        # GET only: DELETE /api/v1/mesh/events falls through to the task whose id is "events" (GW-GEN-7)
+        Route("/api/v1/mesh/events", watch_events, methods=["GET"]),
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
         Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
         Route("/api/v1/mesh/{task_id}/resume", resume_task, methods=["POST"]),
