@@ -128,8 +128,10 @@ async def follow_many(
         wanted: dict[str, list[int]] = {}
         for w in active:
             snap = peeked.get(w.task_id)
-            if snap is None or (snap.status in _WITH_VALUES and snap.last_seq > w.stepped_seq):
-                # a miss may be a replica behind the task's creation; a terminal or paused status needs its values
+            fresh = snap is not None and (snap.last_seq > w.stepped_seq or snap.terminal or w.follower.held is not None)
+            if snap is None or (snap.status in _WITH_VALUES and fresh):
+                # a miss may be a replica behind the task's creation; a terminal or paused status needs its values,
+                # and a terminal task is read so until its last FLY value and terminal event are sent
                 snap = await ctx.call(ctx.store.snapshot, w.task_id, w.follower.cursor)
                 snaps[w.task_id] = snap
                 continue

@@ -235,3 +235,22 @@ def test_without_ids_the_path_is_the_task_named_events_gw_gen_7(gw: Any) -> None
     client, _, _ = gw
     response = client.get("/api/v1/mesh/events")
     assert (response.status_code, response.json()) == (404, {"error": "not found"})
+
+
+def test_terminal_task_with_a_fly_number_still_held_ends_gw_sse_6_25(gw: Any) -> None:
+    """A task that ends while its newest FLY flush has no item yet: the number is held back, then counted as a status
+    change once the hold-back passes, and the terminal event still comes (the stream does not stall)."""
+    client, store, _ = gw
+    (task_id,) = _create(client, 1)
+    # take a number for a flush whose item never arrives (its writer died between its two writes, P-STAT-16)
+    store.dynamodb.update_item(
+        TableName=store.table,
+        Key={"pk": {"S": f"TASK#{task_id}"}, "sk": {"S": "TASK"}},
+        UpdateExpression="SET last_seq = last_seq + :one, fly_from = last_seq + :one, fly_to = last_seq + :one",
+        ExpressionAttributeValues={":one": {"N": "1"}},
+    )
+    store.report_final(task_id, status="succeeded", result={"r": 1})  # seq 3
+    # the held number and the terminal status are first seen by the same poll
+    with client.stream("GET", f"/api/v1/mesh/events?ids={task_id}") as response:
+        got = list(_events(frames(response)))
+    assert [(f.get("id"), f["data"]["status"]) for f in got] == [(None, "succeeded"), (f"{task_id}:3", "succeeded")]
