@@ -9,10 +9,10 @@ request in Lambda's streaming HTTP format, so every method is integrated with re
 
 Two functions run the same code asset. The **stream function** (``stream_memory``, 128 MB by default, arm64) serves
 the routes that hold an invocation open while a task runs (GW-SSE (R3)): ``GET /api/v1/mesh/{id}/events``, ``GET
-/api/v1/mesh/events`` (many tasks), ``ANY /mcp`` and ``ANY /a2a`` (their waits follow tasks). A waiting process needs
-little memory (one measured at about 75 MB RSS, bench/REPORT.md), and a Lambda environment serves one invocation at
-a time, so the GB-seconds of watching are an eighth of the main function's. The **main function** (``memory``, 1024
-MB) serves everything else: creation, views, listing, the producer route, the console.
+/api/v1/mesh/events`` (many tasks), ``ANY /mcp`` and ``ANY /a2a`` (their waits follow tasks). A waiting process
+needs little memory (one measured at about 91 MB RSS, bench/REPORT.md section 10), and a Lambda environment serves
+one invocation at a time, so the GB-seconds of watching are an eighth of the main function's. The **main function**
+(``memory``, 1024 MB) serves everything else: creation, views, listing, the producer route, the console.
 
 Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the main function, which does its own routing, and so does every other
 method of the stream resources; ``ANY /mcp`` (MCP) and ``ANY /a2a`` (A2A; the app serves ``/a2a/`` and ``/a2a``
@@ -115,7 +115,7 @@ class Gateway(Construct):
         if not 128 <= stream_memory <= 10240:
             raise DeploymentError(
                 f"gateway stream_memory: {stream_memory} MB is outside Lambda's 128..10240 MB; a stream needs about "
-                "75 MB, so 128 or 256 fits"
+                "91 MB (bench/REPORT.md section 10), so 128 or 256 fits"
             )
         super().__init__(scope, id)
         self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
