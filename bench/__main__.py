@@ -32,7 +32,18 @@ BENCH_DIR: Final = Path(__file__).resolve().parent
 RESULTS: Final = BENCH_DIR / "results" / "latest.json"
 REPORT: Final = BENCH_DIR / "REPORT.md"
 PRICES: Final = BENCH_DIR / "prices.toml"
-SECTIONS: Final = ("overhead", "traffic", "latency", "coldstart", "memory", "fanin", "agents", "flows")
+SECTIONS: Final = (
+    "overhead",
+    "traffic",
+    "latency",
+    "coldstart",
+    "memory",
+    "fanin",
+    "agents",
+    "watching",
+    "streammem",
+    "flows",
+)
 
 
 def _runner(name: str) -> Callable[[bool], Any]:
@@ -64,6 +75,14 @@ def _runner(name: str) -> Callable[[bool], Any]:
         from bench import flows
 
         return lambda quick: flows.run(quick=quick)
+    if name == "watching":
+        from bench import watching
+
+        return lambda quick: watching.run(quick=quick)
+    if name == "streammem":
+        from bench import streammem
+
+        return lambda quick: streammem.run()
     from bench import memory
 
     return lambda quick: memory.run(batches=20 if quick else memory.BATCHES)
@@ -78,7 +97,7 @@ def cost_section(results: Mapping[str, Any], prices_text: str) -> dict[str, Any]
     for name, traffic in results["traffic"].items():
         profile = cost.task_profile(traffic, layer_cpu_ms=layer_cpu_ms, call_ms=prices.call_ms)
         configs[name] = {**cost.compare(profile, prices), "profile": asdict(profile)}
-    return {
+    out: dict[str, Any] = {
         "layer_cpu_ms": layer_cpu_ms,
         "prices": {name: asdict(price) for name, price in prices.prices.items()},
         "assumptions": {
@@ -90,6 +109,11 @@ def cost_section(results: Mapping[str, Any], prices_text: str) -> dict[str, Any]
         },
         "configs": configs,
     }
+    if "watching" in results:
+        from bench import endtoend
+
+        out["end_to_end"] = endtoend.price(results["watching"], out, prices)
+    return out
 
 
 def _revision() -> str:

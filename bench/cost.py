@@ -57,6 +57,7 @@ _REQUIRED_PRICES: Final = (
     "sfn_standard_transition",
     "sfn_express_request",
     "sfn_express_gb_second",
+    "apigw_rest_request",
 )
 _PRICE_FIELDS: Final = ("price", "per", "unit", "region", "date", "source")
 

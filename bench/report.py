@@ -513,7 +513,7 @@ def _fanin(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]
 
 
 def _flows(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
-    out = ["## 9. Flows written as Python", ""]
+    out = ["## 11. Flows written as Python", ""]
     data = results.get("flows")
     if not data:
         return [*out, "Not measured.", ""]
@@ -534,6 +534,91 @@ def _flows(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]
     return out
 
 
+_E2E_ROWS: Final = (
+    ("unwatched", "unwatched: API Gateway + create invocation + orchestration (batch 10)"),
+    ("trickle", "unwatched, trickle (one task at a time: batch 1)"),
+    ("sse_today", "watched over SSE, today (1024 MB, a stream per task, strong queries)"),
+    ("sse_new", "watched over SSE, new (128 MB stream function, `?ids=`)"),
+    ("sse_new_many", "watched over SSE, new, 50 tasks per stream"),
+    ("trickle_sse_new", "trickle, watched over SSE, new"),
+    ("mcp_today", "MCP `tools/call`, today (1024 MB)"),
+    ("mcp_new", "MCP `tools/call`, new (128 MB stream function)"),
+    ("polled", "polled: `GET` every 2 s (1024 MB main function)"),
+    ("sfn_standard", "Step Functions Standard, unwatched (API Gateway + transitions)"),
+    ("sfn_standard_watched", "Step Functions Standard, `DescribeExecution` every 2 s"),
+    ("sfn_express", "Step Functions Express, unwatched"),
+    ("sfn_express_watched", "Step Functions Express, watched (`StartSyncExecution`: no extra cost)"),
+)
+
+
+def _watching(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 9. Watching and end to end", ""]
+    data = results.get("watching")
+    e2e = get_path(results, "cost", "end_to_end")
+    if not data or not e2e:
+        return [*out, "Not measured (needs `traffic` and `watching`).", ""]
+    speedups = ", ".join(f"{d} s x{v:g}" for d, v in data["speedup"].items())
+    out += [
+        "What a user pays per million tasks, ingress and watching included on both sides (`bench/watching.py`,",
+        "`bench/endtoend.py`). A driver plays tasks of 1, 10 and 60 s (three hop claims, then `succeeded`) into moto",
+        "while a client follows them over HTTP; the gateway's reads are metered exactly. A stream's Lambda duration",
+        "is the task's duration plus the measured lag from the last write to the stream's end, at the serving",
+        "function's memory: **today** a stream per task on the 1,024 MB gateway, one strongly consistent query per",
+        "poll (MCP and A2A waits use this follower too); **new** `GET /api/v1/mesh/events?ids=` on the 128 MB stream",
+        "function, one eventually consistent `BatchGetItem` per poll, shared by every task on it. Time compression",
+        f"(cadence and tasks together, so poll counts are real ones): {speedups}. Ingress: API Gateway "
+        f"(${fmt(get_path(results, 'cost', 'prices', 'apigw_rest_request', 'price'))} per million requests) and the",
+        f"create invocation ({fmt(data['create']['wall_ms'], 0)} ms measured locally, at 1,024 MB). Polled: "
+        f"a view `GET` is {fmt(data['view']['wall_ms'], 0)} ms and {fmt(data['view']['read_units'], 1)} read units.",
+        "",
+    ]
+    header = ["task", "today", "new, 1 task", "new, 50 per stream (per task)", "today / new", "50 / 1"]
+    rows = []
+    for seconds, row in e2e["rows"].items():
+        run = data["durations"][seconds]
+        many_rru = run["new_many"]["read_units"] / run["new_many"]["tasks"]
+        rows.append(
+            [
+                f"{seconds} s",
+                f"{fmt_money(row['watch_today'])} ({fmt(run['today']['read_units'], 1)} RRU)",
+                f"{fmt_money(row['watch_new'])} ({fmt(run['new_1']['read_units'], 1)} RRU)",
+                f"{fmt_money(row['watch_new_many_per_task'])} ({fmt(many_rru, 1)} RRU)",
+                f"{fmt(row['today_over_new'])} x",
+                fmt(row["many_over_one"], 3),
+            ]
+        )
+    out += ["Watching alone (the stream's Lambda duration and invocation, and its reads), USD per million tasks:", ""]
+    out += table(header, rows)
+    out += ["", "End to end, USD per million tasks:", ""]
+    durations = list(e2e["rows"])
+    rows = [[label, *(fmt_money(e2e["rows"][d].get(key)) for d in durations)] for key, label in _E2E_ROWS]
+    out += table(["path", *(f"{d} s task" for d in durations)], rows)
+    out.append("")
+    return out + _section_verdicts(verdicts, "9")
+
+
+def _streammem(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    out = ["## 10. The stream function: memory and cold start", ""]
+    data = results.get("streammem")
+    if not data:
+        return [*out, "Not measured.", ""]
+    cold = data["cold_start_seconds"]
+    out += [
+        "One gateway process under uvicorn (as `run.sh` runs it), against moto in another process, serving one",
+        f"`?ids=` stream for {fmt(data['hold_seconds'], 0)} s of polls (`bench/streammem.py`): RSS "
+        f"{fmt(data['streaming']['VmRSS'], 1)} MB (peak {fmt(data['streaming']['VmHWM'], 1)} MB; "
+        f"{fmt(data['idle']['VmRSS'], 1)} MB before the stream). A Lambda environment serves one invocation at a",
+        "time, so this is what the function needs, plus the Web Adapter extension: 128 MB fits, with little room.",
+        f"Cold start: importing the gateway and building the app takes {fmt(data['import_cpu_seconds'], 2)} s of CPU",
+        "(median of fresh processes, this machine); at Lambda's CPU share (one vCPU at 1,769 MB) that is about",
+        f"{fmt(cold['128'], 1)} s at 128 MB, {fmt(cold['256'], 1)} s at 256 MB and {fmt(cold['1024'], 1)} s at",
+        "1,024 MB, a slow bound (it ignores any CPU boost during init). It is paid once per environment, not per",
+        "stream; `Gateway(stream_memory=256)` halves it for twice the watching cost.",
+        "",
+    ]
+    return out
+
+
 def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
     """The whole report; ``notes`` (markdown paragraphs) go in a closing "Findings" section."""
     verdicts = evaluate(results)
@@ -551,7 +636,19 @@ def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
         "",
     ]
     lines += table(["§", "figure", "measured", "target", "verdict"], _verdict_rows(verdicts))
-    for section in (_overhead, _traffic, _cost, _latency, _coldstart, _memory, _fanin, _agents, _flows):
+    for section in (
+        _overhead,
+        _traffic,
+        _cost,
+        _latency,
+        _coldstart,
+        _memory,
+        _fanin,
+        _agents,
+        _watching,
+        _streammem,
+        _flows,
+    ):
         lines += section(results, verdicts)
     if notes:
         lines += ["## Findings", ""]

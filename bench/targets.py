@@ -98,6 +98,12 @@ def _mesh_over_express(step: str) -> Callable[[Mapping[str, Any]], float | None]
     return lambda r: _num(get_path(r, "cost", "configs", DEFAULT_CONFIG, "mesh_over_express", step))
 
 
+def _ratio(results: Mapping[str, Any], top: str, bottom: str) -> float | None:
+    row = get_path(results, "cost", "end_to_end", "rows", "10") or {}
+    a, b = _num(row.get(top)), _num(row.get(bottom))
+    return None if a is None or not b else a / b
+
+
 TARGETS: Final = (
     Target(
         "overhead_1kb",
@@ -233,6 +239,60 @@ TARGETS: Final = (
         128,
         "MB",
         lambda r: _num(get_path(r, "memory", "peak_rss_mb")),
+    ),
+    Target(
+        "watch_10s_cheaper",
+        "9",
+        "Watching one 10 s task: today's cost / the new build's (stream duration x memory + reads)",
+        ">=",
+        7,
+        "x",
+        lambda r: _num(get_path(r, "cost", "end_to_end", "rows", "10", "today_over_new")),
+    ),
+    Target(
+        "watch_50_share",
+        "9",
+        "Watching 50 tasks over one stream, per task / watching one task alone (10 s tasks)",
+        "<=",
+        0.1,
+        "x",
+        lambda r: _num(get_path(r, "cost", "end_to_end", "rows", "10", "many_over_one")),
+    ),
+    Target(
+        "e2e_unwatched_vs_standard",
+        "9",
+        "End to end, unwatched: Step Functions Standard / mesh (ingress on both sides, 10 s task)",
+        ">=",
+        1,
+        "x",
+        lambda r: _ratio(r, "sfn_standard", "unwatched"),
+    ),
+    Target(
+        "e2e_watched_vs_standard",
+        "9",
+        "End to end, watched 10 s: Step Functions Standard (DescribeExecution every 2 s) / mesh (SSE, new)",
+        ">=",
+        1,
+        "x",
+        lambda r: _ratio(r, "sfn_standard_watched", "sse_new"),
+    ),
+    Target(
+        "e2e_unwatched_vs_express",
+        "9",
+        "End to end, unwatched: mesh / Step Functions Express (10 s task)",
+        "<",
+        1,
+        "x",
+        lambda r: _ratio(r, "unwatched", "sfn_express"),
+    ),
+    Target(
+        "e2e_watched_vs_express",
+        "9",
+        "End to end, watched 10 s: mesh (SSE, new) / Step Functions Express (StartSyncExecution)",
+        "<",
+        1,
+        "x",
+        lambda r: _ratio(r, "sse_new", "sfn_express_watched"),
     ),
 )
 

@@ -7,8 +7,16 @@ request in Lambda's streaming HTTP format, so every method is integrated with re
 (the streaming invocation URI, 15-minute limit): GW-GEN-1 requires it for the SSE, MCP and A2A routes, and a
 ``BUFFERED`` integration could not read the adapter's responses.
 
-Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the app, which does its own routing, and so do ``ANY /mcp`` (MCP)
-and ``ANY /a2a`` (A2A; the app serves ``/a2a/`` and ``/a2a`` alike); the public routes of GW-AUTH-2
+Two functions run the same code asset. The **stream function** (``stream_memory``, 128 MB by default, arm64) serves
+the routes that hold an invocation open while a task runs (GW-SSE (R3)): ``GET /api/v1/mesh/{id}/events``, ``GET
+/api/v1/mesh/events`` (many tasks), ``ANY /mcp`` and ``ANY /a2a`` (their waits follow tasks). A waiting process
+needs little memory (one measured at about 91 MB RSS, bench/REPORT.md section 10), and a Lambda environment serves
+one invocation at a time, so the GB-seconds of watching are an eighth of the main function's. The **main function**
+(``memory``, 1024 MB) serves everything else: creation, views, listing, the producer route, the console.
+
+Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the main function, which does its own routing, and so does every other
+method of the stream resources; ``ANY /mcp`` (MCP) and ``ANY /a2a`` (A2A; the app serves ``/a2a/`` and ``/a2a``
+alike) reach the stream function; the public routes of GW-AUTH-2
 (``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and the A2A 1.x card path
 ``/.well-known/agent-card.json``) have methods of their own without authorization. Authorization per
 ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3); ``api_key`` -> none at API
@@ -40,10 +48,13 @@ __all__ = [
     "ADAPTER_ENVIRONMENT",
     "AGENT_PATHS",
     "PUBLIC_PATHS",
+    "STREAM_PATHS",
     "Gateway",
     "check_auth",
 ]
 
+#: The SSE routes served by the stream function (GET only: POST to a task's events is the producer route, GW-EVT).
+STREAM_PATHS: Final = ("/api/v1/mesh/{task_id}/events", "/api/v1/mesh/events")
 #: Routes that never require credentials (GW-AUTH-2).
 PUBLIC_PATHS: Final = ("/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json")
 #: The agent protocol routes (GW-GEN-1: streamed): MCP at ``/mcp`` (section 11), A2A at ``/a2a/`` (section 12). They
@@ -90,6 +101,7 @@ class Gateway(Construct):
         environment: Mapping[str, str],
         cors_origins: Sequence[str] = (),
         memory: int = 1024,
+        stream_memory: int = 128,
         stage_name: str = "prod",
         throttling_rate_limit: float = 100,
         throttling_burst_limit: int = 200,
@@ -100,21 +112,33 @@ class Gateway(Construct):
         clash = sorted(set(environment) & set(ADAPTER_ENVIRONMENT))
         if clash:
             raise DeploymentError(f"gateway environment: {clash} are set by the Lambda Web Adapter configuration")
+        if not 128 <= stream_memory <= 10240:
+            raise DeploymentError(
+                f"gateway stream_memory: {stream_memory} MB is outside Lambda's 128..10240 MB; a stream needs about "
+                "91 MB (bench/REPORT.md section 10), so 128 or 256 fits"
+            )
         super().__init__(scope, id)
         self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
-        self._function = lambda_.Function(
-            self,
-            "Function",
-            description=f"asya gateway ({api_name})",
-            runtime=runtime,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="run.sh",
-            code=code,
-            layers=[adapter_layer, *layers],
-            memory_size=memory,
-            timeout=_STREAM_TIMEOUT,
-            environment={**environment, **ADAPTER_ENVIRONMENT},
-            log_group=self._log_group,
+        self._stream_log_group = logs.LogGroup(self, "StreamLogs", retention=log_retention)
+        self._function, self._stream_function = (
+            lambda_.Function(
+                self,
+                name,
+                description=f"asya gateway ({api_name}){suffix}",
+                runtime=runtime,
+                architecture=lambda_.Architecture.ARM_64,
+                handler="run.sh",
+                code=code,
+                layers=[adapter_layer, *layers],
+                memory_size=size,
+                timeout=_STREAM_TIMEOUT,
+                environment={**environment, **ADAPTER_ENVIRONMENT},
+                log_group=log_group,
+            )
+            for name, suffix, size, log_group in (
+                ("Function", "", memory, self._log_group),
+                ("StreamFunction", ", streams", stream_memory, self._stream_log_group),
+            )
         )
         if auth.mode == "api_key" and auth.api_key_secret:
             self._grant_secret(auth.api_key_secret)
@@ -149,30 +173,49 @@ class Gateway(Construct):
                 throttling_burst_limit=throttling_burst_limit,
             ),
         )
-        integration = apigw.LambdaIntegration(
-            self._function,
-            proxy=True,
-            allow_test_invoke=False,
-            response_transfer_mode=apigw.ResponseTransferMode.STREAM,
-            timeout=_STREAM_TIMEOUT,
+        integration, streaming = (
+            apigw.LambdaIntegration(
+                function,
+                proxy=True,
+                allow_test_invoke=False,
+                response_transfer_mode=apigw.ResponseTransferMode.STREAM,
+                timeout=_STREAM_TIMEOUT,
+            )
+            for function in (self._function, self._stream_function)
         )
         protected = apigw.AuthorizationType.IAM if auth.mode == "iam" else apigw.AuthorizationType.NONE
         open_preflight = protected == apigw.AuthorizationType.IAM and bool(cors_origins)
-        protected_resources: list[apigw.IResource] = [self._api.root, self._api.root.add_resource("{proxy+}")]
-        protected_resources.extend(self._api.root.resource_for_path(path) for path in AGENT_PATHS)
+        # (resource, integration of its ANY method)
+        routed: list[tuple[apigw.IResource, apigw.LambdaIntegration]] = [
+            (self._api.root, integration),
+            (self._api.root.add_resource("{proxy+}"), integration),
+        ]
+        routed.extend((self._api.root.resource_for_path(path), streaming) for path in AGENT_PATHS)
+        for path in STREAM_PATHS:
+            # API Gateway routes a path to its most specific resource, never on to {proxy+}: the resources on the
+            # way to a stream path take every method to the main function, the stream path its GET to the streams
+            resource: apigw.IResource = self._api.root.resource_for_path(path)
+            streamed = resource.add_method("GET", streaming, authorization_type=protected)
+            if protected == apigw.AuthorizationType.NONE:
+                acknowledge(streamed, "AwsSolutions-APIG4", _app_auth_reason(auth))
+            node: apigw.IResource | None = resource
+            while node is not None and node.path != "/":
+                if all(node.path != known.path for known, _ in routed):
+                    routed.append((node, integration))
+                node = node.parent_resource
         for path in PUBLIC_PATHS:
             public = self._api.root.resource_for_path(path)
             method = public.add_method("GET", integration, authorization_type=apigw.AuthorizationType.NONE)
             acknowledge(
                 method, "AwsSolutions-APIG4", f"GET {path} is a public route of the gateway contract (GW-AUTH-2)."
             )
-            protected_resources.append(public)
-        for resource in protected_resources:
-            method = resource.add_method("ANY", integration, authorization_type=protected)
+            routed.append((public, integration))
+        for resource, target in routed:
+            method = resource.add_method("ANY", target, authorization_type=protected)
             if protected == apigw.AuthorizationType.NONE:
                 acknowledge(method, "AwsSolutions-APIG4", _app_auth_reason(auth))
             if open_preflight:
-                preflight = resource.add_method("OPTIONS", integration, authorization_type=apigw.AuthorizationType.NONE)
+                preflight = resource.add_method("OPTIONS", target, authorization_type=apigw.AuthorizationType.NONE)
                 acknowledge(
                     preflight,
                     "AwsSolutions-APIG4",
@@ -186,6 +229,7 @@ class Gateway(Construct):
         else:
             secret = secretsmanager.Secret.from_secret_name_v2(self, "ApiKeys", secret_id)
         secret.grant_read(self._function)
+        secret.grant_read(self._stream_function)
 
     def _acknowledge_api_findings(self, auth: GatewayAuth) -> None:
         if self._api.node.try_find_child("CloudWatchRole") is not None:
@@ -215,6 +259,11 @@ class Gateway(Construct):
     @property
     def function(self) -> lambda_.Function:
         return self._function
+
+    @property
+    def stream_function(self) -> lambda_.Function:
+        """The function sized for waiting that serves the stream routes (SSE, MCP, A2A)."""
+        return self._stream_function
 
     @property
     def api(self) -> apigw.RestApi:

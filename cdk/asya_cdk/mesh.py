@@ -297,6 +297,10 @@ class AsyaMesh(Construct):
             dead_letter_queue_overrides=overrides.dead_letter_queue,
         )
         grant_access(self._gateway.function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
+        # the stream function serves MCP and A2A, which create tasks too: the same grants as the main function
+        grant_access(
+            self._gateway.stream_function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key
+        )
         grant_access(self._backstop.function, access.BACKSTOP, namespace=namespace, table=table, bucket=bucket, key=key)
         self._observability = MeshObservability(
             self,

@@ -37,8 +37,8 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Route
 from asya.flows.interp import STATE_HEADER
 from asya.flows.mesh import continue_outgoing
-from asya.timeutil import format_ts
 from asya.missingkey import is_missing
+from asya.timeutil import format_ts
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
 from asya_crew.runtime import Parsed, Unparsed

@@ -45,6 +45,7 @@ from asya_gateway.routes.ops import health, mq_diagnostic, openapi
 from asya_gateway.routes.resume import resume_task
 from asya_gateway.routes.system import mesh_summary
 from asya_gateway.routes.tasks import create_or_list, task_item
+from asya_gateway.routes.watch import watch_events
 from asya_gateway.timers import DeadlineTimers
 from asya_gateway.webconsole import CONSOLE_PATH, ConsoleAssets, console_redirect
 
@@ -57,6 +58,8 @@ def _routes() -> list[Route | Mount]:
         Route("/openapi.json", openapi, methods=["GET"]),
         Route("/api/v1/mesh", create_or_list, methods=["GET", "POST"]),
         Route("/api/v1/mesh/", create_or_list, methods=["GET", "POST"]),
+        # GET only: DELETE /api/v1/mesh/events falls through to the task whose id is "events" (GW-GEN-7)
+        Route("/api/v1/mesh/events", watch_events, methods=["GET"]),
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
         Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
         Route("/api/v1/mesh/{task_id}/resume", resume_task, methods=["POST"]),

@@ -54,6 +54,7 @@ class GatewayContext:
             keepalive=c.sse_keepalive,
             max_seconds=c.sse_max_seconds,
             gap_wait=c.sse_gap_wait,
+            poll_max=2 * c.sse_poll_slow,
         )
 
     async def call(self, fn: Callable[..., _T], /, *args: Any, **kwargs: Any) -> _T:

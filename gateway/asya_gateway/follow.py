@@ -51,6 +51,7 @@ __all__ = [
     "FollowEvent",
     "FollowSource",
     "StoreSource",
+    "TaskFollower",
     "follow",
     "follow_task",
 ]
@@ -110,6 +111,78 @@ def _state(data: Mapping[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in data.items() if key != "timestamp"}
 
 
+class TaskFollower:
+    """The rules of one follower (see the module docstring) as a state machine stepped by reads of its task: one loop
+    drives it for one task (:func:`follow`), a batched loop for many (``asya_gateway.multifollow``). A read whose
+    ``last_seq`` is below one already stepped is older (an eventually consistent read of another replica): it is
+    skipped, since numbers never go backwards (GW-SSE (R3))."""
+
+    def __init__(
+        self, *, catchup: Mapping[str, Any], last_seq: int, position: int, gap_wait: float, now: float
+    ) -> None:
+        self.catchup = FollowEvent("status", None, catchup)
+        self.cursor = min(position, last_seq)
+        self.status = catchup.get("status")
+        self.deadline_at: str | None = None
+        #: the newest flush named by the last read stepped, and its status change (what may still be fly)
+        self.last_snapshot: Snapshot | None = None
+        self.held: int | None = None
+        self.done = False
+        self.last_change = now
+        self._gap_wait = gap_wait
+        self._sent_state = _state(catchup)
+        self._seen_seq = last_seq
+        self._first_seen: dict[int, float] = {}
+
+    def step(self, snap: Snapshot, now: float) -> list[FollowEvent]:
+        """The events a read of the task gives (rules 2-4); sets ``done`` after the terminal event."""
+        if snap.last_seq < self._seen_seq:
+            return []
+        self._seen_seq = snap.last_seq
+        self.last_snapshot = snap
+        self.status, self.deadline_at = snap.status, snap.deadline_at
+        events: list[FollowEvent] = []
+        cursor = self.cursor
+        fly = {int(event["seq"]): event for event in snap.fly}
+        for number in range(cursor + 1, snap.last_seq + 1):
+            if number not in fly:  # every number's hold-back starts when this follower first sees it, not when reached
+                self._first_seen.setdefault(number, now)
+        held: int | None = None
+        for number in range(cursor + 1, snap.last_seq + 1):
+            event = fly.get(number)
+            if event is not None:
+                events.append(FollowEvent("fly", number, event["data"]))
+                cursor = number
+                self.last_change = now
+                continue
+            if snap.may_be_fly(number) and now - self._first_seen[number] < self._gap_wait:
+                held = number
+                break
+            cursor = number  # a number without an item, older than the hold-back: a status change
+        self._first_seen = {n: t for n, t in self._first_seen.items() if n > cursor}
+        self.held = held
+        if held is None and snap.terminal:
+            events.append(FollowEvent("status", snap.last_seq, snap.data))
+            self.cursor = snap.last_seq
+            self.done = True
+            return events
+        if not snap.terminal and _state(snap.data) != self._sent_state:
+            event_id = snap.last_seq if held is None else min(snap.last_seq, held - 1)
+            events.append(FollowEvent("status", event_id, snap.data))
+            self._sent_state = _state(snap.data)
+            cursor = max(cursor, event_id)
+            self.last_change = now
+        self.cursor = cursor
+        return events
+
+    def overdue(self, clock: Clock | None) -> str | None:
+        """The deadline to apply the read-path backstop for (GW-BACK-3), when this task is active and past it."""
+        if clock is None or self.status not in _ACTIVE or not isinstance(self.deadline_at, str):
+            return None
+        deadline = parse_ts(self.deadline_at)
+        return self.deadline_at if deadline is not None and deadline <= clock() else None
+
+
 async def follow(
     source: FollowSource,
     *,
@@ -125,54 +198,29 @@ async def follow(
     """The events of one follower after the 404/204 checks (see the module docstring); ``catchup`` is the status data
     of the consistent read whose ``last_seq`` is ``last_seq``; ``deadline_at`` its deadline, for the read-path
     backstop when ``clock`` is given; ``stopping`` ends the stream early, at a point a resume loses nothing from."""
-    started = last_output = last_change = monotonic()
-    yield FollowEvent("status", None, catchup)
-    cursor = min(position, last_seq)
-    sent_state = _state(catchup)
-    first_seen: dict[int, float] = {}
-    status = catchup.get("status")
+    started = last_output = monotonic()
+    task = TaskFollower(catchup=catchup, last_seq=last_seq, position=position, gap_wait=settings.gap_wait, now=started)
+    task.deadline_at = deadline_at
+    yield task.catchup
     while True:
-        if clock is not None and status in _ACTIVE and isinstance(deadline_at, str):
-            deadline = parse_ts(deadline_at)
-            if deadline is not None and deadline <= clock():
-                await source.time_out(deadline_at)
-        snap = await source.snapshot(cursor)
+        overdue = task.overdue(clock)
+        if overdue is not None:
+            await source.time_out(overdue)
+        snap = await source.snapshot(task.cursor)
         if snap is None:
             return
         now = monotonic()
-        status, deadline_at = snap.status, snap.deadline_at
-        fly = {int(event["seq"]): event for event in snap.fly}
-        for number in range(cursor + 1, snap.last_seq + 1):
-            if number not in fly:  # every number's hold-back starts when this follower first sees it, not when reached
-                first_seen.setdefault(number, now)
-        held: int | None = None
-        for number in range(cursor + 1, snap.last_seq + 1):
-            event = fly.get(number)
-            if event is not None:
-                yield FollowEvent("fly", number, event["data"])
-                cursor = number
-                last_output = last_change = now
-                continue
-            if snap.may_be_fly(number) and now - first_seen[number] < settings.gap_wait:
-                held = number
-                break
-            cursor = number  # a number without an item, older than the hold-back: a status change
-        first_seen = {n: t for n, t in first_seen.items() if n > cursor}
-        if held is None and snap.terminal:
-            yield FollowEvent("status", snap.last_seq, snap.data)
+        for event in task.step(snap, now):
+            yield event
+            last_output = now
+        if task.done:
             return
-        if not snap.terminal and _state(snap.data) != sent_state:
-            event_id = snap.last_seq if held is None else min(snap.last_seq, held - 1)
-            yield FollowEvent("status", event_id, snap.data)
-            sent_state = _state(snap.data)
-            cursor = max(cursor, event_id)
-            last_output = last_change = now
         if now - started >= settings.max_seconds or (stopping is not None and stopping()):
             return
         if now - last_output >= settings.keepalive:
             yield KEEPALIVE
             last_output = now
-        fast = now - last_change < settings.fast_window or held is not None
+        fast = now - task.last_change < settings.fast_window or task.held is not None
         await anyio.sleep(settings.poll_fast if fast else settings.poll_slow)
 
 

@@ -139,6 +139,24 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 },
             },
         },
+        "/api/v1/mesh/events": {
+            "get": {
+                "summary": "Server-sent events of many tasks in one stream (GW-SSE (R3)); no ids: the task 'events'",
+                "parameters": [
+                    _query("ids", {"type": "string"}, "1 to 100 comma-separated task ids"),
+                    {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
+                    _query("last_event_id", {"type": "string"}, "Cursor map: id:seq pairs joined by ','"),
+                ],
+                "responses": {
+                    "200": {
+                        "description": "event: status / fly / gone; data: JSON with task_id; id: the cursor map",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    "204": _response("Every task ended and the client has every event"),
+                    **_errors(400, 401, 404),
+                },
+            },
+        },
         "/api/v1/mesh/{task_id}/events": {
             "parameters": [_task_id()],
             "get": {

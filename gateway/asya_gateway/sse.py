@@ -39,7 +39,7 @@ SSE_HEADERS: Final = {
 _SPLITLINES_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
-def format_event(name: str, data: Any, *, event_id: int | None = None, retry: int | None = None) -> str:
+def format_event(name: str, data: Any, *, event_id: int | str | None = None, retry: int | None = None) -> str:
     """One SSE event; ``data`` is encoded as compact single-line JSON (JSON escapes CR and LF in strings; the
     ``splitlines`` breaks it leaves raw are escaped here, which encodes the same value)."""
     lines = []
@@ -78,6 +78,8 @@ class SseSettings:
     keepalive: float = 15.0
     max_seconds: float = 840.0
     gap_wait: float = 1.0
+    #: a multiplexed stream's idle polls back off from ``poll_slow`` up to this, twice it (GW-SSE (R3))
+    poll_max: float = 2.0
 
 
 async def sse_body(events: AsyncIterator[Any]) -> AsyncIterator[str]:

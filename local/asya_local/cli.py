@@ -8,7 +8,7 @@ Commands::
     asya call   ... [--brief | --view]                                      one-line summary / the whole view
     asya status ID [--url URL]                                              the task view, pretty JSON
     asya resume ID (--input JSON | --input-file PATH) [--timeout S] [--url URL]   resume a paused task
-    asya watch  ID [--url URL]                                              the SSE transcript as it arrives
+    asya watch  ID [ID...] [--url URL]                                      the SSE transcript as it arrives
     asya list | cancel ID | retry ID | checkpoint ID | history ID           task commands (asya_local.tasks_cli)
     asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T] [--port 8080]   the example flow end to end
     asya dlq    list [ACTOR] | show ACTOR | redrive ACTOR   [--local | --endpoint-url URL]   dead-letter queues
@@ -195,7 +195,7 @@ def _parser() -> argparse.ArgumentParser:
     status.set_defaults(run=_status)
 
     watch = commands.add_parser("watch", parents=[remote], help="print a task's SSE events as they arrive")
-    watch.add_argument("id", help="task id")
+    watch.add_argument("id", nargs="+", help="task id; several ids share one stream (events carry task_id)")
     watch.set_defaults(run=_watch)
 
     demo = commands.add_parser("demo", help="start the mesh, run the example flow, show progress and result")
@@ -312,7 +312,9 @@ def _status(args: argparse.Namespace, io: CliIo) -> int:
 
 def _watch(args: argparse.Namespace, io: CliIo) -> int:
     with args.client() as client:
-        for event in client.events(args.id).events():
+        ids: list[str] = args.id
+        stream = client.events(ids[0]) if len(ids) == 1 else client.watch(ids)
+        for event in stream.events():
             if event.retry is not None:
                 io.out.write(f"retry: {event.retry}\n")
             if event.id is not None:

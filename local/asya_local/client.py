@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
@@ -133,6 +134,14 @@ class GatewayClient:
         """The task's SSE stream (GATEWAY section 7), reconnecting with ``Last-Event-ID``."""
         return SseStream(
             self._http, f"{self.url}/api/v1/mesh/{quote(task_id, safe='')}/events", last_event_id=last_event_id
+        )
+
+    def watch(self, task_ids: Sequence[str], *, last_event_id: str | None = None) -> SseStream:
+        """Many tasks' events over one SSE stream (``GET /api/v1/mesh/events?ids=``, GW-SSE (R3)); every event's data
+        carries ``task_id``; it ends once every task has ended."""
+        ids = ",".join(quote(task_id, safe="") for task_id in task_ids)
+        return SseStream(
+            self._http, f"{self.url}/api/v1/mesh/events?ids={ids}", last_event_id=last_event_id, multiplexed=True
         )
 
     def _request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:

@@ -10,7 +10,8 @@ or the server ends the response before a terminal status (GW-SSE-9: at 840 s), i
 ``retry`` delay with ``Last-Event-ID`` set to the last id seen, so nothing is lost or repeated (GW-SSE-5). It stops
 after a live ``status`` event (one with an id) whose status is terminal (GW-SSE-7), at the end of the response whose
 catch-up status (no id) was terminal, after the replay of the task's partial output (GW-SSE-6), or on a 204 answer
-(GW-SSE-8). Other answers raise
+(GW-SSE-8). A ``multiplexed`` stream (``?ids=``, GW-SSE (R3)) follows many tasks: it does not stop at a terminal status,
+only on the 204 that answers its reconnection once every task has ended. Other answers raise
 :class:`GatewayHttpError`; no server at all raises :class:`GatewayUnreachableError`; ``max_retries`` consecutive
 failed reconnects raise :class:`SseStreamError`.
 """
@@ -154,7 +155,9 @@ class SseStream:
         last_event_id: str | None = None,
         max_retries: int = 5,
         sleep: Callable[[float], None] = time.sleep,
+        multiplexed: bool = False,
     ) -> None:
+        self._multiplexed = multiplexed
         self._client = client
         self._url = url
         self._parser = SseParser()
@@ -189,7 +192,7 @@ class SseStream:
                             continue
                         received = True
                         yield event
-                        if terminal_status(event) is not None:
+                        if not self._multiplexed and terminal_status(event) is not None:
                             if event.id is not None:
                                 return
                             # a terminal catch-up: the replay of the task's partial output follows (GW-SSE-6)

@@ -1,6 +1,6 @@
-"""The agent protocol routes in the synthesized API: MCP at ``/mcp`` and A2A at ``/a2a/`` reach the gateway function
-through resources of their own, streamed (GW-GEN-1) and authorized like every other non-public route (GW-AUTH-3),
-and both agent card paths are public (GW-AUTH-2, GW-A2A-1)."""
+"""The agent protocol routes in the synthesized API: MCP at ``/mcp`` and A2A at ``/a2a/`` reach the gateway's stream
+function (GW-SSE (R3): their waits follow tasks) through resources of their own, streamed (GW-GEN-1) and authorized
+like every other non-public route (GW-AUTH-3), and both agent card paths are public (GW-AUTH-2, GW-A2A-1)."""
 
 from __future__ import annotations
 
@@ -47,14 +47,14 @@ def _gateway_function_id(synth: SynthesizedMesh) -> str:
     functions = [
         key
         for key, res in synth.of_type("AWS::Lambda::Function").items()
-        if res["Properties"].get("Handler") == "run.sh"
+        if res["Properties"].get("Handler") == "run.sh" and res["Properties"]["Description"].endswith(", streams")
     ]
     assert len(functions) == 1
     return functions[0]
 
 
 @pytest.mark.parametrize("path", AGENT_PATHS)
-def test_gw_gen_1_agent_routes_stream_to_the_gateway_function(example_synth: SynthesizedMesh, path: str) -> None:
+def test_gw_gen_1_agent_routes_stream_to_the_stream_function(example_synth: SynthesizedMesh, path: str) -> None:
     methods = _methods_at(example_synth, path.strip("/"))
     assert [m["HttpMethod"] for m in methods] == ["ANY"]
     (method,) = methods

@@ -341,6 +341,15 @@ def test_gw_auth_3_iam_on_every_non_public_route(example_synth: SynthesizedMesh)
         ("ANY", "/.well-known/agent-card.json"): "AWS_IAM",
         ("ANY", "/mcp"): "AWS_IAM",
         ("ANY", "/a2a"): "AWS_IAM",
+        # the stream routes' own resources (GW-SSE (R3)), and the resources on the way to them
+        ("GET", "/api/v1/mesh/{task_id}/events"): "AWS_IAM",
+        ("ANY", "/api/v1/mesh/{task_id}/events"): "AWS_IAM",
+        ("GET", "/api/v1/mesh/events"): "AWS_IAM",
+        ("ANY", "/api/v1/mesh/events"): "AWS_IAM",
+        ("ANY", "/api/v1/mesh/{task_id}"): "AWS_IAM",
+        ("ANY", "/api/v1/mesh"): "AWS_IAM",
+        ("ANY", "/api/v1"): "AWS_IAM",
+        ("ANY", "/api"): "AWS_IAM",
     }
 
 
@@ -363,7 +372,7 @@ def _gateway_function(synth: SynthesizedMesh) -> dict[str, Any]:
     matches: list[dict[str, Any]] = [
         res["Properties"]
         for res in synth.of_type("AWS::Lambda::Function").values()
-        if res["Properties"]["Handler"] == "run.sh"
+        if res["Properties"]["Handler"] == "run.sh" and not res["Properties"]["Description"].endswith(", streams")
     ]
     (fn,) = matches
     return fn

@@ -61,7 +61,8 @@ def _function_ids(synth: SynthesizedMesh) -> dict[str, str]:
         if "ASYA_ACTOR" in env:
             out[env["ASYA_ACTOR"]] = key
         elif props["Handler"] == "run.sh":
-            out["gateway"] = key
+            # the main function, and the stream function sized for waiting (GW-SSE (R3))
+            out["gateway-stream" if props["Description"].endswith(", streams") else "gateway"] = key
         elif env.get("POWERTOOLS_SERVICE_NAME") == "backstop":
             out["backstop"] = key
     return out
@@ -155,6 +156,12 @@ def test_gateway_role_is_exactly_its_declared_calls(example_synth: SynthesizedMe
     assert _role_grants(example_synth, "gateway") == _expected(example_synth, access.GATEWAY, None)
 
 
+def test_stream_function_role_is_the_gateway_declaration(example_synth: SynthesizedMesh) -> None:
+    """The stream function serves MCP and A2A, which create tasks: exactly the gateway role's declared calls."""
+    statements = _statements(example_synth, _function_ids(example_synth)["gateway-stream"])
+    assert _actual(statements) == _expected(example_synth, access.GATEWAY, None)
+
+
 def test_gw_back_1_backstop_role_consumes_the_timer_queue_and_touches_no_bucket(
     example_synth: SynthesizedMesh,
 ) -> None:
@@ -237,7 +244,7 @@ def test_no_role_may_scan_and_only_the_gateway_may_delete_items(example_synth: S
     for role, function in _function_ids(example_synth).items():
         actions = {a for s in _statements(example_synth, function) for a in _actions(s)}
         assert "dynamodb:Scan" not in actions, role
-        assert ("dynamodb:DeleteItem" in actions) == (role == "gateway"), role
+        assert ("dynamodb:DeleteItem" in actions) == role.startswith("gateway"), role
         assert not any(a.endswith("*") for a in actions), role
 
 
@@ -267,7 +274,11 @@ def test_every_function_reaches_its_queues_by_account_without_get_queue_url(
 ) -> None:
     """Contracts: every deployed function gets ASYA_ACCOUNT_ID = the stack's account (GW-CREATE-7)."""
     functions = _function_ids(example_synth)
-    assert set(functions) == {a.name for a in example_manifest.deployed_actors()} | {"gateway", "backstop"}
+    assert set(functions) == {a.name for a in example_manifest.deployed_actors()} | {
+        "gateway",
+        "gateway-stream",
+        "backstop",
+    }
     for function in functions.values():
         env = example_synth.resources[function]["Properties"]["Environment"]["Variables"]
         assert env["ASYA_ACCOUNT_ID"] == {"Ref": "AWS::AccountId"}

@@ -18,11 +18,11 @@ def test_the_flow_row_compares_continuations_with_upstream_routers() -> None:
         "upstream": {"hops": 22, "invocations": 18, "wru": 33.0},
     }
     text = render({"flows": flows})
-    assert "## 9. Flows written as Python" in text
+    assert "## 11. Flows written as Python" in text
     assert "| compiled continuations | 11 | 7 | 22 |" in text
     assert "| upstream-style routers | 22 | 18 | 33 |" in text
     assert "Control nodes run inside the layer: 11; extra hops for them: 0." in text
 
 
 def test_the_flow_row_says_when_it_was_not_measured() -> None:
-    assert "## 9. Flows written as Python\n\nNot measured." in render({})
+    assert "## 11. Flows written as Python\n\nNot measured." in render({})

@@ -136,7 +136,27 @@ def _results(*, good: bool) -> dict[str, Any]:
         "traffic": {
             "b10-hops": _traffic(sqs_per_hop=0.3 if good else 1.2, wru_per_hop=2.0 if good else 11.5, reads=reads)
         },
-        "cost": {"layer_cpu_ms": 1.0, "configs": configs, "prices": {}, "assumptions": None},
+        "cost": {
+            "layer_cpu_ms": 1.0,
+            "configs": configs,
+            "prices": {},
+            "assumptions": None,
+            # issue 27's watching targets and the end-to-end ratios (10 s task)
+            "end_to_end": {
+                "rows": {
+                    "10": {
+                        "today_over_new": 8.0 if good else 4.0,
+                        "many_over_one": 0.08 if good else 0.3,
+                        "unwatched": 20.0,
+                        "sse_new": 40.0,
+                        "sfn_standard": 78.5,
+                        "sfn_standard_watched": 99.5,
+                        "sfn_express": 30.0 if good else 15.0,
+                        "sfn_express_watched": 50.0 if good else 15.0,
+                    }
+                }
+            },
+        },
         "latency": {
             "batch_size": 10,
             "low_load": {"tasks": 20, "hop_ms": _summary(20 if good else 45), "e2e_ms": _summary(300)},
@@ -241,7 +261,7 @@ def test_number_formatting() -> None:
 def test_report_shows_every_figure_with_target_and_verdict() -> None:
     text = render(_results(good=False), notes=["**Note.** why."])
     assert text.startswith("# Benchmarks\n")
-    assert "## Summary: 3 of 15 targets met" in text
+    assert "## Summary: 5 of 21 targets met" in text
     assert (
         "| 1 | Layer overhead per 1 KB envelope (median, batch of 10, in-memory AWS) | 249.8 µs | <= 100 µs |" in text
     )
@@ -264,7 +284,9 @@ def test_report_of_a_partial_run_says_what_was_not_measured() -> None:
         del results[section]
     text = render(results)
     assert "## Summary: 0 of 0 targets met" in text
-    assert text.count("Not measured.") == 9  # the six sections above, fan-in, agents and flows (not in _results)
+    # the six sections above, fan-in, agents, the stream function's memory and flows, which _results leaves out
+    assert text.count("Not measured.") == 10
+    assert "Not measured (needs `traffic` and `watching`)." in text
 
 
 def test_fanin_section_shows_each_size_per_slice_and_the_linearity_ratio() -> None:

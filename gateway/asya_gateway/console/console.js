@@ -299,19 +299,36 @@ async function tasksPage(alive, params) {
       body.replaceChildren(el("tr", {}, el("td", { colspan: "7" }, failure(error))));
       return false;
     }
-    const rows = page.messages.map((task) => el("tr", { "data-task-row": task.id },
-      el("td", {}, taskLink(task.id)),
-      el("td", { text: task.flow || "—" }),
-      el("td", {}, badge(task.status)),
-      el("td", {}, bar(task.progress_percent, task.status), el("small", { class: "muted", text: (task.progress_percent ?? 0) + "%" })),
-      el("td", { text: task.current_actor || task.actor || "" }),
-      el("td", {}, ageText(task.created_at)),
-      el("td", { class: "error-text", text: task.error || "" })));
+    const rows = page.messages.map((task) => el("tr", { "data-task-row": task.id, "data-created-at": task.created_at || "", "data-flow": task.flow || "" }, ...taskCells(task)));
     body.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: "7", class: "empty", text: "No tasks." }))]));
     next.disabled = !page.next_cursor;
     next.dataset.cursor = page.next_cursor || "";
     prev.disabled = cursors.length === 0;
-    return page.messages.some((task) => !TERMINAL.has(task.status));
+    watchRows(page.messages.filter((task) => !TERMINAL.has(task.status)).map((task) => task.id));
+    return true;
+  }
+
+  // The unfinished tasks on the page are followed over ONE stream (GET api/v1/mesh/events?ids=..., GW-SSE (R3)):
+  // each status event redraws its row; the stream is reopened only when the set of unfinished ids changes.
+  let watching = "";
+  let stopWatching = () => {};
+  onLeave(alive, () => stopWatching());
+  function watchRows(ids) {
+    const key = ids.join(",");
+    if (key === watching) return;
+    stopWatching();
+    watching = key;
+    stopWatching = () => {};
+    if (!ids.length || !alive()) return;
+    const url = BASE + "api/v1/mesh/events?ids=" + ids.map(encodeURIComponent).join(",");
+    stopWatching = followUrl(url, {
+      status(data) {
+        const row = body.querySelector(`tr[data-task-row="${CSS.escape(String(data.task_id))}"]`);
+        if (!row) return;
+        const task = { ...data, id: data.task_id, created_at: row.dataset.createdAt, flow: row.dataset.flow };
+        row.replaceChildren(...taskCells(task));
+      },
+    }, () => false);
   }
 
   function refilter() {
@@ -338,13 +355,22 @@ async function tasksPage(alive, params) {
       el("div", { class: "filters" }, el("label", {}, "Status ", statusSelect), el("label", {}, "Flow ", flowSelect),
         el("a", { href: "#/new", text: "+ New task" })),
       table, el("div", { class: "pager" }, prev, next)));
-  let running = await load();
-  // the list refreshes itself while tasks on it run, and at a slower pace otherwise (new tasks appear)
-  let ticks = 0;
-  every(alive, 2000, async () => {
-    ticks += 1;
-    if (running || ticks % 5 === 0) running = await load();
-  });
+  await load();
+  // rows change through the stream; the list itself is read again only to show new tasks
+  every(alive, 10000, load);
+}
+
+// The cells of a task list row, from a list entry (GW-LIST-2) or a status event of the multiplexed stream.
+function taskCells(task) {
+  return [
+    el("td", {}, taskLink(task.id)),
+    el("td", { text: task.flow || "—" }),
+    el("td", {}, badge(task.status)),
+    el("td", {}, bar(task.progress_percent, task.status), el("small", { class: "muted", text: (task.progress_percent ?? 0) + "%" })),
+    el("td", { text: task.current_actor || task.actor || "" }),
+    el("td", {}, task.created_at ? ageText(task.created_at) : ""),
+    el("td", { class: "error-text", text: task.error || "" }),
+  ];
 }
 
 // ---------------------------------------------------------------- task page
@@ -517,22 +543,29 @@ function safeUrl(value) {
 // The task's events: status and fly, in order, until the terminal status (GW-SSE-7) or the page changes.
 function follow(id, handlers) {
   const url = BASE + "api/v1/mesh/" + encodeURIComponent(id) + "/events";
-  const dispatch = (name, text) => {
+  return followUrl(url, handlers, (name, data, lastId) => name === "status" && lastId && TERMINAL.has(data.status));
+}
+
+// An SSE stream's events to `handlers` by name; `ends(name, data, id)` closes it. A server that ends the stream
+// answers the reconnection 204, which stops EventSource too (the multiplexed stream ends this way).
+function followUrl(url, handlers, ends) {
+  const dispatch = (name, text, id) => {
     let data;
     try {
       data = JSON.parse(text);
     } catch {
-      return;
+      return false;
     }
     if (handlers[name]) handlers[name](data);
+    return Boolean(ends(name, data, id));
   };
   if (!apiKey()) {
     const source = new EventSource(url);
-    source.addEventListener("status", (event) => {
-      dispatch("status", event.data);
-      if (event.lastEventId && TERMINAL.has(JSON.parse(event.data).status)) source.close();
-    });
-    source.addEventListener("fly", (event) => dispatch("fly", event.data));
+    for (const name of ["status", "fly"]) {
+      source.addEventListener(name, (event) => {
+        if (dispatch(name, event.data, event.lastEventId)) source.close();
+      });
+    }
     return () => source.close();
   }
   return followWithFetch(url, dispatch);
@@ -565,8 +598,7 @@ function followWithFetch(url, dispatch) {
             if (line === "") {
               if (event.data.length) {
                 if (event.id !== null) lastId = event.id;
-                dispatch(event.name, event.data.join("\n"));
-                if (event.name === "status" && event.id !== null && TERMINAL.has(JSON.parse(event.data.join("\n")).status)) done = true;
+                if (dispatch(event.name, event.data.join("\n"), event.id)) done = true;
               }
               event = { name: "message", data: [], id: null };
               continue;

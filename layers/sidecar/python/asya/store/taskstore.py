@@ -221,6 +221,19 @@ class TaskStore:
         ``after_seq``, one strongly consistent query; ``None`` for an unknown or expired task."""
         return self._reader.snapshot(task_id, after_seq)
 
+    def peek(self, task_ids: Sequence[str], *, consistent: bool = False) -> dict[str, Snapshot]:
+        """Many tasks' items in one ``BatchGetItem`` per 100 ids, without fly events or large values (GW-SSE (R3),
+        ``asya.store.peek``): eventually consistent for a multiplexed follower's polls."""
+        from asya.store.peek import peek_tasks  # deferred: only the gateway's multiplexed stream reads this way
+
+        return peek_tasks(self.dynamodb, self.table, task_ids, consistent=consistent, now=self._clock())
+
+    def fly_by_numbers(self, wanted: Mapping[str, Sequence[int]]) -> dict[str, list[dict[str, Any]]]:
+        """FLY events stored under the numbers ``wanted`` of each task, strongly consistent (``asya.store.peek``)."""
+        from asya.store.peek import fly_by_numbers
+
+        return fly_by_numbers(self.dynamodb, self.table, wanted, now=self._clock())
+
     @staticmethod
     def status_data(task: Mapping[str, Any]) -> dict[str, Any]:
         """The status data object (GW-TASK-2) of a task view, as the SSE catch-up frame sends it."""
