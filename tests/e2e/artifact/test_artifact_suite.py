@@ -3,8 +3,8 @@ artifact mesh (issue 24). The imported tests are the manifest-built mesh's own, 
 ``local_mesh``/``gateway`` fixtures are the artifact mesh); the tests written here cover what those do not. Every
 test ends with zero denied calls (the ``local_mesh`` fixture asserts it).
 
-Known grant gaps of ``asya_cdk.permissions`` (issue 24's list, being fixed on another branch) make some of them fail
-here as they would in AWS: those are ``xfail(strict=True)`` naming the gap, so the fix flips them.
+The tests of issue 24's grant gaps (pause and resume, cancel while paused, a result over 64 KiB, a payload over the
+SQS limit) failed here as they would have in AWS until the grants were derived from ``asya.access``; they pass now.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.artifact, pytest.mark.xdist_group("artifact")]
 
-_PAUSED_GAP = "grant gap (issue 24): no role is granted paused/* (x-pause HeadObject/PutObject, gateway Head/Delete)"
-_CANCEL_GAP = "grant gap (issue 24): the gateway may not DeleteObject paused/{id}.json when it cancels a task"
-_RESULT_GAP = "grant gap (issue 24): x-sink may not PutObject tasks/{id}/result.json (a result over 64 KiB)"
 
 __all__ = [
     "test_call_shows_the_prompt_then_status_and_resume_finish_the_task",
@@ -185,7 +182,7 @@ def test_a_dropped_grant_is_denied_and_the_task_does_not_succeed(without_grant: 
     assert view["status"] != "succeeded"
 
 
-# -- known grant gaps -------------------------------------------------------------------------------------------
+# -- issue 24's grant gaps -------------------------------------------------------------------------------------------
 # Collected last (pytest runs a module's tests in the order their names are bound): the records these tasks leave
 # behind keep failing in the background, and their denials must not land in another test's zero-denials check.
 
@@ -198,17 +195,7 @@ from tests.e2e.test_local_pause_cli import (  # noqa: E402
     test_call_shows_the_prompt_then_status_and_resume_finish_the_task,
 )
 
-# the imported tests that meet a known grant gap: marked here, where they run against the artifact
-for _test, _reason in (
-    (test_p_pause_5_pause_then_resume_succeeds_on_the_same_id_over_http, _PAUSED_GAP),
-    (test_gw_cancel_2_cancel_while_paused_over_http, _PAUSED_GAP),
-    (test_call_shows_the_prompt_then_status_and_resume_finish_the_task, _PAUSED_GAP),
-    (test_p_large_2_a_payload_over_the_sqs_limit_runs_the_whole_flow, _RESULT_GAP),
-):
-    pytest.mark.xfail(strict=True, reason=_reason)(_test)
 
-
-@pytest.mark.xfail(strict=True, reason=_RESULT_GAP)
 def test_p_large_4_a_result_over_64_kib_is_stored_apart(local_mesh: ArtifactMesh) -> None:
     text = "good " * 15_000  # 75 KB of text: the result (text + normalized) is over 64 KiB
     task = _final(local_mesh, _create(local_mesh, flow="text-pipeline", payload={"text": text, "stream": False}))
@@ -216,7 +203,6 @@ def test_p_large_4_a_result_over_64_kib_is_stored_apart(local_mesh: ArtifactMesh
     assert task["result"]["text"] == text
 
 
-@pytest.mark.xfail(strict=True, reason=_CANCEL_GAP)
 def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
     task_id = _create(local_mesh, flow="documents", payload={"text": "One two three. " * 40, "chunk_words": 3})
     assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
