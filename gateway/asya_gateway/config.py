@@ -46,7 +46,7 @@ class _EnvNames:
     bucket: str = ENV.bucket
     api_keys: str = "ASYA_API_KEYS"
     reporter_keys: str = "ASYA_REPORTER_KEYS"
-    reporter_key_secret: str = "ASYA_REPORTER_KEY_SECRET"
+    reporter_key_secret: str = ENV.reporter_key_secret
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
     account_id: str = "ASYA_ACCOUNT_ID"
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"

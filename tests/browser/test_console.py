@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from asya.store import StatusUpdate, TaskStore
 from tests.browser.pages import Console, screenshot
 from tests.waiting import wait_for
 
@@ -245,7 +246,8 @@ def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Cons
 
 
 def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(page: Any, console: Console) -> None:
-    """A task paused through the producer route (GW-EVT-3) gets a resume form with one input per P-PAUSE-3 field;
+    """A paused task (paused by the crew's store write: the producer route refuses ``paused``, GW-EVT-3 R3) gets a
+    resume form with one input per P-PAUSE-3 field;
     until pause/resume is built the gateway's answer to the form's POST .../resume is shown as is."""
     task_id = console.create("slow", {"topic": "pause me", "seconds": 3})
     pause = {
@@ -257,11 +259,13 @@ def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(page
             {"name": "extra", "type": "object"},
         ],
     }
-    answer = httpx.post(
-        f"{console.mesh.url}/api/v1/mesh/{task_id}/events",
-        json={"type": "status", "status": "paused", "data": {"pause_metadata": pause}},
+    store = TaskStore(
+        table=console.mesh.resources.table,
+        bucket=console.mesh.resources.bucket,
+        dynamodb=console.mesh.clients.dynamodb,
+        s3=console.mesh.clients.s3,
     )
-    assert answer.status_code == 204, answer.text
+    assert store.apply(task_id, StatusUpdate(status="paused", pause_metadata=pause, remaining_seconds=60)).accepted
     _open(page, console, f"#/task/{task_id}")
     _wait_status(page, "paused")
     form = page.locator("#resume-form")
