@@ -41,10 +41,12 @@ demo: install
 demo-flow: install
 	$(BIN)/asya demo --manifest asya.yaml --flow triage
 
-## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz). loadgroup keeps the
-## artifact suite (tests/e2e/artifact: one synth and one artifact mesh per session) on one worker.
+## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz), then the artifact suite
+## (tests/e2e/artifact: one synth and one artifact mesh, 16 interpreters) on its own, so its pollers do not load the
+## other tiers' timing.
 test: install chromium lint
-	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup $(PYTEST_ARGS) tests
+	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup $(PYTEST_ARGS) --ignore=tests/e2e/artifact tests
+	$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(PYTEST_ARGS) tests/e2e/artifact
 
 lint: install
 	$(BIN)/ruff check .

@@ -113,7 +113,9 @@ def test_http_errors_print_the_error_message(local_mesh: LocalMesh) -> None:
     task_id = "00000000-0000-4000-8000-000000000000"
     code, _, err = _run("status", task_id, "--url", local_mesh.url, env={})
     assert code == 2
-    assert err == f"asya: not found (HTTP 404 from {local_mesh.url}/api/v1/mesh/{task_id})\n"
+    assert (
+        err == f"asya: task {task_id} not found at {local_mesh.url} (HTTP 404): check the id, or the mesh with --url\n"
+    )
 
 
 def test_gw_auth_4_cli_sends_the_asya_api_key() -> None:
@@ -230,6 +232,7 @@ def test_asya_dev_serves_until_interrupted_and_logs_each_request_with_its_id(tmp
     # a copy of the example project: a running asya dev announces itself next to its manifest, where the CLI of
     # tests running meanwhile (from the repository root) would find it before their ASYA_URL
     shutil.copytree(REPO / "functions", tmp_path / "functions")
+    shutil.copytree(REPO / "flows", tmp_path / "flows")  # the example's flow written as Python (flows/triage.py)
     shutil.copy(REPO / "asya.yaml", tmp_path / "asya.yaml")
     with run_dev("asya.yaml", cwd=tmp_path, log=tmp_path / "dev.stderr") as dev:
         health = httpx.get(f"{dev.url}/health", timeout=5)
