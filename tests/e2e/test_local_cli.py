@@ -107,7 +107,7 @@ def test_http_errors_print_the_error_message(local_mesh: LocalMesh) -> None:
     assert code == 2
     assert out == ""
     assert err == (
-        "asya: flow not found: no-such-flow (flows: documents, reviewed-text, sentences, text-pipeline) "
+        "asya: flow not found: no-such-flow (flows: documents, reviewed-text, sentences, text-pipeline, triage) "
         f"(HTTP 404 from {local_mesh.url}/api/v1/mesh/)\n"
     )
     task_id = "00000000-0000-4000-8000-000000000000"
