@@ -62,7 +62,7 @@ def test_call_shows_the_prompt_then_status_and_resume_finish_the_task(local_mesh
     assert done["result"]["published"] is False
 
     code, _, err = _run("resume", "no-such-task", "--input", "{}", url=url)
-    assert code == 2 and err.startswith("asya: not found")
+    assert code == 2 and err.startswith("asya: task no-such-task not found at ")
 
 
 def test_call_on_a_terminal_asks_for_the_input_and_follows_to_the_end(local_mesh: LocalMesh) -> None:
