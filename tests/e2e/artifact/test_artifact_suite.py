@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -80,9 +81,11 @@ def test_an_unsigned_request_to_an_aws_iam_method_gets_api_gateways_403(artifact
 def test_the_functions_run_in_their_own_interpreters_from_the_assembly(artifact_mesh: ArtifactMesh) -> None:
     """One interpreter per function, none of them this one; the code directories are the assembly's."""
     pids = {p.pid for pool in artifact_mesh.pools.values() for p in pool.processes}
-    assert len(artifact_mesh.pools) == 15 and len(pids) >= 15
     spec = artifact_mesh.spec
     assert spec is not None
+    # every function of the assembly (actors, crew, aggregators, gateway and stream function, backstop) has its pool
+    assert set(artifact_mesh.pools) == set(spec.functions) and len(pids) >= len(spec.functions) >= 15
+    assert os.getpid() not in pids
     assert all(str(f.code_dir).startswith(str(artifact_mesh.cdk_out.resolve())) for f in spec.functions.values())
 
 
