@@ -160,7 +160,7 @@ BAD_CREATES: list[tuple[str, dict[str, Any], int, str]] = [
         "summarize-chunk)",
     ),
     ("actor=x-sink", {}, 400, "actor 'x-sink' is reserved for crew"),
-    ("flow=nope", {}, 404, "flow not found: nope (flows: documents, reviewed-text, sentences, text-pipeline)"),
+    ("flow=nope", {}, 404, "flow not found: nope (flows: documents, reviewed-text, sentences, text-pipeline, triage)"),
     (
         "actor=analyze",
         {"route": ["a"]},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -540,6 +541,8 @@ def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServ
     resources = provision(example_manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
     actors = {actor.name: actor for actor in example_manifest.deployed_actors()}
     env = runtime_environment(example_manifest, actors["analyze"], resources)
+    # analyze is called by the example's flow written as Python: it carries the compiled programs (P-FLOW-1)
+    assert json.loads(env.pop("ASYA_FLOWS"))["triage"]["flow"] == "triage"
     assert env == {
         "ASYA_NAMESPACE": "demo",
         "ASYA_ACTOR": "analyze",
@@ -553,6 +556,7 @@ def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServ
         "POWERTOOLS_METRICS_NAMESPACE": "Asya",
     }
     deployed = actor_environment(example_manifest, actors["analyze"], table=resources.table, bucket=resources.bucket)
+    deployed.pop("ASYA_FLOWS")
     assert {key: value for key, value in env.items() if key != "ASYA_CODE_DIR"} == deployed
     assert ActorConfig.from_env(env).log_level == ""  # Powertools' default
     sink = runtime_environment(example_manifest, actors["x-sink"], resources, log_level="WARNING")
