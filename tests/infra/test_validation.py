@@ -66,7 +66,9 @@ def test_gw_auth_6_mode_none_with_allow_unauthenticated_deploys_open_methods(
     path = write_manifest(minimal_manifest(gateway={"auth": {"mode": "none", "allow_unauthenticated": True}}))
     built = build(path, tmp_path / "out")
     methods = [node for node in built.stack.node.find_all() if isinstance(node, apigw.CfnMethod)]
-    assert len(methods) == 12  # the REST routes, /mcp and /a2a (issue 17) and the agent cards
+    # the REST routes, /mcp and /a2a (issue 17), the agent cards, and the stream routes the 128 MB stream function
+    # serves (issue 27: the SSE routes, /mcp and /a2a get methods of their own)
+    assert len(methods) == 20
     assert {m.authorization_type for m in methods} == {"NONE"}
 
 
