@@ -168,7 +168,15 @@ class MeshNetwork(Construct):
         """Run ``function`` in the mesh's subnets with the functions' security group."""
         cfn = function.node.default_child
         assert isinstance(cfn, lambda_.CfnFunction), function.node.path
-        subnet_ids = self._vpc.select_subnets(**_selection_fields(self._subnets)).subnet_ids
+        chosen = self._subnets
+        subnet_ids = self._vpc.select_subnets(
+            availability_zones=chosen.availability_zones,
+            one_per_az=chosen.one_per_az,
+            subnet_filters=chosen.subnet_filters,
+            subnet_group_name=chosen.subnet_group_name,
+            subnet_type=chosen.subnet_type,
+            subnets=chosen.subnets,
+        ).subnet_ids
         cfn.vpc_config = lambda_.CfnFunction.VpcConfigProperty(
             security_group_ids=[self._functions_group.security_group_id], subnet_ids=subnet_ids
         )
@@ -208,12 +216,6 @@ class MeshNetwork(Construct):
     @property
     def gateway_endpoints(self) -> dict[str, ec2.GatewayVpcEndpoint]:
         return dict(self._gateway_endpoints)
-
-
-def _selection_fields(selection: ec2.SubnetSelection) -> dict[str, object]:
-    # jsii takes a struct's fields as keyword arguments
-    names = ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name", "subnet_type", "subnets")
-    return {name: getattr(selection, name) for name in names if getattr(selection, name) is not None}
 
 
 def network_problems(manifest: Manifest, *, vpc_given: bool, subnets_given: bool) -> list[str]:

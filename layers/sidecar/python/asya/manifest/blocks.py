@@ -334,9 +334,7 @@ class StorageConfig(_Model):
     @model_validator(mode="after")
     def _one_key(self) -> StorageConfig:
         if self.create_kms_key and self.kms_key_arn is not None:
-            raise MemberError(
-                "create_kms_key", "true together with kms_key_arn; name a key or create one, not both"
-            )
+            raise MemberError("create_kms_key", "true together with kms_key_arn; name a key or create one, not both")
         return self
 
 
