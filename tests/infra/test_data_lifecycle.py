@@ -398,3 +398,40 @@ def test_cfn_lint_is_clean_on_the_vpc_and_key_templates(name: str, request: pyte
         if m.rule.id[:1] in ("E", "W") and m.rule.id != "W3005"  # as tests/infra/test_gates.py
     ]
     assert findings == []
+
+
+def test_construct_vpc_prop_places_every_function_in_its_subnets(tmp_path: Path) -> None:
+    """The construct's ``vpc`` / ``vpc_subnets`` (an ``IVpc`` of the caller's app) instead of the manifest's block;
+    together with ``deployment.vpc.vpc_id`` they are refused, naming both."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_lambda as lambda_
+
+    from asya_cdk import AsyaMesh
+
+    manifest = tmp_path / "asya.yaml"
+    manifest.write_text(yaml.safe_dump(_manifest("ownvpc")), encoding="utf-8")
+    app = cdk.App(outdir=str(tmp_path / "out"), analytics_reporting=False)
+    stack = cdk.Stack(app, "Own", env=cdk.Environment(region="eu-west-1"))
+    vpc = ec2.Vpc(stack, "Vpc", max_azs=2, nat_gateways=1)
+    mesh = AsyaMesh(
+        stack,
+        "Default",
+        manifest=manifest,
+        vpc=vpc,
+        vpc_subnets=ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS),
+    )
+    assert mesh.network is not None and mesh.network.vpc is vpc
+    # resolved in place, no synthesis: the subnet ids each function's VpcConfig names
+    private = [stack.resolve(subnet.subnet_id) for subnet in vpc.private_subnets]
+    functions = [c for c in mesh.node.find_all() if isinstance(c, lambda_.Function)]
+    assert len(functions) == 6
+    for fn in functions:
+        cfn = fn.node.default_child
+        assert isinstance(cfn, lambda_.CfnFunction)
+        assert stack.resolve(cfn.vpc_config.subnet_ids) == private  # type: ignore[union-attr]
+
+    other = cdk.Stack(cdk.App(outdir=str(tmp_path / "out2")), "Other", env=cdk.Environment(region="eu-west-1"))
+    manifest.write_text(yaml.safe_dump(_manifest("ownvpc", deployment={"vpc": IMPORTED_VPC})), encoding="utf-8")
+    with pytest.raises(DeploymentError, match=r"vpc, deployment.vpc.vpc_id 'vpc-0123456789abcdef0': give one"):
+        AsyaMesh(other, "Default", manifest=manifest, vpc=ec2.Vpc(other, "Vpc"))
