@@ -26,6 +26,12 @@ actor's name (``nested``); either way adding or removing actors never moves anot
 Retained data: with ``deployment.retain_data`` (default) the table and the bucket outlive the stack and the table is
 protected from deletion; ``deployment.existing_table`` / ``existing_bucket`` reuse what a deleted stack left.
 
+Data lifecycle and network (docs/deploy.md, "Encryption", "Data lifecycle", "VPC"): the manifest's customer-managed
+key, named or created (:mod:`asya_cdk.encryption`), covers the table, queues, bucket, every log group and the backup
+vault; ``storage.checkpoints`` / ``versioning`` shape the bucket's lifecycle; ``storage.backup`` adds an AWS Backup
+plan (:class:`~asya_cdk.backup.TableBackup`); ``deployment.vpc`` or the ``vpc`` / ``vpc_subnets`` props put every
+function of the mesh into a VPC with the endpoints it needs (:class:`~asya_cdk.network.MeshNetwork`).
+
 Grants (CDK style, each returns the ``iam.Grant``): :meth:`AsyaMesh.grant_create_tasks`,
 :meth:`AsyaMesh.grant_read_tasks` (``execute-api:Invoke`` on the task routes; gateway auth ``iam`` only) and
 :meth:`AsyaMesh.grant_send` (send to one actor's queue).

@@ -6,6 +6,8 @@ security groups, no NAT), asserted on two synthesized meshes with cdk-nag and cf
   (so the KMS, X-Ray and Secrets Manager endpoints are due);
 - ``imported``: an existing VPC by id, subnets and route tables, no key; the artifact mesh's loader reads it.
 
+The manifest's own checks of these settings are tests/unit/test_manifest_dataplane.py.
+
 Spec: GATEWAY GW-DATA-7 (the bucket, checkpoints kept unless the manifest expires them), GW-OPS-3 (the gateway's
 metric read needs the CloudWatch endpoint).
 """
@@ -21,8 +23,6 @@ import pytest
 import yaml
 
 from asya import access
-from asya.exceptions import ManifestError
-from asya.manifest import parse_manifest
 from asya_cdk import DeploymentError
 from asya_cdk.testing import SynthesizedMesh, build_mesh_app, synthesize_mesh
 
@@ -321,56 +321,6 @@ def test_artifact_mesh_loads_a_vpc_template(imported: SynthesizedMesh) -> None:
 
 
 # --------------------------------------------------------------------------- validation
-
-
-@pytest.mark.parametrize(
-    ("storage", "member", "words"),
-    [
-        ({"checkpoints": {"expire_days": 30, "transition_days": 60}}, "transition_days", ["60", "expire_days 30"]),
-        ({"checkpoints": {"transition_days": 10, "transition_class": "STANDARD_IA"}}, "transition_days", ["30"]),
-        ({"checkpoints": {"transition_class": "GLACIER_FAST"}}, "transition_class", ["'GLACIER_FAST'", "GLACIER_IR"]),
-        ({"backup": {"schedule": "daily"}}, "backup.schedule", ["'daily'", "cron(0 3 * * ? *)"]),
-        (
-            {"create_kms_key": True, "kms_key_arn": "arn:aws:kms:us-east-1:123456789012:key/abc"},
-            "create_kms_key",
-            ["not both"],
-        ),
-    ],
-)
-def test_storage_settings_are_validated_naming_key_value_and_fix(
-    storage: dict[str, Any], member: str, words: list[str]
-) -> None:
-    with pytest.raises(ManifestError) as info:
-        parse_manifest(_manifest("bad", storage=storage), base_dir=REPO)
-    message = str(info.value)
-    assert f"storage.{member}" in message or member in message
-    for word in words:
-        assert word in message
-
-
-@pytest.mark.parametrize(
-    ("vpc", "member", "words"),
-    [
-        ({"vpc_id": "vpc-0123456789abcdef0", "subnet_ids": ["subnet-0123456789abcdef0"]}, "subnet_ids", ["two"]),
-        ({"vpc_id": "vpc-1"}, "vpc_id", ["'vpc-1'"]),
-        ({"subnet_ids": ["subnet-0123456789abcdef0"]}, "subnet_ids", ["only with vpc_id"]),
-        ({"internet_egress": True}, "internet_egress", ["NAT"]),
-        (
-            {**IMPORTED_VPC, "route_table_ids": ["rtb-0123456789abcdef0"]},
-            "route_table_ids",
-            ["one per subnet_ids entry (2)"],
-        ),
-    ],
-)
-def test_vpc_settings_are_validated_naming_key_value_and_fix(
-    vpc: dict[str, Any], member: str, words: list[str]
-) -> None:
-    with pytest.raises(ManifestError) as info:
-        parse_manifest(_manifest("bad", deployment={"vpc": vpc}), base_dir=REPO)
-    message = str(info.value)
-    assert f"deployment.vpc.{member}" in message
-    for word in words:
-        assert word in message
 
 
 def test_vpc_without_internet_refuses_jwt_and_callback_url(write_manifest: WriteManifest, tmp_path: Path) -> None:
