@@ -13,6 +13,7 @@ from __future__ import annotations
 from asya_cdk.actor import Actor
 from asya_cdk.assets import SourceLayout, render_manifest_json, stage_gateway_asset
 from asya_cdk.backstop import Backstop
+from asya_cdk.backup import TableBackup
 from asya_cdk.composition import BuiltApp, build_app, load_cdk_context, synthesize
 from asya_cdk.crew import CREW_HANDLERS, SIDECAR_HANDLER, crew_handler
 from asya_cdk.dependencies import (
@@ -29,6 +30,7 @@ from asya_cdk.limits import LimitError, LimitReport, check_assembly, enforce
 from asya_cdk.locks import Lock, check_lock
 from asya_cdk.lwa import LWA_REGIONS, lwa_layer_arn
 from asya_cdk.mesh import AsyaMesh
+from asya_cdk.network import MeshNetwork
 from asya_cdk.observability import MeshObservability
 from asya_cdk.permissions import ROLES, Role
 from asya_cdk.settings import CONTEXT, DeploySettings
@@ -58,10 +60,12 @@ __all__ = [
     "LimitReport",
     "Lock",
     "LockedLayerBundling",
+    "MeshNetwork",
     "MeshObservability",
     "Role",
     "SourceLayout",
     "Storage",
+    "TableBackup",
     "build_app",
     "check_assembly",
     "check_auth",

@@ -26,6 +26,12 @@ actor's name (``nested``); either way adding or removing actors never moves anot
 Retained data: with ``deployment.retain_data`` (default) the table and the bucket outlive the stack and the table is
 protected from deletion; ``deployment.existing_table`` / ``existing_bucket`` reuse what a deleted stack left.
 
+Data lifecycle and network (docs/deploy.md, "Encryption", "Data lifecycle", "VPC"): the manifest's customer-managed
+key, named or created (:mod:`asya_cdk.encryption`), covers the table, queues, bucket, every log group and the backup
+vault; ``storage.checkpoints`` / ``versioning`` shape the bucket's lifecycle; ``storage.backup`` adds an AWS Backup
+plan (:class:`~asya_cdk.backup.TableBackup`); ``deployment.vpc`` or the ``vpc`` / ``vpc_subnets`` props put every
+function of the mesh into a VPC with the endpoints it needs (:class:`~asya_cdk.network.MeshNetwork`).
+
 Grants (CDK style, each returns the ``iam.Grant``): :meth:`AsyaMesh.grant_create_tasks`,
 :meth:`AsyaMesh.grant_read_tasks` (``execute-api:Invoke`` on the task routes; gateway auth ``iam`` only) and
 :meth:`AsyaMesh.grant_send` (send to one actor's queue).
@@ -43,6 +49,7 @@ from typing import Final
 from aws_cdk import Aws, NestedStack, Stack, Tags
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -55,7 +62,7 @@ from constructs import Construct
 from asya import access, naming
 from asya.environment import actor_environment, gateway_environment
 from asya.envnames import ENV
-from asya.manifest import Manifest
+from asya.manifest import Manifest, VpcConfig
 from asya_cdk.actor import Actor, ActorOverrides, retention_problems
 from asya_cdk.assets import (
     ASSET_EXCLUDES,
@@ -65,15 +72,18 @@ from asya_cdk.assets import (
     stage_gateway_asset,
 )
 from asya_cdk.backstop import Backstop
+from asya_cdk.backup import TableBackup
 from asya_cdk.bytecode import interpreter_matches, stage_compiled
 from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load, storage_reuse_problems
 from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
+from asya_cdk.encryption import encrypt_log_groups, mesh_key
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway
 from asya_cdk.grants import grant_task_routes
 from asya_cdk.installed import installed_sources
 from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
 from asya_cdk.nag import acknowledge
+from asya_cdk.network import MeshNetwork, endpoint_services, network_problems
 from asya_cdk.observability import MeshObservability, retention_days
 from asya_cdk.permissions import grant_access, role_of
 from asya_cdk.placement import ActorGroup, actor_groups, group_code, placement_problems
@@ -117,6 +127,8 @@ class AsyaMesh(Construct):
         api_gateway_props: apigw.RestApiProps | None = None,
         log_group_props: logs.LogGroupProps | None = None,
         backstop_handler: str = DEFAULT_BACKSTOP_HANDLER,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
     ) -> None:
         layout = sources or default_sources()
         loaded, problems = load(manifest)
@@ -144,6 +156,7 @@ class AsyaMesh(Construct):
             problems += storage_reuse_problems(
                 loaded, {**hooks, "existing_table_obj": existing_table_obj, "existing_bucket_obj": existing_bucket_obj}
             )
+            problems += network_problems(loaded, vpc_given=vpc is not None, subnets_given=vpc_subnets is not None)
         if web_adapter_layer is None and loaded is not None:
             try:
                 adapter_arn: str | None = lwa_layer_arn(Stack.of(scope).region, lwa_layer_version)
@@ -158,7 +171,7 @@ class AsyaMesh(Construct):
         self._manifest = loaded
         namespace = loaded.namespace
         Tags.of(self).add("asya:namespace", namespace)
-        key = self._key(loaded)
+        key = mesh_key(self, loaded.storage, namespace=namespace, retain=loaded.deployment.retain_data)
         self._key_obj = key
         retention = retention_days(loaded.observability.log_retention_days)
         function_extra = given_fields(lambda_function_props)
@@ -179,8 +192,24 @@ class AsyaMesh(Construct):
             existing_table=existing_table_obj,
             existing_bucket=existing_bucket_obj,
             retain_data=deployment.retain_data,
+            checkpoints=loaded.storage.checkpoints,
+            versioning=loaded.storage.versioning,
+            noncurrent_expire_days=loaded.storage.noncurrent_expire_days,
         )
         table, bucket = self._storage.table, self._storage.bucket
+        self._backup = (
+            None
+            if loaded.storage.backup is None
+            else TableBackup(
+                self,
+                "Backup",
+                namespace=namespace,
+                table=table,
+                config=loaded.storage.backup,
+                key=key,
+                retain=deployment.retain_data,
+            )
+        )
 
         python_version = runtime.name.removeprefix("python")
         compiled = interpreter_matches(python_version)
@@ -312,11 +341,33 @@ class AsyaMesh(Construct):
             alarm_topic_arn=loaded.observability.alarm_topic_arn,
             dashboard=loaded.observability.dashboard,
         )
+        self._network = self._place_in_vpc(loaded, key, vpc, vpc_subnets)
+        # every log group and function of the mesh, whichever construct made it
+        encrypt_log_groups((c for c in self.node.find_all() if isinstance(c, logs.LogGroup)), key)
         self._acknowledge()
 
-    def _key(self, manifest: Manifest) -> kms.IKey | None:
-        arn = manifest.storage.kms_key_arn
-        return None if arn is None else kms.Key.from_key_arn(self, "Key", arn)
+    def _place_in_vpc(
+        self,
+        manifest: Manifest,
+        key: kms.IKey | None,
+        vpc: ec2.IVpc | None,
+        vpc_subnets: ec2.SubnetSelection | None,
+    ) -> MeshNetwork | None:
+        config = manifest.deployment.vpc
+        if vpc is None and config is None:
+            return None
+        network = MeshNetwork(
+            self,
+            "Network",
+            config=config or VpcConfig(),
+            services=endpoint_services(manifest, key=key is not None),
+            vpc=vpc,
+            vpc_subnets=vpc_subnets,
+        )
+        for construct in self.node.find_all():
+            if isinstance(construct, lambda_.Function):
+                network.attach(construct)
+        return network
 
     def _layer(self, id: str, code: lambda_.Code, runtime: lambda_.Runtime, description: str) -> lambda_.LayerVersion:
         return lambda_.LayerVersion(
@@ -375,6 +426,16 @@ class AsyaMesh(Construct):
     def encryption_key(self) -> kms.IKey | None:
         """The manifest's customer-managed key; ``None``: AWS-owned keys."""
         return self._key_obj
+
+    @property
+    def network(self) -> MeshNetwork | None:
+        """The VPC, security groups and endpoints; ``None`` when the functions run outside a VPC."""
+        return self._network
+
+    @property
+    def backup(self) -> TableBackup | None:
+        """The table's AWS Backup plan; ``None`` without ``storage.backup``."""
+        return self._backup
 
     @property
     def gateway(self) -> Gateway:

@@ -10,9 +10,8 @@
 - :class:`~asya.access.Unscoped` -> ``*``; :class:`~asya.access.OwnQueue` is granted by the event source mapping.
 
 Every wildcard a statement holds is acknowledged to cdk-nag (``AwsSolutions-IAM5``) on the function, with the
-declaring call's ``why`` as the reason. With a customer-managed KMS key (``storage.kms_key_arn``) every role also gets
-``kms:Decrypt``, ``kms:Encrypt``, ``kms:GenerateDataKey*`` and ``kms:ReEncrypt*`` on that key only (SQS, DynamoDB and
-S3 encrypt with it on the role's behalf).
+declaring call's ``why`` as the reason. :class:`~asya.access.MeshKey` -> the customer-managed key's ARN when the
+mesh has one (``storage.kms_key_arn`` / ``create_kms_key``), else the call is not granted at all.
 
 Missing keys, 403 or 404: S3 answers a ``GetObject``/``HeadObject`` of a missing key with 404 only when the caller has
 ``s3:ListBucket`` on the bucket, and that request carries no ``s3:prefix``, so a prefix-conditioned ``ListBucket``
@@ -39,7 +38,7 @@ from constructs import IConstruct
 
 from asya import access, naming
 from asya.access import DEADLINE_INDEXES, ROLES, Call, Role, role_of
-from asya_cdk.nag import acknowledge, acknowledge_wildcard_resources
+from asya_cdk.nag import acknowledge_wildcard_resources
 
 __all__ = [
     "DEADLINE_INDEXES",
@@ -88,6 +87,10 @@ def grant_access(
         if isinstance(resource, access.Listing):
             listing.append((call, resource.prefixes))
             continue
+        if isinstance(resource, access.MeshKey):
+            if key is not None:
+                iam.Grant.add_to_principal(grantee=grantee, actions=list(call.actions), resource_arns=[key.key_arn])
+            continue
         arns = _arns(grantee, resource, namespace=namespace, table=table, bucket=bucket)
         iam.Grant.add_to_principal(grantee=grantee, actions=list(call.actions), resource_arns=arns)
         for arn in arns:
@@ -101,9 +104,7 @@ def grant_access(
                 conditions={"StringLike": {"s3:prefix": list(dict.fromkeys(prefixes))}},
             )
         )
-    if key is not None:
-        key.grant_encrypt_decrypt(grantee)
-    _acknowledge(grantee, reasons, key=key)
+    _acknowledge(grantee, reasons)
 
 
 def _arns(
@@ -122,17 +123,9 @@ def _arns(
     raise TypeError(f"resource {resource!r} has no ARN of its own")
 
 
-def _acknowledge(grantee: IConstruct, reasons: Mapping[str, list[str]], *, key: kms.IKey | None) -> None:
+def _acknowledge(grantee: IConstruct, reasons: Mapping[str, list[str]]) -> None:
     for arn, why in reasons.items():
         acknowledge_wildcard_resources(grantee, [arn], "; ".join(why) + " (docs/deploy.md, least privilege).")
-    if key is not None:
-        for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-            acknowledge(
-                grantee,
-                f"AwsSolutions-IAM5[Action::{action}]",
-                "CDK's grantEncryptDecrypt on the mesh's own customer-managed key only; SQS and DynamoDB call "
-                "these on the role's behalf.",
-            )
 
 
 def matrix_markdown() -> str:
@@ -158,4 +151,6 @@ def _describe(resource: access.Resource) -> str:
         return f"queues `asya-{{ns}}-{resource.pattern}`"
     if isinstance(resource, access.OwnQueue):
         return "its own queue (granted by the event source mapping)"
+    if isinstance(resource, access.MeshKey):
+        return "the mesh's customer-managed key (only with `storage.kms_key_arn` or `create_kms_key`)"
     return "`*` (no resource-level permissions)"

@@ -22,6 +22,9 @@ is the CDK CLI's; 2 when the project or Node.js is missing.
 ``asya:deleteData=true`` (table and bucket set to be deleted with the stack, the bucket emptied by CDK's
 auto-delete custom resource, the table's deletion protection off), then destroys it with ``--force``. A table or
 bucket the manifest reuses (``deployment.existing_table`` / ``existing_bucket``) is not the stack's and stays.
+
+``deploy`` first looks for a task table a deleted stack retained (``asya_local.deploycheck``, two read-only calls
+with your credentials) and stops with the fix instead of letting CloudFormation fail on it.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from typing import TYPE_CHECKING, Final, TextIO
 
 from asya.manifest import load_manifest
 from asya_local.cliio import CliIo
+from asya_local.deploycheck import check_before_deploy, deploy_region
 from asya_local.exceptions import LocalModeError
 from asya_local.preflight import check_mesh
 from asya_local.scaffold import scaffold
@@ -125,6 +129,10 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
         raise LocalModeError("--yes only confirms --delete-data; add --delete-data or drop --yes")
     if not getattr(args, "delete_data", False):
         command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
+        if args.cdk_command == "deploy":
+            note = check_before_deploy(manifest, region=deploy_region(args.context, args.env))
+            if note is not None:
+                io.note(f"asya deploy: {note}")
         return _stream(command, cwd=project, env=_cdk_env(args.env), io=io)
     if not args.yes and not confirm_deletion(manifest.namespace, stdin=args.stdin, err=io.err):
         io.error("destroy --delete-data: not confirmed; nothing was changed")

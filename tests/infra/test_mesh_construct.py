@@ -108,17 +108,24 @@ def test_cdk_nag_passes_with_every_opt_in(shop: tuple[AsyaMesh, dict[str, Any], 
 def test_customer_managed_key_encrypts_table_and_queues_and_reaches_every_role(
     shop: tuple[AsyaMesh, dict[str, Any], Path],
 ) -> None:
-    """Issue 19 item 6: the manifest's key on the table and every queue, and in every function's grants."""
+    """Issue 19 item 6: the manifest's key on the table and every queue, and in every function's grants (its declared
+    ``key.use``); issue 26 item 8: on the bucket and the log groups too."""
     _, template, _ = shop
     (table,) = _of_type(template, "AWS::DynamoDB::Table")
     assert table["SSESpecification"] == {"KMSMasterKeyId": KEY_ARN, "SSEEnabled": True, "SSEType": "KMS"}
     queues = _of_type(template, "AWS::SQS::Queue")
     assert len(queues) == 8  # three actors and the timer queue, each with its DLQ
     assert all(q["KmsMasterKeyId"] == KEY_ARN and "SqsManagedSseEnabled" not in q for q in queues)
-    # S3 keeps SSE-S3 (GW-DATA-7)
+    # issue 26 item 8: the bucket (with an S3 bucket key) and every log group use it too
     (bucket,) = _of_type(template, "AWS::S3::Bucket")
     rules = bucket["BucketEncryption"]["ServerSideEncryptionConfiguration"]
-    assert rules == [{"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+    assert rules == [
+        {
+            "BucketKeyEnabled": True,
+            "ServerSideEncryptionByDefault": {"KMSMasterKeyID": KEY_ARN, "SSEAlgorithm": "aws:kms"},
+        }
+    ]
+    assert {group.get("KmsKeyId") for group in _of_type(template, "AWS::Logs::LogGroup")} == {KEY_ARN}
     roles_with_key = set()
     for policy in _of_type(template, "AWS::IAM::Policy"):
         for statement in policy["PolicyDocument"]["Statement"]:

@@ -57,7 +57,9 @@ EMULATED_TYPES: Final = frozenset(
 )
 #: Accepted by name: no effect on a local run. Resource policies of queues and the bucket only deny plain-HTTP
 #: access (``aws:SecureTransport``), which a local endpoint cannot offer; API Gateway's deployment, stage and account
-#: only publish the methods read from the template; the others are observability or deployment plumbing.
+#: only publish the methods read from the template; the VPC, its endpoints and security groups only route what runs
+#: over loopback here (a function's ``VpcConfig`` is not read); the others are observability, backup or deployment
+#: plumbing.
 INERT_TYPES: Final = frozenset(
     {
         "AWS::CloudWatch::Alarm",
@@ -75,6 +77,19 @@ INERT_TYPES: Final = frozenset(
         "AWS::SQS::QueuePolicy",
         "AWS::S3::BucketPolicy",
         "AWS::CDK::Metadata",
+        # the VPC a function runs in: locally every function reaches moto over loopback, the VPC-free path
+        "AWS::EC2::VPC",
+        "AWS::EC2::Subnet",
+        "AWS::EC2::RouteTable",
+        "AWS::EC2::SubnetRouteTableAssociation",
+        "AWS::EC2::SecurityGroup",
+        "AWS::EC2::SecurityGroupIngress",
+        "AWS::EC2::SecurityGroupEgress",
+        "AWS::EC2::VPCEndpoint",
+        # the table's backup plan runs on AWS Backup's schedule, never during a local run
+        "AWS::Backup::BackupVault",
+        "AWS::Backup::BackupPlan",
+        "AWS::Backup::BackupSelection",
     }
 )
 #: AWS managed policies the templates may attach, by name, with their documented statements.
@@ -113,6 +128,39 @@ MANAGED_POLICIES: Final[Mapping[str, list[dict[str, Any]]]] = {
                 "logs:FilterLogEvents",
             ],
             "Resource": "*",
+        }
+    ],
+    # the network interfaces of a function in a VPC: Lambda's own calls, never a function's
+    "service-role/AWSLambdaVPCAccessExecutionRole": [
+        {
+            "Effect": "Allow",
+            "Action": [
+                "logs:CreateLogGroup",
+                "logs:CreateLogStream",
+                "logs:PutLogEvents",
+                "ec2:CreateNetworkInterface",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeSubnets",
+                "ec2:DeleteNetworkInterface",
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:UnassignPrivateIpAddresses",
+            ],
+            "Resource": "*",
+        }
+    ],
+    # AWS Backup's selection role (no function's): the DynamoDB part of the documented policies
+    "service-role/AWSBackupServiceRolePolicyForBackup": [
+        {
+            "Effect": "Allow",
+            "Action": ["dynamodb:DescribeTable", "dynamodb:CreateBackup", "dynamodb:ListTagsOfResource"],
+            "Resource": "arn:aws:dynamodb:*:*:table/*",
+        }
+    ],
+    "service-role/AWSBackupServiceRolePolicyForRestores": [
+        {
+            "Effect": "Allow",
+            "Action": ["dynamodb:RestoreTableFromBackup", "dynamodb:DescribeBackup", "dynamodb:Scan"],
+            "Resource": "arn:aws:dynamodb:*:*:table/*",
         }
     ],
     "AWSXRayDaemonWriteAccess": [

@@ -174,6 +174,11 @@ class Stack:
             ("AWS::ApiGateway::RestApi", "RootResourceId"): f"{name}-root",
             ("AWS::ApiGateway::RestApi", "RestApiId"): name,
             ("AWS::Lambda::LayerVersion", "LayerVersionArn"): self.ref(logical_id),
+            ("AWS::EC2::SecurityGroup", "GroupId"): f"sg-{hashlib.sha256(name.encode()).hexdigest()[:17]}",
+            ("AWS::EC2::VPC", "CidrBlock"): "10.0.0.0/16",
+            ("AWS::Backup::BackupVault", "BackupVaultArn"): self._arn("backup", f"backup-vault:{name}"),
+            ("AWS::Backup::BackupVault", "BackupVaultName"): name,
+            ("AWS::Backup::BackupPlan", "BackupPlanId"): name,
         }
         if key not in values:
             raise TemplateError(f"{self.name}/{logical_id}: attribute {attribute!r} of {resource.type} is not known")

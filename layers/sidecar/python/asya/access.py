@@ -17,7 +17,10 @@ Resources, each rendered as an ARN by the CDK app:
 - :class:`Queues`: the mesh's queues named ``asya-{ns}-{pattern}`` (``*``: every queue, P-NAME-4);
 - :class:`OwnQueue`: the queue the function consumes; its grant comes with the event source mapping
   (``granted_by_event_source``), declared so that a recorded call maps back to an entry;
-- :class:`Unscoped`: actions without resource-level permissions (``Resource: *``).
+- :class:`Unscoped`: actions without resource-level permissions (``Resource: *``);
+- :class:`MeshKey`: the mesh's customer-managed KMS key, granted only when the mesh has one (``storage.kms_key_arn``
+  or ``storage.create_kms_key``): every role reads or writes encrypted data (queues, table, bucket), which SQS,
+  DynamoDB and S3 decrypt and encrypt with the key on the role's behalf.
 
 Each :class:`Call` has a ``name`` unique within its role (``paused.store``, ``task.write``...), stable across
 releases: a test that records every call a role made maps each recorded ``(action, resource)`` back to the declared
@@ -53,6 +56,7 @@ __all__ = [
     "Call",
     "Index",
     "Listing",
+    "MeshKey",
     "Objects",
     "OwnQueue",
     "Queues",
@@ -106,7 +110,12 @@ class Unscoped:
     """Actions with no resource-level permissions."""
 
 
-Resource = Table | Index | Objects | Listing | Queues | OwnQueue | Unscoped
+@dataclass(frozen=True, slots=True)
+class MeshKey:
+    """The mesh's customer-managed KMS key (only when it has one)."""
+
+
+Resource = Table | Index | Objects | Listing | Queues | OwnQueue | Unscoped | MeshKey
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +239,14 @@ _PREFLIGHT: Final = Call(
     "task.preflight", ("dynamodb:BatchGetItem",), Table(), "the strongly consistent pre-flight read (P-STAT-10)"
 )
 
-ACTOR: Final = Role("actor", (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), _SEND_MESH))
+_KEY_USE: Final = Call(
+    "key.use",
+    ("kms:Decrypt", "kms:GenerateDataKey"),
+    MeshKey(),
+    "SQS, DynamoDB and S3 decrypt what the role reads and encrypt what it writes with the mesh's customer-managed key",
+)
+
+ACTOR: Final = Role("actor", (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), _SEND_MESH, _KEY_USE))
 AGGREGATOR: Final = Role(
     "aggregator",
     (
@@ -245,6 +261,7 @@ AGGREGATOR: Final = Role(
             "fan-in slices too large for their items (P-AGG-8)",
         ),
         _SEND_MESH,
+        _KEY_USE,
     ),
 )
 SINK: Final = Role(
@@ -268,6 +285,7 @@ SINK: Final = Role(
         Call("result.store", (_PUT,), _value("result"), "a result over 64 KiB (GW-DATA-6)"),
         Call("error.store", (_PUT,), _value("error_details"), "error details over 64 KiB (GW-DATA-6)"),
         _SEND_MESH,
+        _KEY_USE,
     ),
 )
 SUMP: Final = Role(
@@ -288,6 +306,7 @@ SUMP: Final = Role(
             Objects(tableschema.UNPARSED_PREFIX + "*"),
             "bodies that do not parse, one object per message (P-SUMP-5)",
         ),
+        _KEY_USE,
     ),
 )
 PAUSE: Final = Role(
@@ -305,6 +324,7 @@ PAUSE: Final = Role(
         ),
         Call("pause.metadata", (_PUT,), _value("pause_metadata"), "pause metadata over 64 KiB (GW-DATA-6)"),
         _SEND_MESH,
+        _KEY_USE,
     ),
 )
 RESUME: Final = Role(
@@ -328,6 +348,7 @@ RESUME: Final = Role(
             "its key (asya.missingkey)",
         ),
         _SEND_MESH,
+        _KEY_USE,
     ),
 )
 GATEWAY: Final = Role(
@@ -368,6 +389,7 @@ GATEWAY: Final = Role(
             Unscoped(),
             "cloudwatch:GetMetricStatistics has no resource-level permissions; it only reads metrics (GW-OPS-3)",
         ),
+        _KEY_USE,
     ),
 )
 BACKSTOP: Final = Role(
@@ -387,6 +409,7 @@ BACKSTOP: Final = Role(
             Queues(naming.DEADLINE),
             "a timer due before its deadline is sent again (an SQS delay stops at 900 s, GW-BACK-1)",
         ),
+        _KEY_USE,
     ),
 )
 

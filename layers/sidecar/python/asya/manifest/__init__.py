@@ -36,6 +36,7 @@ from asya.manifest.blocks import (
     lambda_timeout,
     visibility_timeout,
 )
+from asya.manifest.dataplane import BackupConfig, CheckpointLifecycle, VpcConfig
 from asya.manifest.loader import load_manifest, parse_manifest
 from asya.manifest.model import Manifest
 
@@ -44,6 +45,8 @@ __all__ = [
     "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",
+    "BackupConfig",
+    "CheckpointLifecycle",
     "CrewConfig",
     "DeployedActor",
     "DeploymentConfig",
@@ -58,6 +61,7 @@ __all__ = [
     "Resiliency",
     "Rule",
     "StorageConfig",
+    "VpcConfig",
     "lambda_timeout",
     "load_manifest",
     "parse_manifest",

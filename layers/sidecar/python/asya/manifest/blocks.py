@@ -27,6 +27,7 @@ from pydantic import (
 from asya import naming
 from asya.flows.ir import Program
 from asya.gatewayurl import is_gateway_url
+from asya.manifest.dataplane import BackupConfig, CheckpointLifecycle, VpcConfig
 from asya.timeutil import parse_duration
 
 __all__ = [
@@ -321,6 +322,20 @@ class StorageConfig(_Model):
     kms_key_arn: Annotated[
         str | None, _matching(KMS_KEY_ARN_RE, "arn:aws:kms:REGION:ACCOUNT:key/KEY-ID (a key ARN, not an alias)")
     ] = None
+    #: Create a customer-managed key for the mesh (rotated yearly, retained) instead of naming one.
+    create_kms_key: bool = Field(False, strict=True)
+    #: Keep old versions of overwritten or deleted objects, for ``noncurrent_expire_days`` days.
+    versioning: bool = Field(False, strict=True)
+    noncurrent_expire_days: int = Field(30, ge=1, strict=True)
+    checkpoints: CheckpointLifecycle = Field(default_factory=CheckpointLifecycle)
+    #: An AWS Backup plan for the task table; unset: point-in-time recovery only.
+    backup: BackupConfig | None = None
+
+    @model_validator(mode="after")
+    def _one_key(self) -> StorageConfig:
+        if self.create_kms_key and self.kms_key_arn is not None:
+            raise MemberError("create_kms_key", "true together with kms_key_arn; name a key or create one, not both")
+        return self
 
 
 class DeploymentConfig(_Model):
@@ -343,6 +358,8 @@ class DeploymentConfig(_Model):
     existing_table: bool = Field(False, strict=True)
     #: Use this bucket (one a deleted stack retained: its ``BucketName`` output) instead of creating one.
     existing_bucket: str | None = None
+    #: The VPC every function runs in (docs/deploy.md, "VPC"); unset: no VPC.
+    vpc: VpcConfig | None = None
 
     @field_validator("existing_bucket")
     @classmethod
