@@ -43,6 +43,8 @@ TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 _POLL_PAUSE: Final = 0.2
 _FOLLOW_READ_SECONDS: Final = 3.0
 _RETRY_PAUSE: Final = 0.25
+#: a first creation still under way (409) or cut by a restart (5xx): sent again with the same Idempotency-Key
+_CREATE_RETRY_STATUSES: Final = frozenset({409, 500, 502, 503, 504})
 _DEFAULT_SSE_RETRY_MS: Final = 1000
 
 
@@ -206,9 +208,10 @@ class Workload:
             )
             if response is None:
                 return None
-            if response.status_code != 409 or self._monotonic() >= self._ends:
+            if response.status_code not in _CREATE_RETRY_STATUSES or self._monotonic() >= self._ends:
                 break
-            self._recorder.retried()  # the first attempt is still being created: ask again
+            # the first attempt is still being created (409), or a restart cut it (5xx): ask again with the same key
+            self._recorder.retried()
             time.sleep(_RETRY_PAUSE)
         if response.status_code != 201:
             self._recorder.error(f"create {plan.flow}: {response.status_code} {response.text[:200]}")

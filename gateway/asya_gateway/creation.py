@@ -68,13 +68,18 @@ async def start_task(
     context_id: str | None = None,
     task_id: str | None = None,
     now: datetime | None = None,
+    resume_deadline: str | None = None,
+    resume: bool = False,
 ) -> dict[str, Any]:
     """Create and dispatch one task (``task_id``: the id the caller chose, e.g. an MCP handshake-era call's id
     derived from its session and request id, ``asya_gateway.mcp.cancel``; else a fresh UUID4); answers ``{"id",
-    "status": "pending", "deadline_at"?}``."""
+    "status": "pending", "deadline_at"?}``.
+
+    ``resume``: the record ``task_id`` exists already (a replayed ``Idempotency-Key`` whose first creation may have
+    stopped before its send, GW-CREATE-R3-7): arm the timer for ``resume_deadline`` and send the envelope again."""
     task_id = task_id or str(uuid.uuid4())
     now = now or ctx.clock()
-    deadline_at = deadline_of(target, create, now)
+    deadline_at = resume_deadline if resume else deadline_of(target, create, now)
     headers = _envelope_headers(ctx, target, create, traceparent=traceparent, tracestate=tracestate)
     headers.update(extra_headers or {})
     entry = target.route[0] if target.route else ""  # a compiled flow may start with a test (P-FLOW-5)
@@ -98,15 +103,16 @@ async def start_task(
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
         envelope, destination = _start_flow(program, envelope, format_ts(now))
         entry = envelope.route.curr or destination
-    await ctx.call(
-        ctx.store.create_task,
-        task_id=task_id,
-        actor=entry,
-        flow=target.flow,
-        payload=create.payload,
-        deadline_at=deadline_at,
-        context_id=context_id,
-    )
+    if not resume:
+        await ctx.call(
+            ctx.store.create_task,
+            task_id=task_id,
+            actor=entry,
+            flow=target.flow,
+            payload=create.payload,
+            deadline_at=deadline_at,
+            context_id=context_id,
+        )
     if deadline_at is not None:
         await _arm_deadline(ctx, task_id, deadline_at)
     await _dispatch(ctx, task_id, destination, envelope)

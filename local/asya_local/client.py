@@ -27,6 +27,8 @@ _TIMEOUT = httpx.Timeout(10.0, read=30.0)
 #: A create is sent at most this often, with the same Idempotency-Key (GW-CREATE R3), 0.5 s more apart each time.
 _CREATE_ATTEMPTS = 4
 _CREATE_BACKOFF = 0.5
+#: a first attempt still being created (409), or a gateway cut mid-create (5xx): the same key is safe to send again
+_CREATE_RETRY_STATUSES = frozenset({409, 500, 502, 503, 504})
 
 
 class GatewayClient:
@@ -60,8 +62,8 @@ class GatewayClient:
         """``POST /api/v1/mesh/?flow=`` or ``?actor=``; returns ``{"id", "status", "deadline_at"?}`` (GW-CREATE-9).
 
         Every create carries an ``Idempotency-Key`` (GW-CREATE R3; a fresh UUID4 unless given), so a connection cut
-        before the answer, or a 409 while the first attempt is still being created, is retried without a second
-        task."""
+        before the answer, a 409 while the first attempt is still being created, or a 5xx (a gateway cut mid-create)
+        is retried without a second task (GW-CREATE-R3-6, GW-CREATE-R3-7)."""
         params = {"flow": flow} if flow is not None else {"actor": actor or ""}
         body: dict[str, Any] = {"payload": payload}
         if timeout is not None:
@@ -76,7 +78,7 @@ class GatewayClient:
                 if attempt == _CREATE_ATTEMPTS:
                     raise
             except GatewayHttpError as exc:
-                if exc.status_code != 409 or attempt == _CREATE_ATTEMPTS:
+                if exc.status_code not in _CREATE_RETRY_STATUSES or attempt == _CREATE_ATTEMPTS:
                     raise
             else:
                 return self._json(response)

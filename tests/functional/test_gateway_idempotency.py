@@ -7,6 +7,7 @@ header: 400. Without the header nothing is written for the key.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -255,3 +256,66 @@ def test_gw_create_r3_an_a2a_message_sent_again_answers_its_first_task(mesh: Any
         reused = send("another text")
         assert reused["error"]["code"] == -32602 and "messageId" in reused["error"]["message"]
         assert len(gw.tasks()) == 1
+
+
+def _cut_creation(gw: Gw, key: str, task_id: str) -> None:
+    """A first create that wrote its key and its record, then stopped before its send (a restart, a timeout)."""
+    from asya_gateway.idempotency import IdempotencyKeys, fingerprint
+
+    keys = IdempotencyKeys(
+        table=gw.store.table, dynamodb=gw.store.dynamodb, task_exists=lambda i: bool(gw.store.statuses([i]))
+    )
+    answer = {"id": task_id, "status": "pending", "deadline_at": "2026-03-01T10:02:00.500Z"}
+    keys.claim(
+        caller="",
+        key=key,
+        print_=fingerprint("flow=text-pipeline", BODY),
+        task_id=task_id,
+        answer=answer,
+        now=gw.clock(),
+    )
+    gw.store.create_task(
+        task_id=task_id,
+        actor="normalize",
+        flow="text-pipeline",
+        payload=BODY["payload"],
+        deadline_at=answer["deadline_at"],
+    )
+
+
+def _received(gw: Gw, actor: str) -> list[str]:
+    url = gw.mesh.resources.queue_urls[actor]
+    messages = gw.mesh.aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", [])
+    return [json.loads(m["Body"])["id"] for m in messages]
+
+
+def test_gw_create_r3_7_a_replay_sends_what_a_cut_creation_never_sent(gw: Gw) -> None:
+    """GW-CREATE-R3-7: the record exists, the envelope was never sent; the retry with the key answers the first 201
+    and sends the envelope, so the task runs instead of staying ``pending`` (found by ``make chaos``: a gateway
+    restart cut a create between its record and its send)."""
+    task_id = "00000000-0000-4000-8000-00000000c0de"
+    _cut_creation(gw, "cut-1", task_id)
+    assert _received(gw, "normalize") == []
+    again = gw.post("cut-1")
+    assert again.status_code == 201, again.text
+    assert again.json()["id"] == task_id
+    assert again.json()["deadline_at"] == "2026-03-01T10:02:00.500Z"
+    assert _received(gw, "normalize") == [task_id]
+    assert len(gw.tasks()) == 1
+
+
+def test_gw_create_r3_7_a_replay_of_a_started_task_sends_nothing(gw: Gw) -> None:
+    """Once an actor has claimed a hop (the task item has a fence) the replay only answers: no second envelope."""
+    first = gw.post("started-1")
+    assert first.status_code == 201, first.text
+    task_id = first.json()["id"]
+    assert _received(gw, "normalize") == [task_id]
+    gw.mesh.aws.dynamodb.update_item(
+        TableName=gw.store.table,
+        Key={"pk": {"S": f"TASK#{task_id}"}, "sk": {"S": "TASK"}},
+        UpdateExpression="SET fence_h = :h, fence_a = :a",
+        ExpressionAttributeValues={":h": {"N": "0"}, ":a": {"N": "1"}},
+    )
+    again = gw.post("started-1")
+    assert again.json() == first.json()
+    assert _received(gw, "normalize") == []

@@ -83,6 +83,19 @@ async def _create_once(
         now=now,
     )
     if claim.answer is not None:
+        if await ctx.call(store.unstarted, claim.task_id):
+            # the first creation may have stopped between its record and its send (a restart, a Lambda timeout):
+            # send again; a copy already sent is absorbed by the first hop's claim (GW-CREATE-R3-7, P-ACK-7)
+            await start_task(
+                ctx,
+                target,
+                create,
+                task_id=claim.task_id,
+                resume=True,
+                resume_deadline=claim.answer.get("deadline_at"),
+                traceparent=traces["traceparent"],
+                tracestate=traces["tracestate"],
+            )
         return claim.answer
     try:
         return await start_task(

@@ -251,6 +251,12 @@ class TaskStore:
         ``BatchGetItem`` per 100 keys; a read error answers ``{}`` (every item unknown, the claim decides)."""
         return self._reader.preflight(keys)
 
+    def unstarted(self, task_id: str) -> bool:
+        """True when the task is ``pending`` and no actor has claimed a hop of it yet (no ``fence_h``): its first
+        envelope may never have been sent (GW-CREATE-R3-7). One strongly consistent read."""
+        item = self._get_item(task_id, rec.TASK_SK)
+        return item is not None and rec.get_str(item, "status") == "pending" and "fence_h" not in item
+
     def statuses(self, ids: Sequence[str]) -> dict[str, str]:
         """``{id: status}`` of the ids that have a task record (best effort: a read error answers ``{}``)."""
         return self._reader.statuses(ids)
