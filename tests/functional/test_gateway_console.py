@@ -109,6 +109,28 @@ def test_system_mesh_describes_flows_and_actors(client: httpx.Client, mesh: Any)
     assert {"x-sink", "x-sump"} <= set(body["queues"])
 
 
+def test_gw_mesh_1_system_mesh_carries_each_compiled_flows_graph(client: httpx.Client, mesh: Any) -> None:
+    """GW-MESH-1 (R3): a flow written as Python comes with its drawing (the render model's nodes and edges, one
+    source with DOT and Mermaid); a static route with ``graph: null``."""
+    from asya.flows.render import graph
+
+    flows = {flow["name"]: flow for flow in client.get("/api/v1/system/mesh").json()["flows"]}
+    assert flows["text-pipeline"]["graph"] is None
+    drawn = flows["triage"]["graph"]
+    program = mesh.manifest.flows["triage"].program
+    nodes, edges = graph(program)
+    assert [node["id"] for node in drawn["nodes"]] == list(nodes)
+    assert [(n["kind"], n["label"]) for n in drawn["nodes"]] == list(nodes.values())
+    assert [(e["from"], e["to"], e["label"], e["dashed"]) for e in drawn["edges"]] == edges
+    by_id = {node["id"]: node for node in drawn["nodes"]}
+    assert by_id["start"]["kind"] == "start" and by_id["done"]["kind"] == "end"
+    calls = [node for node in drawn["nodes"] if node["kind"] == "call"]
+    assert [node["actors"] for node in calls][:2] == [["normalize"], ["analyze"]]
+    mapped = next(node for node in drawn["nodes"] if node["kind"] == "map")
+    assert mapped["actors"] == ["summarize-chunk", "x-fanin-flow-triage"]  # the slices' actor, then the merge hop
+    assert any(edge["dashed"] and edge["label"] == "except KeyError" for edge in drawn["edges"])
+
+
 def test_gw_auth_4_console_assets_are_public_the_api_is_not(gateway: Callable[..., httpx.Client], mesh: Any) -> None:
     data = mesh.manifest.model_dump(mode="python")
     data["gateway"]["auth"] = {"mode": "api_key", "api_key_secret": "asya/keys"}
