@@ -52,6 +52,7 @@ def client(gateway: Callable[..., httpx.Client]) -> Iterator[httpx.Client]:
         ("/console/index.html", "text/html; charset=utf-8", b"<title>asya console</title>"),
         ("/console/console.js", "text/javascript; charset=utf-8", b"textContent"),
         ("/console/console.css", "text/css; charset=utf-8", b".badge"),
+        ("/console/flowgraph.js", "text/javascript; charset=utf-8", b"export function drawFlow"),
     ],
 )
 def test_console_assets_are_served_with_a_strict_csp(
@@ -72,14 +73,15 @@ def test_console_assets_are_served_with_a_strict_csp(
 
 
 def test_console_never_writes_markup_from_data() -> None:
-    """The module builds the DOM with textContent only: no innerHTML, outerHTML, insertAdjacentHTML or eval."""
+    """The modules build the DOM with textContent only: no innerHTML, outerHTML, insertAdjacentHTML or eval."""
     from importlib import resources
 
-    source = resources.files("asya_gateway").joinpath("console").joinpath("console.js").read_text(encoding="utf-8")
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
-    assert "textContent" in code
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in code, sink
+    for name in ("console.js", "flowgraph.js"):
+        source = resources.files("asya_gateway").joinpath("console").joinpath(name).read_text(encoding="utf-8")
+        code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
+        assert "textContent" in code
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in code, (name, sink)
 
 
 def test_gw_gen_3_console_redirect_unknown_asset_and_method(client: httpx.Client) -> None:
