@@ -171,6 +171,14 @@ def test_a_flow_program_over_4_kb_ships_in_the_flows_layer(shop: SynthesizedMesh
     ]
     (staged,) = list(shop.outdir.glob("asset.*/python/asya_flows.json"))
     assert json.loads(staged.read_text())["big"] == program.to_json()
-    found = read_flows_file("asya_flows.json", ["big"], search=[str(staged.parent)])
-    assert found == {"big": program}
     assert layer["Properties"]["CompatibleRuntimes"]
+    # the artifact mesh lays the function out as Lambda does (each layer's python directory on the path): it finds
+    # the same file by the same name
+    from asya_local.artifact.model import read_mesh
+    from asya_local.artifact.template import load_assembly
+
+    spec = read_mesh(load_assembly(shop.outdir, endpoint_url="http://127.0.0.1:1"))
+    (pay,) = [f for f in spec.functions.values() if f.environment.get("ASYA_ACTOR") == "pay"]
+    search = [str(pay.code_dir), *(str(d / "python") for d in pay.layer_dirs)]
+    found = read_flows_file(pay.environment["ASYA_FLOWS_FILE"], ["big"], search=search)
+    assert found == {"big": program}
