@@ -1,5 +1,6 @@
-"""Compiled flows shipped as a file (issue 29; ``asya.flowfile``): ``ASYA_FLOWS_FILE`` + ``ASYA_FLOW_NAMES`` read as
-``ASYA_FLOWS`` is, chosen by ``actor_environment`` only for programs over the inline limit (P-FLOW-1)."""
+"""Compiled flows shipped as a file (issue 29, P-FLOW-14; ``asya.flowfile``): ``ASYA_FLOWS_FILE`` and
+``ASYA_FLOW_NAMES`` read as ``ASYA_FLOWS`` is, chosen by ``actor_environment`` only for programs over the inline
+limit (P-FLOW-1)."""
 
 from __future__ import annotations
 
