@@ -137,7 +137,7 @@ function shape(kind, b) {
   return svg("rect", { x, y, width: w, height: h, rx: round });
 }
 
-function edgePath(edge, from, to, back, right) {
+function edgePath(edge, from, to, back, right, boxes) {
   if (back || to.y <= from.y) {
     // a loop's way back (or a jump up): out of the right side, round the drawing's right edge, into the right side
     const bulge = right + 18 + (edge.index % 3) * 8;
@@ -149,6 +149,14 @@ function edgePath(edge, from, to, back, right) {
   const y1 = from.y + from.h;
   const x2 = to.cx;
   const y2 = to.y;
+  // an edge that skips layers would cross the nodes between: round it by the left of them instead
+  const between = boxes.filter((b) => b.y > from.y && b.y < to.y && b.x < Math.max(x1, x2) + 6 && b.x + b.w > Math.min(x1, x2) - 6);
+  if (between.length) {
+    // a cubic's middle is 1/8 of each end and 3/4 of its control points: put that middle 12 px left of the nodes
+    const clear = Math.min(...between.map((b) => b.x)) - 12 - (edge.index % 3) * 6;
+    const left = (clear - 0.125 * (x1 + x2)) / 0.75;
+    return { d: `M ${x1} ${y1} C ${left} ${y1 + 30}, ${left} ${y2 - 30}, ${x2} ${y2}`, lx: clear + 4, ly: (y1 + y2) / 2 };
+  }
   const bend = Math.min(40, (y2 - y1) / 2);
   return { d: `M ${x1} ${y1} C ${x1} ${y1 + bend}, ${x2} ${y2 - bend}, ${x2} ${y2}`, lx: (x1 + x2) / 2 + 4, ly: (y1 + y2) / 2 };
 }
@@ -161,7 +169,8 @@ export function drawFlow(graph, name, path = null) {
   const markerOn = marker + "-on";
   const arrow = (id, cls) => svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse", class: cls },
     svg("path", { d: "M 0 0 L 10 5 L 0 10 z" }));
-  const right = Math.max(...[...box.values()].map((b) => b.x + b.w));
+  const boxes = [...box.values()];
+  const right = Math.max(...boxes.map((b) => b.x + b.w));
   const root = svg("svg", { class: "flow-graph", width, height, viewBox: `0 0 ${width} ${height}`, role: "img",
     "aria-label": "flow " + name, "data-testid": "flow-graph", "data-flow": name },
   svg("defs", {}, arrow(marker, "flow-arrowhead"), arrow(markerOn, "flow-arrowhead visited")));
@@ -170,7 +179,7 @@ export function drawFlow(graph, name, path = null) {
     const to = box.get(edge.to);
     if (!from || !to) return;
     const visited = Boolean(path && path.edges.has(index));
-    const { d, lx, ly } = edgePath({ ...edge, index }, from, to, back.has(index), right);
+    const { d, lx, ly } = edgePath({ ...edge, index }, from, to, back.has(index), right, boxes);
     const group = svg("g", { class: "flow-edge" + (edge.dashed ? " dashed" : "") + (visited ? " visited" : ""),
       "data-from": edge.from, "data-to": edge.to, "data-visited": String(visited) },
     svg("path", { d, "marker-end": `url(#${visited ? markerOn : marker})` }));
