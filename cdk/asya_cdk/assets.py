@@ -8,6 +8,8 @@
 | crew function code | ``crew`` (``asya_crew``) | ``/var/task/asya_crew`` |
 | gateway function code | staged from ``gateway`` (``asya_gateway``) | ``/var/task`` |
 | user actor code | each actor's ``code`` directory | ``/var/task`` |
+| flows layer (only when a flow's programs are too large for the environment, ``asya.flowfile``) | staged
+  ``asya_flows.json`` | ``/opt/python/asya_flows.json`` |
 
 The gateway asset is staged into ``<staging>/gateway-<hash>/``: a copy of ``gateway/`` plus ``manifest.json`` (the
 validated manifest, read by the gateway through ``ASYA_MANIFEST=/var/task/manifest.json``) and ``run.sh``, the
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from asya.flowfile import FLOWS_FILE_NAME
 from asya.manifest import Manifest
 from asya_cdk.errors import DeploymentError
 from asya_cdk.locks import LOCK_DIR
@@ -34,6 +37,7 @@ __all__ = [
     "RUN_SH",
     "SourceLayout",
     "render_manifest_json",
+    "stage_flows_layer",
     "stage_gateway_asset",
 ]
 
@@ -114,5 +118,16 @@ def stage_gateway_asset(*, gateway_dir: Path, manifest_json: str, staging_dir: P
         run_sh = scratch / GATEWAY_RUN_SCRIPT
         run_sh.write_text(RUN_SH, encoding="utf-8")
         run_sh.chmod(0o755)
+
+    return build_once(staging_dir / name, fill)
+
+
+def stage_flows_layer(*, flows_json: str, staging_dir: Path) -> Path:
+    """Stage the flows layer: ``python/asya_flows.json`` (``asya.flowfile``); return the staged directory."""
+    name = content_name("flows", staging_dir, [], before=flows_json.encode())
+
+    def fill(scratch: Path) -> None:
+        (scratch / "python").mkdir()
+        (scratch / "python" / FLOWS_FILE_NAME).write_text(flows_json, encoding="utf-8")
 
     return build_once(staging_dir / name, fill)

@@ -60,8 +60,9 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import access, naming
-from asya.environment import actor_environment, gateway_environment
+from asya.environment import actor_environment, flows_file_text, gateway_environment
 from asya.envnames import ENV
+from asya.flowfile import FLOWS_FILE_NAME
 from asya.manifest import Manifest, VpcConfig
 from asya_cdk.actor import Actor, ActorOverrides, retention_problems
 from asya_cdk.assets import (
@@ -69,6 +70,7 @@ from asya_cdk.assets import (
     GATEWAY_MANIFEST_FILE,
     SourceLayout,
     render_manifest_json,
+    stage_flows_layer,
     stage_gateway_asset,
 )
 from asya_cdk.backstop import Backstop
@@ -245,7 +247,16 @@ class AsyaMesh(Construct):
         )
         self._actor_stacks: list[NestedStack] = []
         self._actors: dict[str, Actor] = {}
-        shared = ActorGroup(scope=self, table=table, bucket=bucket, layers=(sidecar_layer, actor_deps))
+        # programs too large for the 4 KB environment travel in a layer of their own (asya.flowfile)
+        flows_json = flows_file_text(loaded)
+        layers: tuple[lambda_.ILayerVersion, ...] = (sidecar_layer, actor_deps)
+        if flows_json is not None:
+            staged = stage_flows_layer(flows_json=flows_json, staging_dir=layout.staging_dir)
+            flows_layer = self._layer(
+                "FlowsLayer", lambda_.Code.from_asset(str(staged)), runtime, "asya compiled flows"
+            )
+            layers = (*layers, flows_layer)
+        shared = ActorGroup(scope=self, table=table, bucket=bucket, layers=layers)
         placed = actor_groups(self, [a.name for a in deployed], deployment, shared, self._actor_stacks)
         for actor, group in zip(deployed, placed, strict=True):
             directory = layout.crew_dir if actor.crew else actor.code_dir
@@ -261,7 +272,13 @@ class AsyaMesh(Construct):
                 runtime=runtime,
                 layers=group.layers,
                 environment={
-                    **actor_environment(loaded, actor, table=group.table.table_name, bucket=group.bucket.bucket_name),
+                    **actor_environment(
+                        loaded,
+                        actor,
+                        table=group.table.table_name,
+                        bucket=group.bucket.bucket_name,
+                        flows_file=FLOWS_FILE_NAME if flows_json is not None else None,
+                    ),
                     ENV.account_id: Aws.ACCOUNT_ID,
                 },
                 log_retention=retention,

@@ -1,10 +1,10 @@
 """The web console's static assets, served by the gateway itself at ``/console/`` (no build step, no CDN).
 
-The console is three files shipped inside this package (``asya_gateway/console/``): ``index.html``, ``console.css``
-and ``console.js`` (one ES module). Only those names are served, each with a fixed content type; any other path under
-``/console/`` answers 404 ``{"error": "not found"}``, and a method other than GET or HEAD answers 405 (GW-GEN-3).
-``GET /console`` redirects to ``/console/`` so relative asset URLs resolve, locally and behind API Gateway's stage
-prefix alike.
+The console is four files shipped inside this package (``asya_gateway/console/``): ``index.html``, ``console.css``,
+``console.js`` (an ES module) and ``flowgraph.js`` (the module it imports to draw flows). Only those names are
+served, each with a fixed content type; any other path under ``/console/`` answers 404 ``{"error": "not found"}``,
+and a method other than GET or HEAD answers 405 (GW-GEN-3). ``GET /console`` redirects to ``/console/`` so relative
+asset URLs resolve, locally and behind API Gateway's stage prefix alike.
 
 Auth: the assets hold no data, so they are public like ``/health`` (GW-AUTH-2); every call the page makes goes to the
 API routes with the user's credentials (``X-API-Key`` under ``api_key``), so the console never weakens the API's
@@ -35,6 +35,7 @@ _ASSETS: Final = {
     "index.html": "text/html; charset=utf-8",
     "console.css": "text/css; charset=utf-8",
     "console.js": "text/javascript; charset=utf-8",
+    "flowgraph.js": "text/javascript; charset=utf-8",
 }
 _CSP: Final = (
     "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; "

@@ -3,7 +3,9 @@
 ::
 
     asya flow check FILE [--manifest asya.yaml]      every compile error of FILE (actors checked against the manifest
-                                                     when it exists), exit 1 when there is one
+                                                     when it exists), exit 1 when there is one; with the manifest,
+                                                     also a warning (exit 0) at each call of an actor whose handler
+                                                     can return two payloads (asya.flows.frames)
     asya flow show FLOW [--manifest asya.yaml] [--out DIR] [--json]
                                                      the compiled program of FLOW; writes DIR/FLOW.dot (Graphviz)
                                                      and DIR/FLOW.mmd (Mermaid), DIR defaults to the working directory
@@ -16,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from asya.flows import check_source
+from asya.flows.frames import HandlerSource, two_frame_warnings
 from asya.flows.render import listing, to_dot, to_mermaid
 from asya.manifest import load_manifest
 from asya_local.cliio import CliIo
@@ -49,14 +52,21 @@ def _check(args: argparse.Namespace, io: CliIo) -> int:
     except OSError as exc:
         raise LocalModeError(f"cannot read {path}: {exc.strerror or exc}") from None
     manifest_path = Path(args.manifest)
-    actors = set(load_manifest(manifest_path).actors) if manifest_path.is_file() else None
+    manifest = load_manifest(manifest_path) if manifest_path.is_file() else None
+    actors = set(manifest.actors) if manifest is not None else None
     problems = check_source(source, filename=str(path), actors=actors)
-    for problem in problems:
+    warnings = []
+    if manifest is not None:
+        handlers = {
+            name: HandlerSource(spec.handler, manifest.code_dir(name)) for name, spec in manifest.actors.items()
+        }
+        warnings = two_frame_warnings(source, filename=str(path), actors=handlers)
+    for problem in sorted([*problems, *warnings], key=lambda p: (p.line, p.col)):
         io.line(str(problem))
     if problems:
         io.note(f"{len(problems)} error(s) in {path}")
         return 1
-    io.note(f"{path}: ok")
+    io.note(f"{path}: ok" + (f", {len(warnings)} warning(s)" if warnings else ""))
     return 0
 
 

@@ -31,7 +31,9 @@ the gateway as ``ASYA_REPORTER_KEYS`` (``gateway_env`` may override it) and to e
 (``ASYA_REPORTER=http`` or ``ASYA_GATEWAY_URL``) as ``ASYA_GATEWAY_REPORTER_KEY``, with ``ASYA_GATEWAY_URL`` defaulting
 to ``gateway.callback_url`` (the key goes to that origin only). An actor's emulator runs ``max_concurrency`` pollers
 (else ``concurrency``; at most 10), each with its own runtime, as Lambda runs concurrent invocations in separate
-containers. Nothing here knows the mesh is local except the clients' endpoint.
+containers. Compiled flows too large for the environment (``asya.flowfile``) are written to a temporary
+``asya_flows.json`` for the mesh's life and named by ``ASYA_FLOWS_FILE``, as the CDK app ships them in a layer. Nothing
+here knows the mesh is local except the clients' endpoint.
 """
 
 from __future__ import annotations
@@ -41,9 +43,11 @@ import functools
 import importlib
 import secrets
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Protocol
 
@@ -51,7 +55,8 @@ import httpx
 
 from asya import naming
 from asya.config import ENV, LOG_LEVEL_ENV, REPORTER_ENV, ActorConfig
-from asya.environment import actor_environment, gateway_environment
+from asya.environment import actor_environment, flows_file_text, gateway_environment
+from asya.flowfile import FLOWS_FILE_NAME
 from asya.manifest import DeployedActor, Manifest
 from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
 from asya_local.devroutes import install_dev_routes
@@ -83,11 +88,23 @@ def runtime_entry_point(actor: str) -> tuple[str, str]:
 
 
 def runtime_environment(
-    manifest: Manifest, actor: DeployedActor, resources: MeshResources, *, log_level: str | None = None
+    manifest: Manifest,
+    actor: DeployedActor,
+    resources: MeshResources,
+    *,
+    log_level: str | None = None,
+    flows_file: str | None = None,
 ) -> dict[str, str]:
     """The environment the local mode builds ``actor``'s runtime from: the deployed Lambda's, plus the code directory
-    and an optional log level override."""
-    env = actor_environment(manifest, actor, table=resources.table, bucket=resources.bucket, code_dir=actor.code_dir)
+    and an optional log level override; ``flows_file``, the mesh's flows file (``asya.flowfile``) when it has one."""
+    env = actor_environment(
+        manifest,
+        actor,
+        table=resources.table,
+        bucket=resources.bucket,
+        code_dir=actor.code_dir,
+        flows_file=flows_file,
+    )
     if log_level:
         env[LOG_LEVEL_ENV[0]] = log_level
     return env
@@ -140,6 +157,8 @@ class LocalMesh:
         self._watcher = watcher
         self._moto_problem = moto_problem
         self._moto: MotoServer | None = None
+        self._flows_dir: tempfile.TemporaryDirectory[str] | None = None
+        self._flows_file: str | None = None
         self._clients: AwsClients | None = None
         self._resources: MeshResources | None = None
         self._esms: dict[str, EventSourceMapping] = {}
@@ -230,6 +249,13 @@ class LocalMesh:
             self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3, region=self._region
         )
         self._resources = resources
+        flows = flows_file_text(self.manifest)
+        if flows is not None:
+            # programs too large for the environment travel as a file, as the CDK app ships them (asya.flowfile)
+            self._flows_dir = tempfile.TemporaryDirectory(prefix="asya-flows-")
+            path = Path(self._flows_dir.name) / FLOWS_FILE_NAME
+            path.write_text(flows, encoding="utf-8")
+            self._flows_file = str(path)
         for actor in self.manifest.deployed_actors():
             # Lambda scales an SQS event source up to the actor's max_concurrency: as many local pollers (capped)
             workers = min(actor.max_concurrency or self._concurrency, _MAX_WORKERS)
@@ -286,6 +312,9 @@ class LocalMesh:
             self._moto = None
         self._clients = None
         self._resources = None
+        if self._flows_dir is not None:
+            self._flows_dir.cleanup()
+            self._flows_dir, self._flows_file = None, None
         if errors:
             raise LocalModeError("; ".join(errors))
 
@@ -358,7 +387,9 @@ class LocalMesh:
             runtime_class = getattr(importlib.import_module(module_name), class_name)
         except (ImportError, AttributeError) as exc:
             raise LocalModeError(f"actors.{actor.name}: cannot load runtime {module_name}.{class_name}: {exc}") from exc
-        env = runtime_environment(self.manifest, actor, resources, log_level=self._actor_log_level)
+        env = runtime_environment(
+            self.manifest, actor, resources, log_level=self._actor_log_level, flows_file=self._flows_file
+        )
         config = ActorConfig.from_env({**env, **self._account_env(), **self._reporter_env(env)})
         runtime: ActorRuntimeLike = runtime_class(config, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
         return runtime

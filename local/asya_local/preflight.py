@@ -29,6 +29,7 @@ from asya import naming
 from asya.abi import check_instantiable, import_handler_module, load_handler
 from asya.exceptions import HandlerLoadError
 from asya.manifest import Manifest
+from asya.suggest import did_you_mean_attribute
 from asya_local.exceptions import LocalModeError
 
 __all__ = ["check_mesh", "mesh_problems"]
@@ -87,7 +88,8 @@ def _check_statically(spec: str, directory: Path) -> None:
         check_instantiable(klass, spec)
         raw = inspect.getattr_static(klass, rest[1], None)
         if raw is None:
-            raise HandlerLoadError(f"handler {spec!r}: class {klass.__qualname__} has no attribute {rest[1]!r}")
+            hint = did_you_mean_attribute(klass, rest[1])
+            raise HandlerLoadError(f"handler {spec!r}: class {klass.__qualname__} has no attribute {rest[1]!r}{hint}")
         if isinstance(raw, staticmethod | classmethod):
             _check_signature(getattr(klass, rest[1]), spec, args=1)
         elif callable(raw):
@@ -109,7 +111,8 @@ def _attribute(module: ModuleType, name: str, spec: str) -> Any:
     try:
         return getattr(module, name)
     except AttributeError:
-        raise HandlerLoadError(f"handler {spec!r}: {module.__name__} has no attribute {name!r}") from None
+        hint = did_you_mean_attribute(module, name)
+        raise HandlerLoadError(f"handler {spec!r}: {module.__name__} has no attribute {name!r}{hint}") from None
 
 
 def _check_signature(target: Any, spec: str, *, args: int) -> None:

@@ -348,3 +348,55 @@ def test_tasks_page_lists_rows_before_the_mesh_description_arrives(page: Any, co
     _open(page, console, "#/mesh")
     page.locator("#queues tr.loading").wait_for()
     assert page.locator("#queues tr.loading").text_content() == "loading…"
+
+
+def test_gw_mesh_1_mesh_page_draws_a_flow_written_as_python(page: Any, console: Console) -> None:
+    """The mesh page draws a compiled flow as inline SVG (flowgraph.js, no CDN) from GET /api/v1/system/mesh's graph:
+    one node per node of the render model, both arms of the branch; a static route keeps its pipeline row."""
+    graph = httpx.get(f"{console.mesh.url}/api/v1/system/mesh").json()
+    drawn = next(flow for flow in graph["flows"] if flow["name"] == "route")["graph"]
+    _open(page, console, "#/mesh")
+    drawing = page.locator('[data-flow="route"] svg[data-testid=flow-graph]')
+    drawing.wait_for()
+    assert drawing.locator("g[data-node]").count() == len(drawn["nodes"])
+    assert drawing.locator("g.flow-edge").count() == len(drawn["edges"])
+    labels = [node.text_content() for node in drawing.locator("g[data-node] > text").all()]
+    assert {"draft", "linger", "review", "state['topic'] == 'long'"} <= set(labels)
+    test_node = next(node["id"] for node in drawn["nodes"] if node["kind"] == "test")
+    arms = drawing.locator(f'g.flow-edge[data-from="{test_node}"] text')
+    assert sorted(arm.text_content() for arm in arms.all()) == ["no", "yes"]
+    assert page.locator('[data-flow="write"] svg').count() == 0  # a static route: its pipeline row
+    assert page.locator('[data-flow="write"] .pipeline').count() == 1
+    screenshot(page, "mesh-flow-graph")
+
+
+def test_gw_mesh_1_task_page_highlights_the_path_a_finished_task_took(page: Any, console: Console) -> None:
+    """A finished task of a compiled flow: the drawing marks the nodes and edges it went through (from its run
+    history): draft, the test, the `else` mutation, review and the end; the `linger` arm stays unmarked."""
+    task_id = console.create("route", {"topic": "short", "words": 1})
+    _open(page, console, f"#/task/{task_id}")
+    _wait_status(page, "succeeded")
+    drawing = page.locator("#flow svg[data-testid=flow-graph]")
+    from playwright.sync_api import expect  # the tier skips, not errors, where playwright is missing (conftest)
+
+    # the path is drawn once the history has loaded after the terminal status: wait for its last edge
+    expect(drawing.locator('g.flow-edge[data-to="done"][data-visited="true"]')).to_have_count(1)
+    graph = next(f for f in httpx.get(f"{console.mesh.url}/api/v1/system/mesh").json()["flows"] if f["name"] == "route")
+    label = {node["id"]: node["label"] for node in graph["graph"]["nodes"]}
+    visited = {label[n.get_attribute("data-node")] for n in drawing.locator('g[data-node][data-visited="true"]').all()}
+    assert visited == {
+        "route",
+        "draft",
+        "state['topic'] == 'long'",
+        "state['length'] = 'short'",
+        "review",
+        "return state",
+    }
+    unvisited = {
+        label[n.get_attribute("data-node")] for n in drawing.locator('g[data-node][data-visited="false"]').all()
+    }
+    assert unvisited == {"linger", "state['length'] = 'long'"}
+    test_node = next(node["id"] for node in graph["graph"]["nodes"] if node["kind"] == "test")
+    taken = drawing.locator(f'g.flow-edge[data-from="{test_node}"][data-visited="true"] text')
+    assert [arm.text_content() for arm in taken.all()] == ["no"]
+    screenshot(page, "task-flow-path")

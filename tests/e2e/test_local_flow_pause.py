@@ -56,3 +56,20 @@ def test_the_other_branch_never_pauses(pause_mesh: LocalMesh) -> None:
     task_id = client.create(flow="approve", payload={"text": "a bad and awful day"})
     done = wait_for(lambda: _status_is(client, task_id, "succeeded"), "the flow to succeed")
     assert done["result"]["approved"] is False and "published" not in done["result"]
+
+
+def test_a_flow_over_4_kb_runs_with_its_programs_read_from_the_flows_file(pause_mesh: LocalMesh) -> None:
+    """Issue 29: the mesh ships programs too large for the environment as a file (ASYA_FLOWS_FILE), as the CDK app
+    does; the flow's 80 mutations run in the layer from it."""
+    from asya.environment import flows_file_text
+    from tests.bigflow import big_flow_source
+
+    source = (E2E_DIR / "flowpause" / "flows" / "big.py").read_text()
+    assert source.endswith(big_flow_source(first="normalize", last="analyze"))
+    assert flows_file_text(pause_mesh.manifest) is not None
+    client = Gateway(pause_mesh.url)
+    task_id = client.create(flow="big", payload={"text": "a good day", "items": [1, 2]})
+    done = wait_for(lambda: _status_is(client, task_id, "succeeded"), "the big flow to succeed")
+    result = done["result"]
+    assert [result[f"k{i}"] for i in (0, 41, 79)] == [2, 43, 81]
+    assert "sentiment" in result  # analyze ran after the mutations

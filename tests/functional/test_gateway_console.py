@@ -52,6 +52,7 @@ def client(gateway: Callable[..., httpx.Client]) -> Iterator[httpx.Client]:
         ("/console/index.html", "text/html; charset=utf-8", b"<title>asya console</title>"),
         ("/console/console.js", "text/javascript; charset=utf-8", b"textContent"),
         ("/console/console.css", "text/css; charset=utf-8", b".badge"),
+        ("/console/flowgraph.js", "text/javascript; charset=utf-8", b"export function drawFlow"),
     ],
 )
 def test_console_assets_are_served_with_a_strict_csp(
@@ -72,14 +73,15 @@ def test_console_assets_are_served_with_a_strict_csp(
 
 
 def test_console_never_writes_markup_from_data() -> None:
-    """The module builds the DOM with textContent only: no innerHTML, outerHTML, insertAdjacentHTML or eval."""
+    """The modules build the DOM with textContent only: no innerHTML, outerHTML, insertAdjacentHTML or eval."""
     from importlib import resources
 
-    source = resources.files("asya_gateway").joinpath("console").joinpath("console.js").read_text(encoding="utf-8")
-    code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
-    assert "textContent" in code
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in code, sink
+    for name in ("console.js", "flowgraph.js"):
+        source = resources.files("asya_gateway").joinpath("console").joinpath(name).read_text(encoding="utf-8")
+        code = "\n".join(line for line in source.splitlines() if not line.lstrip().startswith("//"))
+        assert "textContent" in code
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in code, (name, sink)
 
 
 def test_gw_gen_3_console_redirect_unknown_asset_and_method(client: httpx.Client) -> None:
@@ -107,6 +109,28 @@ def test_system_mesh_describes_flows_and_actors(client: httpx.Client, mesh: Any)
     assert pipeline["timeout"] == 120
     assert body["actors"] == sorted(mesh.manifest.actors)
     assert {"x-sink", "x-sump"} <= set(body["queues"])
+
+
+def test_gw_mesh_1_system_mesh_carries_each_compiled_flows_graph(client: httpx.Client, mesh: Any) -> None:
+    """GW-MESH-1 (R3): a flow written as Python comes with its drawing (the render model's nodes and edges, one
+    source with DOT and Mermaid); a static route with ``graph: null``."""
+    from asya.flows.render import graph
+
+    flows = {flow["name"]: flow for flow in client.get("/api/v1/system/mesh").json()["flows"]}
+    assert flows["text-pipeline"]["graph"] is None
+    drawn = flows["triage"]["graph"]
+    program = mesh.manifest.flows["triage"].program
+    nodes, edges = graph(program)
+    assert [node["id"] for node in drawn["nodes"]] == list(nodes)
+    assert [(n["kind"], n["label"]) for n in drawn["nodes"]] == list(nodes.values())
+    assert [(e["from"], e["to"], e["label"], e["dashed"]) for e in drawn["edges"]] == edges
+    by_id = {node["id"]: node for node in drawn["nodes"]}
+    assert by_id["start"]["kind"] == "start" and by_id["done"]["kind"] == "end"
+    calls = [node for node in drawn["nodes"] if node["kind"] == "call"]
+    assert [node["actors"] for node in calls][:2] == [["normalize"], ["analyze"]]
+    mapped = next(node for node in drawn["nodes"] if node["kind"] == "map")
+    assert mapped["actors"] == ["summarize-chunk", "x-fanin-flow-triage"]  # the slices' actor, then the merge hop
+    assert any(edge["dashed"] and edge["label"] == "except KeyError" for edge in drawn["edges"])
 
 
 def test_gw_auth_4_console_assets_are_public_the_api_is_not(gateway: Callable[..., httpx.Client], mesh: Any) -> None:

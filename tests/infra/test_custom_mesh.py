@@ -13,8 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
+from asya.flowfile import read_flows_file
 from asya.manifest import load_manifest
 from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
+from tests.bigflow import big_flow_source
 
 pytestmark = pytest.mark.infra
 
@@ -37,7 +39,7 @@ MANIFEST: dict[str, Any] = {
         },
         "ship": {"handler": "text.normalize", "code": str(REPO / "functions"), "max_receive_count": 3},
     },
-    "flows": {"order": {"route": ["pay", "ship"]}},
+    "flows": {"order": {"route": ["pay", "ship"]}, "big": {"source": "big.py"}},
     "crew": {"sink_hooks": ["ship"]},
     "gateway": {
         "auth": {"mode": "api_key", "api_key_secret": "asya/keys"},
@@ -51,6 +53,7 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedMesh:
     directory = tmp_path_factory.mktemp("cdk-shop")
     manifest = directory / "asya.yaml"
     manifest.write_text(yaml.safe_dump(MANIFEST), encoding="utf-8")
+    (directory / "big.py").write_text(big_flow_source(first="pay", last="ship"), encoding="utf-8")
     return synthesize_mesh(
         manifest,
         repo_root=REPO,
@@ -153,3 +156,29 @@ def test_lwa_layer_version_and_region_from_context(shop: SynthesizedMesh) -> Non
 def test_cdk_nag_passes_for_api_key_mode(shop: SynthesizedMesh) -> None:
     report = shop.validation_report()
     assert [p for p in report["pluginReports"] if p.get("conclusion") != "success"] == []
+
+
+def test_a_flow_program_over_4_kb_ships_in_the_flows_layer(shop: SynthesizedMesh) -> None:
+    """Issue 29: a compiled flow whose program is over Lambda's 4 KB environment synthesizes (the limit check is not
+    hit): its actors name the file (ASYA_FLOWS_FILE, ASYA_FLOW_NAMES) in the flows layer instead of ASYA_FLOWS."""
+    assert shop.limits.errors == ()
+    program = load_manifest(shop.outdir.parent / "asya.yaml").flows["big"].program
+    assert program is not None and len(json.dumps(program.to_json())) > 4096
+    env = _function_by_actor(shop, "pay")["Environment"]["Variables"]
+    assert (env["ASYA_FLOWS_FILE"], env["ASYA_FLOW_NAMES"]) == ("asya_flows.json", "big") and "ASYA_FLOWS" not in env
+    (layer,) = [
+        r for r in shop.of_type("AWS::Lambda::LayerVersion").values() if "flows" in r["Properties"]["Description"]
+    ]
+    (staged,) = list(shop.outdir.glob("asset.*/python/asya_flows.json"))
+    assert json.loads(staged.read_text())["big"] == program.to_json()
+    assert layer["Properties"]["CompatibleRuntimes"]
+    # the artifact mesh lays the function out as Lambda does (each layer's python directory on the path): it finds
+    # the same file by the same name
+    from asya_local.artifact.model import read_mesh
+    from asya_local.artifact.template import load_assembly
+
+    spec = read_mesh(load_assembly(shop.outdir, endpoint_url="http://127.0.0.1:1"))
+    (pay,) = [f for f in spec.functions.values() if f.environment.get("ASYA_ACTOR") == "pay"]
+    search = [str(pay.code_dir), *(str(d / "python") for d in pay.layer_dirs)]
+    found = read_flows_file(pay.environment["ASYA_FLOWS_FILE"], ["big"], search=search)
+    assert found == {"big": program}

@@ -208,3 +208,28 @@ def test_p_err_3_unprintable_exception_still_has_details() -> None:
     details = error_details(Unprintable())
     assert details["message"] == "<unprintable Unprintable>"
     assert details["type"].endswith("Unprintable")
+
+
+@pytest.mark.parametrize(
+    ("spec", "hint"),
+    [
+        ("abi_sample.ecoh", " (did you mean 'echo'?)"),
+        ("abi_sample.Counter.proces", " (did you mean 'process'?)"),
+        ("abi_sample.zzzzzz", ""),
+    ],
+)
+def test_p_abi_2_a_handler_attribute_typo_gets_the_manifests_did_you_mean(spec: str, hint: str, code_dir: str) -> None:
+    """issue 28: ``orders.totl`` names the closest attribute, with the same helper as a manifest key typo."""
+    with pytest.raises(HandlerLoadError) as info:
+        load_handler(spec, code_dir=code_dir)
+    name = spec.rsplit(".", 1)[1]
+    assert str(info.value).endswith(f"has no attribute {name!r}{hint}")
+
+
+def test_did_you_mean_is_the_one_helper_of_manifest_and_handler_errors() -> None:
+    from asya.manifest import loader, model
+    from asya.suggest import did_you_mean
+
+    assert did_you_mean("totl", ["total", "count"]) == " (did you mean 'total'?)"
+    assert did_you_mean("totl", []) == ""
+    assert loader.did_you_mean is did_you_mean and model.did_you_mean is did_you_mean

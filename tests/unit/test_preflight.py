@@ -53,7 +53,7 @@ def test_every_problem_is_reported_at_once_in_manifest_order(tmp_path: Path) -> 
         "asya.yaml: 5 problems, nothing started:\n"
         "  actors.gone.handler: handler 'no_such_module.handler': no module could be imported; tried no_such_module "
         "(No module named 'no_such_module')\n"
-        f"  actors.typo.handler: handler '{mod}.okk': {mod} has no attribute 'okk'\n"
+        f"  actors.typo.handler: handler '{mod}.okk': {mod} has no attribute 'okk' (did you mean 'ok'?)\n"
         f"  actors.wide.handler: handler '{mod}.two' must take exactly one positional argument (the payload); its "
         "signature is (payload, extra)\n"
         f"  actors.needy.handler: handler '{mod}.Needs.run': class {mod}.Needs cannot be instantiated without "

@@ -6,6 +6,8 @@
 // Auth: under api_key the key lives in sessionStorage and goes out as X-API-Key. EventSource cannot send headers,
 // so with a key the SSE stream is read with fetch (same protocol: Last-Event-ID, retry, 204 ends it).
 
+import { drawFlow, flowPath, visitedActors } from "./flowgraph.js";
+
 const KEY_STORAGE = "asya.console.apiKey";
 const TERMINAL = new Set(["succeeded", "failed", "canceled"]);
 const STATUSES = ["pending", "running", "paused", "succeeded", "failed", "canceled"];
@@ -391,6 +393,17 @@ async function taskPage(alive, id) {
   const raw = el("pre", { id: "raw-json" });
   const rawBox = el("details", { class: "card", id: "raw" }, el("summary", { text: "Raw JSON" }), raw);
   const timeline = el("div", { id: "timeline" });
+  // a flow written as Python is drawn with the path this task took (GW-MESH-1), from its run history when asya dev
+  // keeps one, else from the route its last status carried
+  const graph = (flows.find((f) => f.name === view.flow) || {}).graph;
+  const drawing = el("div", { class: "card", id: "flow", hidden: !graph });
+  let historySteps = null;
+  function renderFlow() {
+    if (!graph) return;
+    const path = flowPath(graph, visitedActors(view, historySteps),
+      { ended: view.status === "succeeded", failedActor: view.status === "failed" ? view.failed_actor : null });
+    drawing.replaceChildren(el("h2", { text: "Flow " + view.flow }), el("div", { class: "flow-drawing" }, drawFlow(graph, view.flow, path)));
+  }
   let flyCount = 0;
   let pausedForm = null;
 
@@ -404,6 +417,7 @@ async function taskPage(alive, id) {
       el("div", { class: "actions" }, cancel));
     renderLive(view);
     renderOutcome();
+    renderFlow();
     raw.textContent = json(view);
   }
 
@@ -488,6 +502,7 @@ async function taskPage(alive, id) {
     header.querySelector(".badge")?.replaceWith(badge(view.status));
     header.querySelector("#cancel").disabled = TERMINAL.has(view.status);
     renderLive(data);
+    renderFlow();
     if (TERMINAL.has(data.status) || data.status === "paused") refresh().then(loadTimeline);
   }
 
@@ -503,13 +518,14 @@ async function taskPage(alive, id) {
   let timelineRequest = 0;
   async function loadTimeline() {
     const request = ++timelineRequest;
-    const steps = await history(id);
+    const steps = await history(id, (list) => { historySteps = list; });
     if (request !== timelineRequest || !alive()) return;
     timeline.replaceChildren(...(steps ? [steps] : []));
+    renderFlow();
   }
 
   renderView();
-  show(alive, header, live, outcome, timeline, rawBox);
+  show(alive, header, live, drawing, outcome, timeline, rawBox);
   if (!alive()) return;
   onLeave(alive, follow(id, { status: onStatus, fly: onFly }));
   loadTimeline();
@@ -626,7 +642,7 @@ function followWithFetch(url, dispatch) {
 }
 
 // The local run history (asya dev only): null when the endpoint does not answer 200.
-async function history(id) {
+async function history(id, onSteps = () => {}) {
   let body;
   try {
     body = await api("GET", "api/v1/dev/history/" + encodeURIComponent(id));
@@ -634,6 +650,7 @@ async function history(id) {
     return null;
   }
   if (!body || !Array.isArray(body.steps)) return null;
+  onSteps(body.steps);
   const rows = body.steps.map((step, index) => el("tr", {},
     el("td", { text: String(index + 1) }),
     el("td", {}, el("strong", { text: step.actor }), step.attempt > 1 ? el("small", { class: "muted", text: " attempt " + step.attempt }) : null),
@@ -833,7 +850,7 @@ async function meshPage(alive) {
     info.flows.length ? info.flows.map((flow) => el("div", { "data-flow": flow.name },
       el("h3", {}, flow.name, " ", el("a", { href: "#/new/" + encodeURIComponent(flow.name), text: "+ new task" })),
       flow.description ? el("p", { class: "muted", text: flow.description }) : null,
-      routeRow(flow.route),
+      flow.graph ? el("div", { class: "flow-drawing" }, drawFlow(flow.graph, flow.name)) : routeRow(flow.route),
       el("p", { class: "muted", text: "timeout " + flow.timeout + " s · progress " + flow.progress + (flow.input_schema ? " · input_schema" : "") }))) :
       el("p", { class: "empty", text: "No flows declared." }));
 

@@ -4,9 +4,12 @@ web console's mesh page and "new task" forms are built from it).
 Answer 200::
 
     {"namespace": "demo", "auth": "api_key",
-     "flows": [{"name", "description", "route", "timeout", "progress", "input_schema"}, ...],   # sorted by name
+     "flows": [{"name", "description", "route", "timeout", "progress", "input_schema", "graph"}, ...],  # by name
      "actors": ["analyze", ...],          # user actors, sorted: the ones ?actor= accepts (GW-CREATE-2)
      "queues": ["analyze", ..., "x-sink", "x-sump"]}   # every actor the diagnostic checks (GW-OPS-3)
+
+A flow's ``graph`` is the drawing of a flow written as Python: ``asya.flows.render.graph_json`` of its program, the
+nodes and edges the DOT and Mermaid text are made from; ``null`` for a static route (GW-MESH-1 (R3)).
 
 It needs the same credentials as every other API route (GW-AUTH-1): the flows and their schemas are the caller's
 business, not the public's.
@@ -19,6 +22,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from asya.flows.render import graph_json
 from asya.manifest import Manifest
 from asya_gateway.context import context_of
 from asya_gateway.diagnostic import diagnostic_actors
@@ -36,6 +40,7 @@ def mesh_summary_of(manifest: Manifest) -> dict[str, Any]:
             "timeout": flow.timeout,
             "progress": flow.progress,
             "input_schema": flow.input_schema,
+            "graph": graph_json(flow.program) if flow.program is not None else None,
         }
         for name, flow in sorted(manifest.flows.items())
     ]

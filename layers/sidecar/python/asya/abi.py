@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from asya.abi_state import AbiState, Frame, command_verb
 from asya.exceptions import HandlerLoadError, SerializationError
 from asya.serialize import as_jsonable, to_jsonable
+from asya.suggest import did_you_mean_attribute
 from asya.timeout import CallGuard
 
 if TYPE_CHECKING:
@@ -344,7 +345,8 @@ def _attribute(owner: object, name: str, spec: str) -> Any:
         return getattr(owner, name)
     except AttributeError:
         where = owner.__name__ if isinstance(owner, ModuleType) else f"an instance of {type(owner).__qualname__}"
-        raise HandlerLoadError(f"handler {spec!r}: {where} has no attribute {name!r}") from None
+        hint = did_you_mean_attribute(owner, name)
+        raise HandlerLoadError(f"handler {spec!r}: {where} has no attribute {name!r}{hint}") from None
     except Exception as exc:
         raise HandlerLoadError(f"handler {spec!r}: reading {name!r} failed: {type(exc).__name__}: {exc}") from exc
 

@@ -18,6 +18,8 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
   holds its frames and sends ``N + 1`` slices (``asya.fanin``) | unset: not a fan-in actor |
 | ``ASYA_FLOWS`` | (R3) JSON ``{flow: program}`` of the compiled flows whose continuations this actor runs
   (P-FLOW-1, ``asya.flows``) | unset: no compiled flow |
+| ``ASYA_FLOWS_FILE``, ``ASYA_FLOW_NAMES`` | (R3) instead of ``ASYA_FLOWS``: a file of compiled flows (a relative
+  name is found on the import path) and the flows of it this actor runs (``asya.flowfile``) | unset |
 | ``ASYA_ACCOUNT_ID`` | the AWS account of the queues: queue URLs are built from the SQS endpoint without
   ``GetQueueUrl`` (GW-CREATE-7) | unset: ``GetQueueUrl``, cached |
 | ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled (manifest ``tracing``; the CDK app then turns on the
@@ -59,6 +61,7 @@ from typing import Final
 from asya import naming
 from asya.envnames import ENV, LOG_LEVEL_ENV
 from asya.exceptions import AsyaError
+from asya.flowfile import FlowsFileError, read_flows_file
 from asya.flows.ir import Program
 from asya.gatewayurl import is_gateway_url
 from asya.resiliency import ResiliencyError, RetryPolicies
@@ -212,6 +215,15 @@ def _fan_in(env: Mapping[str, str]) -> FanInConfig | None:
 
 def _flows(env: Mapping[str, str]) -> dict[str, Program]:
     raw = env.get(ENV.flows, "").strip()
+    file = env.get(ENV.flows_file, "").strip()
+    if file:
+        if raw:
+            raise ConfigError(f"environment variables {ENV.flows} and {ENV.flows_file} are exclusive: set one")
+        names = [n.strip() for n in env.get(ENV.flow_names, "").split(",") if n.strip()]
+        try:
+            return read_flows_file(file, names)
+        except FlowsFileError as exc:
+            raise ConfigError(f"environment variable {ENV.flows_file}: {exc}") from None
     if not raw:
         return {}
     try:

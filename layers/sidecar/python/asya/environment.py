@@ -12,7 +12,9 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
    ``ASYA_OFFLOAD_THRESHOLD_KB``; ``ASYA_HANDLER`` for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
    ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_TRACING=true`` when its ``tracing`` is on
    (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1); ``ASYA_FLOWS`` (R3), the JSON of the compiled
-   flows whose continuations the actor runs (``Manifest.programs_for``, P-FLOW-1);
+   flows whose continuations the actor runs (``Manifest.programs_for``, P-FLOW-1), or, when that JSON is over
+   ``asya.flowfile.INLINE_LIMIT`` and a ``flows_file`` is given, ``ASYA_FLOWS_FILE`` = ``flows_file`` and
+   ``ASYA_FLOW_NAMES`` = those flows' names (the file is :func:`flows_file_text`, shipped by the caller);
    ``ASYA_CODE_DIR`` only when ``code_dir`` is given (the local mode: in Lambda the code asset is
    ``/var/task``, already importable);
 3. ``POWERTOOLS_SERVICE_NAME=actor`` and ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
@@ -33,6 +35,7 @@ from typing import Final
 from asya import naming
 from asya.envnames import ENV
 from asya.exceptions import AsyaError
+from asya.flowfile import INLINE_LIMIT, flows_document
 from asya.manifest import DeployedActor, Manifest
 
 __all__ = [
@@ -41,6 +44,7 @@ __all__ = [
     "ReservedVariableError",
     "actor_environment",
     "check_env_map",
+    "flows_file_text",
     "gateway_environment",
 ]
 
@@ -99,7 +103,13 @@ def check_env_map(actor: DeployedActor) -> None:
 
 
 def actor_environment(
-    manifest: Manifest, actor: DeployedActor, *, table: str, bucket: str, code_dir: Path | None = None
+    manifest: Manifest,
+    actor: DeployedActor,
+    *,
+    table: str,
+    bucket: str,
+    code_dir: Path | None = None,
+    flows_file: str | None = None,
 ) -> dict[str, str]:
     """The environment of ``actor``'s Lambda (see the module docstring)."""
     check_env_map(actor)
@@ -132,8 +142,28 @@ def actor_environment(
         )
     programs = manifest.programs_for(actor.name)
     if programs:
-        env[ENV.flows] = json.dumps({k: p.to_json() for k, p in programs.items()}, separators=(",", ":"))
+        inline = _inline_flows(manifest, actor.name)
+        if flows_file is not None and len(inline.encode()) > INLINE_LIMIT:
+            env[ENV.flows_file] = flows_file
+            env[ENV.flow_names] = ",".join(programs)
+        else:
+            env[ENV.flows] = inline
     return env
+
+
+def flows_file_text(manifest: Manifest) -> str | None:
+    """The flows file of ``manifest`` (every compiled flow) when some actor's programs are too large to travel
+    inline (``asya.flowfile.INLINE_LIMIT``), else ``None``: the deployment ships no file."""
+    programs = {name: flow.program for name, flow in manifest.flows.items() if flow.program is not None}
+    if any(len(_inline_flows(manifest, actor.name).encode()) > INLINE_LIMIT for actor in manifest.deployed_actors()):
+        return flows_document(programs)
+    return None
+
+
+def _inline_flows(manifest: Manifest, actor: str) -> str:
+    """The ``ASYA_FLOWS`` value of ``actor``."""
+    programs = manifest.programs_for(actor)
+    return json.dumps({k: p.to_json() for k, p in programs.items()}, separators=(",", ":"))
 
 
 def gateway_environment(

@@ -44,6 +44,8 @@ class _EnvNames:
     tracing: Final = "ASYA_TRACING"
     manifest: Final = "ASYA_MANIFEST"
     flows: Final = "ASYA_FLOWS"
+    flows_file: Final = "ASYA_FLOWS_FILE"
+    flow_names: Final = "ASYA_FLOW_NAMES"
     #: the gateway's Secrets Manager secret of reporter keys (GW-EVT-6 R3), set by the CDK app
     reporter_key_secret: Final = "ASYA_REPORTER_KEY_SECRET"
 

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from asya.flows.ir import Program
 
-__all__ = ["expr_text", "graph", "listing", "to_dot", "to_mermaid"]
+__all__ = ["expr_text", "graph", "graph_json", "listing", "to_dot", "to_mermaid"]
 
 _HIDDEN: Final = frozenset({"jump", "loopinit", "loop", "endloop", "try", "endtry", "deadline", "enddeadline"})
 _END: Final = "done"  # not "end": a reserved word in Mermaid
@@ -116,6 +116,39 @@ def graph(program: Program) -> tuple[dict[str, tuple[str, str]], list[tuple[str,
                 edges.append((node, _visible(program, clause["to"]), "except " + ", ".join(clause["errors"]), True))
     nodes[_END] = ("end", "return state")
     return nodes, edges
+
+
+def _node_actors(program: Program, pc: int) -> list[str]:
+    """The actors whose step puts a task at node ``n<pc>``: the call's actor; a fan-out's calls and the flow's
+    aggregator (the merged envelope's hop); ``x-pause`` for a pause."""
+    ins = program.code[pc]
+    op = ins["op"]
+    if op == "call":
+        return [str(ins["actor"])]
+    if op in ("fanout", "map"):
+        calls = list(ins["calls"]) if op == "fanout" else [str(ins["actor"])]
+        return calls + ([program.aggregator] if program.aggregator else [])
+    if op == "pause":
+        return ["x-pause"]
+    return []
+
+
+def graph_json(program: Program) -> dict[str, Any]:
+    """:func:`graph` as JSON for the web console (GW-MESH-1): ``{"nodes": [{"id", "kind", "label", "actors"}],
+    "edges": [{"from", "to", "label", "dashed"}]}``, nodes in program order, ``start`` first and ``done`` last."""
+    nodes, edges = graph(program)
+    return {
+        "nodes": [
+            {
+                "id": node,
+                "kind": kind,
+                "label": label,
+                "actors": _node_actors(program, int(node[1:])) if node.startswith("n") else [],
+            }
+            for node, (kind, label) in nodes.items()
+        ],
+        "edges": [{"from": src, "to": dst, "label": label, "dashed": dashed} for src, dst, label, dashed in edges],
+    }
 
 
 def to_dot(program: Program) -> str:

@@ -4,7 +4,6 @@ turned into one :class:`asya.exceptions.ManifestError` that lists each bad field
 
 from __future__ import annotations
 
-import difflib
 import io
 from pathlib import Path
 from typing import Any, Final
@@ -15,6 +14,7 @@ from pydantic import ValidationError
 from asya.exceptions import ManifestError
 from asya.manifest.blocks import MemberError, _Model
 from asya.manifest.model import Manifest
+from asya.suggest import did_you_mean
 from asya.timeutil import parse_duration
 
 __all__ = ["load_manifest", "parse_manifest"]
@@ -56,8 +56,7 @@ def _format_validation_error(exc: ValidationError) -> str:
 
 
 def _did_you_mean(key: str) -> str:
-    close = difflib.get_close_matches(key, sorted(_known_keys()), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    return did_you_mean(key, _known_keys())
 
 
 def _known_keys() -> set[str]:

@@ -6,7 +6,6 @@ name (P-MAN-3).
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from asya.manifest.blocks import (
     StorageConfig,
     _Model,
 )
+from asya.suggest import did_you_mean
 
 __all__ = ["Manifest"]
 
@@ -181,8 +181,7 @@ class Manifest(_Model):
             # only names that every deployment runs are offered: crew this release refuses (x-pause, aggregators)
             # would only trade this error for another
             offered = sorted(self.actors)
-            close = difflib.get_close_matches(target, offered, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            hint = did_you_mean(target, offered)
             raise ValueError(f"{field}: unknown actor {target!r}{hint}; actors: {', '.join(offered) or 'none'}")
 
     def aggregator_of(self, actor: str) -> str:
