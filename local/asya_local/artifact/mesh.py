@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Final
 
 from asya import naming
@@ -42,6 +41,7 @@ from asya_local.artifact.template import Assembly, load_assembly
 from asya_local.artifact.webadapter import WebAdapterProcess
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
+from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources
 
@@ -57,8 +57,10 @@ _MAX_POLLERS: Final = 2
 TEST_PRINCIPAL: Final = "asya-artifact-tester"
 
 
-class ArtifactMesh:
+class ArtifactMesh(MeshLifecycle):
     """The mesh of the assembly at ``cdk_out``. Use as a context manager or call ``start``/``stop``."""
+
+    _kind = "the artifact mesh"
 
     def __init__(
         self,
@@ -106,23 +108,17 @@ class ArtifactMesh:
     @property
     def url(self) -> str:
         """The test principal's signing client, with the stage: ``http://127.0.0.1:<port>/prod``."""
-        if self._url is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self._url
+        return self._require(self._url)
 
     @property
     def api_url(self) -> str:
         """The API front itself, with the stage (``AWS_IAM`` methods need a signature here)."""
-        if self._api_url is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self._api_url
+        return self._require(self._api_url)
 
     @property
     def clients(self) -> AwsClients:
         """The deployer's clients (straight to moto, no IAM check): for tests that inspect the state."""
-        if self._clients is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self._clients
+        return self._require(self._clients)
 
     @property
     def endpoint_url(self) -> str:
@@ -166,9 +162,8 @@ class ArtifactMesh:
         return function.environment.get("ASYA_ACTOR") or naming.DEADLINE
 
     def _require_spec(self) -> MeshSpec:
-        if self.spec is None or self._clients is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self.spec
+        self._require(self._clients)
+        return self._require(self.spec)
 
     @property
     def pools(self) -> dict[str, FunctionPool]:
@@ -209,20 +204,14 @@ class ArtifactMesh:
         # the proxy reads its principal map on every request; replacing one entry is atomic under the GIL
         self._proxy._principals[key] = (function.name, PolicySet.from_documents(documents))
 
-    # -- lifecycle -------------------------------------------------------------------------------------------
+    # -- lifecycle (start() and the context manager: asya_local.lifecycle) --------------------------------------
 
-    def start(self) -> None:
-        if self._url is not None:
-            return
-        started = time.monotonic()
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - started
+    @property
+    def running(self) -> bool:
+        return self._url is not None
 
     def _start(self) -> None:
+        started = time.monotonic()
         self._moto = MotoServer(host="127.0.0.1", port=0)
         self._moto.start()
         moto_url = self._moto.endpoint_url
@@ -272,6 +261,7 @@ class ArtifactMesh:
                 trigger.start()
                 self._schedules.append(trigger)
         self._start_api(spec)
+        self.startup_seconds = time.monotonic() - started
 
     def _start_iam(self, moto_url: str, spec: MeshSpec) -> str:
         if not self._iam_wanted:
@@ -472,15 +462,6 @@ class ArtifactMesh:
         self._logs.clear()
         self._url = self._api_url = None
         self._clients = None
-
-    def __enter__(self) -> ArtifactMesh:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def _invoke_policy(resource: str) -> Callable[[str], bool]:
