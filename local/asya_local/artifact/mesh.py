@@ -4,13 +4,13 @@ Start order: moto's server (a child process); the IAM proxy in front of it when 
 (each function's calls then go through it under the function's own credentials and role policies); the assembly's
 resources (:mod:`~asya_local.artifact.provision`); the dependency layers restaged for this machine
 (:mod:`~asya_local.artifact.restage`); one interpreter per function (:mod:`~asya_local.artifact.process`, more when
-concurrent invocations need them); one event source mapping emulator per ``AWS::Lambda::EventSourceMapping``
-(:class:`asya_local.esm.EventSourceMapping`, polling with the function's credentials as Lambda polls with its role);
-one trigger per schedule rule (every ``schedule_interval`` seconds locally); each web function started as the Lambda
-Web Adapter starts it; the API front (:class:`~asya_local.artifact.apifront.ApiFront`) with the template's methods;
-and a signing client of the test principal. ``url`` is that client's URL with the stage (``.../prod``): plain HTTP
-requests to it reach the API signed, so a suite written against a gateway URL runs unchanged. ``api_url`` is the
-API front itself (unsigned requests to ``AWS_IAM`` methods get 403 there).
+concurrent invocations need them) and, concurrently, each web function started as the Lambda Web Adapter starts it;
+one event source mapping emulator per ``AWS::Lambda::EventSourceMapping`` (:class:`asya_local.esm.EventSourceMapping`,
+polling with the function's credentials as Lambda polls with its role); one trigger per schedule rule (every
+``schedule_interval`` seconds locally); the API front (:class:`~asya_local.artifact.apifront.ApiFront`) with the
+template's methods; and a signing client of the test principal. ``url`` is that client's URL with the stage
+(``.../prod``): plain HTTP requests to it reach the API signed, so a suite written against a gateway URL runs
+unchanged. ``api_url`` is the API front itself (unsigned requests to ``AWS_IAM`` methods get 403 there).
 
 ``denied()`` lists every call refused: by the IAM proxy (a function's AWS call its role does not allow) and by the
 API front (a request without a valid signature or permission).
@@ -237,9 +237,10 @@ class ArtifactMesh(MeshLifecycle):
                 function.name,
                 self._process_factory(function, restager, runtime_dir, function_endpoint),
             )
-        self._start_pools()
         for function in web_functions:
-            self._start_web(function, restager, runtime_dir, function_endpoint)
+            self._web[function.arn] = self._web_process(function, restager, runtime_dir, function_endpoint)
+        # the web functions (the gateway's imports) start beside the interpreters rather than after them all
+        self._start_processes()
         for source in spec.event_sources:
             self._start_esm(source, function_endpoint)
         for schedule in spec.schedules:
@@ -328,7 +329,8 @@ class ArtifactMesh(MeshLifecycle):
 
         return new
 
-    def _start_pools(self) -> None:
+    def _start_processes(self) -> None:
+        """Every pool's first interpreter and every web function, concurrently; all their errors in one."""
         errors: list[str] = []
 
         def start(pool: FunctionPool) -> None:
@@ -342,7 +344,14 @@ class ArtifactMesh(MeshLifecycle):
                     f"{pool.name}: {process.init_error.get('errorType')}: {process.init_error.get('errorMessage')}"
                 )
 
+        def start_web(web: WebAdapterProcess) -> None:
+            try:
+                web.start()
+            except LocalModeError as exc:
+                errors.append(str(exc))
+
         threads = [threading.Thread(target=start, args=(pool,)) for pool in self._pools.values()]
+        threads += [threading.Thread(target=start_web, args=(web,)) for web in self._web.values()]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -350,18 +359,19 @@ class ArtifactMesh(MeshLifecycle):
         if errors:
             raise LocalModeError("functions failed to initialise: " + "; ".join(sorted(errors)))
 
-    def _start_web(self, function: FunctionSpec, restager: Restager, runtime_dir: Path, endpoint: str) -> None:
-        env = self._environment(function, runtime_dir, endpoint)
-        web = WebAdapterProcess(
+    def _web_process(
+        self, function: FunctionSpec, restager: Restager, runtime_dir: Path, endpoint: str
+    ) -> WebAdapterProcess:
+        # built here, in the starting thread: restaging a layer is not safe from two threads at once
+        return WebAdapterProcess(
             function.name,
             code_dir=function.code_dir,
             handler=function.handler,
-            env=env,
+            env=self._environment(function, runtime_dir, endpoint),
             python_path=self._layer_paths(function, restager),
             log=self._log(function.logical_id),
+            taken={web.port for web in self._web.values()},
         )
-        self._web[function.arn] = web
-        web.start()
 
     def _start_esm(self, source: Any, endpoint: str) -> None:
         assert self.spec is not None
