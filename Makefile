@@ -43,11 +43,10 @@ demo-flow: install
 
 ## Lint, type-check, then the whole test suite (unit, functional, infra, e2e, browser, fuzz), then the artifact suite
 ## (tests/e2e/artifact: one synth and one artifact mesh, 16 interpreters) on its own, so its pollers do not load the
-## other tiers' timing. ResourceWarning is not an error there: the API front's relayed keep-alive sockets are still
-## collected unclosed at the session's end (a known leak, see the issue note).
+## other tiers' timing.
 test: install chromium lint
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup $(PYTEST_ARGS) --ignore=tests/e2e/artifact tests
-	$(BIN)/python -m pytest -p no:cacheprovider -n 0 -W ignore::ResourceWarning $(PYTEST_ARGS) tests/e2e/artifact
+	$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(PYTEST_ARGS) tests/e2e/artifact
 
 lint: install
 	$(BIN)/ruff check .

@@ -18,6 +18,12 @@ Per record: it accepts any route and never sends (P-SUMP-1). What it receives, a
   ``id`` its ``checkpoint_key``/``checkpoint_line`` when it has none, terminal or not (x-sump may run before the
   layer's final write), changing no status; an unknown id or a task with a checkpoint is left alone. A write error
   fails the record (the checkpoint line is then written again, in another object, by the redelivery).
+- Final status (P-SUMP-6 (R3)): an envelope whose ``status.error.final_by`` is ``x-sump``
+  (``asya.routing.sump_writes_final``) comes from an actor that reports over HTTP, whose layer cannot write
+  ``failed`` (GW-EVT-3 (R3)). Instead of the attach, x-sump writes the task's final ``failed`` status (error
+  ``status.error.message``, details ``{message, type}``, ``failed_actor`` ``status.actor``) with the checkpoint in one
+  conditional write (``TaskStore.report_final``, tagged with the record's message id): a task already terminal only
+  gets the checkpoint when it has none. A write error fails the record.
 - Every log line carries ``reason`` and ``error_type`` (``status.error.type``) and the whole envelope, a payload over
   200 KiB replaced by ``{"__truncated__": true, "size_bytes": n}``.
 - A body that does not parse is logged raw at ERROR and stored at ``unparsed/{YYYY-MM-DD}/sqs-{messageId}.txt``
@@ -40,6 +46,7 @@ from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
+from asya import routing
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, dumps
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
@@ -89,17 +96,42 @@ class SumpRuntime(CrewRuntime):
         else:
             self._log.error("infrastructure error", extra=fields)
             if checkpoint is not None:
-                self._attach(envelope, checkpoint)
+                self._attach(envelope, checkpoint, writer_id=record.message_id)
         status = envelope.status
         self._metric(status.actor if status is not None and status.actor else "unknown", reason or "None")
 
-    def _attach(self, envelope: Envelope, checkpoint: CheckpointLine) -> None:
+    def _attach(self, envelope: Envelope, checkpoint: CheckpointLine, *, writer_id: str) -> None:
         """P-STAT-2: the task the layer failed (or is about to fail) for this infrastructure error points at the
-        line; a write error fails the record (P-SUMP-4)."""
+        line; when the layer could not fail it (P-SUMP-6 (R3)), the final ``failed`` status and the line are one
+        write. A write error fails the record (P-SUMP-4)."""
         if envelope.parent_id or hdr.is_stealth(envelope.headers):
+            return
+        if routing.sump_writes_final(envelope):
+            self._fail_task(envelope, checkpoint, writer_id=writer_id)
             return
         if not self._store.attach_checkpoint(envelope.id, key=checkpoint.key, line=checkpoint.line):
             self._log.debug("task unknown or already checkpointed: not attached", extra={"correlation_id": envelope.id})
+
+    def _fail_task(self, envelope: Envelope, checkpoint: CheckpointLine, *, writer_id: str) -> None:
+        status = envelope.status
+        assert status is not None and status.error is not None  # sump_writes_final read them
+        error = {k: v for k, v in status.error.items() if k in ("message", "type")}
+        written = self._store.report_final(
+            envelope.id,
+            status="failed",
+            error=str(error.get("message", "infrastructure error")),
+            error_details=error,
+            failed_actor=status.actor,
+            checkpoint_key=checkpoint.key,
+            checkpoint_line=checkpoint.line,
+            envelope_id=envelope.id,
+            created_at=status.created_at,
+            writer_id=writer_id,
+        )
+        self._log.info(
+            "final failed status written" if written else "task unknown or already final: failed not written",
+            extra={"correlation_id": envelope.id},
+        )
 
     def _unparseable(self, message_id: str, body: str, error: str) -> None:
         raw = body.encode("utf-8")[:LOG_PAYLOAD_LIMIT].decode("utf-8", errors="ignore")

@@ -48,7 +48,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Final, Protocol
 
 import httpx
@@ -64,6 +63,7 @@ from asya_local.esm import EsmConfig, EventSourceMapping, Handler
 from asya_local.exceptions import LocalModeError
 from asya_local.history import RunHistory
 from asya_local.lambda_event import LambdaContext
+from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources, provision
 from asya_local.reload import CodeWatcher, ReloadingHandler
@@ -110,7 +110,7 @@ def runtime_environment(
     return env
 
 
-class LocalMesh:
+class LocalMesh(MeshLifecycle):
     """The mesh of ``manifest`` running in this process. Use as a context manager or call ``start``/``stop``."""
 
     def __init__(
@@ -170,9 +170,7 @@ class LocalMesh:
     @property
     def url(self) -> str:
         """The gateway's base URL, e.g. ``http://127.0.0.1:8080``."""
-        if self._gateway is None:
-            raise LocalModeError("the mesh is not running: call start() first")
-        return self._gateway.url
+        return self._require(self._gateway).url
 
     @property
     def port_was_busy(self) -> bool:
@@ -210,30 +208,21 @@ class LocalMesh:
 
     @property
     def clients(self) -> AwsClients:
-        if self._clients is None:
-            raise LocalModeError("the mesh is not running: call start() first")
-        return self._clients
+        return self._require(self._clients)
 
     @property
     def resources(self) -> MeshResources:
-        if self._resources is None:
-            raise LocalModeError("the mesh is not running: call start() first")
-        return self._resources
+        return self._require(self._resources)
 
     @property
     def esms(self) -> Mapping[str, EventSourceMapping]:
         return dict(self._esms)
 
-    # -- lifecycle -------------------------------------------------------------------------------------------
+    # -- lifecycle (start() and the context manager: asya_local.lifecycle) --------------------------------------
 
-    def start(self) -> None:
-        if self._gateway is not None:
-            return
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
+    @property
+    def running(self) -> bool:
+        return self._gateway is not None
 
     def _start(self) -> None:
         endpoint = self._endpoint_url
@@ -343,15 +332,6 @@ class LocalMesh:
                 "run: stop() the mesh"
             ) from None
         self._gateway = gateway
-
-    def __enter__(self) -> LocalMesh:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     # -- parts -----------------------------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ the sequence of frames only, never on timing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,6 +17,7 @@ import pytest
 from asya.store import FlyValue, TaskStore
 from asya_gateway import GatewayConfig, create_app
 from tests.clocks import ManualClock
+from tests.sse import frames
 
 pytestmark = pytest.mark.functional
 
@@ -52,22 +52,6 @@ def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
     gateway = _gateway(mesh, serve_asgi, FAST)
     with gateway.client:
         yield gateway
-
-
-def frames(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """Parse SSE frames as they arrive: ``{"retry"?, "id"?, "event", "data"}`` or ``{"comment": text}``."""
-    frame: dict[str, Any] = {}
-    for line in response.iter_lines():
-        if line == "":
-            if frame:
-                yield frame
-            frame = {}
-        elif line.startswith(":"):
-            yield {"comment": line[1:]}
-        else:
-            name, _, value = line.partition(": ")
-            frame[name] = json.loads(value) if name == "data" else int(value) if name in ("id", "retry") else value
-    assert frame == {}, "stream ended inside a frame"
 
 
 def test_catchup_replay_and_live_events_until_terminal_gw_sse_4_to_7(gw: Gw) -> None:

@@ -7,7 +7,6 @@ the frames and on the DynamoDB calls made, never on timing.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ import pytest
 from asya.store import FlyValue
 from asya_gateway import GatewayConfig, create_app
 from tests.clocks import ManualClock
+from tests.sse import frames as sse_frames
 
 pytestmark = pytest.mark.functional
 
@@ -68,19 +68,8 @@ def _create(client: httpx.Client, n: int) -> list[str]:
 
 
 def frames(response: httpx.Response) -> Iterator[dict[str, Any]]:
-    """``{"retry"?, "id"?, "event", "data"}`` frames or ``{"comment"}``; ``id`` stays text (a cursor map)."""
-    frame: dict[str, Any] = {}
-    for line in response.iter_lines():
-        if line == "":
-            if frame:
-                yield frame
-            frame = {}
-        elif line.startswith(":"):
-            yield {"comment": line[1:]}
-        else:
-            name, _, value = line.partition(": ")
-            frame[name] = json.loads(value) if name == "data" else int(value) if name == "retry" else value
-    assert frame == {}, "stream ended inside a frame"
+    """The stream's frames; ``id`` stays text (a cursor map)."""
+    return sse_frames(response, numeric_ids=False)
 
 
 def _events(stream: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -31,6 +31,7 @@ from asya.manifest import GatewayConfig as ManifestGateway
 from asya.sidecar import ActorRuntime
 from asya.store import StatusUpdate
 from asya_crew.sink import SinkRuntime
+from asya_crew.sump import SumpRuntime
 from asya_gateway import GatewayConfig, create_app
 from asya_local.lambda_event import sqs_event
 from tests.functional.actors import Context, LogLines, actor_env, deliver, drain, envelope, queue_arn
@@ -142,7 +143,8 @@ def setup(mesh: Any, serve_asgi: Any) -> Iterator[Setup]:
         done = Setup(mesh=mesh, base=base, recorder=recorder, client=client)
         yield done
         for runtime in done.runtimes:
-            runtime_gateway(runtime).close(timeout=0.2)
+            if runtime.http_reporter is not None:  # a store reporter's runtime has no gateway to close
+                runtime.http_reporter.gateway.close(timeout=0.2)
 
 
 def _handled(runtime: ActorRuntime, event: dict[str, Any]) -> tuple[list[dict[str, str]], float]:
@@ -164,6 +166,11 @@ def _fly_values(setup: Setup, task_id: str, count: int) -> list[Any]:
                 if len(values) == count:
                     break
     return values
+
+
+def _sump(mesh: Any) -> SumpRuntime:
+    config = ActorConfig.from_env(actor_env(mesh, naming.SUMP))
+    return SumpRuntime(config, sqs=mesh.aws.sqs, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
 
 
 def _sink(mesh: Any) -> SinkRuntime:
@@ -208,17 +215,57 @@ def test_p_stat_18_progress_and_final_status_over_http_with_preflight_read(setup
     )
 
 
-def test_p_stat_18_infrastructure_failure_is_not_posted_as_a_final_status(setup: Setup) -> None:
-    """A handler that cannot load (P-ABI-2): x-sump gets the envelope; ``failed`` is the crew's (GW-EVT-3 R3), so the
-    reporter posts no final status and the task is left to its deadline."""
+def test_p_sump_6_r3_x_sump_fails_the_task_of_an_http_reporter_infrastructure_error(setup: Setup) -> None:
+    """A handler that cannot load (P-ABI-2) in an actor that reports over HTTP: ``failed`` is the crew's (GW-EVT-3
+    R3), so the reporter posts no final status; its x-sump envelope says so, and x-sump writes the final ``failed``
+    with its checkpoint (P-SUMP-6 R3). Before, the task (created without a timeout) stayed ``running`` for ever."""
     task_id = setup.create("actor=normalize", {"text": "x"})
     runtime = setup.runtime(handler="no_such_module.handler")
     failures, _ = _handled(runtime, setup.queued("normalize"))
     assert failures == []
     assert runtime_flush(runtime)
-    assert [e["id"] for e in setup.drain(naming.SUMP)] == [task_id]
     assert not [p for m, p, _ in setup.recorder.requests if m == "POST" and p.endswith("/events")]
     assert setup.view(task_id)["status"] in ("pending", "running")
+    sumped = setup.drain(naming.SUMP)
+    assert [(e["id"], e["status"]["reason"]) for e in sumped] == [(task_id, "HandlerLoadError")]
+    response = _sump(setup.mesh).handle(setup.inject(naming.SUMP, *sumped), Context())
+    assert response["batchItemFailures"] == []
+    final = setup.view(task_id)
+    assert (final["status"], final["error_details"]["type"]) == ("failed", "HandlerLoadError")
+    assert "no_such_module" in final["error"]
+    assert final["checkpoint_key"].startswith("failed/"), "the line and the status are one write"
+
+
+def test_p_sump_6_r3_a_lost_child_frame_of_an_http_reporter_does_not_fail_the_task(setup: Setup) -> None:
+    """P-FAN-6: a child frame with an unknown destination reaches x-sump, which must not fail the task for it (the
+    x-sump envelope carries the task's id, but no ``final_by``)."""
+    task_id = setup.create("flow=text-pipeline", {"text": "x"})
+    runtime = setup.runtime(handler="sidecar_handlers.child_to_ghost")
+    assert _handled(runtime, setup.queued("normalize"))[0] == []
+    [sumped] = setup.drain(naming.SUMP)
+    assert (sumped["id"], sumped["status"]["reason"]) == (task_id, "UnknownActor")
+    assert "final_by" not in sumped["status"]["error"]
+    assert _sump(setup.mesh).handle(setup.inject(naming.SUMP, sumped), Context())["batchItemFailures"] == []
+    assert [e["id"] for e in setup.drain("analyze")] == [task_id]
+    assert setup.view(task_id)["status"] in ("pending", "running")
+
+
+def test_p_sump_6_r3_a_store_reporter_s_x_sump_envelope_leaves_the_final_write_to_the_layer(setup: Setup) -> None:
+    """The same error in an actor that writes to the store: its layer writes ``failed`` (P-ERR-6), and its x-sump
+    envelope does not ask x-sump to (x-sump only attaches its checkpoint, P-STAT-2)."""
+    task_id = setup.create("actor=normalize", {"text": "x"})
+    runtime = setup.runtime(
+        handler="no_such_module.handler",
+        ASYA_GATEWAY_URL="",
+        ASYA_GATEWAY_API_KEY="",
+        ASYA_GATEWAY_REPORTER_KEY="",
+        ASYA_REPORTER="store",
+        ASYA_TABLE=setup.mesh.resources.table,
+    )
+    assert _handled(runtime, setup.queued("normalize"))[0] == []
+    [sumped] = setup.drain(naming.SUMP)
+    assert "final_by" not in sumped["status"]["error"]
+    assert setup.view(task_id)["status"] == "failed"
 
 
 def test_p_stat_10_over_http_a_canceled_task_goes_to_x_sink_without_a_call(setup: Setup) -> None:

@@ -29,7 +29,8 @@ from asya_cdk.limits import MAX_DASHBOARD_WIDGETS, LimitReport, check_assembly
 from asya_cdk.placement import MAX_ACTORS_PER_STACK, actor_bucket
 from asya_cdk.testing import SynthesizedMesh
 
-pytestmark = pytest.mark.infra
+# one xdist worker takes the whole module, so each size is synthesized once per run rather than once per worker
+pytestmark = [pytest.mark.infra, pytest.mark.xdist_group("mesh_size")]
 
 REPO = Path(__file__).resolve().parents[2]
 ACTORS = 200

@@ -78,6 +78,53 @@ async def _respond(send: Send, status: int, body: dict[str, Any], headers: Mappi
     await send({"type": "http.response.body", "body": data})
 
 
+class _Relaying:
+    """What both ASGI apps share: the ASGI entry point (the lifespan, then each HTTP request to ``_http``), and the
+    relay of one request, a transport error answered 502. The relay client is closed at the lifespan's shutdown:
+    its pooled keep-alive sockets would otherwise be collected unclosed (a ``ResourceWarning`` each)."""
+
+    def __init__(self) -> None:
+        self._client: httpx.AsyncClient | None = None
+
+    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _http(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+        await send({"type": "lifespan.shutdown.complete"})
+
+    async def _forward(
+        self,
+        send: Send,
+        method: str,
+        url: str,
+        *,
+        headers: Any,
+        body: bytes,
+        query: str,
+        failed: Callable[[httpx.TransportError], str],
+    ) -> None:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
+        request = self._client.build_request(method, url, headers=headers, content=body)
+        if query:
+            request.url = request.url.copy_with(query=query.encode("latin-1"))
+        try:
+            await _relay(self._client, request, send)
+        except httpx.TransportError as exc:
+            await _respond(send, 502, {"message": failed(exc)})
+
+
 async def _relay(client: httpx.AsyncClient, request: httpx.Request, send: Send) -> None:
     response = await client.send(request, stream=True)
     try:
@@ -94,7 +141,7 @@ async def _relay(client: httpx.AsyncClient, request: httpx.Request, send: Send) 
         await response.aclose()
 
 
-class ApiFront:
+class ApiFront(_Relaying):
     """ASGI app: API Gateway's routing and authorization in front of the functions' web servers."""
 
     def __init__(
@@ -114,12 +161,12 @@ class ApiFront:
                 )
             if method.function not in upstreams:
                 raise LocalModeError(f"API method {method.http_method} {method.path}: no function {method.function}")
+        super().__init__()
         self._methods = methods
         self._upstreams = dict(upstreams)
         self._principals = dict(principals)
         self._stage = stage
         self._api_arn = api_arn
-        self._client: httpx.AsyncClient | None = None
         self.denied: list[str] = []
 
     def match(self, path: str, http_method: str) -> ApiMethod | None:
@@ -140,14 +187,7 @@ class ApiFront:
         found = exact or any_
         return found[0] if found else None
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        if scope["type"] != "http":
-            return
+    async def _http(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         raw_path = scope.get("raw_path", scope["path"].encode()).decode("latin-1")
         prefix = f"/{self._stage}"
         if not (raw_path == prefix or raw_path.startswith(prefix + "/")):
@@ -170,21 +210,19 @@ class ApiFront:
                 self.denied.append(f"{method_name} {path}: {problem}")
                 await _respond(send, 403, {"message": problem})
                 return
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
         upstream = self._upstreams[str(method.function)]
         forwarded = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_BY_HOP]
         context = {"requestId": f"local-{time.monotonic_ns()}", "stage": self._stage, "resourcePath": method.path}
         forwarded.append((b"x-amzn-request-context", json.dumps(context).encode()))
-        request = self._client.build_request(
-            method_name, f"{upstream}{path}", params=None, headers=forwarded, content=body
+        await self._forward(
+            send,
+            method_name,
+            f"{upstream}{path}",
+            headers=forwarded,
+            body=body,
+            query=query,
+            failed=lambda exc: f"Internal server error ({type(exc).__name__})",
         )
-        if query:
-            request.url = request.url.copy_with(query=query.encode("latin-1"))
-        try:
-            await _relay(self._client, request, send)
-        except httpx.TransportError as exc:
-            await _respond(send, 502, {"message": f"Internal server error ({type(exc).__name__})"})
 
     def _authorize(
         self, *, method: str, raw_path: str, path: str, query: str, headers: Mapping[str, str], body: bytes
@@ -206,25 +244,18 @@ class ApiFront:
         return None
 
 
-class SigningClient:
+class SigningClient(_Relaying):
     """ASGI app: signs every request it gets with one principal's credentials and relays it to ``upstream``."""
 
     def __init__(self, upstream: str, *, access_key_id: str, secret: str, region: str) -> None:
+        super().__init__()
         self._upstream = upstream.rstrip("/")
         self._host = urlsplit(upstream).netloc
         self._key = access_key_id
         self._secret = secret
         self._region = region
-        self._client: httpx.AsyncClient | None = None
 
-    async def __call__(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        if scope["type"] != "http":
-            return
+    async def _http(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         body = await _read_body(receive)
         raw_path = scope.get("raw_path", scope["path"].encode()).decode("latin-1")
         query = scope.get("query_string", b"").decode("latin-1")
@@ -245,21 +276,20 @@ class SigningClient:
             secret=self._secret,
             region=self._region,
         )
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
-        request = self._client.build_request(
-            scope["method"], f"{self._upstream}{raw_path}", headers=[*headers, *signed.items()], content=body
+        await self._forward(
+            send,
+            scope["method"],
+            f"{self._upstream}{raw_path}",
+            headers=[*headers, *signed.items()],
+            body=body,
+            query=query,
+            failed=lambda exc: f"signing client: {exc}",
         )
-        if query:
-            request.url = request.url.copy_with(query=query.encode("latin-1"))
-        try:
-            await _relay(self._client, request, send)
-        except httpx.TransportError as exc:
-            await _respond(send, 502, {"message": f"signing client: {exc}"})
 
 
 class ServerThread:
-    """uvicorn serving an ASGI app on ``127.0.0.1`` from a daemon thread (port 0: a free port)."""
+    """uvicorn serving an ASGI app on ``127.0.0.1`` from a daemon thread (port 0: a free port). The app gets the ASGI
+    lifespan: ``stop()`` lets requests under way end (2 s at most), then the app's shutdown closes what it holds."""
 
     def __init__(self, app: Any, *, port: int = 0, name: str = "asya-artifact-http") -> None:
         import uvicorn
@@ -274,7 +304,7 @@ class ServerThread:
         self.port = int(self._socket.getsockname()[1])
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            app, log_config=None, log_level="warning", access_log=False, lifespan="off", timeout_graceful_shutdown=2
+            app, log_config=None, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(

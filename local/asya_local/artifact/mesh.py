@@ -4,13 +4,13 @@ Start order: moto's server (a child process); the IAM proxy in front of it when 
 (each function's calls then go through it under the function's own credentials and role policies); the assembly's
 resources (:mod:`~asya_local.artifact.provision`); the dependency layers restaged for this machine
 (:mod:`~asya_local.artifact.restage`); one interpreter per function (:mod:`~asya_local.artifact.process`, more when
-concurrent invocations need them); one event source mapping emulator per ``AWS::Lambda::EventSourceMapping``
-(:class:`asya_local.esm.EventSourceMapping`, polling with the function's credentials as Lambda polls with its role);
-one trigger per schedule rule (every ``schedule_interval`` seconds locally); each web function started as the Lambda
-Web Adapter starts it; the API front (:class:`~asya_local.artifact.apifront.ApiFront`) with the template's methods;
-and a signing client of the test principal. ``url`` is that client's URL with the stage (``.../prod``): plain HTTP
-requests to it reach the API signed, so a suite written against a gateway URL runs unchanged. ``api_url`` is the
-API front itself (unsigned requests to ``AWS_IAM`` methods get 403 there).
+concurrent invocations need them) and, concurrently, each web function started as the Lambda Web Adapter starts it;
+one event source mapping emulator per ``AWS::Lambda::EventSourceMapping`` (:class:`asya_local.esm.EventSourceMapping`,
+polling with the function's credentials as Lambda polls with its role); one trigger per schedule rule (every
+``schedule_interval`` seconds locally); the API front (:class:`~asya_local.artifact.apifront.ApiFront`) with the
+template's methods; and a signing client of the test principal. ``url`` is that client's URL with the stage
+(``.../prod``): plain HTTP requests to it reach the API signed, so a suite written against a gateway URL runs
+unchanged. ``api_url`` is the API front itself (unsigned requests to ``AWS_IAM`` methods get 403 there).
 
 ``denied()`` lists every call refused: by the IAM proxy (a function's AWS call its role does not allow) and by the
 API front (a request without a valid signature or permission).
@@ -28,7 +28,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Final
 
 from asya import naming
@@ -42,6 +41,7 @@ from asya_local.artifact.template import Assembly, load_assembly
 from asya_local.artifact.webadapter import WebAdapterProcess
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
+from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources
 
@@ -57,8 +57,10 @@ _MAX_POLLERS: Final = 2
 TEST_PRINCIPAL: Final = "asya-artifact-tester"
 
 
-class ArtifactMesh:
+class ArtifactMesh(MeshLifecycle):
     """The mesh of the assembly at ``cdk_out``. Use as a context manager or call ``start``/``stop``."""
+
+    _kind = "the artifact mesh"
 
     def __init__(
         self,
@@ -106,23 +108,17 @@ class ArtifactMesh:
     @property
     def url(self) -> str:
         """The test principal's signing client, with the stage: ``http://127.0.0.1:<port>/prod``."""
-        if self._url is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self._url
+        return self._require(self._url)
 
     @property
     def api_url(self) -> str:
         """The API front itself, with the stage (``AWS_IAM`` methods need a signature here)."""
-        if self._api_url is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self._api_url
+        return self._require(self._api_url)
 
     @property
     def clients(self) -> AwsClients:
         """The deployer's clients (straight to moto, no IAM check): for tests that inspect the state."""
-        if self._clients is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self._clients
+        return self._require(self._clients)
 
     @property
     def endpoint_url(self) -> str:
@@ -166,9 +162,8 @@ class ArtifactMesh:
         return function.environment.get("ASYA_ACTOR") or naming.DEADLINE
 
     def _require_spec(self) -> MeshSpec:
-        if self.spec is None or self._clients is None:
-            raise LocalModeError("the artifact mesh is not running: call start() first")
-        return self.spec
+        self._require(self._clients)
+        return self._require(self.spec)
 
     @property
     def pools(self) -> dict[str, FunctionPool]:
@@ -209,20 +204,14 @@ class ArtifactMesh:
         # the proxy reads its principal map on every request; replacing one entry is atomic under the GIL
         self._proxy._principals[key] = (function.name, PolicySet.from_documents(documents))
 
-    # -- lifecycle -------------------------------------------------------------------------------------------
+    # -- lifecycle (start() and the context manager: asya_local.lifecycle) --------------------------------------
 
-    def start(self) -> None:
-        if self._url is not None:
-            return
-        started = time.monotonic()
-        try:
-            self._start()
-        except BaseException:
-            self.stop()
-            raise
-        self.startup_seconds = time.monotonic() - started
+    @property
+    def running(self) -> bool:
+        return self._url is not None
 
     def _start(self) -> None:
+        started = time.monotonic()
         self._moto = MotoServer(host="127.0.0.1", port=0)
         self._moto.start()
         moto_url = self._moto.endpoint_url
@@ -248,9 +237,10 @@ class ArtifactMesh:
                 function.name,
                 self._process_factory(function, restager, runtime_dir, function_endpoint),
             )
-        self._start_pools()
         for function in web_functions:
-            self._start_web(function, restager, runtime_dir, function_endpoint)
+            self._web[function.arn] = self._web_process(function, restager, runtime_dir, function_endpoint)
+        # the web functions (the gateway's imports) start beside the interpreters rather than after them all
+        self._start_processes()
         for source in spec.event_sources:
             self._start_esm(source, function_endpoint)
         for schedule in spec.schedules:
@@ -272,6 +262,7 @@ class ArtifactMesh:
                 trigger.start()
                 self._schedules.append(trigger)
         self._start_api(spec)
+        self.startup_seconds = time.monotonic() - started
 
     def _start_iam(self, moto_url: str, spec: MeshSpec) -> str:
         if not self._iam_wanted:
@@ -338,7 +329,8 @@ class ArtifactMesh:
 
         return new
 
-    def _start_pools(self) -> None:
+    def _start_processes(self) -> None:
+        """Every pool's first interpreter and every web function, concurrently; all their errors in one."""
         errors: list[str] = []
 
         def start(pool: FunctionPool) -> None:
@@ -352,7 +344,14 @@ class ArtifactMesh:
                     f"{pool.name}: {process.init_error.get('errorType')}: {process.init_error.get('errorMessage')}"
                 )
 
+        def start_web(web: WebAdapterProcess) -> None:
+            try:
+                web.start()
+            except LocalModeError as exc:
+                errors.append(str(exc))
+
         threads = [threading.Thread(target=start, args=(pool,)) for pool in self._pools.values()]
+        threads += [threading.Thread(target=start_web, args=(web,)) for web in self._web.values()]
         for thread in threads:
             thread.start()
         for thread in threads:
@@ -360,18 +359,19 @@ class ArtifactMesh:
         if errors:
             raise LocalModeError("functions failed to initialise: " + "; ".join(sorted(errors)))
 
-    def _start_web(self, function: FunctionSpec, restager: Restager, runtime_dir: Path, endpoint: str) -> None:
-        env = self._environment(function, runtime_dir, endpoint)
-        web = WebAdapterProcess(
+    def _web_process(
+        self, function: FunctionSpec, restager: Restager, runtime_dir: Path, endpoint: str
+    ) -> WebAdapterProcess:
+        # built here, in the starting thread: restaging a layer is not safe from two threads at once
+        return WebAdapterProcess(
             function.name,
             code_dir=function.code_dir,
             handler=function.handler,
-            env=env,
+            env=self._environment(function, runtime_dir, endpoint),
             python_path=self._layer_paths(function, restager),
             log=self._log(function.logical_id),
+            taken={web.port for web in self._web.values()},
         )
-        self._web[function.arn] = web
-        web.start()
 
     def _start_esm(self, source: Any, endpoint: str) -> None:
         assert self.spec is not None
@@ -472,15 +472,6 @@ class ArtifactMesh:
         self._logs.clear()
         self._url = self._api_url = None
         self._clients = None
-
-    def __enter__(self) -> ArtifactMesh:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def _invoke_policy(resource: str) -> Callable[[str], bool]:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import IO, Final
 
@@ -62,6 +62,7 @@ class WebAdapterProcess:
         env: Mapping[str, str],
         python_path: list[Path],
         log: IO[str] | None = None,
+        taken: Collection[int] = (),
     ) -> None:
         self.name = name
         self._code_dir = code_dir
@@ -72,7 +73,8 @@ class WebAdapterProcess:
         self._process: subprocess.Popen[bytes] | None = None
         self._shim = Path(tempfile.mkdtemp(prefix="asya-lwa-"))
         wanted = int(self._env.get("PORT", "8080"))
-        self.port = wanted if _free(wanted) else _any_port()
+        # ``taken``: ports of web functions built but not yet listening (they start concurrently)
+        self.port = wanted if wanted not in taken and _free(wanted) else _any_port()
         self.readiness_path = self._env.get("AWS_LWA_READINESS_CHECK_PATH", "/")
         self.invoke_mode = self._env.get("AWS_LWA_INVOKE_MODE", "buffered")
 

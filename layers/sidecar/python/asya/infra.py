@@ -2,8 +2,9 @@
 
 Each one sends an x-sump envelope first. That send is required: when it fails the exception propagates and the
 record fails, so SQS delivers it again (P-ERR-5: acked only after the x-sump send succeeded). A tracked envelope then
-gets a best-effort final ``failed`` status (P-ERR-6). No AWS resources are created here; the transport and the
-reporter come from the runtime.
+gets a best-effort final ``failed`` status (P-ERR-6); when the reporter cannot write it (the HTTP reporter, GW-EVT-3
+(R3)) the x-sump envelope asks x-sump to (P-SUMP-6 (R3), ``asya.routing.sump_writes_final``). No AWS resources are
+created here; the transport and the reporter come from the runtime.
 """
 
 from __future__ import annotations
@@ -82,6 +83,7 @@ class InfraErrors:
             trace=trace,
             original_payload=original_payload,
             details=extra,
+            final_by_sump=report is not None and not self._reporter.writes_final,
         )
         self.send(out)
         self._log.error("infrastructure error: sent to x-sump", extra={"reason": reason.value, "error": message})
@@ -110,6 +112,7 @@ class InfraErrors:
         trace: routing.Trace,
     ) -> None:
         """Frames of a hop whose destination has no queue: each one's x-sump envelope, required (P-ROUTE-8)."""
+        sump_fails_task = report is not None and not self._reporter.writes_final
         sumps = [
             routing.sump_envelope(
                 reason=Reason.UNKNOWN_ACTOR,
@@ -119,6 +122,7 @@ class InfraErrors:
                 envelope=entry,
                 trace=trace,
                 original_payload=outgoing.envelope.payload,
+                final_by_sump=sump_fails_task and outgoing.envelope.id == entry.id,
             )
             for outgoing, error in unknown
         ]

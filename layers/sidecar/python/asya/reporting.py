@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from asya import headers as hdr
 from asya.envelope import Route
@@ -76,6 +76,10 @@ class ProgressMode(StrEnum):
 
 class Reporter:
     """Best-effort status, progress and FLY writes of one actor."""
+
+    #: Whether :meth:`final_failed` can write the final status. The HTTP reporter cannot (GW-EVT-3 (R3)): its
+    #: x-sump envelopes then ask x-sump to write it (P-SUMP-6 (R3), ``asya.routing.sump_writes_final``).
+    writes_final: ClassVar[bool] = True
 
     def __init__(
         self,

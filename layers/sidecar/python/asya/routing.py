@@ -48,11 +48,15 @@ __all__ = [
     "shift",
     "sla_envelope",
     "sump_envelope",
+    "sump_writes_final",
     "unknown_route",
     "zero_frames_envelope",
 ]
 
 SLA_MESSAGE: Final = "SLA deadline expired"
+#: ``status.error`` member of an x-sump envelope whose task x-sump fails itself (value ``"x-sump"``): set by the layer
+#: of an actor that reports over HTTP, which cannot post ``failed`` (GW-EVT-3 (R3), P-SUMP-6 (R3)).
+_FINAL_BY: Final = "final_by"
 #: ``status.error.type`` of an SLA envelope (P-TIME-3, chosen).
 DEADLINE_ERROR_TYPE: Final = "DeadlineExceeded"
 
@@ -387,9 +391,11 @@ def sump_envelope(
     details: Mapping[str, Any] | None = None,
     new_id: Callable[[], str] = new_uuid4,
     error_extra: Mapping[str, Any] | None = None,
+    final_by_sump: bool = False,
 ) -> Outgoing:
     """The infrastructure-error envelope (P-ERR-4), its headers those of ``envelope`` as any send's (P-HDR-3);
-    ``error_extra`` adds members to ``status.error`` (``frames_sent`` of a partial failure, P-RES-10).
+    ``error_extra`` adds members to ``status.error`` (``frames_sent`` of a partial failure, P-RES-10);
+    ``final_by_sump`` asks x-sump to write the task's final ``failed`` status (:func:`sump_writes_final`).
 
     ``envelope`` is the input as far as it is known (``None`` when nothing of it is: a new id and the route
     ``{[], "x-sump", []}``). ``original_payload`` is left out when not given; ``details`` (for instance ``raw_body``)
@@ -400,6 +406,8 @@ def sump_envelope(
     payload["details"] = {**error, **(details or {})}
     if error_extra:
         error.update(error_extra)
+    if final_by_sump:
+        error[_FINAL_BY] = naming.SUMP
     if original_payload is not _MISSING:
         payload["original_payload"] = original_payload
     old = envelope.status if envelope is not None else None
@@ -419,6 +427,14 @@ def sump_envelope(
     else:
         out = _derived(envelope, trace.headers(envelope.headers), status, payload)
     return Outgoing(actor=naming.SUMP, envelope=out)
+
+
+def sump_writes_final(envelope: Envelope) -> bool:
+    """True when the layer that sent this x-sump envelope could not write its task's final ``failed`` status and
+    x-sump writes it (P-SUMP-6 (R3)). The member is set by :func:`sump_envelope` alone, on a fresh ``status.error``,
+    so no handler or client value can carry it there."""
+    error = envelope.status.error if envelope.status is not None else None
+    return isinstance(error, dict) and error.get(_FINAL_BY) == naming.SUMP
 
 
 def _derived(source: Envelope, headers: dict[str, Any], status: Status, payload: Any) -> Envelope:

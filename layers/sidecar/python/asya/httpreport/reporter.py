@@ -10,7 +10,7 @@ modes (P-STAT-19), as ``POST {base}/api/v1/mesh/{task id}/events`` bodies ``{"ty
 | ``claim`` | ``status`` ``processing``, ``data`` ``{prev, curr, next}`` | ``hops``, ``detailed`` |
 | ``completed`` | ``status`` ``completed``, ``data`` adds ``duration_ms``, ``frames`` | ``detailed`` |
 | ``retrying`` | ``status`` ``retrying``, ``data`` adds ``attempt``, ``delay_seconds``, ``error`` | tracked roots |
-| ``final_failed`` | nothing: ``failed`` is written by the crew only (GW-EVT-3 R3); logged at WARNING | never |
+| ``final_failed`` | nothing: x-sump writes ``failed`` (GW-EVT-3 R3, P-SUMP-6 R3); logged at WARNING | never |
 | ``fly`` | one ``{"type": "fly", "data": value}`` per value | always |
 
 Such actors claim no hop (P-ACK-7, P-ACK-8): :meth:`HttpReporter.claim` posts the ``processing`` event and lets the
@@ -64,6 +64,8 @@ _PreflightItems = dict[tuple[str, str], dict[str, Any]]
 
 class HttpReporter(Reporter):
     """Reports of one actor posted to the gateway; ``default_base`` is ``ASYA_GATEWAY_URL`` (``""``: none)."""
+
+    writes_final = False
 
     def __init__(
         self,
@@ -152,9 +154,9 @@ class HttpReporter(Reporter):
         self, hop: HopRef, *, error: str, error_details: Mapping[str, Any] | None, writer_id: str | None = None
     ) -> None:
         """The producer route refuses ``failed`` (GW-EVT-3 R3: the crew writes it): the x-sump envelope the layer
-        already sent is this error's record, and the task's deadline ends it."""
+        already sent is this error's record and asks x-sump to write the final status (P-SUMP-6 R3)."""
         self._log.warning(
-            "final status not reported: the gateway takes failed from the crew only",
+            "final status not reported: the gateway takes failed from the crew only, x-sump writes it",
             extra={"task_id": hop.task_id, "error": clip_text(error, _ERROR_LIMIT_BYTES)},
         )
 
