@@ -25,6 +25,7 @@ import yaml
 from asya import access
 from asya_cdk import DeploymentError
 from asya_cdk.testing import SynthesizedMesh, build_mesh_app, synthesize_mesh
+from tests.cfn import cfn_lint_findings
 
 pytestmark = pytest.mark.infra
 
@@ -338,15 +339,9 @@ def test_vpc_without_internet_refuses_jwt_and_callback_url(write_manifest: Write
 
 @pytest.mark.parametrize("name", ["guarded", "imported"])
 def test_cfn_lint_is_clean_on_the_vpc_and_key_templates(name: str, request: pytest.FixtureRequest) -> None:
-    from cfnlint.api import lint_all
-
     synth: SynthesizedMesh = request.getfixturevalue(name)
     template = synth.outdir / f"{synth.built.stack.artifact_id}.template.json"
-    findings = [
-        f"{m.rule.id} {m.message}"
-        for m in lint_all(template.read_text(encoding="utf-8"))
-        if m.rule.id[:1] in ("E", "W") and m.rule.id != "W3005"  # as tests/infra/test_gates.py
-    ]
+    findings = cfn_lint_findings(template.read_text(encoding="utf-8"))
     assert findings == []
 
 

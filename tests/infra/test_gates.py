@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from asya_cdk.testing import SynthesizedMesh
+from tests.cfn import cfn_lint_findings
 
 pytestmark = pytest.mark.infra
 
@@ -31,16 +32,7 @@ def _template_path(synth: SynthesizedMesh) -> Path:
 
 
 def test_cfn_lint_is_clean(example_synth: SynthesizedMesh) -> None:
-    from cfnlint.api import lint_all
-
-    template = _template_path(example_synth)
-    matches = lint_all(template.read_text(encoding="utf-8"))
-    # errors (E) and warnings (W), as the cfn-lint command reports by default; informational rules (I) are advice
-    findings = [
-        f"{m.rule.id} {m.message}"
-        for m in matches
-        if m.rule.id[:1] in ("E", "W") and m.rule.id not in _CFN_LINT_IGNORED
-    ]
+    findings = cfn_lint_findings(_template_path(example_synth).read_text(encoding="utf-8"), ignored=_CFN_LINT_IGNORED)
     assert findings == []
 
 
