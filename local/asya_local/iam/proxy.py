@@ -143,6 +143,13 @@ class PolicyProxy:
         with self._lock:
             self._records.clear()
 
+    def set_principal(self, access_key_id: str, name: str, policies: PolicySet) -> None:
+        """Hold ``access_key_id``'s calls to ``policies`` under ``name`` from the next request on (a new key, or a
+        known one whose policies change: a test that drops one grant, then restores it)."""
+        with self._lock:
+            # a new mapping swapped in whole: a request in flight reads the old one or the new one, never a mix
+            self._principals = {**self._principals, access_key_id: (name, policies)}
+
     # --- used by the request handler ---
 
     def principal_of(self, credential: Credential | None) -> tuple[str, PolicySet] | None:

@@ -10,17 +10,26 @@ SQS limit) failed here as they would have in AWS until the grants were derived f
 from __future__ import annotations
 
 import copy
+import importlib.util
 import json
 import os
+import shutil
+import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import boto3
 import httpx
 import pytest
 
 from asya import naming
+from asya.store import TaskStore
+from asya.timeutil import format_ts
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.client import GatewayClient
+from asya_local.e2e_aws import AwsTarget
 from asya_local.sse import terminal_status
 from tests.e2e.test_local_agents import test_mcp_sdk_auto_mode_adopts_2026_07_28_by_discover_gw_mcp_1
 from tests.e2e.test_local_fanin import test_documents_flow_merges_the_chunk_summaries_in_order_under_the_task_id
@@ -51,7 +60,7 @@ __all__ = [
 ]
 
 
-def _create(mesh: ArtifactMesh, *, payload: Any, timeout: int | None = None, **params: str) -> str:
+def _create(mesh: Any, *, payload: Any, timeout: int | None = None, **params: str) -> str:
     body: dict[str, Any] = {"payload": payload}
     if timeout is not None:
         body["timeout"] = timeout
@@ -60,22 +69,27 @@ def _create(mesh: ArtifactMesh, *, payload: Any, timeout: int | None = None, **p
     return str(response.json()["id"])
 
 
-def _final(mesh: ArtifactMesh, task_id: str) -> dict[str, Any]:
+def _view(mesh: Any, task_id: str) -> dict[str, Any]:
+    view: dict[str, Any] = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+    return view
+
+
+def _final(mesh: Any, task_id: str) -> dict[str, Any]:
     with GatewayClient(mesh.url) as client:
         for _ in client.events(task_id).events():
             pass
         return client.get(task_id)
 
 
-def test_an_unsigned_request_to_an_aws_iam_method_gets_api_gateways_403(artifact_mesh: ArtifactMesh) -> None:
+def test_an_unsigned_request_to_an_aws_iam_method_gets_api_gateways_403(e2e_target: Any) -> None:
     """The API's ``{proxy+}`` ANY method is ``AWS_IAM``: no signature, API Gateway's 403; ``GET /health`` is
-    ``NONE``; a path outside the stage is 403 ``Forbidden``."""
-    unsigned = httpx.get(f"{artifact_mesh.api_url}/api/v1/mesh/some-id", timeout=10)
+    ``NONE``; a path outside the stage is 403 ``Forbidden``. (Either target: ``api_url`` is API Gateway itself.)"""
+    unsigned = httpx.get(f"{e2e_target.api_url}/api/v1/mesh/some-id", timeout=10)
     assert (unsigned.status_code, unsigned.json()) == (403, {"message": "Missing Authentication Token"})
-    assert httpx.get(f"{artifact_mesh.api_url}/health", timeout=10).status_code == 200
-    outside = httpx.get(artifact_mesh.api_url.removesuffix("/prod") + "/health", timeout=10)
+    assert httpx.get(f"{e2e_target.api_url}/health", timeout=10).status_code == 200
+    outside = httpx.get(e2e_target.api_url.removesuffix("/prod") + "/health", timeout=10)
     assert outside.status_code == 403
-    artifact_mesh.clear_denied()
+    e2e_target.clear_denied()
 
 
 def test_the_functions_run_in_their_own_interpreters_from_the_assembly(artifact_mesh: ArtifactMesh) -> None:
@@ -133,8 +147,11 @@ def test_gw_back_1_an_overdue_task_fails_with_its_deadline(local_mesh: ArtifactM
     )
     assert view["status"] == "failed"
     assert "deadline" in json.dumps(view).lower() or "timeout" in json.dumps(view).lower()
-    # the task's timer came through the timer queue's event source mapping to the backstop function
-    wait_for(lambda: local_mesh.esms[naming.DEADLINE].stats.records >= 1, "the deadline timer to be delivered")
+    # the task's timer came through the timer queue's event source mapping to the backstop function (the artifact
+    # mesh counts deliveries; Lambda's mappings do not say)
+    timer_mapping = local_mesh.esms[naming.DEADLINE]
+    if timer_mapping.stats is not None:
+        wait_for(lambda: timer_mapping.stats.records >= 1, "the deadline timer to be delivered")
 
 
 def test_gw_ui_1_the_console_page_loads(local_mesh: ArtifactMesh) -> None:
@@ -146,6 +163,126 @@ def test_gw_ui_1_the_console_page_loads(local_mesh: ArtifactMesh) -> None:
     assert "text/html" in page.headers["content-type"]
     for asset in ("console.css", "console.js"):
         assert httpx.get(f"{page.url}{asset}", timeout=10).status_code == 200, asset
+
+
+def test_gw_back_1_a_long_deadline_is_failed_by_the_scheduled_sweep(artifact_mesh: ArtifactMesh) -> None:
+    """GW-BACK-1, -2: a deadline more than 900 s away gets no timer; the task enters the sparse ``long_deadlines``
+    index and the sweep (the template's schedule rule invoking the backstop function under its own role) fails it
+    once due. Time passes through the store's injectable clock, not by waiting: the record is written as the gateway
+    writes it, an hour ago, with a 1000 s deadline (so it is long, and overdue by 2600 s). Nothing else can fail it:
+    no envelope runs and no timer was sent; the test reads the table directly (a gateway read would time it out
+    itself, GW-BACK-3)."""
+    mesh = artifact_mesh
+    mesh.clear_denied()
+    hour_ago = datetime.now(UTC) - timedelta(hours=1)
+    resources, clients = mesh.resources, mesh.clients
+    then = TaskStore(table=resources.table, bucket=resources.bucket, dynamodb=clients.dynamodb, s3=clients.s3)
+    past = TaskStore(
+        table=resources.table, bucket=resources.bucket, dynamodb=clients.dynamodb, s3=clients.s3, clock=lambda: hour_ago
+    )
+    task_id = str(uuid.uuid4())
+    deadline = format_ts(hour_ago + timedelta(seconds=1000))
+    past.create_task(task_id=task_id, actor="normalize", flow="text-pipeline", deadline_at=deadline)
+    due = [entry["id"] for page in then.long_deadline_pages() for entry in page]
+    assert task_id in due, "a deadline 1000 s away enters long_deadlines (no timer)"
+    view = wait_for(
+        lambda: (v := then.get_task(task_id, enforce_deadline=False)) is not None and v["status"] == "failed" and v,
+        "the sweep to fail the overdue task",
+        limit=120,
+    )
+    assert view["error"] == "task timed out"
+    assert task_id not in [entry["id"] for page in then.long_deadline_pages() for entry in page]
+    assert httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "failed"
+    assert mesh.denied() == [], "the sweep made a call its role does not allow"
+
+
+@pytest.fixture
+def normalize_importing_yaml(artifact_mesh: ArtifactMesh, tmp_path: Path) -> Iterator[ArtifactMesh]:
+    """``normalize`` redeployed with its module (``ASYA_HANDLER``'s) importing ``yaml``; its own code after."""
+    spec = artifact_mesh.spec
+    assert spec is not None
+    normalize = next(f for f in spec.functions.values() if f.environment.get("ASYA_ACTOR") == "normalize")
+    code = tmp_path / "code"
+    shutil.copytree(normalize.code_dir, code)
+    handler = normalize.environment["ASYA_HANDLER"]  # text.normalize
+    module = code / (handler.rpartition(".")[0].replace(".", "/") + ".py")
+    module.write_text(module.read_text() + "\nimport yaml  # noqa: E402 - not in the actor layer's lock\n")
+    artifact_mesh.deploy_code(normalize.name, code)
+    try:
+        yield artifact_mesh
+    finally:
+        artifact_mesh.deploy_code(normalize.name)
+
+
+def test_p_abi_2_a_module_missing_from_the_layers_lock_fails_the_task_naming_it(
+    normalize_importing_yaml: ArtifactMesh,
+) -> None:
+    """The actor functions' dependency layer is restaged from its own lock: ``yaml`` is in this interpreter and in
+    the gateway's layer, not in the actors' lock. ``normalize`` importing it cannot load its handler, so the task
+    fails through x-sump with ``HandlerLoadError`` naming the handler and the missing module (P-ABI-2), as in Lambda
+    (issue 24, "Native wheels")."""
+    assert importlib.util.find_spec("yaml") is not None, "the host has yaml: only the layer's lock can hide it"
+    mesh = normalize_importing_yaml
+    task = _final(mesh, _create(mesh, actor="normalize", payload={"text": "a good day"}))
+    assert task["status"] == "failed"
+    text = json.dumps(task)
+    assert "HandlerLoadError" in text and "No module named 'yaml'" in text, text
+
+
+def test_the_aws_target_signs_with_botocore_and_relays_sse(artifact_mesh: ArtifactMesh) -> None:
+    """The real-AWS target's own code (:class:`asya_local.e2e_aws.AwsTarget`: its botocore SigV4 signer with a
+    session token, the signing client relaying to the API, the stack outputs) pointed at this mesh's API front as if
+    it were API Gateway: a signed task runs and its SSE stream arrives through it, and the front accepts botocore's
+    signature (a mismatch would be its 403)."""
+    tester = artifact_mesh.tester_credentials
+    session = boto3.Session(
+        aws_access_key_id=tester.access_key_id,
+        aws_secret_access_key=tester.secret_access_key,
+        aws_session_token=tester.session_token,
+        region_name=artifact_mesh.clients.region,
+    )
+    resources = artifact_mesh.resources
+    outputs = {
+        "GatewayUrl": f"{artifact_mesh.api_url}/",
+        "TableName": resources.table,
+        "BucketName": resources.bucket,
+    }
+    target = AwsTarget(session, region=artifact_mesh.clients.region, namespace=resources.namespace, outputs=outputs)
+    try:
+        assert target.api_url == artifact_mesh.api_url
+        assert target.resources.bucket == resources.bucket
+        task_id = _create(target, flow="text-pipeline", payload={"text": "signed by botocore", "stream": False})
+        task = _final(target, task_id)
+        assert task["status"] == "succeeded"
+    finally:
+        target.stop()
+    assert artifact_mesh.denied() == []
+
+
+def test_p_pause_5_resume_over_a2a_a_task_paused_by_the_flow(local_mesh: Any) -> None:
+    """``reviewed-text`` pauses at x-pause; an A2A ``message/send`` naming the task id with the review as a data part
+    resumes it (GW-A2A-7, GW-RESUME-3) and the same task succeeds with the review."""
+    task_id = _create(local_mesh, flow="reviewed-text", payload={"text": "What a GREAT day"})
+    wait_for(lambda: _view(local_mesh, task_id)["status"] == "paused", "the task to pause at x-pause")
+    message = {
+        "kind": "message",
+        "role": "user",
+        "messageId": f"review-{task_id}",
+        "taskId": task_id,
+        "parts": [{"kind": "data", "data": {"approved": True, "note": "via a2a"}}],
+    }
+
+    def resumed() -> dict[str, Any] | None:
+        body = {"jsonrpc": "2.0", "id": 1, "method": "message/send", "params": {"message": message}}
+        answer = httpx.post(f"{local_mesh.url}/a2a/", json=body, timeout=30).json()
+        # the paused write comes before x-pause stores its envelope (P-PAUSE-5): a resume in the gap is refused
+        return None if "error" in answer and answer["error"]["code"] == -32004 else answer
+
+    answer = wait_for(resumed, "the A2A resume to be accepted")
+    assert "error" not in answer, answer
+    done = wait_for(lambda: (v := _view(local_mesh, task_id))["status"] == "succeeded" and v, "the task to succeed")
+    assert done["result"]["published"] is True
+    assert done["result"]["review"] == {"note": "via a2a"}
 
 
 @pytest.fixture
