@@ -93,6 +93,7 @@ class PolicyProxy:
         self.region = region
         self.account_id = account_id
         self._records: list[AccessRecord] = []
+        self._used: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -158,6 +159,13 @@ class PolicyProxy:
     def record(self, records: list[AccessRecord]) -> None:
         with self._lock:
             self._records.extend(records)
+            self._used.update((r.principal, r.action, r.resource) for r in records if r.decision.allowed)
+
+    def used(self) -> set[tuple[str, str, str]]:
+        """Every allowed ``(principal, action, resource)`` since the start: ``clear()`` keeps it (the drift check of
+        the whole suite reads it at the end)."""
+        with self._lock:
+            return set(self._used)
 
     def judge(self, principal: str, policies: PolicySet, checks: list[RequestContext]) -> list[AccessRecord]:
         """Every (action, resource) of ``checks``, evaluated (not yet recorded)."""

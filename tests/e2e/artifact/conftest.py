@@ -69,6 +69,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"e2e-aws: {reason}"))
 
 
+#: Set when ``-k``/``-m`` deselected a test of this directory: the drift check then has no whole run to judge.
+_DESELECTED: list[str] = []
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _DESELECTED.extend(item.nodeid for item in items if HERE in Path(str(item.path)).parents)
+
+
+@pytest.fixture(scope="session")
+def whole_suite() -> bool:
+    """Whether every test of this directory was selected (the grant drift check needs the whole run)."""
+    return not _DESELECTED
+
+
 @pytest.fixture(scope="session")
 def e2e_target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The artifact mesh, or the real deployment under ``ASYA_E2E_TARGET=aws`` (destroyed and cleaned up at the end
