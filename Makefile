@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: install chromium demo demo-flow test lint format synth lock bench chaos clean
+.PHONY: install chromium demo demo-flow test e2e-aws lint format synth lock bench chaos clean
 
 install: $(STAMP)
 
@@ -47,6 +47,14 @@ demo-flow: install
 test: install chromium lint
 	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup $(PYTEST_ARGS) --ignore=tests/e2e/artifact tests
 	$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(PYTEST_ARGS) tests/e2e/artifact
+
+## The artifact suite against a throwaway deployment in a real account (docs/deploy.md, "The real-AWS run"): AWS
+## credentials and a region needed; without them it prints why and exits 0. Cleans up after itself.
+e2e-aws: install
+	@if $(BIN)/python -m asya_local.e2e_aws check; then \
+		ASYA_E2E_TARGET=aws $(BIN)/python -m pytest -p no:cacheprovider -n 0 -rs -W ignore::ResourceWarning \
+			$(PYTEST_ARGS) tests/e2e/artifact; \
+	fi
 
 lint: install
 	$(BIN)/ruff check .

@@ -4,10 +4,12 @@ invoked over its stdin/stdout like Lambda's runtime API, with Lambda's timeout a
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from asya_local.artifact.functions import FunctionPool
 from asya_local.artifact.process import Credentials, FunctionError, FunctionProcess, lambda_environment
 from asya_local.lambda_event import LambdaContext
 
@@ -137,3 +139,38 @@ def test_lambda_environment_points_var_task_at_the_staged_code() -> None:
     assert env["AWS_REGION"] == env["AWS_DEFAULT_REGION"] == "eu-west-1"
     assert env["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] == "1024" and env["_HANDLER"] == "run.sh"
     assert env["AWS_ACCESS_KEY_ID"] == "AKID" and env["AWS_ENDPOINT_URL"] == "http://127.0.0.1:9"
+
+
+def test_a_redeployed_pool_runs_the_new_code_and_retires_the_old_environments(tmp_path: Path) -> None:
+    """``FunctionPool.redeploy`` (``ArtifactMesh.deploy_code``, as ``UpdateFunctionCode``): later invocations run the
+    new code; an idle environment of the old code is stopped at once."""
+
+    def factory(version: str) -> Callable[[], FunctionProcess]:
+        code = tmp_path / version
+        code.mkdir(exist_ok=True)
+        (code / "handlers.py").write_text(f"def version(event, context):\n    return {version!r}\n")
+        env = lambda_environment(
+            variables={},
+            function_name="fn",
+            handler="handlers.version",
+            memory=128,
+            region="us-east-1",
+            code_dir=code,
+            runtime_dir=tmp_path / "runtime",
+            credentials=Credentials.new("fn"),
+            endpoint_url="http://127.0.0.1:1",
+        )
+        return lambda: FunctionProcess(
+            "fn", handler="handlers.version", sys_path=[code, tmp_path / "runtime"], env=env, timeout=10
+        )
+
+    pool = FunctionPool("fn", factory("v1"))
+    try:
+        old = pool.start()
+        assert pool.invoke({}, _context(10)) == "v1"
+        pool.redeploy(factory("v2"))
+        assert old.pid is None and pool.processes == []  # the idle v1 environment is gone
+        assert pool.invoke({}, _context(10)) == "v2"
+        assert len(pool.processes) == 1
+    finally:
+        pool.stop()

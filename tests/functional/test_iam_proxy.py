@@ -452,3 +452,19 @@ def test_nothing_is_served_after_stop() -> None:
         proxy.stop()
         with pytest.raises(EndpointConnectionError):
             client.list_queues()
+
+
+def test_set_principal_changes_a_keys_policies_from_the_next_request(mesh: Mesh) -> None:
+    """``set_principal``: a new key is checked from its next request; a known key's policies can be replaced and
+    restored (the artifact suite's dropped-grant test uses it, never the proxy's private map)."""
+    fresh = mesh.client("s3", "AKIDLATER")
+    fresh.put_object(Bucket=BUCKET, Key="tasks/later.json", Body=b"x")  # unknown key: unchecked
+    assert mesh.proxy.records() == []
+    mesh.proxy.set_principal("AKIDLATER", "Later", PolicySet.from_documents([READER_POLICY]))
+    with pytest.raises(ClientError) as error:
+        fresh.put_object(Bucket=BUCKET, Key="tasks/later.json", Body=b"y")
+    assert _code(error) == "AccessDenied"
+    assert [(r.principal, r.action) for r in mesh.proxy.denied()] == [("Later", "s3:PutObject")]
+    mesh.proxy.set_principal("AKIDLATER", "Later", PolicySet.from_documents([WRITER_POLICY]))
+    fresh.put_object(Bucket=BUCKET, Key="tasks/later.json", Body=b"z")
+    assert mesh.proxy.records()[-1].decision is Decision.ALLOW

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
 
 import httpx
@@ -29,7 +29,7 @@ from asya_local.artifact.model import ApiMethod
 from asya_local.artifact.sigv4 import MISSING_TOKEN, sign, verify
 from asya_local.exceptions import LocalModeError
 
-__all__ = ["ApiFront", "Principal", "ServerThread", "SigningClient"]
+__all__ = ["ApiFront", "Principal", "RequestSigner", "ServerThread", "SigningClient"]
 
 _HOP_BY_HOP: Final = frozenset(
     {
@@ -244,16 +244,51 @@ class ApiFront(_Relaying):
         return None
 
 
-class SigningClient(_Relaying):
-    """ASGI app: signs every request it gets with one principal's credentials and relays it to ``upstream``."""
+class RequestSigner(Protocol):
+    """Signs one request: the headers to add (``authorization``, ``x-amz-date``, ...)."""
 
-    def __init__(self, upstream: str, *, access_key_id: str, secret: str, region: str) -> None:
+    def __call__(
+        self, *, method: str, host: str, path: str, query: str, headers: Mapping[str, str], body: bytes
+    ) -> Mapping[str, str]: ...
+
+
+class SigningClient(_Relaying):
+    """ASGI app: signs every request it gets with one principal's credentials and relays it to ``upstream``.
+
+    ``signer`` replaces the built-in signature with the static ``access_key_id``/``secret`` (the real-AWS target signs
+    with a botocore session's credentials, session token included: ``asya_local.e2e_aws``)."""
+
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        access_key_id: str = "",
+        secret: str = "",
+        region: str,
+        signer: RequestSigner | None = None,
+    ) -> None:
         super().__init__()
         self._upstream = upstream.rstrip("/")
         self._host = urlsplit(upstream).netloc
         self._key = access_key_id
         self._secret = secret
         self._region = region
+        self._signer = signer
+
+    def _sign(self, method: str, path: str, query: str, headers: Mapping[str, str], body: bytes) -> Mapping[str, str]:
+        if self._signer is not None:
+            return self._signer(method=method, host=self._host, path=path, query=query, headers=headers, body=body)
+        return sign(
+            method=method,
+            host=self._host,
+            path=path,
+            query=query,
+            headers=headers,
+            body=body,
+            access_key_id=self._key,
+            secret=self._secret,
+            region=self._region,
+        )
 
     async def _http(self, scope: dict[str, Any], receive: Receive, send: Send) -> None:
         body = await _read_body(receive)
@@ -265,17 +300,7 @@ class SigningClient(_Relaying):
             if k.decode("latin-1").lower() not in _HOP_BY_HOP | {"host", "authorization", "x-amz-date"}
         ]
         plain = {k.lower(): v for k, v in headers}
-        signed = sign(
-            method=scope["method"],
-            host=self._host,
-            path=raw_path,
-            query=query,
-            headers=plain,
-            body=body,
-            access_key_id=self._key,
-            secret=self._secret,
-            region=self._region,
-        )
+        signed = self._sign(scope["method"], raw_path, query, plain, body)
         await self._forward(
             send,
             scope["method"],

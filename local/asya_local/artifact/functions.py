@@ -39,6 +39,8 @@ class FunctionPool:
         self._all: list[FunctionProcess] = []
         self._available = threading.Condition()
         self._starting = 0
+        #: environments busy when the code was replaced: stopped when their invocation ends
+        self._retired: set[FunctionProcess] = set()
         self.invocations = 0
         self.errors = 0
 
@@ -70,8 +72,28 @@ class FunctionPool:
 
     def _release(self, process: FunctionProcess) -> None:
         with self._available:
-            self._idle.append(process)
+            retired = process in self._retired
+            if retired:
+                self._retired.discard(process)
+                self._all.remove(process)
+            else:
+                self._idle.append(process)
             self._available.notify()
+        if retired:
+            process.stop()
+
+    def redeploy(self, new_process: Callable[[], FunctionProcess]) -> None:
+        """Lambda's code update: every later invocation runs in an environment from ``new_process``; the idle
+        environments are stopped now, the busy ones when their invocation ends."""
+        with self._available:
+            self._new_process = new_process
+            idle, self._idle = self._idle, []
+            for process in idle:
+                self._all.remove(process)
+            self._retired = set(self._all)
+            self._available.notify_all()
+        for process in idle:
+            process.stop()
 
     def invoke(self, event: Any, context: LambdaContext) -> Any:
         process = self._acquire()

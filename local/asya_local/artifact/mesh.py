@@ -19,6 +19,7 @@ API front (a request without a valid signature or permission).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -102,6 +103,7 @@ class ArtifactMesh(MeshLifecycle):
         self.startup_seconds: float | None = None
         self._url: str | None = None
         self._api_url: str | None = None
+        self._function_endpoint = ""
 
     # -- state -----------------------------------------------------------------------------------------------
 
@@ -170,6 +172,11 @@ class ArtifactMesh(MeshLifecycle):
         return dict(self._pools)
 
     @property
+    def tester_credentials(self) -> Credentials:
+        """The test principal's keys: the API front lets it invoke every ``AWS_IAM`` method."""
+        return self._tester
+
+    @property
     def iam_enforced(self) -> bool:
         return self._proxy is not None
 
@@ -201,8 +208,20 @@ class ArtifactMesh(MeshLifecycle):
         if self._proxy is None:
             raise LocalModeError("IAM is not enforced on this mesh: there are no policies to replace")
         key = self.credentials[function.arn].access_key_id
-        # the proxy reads its principal map on every request; replacing one entry is atomic under the GIL
-        self._proxy._principals[key] = (function.name, PolicySet.from_documents(documents))
+        self._proxy.set_principal(key, function.name, PolicySet.from_documents(documents))
+
+    def deploy_code(self, function_name: str, code_dir: Path | None = None) -> None:
+        """Replace ``function_name``'s code as ``UpdateFunctionCode`` would: later invocations run from ``code_dir``
+        (its staged code again when ``None``) under the same layers, restaged dependency layer, environment and
+        credentials. A test runs changed code this way without another mesh."""
+        function = self._require_spec().function_named(function_name)
+        pool = self._pools.get(function.arn)
+        if pool is None:
+            raise LocalModeError(f"function {function_name}: not an invokable function of this mesh")
+        if code_dir is not None:
+            function = dataclasses.replace(function, code_dir=code_dir.resolve())
+        restager = Restager(self._cache_dir)
+        pool.redeploy(self._process_factory(function, restager, restager.runtime_dir(), self._function_endpoint))
 
     # -- lifecycle (start() and the context manager: asya_local.lifecycle) --------------------------------------
 
@@ -224,7 +243,7 @@ class ArtifactMesh(MeshLifecycle):
         self._assembly, self.spec = assembly, spec
         for function in spec.functions.values():
             self.credentials[function.arn] = Credentials.new(function.logical_id)
-        function_endpoint = self._start_iam(moto_url, spec)
+        function_endpoint = self._function_endpoint = self._start_iam(moto_url, spec)
         provision_spec(
             spec, sqs=self._clients.sqs, dynamodb=self._clients.dynamodb, s3=self._clients.s3, region=self._region
         )

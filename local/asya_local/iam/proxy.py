@@ -93,6 +93,7 @@ class PolicyProxy:
         self.region = region
         self.account_id = account_id
         self._records: list[AccessRecord] = []
+        self._used: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -143,6 +144,13 @@ class PolicyProxy:
         with self._lock:
             self._records.clear()
 
+    def set_principal(self, access_key_id: str, name: str, policies: PolicySet) -> None:
+        """Hold ``access_key_id``'s calls to ``policies`` under ``name`` from the next request on (a new key, or a
+        known one whose policies change: a test that drops one grant, then restores it)."""
+        with self._lock:
+            # a new mapping swapped in whole: a request in flight reads the old one or the new one, never a mix
+            self._principals = {**self._principals, access_key_id: (name, policies)}
+
     # --- used by the request handler ---
 
     def principal_of(self, credential: Credential | None) -> tuple[str, PolicySet] | None:
@@ -151,6 +159,13 @@ class PolicyProxy:
     def record(self, records: list[AccessRecord]) -> None:
         with self._lock:
             self._records.extend(records)
+            self._used.update((r.principal, r.action, r.resource) for r in records if r.decision.allowed)
+
+    def used(self) -> set[tuple[str, str, str]]:
+        """Every allowed ``(principal, action, resource)`` since the start: ``clear()`` keeps it (the drift check of
+        the whole suite reads it at the end)."""
+        with self._lock:
+            return set(self._used)
 
     def judge(self, principal: str, policies: PolicySet, checks: list[RequestContext]) -> list[AccessRecord]:
         """Every (action, resource) of ``checks``, evaluated (not yet recorded)."""

@@ -1,7 +1,11 @@
-"""The artifact mesh target: the example mesh synthesized once per session into a temporary ``cdk.out`` and run by
-:class:`asya_local.artifact.mesh.ArtifactMesh` (one interpreter per function, moto behind the IAM proxy, the API front
-with SigV4). The fixtures ``local_mesh`` and ``gateway`` are overridden here, so the e2e tests imported into this
-directory run unchanged against it; each test then asserts that no call was denied (``artifact_mesh.denied()``).
+"""The suite's target: by default the artifact mesh, the example mesh synthesized once per session into a temporary
+``cdk.out`` and run by :class:`asya_local.artifact.mesh.ArtifactMesh` (one interpreter per function, moto behind the
+IAM proxy, the API front with SigV4); with ``ASYA_E2E_TARGET=aws`` (``make e2e-aws``) a throwaway deployment of the
+same mesh in a real account (:class:`asya_local.e2e_aws.AwsDeployment`), skipped with the reason when no credentials
+or region are configured. The fixtures ``local_mesh`` and ``gateway`` are overridden here, so the e2e tests imported
+into this directory run unchanged against either target; each test then asserts that no call was denied
+(``denied()``). Tests that need the artifact mesh's internals (its pools, policies, schedules) ask for
+``artifact_mesh``, which skips on the real-AWS target.
 
 The synthesized assembly and the mesh are shared by every test of the session: the build (a synth, 16 interpreters,
 the gateway's import) is paid once. Restaged layers are cached under ``.asya/artifact-cache`` in the repository.
@@ -15,10 +19,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from asya_local.artifact.mesh import ArtifactMesh
+from asya_local.e2e_aws import AwsDeployment, aws_unavailable_reason, target_name
 from tests.e2e.conftest import Gateway
 
 REPO = Path(__file__).resolve().parents[3]
@@ -47,8 +53,64 @@ def cdk_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """On the real-AWS target without credentials or a region, every test of this directory skips with the reason
+    (checked from the environment and the config files only: no network)."""
+    if target_name(os.environ) != "aws":
+        return
+    reason = aws_unavailable_reason(os.environ, home=Path.home())
+    if reason is None:
+        return
+    for item in items:
+        if HERE in Path(str(item.path)).parents:
+            item.add_marker(pytest.mark.skip(reason=f"e2e-aws: {reason}"))
+
+
+#: Set when ``-k``/``-m`` deselected a test of this directory: the drift check then has no whole run to judge.
+_DESELECTED: list[str] = []
+
+
+def pytest_deselected(items: list[pytest.Item]) -> None:
+    _DESELECTED.extend(item.nodeid for item in items if HERE in Path(str(item.path)).parents)
+
+
+@pytest.fixture(scope="session")
+def whole_suite() -> bool:
+    """Whether every test of this directory was selected (the grant drift check needs the whole run)."""
+    return not _DESELECTED
+
+
+@pytest.fixture(scope="session")
+def e2e_target(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The artifact mesh, or the real deployment under ``ASYA_E2E_TARGET=aws`` (destroyed and cleaned up at the end
+    of the session, also when tests fail; ``atexit`` covers an interrupted one)."""
+    if target_name(os.environ) != "aws":
+        yield request.getfixturevalue("artifact_mesh")
+        return
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or ""
+    deployment = AwsDeployment(REPO, tmp_path_factory.mktemp("e2e-aws"), region=region or _profile_region())
+    started = time.monotonic()
+    try:
+        target = deployment.start()
+        _TIMINGS["deploy"] = time.monotonic() - started
+        yield target
+    finally:
+        deployment.stop()
+
+
+def _profile_region() -> str:
+    import boto3
+
+    return str(boto3.Session().region_name or "")
+
+
 @pytest.fixture(scope="session")
 def artifact_mesh(cdk_out: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArtifactMesh]:
+    if target_name(os.environ) == "aws":
+        pytest.skip("needs the artifact mesh's internals (pools, policies, schedules): not on the real-AWS target")
     with ArtifactMesh(cdk_out, cache_dir=CACHE, log_dir=tmp_path_factory.mktemp("artifact-logs")) as mesh:
         assert mesh.iam_enforced, "the IAM proxy must sit between the functions and moto"
         _TIMINGS["startup"] = mesh.startup_seconds or 0.0
@@ -56,15 +118,15 @@ def artifact_mesh(cdk_out: Path, tmp_path_factory: pytest.TempPathFactory) -> It
 
 
 @pytest.fixture
-def local_mesh(artifact_mesh: ArtifactMesh) -> Iterator[ArtifactMesh]:
-    """The artifact mesh in the place of the manifest-built one; the test ends with zero denied calls."""
-    artifact_mesh.clear_denied()
-    yield artifact_mesh
-    assert artifact_mesh.denied() == [], "calls denied during the test"
+def local_mesh(e2e_target: Any) -> Iterator[Any]:
+    """The target in the place of the manifest-built mesh; the test ends with zero denied calls."""
+    e2e_target.clear_denied()
+    yield e2e_target
+    assert e2e_target.denied() == [], "calls denied during the test"
 
 
 @pytest.fixture
-def gateway(local_mesh: ArtifactMesh) -> Gateway:
+def gateway(local_mesh: Any) -> Gateway:
     return Gateway(local_mesh.url)
 
 
