@@ -399,11 +399,7 @@ UNREACHED: dict[tuple[str, str], str] = {
 }
 #: Declared calls with no code path that makes them: grants wider than the code. Each is a finding to drop from
 #: ``asya.access`` (it stays listed here, checked still declared and still unused, until it is dropped).
-TOO_WIDE: dict[tuple[str, str], str] = {
-    ("x-resume", "task.write"): "x-resume reads the task item only through the pre-flight (task.preflight, "
-    "asya_crew.routed:RoutedCrewRuntime._task_item) and writes no task item: its GetItem/PutItem/UpdateItem grant "
-    "is unused",
-}
+TOO_WIDE: dict[tuple[str, str], str] = {}
 
 
 def _code_path_exists(reason: str) -> bool:

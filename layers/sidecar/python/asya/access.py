@@ -331,8 +331,7 @@ RESUME: Final = Role(
     naming.RESUME,
     (
         _consume(),
-        _TASK_RW,
-        _PREFLIGHT,
+        _PREFLIGHT,  # no task write: the gateway's resume write is x-resume's fence (P-RESUME-2, P-ACK-8)
         *_payloads(write=True),
         Call(
             "paused.load",
