@@ -157,6 +157,9 @@ def _envelope_headers(
     headers.update(trace_headers(traceparent, tracestate, create.headers))
     if target.flow is not None:
         headers[hdr.FLOW] = target.flow
+        spec = ctx.manifest.flows.get(target.flow)
+        if spec is not None and spec.history == "steps":  # the run history is on (P-HIST-1)
+            headers[hdr.HISTORY] = str(spec.history_body_bytes)
         if target.progress is not None:
             headers[hdr.PROGRESS] = target.progress
     callback_url = ctx.manifest.gateway.callback_url

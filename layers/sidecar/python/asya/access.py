@@ -181,6 +181,13 @@ _ITEM_RW: Final = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"
 _SEND: Final = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 
 _PAYLOADS: Final = Objects(tableschema.PAYLOADS_PREFIX + "*")
+_HISTORY: Final = Objects(tableschema.history_key("*", "*"))
+_HISTORY_WRITE: Final = Call(
+    "history.write",
+    (_PUT,),
+    _HISTORY,
+    "run history (P-HIST-2): one object per invocation that ran a hop of a history-on flow, named by day and UUID",
+)
 _PAUSED: Final = Objects(tableschema.paused_key("*"))
 
 
@@ -230,7 +237,7 @@ _PREFLIGHT: Final = Call(
     "task.preflight", ("dynamodb:BatchGetItem",), Table(), "the strongly consistent pre-flight read (P-STAT-10)"
 )
 
-ACTOR: Final = Role("actor", (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), _SEND_MESH))
+ACTOR: Final = Role("actor", (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), _SEND_MESH, _HISTORY_WRITE))
 AGGREGATOR: Final = Role(
     "aggregator",
     (
@@ -354,6 +361,18 @@ GATEWAY: Final = Role(
             "(asya.missingkey)",
         ),
         Call("payloads.read", (_GET,), _PAYLOADS, "payload references the gateway reads back"),
+        Call(
+            "history.read",
+            (_GET,),
+            _HISTORY,
+            "the run history's objects, walked backwards from the task item's chain head (P-HIST-5)",
+        ),
+        Call(
+            "history.list",
+            (_LIST,),
+            Listing((tableschema.HISTORY_PREFIX,)),
+            "a history object still being written is told from a denied one by listing its key (asya.missingkey)",
+        ),
         Call("payloads.write", (_PUT,), _PAYLOADS, "create payloads over the offload limit (P-LARGE-2)"),
         Call(
             "paused.check",
