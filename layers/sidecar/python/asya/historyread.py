@@ -35,7 +35,7 @@ from asya.exceptions import AsyaError
 
 __all__ = ["StepError", "StepRef", "parse_step", "read_history", "select_step"]
 
-_STEP_RE: Final = re.compile(r"^(?:(?P<hop>\d+)|(?P<actor>[A-Za-z0-9][A-Za-z0-9_.-]*)(?:#(?P<nth>\d+))?)$")
+_STEP_RE: Final = re.compile(r"^(?:(?P<hop>\d+)|(?P<actor>[A-Za-z][A-Za-z0-9_.-]*)(?:#(?P<nth>\d+))?)$")
 _SERVED: Final = (
     "actor",
     "attempt",
