@@ -382,6 +382,13 @@ GATEWAY: Final = Role(
         ),
         _SEND_MESH,
         Call(
+            "dlq.redrive",
+            ("sqs:ReceiveMessage", "sqs:DeleteMessage"),
+            Queues("*-dlq"),
+            "the console's Redrive button moves DLQ messages back to their actor's queue (GW-DLQ-1): receive, send "
+            "(mesh.send), delete what was sent; every DLQ of the mesh is asya-{ns}-{actor}-dlq (P-NAME-4)",
+        ),
+        Call(
             "queues.metrics",
             ("cloudwatch:GetMetricStatistics",),
             Unscoped(),
