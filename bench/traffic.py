@@ -200,10 +200,13 @@ def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False, hi
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
-    """Every batch size and progress detail; keys ``"b{batch}-{progress}"``."""
+    """Every batch size and progress detail; keys ``"b{batch}-{progress}"``; plus ``"b10-hops-history"``, the default
+    configuration with the run history on (P-HIST-2), whose cost sits beside ``b10-hops``'s."""
     tasks = 10 if quick else 20
-    return {
+    configs = {
         f"b{batch}-{progress}": measure(batch_size=batch, progress=progress, tasks=tasks)
         for batch in BATCH_SIZES
         for progress in PROGRESS_MODES
     }
+    configs["b10-hops-history"] = measure(batch_size=10, progress="hops", tasks=tasks, history="steps")
+    return configs
