@@ -348,3 +348,59 @@ def test_tasks_page_lists_rows_before_the_mesh_description_arrives(page: Any, co
     _open(page, console, "#/mesh")
     page.locator("#queues tr.loading").wait_for()
     assert page.locator("#queues tr.loading").text_content() == "loading…"
+
+
+def _recorded_steps(console: Console, task_id: str, count: int) -> list[dict[str, Any]]:
+    def ready() -> bool:
+        answer = httpx.get(f"{console.mesh.url}/api/v1/mesh/{task_id}/history", headers=console.headers)
+        return answer.status_code == 200 and len(answer.json()["steps"]) >= count
+
+    wait_for(ready, "the recorded history")
+    steps: list[dict[str, Any]] = httpx.get(
+        f"{console.mesh.url}/api/v1/mesh/{task_id}/history", headers=console.headers
+    ).json()["steps"]
+    return steps
+
+
+def test_gw_hist_2_retry_buttons_of_a_failed_task_start_new_linked_tasks(page: Any, console: Console) -> None:
+    """Retry and Retry-from-here POST /api/v1/mesh/{id}/retry after a confirmation, then open the new task; the
+    retry from review's step runs review alone, with the input review received (P-HIST-6)."""
+    failed = console.create("recorded", {"topic": "again", "words": 1, "fail": True})
+    wait_for(lambda: console.view(failed)["status"] == "failed", "the failing task")
+    steps = _recorded_steps(console, failed, 2)
+    _open(page, console, f"#/task/{failed}")
+    _wait_status(page, "failed")
+    page.locator('.retry-from[data-hop="1"]').wait_for()
+    assert page.locator(".retry-from").count() == 2
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click('.retry-from[data-hop="1"]')
+    page.wait_for_function(f"!location.hash.includes({json.dumps(failed)})")
+    retried = page.evaluate("decodeURIComponent(location.hash.split('/').pop())")
+    wait_for(lambda: console.view(retried)["status"] == "failed", "the retried task")
+    (review,) = _recorded_steps(console, retried, 1)
+    assert (review["actor"], review["hop"], review["input"]) == ("review", 1, steps[1]["input"])
+    assert review["headers"]["retry_of"] == failed
+    _open(page, console, f"#/task/{failed}")
+    _wait_status(page, "failed")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#retry")
+    page.wait_for_function(f"!location.hash.includes({json.dumps(failed)})")
+    again = page.evaluate("decodeURIComponent(location.hash.split('/').pop())")
+    assert again not in (failed, retried) and console.view(again)["payload"]["topic"] == "again"
+
+
+def test_gw_dlq_1_redrive_button_moves_the_dlq_back_after_a_confirmation(page: Any, console: Console) -> None:
+    sqs = console.mesh.clients.sqs
+    dlq = sqs.get_queue_url(QueueName="asya-console-linger-dlq")["QueueUrl"]
+    sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"id": "dead-letter", "payload": {}}))
+    _open(page, console, "#/mesh")
+    button = page.locator('.redrive[data-actor="linger"]')
+    button.wait_for()
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    button.click()  # dismissed: nothing moves
+    assert sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
+        "ApproximateNumberOfMessages"] == "1"  # fmt: skip
+    page.once("dialog", lambda dialog: dialog.accept())
+    button.click()
+    page.locator("#banner").filter(has_text="redrive: 1 message(s) moved back to linger").wait_for()
+    page.locator('[data-dlq="linger"]').wait_for(state="detached")
