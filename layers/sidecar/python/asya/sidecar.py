@@ -52,6 +52,10 @@ HTTP reporter (P-STAT-18): with ``ASYA_REPORTER=http`` (actors outside AWS) ``as
 reporter's place: pre-flight reads ``GET {base}/api/v1/mesh/{id}`` over HTTP, reports are posted in the background to
 the gateway's producer route, and no hop is claimed (P-ACK-8).
 
+Run history (R3, P-HIST-1..5, ``asya.history``): a hop whose envelope carries ``x-asya-history`` gets a line in the
+invocation's one history object, written after the batch (best effort); its claim stores the chain head, and what it
+sends carries ``x-asya-history-prev``. Envelopes without the header cost nothing of it.
+
 X-Ray (P-TRACE-3): with ``ASYA_TRACING`` on, every send of a record carries the SQS ``AWSTraceHeader`` of that
 record, else the invocation's ``_X_AMZN_TRACE_ID``, read per record from ``environ`` (``asya.xray``); frames that
 leave after their record ended keep their record's. With tracing off nothing of this runs.
@@ -302,12 +306,9 @@ class ActorRuntime:
                 batch.history.fail(record.message_id, exc)
                 raise
 
-        try:
-            response = process_partial_response(
-                event=dict(event), record_handler=record_handler, processor=processor, context=context
-            )
-        finally:
-            self._history = None
+        response = process_partial_response(
+            event=dict(event), record_handler=record_handler, processor=processor, context=context
+        )
         failures = [{"itemIdentifier": f["itemIdentifier"]} for f in response["batchItemFailures"]]
         failed = {f["itemIdentifier"] for f in failures}
         # frames that failed after their record's handler call ended fail that record too (P-ACK-2)
@@ -316,6 +317,7 @@ class ActorRuntime:
                 failures.append({"itemIdentifier": rid})
                 log_failed_record(self._log, rid, batch.outbox.failure(rid))
                 self._claims.release(batch.claims, rid)
+        self._history = None  # the next invocation names its own object
         self._flush_history(history)
         result: dict[str, Any] = {"batchItemFailures": failures}
         self._backoff(event, result, batch)
