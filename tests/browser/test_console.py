@@ -364,9 +364,14 @@ def _recorded_steps(console: Console, task_id: str, count: int) -> list[dict[str
 
 
 def _new_task_opened(page: Any, old: str) -> str:
-    """The id of the task page the console opened after a retry (the page's own script is CSP-bound: no eval)."""
-    wait_for(lambda: "#/task/" in page.url and old not in page.url, "the new task's page")
-    return unquote(page.url.rsplit("/", 1)[-1])
+    """The id of the task page the console opened after a retry. Polled with Playwright's own wait, which lets the
+    confirmation dialog's handler run (a plain sleep would leave ``confirm`` blocking the page); no eval: the
+    console's CSP forbids it."""
+    for _ in range(600):  # a bound of about 60 s, not a timing assertion
+        if "#/task/" in page.url and old not in page.url:
+            return unquote(page.url.rsplit("/", 1)[-1])
+        page.wait_for_timeout(100)
+    raise AssertionError(f"no new task page: {page.url}, banner {page.locator('#banner').text_content()!r}")
 
 
 def test_gw_hist_2_retry_buttons_of_a_failed_task_start_new_linked_tasks(page: Any, console: Console) -> None:
