@@ -38,13 +38,18 @@ _TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 PAYLOAD: Final = {"text": "Hello World, what a GREAT day to measure an actor mesh"}
 
 
-def manifest_variant(*, batch_size: int | None = None, progress: str | None = None) -> Manifest:
-    """The example manifest with the given batch size (every actor) and progress detail (the benchmark flow)."""
+def manifest_variant(
+    *, batch_size: int | None = None, progress: str | None = None, history: str | None = None
+) -> Manifest:
+    """The example manifest with the given batch size (every actor), progress detail and run history (the benchmark
+    flow)."""
     data: dict[str, Any] = copy.deepcopy(yaml.safe_load(MANIFEST_PATH.read_text(encoding="utf-8")))
     if batch_size is not None:
         data.setdefault("defaults", {})["batch_size"] = batch_size
     if progress is not None:
         data["flows"][FLOW]["progress"] = progress
+    if history is not None:
+        data["flows"][FLOW]["history"] = history
     return parse_manifest(data, base_dir=MANIFEST_PATH.parent, source=f"{MANIFEST_PATH.name} (bench variant)")
 
 

@@ -146,7 +146,7 @@ def _traffic(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[st
         rows.append(
             [
                 str(cfg["batch_size"]),
-                cfg["progress"],
+                cfg["progress"] + (" + history" if cfg.get("history", "off") != "off" else ""),
                 fmt(per_hop("sqs", "billed_requests")),
                 fmt(per_hop("dynamodb", "wru")),
                 fmt(per_hop("dynamodb", "rru")),

@@ -124,12 +124,13 @@ def _drain(mesh: Any, meter: Meter, actors: list[str]) -> None:
     raise RuntimeError(f"queues still not empty after {_MAX_ROUNDS} rounds")
 
 
-def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False) -> dict[str, Any]:
+def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False, history: str = "off") -> dict[str, Any]:
     """Meter ``tasks`` tasks of the example flow on a fresh local mesh; ``fly``: summarize streams its summary as
-    FLY values (the budget of GW-DATA-8 is stated without them)."""
+    FLY values (the budget of GW-DATA-8 is stated without them); ``history``: the flow's run history (P-HIST-1),
+    whose S3 PUTs are priced apart from GW-DATA-8's budget (``s3_puts_per_invocation``, ``s3_puts_per_hop``)."""
     from asya_local.moto_server import make_clients
 
-    manifest = manifest_variant(batch_size=batch_size, progress=progress)
+    manifest = manifest_variant(batch_size=batch_size, progress=progress, history=history)
     actors = [*flow_actors(manifest), "x-sump"]
     with running_mesh(manifest) as mesh, httpx.Client(timeout=30) as http:
         creator = TaskCreator(http, mesh.url)
@@ -164,6 +165,12 @@ def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False) ->
         for actor in records
     }
     hops = sum(records.values())
+    puts = {
+        actor: sum(
+            v.requests for (c, service, op), v in usage.items() if (c, service, op) == (actor, "s3", "PutObject")
+        )
+        for actor in records
+    }
     gateway_sqs = sum(v.billed_requests for (c, service, _), v in usage.items() if (c, service) == ("gateway", "sqs"))
     all_sqs = sum(
         v.billed_requests - v.empty_receives
@@ -177,6 +184,9 @@ def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False) ->
         sqs_create_per_task=gateway_sqs / tasks,
         sqs_timers_per_task=timer_sqs / tasks,
         dynamodb_write_requests_per_hop={a: writes[a] / n for a, n in records.items() if n},
+        s3_puts_per_invocation={a: puts[a] / n for a, n in invocations.items() if n},
+        s3_puts_per_hop={a: puts[a] / n for a, n in records.items() if n},
+        history=history,
         batch_size=batch_size,
         progress=progress,
         fly=fly,
@@ -190,10 +200,13 @@ def measure(*, batch_size: int, progress: str, tasks: int, fly: bool = False) ->
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
-    """Every batch size and progress detail; keys ``"b{batch}-{progress}"``."""
+    """Every batch size and progress detail; keys ``"b{batch}-{progress}"``; plus ``"b10-hops-history"``, the default
+    configuration with the run history on (P-HIST-2), whose cost sits beside ``b10-hops``'s."""
     tasks = 10 if quick else 20
-    return {
+    configs = {
         f"b{batch}-{progress}": measure(batch_size=batch, progress=progress, tasks=tasks)
         for batch in BATCH_SIZES
         for progress in PROGRESS_MODES
     }
+    configs["b10-hops-history"] = measure(batch_size=10, progress="hops", tasks=tasks, history="steps")
+    return configs

@@ -8,7 +8,8 @@ GW-DATA-7).
   payload rehydrated, P-LARGE-4), ``Content-Type: application/x-ndjson``; the bucket's default encryption applies
   (P-CKPT-3). U+0085, U+2028 and U+2029 are written as ``\\u`` escapes so that readers that also split lines there
   (Python's ``str.splitlines``) see the same lines as ``sed``, Athena and DuckDB.
-- Each object is written with one ``PutObject`` with ``If-None-Match: *``: a redelivered record lands in a new object
+- Each object is written with one ``PutObject`` with ``If-None-Match: *`` (``asya.jsonlines``, the writer the run
+  history shares): a redelivered record lands in a new object
   and never overwrites lines other tasks point to (P-CKPT-1). A failed PUT fails every record it holds:
   :meth:`CheckpointWriter.write` returns a :class:`CheckpointError` for each of them, and the caller fails those
   records before any status write (P-SINK-5 (b), P-SUMP-4).
@@ -31,6 +32,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import tableschema
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError
+from asya.jsonlines import CONTENT_TYPE, escape_line_breaks, put_jsonl
 from asya.timeutil import parse_ts
 
 __all__ = [
@@ -44,11 +46,8 @@ __all__ = [
     "put_unparsed",
 ]
 
-CONTENT_TYPE: Final = "application/x-ndjson"
 UNPARSED_PREFIX: Final = tableschema.UNPARSED_PREFIX
 _PHASES: Final = frozenset(tableschema.CHECKPOINT_PREFIXES)
-#: The line breaks JSON leaves raw in UTF-8 output, written as escapes (they can only occur inside JSON strings)
-_LINE_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
 class CheckpointError(AsyaError):
@@ -84,7 +83,7 @@ def checkpoint_day(envelope: Envelope, *, now: datetime) -> str:
 
 def checkpoint_text(envelope: Envelope) -> str:
     """The envelope as one JSON Lines line, without its newline (P-CKPT-3)."""
-    return envelope.to_json().translate(_LINE_BREAKS)
+    return escape_line_breaks(envelope.to_json())
 
 
 class CheckpointWriter:
@@ -124,14 +123,7 @@ class CheckpointWriter:
         return out
 
     def _put(self, key: str, lines: list[str]) -> None:
-        body = ("\n".join(lines) + "\n").encode("utf-8")
-        try:
-            self._s3().put_object(Bucket=self._bucket, Key=key, Body=body, ContentType=CONTENT_TYPE, IfNoneMatch="*")
-        except ClientError as exc:
-            code = exc.response["Error"]["Code"]
-            raise CheckpointError(f"checkpoint s3://{self._bucket}/{key} could not be written ({code}): {exc}") from exc
-        except BotoCoreError as exc:
-            raise CheckpointError(f"checkpoint s3://{self._bucket}/{key} could not be written: {exc}") from exc
+        put_jsonl(self._s3(), self._bucket, key, lines, error=CheckpointError, what="checkpoint")
 
 
 def put_unparsed(s3: Any, bucket: str, message_id: str, body: str, *, now: datetime) -> str:

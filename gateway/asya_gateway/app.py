@@ -7,7 +7,9 @@ Nothing is read or created at import time; boto3 clients are created on first us
 
 Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (create, list), ``GET``/``DELETE``
 ``/api/v1/mesh/{id}``, ``GET``/``POST`` ``/api/v1/mesh/{id}/events``, ``POST /api/v1/system/mq-diagnostic``,
-``GET /api/v1/system/mesh`` (the manifest's flows and actors, :mod:`asya_gateway.routes.system`), ``GET /health``,
+``GET /api/v1/system/mesh`` (the manifest's flows and actors, :mod:`asya_gateway.routes.system`), ``POST
+/api/v1/system/dlq/{actor}/redrive`` (:mod:`asya_gateway.redrive`), ``GET
+/api/v1/mesh/{id}/history`` and ``POST /api/v1/mesh/{id}/retry`` (:mod:`asya_gateway.routes.history`), ``GET /health``,
 ``GET /openapi.json``, the web console at ``/console/`` (:mod:`asya_gateway.webconsole`), MCP ``POST``/``DELETE
 /mcp`` (section 11, :mod:`asya_gateway.mcp`), A2A ``POST /a2a/`` and the agent card at ``GET
 /.well-known/agent-card.json`` and ``/.well-known/agent.json`` (section 12, :mod:`asya_gateway.a2a`). Middleware,
@@ -39,8 +41,10 @@ from asya_gateway.context import GatewayContext
 from asya_gateway.errors import HttpError, http_error_handler, starlette_http_exception_handler
 from asya_gateway.logs import configure_logging
 from asya_gateway.mcp import mcp_endpoint
+from asya_gateway.redrive import redrive_dlq
 from asya_gateway.requestid import RequestIdMiddleware
 from asya_gateway.routes.events import task_events
+from asya_gateway.routes.history import retry_task, task_history
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
 from asya_gateway.routes.resume import resume_task
 from asya_gateway.routes.system import mesh_summary
@@ -63,8 +67,11 @@ def _routes() -> list[Route | Mount]:
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
         Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
         Route("/api/v1/mesh/{task_id}/resume", resume_task, methods=["POST"]),
+        Route("/api/v1/mesh/{task_id}/history", task_history, methods=["GET"]),
+        Route("/api/v1/mesh/{task_id}/retry", retry_task, methods=["POST"]),
         Route("/api/v1/system/mq-diagnostic", mq_diagnostic, methods=["POST"]),
         Route("/api/v1/system/mesh", mesh_summary, methods=["GET"]),
+        Route("/api/v1/system/dlq/{actor}/redrive", redrive_dlq, methods=["POST"]),
         Route(CONSOLE_PATH, console_redirect, methods=["GET"]),
         Mount(CONSOLE_PATH, app=ConsoleAssets()),
         Route("/mcp", mcp_endpoint, methods=["POST", "DELETE"]),

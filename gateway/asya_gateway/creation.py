@@ -70,22 +70,30 @@ async def start_task(
     now: datetime | None = None,
     resume_deadline: str | None = None,
     resume: bool = False,
+    start_at: Route | None = None,
+    start_headers: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Create and dispatch one task (``task_id``: the id the caller chose, e.g. an MCP handshake-era call's id
     derived from its session and request id, ``asya_gateway.mcp.cancel``; else a fresh UUID4); answers ``{"id",
     "status": "pending", "deadline_at"?}``.
 
     ``resume``: the record ``task_id`` exists already (a replayed ``Idempotency-Key`` whose first creation may have
-    stopped before its send, GW-CREATE-R3-7): arm the timer for ``resume_deadline`` and send the envelope again."""
+    stopped before its send, GW-CREATE-R3-7): arm the timer for ``resume_deadline`` and send the envelope again.
+    ``start_at``/``start_headers``: a retry from a recorded step (P-HIST-6) starts on that step's route with its
+    headers (a compiled flow's state among them), not at the flow's start."""
     task_id = task_id or str(uuid.uuid4())
     now = now or ctx.clock()
     deadline_at = resume_deadline if resume else deadline_of(target, create, now)
     headers = _envelope_headers(ctx, target, create, traceparent=traceparent, tracestate=tracestate)
+    headers.update(start_headers or {})
     headers.update(extra_headers or {})
     entry = target.route[0] if target.route else ""  # a compiled flow may start with a test (P-FLOW-5)
+    route = Route(prev=[], curr=entry, next=list(target.route[1:]))
+    if start_at is not None:
+        entry, route = start_at.curr, Route(list(start_at.prev), start_at.curr, list(start_at.next))
     envelope = Envelope(
         id=task_id,
-        route=Route(prev=[], curr=entry, next=list(target.route[1:])),
+        route=route,
         payload=create.payload,
         headers=headers,
         status=Status(
@@ -99,7 +107,7 @@ async def start_task(
         ),
     )
     destination = entry
-    program = _program(ctx, target)
+    program = _program(ctx, target) if start_at is None else None
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
         envelope, destination = _start_flow(program, envelope, format_ts(now))
         entry = envelope.route.curr or destination
@@ -163,6 +171,9 @@ def _envelope_headers(
     headers.update(trace_headers(traceparent, tracestate, create.headers))
     if target.flow is not None:
         headers[hdr.FLOW] = target.flow
+        spec = ctx.manifest.flows.get(target.flow)
+        if spec is not None and spec.history == "steps":  # the run history is on (P-HIST-1)
+            headers[hdr.HISTORY] = str(spec.history_body_bytes)
         if target.progress is not None:
             headers[hdr.PROGRESS] = target.progress
     callback_url = ctx.manifest.gateway.callback_url

@@ -125,6 +125,38 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 "responses": {"204": _response("Canceled, or already terminal"), **_errors(401, 404)},
             },
         },
+        "/api/v1/mesh/{task_id}/history": {
+            "parameters": [_task_id()],
+            "get": {
+                "summary": "The task's recorded steps, for a flow with history: steps (GW-HIST-1 R3)",
+                "responses": {"200": _response("The run history", {"type": "object"}), **_errors(401, 404)},
+            },
+        },
+        "/api/v1/mesh/{task_id}/retry": {
+            "parameters": [_task_id()],
+            "post": {
+                "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2 R3)",
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        _JSON: {
+                            "schema": {
+                                "type": "object",
+                                "additionalProperties": False,
+                                "properties": {
+                                    "from": {"type": ["string", "integer"]},
+                                    "timeout": {"type": "integer", "minimum": 1},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "201": _response("Created; Location names the new task", {"type": "object"}),
+                    **_errors(400, 401, 404, 409),
+                },
+            },
+        },
         "/api/v1/mesh/{task_id}/resume": {
             "parameters": [_task_id()],
             "post": {

@@ -112,8 +112,25 @@ class GatewayClient:
         self._request("DELETE", f"/api/v1/mesh/{quote(task_id, safe='')}")
 
     def history(self, task_id: str) -> dict[str, Any]:
-        """``GET /api/v1/dev/history/{id}``: the local run history, served by ``asya dev`` only."""
-        return self._json(self._request("GET", f"/api/v1/dev/history/{quote(task_id, safe='')}"))
+        """``GET /api/v1/mesh/{id}/history``: the run history recorded in S3 (GW-HIST-1, a flow with ``history:
+        steps``), in AWS and locally; on its 404, ``GET /api/v1/dev/history/{id}``, the in-memory history ``asya dev``
+        keeps of every task (the same format)."""
+        quoted = quote(task_id, safe="")
+        try:
+            return self._json(self._request("GET", f"/api/v1/mesh/{quoted}/history"))
+        except GatewayHttpError as exc:
+            if exc.status_code != 404:
+                raise
+        return self._json(self._request("GET", f"/api/v1/dev/history/{quoted}"))
+
+    def retry(self, task_id: str, *, step: str | None = None, timeout: int | None = None) -> dict[str, Any]:
+        """``POST /api/v1/mesh/{id}/retry`` (GW-HIST-2): a new task from a finished one, from ``step`` when given."""
+        body: dict[str, Any] = {}
+        if step is not None:
+            body["from"] = step
+        if timeout is not None:
+            body["timeout"] = timeout
+        return self._json(self._request("POST", f"/api/v1/mesh/{quote(task_id, safe='')}/retry", json=body))
 
     def download(self, url: str) -> bytes:
         """The body of ``url`` (a presigned ``payload_url`` of a task view), with no gateway credentials attached."""

@@ -4,7 +4,7 @@
 
     asya list       [--status S] [--flow F] [--limit N] [--cursor C] [--json]   newest first, one line per task
     asya cancel     ID                                                            DELETE the task, print its status
-    asya retry      ID [--no-wait]                                                a new task with ID's input
+    asya retry      ID [--from STEP] [--timeout S]                                a new task with ID's input
     asya checkpoint ID [--raw] [--region R]                                       the task's checkpoint line
     asya history    ID [--json]                                                   the local run history (asya dev)
 
@@ -14,13 +14,16 @@ Every command takes ``--url`` and ``--manifest`` (which running ``asya dev`` to 
   or the object behind ``payload_url`` when it was offloaded) and the header ``retry_of: <ID>``: client headers named
   ``x-asya-*`` are reserved to the mesh (GW-CREATE-5), so the link is an ordinary header that travels with the
   envelope to every actor. It retries any terminal task, not only failed ones (a replay), and refuses one that is
-  still running.
+  still running. ``--from STEP`` (a hop index, or ``ACTOR[#n]``) asks the gateway's ``POST /api/v1/mesh/{id}/retry``
+  to start the new task at that recorded step, with the input it received (GW-HIST-2, a flow with ``history:
+  steps``); a STEP that does not parse is a usage error before any request.
 - ``checkpoint`` reads the object named by the view's ``checkpoint_uri`` and prints its line ``checkpoint_line``
   (1-based; checkpoints are JSON Lines, one envelope per line), pretty-printed, or as stored with ``--raw``. The
   object is read from the running ``asya dev``'s moto when the gateway is one, else from S3 with the default AWS
   credential chain.
-- ``history`` prints each step of a task's run on the local mesh: actor, attempt, duration, input, outputs, error,
-  children indented under the step that sent them.
+- ``history`` prints each step of a task's run: hop, actor, attempt, duration, input, outputs, error, children
+  indented under the step that sent them. It reads the history recorded in S3 (``GET /api/v1/mesh/{id}/history``, a
+  flow with ``history: steps``, in AWS and locally), else ``asya dev``'s in-memory one.
 
 Exit codes: 0 done; 1 ``cancel`` found the task already terminal (it keeps its status), ``retry`` of a running task,
 ``checkpoint`` of a task without one; 2 usage and HTTP errors.
@@ -37,6 +40,7 @@ from urllib.parse import urlsplit
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from asya.historyread import StepError, parse_step
 from asya_local.client import GatewayClient
 from asya_local.cliio import CliIo, compact_json
 from asya_local.exceptions import LocalModeError
@@ -73,6 +77,14 @@ def add_task_parsers(commands: _Commands, remote: argparse.ArgumentParser) -> No
     retry = commands.add_parser("retry", parents=[remote], help="run a finished task's input again, as a new task")
     retry.add_argument("id", help="id of the task to retry")
     retry.add_argument("--timeout", type=int, default=None, help="the new task's timeout in seconds")
+    retry.add_argument(
+        "--from",
+        dest="step",
+        type=_step,
+        default=None,
+        metavar="STEP",
+        help="start at a recorded step (history: steps): a hop index, or ACTOR[#n] for the actor's n-th run",
+    )
     retry.set_defaults(run=_retry)
 
     checkpoint = commands.add_parser("checkpoint", parents=[remote], help="print a task's checkpoint line")
@@ -81,7 +93,7 @@ def add_task_parsers(commands: _Commands, remote: argparse.ArgumentParser) -> No
     checkpoint.add_argument("--region", help="AWS region of the bucket (default: the AWS profile's)")
     checkpoint.set_defaults(run=_checkpoint)
 
-    history = commands.add_parser("history", parents=[remote], help="what each actor got and sent (asya dev only)")
+    history = commands.add_parser("history", parents=[remote], help="what each actor got and sent, step by step")
     history.add_argument("id", help="task id")
     history.add_argument("--json", action="store_true", help="print the history as JSON")
     history.set_defaults(run=_history)
@@ -133,7 +145,19 @@ def _cancel(args: argparse.Namespace, io: CliIo) -> int:
     return 0
 
 
+def _step(raw: str) -> str:
+    try:
+        return str(parse_step(raw))
+    except StepError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--from: ")) from None
+
+
 def _retry(args: argparse.Namespace, io: CliIo) -> int:
+    if args.step is not None:
+        with args.client() as client:
+            created = client.retry(args.id, step=args.step, timeout=args.timeout)
+        io.line(str(created["id"]))
+        return 0
     with args.client() as client:
         view = client.get(args.id)
         status = view.get("status")
@@ -215,7 +239,8 @@ def render_history(history: dict[str, Any]) -> list[str]:
             level = depth[parent] + (1 if _forks(steps[parent], step) else 0)
         depth[index] = level
         pad = "  " * level
-        head = f"{pad}{step.get('started_at', '')}  {step.get('actor')}  attempt {step.get('attempt')}"
+        hop = f"hop {step['hop']}  " if isinstance(step.get("hop"), int) else ""
+        head = f"{pad}{step.get('started_at', '')}  {hop}{step.get('actor')}  attempt {step.get('attempt')}"
         lines.append(f"{head}  {step.get('duration_ms')} ms  envelope {step.get('envelope_id')}")
         lines.append(f"{pad}  in:  {compact_json(step.get('input'))}")
         for output in step.get("outputs") or []:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import unquote
 
 import httpx
 import pytest
@@ -400,3 +401,68 @@ def test_gw_mesh_1_task_page_highlights_the_path_a_finished_task_took(page: Any,
     taken = drawing.locator(f'g.flow-edge[data-from="{test_node}"][data-visited="true"] text')
     assert [arm.text_content() for arm in taken.all()] == ["no"]
     screenshot(page, "task-flow-path")
+
+
+def _recorded_steps(console: Console, task_id: str, count: int) -> list[dict[str, Any]]:
+    def ready() -> bool:
+        answer = httpx.get(f"{console.mesh.url}/api/v1/mesh/{task_id}/history", headers=console.headers)
+        return answer.status_code == 200 and len(answer.json()["steps"]) >= count
+
+    wait_for(ready, "the recorded history")
+    steps: list[dict[str, Any]] = httpx.get(
+        f"{console.mesh.url}/api/v1/mesh/{task_id}/history", headers=console.headers
+    ).json()["steps"]
+    return steps
+
+
+def _new_task_opened(page: Any, old: str) -> str:
+    """The id of the task page the console opened after a retry. Polled with Playwright's own wait, which lets the
+    confirmation dialog's handler run (a plain sleep would leave ``confirm`` blocking the page); no eval: the
+    console's CSP forbids it."""
+    for _ in range(600):  # a bound of about 60 s, not a timing assertion
+        if "#/task/" in page.url and old not in page.url:
+            return unquote(page.url.rsplit("/", 1)[-1])
+        page.wait_for_timeout(100)
+    raise AssertionError(f"no new task page: {page.url}, banner {page.locator('#banner').text_content()!r}")
+
+
+def test_gw_hist_2_retry_buttons_of_a_failed_task_start_new_linked_tasks(page: Any, console: Console) -> None:
+    """Retry and Retry-from-here POST /api/v1/mesh/{id}/retry after a confirmation, then open the new task; the
+    retry from review's step runs review alone, with the input review received (P-HIST-6)."""
+    failed = console.create("recorded", {"topic": "again", "words": 1, "fail": True})
+    wait_for(lambda: console.view(failed)["status"] == "failed", "the failing task")
+    steps = _recorded_steps(console, failed, 2)
+    _open(page, console, f"#/task/{failed}")
+    _wait_status(page, "failed")
+    page.locator('.retry-from[data-hop="1"]').wait_for()
+    assert page.locator(".retry-from").count() == 2
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click('.retry-from[data-hop="1"]')
+    retried = _new_task_opened(page, failed)
+    wait_for(lambda: console.view(retried)["status"] == "failed", "the retried task")
+    (review,) = _recorded_steps(console, retried, 1)
+    assert (review["actor"], review["hop"], review["input"]) == ("review", 1, steps[1]["input"])
+    assert review["headers"]["retry_of"] == failed
+    _open(page, console, f"#/task/{failed}")
+    _wait_status(page, "failed")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#retry")
+    again = _new_task_opened(page, failed)
+    assert again not in (failed, retried) and console.view(again)["payload"]["topic"] == "again"
+
+
+def test_gw_dlq_1_redrive_button_moves_the_dlq_back_after_a_confirmation(page: Any, console: Console) -> None:
+    sqs = console.mesh.clients.sqs
+    dlq = sqs.get_queue_url(QueueName="asya-console-linger-dlq")["QueueUrl"]
+    sqs.send_message(QueueUrl=dlq, MessageBody=json.dumps({"id": "dead-letter", "payload": {}}))
+    _open(page, console, "#/mesh")
+    button = page.locator('.redrive[data-actor="linger"]')
+    button.wait_for()
+    page.once("dialog", lambda dialog: dialog.dismiss())
+    button.click()  # dismissed: nothing moves
+    assert sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["ApproximateNumberOfMessages"])["Attributes"][
+        "ApproximateNumberOfMessages"] == "1"  # fmt: skip
+    page.once("dialog", lambda dialog: dialog.accept())
+    button.click()
+    page.locator("#banner").filter(has_text="redrive: 1 message(s) moved back to linger").wait_for()
+    page.locator('[data-dlq="linger"]').wait_for(state="detached")

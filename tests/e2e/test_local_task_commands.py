@@ -1,7 +1,7 @@
 """The task commands of the CLI against a local mesh that records its run history, found the way a user's shell
 finds it: through the state file of the running mesh in the working directory (GW-LIST-1/2, GW-CANCEL-1,
-GW-CREATE-5, GW-TASK-1 ``checkpoint_*``, P-FAN-2, P-CKPT-3), and what a dead moto does to ``/health`` and to
-``asya dev``."""
+GW-CREATE-5, GW-TASK-1 ``checkpoint_*``, P-FAN-2, P-CKPT-3), the run history recorded in S3 and ``asya retry --from``
+(P-HIST-1..6, GW-HIST-1/2), and what a dead moto does to ``/health`` and to ``asya dev``."""
 
 from __future__ import annotations
 
@@ -367,3 +367,93 @@ def test_the_test_client_wants_exactly_one_of_flow_and_actor(tasks_mesh: LocalMe
             mesh.call("napping", {}, actor="nap")
         assert str(caught.value) == "give exactly one of flow and actor, got flow='napping', actor='nap'"
         assert mesh.call(None, {"seconds": 0}, actor="nap")["result"] == {"seconds": 0, "rested": True}
+
+
+# -- the run history recorded in S3 (R3: P-HIST-1..6, GW-HIST-1, GW-HIST-2): the same path as in AWS (the actors'
+# one object per invocation, the hop claim's chain head, the gateway's walk); the ``recorded`` flow has it on
+
+
+def _history(mesh: LocalMesh, task_id: str, *, steps: int, timeout: float = 60) -> dict[str, Any]:
+    """The served history once it holds ``steps`` steps: the children and the last invocation's PUT may land after
+    the task's own chain ended it (P-FAN-6, P-HIST-2)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}/history", timeout=10)
+        history = response.json()
+        if (response.status_code == 200 and len(history["steps"]) >= steps) or time.monotonic() > deadline:
+            assert response.status_code == 200 and len(history["steps"]) == steps, json.dumps(history, indent=1)
+            return dict(history)
+        time.sleep(0.1)
+
+
+def test_p_hist_every_hop_is_recorded_with_children_linked_gw_hist_1(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """P-HIST-2/3/5: tag, echo, fan, echo on the task's envelope and the child's echo; the chain is walked from the
+    task item's head without a listing; the fan-out step lists both envelopes it sent."""
+    task_id = _create(tasks_mesh, "recorded", {"parts": 2})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    history = _history(tasks_mesh, task_id, steps=5)
+    assert history["truncated"] is False and history["missing_objects"] == 0
+    own = [step for step in history["steps"] if step["envelope_id"] == task_id]
+    assert [(step["hop"], step["actor"]) for step in own] == [(0, "tag"), (1, "echo"), (2, "fan"), (3, "echo")]
+    assert own[0]["input"] == {"parts": 2} and own[0]["outputs"][0]["payload"] == {"parts": 2, "retry_of": None}
+    assert all(step["attempt"] == 1 and step["error"] is None and step["duration_ms"] >= 0 for step in own)
+    (child,) = [step for step in history["steps"] if step["envelope_id"] != task_id]
+    assert (child["actor"], child["parent_id"], child["input"]) == ("echo", task_id, {"part": 1})
+    assert {o["envelope_id"] for o in own[2]["outputs"]} == {task_id, child["envelope_id"]}
+    assert own[3]["outputs"][0]["actor"] == "x-sink"
+    code, out, err = _run("history", task_id, cwd=workdir)
+    assert (code, err) == (0, "")
+    assert any(" hop 2  fan  attempt 1 " in line for line in out.splitlines()), out
+
+
+def test_p_hist_a_body_over_the_cut_size_is_recorded_as_its_size(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """P-HIST-2: bodies over ``history_body_bytes`` (256 here) are cut; a retry from that step is refused with the
+    reason, since no whole copy was stored (GW-HIST-2)."""
+    task_id = _create(tasks_mesh, "recorded", {"parts": 1, "text": "x" * 400})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    history = _history(tasks_mesh, task_id, steps=4)
+    tag = history["steps"][0]
+    assert tag["actor"] == "tag" and tag["input"] == {"__truncated__": f"{tag['input_bytes']} bytes"}
+    assert tag["input_bytes"] > 400 and tag["input_ref"] is None
+    code, out, err = _run("retry", task_id, "--from", "tag", cwd=workdir)
+    assert (code, out) == (2, "")
+    assert "was cut at the flow's history_body_bytes" in err
+
+
+def test_retry_from_a_middle_step_reruns_from_there_linked_by_retry_of(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """P-HIST-6: ``--from 2`` (fan's hop) starts the new task at fan with the input fan received; tag and the first
+    echo do not run again; the new task's envelopes carry ``retry_of``."""
+    task_id = _create(tasks_mesh, "recorded", {"parts": 1})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    before = _history(tasks_mesh, task_id, steps=4)
+    code, out, err = _run("retry", task_id, "--from", "2", cwd=workdir)
+    assert (code, err) == (0, "")
+    retried = out.strip()
+    view = _wait_status(tasks_mesh, retried, {"succeeded"})
+    assert view["result"] == {"part": 0, "echoed": True}
+    after = _history(tasks_mesh, retried, steps=2)
+    assert [(step["hop"], step["actor"]) for step in after["steps"]] == [(2, "fan"), (3, "echo")]
+    assert after["steps"][0]["input"] == before["steps"][2]["input"] == {"parts": 1, "retry_of": None, "echoed": True}
+    assert after["steps"][0]["headers"]["retry_of"] == task_id
+
+
+def test_retry_from_an_ambiguous_or_unknown_step_names_the_choices(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """P-HIST-6: echo ran twice on the task's envelope: a bare ``echo`` is refused with ``echo#1, echo#2``."""
+    task_id = _create(tasks_mesh, "recorded", {"parts": 1})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    _history(tasks_mesh, task_id, steps=4)
+    code, _, err = _run("retry", task_id, "--from", "echo", cwd=workdir)
+    assert code == 2 and "'echo' ran 2 times" in err and "(echo#1, echo#2)" in err, err
+    code, _, err = _run("retry", task_id, "--from", "9", cwd=workdir)
+    assert code == 2 and "has no recorded hop 9 (hops: 0, 1, 2, 3)" in err, err
+    code, out, err = _run("retry", task_id, "--from", "echo#2", cwd=workdir)
+    assert (code, err) == (0, "")
+    _wait_status(tasks_mesh, out.strip(), {"succeeded"})
+
+
+def test_history_route_of_a_flow_without_history_is_404(tasks_mesh: LocalMesh) -> None:
+    """GW-HIST-1: a task of a flow that records nothing answers 404 with the setting to change."""
+    task_id = _create(tasks_mesh, "napping", {"seconds": 0})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    response = httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}/history", timeout=10)
+    assert response.status_code == 404 and "history: steps" in response.json()["error"]

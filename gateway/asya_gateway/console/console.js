@@ -414,7 +414,9 @@ async function taskPage(alive, id) {
       el("h1", {}, "Task ", el("span", { class: "mono", text: view.id }), " ", badge(view.status)),
       kv([["flow", view.flow || "—"], ["entry actor", view.actor], ["created", el("span", {}, view.created_at + " (", ageText(view.created_at), ")")],
         ["updated", view.updated_at], ["deadline", view.deadline_at], ["remaining", view.remaining_seconds != null ? view.remaining_seconds + " s (frozen while paused)" : null]]),
-      el("div", { class: "actions" }, cancel));
+      el("div", { class: "actions" }, cancel,
+        view.status === "failed" ? el("button", { type: "button", id: "retry", text: "Retry",
+          on: { click: () => retryTask(id, null) } }) : null));
     renderLive(view);
     renderOutcome();
     renderFlow();
@@ -518,7 +520,7 @@ async function taskPage(alive, id) {
   let timelineRequest = 0;
   async function loadTimeline() {
     const request = ++timelineRequest;
-    const steps = await history(id, (list) => { historySteps = list; });
+    const steps = await history(id, view.status === "failed", (list) => { historySteps = list; });
     if (request !== timelineRequest || !alive()) return;
     timeline.replaceChildren(...(steps ? [steps] : []));
     renderFlow();
@@ -641,16 +643,36 @@ function followWithFetch(url, dispatch) {
   };
 }
 
-// The local run history (asya dev only): null when the endpoint does not answer 200.
-async function history(id, onSteps = () => {}) {
-  let body;
+// POST /api/v1/mesh/{id}/retry (GW-HIST-2), the route `asya retry` uses, after a confirmation; then the new task.
+async function retryTask(id, step) {
+  const what = step === null ? "Start a new task with this task's input, from the start?"
+    : "Start a new task from step " + step + " with the input that step received?";
+  if (!window.confirm(what)) return;
   try {
-    body = await api("GET", "api/v1/dev/history/" + encodeURIComponent(id));
-  } catch {
-    return null;
+    const created = await api("POST", "api/v1/mesh/" + encodeURIComponent(id) + "/retry", step === null ? {} : { from: String(step) });
+    location.hash = "#/task/" + encodeURIComponent(created.id);
+  } catch (error) {
+    banner("retry: " + error.message);
+  }
+}
+
+// The run history: the one recorded in S3 (history: steps, GW-HIST-1), else the local one of asya dev; null when
+// neither answers 200. `failed`: each step of the task's own envelope gets a "Retry from here" button. `onSteps` gets
+// the steps (the flow drawing marks the path they took).
+async function history(id, failed, onSteps = () => {}) {
+  let body = null;
+  let source = "recorded";
+  for (const path of ["api/v1/mesh/" + encodeURIComponent(id) + "/history", "api/v1/dev/history/" + encodeURIComponent(id)]) {
+    try {
+      body = await api("GET", path);
+      break;
+    } catch {
+      source = "asya dev";
+    }
   }
   if (!body || !Array.isArray(body.steps)) return null;
   onSteps(body.steps);
+  const replayable = (step) => failed && step.hop != null && step.envelope_id === id;
   const rows = body.steps.map((step, index) => el("tr", {},
     el("td", { text: String(index + 1) }),
     el("td", {}, el("strong", { text: step.actor }), step.attempt > 1 ? el("small", { class: "muted", text: " attempt " + step.attempt }) : null),
@@ -659,9 +681,11 @@ async function history(id, onSteps = () => {}) {
     el("td", {}, el("details", {}, el("summary", { text: "input" }), el("pre", { text: json(step.input) }))),
     el("td", {}, (step.outputs || []).map((out) => el("details", {},
       el("summary", { text: "→ " + (out.actor || "end") }), el("pre", { text: json(out.payload) })))),
-    el("td", { class: "error-text", text: step.error ? (typeof step.error === "string" ? step.error : json(step.error)) : "" })));
-  return el("div", { class: "card timeline", "data-testid": "timeline" }, el("h2", { text: "Step timeline (asya dev)" }),
-    el("table", {}, el("thead", {}, el("tr", {}, ["#", "Actor", "Started", "Duration", "Input", "Outputs", "Error"].map((h) => el("th", { text: h })))),
+    el("td", { class: "error-text", text: step.error ? (typeof step.error === "string" ? step.error : json(step.error)) : "" }),
+    el("td", {}, replayable(step) ? el("button", { type: "button", class: "retry-from", "data-hop": String(step.hop),
+      text: "Retry from here", on: { click: () => retryTask(id, step.hop) } }) : null)));
+  return el("div", { class: "card timeline", "data-testid": "timeline" }, el("h2", { text: "Step timeline (" + source + ")" }),
+    el("table", {}, el("thead", {}, el("tr", {}, ["#", "Actor", "Started", "Duration", "Input", "Outputs", "Error", ""].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows)),
     body.truncated ? el("p", { class: "muted", text: "History truncated: older steps were dropped." }) : null);
 }
@@ -877,7 +901,9 @@ async function meshPage(alive) {
       el("h2", {}, "Dead letters in ", el("span", { class: "mono", text: q.dlq.queue })),
       el("p", {}, el("span", { class: "dlq-count", text: String(q.dlq.depth) }), " message(s) in the DLQ of actor ",
         el("strong", { text: q.actor }), ". Inspect, then redrive once the cause is fixed:"),
-      el("pre", { class: "dlq-commands", text: dlqCommands(q.actor).join("\n") }))));
+      el("pre", { class: "dlq-commands", text: dlqCommands(q.actor).join("\n") }),
+      el("div", { class: "actions" }, el("button", { type: "button", class: "redrive", "data-actor": q.actor,
+        text: "Redrive", on: { click: () => redrive(q.actor, q.dlq.depth) } })))));
     checked.textContent = "checked " + report.checked_at + (report.healthy ? " · healthy" : " · needs attention");
     queues.replaceChildren(...report.queues.map((q) => {
       const last = lastError.get(q.actor);
@@ -892,6 +918,18 @@ async function meshPage(alive) {
         el("td", {}, last ? [el("span", { class: "error-text", text: last.error || "failed" }), el("div", {}, taskLink(last.id))] : "",
           q.error ? el("div", { class: "error-text", text: "AWS error: " + q.error }) : null));
     }));
+  }
+
+  // POST /api/v1/system/dlq/{actor}/redrive (GW-DLQ-1), after a confirmation; then the queues again
+  async function redrive(actor, depth) {
+    if (!window.confirm("Move the " + depth + " message(s) of " + actor + "'s DLQ back to its queue?")) return;
+    try {
+      const moved = await api("POST", "api/v1/system/dlq/" + encodeURIComponent(actor) + "/redrive", { limit: 1000 });
+      banner("redrive: " + moved.moved + " message(s) moved back to " + actor + (moved.failed ? ", " + moved.failed + " failed" : ""));
+    } catch (error) {
+      banner("redrive: " + error.message);
+    }
+    await load();
   }
 
   show(alive, el("h1", {}, "Mesh ", el("span", { class: "muted", text: info.namespace })), alerts,

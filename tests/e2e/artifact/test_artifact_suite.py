@@ -15,6 +15,7 @@ import importlib.util
 import json
 import os
 import shutil
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -351,6 +352,26 @@ def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
     assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
     assert httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "canceled"
     assert local_mesh.denied() == [], "the gateway's cancel made a call its role does not allow"
+
+
+def test_p_hist_5_the_run_history_is_written_and_read_under_the_declared_grants(local_mesh: ArtifactMesh) -> None:
+    """The example's ``sentences`` flow has ``history: steps``: split and analyze PUT their invocation objects under
+    ``history/`` with the actor role's grant, the gateway walks them back with its own, and no call is denied (the
+    ``local_mesh`` fixture asserts it): the fan-out child's step is linked to the task (P-HIST-2..5, GW-HIST-1)."""
+    task_id = _create(local_mesh, flow="sentences", payload={"text": "One. Two."})
+    assert _final(local_mesh, task_id)["status"] == "succeeded"
+    deadline = time.monotonic() + 120  # the child and the last invocation's PUT may land after the task ended
+    while True:
+        response = httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}/history", timeout=10)
+        steps = response.json().get("steps", []) if response.status_code == 200 else []
+        if len(steps) >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert sorted((s["actor"], s["envelope_id"] == task_id) for s in steps) == [
+        ("analyze", False), ("analyze", True), ("split", True)], response.text  # fmt: skip
+    child = next(s for s in steps if s["envelope_id"] != task_id)
+    assert child["parent_id"] == task_id
+    assert all(s["key"].startswith("history/") for s in steps)
 
 
 # -- grant drift (issue 24 item 3): the last test of the session ---------------------------------------------------

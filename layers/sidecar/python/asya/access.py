@@ -190,6 +190,13 @@ _ITEM_RW: Final = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"
 _SEND: Final = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 
 _PAYLOADS: Final = Objects(tableschema.PAYLOADS_PREFIX + "*")
+_HISTORY: Final = Objects(tableschema.history_key("*", "*"))
+_HISTORY_WRITE: Final = Call(
+    "history.write",
+    (_PUT,),
+    _HISTORY,
+    "run history (P-HIST-2): one object per invocation that ran a hop of a history-on flow, named by day and UUID",
+)
 _PAUSED: Final = Objects(tableschema.paused_key("*"))
 
 
@@ -246,7 +253,9 @@ _KEY_USE: Final = Call(
     "SQS, DynamoDB and S3 decrypt what the role reads and encrypt what it writes with the mesh's customer-managed key",
 )
 
-ACTOR: Final = Role("actor", (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), _SEND_MESH, _KEY_USE))
+ACTOR: Final = Role(
+    "actor", (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), _SEND_MESH, _HISTORY_WRITE, _KEY_USE)
+)
 AGGREGATOR: Final = Role(
     "aggregator",
     (
@@ -374,6 +383,18 @@ GATEWAY: Final = Role(
             "(asya.missingkey)",
         ),
         Call("payloads.read", (_GET,), _PAYLOADS, "payload references the gateway reads back"),
+        Call(
+            "history.read",
+            (_GET,),
+            _HISTORY,
+            "the run history's objects, walked backwards from the task item's chain head (P-HIST-5)",
+        ),
+        Call(
+            "history.list",
+            (_LIST,),
+            Listing((tableschema.HISTORY_PREFIX,)),
+            "a history object still being written is told from a denied one by listing its key (asya.missingkey)",
+        ),
         Call("payloads.write", (_PUT,), _PAYLOADS, "create payloads over the offload limit (P-LARGE-2)"),
         Call(
             "paused.check",
@@ -382,6 +403,13 @@ GATEWAY: Final = Role(
             "a resume checks paused/{id}.json exists (GW-RESUME-2); a cancel deletes it (GW-CANCEL-1)",
         ),
         _SEND_MESH,
+        Call(
+            "dlq.redrive",
+            ("sqs:ReceiveMessage", "sqs:DeleteMessage"),
+            Queues("*-dlq"),
+            "the console's Redrive button moves DLQ messages back to their actor's queue (GW-DLQ-1): receive, send "
+            "(mesh.send), delete what was sent; every DLQ of the mesh is asya-{ns}-{actor}-dlq (P-NAME-4)",
+        ),
         Call(
             "queues.metrics",
             ("cloudwatch:GetMetricStatistics",),

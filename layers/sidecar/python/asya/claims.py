@@ -152,13 +152,17 @@ class HopClaims:
         report: HopRef | None,
         mode: ProgressMode,
         size_kb: float,
+        history: tuple[str, str | None] | None = None,
     ) -> Claimed:
-        """Step 13: the hop claim. Raises ``HopHeldError`` when another run holds the hop under a live lease, and the
+        """Step 13: the hop claim (``history``: the run history's chain head it also stores, P-HIST-4).
+        Raises ``HopHeldError`` when another run holds the hop under a live lease, and the
         store's error when the write fails."""
         seen = (*_key(self._store.fence_key(fence.envelope_id, fence.parent_id)), fence.hop, fence.attempt)
         if seen in book.seen:  # two copies of one message in this batch: the second is a duplicate
             return Claimed.DUPLICATE
-        result = self._reporter.claim(fence, report, mode, lease_until=book.lease_until, message_size_kb=size_kb)
+        result = self._reporter.claim(
+            fence, report, mode, lease_until=book.lease_until, message_size_kb=size_kb, history=history
+        )
         if result.outcome is Outcome.ACCEPTED:
             book.seen.add(seen)
             book.claimed[record_id] = fence

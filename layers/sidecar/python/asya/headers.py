@@ -17,6 +17,8 @@ __all__ = [
     "FIRST_ATTEMPT",
     "FLOW",
     "GATEWAY_URL",
+    "HISTORY",
+    "HISTORY_PREV",
     "MESH_STATUS",
     "ORIGIN_ID",
     "PAUSE",
@@ -50,6 +52,11 @@ ORIGIN_ID: Final = "x-asya-origin-id"
 ROUTE_OVERRIDE: Final = "x-asya-route-override"
 ROUTE_RESOLVED: Final = "x-asya-route-resolved"
 SINK_HOOK: Final = "x-asya-sink-hook"
+#: (R3, P-HIST-1) the run history is on for this task: the body cut size in bytes, as decimal text (the flow's
+#: ``history_body_bytes``); set by the gateway at creation, travels with the envelope and its children.
+HISTORY: Final = "x-asya-history"
+#: (R3, P-HIST-3) the key of the history object that recorded the hop which sent this envelope.
+HISTORY_PREV: Final = "x-asya-history-prev"
 #: ``{"key", "line"}`` of the checkpoint x-sink wrote for a failure it forwards to x-sump (P-SINK-5 (e), R2).
 CHECKPOINTED: Final = "x-asya-checkpointed"
 

@@ -100,9 +100,17 @@ class Reporter:
             self._running(hop, "received", {"message_size_kb": message_size_kb})
 
     def claim(
-        self, fence: Fence, hop: HopRef | None, mode: ProgressMode, *, lease_until: int, message_size_kb: float
+        self,
+        fence: Fence,
+        hop: HopRef | None,
+        mode: ProgressMode,
+        *,
+        lease_until: int,
+        message_size_kb: float,
+        history: tuple[str, str | None] | None = None,
     ) -> ApplyResult:
-        """Step 13 of P-PROC-2: claim the hop before the handler call (P-ACK-8); raises on a write error."""
+        """Step 13 of P-PROC-2: claim the hop before the handler call (P-ACK-8); raises on a write error. The same
+        write stores the run history's chain head ``history`` when given (P-HIST-4)."""
         claim = (fence.hop, fence.attempt, lease_until)
         if hop is not None and mode is not ProgressMode.FINAL:
             route = hop.route
@@ -118,8 +126,11 @@ class Reporter:
                 created_at=hop.created_at,
                 detailed=mode is ProgressMode.DETAILED,
                 claim=claim,
+                history=history,
             )
-        return self._store.claim_fence(fence.envelope_id, fence.parent_id, claim=claim, actor=self._actor)
+        return self._store.claim_fence(
+            fence.envelope_id, fence.parent_id, claim=claim, actor=self._actor, history=history
+        )
 
     def release(self, fence: Fence) -> None:
         """Give up this run's lease (P-ACK-8): its record failed, and its redelivery must not wait for the lease."""

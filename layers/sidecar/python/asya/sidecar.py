@@ -52,6 +52,10 @@ HTTP reporter (P-STAT-18): with ``ASYA_REPORTER=http`` (actors outside AWS) ``as
 reporter's place: pre-flight reads ``GET {base}/api/v1/mesh/{id}`` over HTTP, reports are posted in the background to
 the gateway's producer route, and no hop is claimed (P-ACK-8).
 
+Run history (R3, P-HIST-1..5, ``asya.history``): a hop whose envelope carries ``x-asya-history`` gets a line in the
+invocation's one history object, written after the batch (best effort); its claim stores the chain head, and what it
+sends carries ``x-asya-history-prev``. Envelopes without the header cost nothing of it.
+
 X-Ray (P-TRACE-3): with ``ASYA_TRACING`` on, every send of a record carries the SQS ``AWSTraceHeader`` of that
 record, else the invocation's ``_X_AMZN_TRACE_ID``, read per record from ``environ`` (``asya.xray``); frames that
 leave after their record ended keep their record's. With tracing off nothing of this runs.
@@ -80,6 +84,7 @@ from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
 from asya.flows.mesh import continue_outgoing
 from asya.handlercall import HandlerCall, Hop, RecordItem
+from asya.history import HistoryError, InvocationHistory
 from asya.hop import Ticker
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
@@ -88,7 +93,7 @@ from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
-from asya.timeutil import Clock, format_ts, parse_ts, system_clock
+from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
 from asya.transport import Transport, UnknownActorError
 
 if TYPE_CHECKING:
@@ -107,16 +112,24 @@ _SLA_MARGIN: Final = timedelta(seconds=1)
 
 class _Batch:
     # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here
-    __slots__ = ("claims", "context", "items", "outbox", "start")
+    __slots__ = ("claims", "context", "history", "items", "outbox", "start")
 
     def __init__(
-        self, *, context: Any, items: dict[str, RecordItem], outbox: Outbox, start: StartRule, claims: ClaimBook
+        self,
+        *,
+        context: Any,
+        items: dict[str, RecordItem],
+        outbox: Outbox,
+        start: StartRule,
+        claims: ClaimBook,
+        history: InvocationHistory,
     ) -> None:
         self.context = context
         self.items = items
         self.outbox = outbox
         self.start = start
         self.claims = claims
+        self.history = history
 
 
 class ActorRuntime:
@@ -154,11 +167,12 @@ class ActorRuntime:
             from asya.xray import trace_headers
 
             self._trace = trace_headers(config.tracing, environ)
+        self._history: InvocationHistory | None = None  # the running batch's (run history, P-HIST-2)
         self._transport = Transport(
             namespace=config.namespace,
             sqs=sqs,
             sleep=sleep,
-            encoder=self._payloads.encode,
+            encoder=self._encode,
             trace_header=self._trace.current if self._trace is not None else None,
             account_id=config.account_id,
         )
@@ -213,6 +227,23 @@ class ActorRuntime:
             self._load_error = exc
             self._log.error("handler could not be loaded", extra={"handler": config.handler, "error": str(exc)})
 
+    def _encode(self, actor: str, envelope: Envelope) -> str:
+        """The transport's encoder: payload offloading, and the run history's link on what a recorded hop sends."""
+        history = self._history
+        if history is None:
+            return self._payloads.encode(actor, envelope)
+        return history.encode(actor, envelope, self._payloads.encode)
+
+    def _new_history(self) -> InvocationHistory:
+        return InvocationHistory(bucket=self.config.bucket or None, s3=lambda: self._payloads.s3, clock=self._clock)
+
+    def _flush_history(self, history: InvocationHistory) -> None:
+        """ONE object for the invocation's recorded hops (P-HIST-2); best effort: the records already succeeded."""
+        try:
+            history.flush()
+        except HistoryError as exc:
+            self._log.warning("run history not written", extra={"error": str(exc)})
+
     def _continue_flow(self, outgoing: routing.Outgoing) -> list[routing.Outgoing]:
         """P-FLOW-4: a compiled flow's continuation on a frame the outbox stages (``asya.flows.mesh``)."""
         return continue_outgoing(self.config.flows, outgoing, now=self._ts(self._clock()))
@@ -223,6 +254,10 @@ class ActorRuntime:
         if second != self._ts_second:
             self._ts_second, self._ts_text = second, format_ts(moment)
         return self._ts_text
+
+    @staticmethod
+    def _ts_ms(moment: datetime) -> str:
+        return format_ts_ms(moment)
 
     @property
     def transport(self) -> Transport:
@@ -245,12 +280,14 @@ class ActorRuntime:
             continuation=self._continue_flow if self.config.flows else None,
         )
         envelopes = [item.envelope for item in items.values() if item.envelope is not None]
+        self._history = history = self._new_history()
         batch = _Batch(
             context=context,
             items=items,
             outbox=outbox,
             start=StartRule(context),
             claims=self._claims.book(envelopes, context),
+            history=history,
         )
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
@@ -266,6 +303,7 @@ class ActorRuntime:
                 else:
                     log_failed_record(self._log, record.message_id, exc)
                     self._claims.release(batch.claims, record.message_id)
+                batch.history.fail(record.message_id, exc)
                 raise
 
         response = process_partial_response(
@@ -279,6 +317,8 @@ class ActorRuntime:
                 failures.append({"itemIdentifier": rid})
                 log_failed_record(self._log, rid, batch.outbox.failure(rid))
                 self._claims.release(batch.claims, rid)
+        self._history = None  # the next invocation names its own object
+        self._flush_history(history)
         result: dict[str, Any] = {"batchItemFailures": failures}
         self._backoff(event, result, batch)
         return result
@@ -404,9 +444,15 @@ class ActorRuntime:
             return
         if not hook and self._sla_expired(env, deadline, self._clock(), trace):  # step 12: the last guard
             return
-        if fence is not None:  # step 13: the hop claim (P-ACK-8)
+        if fence is not None:  # step 13: the hop claim (P-ACK-8), with the history's chain head (P-HIST-4)
             claimed = self._claims.claim(
-                item.message_id, fence, batch.claims, report=report, mode=mode, size_kb=size_kb
+                item.message_id,
+                fence,
+                batch.claims,
+                report=report,
+                mode=mode,
+                size_kb=size_kb,
+                history=batch.history.mark(env),
             )
             if self._decided(env, claimed, self._ts(self._clock()), trace):
                 return
@@ -427,8 +473,13 @@ class ActorRuntime:
         hop = Hop(
             item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, fence=fence, ticket=ticket
         )
+        recorded = batch.history.open(
+            env, actor=actor, message_id=item.message_id, payload=entry.payload, started_at=self._ts_ms(self._clock())
+        )
         started = self._monotonic()
         frames = self._handler_call.run(self._handler, hop, batch.outbox)
+        if recorded:
+            batch.history.close(item.message_id, round((self._monotonic() - started) * 1000, 1))
         if frames is not None and report is not None:
             duration_ms = int((self._monotonic() - started) * 1000)
             batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))

@@ -5,8 +5,9 @@ same in AWS and on moto. The item layout is in ``asya.store.records``.
 
 Every object key the runtime writes or reads is built here (or, for offloaded payloads, from :data:`PAYLOADS_PREFIX`
 in ``asya.payloads``): ``payloads/{id}/{hop}-{actor}-{token}.json``, ``fanin/{origin}/slice-{i}.json``,
-``tasks/{id}/{field}.json``, ``paused/{id}.json``, ``{succeeded|failed}/{day}/{name}.jsonl`` (checkpoints) and
-``unparsed/{day}/sqs-{message id}.txt``. ``asya.access`` declares who may touch which by calling the same builders
+``tasks/{id}/{field}.json``, ``paused/{id}.json``, ``{succeeded|failed}/{day}/{name}.jsonl`` (checkpoints),
+``history/{day}/{name}.jsonl`` (run history) and ``unparsed/{day}/sqs-{message id}.txt``.
+``asya.access`` declares who may touch which by calling the same builders
 with ``*`` (tests/unit/test_access.py fails on a key built anywhere else).
 
 Every index projects its keys only (GW-DATA-2, GW-DATA-8): a write that changes no index key writes no index, and an
@@ -24,6 +25,7 @@ __all__ = [
     "FAILED_PREFIX",
     "FANIN_PREFIX",
     "GSIS",
+    "HISTORY_PREFIX",
     "PARTITION_KEY",
     "PAUSED_PREFIX",
     "PAYLOADS_PREFIX",
@@ -38,6 +40,7 @@ __all__ = [
     "boto3_create_table_kwargs",
     "checkpoint_key",
     "fanin_slice_key",
+    "history_key",
     "paused_key",
     "task_value_key",
     "task_values_prefix",
@@ -63,6 +66,8 @@ FAILED_PREFIX: Final = "failed/"
 CHECKPOINT_PREFIXES: Final = {"succeeded": SUCCEEDED_PREFIX, "failed": FAILED_PREFIX}
 #: Bodies x-sump could not parse (P-SUMP-5).
 UNPARSED_PREFIX: Final = "unparsed/"
+#: Run history (R3, P-HIST-1): one JSON Lines object per actor invocation that ran a hop of a history-on flow.
+HISTORY_PREFIX: Final = "history/"
 
 
 def task_value_key(task_id: str, field: str) -> str:
@@ -88,6 +93,11 @@ def fanin_slice_key(origin_id: str, index: int | str) -> str:
 def checkpoint_key(phase: str, day: str, name: str) -> str:
     """``{phase}/{day}/{name}.jsonl``: one crew checkpoint object; ``phase`` is ``succeeded`` or ``failed``."""
     return f"{CHECKPOINT_PREFIXES[phase]}{day}/{name}.jsonl"
+
+
+def history_key(day: str, name: str) -> str:
+    """``history/{day}/{name}.jsonl``: the run-history lines of one actor invocation (P-HIST-2)."""
+    return f"{HISTORY_PREFIX}{day}/{name}.jsonl"
 
 
 def unparsed_key(day: str, message_id: str) -> str:

@@ -127,7 +127,14 @@ class HttpReporter(Reporter):
             self._status(hop, "received", self._route(hop, message_size_kb=message_size_kb))
 
     def claim(
-        self, fence: Fence, hop: HopRef | None, mode: ProgressMode, *, lease_until: int, message_size_kb: float
+        self,
+        fence: Fence,
+        hop: HopRef | None,
+        mode: ProgressMode,
+        *,
+        lease_until: int,
+        message_size_kb: float,
+        history: tuple[str, str | None] | None = None,
     ) -> ApplyResult:
         """No hop claim (P-ACK-8): the ``processing`` event, then the call goes on."""
         if hop is not None and mode is not ProgressMode.FINAL:

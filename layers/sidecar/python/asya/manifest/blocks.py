@@ -225,6 +225,11 @@ class Flow(_Model):
     timeout: Annotated[Duration, Field(ge=1, le=604800)] = 300.0
     input_schema: dict[str, Any] | None = None
     progress: Literal["hops", "detailed", "final"] = "hops"
+    #: (R3, P-HIST-1) ``steps``: every hop of every task of the flow is recorded in S3 (``asya.history``)
+    history: Literal["off", "steps"] = "off"
+    #: (R3, P-HIST-1) recorded input and output bodies over this size are cut (the whole body stays by reference
+    #: when it was offloaded)
+    history_body_bytes: int = Field(4096, ge=64, le=262144, strict=True)
     mcp: bool = Field(False, strict=True)
     #: ``None``: not an A2A skill (GW-A2A-2).
     a2a: Annotated[A2ASkillOptions | None, BeforeValidator(_a2a_option)] = None

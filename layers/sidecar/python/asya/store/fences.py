@@ -74,13 +74,17 @@ class Fences:
         claim: tuple[int, int, int],
         actor: str,
         now: datetime,
+        history: tuple[str, str | None] | None = None,
     ) -> ApplyResult:
-        """Claim a hop on a fence item without a status change; ``ACCEPTED``, ``DUPLICATE``, ``HELD``, ``STALE`` with
+        """Claim a hop on a fence item without a status change (with the run history's chain head, P-HIST-4);
+        ``ACCEPTED``, ``DUPLICATE``, ``HELD``, ``STALE`` with
         the task's ``canceled``/``paused`` status, or ``NOT_FOUND`` (a task item that does not exist: untracked)."""
         spec = upd.UpdateSpec()
         spec.set("fence_h", rec.num_av(claim[0]))
         spec.set("fence_a", rec.num_av(claim[1]))
         spec.set("lease_until", rec.num_av(claim[2]))
+        if history is not None:
+            upd.history_clauses(spec, history)
         child = bool(parent_id)
         if child:
             spec.set("actor", rec.str_av(actor))

@@ -216,6 +216,33 @@ class TaskStore:
         children = [child for sk, child in items.items() if sk.startswith(rec.CHILD_PREFIX)]
         return task_view(item, values, bucket=self.bucket, children=children)
 
+    def history_heads(self, task_id: str) -> list[str] | None:
+        """The run history's chain heads (P-HIST-4): ``history_key`` and ``history_prev`` of the task item, then of its
+        children's fence items, from one strongly consistent read of the task's items; ``None`` for an unknown task."""
+        items = self._reader.view_items(task_id)
+        if rec.TASK_SK not in items:
+            return None
+        heads: list[str] = []
+        for sk in sorted(items, key=lambda sk: sk != rec.TASK_SK):
+            for name in ("history_key", "history_prev"):
+                value = rec.get_str(items[sk], name)
+                if value and value not in heads:
+                    heads.append(value)
+        return heads
+
+    def history_object(self, key: str) -> str | None:
+        """The text of one run-history object (P-HIST-5); ``None`` when it does not exist (yet)."""
+        if self.bucket is None:
+            return None
+        s3 = self._s3_client()
+        try:
+            body = s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if is_missing(s3, self.bucket, key, exc):
+                return None
+            raise
+        return bytes(body).decode("utf-8")
+
     def snapshot(self, task_id: str, after_seq: int) -> Snapshot | None:
         """A follower's read (GW-SSE-5, GW-SSE-9): the task item, its result and pause items and the fly events after
         ``after_seq``, one strongly consistent query; ``None`` for an unknown or expired task."""
@@ -292,6 +319,7 @@ class TaskStore:
         detailed: bool = False,
         claim: tuple[int, int, int] | None = None,
         refence: tuple[int, int] | None = None,
+        history: tuple[str, str | None] | None = None,
     ) -> ApplyResult:
         """A ``running`` update with progress from the input route (P-STAT-8); with ``claim`` it is also the hop claim
         (P-ACK-8, P-STAT-19), with ``refence`` the retry's fence write (P-RES-8). The route lists are stored under
@@ -314,15 +342,22 @@ class TaskStore:
             created_at_hint=created_at,
             claim=claim,
             refence=refence,
+            history=history,
         )
         return self.apply(task_id, update)
 
     def claim_fence(
-        self, envelope_id: str, parent_id: str | None, *, claim: tuple[int, int, int], actor: str
+        self,
+        envelope_id: str,
+        parent_id: str | None,
+        *,
+        claim: tuple[int, int, int],
+        actor: str,
+        history: tuple[str, str | None] | None = None,
     ) -> ApplyResult:
         """A hop claim that writes no status: a child's (on its child item) or, under progress ``final``, a tracked
         envelope's (fence and lease only) (P-ACK-8, P-STAT-19; ``asya.store.fences``)."""
-        return self._fences.claim(envelope_id, parent_id, claim=claim, actor=actor, now=self._clock())
+        return self._fences.claim(envelope_id, parent_id, claim=claim, actor=actor, now=self._clock(), history=history)
 
     def release_lease(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
         """Release this run's lease on its fence item (P-ACK-8), best effort for the caller."""

@@ -110,6 +110,8 @@ class StatusUpdate:
     #: the retry's fence write (P-RES-8): the stored fence must be exactly this ``(hop, attempt)``; the same write
     #: stores ``(hop, attempt + 1)`` with ``lease_until = 0``
     refence: tuple[int, int] | None = None
+    #: the run history's chain head a hop claim also stores (P-HIST-4): ``(history_key, history_prev)``
+    history: tuple[str, str | None] | None = None
     #: a reporter's event for hop ``h`` (GW-EVT-3 R3): applies only while no fence past ``h`` is stored, else stale
     if_fence_at_most: int | None = None
     #: ``data`` as compact JSON, the text the store writes: ``encoded_data`` or, without it, encoded here.

@@ -42,6 +42,7 @@ __all__ = [
     "default_message",
     "exact_update",
     "has_result",
+    "history_clauses",
     "is_long_deadline",
     "refence_condition",
 ]
@@ -187,6 +188,8 @@ def _clauses(
         spec.set("progress_percent", rec.num_av(progress))
     if update.claim is not None:
         _claim_clauses(spec, update.claim)
+    if update.history is not None:
+        history_clauses(spec, update.history)
     if update.refence is not None:
         spec.set("fence_a", rec.num_av(update.refence[1] + 1))
         spec.set("lease_until", rec.num_av(0))
@@ -244,6 +247,17 @@ def is_long_deadline(deadline_at: str, now: datetime) -> bool:
     """Whether ``deadline_at`` is too far away for one SQS timer: the task goes into ``long_deadlines`` (GW-BACK-1)."""
     deadline = parse_ts(deadline_at)
     return deadline is not None and (deadline - now).total_seconds() > rec.LONG_DEADLINE_SECONDS
+
+
+def history_clauses(spec: UpdateSpec, history: tuple[str, str | None]) -> None:
+    """The run history's chain head on the item the hop claim writes (P-HIST-4): ``history_key`` is the object the
+    claiming invocation writes, ``history_prev`` the one before it (read while the head is still being written)."""
+    key, prev = history
+    spec.set("history_key", rec.str_av(key))
+    if prev is None:
+        spec.remove("history_prev")
+    else:
+        spec.set("history_prev", rec.str_av(prev))
 
 
 def _claim_clauses(spec: UpdateSpec, claim: tuple[int, int, int]) -> None:

@@ -1,0 +1,124 @@
+"""``GET /api/v1/mesh/{id}/history`` (GW-HIST-1 (R3)) and ``POST /api/v1/mesh/{id}/retry`` (GW-HIST-2 (R3)).
+
+- The history route answers :func:`asya.historyread.read_history`'s ``{"id", "steps", "truncated",
+  "missing_objects"}`` for a task of a flow with ``history: steps``, walked from the chain heads on the task's items
+  (no bucket listing). 404 ``not found`` for an unknown task, 404 ``no recorded history`` when the task's flow
+  records none (the local dev server then serves its in-memory history under the same format).
+- The retry route creates a new task from a finished one, linked by the ordinary header ``retry_of: <id>`` (client
+  headers ``x-asya-*`` are the mesh's, GW-CREATE-5). Body ``{"from"?: STEP, "timeout"?: seconds}``. Without
+  ``from`` the new task starts as the old one did, with its input payload; with ``from`` (P-HIST-6) it starts at
+  that recorded step: its route, its headers (a compiled flow's state), and the input the step received (by
+  reference when it was offloaded). 409 when the task has not ended or the step's input was cut without a stored
+  whole body; 400 for a STEP that does not parse or names no step (the message lists the choices). Answers 201
+  ``{"id", "status", "deadline_at"?, "retry_of", "from"?: {"hop", "actor", "attempt"}}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from asya import headers as hdr
+from asya.envelope import Route
+from asya.historyread import StepError, parse_step, read_history, select_step
+from asya.payloads import REFERENCE_KEY
+from asya.store import TERMINAL
+from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
+from asya_gateway.context import GatewayContext, context_of
+from asya_gateway.creation import start_task
+from asya_gateway.errors import HttpError
+from asya_gateway.routes.tasks import load_view, task_id_of
+from asya_gateway.validation import CreateBody, resolve_target
+
+__all__ = ["RETRY_HEADER", "retry_task", "task_history"]
+
+#: The header linking a retried task to the one it retries (not ``x-asya-*``: reserved, GW-CREATE-5).
+RETRY_HEADER: Final = "retry_of"
+_NO_HISTORY: Final = "no recorded history: the task's flow records none (set history: steps on the flow)"
+#: Headers of a recorded step that a new task must not inherit: the mesh sets its own.
+_FRESH: Final = frozenset({hdr.HISTORY_PREV, hdr.TRACEPARENT, hdr.TRACESTATE, RETRY_HEADER})
+
+
+async def task_history(request: Request) -> Response:
+    ctx = context_of(request)
+    task_id = task_id_of(request)
+    return JSONResponse(await _history(ctx, task_id, await load_view(ctx, task_id)))
+
+
+async def retry_task(request: Request) -> Response:
+    ctx = context_of(request)
+    task_id = task_id_of(request)
+    body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
+    for key in body:
+        if key not in ("from", "timeout"):
+            raise HttpError(400, f"unknown field '{key}' (fields: from, timeout)")
+    timeout = body.get("timeout")
+    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1):
+        raise HttpError(400, f"timeout: a whole number of seconds >= 1, got {timeout!r}")
+    raw_step = body.get("from")
+    if raw_step is not None and not isinstance(raw_step, str | int):
+        raise HttpError(400, f"from: a hop index or ACTOR[#n], got {raw_step!r}")
+    view = await load_view(ctx, task_id)
+    status = view.get("status")
+    if status not in TERMINAL:
+        raise HttpError(409, f"task {task_id} is {status}: retry a task once it has ended (or cancel it first)")
+    flow, actor = view.get("flow"), view.get("actor")
+    target = resolve_target({"flow": flow} if flow else {"actor": str(actor)}, ctx.manifest)
+    start_at: Route | None = None
+    start_headers: dict[str, Any] = {}
+    chosen: dict[str, Any] | None = None
+    if raw_step is None:
+        if "payload" not in view:
+            raise HttpError(409, f"task {task_id}'s input is stored apart (payload_url): retry it with asya retry")
+        payload = view.get("payload")
+    else:
+        try:
+            ref = parse_step(str(raw_step))
+            chosen = select_step(await _history(ctx, task_id, view), ref)
+        except StepError as exc:
+            raise HttpError(400, str(exc)) from None
+        payload = _step_input(chosen, str(raw_step))
+        route = chosen.get("route") or {}
+        start_at = Route(
+            list(route.get("prev") or []), str(route.get("curr") or chosen["actor"]), list(route.get("next") or [])
+        )
+        start_headers = {k: v for k, v in (chosen.get("headers") or {}).items() if k not in _FRESH}
+    create = CreateBody(payload=payload, headers={}, timeout=timeout)
+    answer = await start_task(
+        ctx,
+        target,
+        create,
+        start_at=start_at,
+        start_headers=start_headers,
+        extra_headers={RETRY_HEADER: task_id},
+    )
+    answer["retry_of"] = task_id
+    if chosen is not None:
+        answer["from"] = {"hop": chosen.get("hop"), "actor": chosen.get("actor"), "attempt": chosen.get("attempt")}
+    return JSONResponse(answer, status_code=201, headers={"Location": f"/api/v1/mesh/{answer['id']}"})
+
+
+async def _history(ctx: GatewayContext, task_id: str, view: dict[str, Any]) -> dict[str, Any]:
+    spec = ctx.manifest.flows.get(str(view.get("flow"))) if view.get("flow") else None
+    heads = await ctx.call(ctx.store.history_heads, task_id)
+    if heads is None:
+        raise HttpError(404, "not found")
+    if not heads and (spec is None or spec.history != "steps"):
+        raise HttpError(404, _NO_HISTORY)
+    return await ctx.call(read_history, task_id, heads=heads, load=ctx.store.history_object)
+
+
+def _step_input(step: dict[str, Any], raw: str) -> Any:
+    """The input the step received: by reference when it was offloaded, else as recorded unless it was cut."""
+    if isinstance(step.get("input_ref"), str):
+        return {REFERENCE_KEY: step["input_ref"]}
+    recorded = step.get("input")
+    if isinstance(recorded, dict) and set(recorded) == {"__truncated__"}:
+        raise HttpError(
+            409,
+            f"from {raw}: the step's input ({step.get('input_bytes')} bytes) was cut at the flow's history_body_bytes "
+            "and no whole copy was stored (only offloaded payloads are): raise history_body_bytes to replay it",
+        )
+    return recorded
