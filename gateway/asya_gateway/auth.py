@@ -44,6 +44,7 @@ from asya import publicroutes
 from asya.manifest import GatewayAuth
 from asya_gateway.config import GatewayConfig, parse_key_array
 from asya_gateway.jwtauth import JwksKeys, JwtAuthenticator
+from asya_gateway.principal import bind_claims
 from asya_gateway.webconsole import is_console_path
 
 __all__ = [
@@ -64,7 +65,6 @@ __all__ = [
     "jwt_authenticator",
     "key_matches",
     "reporter_key_source",
-    "token_claims",
 ]
 
 _log = logging.getLogger("asya_gateway.auth")
@@ -76,7 +76,6 @@ _CHALLENGE: Final = {"WWW-Authenticate": 'Bearer realm="asya-gateway"'}
 REPORTER_KEY_HEADER: Final = publicroutes.REPORTER_KEY_HEADER
 REPORTER_REQUIRED: Final = f"reporter credential required: send {REPORTER_KEY_HEADER}"
 _PRODUCER_ROUTE: Final = re.compile(r"^/api/v1/mesh/[^/]+/events$")
-_CLAIMS_STATE: Final = "asya.claims"
 
 
 class KeySource(Protocol):
@@ -239,12 +238,6 @@ def build_authenticator(auth: GatewayAuth, config: GatewayConfig, *, secretsmana
     return _NoCheck()
 
 
-def token_claims(scope: Scope) -> dict[str, Any] | None:
-    """The verified token's claims of a request under ``jwt`` (GW-EDGE-4, GW-EDGE-5 (R3)); ``None`` otherwise."""
-    claims = scope.get("state", {}).get(_CLAIMS_STATE)
-    return claims if isinstance(claims, dict) else None
-
-
 class AuthMiddleware:
     """Applies the client authenticator to every non-public route, and the reporter one to the producer route."""
 
@@ -260,8 +253,7 @@ class AuthMiddleware:
         checker = self.reporter if is_producer_route(scope["method"], scope["path"]) else self.authenticator
         if isinstance(checker, JwtAuthenticator):
             message, claims = await checker.authenticate(Headers(scope=scope))
-            if claims is not None:
-                scope.setdefault("state", {})[_CLAIMS_STATE] = claims
+            bind_claims(claims)
         else:
             message = await checker.failure(Headers(scope=scope))
         if message is None:

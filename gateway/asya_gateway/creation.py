@@ -38,6 +38,7 @@ from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
 from asya_gateway.context import GatewayContext
 from asya_gateway.errors import HttpError
+from asya_gateway.principal import owner_of_new_task, require_flow_scopes
 from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import CreateBody, CreateTarget
@@ -72,6 +73,8 @@ async def start_task(
     """Create and dispatch one task (``task_id``: the id the caller chose, e.g. an MCP handshake-era call's id
     derived from its session and request id, ``asya_gateway.mcp.cancel``; else a fresh UUID4); answers ``{"id",
     "status": "pending", "deadline_at"?}``."""
+    auth = ctx.manifest.gateway.auth
+    require_flow_scopes(auth, target.flow)
     task_id = task_id or str(uuid.uuid4())
     now = now or ctx.clock()
     deadline_at = deadline_of(target, create, now)
@@ -106,6 +109,7 @@ async def start_task(
         payload=create.payload,
         deadline_at=deadline_at,
         context_id=context_id,
+        owner=owner_of_new_task(auth),
     )
     if deadline_at is not None:
         await _arm_deadline(ctx, task_id, deadline_at)
