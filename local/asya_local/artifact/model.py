@@ -53,6 +53,7 @@ EMULATED_TYPES: Final = frozenset(
         "AWS::IAM::Policy",
         "AWS::IAM::ManagedPolicy",
         "AWS::CloudFormation::Stack",
+        "AWS::SecretsManager::Secret",
     }
 )
 #: Accepted by name: no effect on a local run. Resource policies of queues and the bucket only deny plain-HTTP
@@ -218,6 +219,8 @@ class MeshSpec:
     schedules: list[Schedule] = field(default_factory=list)
     methods: list[ApiMethod] = field(default_factory=list)
     inert: dict[str, int] = field(default_factory=dict)
+    #: secrets the templates create (the reporter keys, GW-EDGE-2 (R3)): their names, created with a random value
+    secrets: list[str] = field(default_factory=list)
 
     def function_named(self, name: str) -> FunctionSpec:
         for function in self.functions.values():
@@ -256,6 +259,8 @@ def read_mesh(assembly: Assembly) -> MeshSpec:
                             dict(stack.resolve(dict(resource.properties), where=resource.logical_id)),
                         )
                     )
+                case "AWS::SecretsManager::Secret":
+                    spec.secrets.append(stack.physical_name(resource.logical_id))
                 case "AWS::Lambda::Function":
                     function = _function(resource, policies)
                     spec.functions[function.arn] = function
