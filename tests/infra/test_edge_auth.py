@@ -195,3 +195,23 @@ def test_gw_edge_4_bad_auth_settings_are_refused_naming_the_field(auth: dict[str
     with pytest.raises(ManifestError) as info:
         parse_manifest({"namespace": "n", "gateway": {"auth": auth}})
     assert message in str(info.value)
+
+
+def test_gw_edge_1_the_artifact_mesh_reads_the_authorizers_and_would_run_their_function(edge: SynthesizedMesh) -> None:
+    """The artifact mesh's model of this assembly: every CUSTOM method's authorizer is a Lambda TOKEN/REQUEST one
+    whose function is in the assembly with the authorizer handler (the API front accepts it at start)."""
+    from asya_local.artifact.authorizers import check_supported
+    from asya_local.artifact.model import read_mesh
+    from asya_local.artifact.template import load_assembly
+
+    assembly = load_assembly(
+        edge.outdir, region="eu-west-1", account_id="123456789012", endpoint_url="http://127.0.0.1:9"
+    )
+    spec = read_mesh(assembly)
+    custom = [m for m in spec.methods if m.authorization == "CUSTOM"]
+    assert custom and spec.secrets
+    for method in custom:
+        check_supported(method)
+        uri = str((method.authorizer or {})["AuthorizerUri"])
+        function = uri.split("/functions/", 1)[1].removesuffix("/invocations")
+        assert spec.functions[function].handler == "asya_gateway.authorizer.handler"

@@ -69,6 +69,10 @@ INERT_TYPES: Final = frozenset(
         "AWS::ApiGateway::Account",
         "AWS::ApiGateway::Deployment",
         "AWS::ApiGateway::Stage",
+        # a custom domain and a WAF web ACL are in front of the API in AWS; the local front is 127.0.0.1 itself
+        "AWS::ApiGateway::DomainName",
+        "AWS::ApiGateway::BasePathMapping",
+        "AWS::WAFv2::WebACLAssociation",
         "AWS::Lambda::Permission",
         "AWS::Lambda::EventInvokeConfig",
         "AWS::SNS::Topic",
