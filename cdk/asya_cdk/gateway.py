@@ -18,12 +18,16 @@ Routes: ``ANY /`` and ``ANY /{proxy+}`` reach the main function, which does its 
 method of the stream resources; ``ANY /mcp`` (MCP) and ``ANY /a2a`` (A2A; the app serves ``/a2a/`` and ``/a2a``
 alike) reach the stream function; the public routes of GW-AUTH-2
 (``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and the A2A 1.x card path
-``/.well-known/agent-card.json``) have methods of their own without authorization. Authorization per
-``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3); ``api_key`` -> none at API
-Gateway, the app checks (GW-AUTH-4); ``jwt`` -> none at API Gateway, the app verifies the bearer token against the
-manifest's JWKS, issuer and audience (GW-AUTH-5); ``none`` -> refused unless ``allow_unauthenticated`` (GW-AUTH-6).
-With ``iam`` and CORS origins configured, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The
-stage has JSON access logs, ERROR execution logs and throttling. ``api_overrides``
+``/.well-known/agent-card.json``) have methods of their own without authorization (:mod:`asya.publicroutes`).
+Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3);
+``api_key`` and ``jwt`` -> the edge authorizer (:class:`~asya_cdk.edgeauth.EdgeAuth`, GW-EDGE-1 (R3)) on every other
+method, the console's assets (``GET /console``, ``GET /console/{proxy+}``) open, and the producer route ``POST
+/api/v1/mesh/{task_id}/events`` under the reporter authorizer; the app checks again (GW-AUTH-4, GW-AUTH-5); ``none`` ->
+refused unless ``allow_unauthenticated`` (GW-AUTH-6). Every mode's functions get ``ASYA_REPORTER_KEY_SECRET``, the
+reporter keys' secret (:func:`~asya_cdk.edgeauth.reporter_secret`), and may read it. With CORS origins configured and
+a checked mode, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The stage has JSON access
+logs, ERROR execution logs and the throttling of ``edge`` (``gateway.edge``: stage and per-method limits), and
+optionally a WAF web ACL and a custom domain (GW-EDGE-6 (R3)). ``api_overrides``
 (``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the
 account-wide role is not created and its cdk-nag acknowledgment is not added.
 """
@@ -40,7 +44,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from asya.manifest import GatewayAuth
+from asya import publicroutes
+from asya.envnames import ENV
+from asya.manifest import GatewayAuth, GatewayEdge
+from asya_cdk.edgeauth import EDGE_MODES, EdgeAuth, attach_domain, attach_waf, check_edge, reporter_secret
 from asya_cdk.errors import DeploymentError
 from asya_cdk.nag import acknowledge
 
@@ -56,7 +63,7 @@ __all__ = [
 #: The SSE routes served by the stream function (GET only: POST to a task's events is the producer route, GW-EVT).
 STREAM_PATHS: Final = ("/api/v1/mesh/{task_id}/events", "/api/v1/mesh/events")
 #: Routes that never require credentials (GW-AUTH-2).
-PUBLIC_PATHS: Final = ("/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json")
+PUBLIC_PATHS: Final = publicroutes.PUBLIC_PATHS
 #: The agent protocol routes (GW-GEN-1: streamed): MCP at ``/mcp`` (section 11), A2A at ``/a2a/`` (section 12). They
 #: would reach the app through ``/{proxy+}`` too; resources of their own keep them in the API whatever else changes.
 AGENT_PATHS: Final = ("/mcp", "/a2a")
@@ -103,12 +110,15 @@ class Gateway(Construct):
         memory: int = 1024,
         stream_memory: int = 128,
         stage_name: str = "prod",
-        throttling_rate_limit: float = 100,
-        throttling_burst_limit: int = 200,
+        edge: GatewayEdge | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         api_overrides: Mapping[str, Any] | None = None,
     ) -> None:
         check_auth(auth)
+        edge = edge or GatewayEdge()
+        problems = check_edge(edge)
+        if problems:
+            raise DeploymentError("gateway edge settings:\n  " + "\n  ".join(problems))
         clash = sorted(set(environment) & set(ADAPTER_ENVIRONMENT))
         if clash:
             raise DeploymentError(f"gateway environment: {clash} are set by the Lambda Web Adapter configuration")
@@ -118,6 +128,8 @@ class Gateway(Construct):
                 "91 MB (bench/REPORT.md section 10), so 128 or 256 fits"
             )
         super().__init__(scope, id)
+        self._reporter_secret = reporter_secret(self, edge.reporter_key_secret)
+        environment = {**environment, ENV.reporter_key_secret: self._reporter_secret.secret_arn}
         self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
         self._stream_log_group = logs.LogGroup(self, "StreamLogs", retention=log_retention)
         self._function, self._stream_function = (
@@ -140,8 +152,25 @@ class Gateway(Construct):
                 ("StreamFunction", ", streams", stream_memory, self._stream_log_group),
             )
         )
+        self._edge_auth: EdgeAuth | None = None
+        if auth.mode in EDGE_MODES:
+            self._edge_auth = EdgeAuth(
+                self,
+                "EdgeAuth",
+                auth=auth,
+                code=code,
+                runtime=runtime,
+                layers=layers,
+                environment=environment,
+                log_retention=log_retention,
+            )
+        readers = [self._function, self._stream_function]
+        if self._edge_auth is not None:
+            readers.append(self._edge_auth.function)
+        for reader in readers:
+            self._reporter_secret.grant_read(reader)
         if auth.mode == "api_key" and auth.api_key_secret:
-            self._grant_secret(auth.api_key_secret)
+            self._grant_secret(auth.api_key_secret, readers)
 
         self._access_logs = logs.LogGroup(self, "AccessLogs", retention=log_retention)
         extra = dict(api_overrides or {})
@@ -169,8 +198,14 @@ class Gateway(Construct):
                 ),
                 logging_level=apigw.MethodLoggingLevel.ERROR,
                 data_trace_enabled=False,
-                throttling_rate_limit=throttling_rate_limit,
-                throttling_burst_limit=throttling_burst_limit,
+                throttling_rate_limit=edge.throttle.rate_limit,
+                throttling_burst_limit=edge.throttle.burst_limit,
+                method_options={
+                    key: apigw.MethodDeploymentOptions(
+                        throttling_rate_limit=limit.rate_limit, throttling_burst_limit=limit.burst_limit
+                    )
+                    for key, limit in edge.throttle.methods.items()
+                },
             ),
         )
         integration, streaming = (
@@ -183,8 +218,9 @@ class Gateway(Construct):
             )
             for function in (self._function, self._stream_function)
         )
-        protected = apigw.AuthorizationType.IAM if auth.mode == "iam" else apigw.AuthorizationType.NONE
-        open_preflight = protected == apigw.AuthorizationType.IAM and bool(cors_origins)
+        guard = self._guard(auth)
+        protected = guard["authorization_type"]
+        open_preflight = protected != apigw.AuthorizationType.NONE and bool(cors_origins)
         # (resource, integration of its ANY method)
         routed: list[tuple[apigw.IResource, apigw.LambdaIntegration]] = [
             (self._api.root, integration),
@@ -195,7 +231,7 @@ class Gateway(Construct):
             # API Gateway routes a path to its most specific resource, never on to {proxy+}: the resources on the
             # way to a stream path take every method to the main function, the stream path its GET to the streams
             resource: apigw.IResource = self._api.root.resource_for_path(path)
-            streamed = resource.add_method("GET", streaming, authorization_type=protected)
+            streamed = resource.add_method("GET", streaming, **guard)
             if protected == apigw.AuthorizationType.NONE:
                 acknowledge(streamed, "AwsSolutions-APIG4", _app_auth_reason(auth))
             node: apigw.IResource | None = resource
@@ -210,8 +246,10 @@ class Gateway(Construct):
                 method, "AwsSolutions-APIG4", f"GET {path} is a public route of the gateway contract (GW-AUTH-2)."
             )
             routed.append((public, integration))
+        if self._edge_auth is not None:
+            self._add_edge_routes(integration)
         for resource, target in routed:
-            method = resource.add_method("ANY", target, authorization_type=protected)
+            method = resource.add_method("ANY", target, **guard)
             if protected == apigw.AuthorizationType.NONE:
                 acknowledge(method, "AwsSolutions-APIG4", _app_auth_reason(auth))
             if open_preflight:
@@ -221,17 +259,66 @@ class Gateway(Construct):
                     "AwsSolutions-APIG4",
                     "CORS preflight requests carry no credentials; the app answers them (GW-GEN-8).",
                 )
-        self._acknowledge_api_findings(auth)
+        self._check_method_throttles(edge)
+        if edge.waf_web_acl_arn is not None:
+            attach_waf(self, self._api.deployment_stage, edge.waf_web_acl_arn)
+        self._domain = attach_domain(self._api, edge)
+        self._acknowledge_api_findings(auth, waf=edge.waf_web_acl_arn is not None)
 
-    def _grant_secret(self, secret_id: str) -> None:
+    def _guard(self, auth: GatewayAuth) -> dict[str, Any]:
+        """The authorization of every non-public method (module docstring)."""
+        if self._edge_auth is not None:
+            return {"authorization_type": apigw.AuthorizationType.CUSTOM, "authorizer": self._edge_auth.client}
+        if auth.mode == "iam":
+            return {"authorization_type": apigw.AuthorizationType.IAM}
+        return {"authorization_type": apigw.AuthorizationType.NONE}
+
+    def _add_edge_routes(self, integration: apigw.LambdaIntegration) -> None:
+        """Under an edge authorizer: the console's assets open (GW-AUTH-2), the producer route on reporter keys."""
+        assert self._edge_auth is not None
+        console = self._api.root.resource_for_path(publicroutes.CONSOLE_PATH)
+        for resource in (console, console.add_resource("{proxy+}")):
+            method = resource.add_method("GET", integration, authorization_type=apigw.AuthorizationType.NONE)
+            acknowledge(
+                method,
+                "AwsSolutions-APIG4",
+                "The web console's static assets hold no data; the page calls the API with credentials (GW-AUTH-2).",
+            )
+        http_method, path = publicroutes.PRODUCER_ROUTE
+        self._api.root.resource_for_path(path).add_method(
+            http_method,
+            integration,
+            authorization_type=apigw.AuthorizationType.CUSTOM,
+            authorizer=self._edge_auth.reporter,
+        )
+
+    def _check_method_throttles(self, edge: GatewayEdge) -> None:
+        known = {(m.resource.path, m.http_method) for m in self._api.methods}
+        paths = {path for path, _ in known}
+        bad = []
+        for key in edge.throttle.methods:
+            path, _, method = key.rpartition("/")
+            path = path or "/"
+            if path != "/*" and (
+                path not in paths
+                or (method not in ("*", "ANY") and (path, method) not in known and (path, "ANY") not in known)
+            ):
+                bad.append(key)
+        if bad:
+            raise DeploymentError(
+                f"gateway.edge.throttle.methods: {bad} name no method of the API; use a resource path and method "
+                f"such as '/api/v1/mesh/POST' (resources: {sorted(paths)})"
+            )
+
+    def _grant_secret(self, secret_id: str, readers: Sequence[lambda_.IFunction]) -> None:
         if secret_id.startswith("arn:"):
             secret = secretsmanager.Secret.from_secret_complete_arn(self, "ApiKeys", secret_id)
         else:
             secret = secretsmanager.Secret.from_secret_name_v2(self, "ApiKeys", secret_id)
-        secret.grant_read(self._function)
-        secret.grant_read(self._stream_function)
+        for reader in readers:
+            secret.grant_read(reader)
 
-    def _acknowledge_api_findings(self, auth: GatewayAuth) -> None:
+    def _acknowledge_api_findings(self, auth: GatewayAuth, *, waf: bool) -> None:
         if self._api.node.try_find_child("CloudWatchRole") is not None:
             acknowledge(
                 self._api,
@@ -247,14 +334,16 @@ class Gateway(Construct):
         acknowledge(
             self._api,
             "AwsSolutions-COG4",
-            f"Authentication mode {auth.mode!r} from the manifest (GW-AUTH-1): AWS_IAM at API Gateway, or "
-            "API keys / JWTs verified by the app; Cognito user pools are not part of the gateway contract.",
+            f"Authentication mode {auth.mode!r} from the manifest (GW-AUTH-1): AWS_IAM at API Gateway, or the "
+            "edge Lambda authorizer checking API keys / JWTs (Cognito user pools included) as the app does "
+            "(GW-EDGE-1 (R3), docs/deploy.md 'Edge auth').",
         )
-        acknowledge(
-            self._api,
-            "AwsSolutions-APIG3",
-            "WAF is an account-level choice with its own cost; attach a web ACL to the stage when needed.",
-        )
+        if not waf:
+            acknowledge(
+                self._api,
+                "AwsSolutions-APIG3",
+                "WAF is an account-level choice with its own cost; set gateway.edge.waf_web_acl_arn to attach one.",
+            )
 
     @property
     def function(self) -> lambda_.Function:
@@ -280,6 +369,20 @@ class Gateway(Construct):
     @property
     def url(self) -> str:
         return self._api.url
+
+    @property
+    def edge_auth(self) -> EdgeAuth | None:
+        """The edge authorizer under ``api_key`` / ``jwt``, else ``None``."""
+        return self._edge_auth
+
+    @property
+    def reporter_secret(self) -> secretsmanager.ISecret:
+        """The reporter keys' secret (GW-EVT-6 (R3))."""
+        return self._reporter_secret
+
+    @property
+    def domain(self) -> apigw.DomainName | None:
+        return self._domain
 
 
 def _app_auth_reason(auth: GatewayAuth) -> str:

@@ -321,6 +321,7 @@ class AsyaMesh(Construct):
             },
             log_retention=retention,
             api_overrides=given_fields(api_gateway_props),
+            edge=loaded.gateway.edge,
         )
         self._backstop = Backstop(
             self,

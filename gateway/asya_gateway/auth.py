@@ -40,9 +40,11 @@ from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from asya import publicroutes
 from asya.manifest import GatewayAuth
 from asya_gateway.config import GatewayConfig, parse_key_array
 from asya_gateway.jwtauth import JwksKeys, JwtAuthenticator
+from asya_gateway.principal import bind_claims
 from asya_gateway.webconsole import is_console_path
 
 __all__ = [
@@ -55,19 +57,23 @@ __all__ = [
     "ReporterAuthenticator",
     "SecretsManagerKeys",
     "StaticKeys",
+    "api_key_source",
     "build_authenticator",
     "build_reporter_authenticator",
     "extract_credential",
     "is_producer_route",
+    "jwt_authenticator",
+    "key_matches",
+    "reporter_key_source",
 ]
 
 _log = logging.getLogger("asya_gateway.auth")
 
-PUBLIC_PATHS: Final = frozenset({"/health", "/openapi.json", "/.well-known/agent.json", "/.well-known/agent-card.json"})
+PUBLIC_PATHS: Final = frozenset(publicroutes.PUBLIC_PATHS)
 AUTH_REQUIRED: Final = "authentication required"
 INVALID_CREDENTIALS: Final = "invalid credentials"
 _CHALLENGE: Final = {"WWW-Authenticate": 'Bearer realm="asya-gateway"'}
-REPORTER_KEY_HEADER: Final = "X-Asya-Reporter-Key"
+REPORTER_KEY_HEADER: Final = publicroutes.REPORTER_KEY_HEADER
 REPORTER_REQUIRED: Final = f"reporter credential required: send {REPORTER_KEY_HEADER}"
 _PRODUCER_ROUTE: Final = re.compile(r"^/api/v1/mesh/[^/]+/events$")
 
@@ -180,38 +186,53 @@ def is_producer_route(method: str, path: str) -> bool:
 
 def build_reporter_authenticator(config: GatewayConfig, *, secretsmanager: Any = None) -> ReporterAuthenticator:
     """The producer route's authenticator: no key configured means no reporter is accepted."""
-    if config.reporter_keys is not None:
-        return ReporterAuthenticator(StaticKeys(config.reporter_keys))
-    if config.reporter_key_secret:
-        return ReporterAuthenticator(
-            SecretsManagerKeys(config.reporter_key_secret, client=secretsmanager, ttl=config.api_key_cache_seconds)
-        )
-    return ReporterAuthenticator(StaticKeys(()))
+    return ReporterAuthenticator(reporter_key_source(config, secretsmanager=secretsmanager))
 
 
 async def _key_failure(credential: str, source: KeySource) -> str | None:
     keys = await run_in_threadpool(source.keys)
+    return None if key_matches(credential, keys) else INVALID_CREDENTIALS
+
+
+def key_matches(credential: str, keys: Sequence[str]) -> bool:
+    """Whether ``credential`` is one of ``keys``, compared in constant time."""
     given = credential.encode("utf-8")
     matched = False
     for key in keys:
         # No early exit: the time taken does not tell which key (or how much of one) matched.
         matched |= hmac.compare_digest(given, key.encode("utf-8"))
-    return None if matched else INVALID_CREDENTIALS
+    return matched
+
+
+def api_key_source(auth: GatewayAuth, config: GatewayConfig, *, secretsmanager: Any = None) -> KeySource:
+    """The client keys of ``api_key`` mode: ``ASYA_API_KEYS`` when set, else the manifest's secret."""
+    if config.api_keys is not None:
+        return StaticKeys(config.api_keys)
+    assert auth.api_key_secret is not None  # the manifest model requires it for api_key
+    return SecretsManagerKeys(auth.api_key_secret, client=secretsmanager, ttl=config.api_key_cache_seconds)
+
+
+def reporter_key_source(config: GatewayConfig, *, secretsmanager: Any = None) -> KeySource:
+    """The reporter keys (GW-EVT-1 (R3)): none configured means no reporter is accepted."""
+    if config.reporter_keys is not None:
+        return StaticKeys(config.reporter_keys)
+    if config.reporter_key_secret:
+        return SecretsManagerKeys(config.reporter_key_secret, client=secretsmanager, ttl=config.api_key_cache_seconds)
+    return StaticKeys(())
+
+
+def jwt_authenticator(auth: GatewayAuth) -> JwtAuthenticator:
+    # the manifest model requires all three for jwt
+    assert auth.jwks_url is not None and auth.issuer is not None and auth.audience is not None
+    return JwtAuthenticator(JwksKeys(auth.jwks_url), issuer=auth.issuer, audience=auth.audience)
 
 
 def build_authenticator(auth: GatewayAuth, config: GatewayConfig, *, secretsmanager: Any = None) -> Authenticator:
     """The authenticator of the manifest's mode."""
     if auth.mode == "api_key":
-        if config.api_keys is not None:
-            return ApiKeyAuthenticator(StaticKeys(config.api_keys))
-        assert auth.api_key_secret is not None  # the manifest model requires it for api_key
-        return ApiKeyAuthenticator(
-            SecretsManagerKeys(auth.api_key_secret, client=secretsmanager, ttl=config.api_key_cache_seconds)
-        )
+        return ApiKeyAuthenticator(api_key_source(auth, config, secretsmanager=secretsmanager))
     if auth.mode == "jwt":
-        # the manifest model requires all three for jwt
-        assert auth.jwks_url is not None and auth.issuer is not None and auth.audience is not None
-        return JwtAuthenticator(JwksKeys(auth.jwks_url), issuer=auth.issuer, audience=auth.audience)
+        return jwt_authenticator(auth)
     if auth.mode == "iam" and not config.in_lambda:
         _log.warning("gateway.auth.mode is 'iam': requests are not authenticated outside API Gateway (local mode)")
     return _NoCheck()
@@ -230,7 +251,11 @@ class AuthMiddleware:
             await self.app(scope, receive, send)
             return
         checker = self.reporter if is_producer_route(scope["method"], scope["path"]) else self.authenticator
-        message = await checker.failure(Headers(scope=scope))
+        if isinstance(checker, JwtAuthenticator):
+            message, claims = await checker.authenticate(Headers(scope=scope))
+            bind_claims(claims)
+        else:
+            message = await checker.failure(Headers(scope=scope))
         if message is None:
             await self.app(scope, receive, send)
             return

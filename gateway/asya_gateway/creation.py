@@ -38,6 +38,7 @@ from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
 from asya_gateway.context import GatewayContext
 from asya_gateway.errors import HttpError
+from asya_gateway.principal import owner_of_new_task, require_flow_scopes
 from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import CreateBody, CreateTarget
@@ -81,6 +82,8 @@ async def start_task(
     stopped before its send, GW-CREATE-R3-7): arm the timer for ``resume_deadline`` and send the envelope again.
     ``start_at``/``start_headers``: a retry from a recorded step (P-HIST-6) starts on that step's route with its
     headers (a compiled flow's state among them), not at the flow's start."""
+    auth = ctx.manifest.gateway.auth
+    require_flow_scopes(auth, target.flow)
     task_id = task_id or str(uuid.uuid4())
     now = now or ctx.clock()
     deadline_at = resume_deadline if resume else deadline_of(target, create, now)
@@ -120,6 +123,7 @@ async def start_task(
             payload=create.payload,
             deadline_at=deadline_at,
             context_id=context_id,
+            owner=owner_of_new_task(auth),
         )
     if deadline_at is not None:
         await _arm_deadline(ctx, task_id, deadline_at)

@@ -43,6 +43,7 @@ import anyio
 from asya.store import Snapshot
 from asya.timeutil import Clock, parse_ts
 from asya_gateway.context import GatewayContext
+from asya_gateway.principal import is_visible
 from asya_gateway.sse import SseSettings
 
 __all__ = [
@@ -229,7 +230,7 @@ async def follow_task(
 ) -> AsyncIterator[FollowEvent]:
     """Follow a task of the store from position ``after``: nothing when the task does not exist."""
     view = await ctx.call(ctx.store.get_task, task_id)
-    if view is None:
+    if view is None or not is_visible(ctx.manifest.gateway.auth, view):
         return
     source = StoreSource(ctx, task_id, created_at=view.get("created_at"))
     async for event in follow(

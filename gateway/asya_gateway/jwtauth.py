@@ -4,7 +4,12 @@
 - Accepted algorithms: ``RS256`` and ``ES256`` (:data:`ALGORITHMS`); a token naming another one (``none``, ``HS256``)
   is refused before any key is looked at, so a public key can never serve as an HMAC secret.
 - Claims: ``iss`` must equal the manifest's ``issuer``, ``aud`` must be or contain its ``audience``, ``exp`` is
-  required and ``nbf``/``iat`` are honoured, all with :data:`LEEWAY_SECONDS` of clock skew.
+  required and ``nbf``/``iat`` are honoured, all with :data:`LEEWAY_SECONDS` of clock skew. A token without ``aud``
+  passes only as a Cognito access token: ``token_use`` ``access`` and ``client_id`` equal to ``audience`` (the app
+  client id), as Cognito documents for access tokens (GW-EDGE-3 (R3)).
+- :meth:`JwtAuthenticator.verify` is the one check, synchronous: the app calls it from a worker thread
+  (:meth:`JwtAuthenticator.failure`), the edge authorizer Lambda (:mod:`asya_gateway.authorizer`) directly.
+  :func:`token_scopes` reads the granted scopes (``scope``, space-separated, or ``scp``, a list).
 - Keys (:class:`JwksKeys`): the JWKS at ``jwks_url`` is fetched lazily, cached for ``ttl`` seconds (default 10 min),
   and fetched again at once when a token names a ``kid`` the cached set lacks (the issuer rotated its keys); such
   refetches happen at most once per ``min_refetch`` seconds, so forged ``kid`` values cannot make the gateway hammer
@@ -22,8 +27,8 @@ import logging
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Collection
-from typing import Final
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Final
 
 from joserfc import jws, jwt
 from joserfc.errors import JoseError
@@ -31,7 +36,15 @@ from joserfc.jwk import KeySet
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 
-__all__ = ["ALGORITHMS", "LEEWAY_SECONDS", "JwksKeys", "JwtAuthenticator", "bearer_token"]
+__all__ = [
+    "ALGORITHMS",
+    "LEEWAY_SECONDS",
+    "JwksKeys",
+    "JwtAuthenticator",
+    "TokenRefusedError",
+    "bearer_token",
+    "token_scopes",
+]
 
 _log = logging.getLogger("asya_gateway.jwtauth")
 
@@ -112,8 +125,31 @@ class JwksKeys:
 
 
 def bearer_token(headers: Headers) -> str | None:
-    scheme, _, token = headers.get("authorization", "").partition(" ")
+    return bearer_of(headers.get("authorization", ""))
+
+
+def bearer_of(authorization: str) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` value; ``None`` for another scheme or none."""
+    scheme, _, token = authorization.partition(" ")
     return token.strip() or None if scheme.lower() == "bearer" else None
+
+
+def token_scopes(claims: Mapping[str, Any]) -> frozenset[str]:
+    """The scopes a token grants: OAuth's ``scope`` (space-separated; Cognito, Auth0) or ``scp`` (a list; Okta)."""
+    granted: set[str] = set()
+    scope = claims.get("scope")
+    if isinstance(scope, str):
+        granted.update(scope.split())
+    scp = claims.get("scp")
+    if isinstance(scp, str):
+        granted.update(scp.split())
+    elif isinstance(scp, list):
+        granted.update(item for item in scp if isinstance(item, str))
+    return frozenset(granted)
+
+
+class TokenRefusedError(Exception):
+    """A bearer token that does not verify; ``str(error)`` is the 401 message, never a hint at why."""
 
 
 class JwtAuthenticator:
@@ -130,6 +166,7 @@ class JwtAuthenticator:
         now: Callable[[], int] | None = None,
     ) -> None:
         self._keys = keys
+        self._audience = audience
         self._algorithms = list(algorithms)
         self._registry = jwt.JWTClaimsRegistry(
             now=now,
@@ -138,24 +175,46 @@ class JwtAuthenticator:
             aud={"essential": True, "value": audience},
             exp={"essential": True},
         )
+        # Cognito access tokens carry no aud: their client_id is checked instead (module docstring)
+        self._access_registry = jwt.JWTClaimsRegistry(
+            now=now,
+            leeway=leeway,
+            iss={"essential": True, "value": issuer},
+            exp={"essential": True},
+            token_use={"essential": True, "value": "access"},
+            client_id={"essential": True, "value": audience},
+        )
 
-    async def failure(self, headers: Headers) -> str | None:
-        token = bearer_token(headers)
-        if token is None:
-            return _AUTH_REQUIRED
+    def verify(self, token: str) -> dict[str, Any]:
+        """The token's claims; raises :class:`TokenRefusedError`. May fetch the JWKS (blocking)."""
         try:
             header = jws.extract_compact(token.encode("ascii")).protected
         except (JoseError, ValueError, UnicodeEncodeError):
-            return _INVALID
+            raise TokenRefusedError(_INVALID) from None
         if header.get("alg") not in self._algorithms:
-            return _INVALID
+            raise TokenRefusedError(_INVALID)
         kid = header.get("kid")
-        key_set = await run_in_threadpool(self._keys.key_set, kid if isinstance(kid, str) else None)
+        key_set = self._keys.key_set(kid if isinstance(kid, str) else None)
         if key_set is None:
-            return _INVALID
+            raise TokenRefusedError(_INVALID)
         try:
             decoded = jwt.decode(token, key_set, algorithms=self._algorithms)
-            self._registry.validate(decoded.claims)
+            registry = self._registry if "aud" in decoded.claims else self._access_registry
+            registry.validate(decoded.claims)
         except (JoseError, ValueError):
-            return _INVALID
-        return None
+            raise TokenRefusedError(_INVALID) from None
+        return dict(decoded.claims)
+
+    async def authenticate(self, headers: Headers) -> tuple[str | None, dict[str, Any] | None]:
+        """(the 401 message, ``None``) or (``None``, the claims)."""
+        token = bearer_token(headers)
+        if token is None:
+            return _AUTH_REQUIRED, None
+        try:
+            return None, await run_in_threadpool(self.verify, token)
+        except TokenRefusedError as exc:
+            return str(exc), None
+
+    async def failure(self, headers: Headers) -> str | None:
+        message, _ = await self.authenticate(headers)
+        return message

@@ -26,9 +26,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import Receive, Scope, Send
 
+from asya import publicroutes
+
 __all__ = ["CONSOLE_PATH", "ConsoleAssets", "console_redirect", "is_console_path"]
 
-CONSOLE_PATH: Final = "/console"
+CONSOLE_PATH: Final = publicroutes.CONSOLE_PATH
 _PACKAGE: Final = "asya_gateway"
 _FOLDER: Final = "console"
 _ASSETS: Final = {

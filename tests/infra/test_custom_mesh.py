@@ -119,11 +119,25 @@ def test_p_sink_6_sink_hooks_reach_x_sink(shop: SynthesizedMesh) -> None:
     assert _function_by_actor(shop, "x-sink")["Environment"]["Variables"]["ASYA_SINK_HOOKS"] == "ship"
 
 
-def test_gw_auth_4_api_key_mode_leaves_auth_to_the_app(shop: SynthesizedMesh) -> None:
-    methods = [res["Properties"] for res in shop.of_type("AWS::ApiGateway::Method").values()]
-    assert methods
-    assert {m["AuthorizationType"] for m in methods} == {"NONE"}
-    assert {m["Integration"]["ResponseTransferMode"] for m in methods} == {"STREAM"}
+def test_gw_edge_1_api_key_mode_puts_a_cached_request_authorizer_on_x_api_key_before_the_app(
+    shop: SynthesizedMesh,
+) -> None:
+    """Every method but the public ones, the console's assets and CORS preflights is CUSTOM: the client authorizer
+    on ``X-API-Key`` (cached 300 s by default), or the reporter one on the producer route (GW-EDGE-2 (R3))."""
+    from tests.infra.test_edge_auth import methods
+
+    found = methods(shop)
+    assert {m["Integration"]["ResponseTransferMode"] for _, _, m in found} == {"STREAM"}
+    sources = set()
+    for http_method, path, props in found:
+        if props["AuthorizationType"] == "NONE":
+            assert http_method == "OPTIONS" or path.startswith(("/console", "/health", "/openapi", "/.well-known"))
+            continue
+        assert props["AuthorizationType"] == "CUSTOM", (http_method, path)
+        authorizer = shop.resources[props["AuthorizerId"]["Ref"]]["Properties"]
+        assert (authorizer["Type"], authorizer["AuthorizerResultTtlInSeconds"]) == ("REQUEST", 300)
+        sources.add((authorizer["IdentitySource"], http_method == "POST" and path == "/api/v1/mesh/{task_id}/events"))
+    assert sources == {("method.request.header.X-API-Key", False), ("method.request.header.X-Asya-Reporter-Key", True)}
 
 
 def test_gw_auth_4_gateway_may_read_the_api_key_secret(shop: SynthesizedMesh) -> None:
@@ -140,8 +154,9 @@ def test_gw_auth_4_gateway_may_read_the_api_key_secret(shop: SynthesizedMesh) ->
         for s in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
     secret = [s for s in statements if "secretsmanager:GetSecretValue" in s["Action"]]
-    assert len(secret) == 1
-    assert ":secret:asya/keys-??????" in json.dumps(secret[0]["Resource"])
+    resources = json.dumps([s["Resource"] for s in secret])
+    assert ":secret:asya/keys-??????" in resources
+    assert "ReporterKeys" in resources, "and the reporter keys (GW-EDGE-2 (R3))"
 
 
 def test_lwa_layer_version_and_region_from_context(shop: SynthesizedMesh) -> None:

@@ -152,16 +152,26 @@ def test_actor_and_crew_roles_are_exactly_their_declared_calls(example_synth: Sy
     assert _role_grants(example_synth, name) == expected
 
 
+def _reporter_secret_read(synth: SynthesizedMesh) -> set[Grant]:
+    """GW-EDGE-2 (R3): the gateway functions read the reporter keys' secret the construct creates."""
+    (secret,) = synth.of_type("AWS::SecretsManager::Secret")
+    return {
+        (action, _dump({"Ref": secret}), "")
+        for action in ("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret")
+    }
+
+
 def test_gateway_role_is_exactly_its_declared_calls(example_synth: SynthesizedMesh) -> None:
     """GW-DATA-7: tasks/, payloads/, paused/; the listing indexes; send to the mesh's queues (creates and timers);
-    GW-OPS-3: the metric read, which has no resource-level permissions."""
-    assert _role_grants(example_synth, "gateway") == _expected(example_synth, access.GATEWAY, None)
+    GW-OPS-3: the metric read, which has no resource-level permissions; the reporter keys' secret."""
+    expected = _expected(example_synth, access.GATEWAY, None) | _reporter_secret_read(example_synth)
+    assert _role_grants(example_synth, "gateway") == expected
 
 
 def test_stream_function_role_is_the_gateway_declaration(example_synth: SynthesizedMesh) -> None:
     """The stream function serves MCP and A2A, which create tasks: exactly the gateway role's declared calls."""
     statements = _statements(example_synth, _function_ids(example_synth)["gateway-stream"])
-    assert _actual(statements) == _expected(example_synth, access.GATEWAY, None)
+    assert _actual(statements) == _expected(example_synth, access.GATEWAY, None) | _reporter_secret_read(example_synth)
 
 
 def test_gw_back_1_backstop_role_consumes_the_timer_queue_and_touches_no_bucket(

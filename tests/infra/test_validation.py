@@ -50,14 +50,15 @@ def test_gw_auth_6_mode_none_is_refused_without_allow_unauthenticated(
     assert "allow_unauthenticated: true" in message
 
 
-def test_gw_auth_5_jwt_mode_leaves_verification_to_the_app(write_manifest: WriteManifest, tmp_path: Path) -> None:
-    """GW-AUTH-5: API Gateway lets every method through; the app verifies the bearer token (asya_gateway.jwtauth)."""
+def test_gw_edge_1_jwt_mode_verifies_at_the_edge_too(write_manifest: WriteManifest, tmp_path: Path) -> None:
+    """GW-EDGE-1 (R3): under jwt the methods are CUSTOM (the edge authorizer) but the public ones and the console's
+    assets (GW-AUTH-2); the app verifies again (GW-AUTH-5). tests/infra/test_edge_auth.py asserts the details."""
     auth = {"mode": "jwt", "jwks_url": "https://idp.example/jwks", "issuer": "https://idp.example", "audience": "asya"}
     path = write_manifest(minimal_manifest(gateway={"auth": auth}))
     built = build(path, tmp_path / "out")
     methods = [node for node in built.stack.node.find_all() if isinstance(node, apigw.CfnMethod)]
-    assert methods
-    assert {m.authorization_type for m in methods} == {"NONE"}
+    assert {m.authorization_type for m in methods} == {"NONE", "CUSTOM"}
+    assert sum(m.authorization_type == "NONE" for m in methods) == 6  # 4 public routes, the console and below it
 
 
 def test_gw_auth_6_mode_none_with_allow_unauthenticated_deploys_open_methods(
@@ -202,3 +203,15 @@ def test_p_pause_1_a_route_through_x_pause_synthesizes_x_pause_and_x_resume(
         if isinstance(node, lambda_.CfnFunction) and isinstance(node.handler, str)
     }
     assert {"asya_crew.pause.lambda_handler", "asya_crew.resume.lambda_handler"} <= handlers
+
+
+def test_gw_edge_6_a_method_throttle_naming_no_method_is_refused_with_the_resources(
+    write_manifest: WriteManifest, tmp_path: Path
+) -> None:
+    edge = {"throttle": {"methods": {"/api/v2/tasks/POST": {"rate_limit": 1}}}}
+    path = write_manifest(minimal_manifest(gateway={"edge": edge}))
+    with pytest.raises(DeploymentError) as info:
+        build(path, tmp_path / "out")
+    message = str(info.value)
+    assert "gateway.edge.throttle.methods: ['/api/v2/tasks/POST'] name no method of the API" in message
+    assert "'/api/v1/mesh'" in message

@@ -59,6 +59,7 @@ from asya_gateway.jsonrpc import (
     read_message,
     result_body,
 )
+from asya_gateway.principal import is_visible
 from asya_gateway.routes.resume import resume_paused
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, resolve_target, schema_violation
@@ -157,7 +158,7 @@ def _task_id(call: _Call) -> str:
 
 async def _view(ctx: GatewayContext, task_id: str, rid: Any) -> dict[str, Any]:
     view = await ctx.call(ctx.store.get_task, task_id) if is_storable_id(task_id) else None
-    if view is None:
+    if view is None or not is_visible(ctx.manifest.gateway.auth, view):  # another's task is none (GW-EDGE-5 (R3))
         raise RpcError(TASK_NOT_FOUND, f"task not found: {task_id}", request_id=rid)
     return view
 
@@ -175,6 +176,8 @@ async def _task(ctx: GatewayContext, task_id: str) -> dict[str, Any]:
 
 
 async def _cancel(ctx: GatewayContext, task_id: str, rid: Any) -> dict[str, Any]:
+    if ctx.manifest.gateway.auth.owner_only:
+        await _view(ctx, task_id, rid)
     outcome = await ctx.call(ctx.store.cancel, task_id) if is_storable_id(task_id) else "not_found"
     if outcome == "not_found":
         raise RpcError(TASK_NOT_FOUND, f"task not found: {task_id}", request_id=rid)

@@ -21,6 +21,7 @@ from asya_gateway.creation import aws_error_code, created_answer, deadline_of, s
 from asya_gateway.errors import HttpError
 from asya_gateway.idempotency import HEADER, IdempotencyKeys, fingerprint, parse_key
 from asya_gateway.listing import parse_list_query
+from asya_gateway.principal import check_owner, listing_owner
 from asya_gateway.validation import CreateBody, CreateTarget, parse_create_body, resolve_target, schema_violation
 
 __all__ = ["NOT_FOUND", "aws_error_code", "create_or_list", "load_view", "task_id_of", "task_item"]
@@ -116,7 +117,7 @@ async def list_tasks(request: Request) -> Response:
     ctx = context_of(request)
     query = parse_list_query(request.query_params)
     try:
-        page = await ctx.call(ctx.store.list_tasks, **query)
+        page = await ctx.call(ctx.store.list_tasks, **query, owner=listing_owner(ctx.manifest.gateway.auth))
     except ListQueryError as exc:
         raise HttpError(400, str(exc)) from None
     return JSONResponse(page)
@@ -136,6 +137,7 @@ async def load_view(ctx: GatewayContext, task_id: str) -> dict[str, Any]:
     view = await ctx.call(ctx.store.get_task, task_id)
     if view is None:
         raise HttpError(404, NOT_FOUND)
+    check_owner(ctx.manifest.gateway.auth, view)
     return view
 
 
@@ -154,7 +156,10 @@ async def get_task(request: Request) -> Response:
 async def cancel_task(request: Request) -> Response:
     """GW-CANCEL-1: 404 unknown, else 204 whether it was canceled now, was terminal, or lost a race."""
     ctx = context_of(request)
-    outcome = await ctx.call(ctx.store.cancel, task_id_of(request))
+    task_id = task_id_of(request)
+    if ctx.manifest.gateway.auth.owner_only:  # one read more, only where tasks have owners (GW-EDGE-5 (R3))
+        await load_view(ctx, task_id)
+    outcome = await ctx.call(ctx.store.cancel, task_id)
     if outcome == "not_found":
         raise HttpError(404, NOT_FOUND)
     return Response(status_code=204)

@@ -5,15 +5,17 @@ exactly (a trailing slash ignored), else the deepest ``{proxy+}`` resource above
 request's HTTP method, else its ``ANY``. No resource or no method: 403 ``{"message": "Missing Authentication
 Token"}``, as API Gateway answers. ``AWS_IAM`` methods need a valid SigV4 signature (service ``execute-api``) of a
 known principal whose policy allows ``execute-api:Invoke`` on the method's ARN, else 403 with API Gateway's message;
-``NONE`` passes. An authorizer (``CUSTOM``/``COGNITO_USER_POOLS``) is refused at start: none is emulated yet. The
-request then goes to the function's web server (the stage stripped, as a proxy integration passes the path), and the
-response is relayed as it comes (SSE included: the integration streams). :class:`SigningClient` is a test
-principal's client: it signs each plain request it receives and passes it to the front, so a test suite written
-against a URL runs unchanged against an ``AWS_IAM`` API.
+``NONE`` passes. ``CUSTOM`` methods run their Lambda authorizer first (:mod:`~asya_local.artifact.authorizers`,
+given as ``authorizers``; a refusal answers as API Gateway does without calling the method); Cognito authorizers are
+refused at start. The request then goes to the function's web server (the stage stripped, as a proxy integration
+passes the path), and the response is relayed as it comes (SSE included: the integration streams).
+:class:`SigningClient` is a test principal's client: it signs each plain request it receives and passes it to the
+front, so a test suite written against a URL runs unchanged against an ``AWS_IAM`` API.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -25,6 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from asya_local.artifact.authorizers import EdgeAuthorizers, check_supported
 from asya_local.artifact.model import ApiMethod
 from asya_local.artifact.sigv4 import MISSING_TOKEN, sign, verify
 from asya_local.exceptions import LocalModeError
@@ -141,6 +144,24 @@ async def _relay(client: httpx.AsyncClient, request: httpx.Request, send: Send) 
         await response.aclose()
 
 
+def _templated(wanted: str, paths: set[str]) -> str | None:
+    """The resource whose ``{param}`` segments match ``wanted``'s, literal segments preferred level by level, as
+    API Gateway routes (``/api/v1/mesh/{task_id}/events``)."""
+    parts = wanted.split("/")
+    best: tuple[tuple[bool, ...], str] | None = None
+    for path in paths:
+        segments = path.split("/")
+        if len(segments) != len(parts) or path.endswith("{proxy+}") or "{" not in path:
+            continue
+        literal = tuple(not (s.startswith("{") and s.endswith("}")) for s in segments)
+        matches = all(
+            (lit and s == part) or (not lit and part) for lit, s, part in zip(literal, segments, parts, strict=True)
+        )
+        if matches and (best is None or literal > best[0]):
+            best = (literal, path)
+    return None if best is None else best[1]
+
+
 class ApiFront(_Relaying):
     """ASGI app: API Gateway's routing and authorization in front of the functions' web servers."""
 
@@ -152,9 +173,12 @@ class ApiFront(_Relaying):
         principals: Mapping[str, Principal],
         stage: str,
         api_arn: str,
+        authorizers: EdgeAuthorizers | None = None,
     ) -> None:
         for method in methods:
-            if method.authorization not in ("NONE", "AWS_IAM"):
+            if method.authorization not in ("NONE", "AWS_IAM") and authorizers is not None:
+                check_supported(method)
+            elif method.authorization not in ("NONE", "AWS_IAM"):
                 raise LocalModeError(
                     f"API method {method.http_method} {method.path}: authorization {method.authorization} is not "
                     "emulated by the artifact mesh"
@@ -167,12 +191,13 @@ class ApiFront(_Relaying):
         self._principals = dict(principals)
         self._stage = stage
         self._api_arn = api_arn
+        self._authorizers = authorizers
         self.denied: list[str] = []
 
     def match(self, path: str, http_method: str) -> ApiMethod | None:
         wanted = path.rstrip("/") or "/"
         paths = {m.path for m in self._methods}
-        resource = wanted if wanted in paths else None
+        resource = wanted if wanted in paths else _templated(wanted, paths)
         if resource is None:
             greedy = [p for p in paths if p.endswith("/{proxy+}")]
             above = [
@@ -210,9 +235,24 @@ class ApiFront(_Relaying):
                 self.denied.append(f"{method_name} {path}: {problem}")
                 await _respond(send, 403, {"message": problem})
                 return
+        authorized: Mapping[str, Any] | None = None
+        if method.authorization == "CUSTOM" and self._authorizers is not None:
+            verdict = await asyncio.to_thread(
+                self._authorizers.check, method, http_method=method_name, path=path, query=query, headers=headers
+            )
+            if verdict.status is not None:
+                await _respond(send, verdict.status, dict(verdict.body))
+                return
+            authorized = verdict.context
         upstream = self._upstreams[str(method.function)]
         forwarded = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_BY_HOP]
-        context = {"requestId": f"local-{time.monotonic_ns()}", "stage": self._stage, "resourcePath": method.path}
+        context: dict[str, Any] = {
+            "requestId": f"local-{time.monotonic_ns()}",
+            "stage": self._stage,
+            "resourcePath": method.path,
+        }
+        if authorized is not None:
+            context["authorizer"] = dict(authorized)
         forwarded.append((b"x-amzn-request-context", json.dumps(context).encode()))
         await self._forward(
             send,

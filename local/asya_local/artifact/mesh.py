@@ -33,6 +33,7 @@ from typing import IO, Any, Final
 
 from asya import naming
 from asya_local.artifact.apifront import ApiFront, Principal, ServerThread, SigningClient
+from asya_local.artifact.authorizers import EdgeAuthorizers
 from asya_local.artifact.functions import FunctionPool, ScheduleTrigger
 from asya_local.artifact.model import FunctionSpec, MeshSpec, read_mesh
 from asya_local.artifact.process import Credentials, FunctionProcess, lambda_environment
@@ -42,6 +43,7 @@ from asya_local.artifact.template import Assembly, load_assembly
 from asya_local.artifact.webadapter import WebAdapterProcess
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.exceptions import LocalModeError
+from asya_local.lambda_event import LambdaContext
 from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources
@@ -96,6 +98,8 @@ class ArtifactMesh(MeshLifecycle):
         self._esms: list[EventSourceMapping] = []
         self._schedules: list[ScheduleTrigger] = []
         self._front: ApiFront | None = None
+        #: the API's Lambda authorizers (their invocation counts), once started
+        self.authorizers: EdgeAuthorizers | None = None
         self._servers: list[ServerThread] = []
         self._logs: list[IO[str]] = []
         self.credentials: dict[str, Credentials] = {}
@@ -444,7 +448,15 @@ class ArtifactMesh(MeshLifecycle):
         principals = {
             tester.access_key_id: Principal(TEST_PRINCIPAL, tester.secret_access_key, _invoke_policy(f"{api_arn}/*"))
         }
-        self._front = ApiFront(spec.methods, upstreams=upstreams, principals=principals, stage="prod", api_arn=api_arn)
+        self.authorizers = EdgeAuthorizers(self._invoke_authorizer, api_arn=api_arn, stage="prod")
+        self._front = ApiFront(
+            spec.methods,
+            upstreams=upstreams,
+            principals=principals,
+            stage="prod",
+            api_arn=api_arn,
+            authorizers=self.authorizers,
+        )
         front = ServerThread(self._front, port=0, name="asya-artifact-api")
         front.start()
         self._servers.append(front)
@@ -459,6 +471,21 @@ class ArtifactMesh(MeshLifecycle):
         self._servers.append(signer)
         self._api_url = f"{front.url}/prod"
         self._url = f"{signer.url}/prod"
+
+    def _invoke_authorizer(self, arn: str, event: dict[str, Any]) -> Any:
+        """An API authorizer's invocation (:mod:`~asya_local.artifact.authorizers`): its function's pool."""
+        function = self._require_spec().functions.get(arn)
+        if function is None or arn not in self._pools:
+            raise LocalModeError(f"authorizer function {arn} is not an invokable function of the assembly")
+        context = LambdaContext(
+            function_name=function.name,
+            invoked_function_arn=arn,
+            memory_limit_in_mb=function.memory,
+            timeout_seconds=float(function.timeout),
+            log_stream_name="local/[$LATEST]authorizer",
+            monotonic=time.monotonic,
+        )
+        return self._pools[arn].invoke(event, context)
 
     def stop(self) -> None:
         for server in reversed(self._servers):

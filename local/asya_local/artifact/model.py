@@ -53,6 +53,7 @@ EMULATED_TYPES: Final = frozenset(
         "AWS::IAM::Policy",
         "AWS::IAM::ManagedPolicy",
         "AWS::CloudFormation::Stack",
+        "AWS::SecretsManager::Secret",
     }
 )
 #: Accepted by name: no effect on a local run. Resource policies of queues and the bucket only deny plain-HTTP
@@ -70,6 +71,10 @@ INERT_TYPES: Final = frozenset(
         "AWS::ApiGateway::Account",
         "AWS::ApiGateway::Deployment",
         "AWS::ApiGateway::Stage",
+        # a custom domain and a WAF web ACL are in front of the API in AWS; the local front is 127.0.0.1 itself
+        "AWS::ApiGateway::DomainName",
+        "AWS::ApiGateway::BasePathMapping",
+        "AWS::WAFv2::WebACLAssociation",
         "AWS::Lambda::Permission",
         "AWS::Lambda::EventInvokeConfig",
         "AWS::SNS::Topic",
@@ -266,6 +271,8 @@ class MeshSpec:
     schedules: list[Schedule] = field(default_factory=list)
     methods: list[ApiMethod] = field(default_factory=list)
     inert: dict[str, int] = field(default_factory=dict)
+    #: secrets the templates create (the reporter keys, GW-EDGE-2 (R3)): their names, created with a random value
+    secrets: list[str] = field(default_factory=list)
 
     def function_named(self, name: str) -> FunctionSpec:
         for function in self.functions.values():
@@ -304,6 +311,8 @@ def read_mesh(assembly: Assembly) -> MeshSpec:
                             dict(stack.resolve(dict(resource.properties), where=resource.logical_id)),
                         )
                     )
+                case "AWS::SecretsManager::Secret":
+                    spec.secrets.append(stack.physical_name(resource.logical_id))
                 case "AWS::Lambda::Function":
                     function = _function(resource, policies)
                     spec.functions[function.arn] = function

@@ -2,8 +2,8 @@
 
 Queues get every attribute the template sets (visibility, retention, delay, message size, SSE, redrive to their
 DLQ: DLQs are created first, redrive policies set once every queue exists), the table its keys, indexes, billing
-mode and TTL, the bucket its encryption, public access block and lifecycle rules. The mesh's own clients (the
-deployer's, not a function's) create them.
+mode and TTL, the bucket its encryption, public access block and lifecycle rules, each secret a random value (as a
+generated secret string). The mesh's own clients (the deployer's, not a function's) create them.
 """
 
 from __future__ import annotations
@@ -40,6 +40,23 @@ def provision_spec(spec: MeshSpec, *, sqs: SQSClient, dynamodb: DynamoDBClient, 
             )
     for bucket in spec.buckets:
         _bucket(s3, bucket, region)
+    if spec.secrets:
+        import secrets
+
+        import boto3
+
+        from asya_local.moto_server import FAKE_CREDENTIALS
+
+        # the deployer's client, as the others: the sqs client's endpoint, fake credentials
+        client = boto3.Session().client(
+            "secretsmanager",
+            region_name=region,
+            endpoint_url=sqs.meta.endpoint_url,
+            aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
+            aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
+        )
+        for name in spec.secrets:
+            client.create_secret(Name=name, SecretString=secrets.token_urlsafe(30))
 
 
 def _bucket(s3: S3Client, bucket: BucketSpec, region: str) -> None:

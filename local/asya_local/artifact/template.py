@@ -146,6 +146,9 @@ class Stack:
                 return self._arn("iam", f"policy/{name}", region=False)
             case "AWS::CloudFormation::Stack":
                 return self._arn("cloudformation", f"stack/{self.name}-{logical_id}/local")
+            case "AWS::SecretsManager::Secret":
+                # a partial ARN (no random suffix): Secrets Manager and moto find the secret by it
+                return self._arn("secretsmanager", f"secret:{name}")
             case _:
                 return name
 

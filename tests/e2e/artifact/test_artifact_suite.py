@@ -354,6 +354,30 @@ def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
     assert local_mesh.denied() == [], "the gateway's cancel made a call its role does not allow"
 
 
+def test_gw_edge_2_the_producer_route_takes_the_key_of_the_templates_reporter_secret(local_mesh: ArtifactMesh) -> None:
+    """GW-EDGE-2 (R3): the assembly's reporter-key secret exists (created as CloudFormation would, with a random key)
+    and the gateway reads it under its own role: that key passes the producer route, a client's does not."""
+    import boto3
+
+    from asya_local.moto_server import FAKE_CREDENTIALS
+
+    (name,) = local_mesh.spec.secrets if local_mesh.spec is not None else ()
+    secrets = boto3.Session().client(
+        "secretsmanager",
+        region_name=local_mesh.clients.region,
+        endpoint_url=local_mesh.endpoint_url,
+        aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
+        aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
+    )
+    key = secrets.get_secret_value(SecretId=name)["SecretString"]
+    events = f"{local_mesh.url}/api/v1/mesh/no-such-task/events"
+    fly = {"type": "fly", "data": 1}
+    with httpx.Client(timeout=30) as client:
+        assert client.post(events, json=fly, headers={"X-Asya-Reporter-Key": key}).status_code == 404  # past auth
+        refused = client.post(events, json=fly, headers={"X-Asya-Reporter-Key": "not-the-key"})
+        assert (refused.status_code, refused.json()) == (401, {"error": "invalid credentials"})
+
+
 def test_p_hist_5_the_run_history_is_written_and_read_under_the_declared_grants(local_mesh: ArtifactMesh) -> None:
     """The example's ``sentences`` flow has ``history: steps``: split and analyze PUT their invocation objects under
     ``history/`` with the actor role's grant, the gateway walks them back with its own, and no call is denied (the

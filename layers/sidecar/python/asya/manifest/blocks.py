@@ -47,6 +47,7 @@ __all__ = [
     "GatewayA2A",
     "GatewayAuth",
     "GatewayConfig",
+    "GatewayEdge",
     "MemberError",
     "ObservabilityConfig",
     "Policy",
@@ -256,6 +257,15 @@ class CrewConfig(_Model):
 _LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
+def _matching(pattern: re.Pattern[str], example: str) -> AfterValidator:
+    def check(value: str | None) -> str | None:
+        if value is not None and not pattern.match(value):
+            raise ValueError(f"{value!r} is not an ARN of the form {example}")
+        return value
+
+    return AfterValidator(check)
+
+
 class GatewayAuth(_Model):
     mode: Literal["iam", "api_key", "jwt", "none"] = "iam"
     api_key_secret: str | None = None
@@ -263,11 +273,21 @@ class GatewayAuth(_Model):
     issuer: str | None = None
     audience: str | None = None
     allow_unauthenticated: bool = Field(False, strict=True)
+    #: How long API Gateway caches the edge authorizer's answer per credential (GW-EDGE-1 (R3)); 0 turns caching off.
+    authorizer_cache_seconds: int = Field(300, ge=0, le=3600, strict=True)
+    #: ``jwt`` only: the scopes a token must grant to create a task of each flow (GW-EDGE-4 (R3)), by flow name.
+    flow_scopes: dict[str, list[Annotated[str, Field(min_length=1)]]] = Field(default_factory=dict)
+    #: ``jwt`` only: a task is visible to the subject (``sub``) that created it only (GW-EDGE-5 (R3)).
+    owner_only: bool = Field(False, strict=True)
 
     @model_validator(mode="after")
     def _check(self) -> GatewayAuth:
         if self.mode == "api_key" and not self.api_key_secret:
             raise MemberError("api_key_secret", "required when mode is 'api_key'")
+        if self.mode != "jwt":
+            for member in ("flow_scopes", "owner_only"):
+                if getattr(self, member):
+                    raise MemberError(member, f"needs mode 'jwt' (claims come from the token), not {self.mode!r}")
         if self.mode == "jwt":
             for member in ("jwks_url", "issuer", "audience"):
                 value = getattr(self, member)
@@ -293,8 +313,69 @@ class GatewayA2A(_Model):
     provider_url: HttpUrl = None
 
 
+WAF_WEB_ACL_ARN_RE: Final = re.compile(
+    r"^arn:aws[a-z-]*:wafv2:[a-z0-9-]+:\d{12}:regional/webacl/[A-Za-z0-9_-]+/[a-f0-9-]+$"
+)
+ACM_CERTIFICATE_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:acm:[a-z0-9-]+:\d{12}:certificate/[A-Za-z0-9-]+$")
+DOMAIN_NAME_RE: Final = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+#: A method of the API as the stage's method settings name it: ``/api/v1/mesh/POST``, ``/*/*`` for every one.
+METHOD_KEY_RE: Final = re.compile(r"^(/\*|(/[A-Za-z0-9_.{}+-]+)+|/)/(\*|GET|POST|PUT|PATCH|DELETE|HEAD|OPTIONS|ANY)$")
+
+
+class Throttle(_Model):
+    """A steady rate (requests per second) and a burst, as API Gateway throttles a stage or a method."""
+
+    rate_limit: float = Field(100, ge=0)
+    burst_limit: int = Field(200, ge=0, strict=True)
+
+
+class EdgeThrottle(Throttle):
+    #: Per-method limits below the stage's, keyed ``/resource/path/METHOD`` (``/api/v1/mesh/POST``).
+    methods: dict[str, Throttle] = Field(default_factory=dict)
+
+    @field_validator("methods")
+    @classmethod
+    def _keys(cls, methods: dict[str, Throttle]) -> dict[str, Throttle]:
+        for key in methods:
+            if not METHOD_KEY_RE.match(key):
+                raise ValueError(
+                    f"{key!r} is not a method key such as '/api/v1/mesh/POST' (resource path, then method)"
+                )
+        return methods
+
+
+def _domain(value: str) -> str:
+    if not DOMAIN_NAME_RE.match(value):
+        raise ValueError(f"{value!r} is not a lower-case DNS name such as api.example.com")
+    return value
+
+
+class EdgeDomain(_Model):
+    """A custom domain name for the API (a regional endpoint, TLS 1.2), mapped at ``base_path``."""
+
+    name: Annotated[str, AfterValidator(_domain)]
+    certificate_arn: Annotated[
+        str, _matching(ACM_CERTIFICATE_ARN_RE, "arn:aws:acm:REGION:ACCOUNT:certificate/ID (in the API's region)")
+    ]
+    base_path: Annotated[str, Field(pattern=r"^[A-Za-z0-9._-]*$")] = ""
+
+
+class GatewayEdge(_Model):
+    """``gateway.edge``: what API Gateway does before a request reaches the gateway (docs/deploy.md, "Edge")."""
+
+    throttle: EdgeThrottle = Field(default_factory=EdgeThrottle)
+    #: A regional WAFv2 web ACL to associate with the API's stage.
+    waf_web_acl_arn: Annotated[
+        str | None, _matching(WAF_WEB_ACL_ARN_RE, "arn:aws:wafv2:REGION:ACCOUNT:regional/webacl/NAME/ID")
+    ] = None
+    domain: EdgeDomain | None = None
+    #: The Secrets Manager secret (name or ARN) of the reporter keys (GW-EVT-6 (R3)); unset: the CDK app creates one.
+    reporter_key_secret: str | None = Field(None, min_length=1)
+
+
 class GatewayConfig(_Model):
     auth: GatewayAuth = Field(default_factory=GatewayAuth)
+    edge: GatewayEdge = Field(default_factory=GatewayEdge)
     callback_url: HttpUrl = None
     cors_origins: list[str] = Field(default_factory=list)
     a2a: GatewayA2A = Field(default_factory=GatewayA2A)
@@ -310,15 +391,6 @@ MAX_ACTOR_STACKS: Final = 100
 SNS_TOPIC_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}$")
 #: The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS: Final = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557)
-
-
-def _matching(pattern: re.Pattern[str], example: str) -> AfterValidator:
-    def check(value: str | None) -> str | None:
-        if value is not None and not pattern.match(value):
-            raise ValueError(f"{value!r} is not an ARN of the form {example}")
-        return value
-
-    return AfterValidator(check)
 
 
 class StorageConfig(_Model):

@@ -90,6 +90,11 @@ class Manifest(_Model):
             _collect(problems, self._check_target, hook, routable, f"crew.sink_hooks[{index}]")
         for flow_name, flow in self.flows.items():
             _collect(problems, self._check_flow, flow_name, flow, routable)
+        for flow_name in self.gateway.auth.flow_scopes:
+            if flow_name not in self.flows:
+                problems.append(
+                    f"gateway.auth.flow_scopes.{flow_name}: no flow {flow_name!r} (flows: {sorted(self.flows)})"
+                )
         if problems:
             raise ValueError("\n  ".join(problems))
         return self

@@ -10,13 +10,13 @@ by code point as DynamoDB orders them by UTF-8 bytes, so the merged order is exa
 ``created_at`` broken by id, descending.
 
 The indexes carry their keys only, so that no status update rewrites them (GW-DATA-8): the walk pages over index
-entries, then reads the page's task items (summary attributes only) with one eventually consistent ``BatchGetItem``
-(at most ``limit`` keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
-``by_created`` and the ``flow`` filter apply to those items; a filtered walk reads on past the page's entries, 100
-at a time, until ``limit`` tasks (and a look-ahead one) match or 1,000 entries past the offset were read, so a filter
-finds what its count counts (GW-LIST-3 (R3)); only a page cut by that bound holds fewer than ``limit`` tasks while
-``next_cursor`` is set (it resumes after the last entry read). Entries whose task is gone or expired are dropped too
-(GW-LIST-4).
+entries, then reads the page's task items (summary attributes only) with one eventually consistent ``BatchGetItem`` (at
+most ``limit`` keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
+``by_created``, the ``flow`` filter and the ``owner`` filter (GW-EDGE-5 (R3)) apply to those items; a filtered walk
+reads on past the page's entries, 100 at a time, until ``limit`` tasks (and a look-ahead one) match or 1,000 entries
+past the offset were read, so a filter finds what its count counts (GW-LIST-3 (R3)); only a page cut by that bound holds
+fewer than ``limit`` tasks while ``next_cursor`` is set (it resumes after the last entry read). Entries whose task is
+gone or expired are dropped too (GW-LIST-4).
 
 Reads per page: :data:`~asya.store.records.INDEX_SHARDS` queries per day the walk visits, each with ``Limit`` =
 ``limit + 1``, which is the whole page and its look-ahead entry, so no shard is queried twice in a day; the walk visits
@@ -84,6 +84,7 @@ _SUMMARY_PROJECTION: Final = {
         "deadline_at",
         "error",
         "ttl",
+        "owner",
     )
 }
 
@@ -94,6 +95,7 @@ class ListQuery(TypedDict, total=False):
 
     status: str | None
     flow: str | None
+    owner: str | None
     limit: int
     cursor: str | None
     offset: int | None
@@ -145,6 +147,7 @@ class _Walk:
         flow: str | None,
         now: datetime,
         pool: ThreadPoolExecutor,
+        owner: str | None = None,
     ) -> None:
         self.dynamodb = dynamodb
         #: runs a day's shard queries side by side: the walk's latency is one query per day, not eight
@@ -152,6 +155,7 @@ class _Walk:
         self.table = table
         self.status = status
         self.flow = flow
+        self.owner = owner
         self.now = now
         self.outcome = status in OUTCOME_STATUSES
         self.index, self.pk_name = ("by_outcome", "gsi2pk") if self.outcome else ("by_created", "gsi1pk")
@@ -162,7 +166,7 @@ class _Walk:
     @property
     def filtered(self) -> bool:
         """Whether entries must be checked against their task items (the index cannot tell)."""
-        return self.flow is not None or (self.status is not None and not self.outcome)
+        return self.flow is not None or self.owner is not None or (self.status is not None and not self.outcome)
 
     def partition(self, day: str, shard: int) -> str:
         if self.outcome:
@@ -260,6 +264,8 @@ class _Walk:
             return False
         if self.status is not None and rec.get_str(item, "status") != self.status:
             return False
+        if self.owner is not None and rec.get_str(item, "owner") != self.owner:
+            return False
         return self.flow is None or rec.get_str(item, "flow") == self.flow
 
 
@@ -277,6 +283,7 @@ def list_tasks(
     window_days: int,
     status: str | None = None,
     flow: str | None = None,
+    owner: str | None = None,
     limit: int = 20,
     cursor: str | None = None,
     offset: int | None = None,
@@ -285,7 +292,7 @@ def list_tasks(
     """``{"messages": [summary, ...], "total": int | None, "next_cursor": str | None}`` (GW-LIST-2, GW-LIST-3)."""
     _validate(status, limit, cursor, offset)
     with ThreadPoolExecutor(max_workers=rec.INDEX_SHARDS, thread_name_prefix="asya-list") as pool:
-        walk = _Walk(dynamodb, table, status=status, flow=flow, now=now, pool=pool)
+        walk = _Walk(dynamodb, table, status=status, flow=flow, now=now, pool=pool, owner=owner)
         return _page(walk, window_days=window_days, limit=limit, cursor=cursor, offset=offset, count=count)
 
 

@@ -251,6 +251,7 @@ def new_task_item(
     context_id: str | None,
     now_ms: str,
     long_deadline: bool = False,
+    owner: str | None = None,
 ) -> dict[str, Any]:
     """The task item of a new ``pending`` task; it is also the task's event 1, ``Task created`` (GW-CREATE-7).
     ``long_deadline``: the deadline is too far away for a timer, so the task enters ``long_deadlines``."""
@@ -273,6 +274,8 @@ def new_task_item(
         item["flow"] = str_av(flow)
     if context_id is not None:
         item["context_id"] = str_av(context_id)
+    if owner is not None:  # GW-EDGE-5 (R3): the creator's subject, written with the create itself
+        item["owner"] = str_av(owner)
     if deadline_at is not None:
         item["deadline_at"] = str_av(deadline_at)
         if long_deadline:

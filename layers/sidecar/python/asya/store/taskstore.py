@@ -129,6 +129,7 @@ class TaskStore:
         payload: Any = None,
         deadline_at: str | None = None,
         context_id: str | None = None,
+        owner: str | None = None,
     ) -> dict[str, Any]:
         """Write the task record ``pending``, which is event 1 ``Task created`` (GW-CREATE-7); the task view.
 
@@ -142,6 +143,7 @@ class TaskStore:
             flow=flow,
             deadline_at=deadline_at,
             context_id=context_id,
+            owner=owner,
             now_ms=now_ms,
             long_deadline=deadline_at is not None and is_long_deadline(deadline_at, now),
         )

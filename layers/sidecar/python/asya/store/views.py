@@ -135,6 +135,9 @@ def task_view(
     context_id = rec.get_str(item, "context_id")
     if context_id is not None:
         view["context_id"] = context_id
+    owner = rec.get_str(item, "owner")
+    if owner is not None:
+        view["owner"] = owner
     view["data"] = status_data(item, body)
     return view
 

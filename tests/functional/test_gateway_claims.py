@@ -1,0 +1,105 @@
+"""Authorization by claims under ``jwt`` (GW-EDGE-4, GW-EDGE-5 (R3)): scopes required per flow at task creation
+(403 naming the missing scope), and tasks visible to their creator's subject only under ``owner_only`` (owner stored
+on the task item by the create's own write; views, cancel, SSE and the listing filtered). The gateway app over real
+HTTP against moto, tokens from an in-test issuer (tests/functional/test_gateway_jwt.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from asya.manifest import GatewayAuth, Manifest
+from asya.manifest import GatewayConfig as ManifestGateway
+from asya_gateway import GatewayConfig, create_app
+from tests.functional.test_gateway_jwt import AUDIENCE, ISSUER, Issuer, issuer  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.functional
+
+FLOW = "text-pipeline"
+
+
+@pytest.fixture
+def client(mesh: Any, serve_asgi: Callable[[Any], str], issuer: tuple[Issuer, str]) -> httpx.Client:  # noqa: F811
+    _, jwks_url = issuer
+    auth = GatewayAuth(
+        mode="jwt",
+        jwks_url=jwks_url,
+        issuer=ISSUER,
+        audience=AUDIENCE,
+        flow_scopes={FLOW: ["asya/tasks.write", "asya/text"]},
+        owner_only=True,
+    )
+    manifest: Manifest = mesh.manifest.model_copy(update={"gateway": ManifestGateway(auth=auth)})
+    app = create_app(GatewayConfig(), manifest=manifest, sqs=mesh.aws.sqs, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
+    return httpx.Client(base_url=serve_asgi(app))
+
+
+def _as(idp: Issuer, sub: str, scope: str = "asya/tasks.write asya/text") -> dict[str, str]:
+    return {"Authorization": f"Bearer {idp.token(idp.rsa, 'RS256', sub=sub, scope=scope)}"}
+
+
+def _create(client: httpx.Client, headers: dict[str, str], flow: str = FLOW) -> httpx.Response:
+    return client.post(f"/api/v1/mesh/?flow={flow}", json={"payload": {"text": "Hello"}}, headers=headers)
+
+
+def test_gw_edge_4_a_flow_needs_its_scopes_and_the_403_names_the_missing_one(
+    client: httpx.Client,
+    issuer: tuple[Issuer, str],  # noqa: F811
+) -> None:
+    idp, _ = issuer
+    with client:
+        refused = _create(client, _as(idp, "alice", scope="asya/tasks.write"))
+        assert refused.status_code == 403
+        assert refused.json() == {"error": "missing scope 'asya/text' for flow 'text-pipeline'"}
+        # Okta-style scp lists count too
+        scp = {
+            "Authorization": f"Bearer {idp.token(idp.rsa, 'RS256', sub='alice', scp=['asya/tasks.write', 'asya/text'])}"
+        }
+        assert _create(client, scp).status_code == 201
+        # a flow without listed scopes needs none
+        assert _create(client, _as(idp, "alice", scope=""), flow="sentences").status_code == 201
+
+
+def test_gw_edge_5_a_task_is_visible_to_its_creator_only(
+    client: httpx.Client,
+    issuer: tuple[Issuer, str],  # noqa: F811
+) -> None:
+    idp, _ = issuer
+    alice, bob = _as(idp, "alice"), _as(idp, "bob")
+    with client:
+        created = _create(client, alice)
+        assert created.status_code == 201
+        task_id = created.json()["id"]
+        view = client.get(f"/api/v1/mesh/{task_id}", headers=alice)
+        assert view.status_code == 200 and view.json()["owner"] == "alice"
+        # another subject sees no such task: the same 404 as an unknown id
+        assert client.get(f"/api/v1/mesh/{task_id}", headers=bob).status_code == 404
+        assert client.get(f"/api/v1/mesh/{task_id}/events", headers=bob).status_code == 404
+        assert client.delete(f"/api/v1/mesh/{task_id}", headers=bob).status_code == 404
+        bob_task = _create(client, bob).json()["id"]
+        listed = {t["id"] for t in client.get("/api/v1/mesh/", headers=alice).json()["messages"]}
+        assert listed == {task_id}
+        listed = {t["id"] for t in client.get("/api/v1/mesh/", headers=bob).json()["messages"]}
+        assert listed == {bob_task}
+        assert client.delete(f"/api/v1/mesh/{task_id}", headers=alice).status_code == 204
+
+
+def test_gw_edge_5_the_owner_rides_on_the_create_item_under_1_kib(mesh: Any) -> None:
+    """GW-DATA-8: no extra write; the owner adds its length to the one task item."""
+    from asya.store import records as rec
+
+    item = rec.new_task_item(
+        "t" * 36,
+        actor="normalize",
+        flow=FLOW,
+        deadline_at=None,
+        context_id=None,
+        now_ms="2026-01-01T00:00:00.000Z",
+        owner="s" * 128,
+    )
+    assert item["owner"] == {"S": "s" * 128}
+    assert len(str(item).encode()) < 1024
