@@ -23,7 +23,9 @@ alike) reach the stream function; the public routes of GW-AUTH-2
 Gateway, the app checks (GW-AUTH-4); ``jwt`` -> none at API Gateway, the app verifies the bearer token against the
 manifest's JWKS, issuer and audience (GW-AUTH-5); ``none`` -> refused unless ``allow_unauthenticated`` (GW-AUTH-6).
 With ``iam`` and CORS origins configured, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The
-stage has JSON access logs, ERROR execution logs and throttling. ``api_overrides``
+stage has JSON access logs, ERROR execution logs and throttling. ``tracing`` (the manifest's ``defaults.tracing``)
+turns on X-Ray for both functions and the stage; ``stream_reserved_concurrency`` reserves concurrency for the stream
+function (``gateway.stream_reserved_concurrency``, checked by :mod:`asya_cdk.concurrency`). ``api_overrides``
 (``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the
 account-wide role is not created and its cdk-nag acknowledgment is not added.
 """
@@ -107,6 +109,8 @@ class Gateway(Construct):
         throttling_burst_limit: int = 200,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         api_overrides: Mapping[str, Any] | None = None,
+        tracing: bool = False,
+        stream_reserved_concurrency: int | None = None,
     ) -> None:
         check_auth(auth)
         clash = sorted(set(environment) & set(ADAPTER_ENVIRONMENT))
@@ -134,12 +138,21 @@ class Gateway(Construct):
                 timeout=_STREAM_TIMEOUT,
                 environment={**environment, **ADAPTER_ENVIRONMENT},
                 log_group=log_group,
+                tracing=lambda_.Tracing.ACTIVE if tracing else None,
+                reserved_concurrent_executions=reserved,
             )
-            for name, suffix, size, log_group in (
-                ("Function", "", memory, self._log_group),
-                ("StreamFunction", ", streams", stream_memory, self._stream_log_group),
+            for name, suffix, size, log_group, reserved in (
+                ("Function", "", memory, self._log_group, None),
+                ("StreamFunction", ", streams", stream_memory, self._stream_log_group, stream_reserved_concurrency),
             )
         )
+        if tracing:
+            acknowledge(
+                self,
+                "AwsSolutions-IAM5[Resource::*]",
+                "xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions; they only "
+                "write the gateway's trace data (defaults.tracing: true in the manifest).",
+            )
         if auth.mode == "api_key" and auth.api_key_secret:
             self._grant_secret(auth.api_key_secret)
 
@@ -171,6 +184,7 @@ class Gateway(Construct):
                 data_trace_enabled=False,
                 throttling_rate_limit=throttling_rate_limit,
                 throttling_burst_limit=throttling_burst_limit,
+                tracing_enabled=tracing,
             ),
         )
         integration, streaming = (

@@ -17,6 +17,7 @@ __all__ = [
     "FIRST_ATTEMPT",
     "FLOW",
     "GATEWAY_URL",
+    "HOPS",
     "MESH_STATUS",
     "ORIGIN_ID",
     "PAUSE",
@@ -50,6 +51,8 @@ ORIGIN_ID: Final = "x-asya-origin-id"
 ROUTE_OVERRIDE: Final = "x-asya-route-override"
 ROUTE_RESOLVED: Final = "x-asya-route-resolved"
 SINK_HOOK: Final = "x-asya-sink-hook"
+#: the number of sends that led to an envelope (P-HOP-1 (R3), ``asya.hops``)
+HOPS: Final = "x-asya-hops"
 #: ``{"key", "line"}`` of the checkpoint x-sink wrote for a failure it forwards to x-sump (P-SINK-5 (e), R2).
 CHECKPOINTED: Final = "x-asya-checkpointed"
 
