@@ -212,3 +212,19 @@ def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
     assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
     assert httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()["status"] == "canceled"
     assert local_mesh.denied() == [], "the gateway's cancel made a call its role does not allow"
+
+
+def test_p_hop_1_the_deployed_mesh_counts_hops_and_names_each_actors_service(local_mesh: ArtifactMesh) -> None:
+    """Issue 26 items 6 and 7 on what ``cdk deploy`` ships: every actor function logs under its own service name and
+    carries the hop ceiling; a text-pipeline task reaches x-sink after 3 sends (normalize, analyze, summarize)."""
+    spec = local_mesh.spec
+    assert spec is not None
+    actors = [f.environment for f in spec.functions.values() if "ASYA_ACTOR" in f.environment]
+    assert actors and all(env["POWERTOOLS_SERVICE_NAME"] == env["ASYA_ACTOR"] for env in actors)
+    assert all(env["ASYA_MAX_HOPS"] == "1000" for env in actors)
+    task_id = _create(local_mesh, payload={"text": "Hello World"}, flow="text-pipeline")
+    task = _final(local_mesh, task_id)
+    assert task["status"] == "succeeded"
+    body = local_mesh.clients.s3.get_object(Bucket=local_mesh.resources.bucket, Key=task["checkpoint_key"])["Body"]
+    (line,) = [json.loads(text) for text in body.read().decode().splitlines() if json.loads(text)["id"] == task_id]
+    assert line["headers"]["x-asya-hops"] == 3
