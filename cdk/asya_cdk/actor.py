@@ -7,7 +7,9 @@ KMS charge) unless the mesh has a customer-managed key, then SSE-KMS with it. Th
 :data:`QUEUE_RETENTION` (7 days) and the DLQ :data:`DLQ_RETENTION` (14 days): SQS keeps a message's original enqueue
 time when it moves it to the DLQ, so a DLQ that kept no longer than its source would drop failures on arrival.
 
-The event source mapping always reports partial batch failures (P-ACK-1); after ``max_receive_count`` receives SQS
+The event source mapping always reports partial batch failures (P-ACK-1) and caps its pollers at the manifest's
+``max_concurrency`` (``ScalingConfig.MaximumConcurrency``); the function reserves the manifest's
+``reserved_concurrency``, if any; after ``max_receive_count`` receives SQS
 moves a message to the DLQ (P-ACK-6), whose depth above zero raises ``DlqAlarm``; a queue whose oldest message is
 older than :data:`AGE_ALARM_SECONDS` for 5 minutes raises ``AgeAlarm`` (the actor is failing, throttled or capped
 by ``max_concurrency``). Crew actors (x-sink, x-sump) have no
@@ -61,7 +63,6 @@ DLQ_RETENTION: Final = Duration.days(14)
 #: The age of the oldest message that raises ``AgeAlarm`` (chosen): a quarter of an hour behind for 5 minutes.
 AGE_ALARM_SECONDS: Final = 900
 _AGE_ALARM_MINUTES: Final = 5
-_MAX_CONCURRENCY_RANGE = (2, 1000)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +218,8 @@ class Actor(Construct):
                 # X-Ray (P-TRACE-3): CDK adds xray:PutTraceSegments/PutTelemetryRecords to the role; off: nothing
                 tracing=lambda_.Tracing.ACTIVE if actor.tracing else None,
                 recursive_loop=lambda_.RecursiveLoop.ALLOW,
+                # the manifest's reserved_concurrency; the mesh's sum is checked by asya_cdk.concurrency
+                reserved_concurrent_executions=actor.reserved_concurrency,
             ),
         )
         if actor.tracing:
@@ -305,12 +308,6 @@ def _validate(namespace: str, actor: DeployedActor, handler: str) -> None:
         naming.dlq_name(namespace, actor.name)
     except ValueError as exc:
         raise DeploymentError(str(exc)) from None
-    low, high = _MAX_CONCURRENCY_RANGE
-    if actor.max_concurrency is not None and not low <= actor.max_concurrency <= high:
-        raise DeploymentError(
-            f"{field}.max_concurrency: {actor.max_concurrency!r} is outside {low}..{high} (the SQS event source "
-            "limit); remove it for no limit"
-        )
     if not 1 <= actor.batch_size <= 10:
         raise DeploymentError(f"{field}.batch_size: {actor.batch_size!r} is outside 1..10")
     if actor.visibility_timeout < actor.lambda_timeout:

@@ -12,7 +12,8 @@ Its code is the gateway asset; its handler is a plain Lambda handler (no adapter
 function's props built and the DLQ alarmed like the actors' (``asya_cdk.actor``: :func:`queue_encryption`,
 :func:`function_props`, :func:`dlq_alarm`); the caller's ``function_overrides``, ``queue_overrides`` and
 ``dead_letter_queue_overrides`` (``AsyaMesh``'s ``queue_props`` and ``dead_letter_queue_props``) apply to the function,
-the timer queue and its DLQ as the actors' overrides do.
+the timer queue and its DLQ as the actors' overrides do. ``tracing`` (the manifest's ``defaults.tracing``) turns on
+X-Ray active tracing.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from constructs import Construct
 from asya import naming
 from asya_cdk.actor import DLQ_RETENTION, QUEUE_RETENTION, dlq_alarm, function_props, queue_encryption
 from asya_cdk.errors import DeploymentError
+from asya_cdk.nag import acknowledge
 
 __all__ = ["BACKSTOP_INTERVAL", "BACKSTOP_TIMEOUT", "TIMER_BATCH_SIZE", "TIMER_MAX_RECEIVE_COUNT", "Backstop"]
 
@@ -65,6 +67,7 @@ class Backstop(Construct):
         function_overrides: Mapping[str, Any] | None = None,
         queue_overrides: Mapping[str, Any] | None = None,
         dead_letter_queue_overrides: Mapping[str, Any] | None = None,
+        tracing: bool = False,
     ) -> None:
         if not handler or "." not in handler:
             raise DeploymentError(f"backstop handler must be 'module.function', got {handler!r}")
@@ -113,8 +116,16 @@ class Backstop(Construct):
                 log_group=self._log_group,
                 # A failed sweep is redone by the next scheduled run; Lambda's own async retries would only overlap it.
                 retry_attempts=0,
+                tracing=lambda_.Tracing.ACTIVE if tracing else None,
             ),
         )
+        if tracing:
+            acknowledge(
+                self,
+                "AwsSolutions-IAM5[Resource::*]",
+                "xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions; they only "
+                "write the backstop's trace data (defaults.tracing: true in the manifest).",
+            )
         self._event_source = event_sources.SqsEventSource(
             self._timer_queue,
             batch_size=TIMER_BATCH_SIZE,

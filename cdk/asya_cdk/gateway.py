@@ -27,7 +27,9 @@ refused unless ``allow_unauthenticated`` (GW-AUTH-6). Every mode's functions get
 reporter keys' secret (:func:`~asya_cdk.edgeauth.reporter_secret`), and may read it. With CORS origins configured and
 a checked mode, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The stage has JSON access
 logs, ERROR execution logs and the throttling of ``edge`` (``gateway.edge``: stage and per-method limits), and
-optionally a WAF web ACL and a custom domain (GW-EDGE-6 (R3)). ``api_overrides``
+optionally a WAF web ACL and a custom domain (GW-EDGE-6 (R3)). ``tracing`` (the manifest's ``defaults.tracing``)
+turns on X-Ray for both functions and the stage; ``stream_reserved_concurrency`` reserves concurrency for the stream
+function (``gateway.stream_reserved_concurrency``, checked by :mod:`asya_cdk.concurrency`). ``api_overrides``
 (``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the
 account-wide role is not created and its cdk-nag acknowledgment is not added.
 """
@@ -113,6 +115,8 @@ class Gateway(Construct):
         edge: GatewayEdge | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.ONE_MONTH,
         api_overrides: Mapping[str, Any] | None = None,
+        tracing: bool = False,
+        stream_reserved_concurrency: int | None = None,
     ) -> None:
         check_auth(auth)
         edge = edge or GatewayEdge()
@@ -146,10 +150,12 @@ class Gateway(Construct):
                 timeout=_STREAM_TIMEOUT,
                 environment={**environment, **ADAPTER_ENVIRONMENT},
                 log_group=log_group,
+                tracing=lambda_.Tracing.ACTIVE if tracing else None,
+                reserved_concurrent_executions=reserved,
             )
-            for name, suffix, size, log_group in (
-                ("Function", "", memory, self._log_group),
-                ("StreamFunction", ", streams", stream_memory, self._stream_log_group),
+            for name, suffix, size, log_group, reserved in (
+                ("Function", "", memory, self._log_group, None),
+                ("StreamFunction", ", streams", stream_memory, self._stream_log_group, stream_reserved_concurrency),
             )
         )
         self._edge_auth: EdgeAuth | None = None
@@ -169,6 +175,13 @@ class Gateway(Construct):
             readers.append(self._edge_auth.function)
         for reader in readers:
             self._reporter_secret.grant_read(reader)
+        if tracing:
+            acknowledge(
+                self,
+                "AwsSolutions-IAM5[Resource::*]",
+                "xray:PutTraceSegments and xray:PutTelemetryRecords have no resource-level permissions; they only "
+                "write the gateway's trace data (defaults.tracing: true in the manifest).",
+            )
         if auth.mode == "api_key" and auth.api_key_secret:
             self._grant_secret(auth.api_key_secret, readers)
 
@@ -206,6 +219,7 @@ class Gateway(Construct):
                     )
                     for key, limit in edge.throttle.methods.items()
                 },
+                tracing_enabled=tracing,
             ),
         )
         integration, streaming = (

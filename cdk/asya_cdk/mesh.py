@@ -77,6 +77,7 @@ from asya_cdk.backstop import Backstop
 from asya_cdk.backup import TableBackup
 from asya_cdk.bytecode import interpreter_matches, stage_compiled
 from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load, storage_reuse_problems
+from asya_cdk.concurrency import concurrency_problems
 from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
 from asya_cdk.encryption import encrypt_log_groups, mesh_key
 from asya_cdk.errors import DeploymentError
@@ -155,6 +156,7 @@ class AsyaMesh(Construct):
         if loaded is not None:
             handlers = check_manifest(loaded, layout, problems)
             problems += placement_problems([a.name for a in loaded.deployed_actors()], loaded.deployment)
+            problems += concurrency_problems(loaded)
             problems += storage_reuse_problems(
                 loaded, {**hooks, "existing_table_obj": existing_table_obj, "existing_bucket_obj": existing_bucket_obj}
             )
@@ -322,6 +324,8 @@ class AsyaMesh(Construct):
             log_retention=retention,
             api_overrides=given_fields(api_gateway_props),
             edge=loaded.gateway.edge,
+            tracing=loaded.defaults.tracing,
+            stream_reserved_concurrency=loaded.gateway.stream_reserved_concurrency,
         )
         self._backstop = Backstop(
             self,
@@ -342,6 +346,7 @@ class AsyaMesh(Construct):
             function_overrides={k: v for k, v in function_extra.items() if k != "layers"},
             queue_overrides=overrides.queue,
             dead_letter_queue_overrides=overrides.dead_letter_queue,
+            tracing=loaded.defaults.tracing,
         )
         grant_access(self._gateway.function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
         # the stream function serves MCP and A2A, which create tasks too: the same grants as the main function

@@ -8,6 +8,11 @@ Alarms (missing data is not breaching: an idle mesh publishes no SQS datapoints 
   x-sump drains its queue within seconds, so a backlog that lasts means x-sump is failing or overwhelmed;
 - ``BackstopErrors``: the deadline backstop failed in each of ``BACKSTOP_ERROR_MINUTES`` consecutive minutes.
 
+The operator's alarms (issue 26 item 7, :mod:`asya_cdk.operator_alarms`): each function's errors and throttles, the
+API's 5xx rate, the table's throttles and the timer queue's oldest message. They live in the nested stack
+``OperatorAlarms`` under ``placement: stack`` (the mesh's own stack has no room for one more resource per actor) and
+in the mesh's stack under ``placement: nested``, where each actor's function alarm goes into the actor's nested stack.
+
 With ``observability.alarm_topic_arn`` in the manifest, every alarm of the mesh notifies that topic (alarm and OK).
 
 Dashboards (``observability.dashboard``, default on): ``asya-{namespace}-{region}`` (dashboard names are
@@ -24,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from aws_cdk import Duration, Stack
+from aws_cdk import Duration, NestedStack, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_logs as logs
@@ -35,6 +40,7 @@ from asya import naming
 from asya_cdk.actor import Actor
 from asya_cdk.backstop import Backstop
 from asya_cdk.gateway import Gateway
+from asya_cdk.operator_alarms import OperatorAlarms
 
 __all__ = [
     "ACTORS_PER_DASHBOARD",
@@ -72,6 +78,19 @@ class MeshObservability(Construct):
         dashboard: bool = True,
     ) -> None:
         super().__init__(scope, id)
+        mesh_stack = Stack.of(self)
+        alarm_scope: Construct = self
+        if any(Stack.of(actor) is mesh_stack for actor in actors):
+            alarm_scope = NestedStack(self, "OperatorAlarms", description=f"asya mesh {namespace}: operator alarms")
+        self._operator = OperatorAlarms(
+            alarm_scope,
+            "Operator",
+            namespace=namespace,
+            actors=actors,
+            backstop=backstop,
+            gateway=gateway,
+            actor_alarms_with_actors=alarm_scope is self,
+        )
         self._sump_backlog = cloudwatch.Alarm(
             self,
             "SumpBacklog",
@@ -106,6 +125,7 @@ class MeshObservability(Construct):
             action = cw_actions.SnsAction(self._topic)
             alarms = [self._sump_backlog, self._backstop_errors, backstop.timer_dlq_alarm]
             alarms += [alarm for actor in actors for alarm in (actor.dlq_alarm, actor.age_alarm)]
+            alarms += self._operator.alarms
             for alarm in alarms:
                 alarm.add_alarm_action(action)
                 alarm.add_ok_action(action)
@@ -202,6 +222,11 @@ class MeshObservability(Construct):
     @property
     def backstop_errors(self) -> cloudwatch.Alarm:
         return self._backstop_errors
+
+    @property
+    def operator(self) -> OperatorAlarms:
+        """Errors and throttles per function, the API's 5xx rate, table throttles, the timer queue's age."""
+        return self._operator
 
     @property
     def alarm_topic(self) -> sns.ITopic | None:

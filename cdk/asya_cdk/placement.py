@@ -9,11 +9,12 @@
   deployment: changing it moves actors. A nested stack holds at most :data:`MAX_ACTORS_PER_STACK` actors; a mesh
   whose names crowd one beyond it is refused with the names and the fix.
 
-CloudFormation allows 500 resources per stack and an actor takes 11 (queue, DLQ, two queue policies, log group, role,
-policy, function, event source mapping, two alarms). A nested stack takes the table ARN, the bucket ARN and name and
-the layer ARNs as its own parameters and imports them, so its policies and cdk-nag findings name them locally
-(``<BucketArn>/payloads/*``) and no cross-stack reference is generated per actor. CDK binds a ``Code`` asset to the
-first stack that uses it, so :func:`group_code` keeps one per directory and stack.
+CloudFormation allows 500 resources per stack and an actor takes 12 (queue, DLQ, two queue policies, log group, role,
+policy, function, event source mapping, three alarms: DLQ, age, and its function's errors and throttles, which
+:mod:`asya_cdk.operator_alarms` puts into the actor's nested stack). A nested stack takes the table ARN, the bucket
+ARN and name and the layer ARNs as its own parameters and imports them, so its policies and cdk-nag findings name
+them locally (``<BucketArn>/payloads/*``) and no cross-stack reference is generated per actor. CDK binds a ``Code``
+asset to the first stack that uses it, so :func:`group_code` keeps one per directory and stack.
 """
 
 from __future__ import annotations
@@ -42,8 +43,8 @@ __all__ = [
     "placement_problems",
 ]
 
-#: Actors one nested stack holds: 11 resources each, under CloudFormation's 500 with a margin.
-MAX_ACTORS_PER_STACK: Final = 42
+#: Actors one nested stack holds: 12 resources each, under CloudFormation's 500 with a margin.
+MAX_ACTORS_PER_STACK: Final = 40
 
 
 @dataclass(frozen=True, slots=True)

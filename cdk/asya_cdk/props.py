@@ -43,6 +43,7 @@ OWNED_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
         "log_group": "the mesh creates it with the manifest's log retention",
         "recursive_loop": "the layer re-sends to its own queue by design (docs/deploy.md)",
         "tracing": "the manifest's tracing",
+        "reserved_concurrent_executions": "the manifest's reserved_concurrency",
     },
     "table_props": {
         "table_name": "table names follow GW-DATA-2",

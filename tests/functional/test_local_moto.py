@@ -552,7 +552,8 @@ def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServ
         "ASYA_BUCKET": "asya-demo-storage",
         "ASYA_ACTOR_TIMEOUT": "30",
         "ASYA_OFFLOAD_THRESHOLD_KB": "240",
-        "POWERTOOLS_SERVICE_NAME": "actor",
+        "ASYA_MAX_HOPS": "1000",
+        "POWERTOOLS_SERVICE_NAME": "analyze",
         "POWERTOOLS_METRICS_NAMESPACE": "Asya",
     }
     deployed = actor_environment(example_manifest, actors["analyze"], table=resources.table, bucket=resources.bucket)

@@ -251,7 +251,7 @@ def test_p_err_4_parse_error_keeps_every_member_that_parsed(harness: Callable[..
     assert out["id"] == "t-nopayload"
     assert out["parent_id"] == "t-origin"
     assert out["route"] == env["route"]
-    assert out["headers"] == env["headers"]
+    assert out["headers"] == {**env["headers"], "x-asya-hops": 1}  # the x-sump send counts (P-HOP-1 (R3))
     assert out["status"]["attempt"] == 2 and out["status"]["max_attempts"] == 3
     assert out["status"]["created_at"] == env["status"]["created_at"]
     assert out["status"]["deadline_at"] == env["status"]["deadline_at"]

@@ -494,7 +494,7 @@ def test_p_err_4_a_body_naming_a_valid_id_keeps_it_at_sump(sink: Sink) -> None:
     assert out["id"] == "t-9"
     assert out["status"]["reason"] == "ParseError"
     assert out["route"] == {"prev": [], "curr": "x-sump", "next": []}
-    assert out["headers"] == {"x-asya-flow": "f"}  # what parsed is kept (P-HDR-1)
+    assert out["headers"] == {"x-asya-flow": "f", "x-asya-hops": 1}  # what parsed is kept (P-HDR-1), one send more
     assert out["status"]["attempt"] == 2
 
 

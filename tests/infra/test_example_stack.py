@@ -183,7 +183,7 @@ def test_actor_functions_runtime_arch_handler_env_layers(
         assert env["ASYA_ACTOR"] == actor.name
         assert env["ASYA_ACTOR_TIMEOUT"] == "30"
         assert env["ASYA_OFFLOAD_THRESHOLD_KB"] == "240"
-        assert env["POWERTOOLS_SERVICE_NAME"] == "actor"
+        assert env["POWERTOOLS_SERVICE_NAME"] == actor.name  # issue 26 item 7: logs carry the actor
         assert env["POWERTOOLS_METRICS_NAMESPACE"] == "Asya"
         assert _ref_id(env["ASYA_TABLE"]) in example_synth.of_type("AWS::DynamoDB::Table")
         assert _ref_id(env["ASYA_BUCKET"]) in example_synth.of_type("AWS::S3::Bucket")

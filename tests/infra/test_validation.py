@@ -13,6 +13,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
+from pydantic import ValidationError
 
 from asya.manifest import DeployedActor
 from asya_cdk import Actor, BuiltApp, DeploymentError, DeploySettings, SourceLayout, crew_handler
@@ -131,9 +132,10 @@ def _actor(actor: DeployedActor, *, namespace: str = "infra") -> Actor:
 
 
 @pytest.mark.parametrize("value", [1, 1001])
-def test_actor_rejects_max_concurrency_outside_sqs_range(value: int) -> None:
-    with pytest.raises(DeploymentError, match=rf"actors\.echo\.max_concurrency: {value} is outside 2\.\.1000"):
-        _actor(_deployed(max_concurrency=value))
+def test_max_concurrency_outside_sqs_range_is_refused_by_the_manifest_model(value: int) -> None:
+    """Issue 26 item 6: the SQS event source's MaximumConcurrency range (2..1000) lives in asya.manifest only."""
+    with pytest.raises(ValidationError, match=r"max_concurrency"):
+        _deployed(max_concurrency=value)
 
 
 def test_p_name_5_actor_rejects_names_over_the_sqs_limit() -> None:

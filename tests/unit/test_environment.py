@@ -42,7 +42,8 @@ def test_user_actor_environment_round_trips_through_actor_config() -> None:
         "ASYA_BUCKET": "b",
         "ASYA_ACTOR_TIMEOUT": "2.5",
         "ASYA_OFFLOAD_THRESHOLD_KB": "240",
-        "POWERTOOLS_SERVICE_NAME": "actor",
+        "ASYA_MAX_HOPS": "1000",
+        "POWERTOOLS_SERVICE_NAME": "pay",  # the actor's own name (issue 26 item 7)
         "POWERTOOLS_METRICS_NAMESPACE": "Asya",
     }
     config = ActorConfig.from_env(env)

@@ -85,6 +85,7 @@ def test_p_route_3_spec_example_one_hop() -> None:
             "traceparent": "00-8f1c2d3e4b5a69788796a5b4c3d2e1f0-9c8d7e6f5a4b3c2d-01",
             "x-asya-flow": "text-pipeline",
             "x-asya-first-attempt": "2026-03-01T10:00:02Z",
+            "x-asya-hops": 1,  # P-HOP-1 (R3): the spec's example predates the hop count
         },
         "status": {
             "phase": "pending",
@@ -448,7 +449,7 @@ def test_p_time_3_sla_envelope() -> None:
     d = out.envelope.to_dict()
     assert out.actor == "x-sink"
     assert d["route"] == HOP_INPUT["route"]
-    assert d["headers"] == HOP_INPUT["headers"]
+    assert d["headers"] == {**HOP_INPUT["headers"], "x-asya-hops": 1}  # P-HOP-1 (R3)
     assert d["payload"] == HOP_INPUT["payload"]
     assert d["status"] == {
         **HOP_INPUT["status"],
@@ -461,7 +462,11 @@ def test_p_time_3_sla_envelope() -> None:
 
 def test_p_trace_1_tracing_off_keeps_the_input_value() -> None:
     trace = routing.Trace.for_hop({"traceparent": TRACEPARENT, "tracestate": "k=v"}, enabled=False)
-    assert trace.headers({"traceparent": "00-handler-wrote-this"}) == {"traceparent": TRACEPARENT, "tracestate": "k=v"}
+    assert trace.headers({"traceparent": "00-handler-wrote-this"}) == {
+        "traceparent": TRACEPARENT,
+        "tracestate": "k=v",
+        "x-asya-hops": 1,
+    }
 
 
 def test_p_trace_1_tracing_on_keeps_trace_id_with_a_new_span_per_hop() -> None:
@@ -483,7 +488,7 @@ def test_p_trace_1_malformed_traceparent_passes_unchanged() -> None:
 
 def test_p_trace_1_no_input_trace_removes_handler_written_values() -> None:
     source: dict[str, Any] = {"traceparent": "x", "tracestate": "y", "keep": 1}
-    assert routing.Trace.for_hop({}, enabled=True).headers(source) == {"keep": 1}
+    assert routing.Trace.for_hop({}, enabled=True).headers(source) == {"keep": 1, "x-asya-hops": 1}
     assert source == {"traceparent": "x", "tracestate": "y", "keep": 1}  # a copy: the source is left alone
 
 

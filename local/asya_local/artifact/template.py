@@ -366,6 +366,15 @@ def load_assembly(
     return assembly
 
 
+def _asset_source(root: Path, asset_hash: str) -> str:
+    """The file of the assembly's file asset ``asset_hash`` (``*.assets.json``), or ``asset_hash`` when none has it."""
+    for manifest in sorted(root.glob("*.assets.json")):
+        entry = json.loads(manifest.read_text(encoding="utf-8")).get("files", {}).get(asset_hash)
+        if entry is not None:
+            return str(entry["source"]["path"])
+    return asset_hash
+
+
 def _attach_nested(stack: Stack, root: Path) -> None:
     for resource in stack.of_type("AWS::CloudFormation::Stack"):
         path = resource.metadata.get("aws:asset:path")
@@ -375,6 +384,9 @@ def _attach_nested(stack: Stack, root: Path) -> None:
             candidate = root / path
             if not candidate.is_file():
                 candidate = root / f"{path.removesuffix('.json')}.nested.template.json"
+            if not candidate.is_file():
+                # without asset metadata the URL names the asset's hash: the asset manifests map it to the file
+                candidate = root / _asset_source(root, path.removesuffix(".json"))
             path = candidate.name
         template_file = root / str(path)
         if not template_file.is_file():

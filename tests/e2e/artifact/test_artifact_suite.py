@@ -398,6 +398,22 @@ def test_p_hist_5_the_run_history_is_written_and_read_under_the_declared_grants(
     assert all(s["key"].startswith("history/") for s in steps)
 
 
+def test_p_hop_1_the_deployed_mesh_counts_hops_and_names_each_actors_service(local_mesh: ArtifactMesh) -> None:
+    """Issue 26 items 6 and 7 on what ``cdk deploy`` ships: every actor function logs under its own service name and
+    carries the hop ceiling; a text-pipeline task reaches x-sink after 3 sends (normalize, analyze, summarize)."""
+    spec = local_mesh.spec
+    assert spec is not None
+    actors = [f.environment for f in spec.functions.values() if "ASYA_ACTOR" in f.environment]
+    assert actors and all(env["POWERTOOLS_SERVICE_NAME"] == env["ASYA_ACTOR"] for env in actors)
+    assert all(env["ASYA_MAX_HOPS"] == "1000" for env in actors)
+    task_id = _create(local_mesh, payload={"text": "Hello World"}, flow="text-pipeline")
+    task = _final(local_mesh, task_id)
+    assert task["status"] == "succeeded"
+    body = local_mesh.clients.s3.get_object(Bucket=local_mesh.resources.bucket, Key=task["checkpoint_key"])["Body"]
+    (line,) = [json.loads(text) for text in body.read().decode().splitlines() if json.loads(text)["id"] == task_id]
+    assert line["headers"]["x-asya-hops"] == 3
+
+
 # -- grant drift (issue 24 item 3): the last test of the session ---------------------------------------------------
 
 #: Declared calls the suite cannot reach, by (role, call name): each reason starts with the code path that makes the

@@ -25,6 +25,7 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled (manifest ``tracing``; the CDK app then turns on the
   Lambda's active tracing): a new span id per hop (P-TRACE-1), and every send carries the SQS ``AWSTraceHeader`` of
   its record, else the invocation's ``_X_AMZN_TRACE_ID`` (P-TRACE-3, ``asya.xray``) | ``false`` |
+| ``ASYA_MAX_HOPS`` | the per-task hop ceiling (P-HOP-1 (R3), manifest ``max_hops``, ``asya.hops``) | ``1000`` |
 | ``POWERTOOLS_LOG_LEVEL``, else ``LOG_LEVEL`` | level of the runtime's Powertools logger (the same precedence as
   Powertools; read here so the local mode honours an actor's ``env`` map too) | ``INFO`` |
 
@@ -64,6 +65,7 @@ from asya.exceptions import AsyaError
 from asya.flowfile import FlowsFileError, read_flows_file
 from asya.flows.ir import Program
 from asya.gatewayurl import is_gateway_url
+from asya.hops import DEFAULT_MAX_HOPS
 from asya.resiliency import ResiliencyError, RetryPolicies
 
 __all__ = ["ENV", "LOG_LEVEL_ENV", "REPORTER_ENV", "ActorConfig", "ConfigError", "FanInConfig", "positive_number"]
@@ -101,6 +103,7 @@ class ActorConfig:
     sink_hooks: tuple[str, ...] = ()
     resiliency: RetryPolicies = field(default_factory=RetryPolicies)
     tracing: bool = False
+    max_hops: int = DEFAULT_MAX_HOPS
     #: ``""``: Powertools' default (INFO).
     log_level: str = ""
     #: the AWS account of the mesh's queues: queue URLs are then built without ``GetQueueUrl``
@@ -144,6 +147,7 @@ class ActorConfig:
             sink_hooks=tuple(h.strip() for h in source.get(ENV.sink_hooks, "").split(",") if h.strip()),
             resiliency=_resiliency(source),
             tracing=source.get(ENV.tracing, "").strip().lower() in ("1", "true", "yes"),
+            max_hops=_max_hops(source),
             log_level=_log_level(source),
             account_id=source.get(ENV.account_id, "").strip(),
             fan_in=_fan_in(source),
@@ -177,6 +181,13 @@ def _reporter(env: Mapping[str, str]) -> tuple[str, str, str, str]:
                 f"environment variable {name} needs {url_name}: the key is only sent to that gateway's origin"
             )
     return mode, url, key, reporter_key
+
+
+def _max_hops(env: Mapping[str, str]) -> int:
+    value = positive_number(env, ENV.max_hops, float(DEFAULT_MAX_HOPS), unit="a whole number of hops")
+    if not value.is_integer():
+        raise ConfigError(f"environment variable {ENV.max_hops} must be a whole number of hops, got {value!r}")
+    return int(value)
 
 
 def _log_level(env: Mapping[str, str]) -> str:

@@ -76,6 +76,8 @@ class Reason(StrEnum):
     UNKNOWN_ACTOR = "UnknownActor"
     PAYLOAD_UNAVAILABLE = "PayloadUnavailable"
     PARTIAL_FAILURE = "PartialFailure"
+    #: the task reached its hop ceiling (P-HOP-1 (R3))
+    HOP_CEILING = "HopCeiling"
 
 
 #: Built once: ``json.dumps`` and ``json.loads`` given options build a new encoder or decoder on every call, and a hop

@@ -9,7 +9,8 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
 1. the actor's manifest ``env`` map (defaults merged, P-MAN-2), which may not redefine any variable below nor one
    AWS Lambda reserves (:class:`ReservedVariableError` names ``actors.{name}.env.{key}``);
 2. ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``,
-   ``ASYA_OFFLOAD_THRESHOLD_KB``; ``ASYA_HANDLER`` for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
+   ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_MAX_HOPS`` (the manifest's ``max_hops``, P-HOP-1 (R3)); ``ASYA_HANDLER``
+   for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
    ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_TRACING=true`` when its ``tracing`` is on
    (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1); ``ASYA_FLOWS`` (R3), the JSON of the compiled
    flows whose continuations the actor runs (``Manifest.programs_for``, P-FLOW-1), or, when that JSON is over
@@ -17,7 +18,8 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
    ``ASYA_FLOW_NAMES`` = those flows' names (the file is :func:`flows_file_text`, shipped by the caller);
    ``ASYA_CODE_DIR`` only when ``code_dir`` is given (the local mode: in Lambda the code asset is
    ``/var/task``, already importable);
-3. ``POWERTOOLS_SERVICE_NAME=actor`` and ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
+3. ``POWERTOOLS_SERVICE_NAME`` = the actor's name (each actor's logs and metrics carry its own ``service``) and
+   ``POWERTOOLS_METRICS_NAMESPACE=Asya``.
 
 Gateway and backstop Lambdas (:func:`gateway_environment`): ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_MANIFEST`` when a
 path is given (in Lambda, the manifest JSON inside the asset; the local mode hands the parsed manifest over
@@ -122,7 +124,8 @@ def actor_environment(
             ENV.bucket: bucket,
             ENV.actor_timeout: _number(actor.timeout),
             ENV.offload_threshold_kb: str(manifest.storage.offload_threshold_kb),
-            _SERVICE_NAME: "actor",
+            ENV.max_hops: str(manifest.max_hops),
+            _SERVICE_NAME: actor.name,
             **POWERTOOLS_ENV,
         }
     )

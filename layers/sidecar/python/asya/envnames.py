@@ -12,7 +12,8 @@ to learn a variable's name. This module imports nothing and does nothing at impo
 | ``ASYA_TABLE``, ``ASYA_BUCKET`` | every function | task-store table and storage bucket |
 | ``ASYA_ACCOUNT_ID`` | every function | the account that owns the mesh's queues, so queue URLs are built without
   ``GetQueueUrl`` (GW-CREATE-7); CloudFormation's ``AWS::AccountId`` in AWS, moto's ``123456789012`` locally |
-| ``ASYA_ACTOR_TIMEOUT``, ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_SINK_HOOKS``, ``ASYA_RESILIENCY``, ``ASYA_TRACING`` |
+| ``ASYA_ACTOR_TIMEOUT``, ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_SINK_HOOKS``, ``ASYA_RESILIENCY``, ``ASYA_TRACING``,
+  ``ASYA_MAX_HOPS`` |
   actors | see ``asya.config`` |
 | ``ASYA_MANIFEST`` | gateway, backstop | path of the manifest JSON it serves |
 """
@@ -46,6 +47,8 @@ class _EnvNames:
     flows: Final = "ASYA_FLOWS"
     flows_file: Final = "ASYA_FLOWS_FILE"
     flow_names: Final = "ASYA_FLOW_NAMES"
+    #: the per-task hop ceiling (P-HOP-1 (R3)), the manifest's ``max_hops``
+    max_hops: Final = "ASYA_MAX_HOPS"
     #: the gateway's Secrets Manager secret of reporter keys (GW-EVT-6 R3), set by the CDK app
     reporter_key_secret: Final = "ASYA_REPORTER_KEY_SECRET"
 

@@ -19,6 +19,7 @@ __all__ = [
     "GATEWAY_URL",
     "HISTORY",
     "HISTORY_PREV",
+    "HOPS",
     "MESH_STATUS",
     "ORIGIN_ID",
     "PAUSE",
@@ -57,6 +58,8 @@ SINK_HOOK: Final = "x-asya-sink-hook"
 HISTORY: Final = "x-asya-history"
 #: (R3, P-HIST-3) the key of the history object that recorded the hop which sent this envelope.
 HISTORY_PREV: Final = "x-asya-history-prev"
+#: the number of sends that led to an envelope (P-HOP-1 (R3), ``asya.hops``)
+HOPS: Final = "x-asya-hops"
 #: ``{"key", "line"}`` of the checkpoint x-sink wrote for a failure it forwards to x-sump (P-SINK-5 (e), R2).
 CHECKPOINTED: Final = "x-asya-checkpointed"
 

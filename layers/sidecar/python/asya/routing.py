@@ -9,7 +9,7 @@ it).
 Statements implemented: route check (P-ROUTE-1), shift (P-ROUTE-2), forwarded frames (P-ROUTE-3), end of route
 (P-ROUTE-4), zero frames (P-ROUTE-5), route override (P-ROUTE-7), fan-out ids (P-FAN-2), the entry update (P-PROC-4),
 pre-flight envelopes (P-STAT-10), SLA envelopes (P-TIME-3), the failure envelope of a handler error without a policy
-(P-RES-11, P-RES-14), the x-sump envelope (P-ERR-4) and trace headers (P-TRACE-1).
+(P-RES-11, P-RES-14), the x-sump envelope (P-ERR-4), trace headers (P-TRACE-1) and the hop count (P-HOP-1 (R3)).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any, Final, Protocol
 from asya import headers as hdr
 from asya import naming
 from asya.envelope import Envelope, Phase, Reason, Route, Status
+from asya.hops import hop_count
 from asya.timeutil import parse_ts
 
 __all__ = [
@@ -105,6 +106,8 @@ class Trace:
 
     traceparent: str | None = None
     tracestate: str | None = None
+    #: ``x-asya-hops`` of every send of the hop: the input's count plus one (P-HOP-1 (R3)); ``None``: left as is
+    hops: int | None = None
 
     @classmethod
     def for_hop(cls, headers: Mapping[str, Any], *, enabled: bool, span_id: Callable[[], str] | None = None) -> Trace:
@@ -119,7 +122,7 @@ class Trace:
         if enabled and parent is not None and (match := _traceparent().match(parent)):
             new_span = (span_id or _new_span_id)()
             parent = f"{match.group(1)}-{match.group(2)}-{new_span}-{match.group(4)}"
-        return cls(traceparent=parent, tracestate=state)
+        return cls(traceparent=parent, tracestate=state, hops=hop_count(headers) + 1)
 
     def headers(self, source: Mapping[str, Any]) -> dict[str, Any]:
         """The headers of a send derived from ``source`` (a copy): the layer-managed ones set whatever a handler wrote
@@ -132,6 +135,8 @@ class Trace:
             else:
                 out[name] = value
         out.pop(hdr.DELAY_UNTIL, None)
+        if self.hops is not None:
+            out[hdr.HOPS] = self.hops
         return out
 
 

@@ -19,7 +19,8 @@ retries) stay per record:
    time (minus a 5 s safety margin) fails unstarted, with every later one, and is made visible again at once;
 3. chained delay (P-RES-9): ``x-asya-delay-until`` more than 1 s away: re-sent to the own queue, acked;
 4. tracking: stealth (P-STAT-12), hook copies (P-STAT-13), children report under their ``parent_id`` (P-FAN-3);
-5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump;
+5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump; then the hop ceiling (P-HOP-1 (R3), ``asya.hops``):
+   ``HopCeiling`` to x-sump;
 6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink; a root envelope of a succeeded or failed task, or an
    envelope whose stored fence is higher than its own, is a duplicate: acked without a handler call;
 7. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason ``Timeout`` (x-sink writes the final
@@ -86,6 +87,7 @@ from asya.flows.mesh import continue_outgoing
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.history import HistoryError, InvocationHistory
 from asya.hop import Ticker
+from asya.hops import ceiling_message, over_ceiling
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
 from asya.payloads import PayloadStore, PayloadUnavailableError
@@ -395,6 +397,18 @@ class ActorRuntime:
             self._errors.report(
                 Reason.ROUTE_MISMATCH,
                 mismatch,
+                env,
+                report,
+                now,
+                original_payload=env.payload,
+                trace=trace,
+                writer_id=item.message_id,
+            )
+            return
+        if over_ceiling(env.headers, self.config.max_hops):  # P-HOP-1 (R3): a runaway loop stops here
+            self._errors.report(
+                Reason.HOP_CEILING,
+                ceiling_message(self.config.max_hops),
                 env,
                 report,
                 now,

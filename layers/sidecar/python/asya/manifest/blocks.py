@@ -32,10 +32,14 @@ from asya.timeutil import parse_duration
 
 __all__ = [
     "CREW_SETTINGS",
+    "DEFAULT_ACCOUNT_CONCURRENCY",
     "DEFAULT_ACTOR_STACKS",
     "LOG_RETENTION_DAYS",
     "MAX_ACTOR_STACKS",
+    "MAX_MAX_CONCURRENCY",
     "MAX_STACK_ACTORS",
+    "MIN_MAX_CONCURRENCY",
+    "UNRESERVED_CONCURRENCY",
     "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",
@@ -74,6 +78,12 @@ HANDLER_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]
 LAMBDA_SLACK_SECONDS: Final = 10
 LAMBDA_MAX_SECONDS: Final = 900
 VISIBILITY_MAX_SECONDS: Final = 43200
+#: The SQS event source's ``MaximumConcurrency`` range (AWS's).
+MIN_MAX_CONCURRENCY: Final = 2
+MAX_MAX_CONCURRENCY: Final = 1000
+#: Lambda's default concurrency quota of an account, and what AWS keeps unreserved in every account.
+DEFAULT_ACCOUNT_CONCURRENCY: Final = 1000
+UNRESERVED_CONCURRENCY: Final = 100
 
 
 def _duration(field_name: str) -> BeforeValidator:
@@ -168,13 +178,28 @@ class ActorSettings(_Model):
     memory: int = Field(512, ge=128, le=10240, strict=True)
     timeout: Annotated[Duration, Field(ge=1, le=890)] = 60.0
     batch_size: int = Field(1, ge=1, le=10, strict=True)
-    max_concurrency: int | None = Field(None, ge=2, le=1000, strict=True)
+    #: The SQS event source's ``ScalingConfig.MaximumConcurrency`` (AWS's range 2..1000); unset: no cap.
+    max_concurrency: int | None = Field(None, ge=MIN_MAX_CONCURRENCY, le=MAX_MAX_CONCURRENCY, strict=True)
+    #: Lambda reserved concurrency of the actor's function; unset: none (it shares the account's unreserved pool).
+    reserved_concurrency: int | None = Field(None, ge=1, strict=True)
     max_receive_count: int = Field(5, ge=1, le=1000, strict=True)
     env: dict[str, str] = Field(default_factory=dict)
     resiliency: Resiliency | None = None
     #: AWS X-Ray active tracing of the actor's Lambda and ``AWSTraceHeader`` on its sends (P-TRACE-3); off by
-    #: default, X-Ray is billed per trace. ``defaults.tracing`` also decides the crew's (``Manifest.deployed_actors``).
+    #: default, X-Ray is billed per trace. ``defaults.tracing`` also decides the crew's (``Manifest.deployed_actors``),
+    #: the gateway's, the backstop's and the API stage's.
     tracing: bool = Field(False, strict=True)
+
+    @model_validator(mode="after")
+    def _concurrency(self) -> ActorSettings:
+        cap, reserved = self.max_concurrency, self.reserved_concurrency
+        if cap is not None and reserved is not None and cap > reserved:
+            raise MemberError(
+                "max_concurrency",
+                f"{cap} is over reserved_concurrency {reserved}: the event source would be throttled; lower "
+                "max_concurrency to at most reserved_concurrency, or raise reserved_concurrency",
+            )
+        return self
 
 
 class ActorSpec(ActorSettings):
@@ -379,11 +404,15 @@ class GatewayConfig(_Model):
     callback_url: HttpUrl = None
     cors_origins: list[str] = Field(default_factory=list)
     a2a: GatewayA2A = Field(default_factory=GatewayA2A)
+    #: Lambda reserved concurrency of the stream function (SSE, MCP, A2A), so watchers cannot take the actors'
+    #: concurrency; unset (default): none, since a reservation fails the deploy in an account without room for it.
+    stream_reserved_concurrency: int | None = Field(None, ge=1, strict=True)
 
 
 KMS_KEY_ARN_RE: Final = re.compile(r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9-]+$")
 BUCKET_NAME_RE: Final = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-#: Deployed actors the mesh's own stack holds under ``placement: stack`` (500 resources, 11 per actor, ~60 shared).
+#: Deployed actors the mesh's own stack holds under ``placement: stack`` (500 resources, 11 per actor, ~90 shared; the
+#: actors' function alarms live in the nested stack OperatorAlarms).
 MAX_STACK_ACTORS: Final = 36
 DEFAULT_ACTOR_STACKS: Final = 8
 #: Each nested stack is one resource of the mesh's stack, which holds ~60 of its own.
@@ -437,6 +466,9 @@ class DeploymentConfig(_Model):
     existing_bucket: str | None = None
     #: The VPC every function runs in (docs/deploy.md, "VPC"); unset: no VPC.
     vpc: VpcConfig | None = None
+    #: The account's Lambda concurrency quota (Service Quotas, "Concurrent executions"): the mesh's reserved
+    #: concurrency must leave :data:`UNRESERVED_CONCURRENCY` of it unreserved, checked at synthesis.
+    account_concurrency: int = Field(DEFAULT_ACCOUNT_CONCURRENCY, ge=1, strict=True)
 
     @field_validator("existing_bucket")
     @classmethod
@@ -472,7 +504,8 @@ class DeployedActor(_Model):
     memory: int
     timeout: float
     batch_size: int
-    max_concurrency: int | None
+    max_concurrency: int | None = Field(None, ge=MIN_MAX_CONCURRENCY, le=MAX_MAX_CONCURRENCY)
+    reserved_concurrency: int | None = Field(None, ge=1)
     max_receive_count: int
     env: dict[str, str]
     resiliency: Resiliency | None = None
@@ -495,6 +528,7 @@ CREW_SETTINGS: Final[Mapping[str, Any]] = {
     "timeout": 30.0,
     "batch_size": 10,
     "max_concurrency": None,
+    "reserved_concurrency": None,
     "max_receive_count": 5,
 }
 

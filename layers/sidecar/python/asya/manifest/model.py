@@ -14,6 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 from asya import naming
 from asya.exceptions import NamingError
 from asya.flows.ir import Program
+from asya.hops import DEFAULT_MAX_HOPS
 from asya.manifest.blocks import (
     CREW_SETTINGS,
     ActorSettings,
@@ -45,6 +46,8 @@ class Manifest(_Model):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
+    #: The per-task hop ceiling (P-HOP-1 (R3)): a task whose envelopes were sent this many times fails.
+    max_hops: int = Field(DEFAULT_MAX_HOPS, ge=1, le=1_000_000, strict=True)
     base_dir: Path = Field(default=Path(), exclude=True)
 
     @model_validator(mode="before")
@@ -243,6 +246,7 @@ class Manifest(_Model):
                 timeout=spec.timeout,
                 batch_size=spec.batch_size,
                 max_concurrency=spec.max_concurrency,
+                reserved_concurrency=spec.reserved_concurrency,
                 max_receive_count=spec.max_receive_count,
                 env=dict(spec.env),
                 resiliency=spec.resiliency,
