@@ -251,6 +251,17 @@ class TaskStore:
         ``BatchGetItem`` per 100 keys; a read error answers ``{}`` (every item unknown, the claim decides)."""
         return self._reader.preflight(keys)
 
+    def task_status(self, task_id: str) -> str | None:
+        """The task's status from one eventually consistent ``GetItem`` projecting ``status`` only (0.5 read unit):
+        the layer's cancel check between yields (P-CANCEL (R3), ``asya.cancelwatch``); ``None`` when absent."""
+        item = self.dynamodb.get_item(
+            TableName=self.table,
+            Key=rec.key(task_id, rec.TASK_SK),
+            ProjectionExpression="#s",
+            ExpressionAttributeNames={"#s": "status"},
+        ).get("Item")
+        return rec.get_str(item, "status") if item else None
+
     def statuses(self, ids: Sequence[str]) -> dict[str, str]:
         """``{id: status}`` of the ids that have a task record (best effort: a read error answers ``{}``)."""
         return self._reader.statuses(ids)
