@@ -11,7 +11,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +152,27 @@ def test_cancel_a_running_task_then_a_terminal_one(tasks_mesh: LocalMesh, workdi
     code, out, err = _run("cancel", task_id, cwd=workdir)
     assert (code, out) == (1, f"{task_id} canceled\n")
     assert err == f"asya: task {task_id} had already ended canceled: nothing to cancel\n"
+
+
+def test_p_cancel_1_cancel_reaches_a_running_generator_at_its_next_yield(tasks_mesh: LocalMesh, tmp_path: Path) -> None:
+    """P-CANCEL-1..3 (R3): ``DELETE`` of a task whose generator handler is running; the handler gets
+    ``TaskCanceledError`` at a yield within one read interval (5 s) and cleans up, long before its 15 s of work end,
+    and the task stays ``canceled``."""
+    marker = tmp_path / "drip.txt"
+    task_id = _create(tasks_mesh, "dripping", {"marker": str(marker)})
+    _wait_for(marker.exists)
+    assert httpx.delete(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
+    _wait_for(lambda: marker.read_text() in ("cleaned up", "ran to its end"))
+    assert marker.read_text() == "cleaned up"
+    view = httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+    assert view["status"] == "canceled"
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
 
 
 def test_cancel_an_unknown_task_is_the_gateways_404(tasks_mesh: LocalMesh, workdir: Path) -> None:
