@@ -63,7 +63,16 @@ class SinkRuntime(CrewRuntime):
         if not envelope.parent_id or hdr.is_stealth(envelope.headers):
             return prepared
         # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7 (R3))
-        found = self._store.finish_child(envelope.id, envelope.parent_id, writer_id=record.message_id)
+        status = envelope.status or Status()
+        found = self._store.finish_child(
+            envelope.id,
+            envelope.parent_id,
+            writer_id=record.message_id,
+            phase=prepared.phase,  # how the child ended, for the parent's child tree (P-FAN-7 (R3))
+            actor=status.actor,
+            attempt=status.attempt,
+            error=_error_message(envelope) if prepared.phase == Phase.FAILED.value else None,
+        )
         if found is not ChildFinish.ALREADY:
             return prepared
         self._log.info(
@@ -121,6 +130,8 @@ class SinkRuntime(CrewRuntime):
         phase: str,
         checkpoint: CheckpointLine | None,
         writer_id: str,
+        *,
+        child_label: str = "",
     ) -> None:
         status = envelope.status or Status()
         key = checkpoint.key if checkpoint is not None else None
@@ -138,9 +149,7 @@ class SinkRuntime(CrewRuntime):
             )
             return
         payload = envelope.payload if isinstance(envelope.payload, dict) else {}
-        error = status.error.get("message") if status.error else None
-        if not isinstance(error, str):
-            error = payload.get("error") if isinstance(payload.get("error"), str) else "task failed"
+        error = child_label + _error_message(envelope)
         details = status.error if status.error else payload.get("details")
         self._store.report_final(
             task_id,
@@ -162,7 +171,10 @@ class SinkRuntime(CrewRuntime):
         fan_in = envelope.headers.get(hdr.FAN_IN)
         origin = fan_in.get("origin_id") if isinstance(fan_in, dict) else None
         if isinstance(origin, str) and origin and not hdr.is_stealth(envelope.headers):
-            self._report(origin, envelope, phase, None, writer_id)
+            # a child's slice fails its task: the error names the child, and failed_actor is where it failed (the
+            # store shows that actor as current_actor too), never the actor that fanned out (P-FAN-7 (R3))
+            label = f"child {envelope.id}: " if envelope.id != origin else ""
+            self._report(origin, envelope, phase, None, writer_id, child_label=label)
         self._transport.send(naming.SUMP, envelope)
 
     def _send_hooks(self, envelope: Envelope, phase: str) -> list[str]:
@@ -187,6 +199,16 @@ class SinkRuntime(CrewRuntime):
             except AsyaError as exc:
                 errors.append(f"{hook}: {exc}")
         return errors
+
+
+def _error_message(envelope: Envelope) -> str:
+    """A failed envelope's error message: ``status.error.message``, else the error payload's ``error``."""
+    status = envelope.status or Status()
+    error = status.error.get("message") if status.error else None
+    if isinstance(error, str):
+        return error
+    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+    return payload["error"] if isinstance(payload.get("error"), str) else "task failed"
 
 
 def _task_id(envelope: Envelope) -> str:

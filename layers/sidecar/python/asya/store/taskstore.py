@@ -333,13 +333,29 @@ class TaskStore:
         """Release this run's lease on its fence item (P-ACK-8), best effort for the caller."""
         return self._fences.release(envelope_id, parent_id, fence)
 
-    def advance_fence(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
-        """The retry's fence ``(h, n + 1)`` on a fence item that carries no status (P-RES-8)."""
-        return self._fences.advance(envelope_id, parent_id, fence)
+    def advance_fence(
+        self, envelope_id: str, parent_id: str | None, fence: tuple[int, int], *, error: str | None = None
+    ) -> bool:
+        """The retry's fence ``(h, n + 1)`` on a fence item that carries no status (P-RES-8); a child's item also
+        says ``retrying`` with the handler's ``error`` (the child tree, ``asya.store.fences``)."""
+        return self._fences.advance(envelope_id, parent_id, fence, error=error)
 
-    def finish_child(self, envelope_id: str, parent_id: str, *, writer_id: str) -> ChildFinish:
-        """A child's last hop reached x-sink or an aggregator: mark its fence item finished (P-ACK-7 (R3))."""
-        return self._fences.finish(envelope_id, parent_id, writer_id=writer_id)
+    def finish_child(
+        self,
+        envelope_id: str,
+        parent_id: str,
+        *,
+        writer_id: str,
+        phase: str | None = None,
+        actor: str | None = None,
+        error: str | None = None,
+        attempt: int | None = None,
+    ) -> ChildFinish:
+        """A child's last hop reached x-sink or an aggregator: mark its fence item finished (P-ACK-7 (R3)), with how
+        it ended (``phase``, ``actor``, ``error``: the child tree)."""
+        return self._fences.finish(
+            envelope_id, parent_id, writer_id=writer_id, phase=phase, actor=actor, error=error, attempt=attempt
+        )
 
     @staticmethod
     def fence_key(envelope_id: str, parent_id: str | None) -> dict[str, Any]:
