@@ -7,9 +7,10 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
   ``x-asya-fan-in.origin_id`` (unless stealth) and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
 - phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
 - ``succeeded``/``failed`` of a fan-out child (not stealth), before anything else: its child item is marked finished
-  (``TaskStore.finish_child``, one write per child, P-ACK-7 (R3)); when another record finished it before, this one
-  is a late copy: logged and acked with no checkpoint, status or x-sump send, so a finished child is never failed
-  later;
+  (``TaskStore.finish_child``, one write per child, P-ACK-7 (R3)), with how it ended and the checkpoint line reserved
+  for it in record order (``CheckpointWriter.plan``: the child tree, P-FAN-7/9 (R3)); when another record finished
+  it before, this one is a late copy: logged and acked with no checkpoint, status or x-sump send, so a finished child
+  is never failed later;
 - ``succeeded``/``failed`` (P-SINK-5): (a) the payload is rehydrated; (b) the envelope is one line of the invocation's
   JSON Lines object for its phase and date (``asya_crew.checkpoint``), written before any status write; a failed PUT
   fails every record of that object; (c) unless ``parent_id`` is set or the envelope is in stealth mode, the final
@@ -57,24 +58,33 @@ class SinkRuntime(CrewRuntime):
 
     def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
         prepared = super()._prepare(record)
-        if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None:
+        if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
             return prepared
+        # every checkpointed record reserves its line in record order, so a child's finish write can name it and
+        # roots and children still share one object per phase (P-FAN-9 (R3))
+        line = self._checkpoints.plan(record.message_id, prepared.checkpoint_phase, prepared.hydrated)
         envelope = prepared.envelope
         if not envelope.parent_id or hdr.is_stealth(envelope.headers):
             return prepared
         # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7 (R3))
         status = envelope.status or Status()
-        found = self._store.finish_child(
-            envelope.id,
-            envelope.parent_id,
-            writer_id=record.message_id,
-            phase=prepared.phase,  # how the child ended, for the parent's child tree (P-FAN-7 (R3))
-            actor=status.actor,
-            attempt=status.attempt,
-            error=_error_message(envelope) if prepared.phase == Phase.FAILED.value else None,
-        )
+        try:
+            found = self._store.finish_child(
+                envelope.id,
+                envelope.parent_id,
+                writer_id=record.message_id,
+                phase=prepared.phase,  # how the child ended, for the parent's child tree (P-FAN-7 (R3))
+                actor=status.actor,
+                attempt=status.attempt,
+                error=_error_message(envelope) if prepared.phase == Phase.FAILED.value else None,
+                checkpoint=(line.key, line.line),
+            )
+        except Exception:
+            self._checkpoints.unplan(record.message_id)  # this record fails: its line goes to the next one
+            raise
         if found is not ChildFinish.ALREADY:
             return prepared
+        self._checkpoints.unplan(record.message_id)
         self._log.info(
             "late copy of a finished child: acked without a checkpoint",
             extra={"correlation_id": envelope.id, "phase": prepared.phase},

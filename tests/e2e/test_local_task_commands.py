@@ -261,6 +261,30 @@ def test_checkpoint_of_a_running_task_says_there_is_none_yet(tasks_mesh: LocalMe
     )
 
 
+def test_p_fan_9_checkpoint_of_a_fan_out_parent_lists_its_childrens_lines(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """Issue 28: the parent's own line, then each child's under a ``# child`` line, read from the child tree."""
+    task_id = _create(tasks_mesh, "fanned", {"parts": 3})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    view: dict[str, Any] = {}
+
+    def children_checkpointed() -> bool:
+        view.update(httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json())
+        nodes = view.get("children") or []
+        return "checkpoint_uri" in view and len(nodes) == 2 and all("checkpoint_uri" in c for c in nodes)
+
+    _wait_for(children_checkpointed, timeout=60)  # children may finish after their task (P-FAN-6)
+    assert {(c["status"], c["current_actor"]) for c in view["children"]} == {("succeeded", "echo")}
+    code, out, err = _run("checkpoint", task_id, "--raw", cwd=workdir)
+    assert (code, err) == (0, "")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["id"] for line in lines] == [task_id, *(c["id"] for c in view["children"])]
+    assert all(line["parent_id"] == task_id for line in lines[1:])
+    code, out, _ = _run("checkpoint", task_id, cwd=workdir)
+    assert code == 0
+    for child in view["children"]:
+        assert f"# child {child['id']} (succeeded) at echo\n" in out
+
+
 def test_history_of_a_fan_out_task_links_children_to_their_parent(tasks_mesh: LocalMesh, workdir: Path) -> None:
     """P-FAN-2: the first frame keeps the task id, the others are children with ``parent_id`` = the task id; the
     history lists every step under the task's id, and the fan-out step's outputs are the envelopes it sent."""

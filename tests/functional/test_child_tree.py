@@ -4,6 +4,7 @@ and the parent's task view lists them; a failed child's slice puts the failure o
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -72,6 +73,36 @@ def test_p_fan_7_a_succeeded_child_reads_succeeded(harness: Callable[..., Harnes
         "normalize",
         1,
         None,
+    )
+    # P-FAN-9: the line reserved on the finish write is where x-sink wrote the child's envelope
+    body = h.mesh.aws.s3.get_object(Bucket=h.mesh.resources.bucket, Key=node["checkpoint_key"])["Body"].read()
+    line = json.loads(body.decode("utf-8").splitlines()[node["checkpoint_line"] - 1])
+    assert (line["id"], line["parent_id"], line["status"]["phase"]) == ("c-ok", "t-tree-ok", "succeeded")
+
+
+def test_p_fan_9_roots_and_children_of_one_batch_share_an_object_at_their_reserved_lines(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness("fails_before_attempt", None)
+    h.store.create_task(task_id="t-mix", actor="normalize", payload={})
+    bodies = []
+    for env_id, parent in (("t-mix", None), ("c-mix-1", "t-mix"), ("c-mix-2", "t-mix")):
+        body = actors.envelope(env_id, parent_id=parent, nxt=[])
+        body["status"].update(phase="succeeded", reason="Completed")
+        bodies.append(body)
+        if parent is not None:  # the child's claim at its last actor created its item
+            assert h.store.claim_fence(env_id, parent, claim=(1, 1, 0), actor="normalize").outcome.value == "accepted"
+    assert run_sink(h.mesh, [bodies[1], bodies[0], bodies[2]], clock=lambda: NOW)["batchItemFailures"] == []
+    view = h.store.get_task("t-mix")
+    assert view is not None
+    nodes = {c["id"]: c for c in view["children"]}
+    assert {view["checkpoint_key"], nodes["c-mix-1"]["checkpoint_key"], nodes["c-mix-2"]["checkpoint_key"]} == {
+        view["checkpoint_key"]
+    }
+    assert (nodes["c-mix-1"]["checkpoint_line"], view["checkpoint_line"], nodes["c-mix-2"]["checkpoint_line"]) == (
+        1,
+        2,
+        3,
     )
 
 

@@ -625,7 +625,7 @@ def test_p_fan_3_children_write_no_status(harness: Callable[..., Harness]) -> No
             "status": "running",
             "current_actor": "normalize",
             "actor": "normalize",
-            "hop": 2,
+            "hop": 1,
             "attempt": 1,
             "error": None,
         }

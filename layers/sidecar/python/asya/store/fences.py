@@ -24,8 +24,8 @@ The child tree (R3, docs/protocol.md P-FAN-7): a child item also says how its ch
 writes and never by a write of its own: the claim stores ``child_status = running`` and the claiming ``actor`` (the
 attempt is ``fence_a``, the hop ``fence_h``); the retry's advance stores ``child_status = retrying`` and the handler's
 ``error`` (clipped to :data:`CHILD_ERROR_LIMIT_BYTES`); the finish stores the phase it ended in (``succeeded`` /
-``failed``), the actor it ended at, its last ``attempt`` and, when failed, its ``error``. A claim keeps the last
-``error``.
+``failed``), the actor it ended at, its last ``attempt``, its checkpoint's ``checkpoint_key`` and ``checkpoint_line``
+(reserved before the PUT, P-FAN-9) and, when failed, its ``error``. A claim keeps the last ``error``.
 
 Write units: each call is one write of a small item (1 unit).
 """
@@ -142,9 +142,10 @@ class Fences:
         actor: str | None = None,
         error: str | None = None,
         attempt: int | None = None,
+        checkpoint: tuple[str, int] | None = None,
     ) -> ChildFinish:
         """Mark a child finished (see the module docstring); ``phase``, ``actor``, ``attempt`` and ``error`` are how
-        it ended (the fence no longer tells the attempt)."""
+        it ended (the fence no longer tells the attempt), ``checkpoint`` the key and line of its checkpoint."""
         sets = "SET #fh = :fh, #fa = :fa, #lease = :zero, #done = :writer"
         names = {"#pk": "pk", "#fh": "fence_h", "#fa": "fence_a", "#lease": "lease_until", "#done": "done_by"}
         values = {
@@ -163,6 +164,10 @@ class Fences:
             sets += ", #attempt = :attempt"
             names["#attempt"] = "attempt"
             values[":attempt"] = rec.num_av(attempt)
+        if checkpoint is not None:
+            sets += ", #ckey = :ckey, #cline = :cline"
+            names.update({"#ckey": "checkpoint_key", "#cline": "checkpoint_line"})
+            values.update({":ckey": rec.str_av(checkpoint[0]), ":cline": rec.num_av(checkpoint[1])})
         request = {
             "TableName": self.table,
             "Key": fence_key(envelope_id, parent_id),

@@ -350,11 +350,19 @@ class TaskStore:
         actor: str | None = None,
         error: str | None = None,
         attempt: int | None = None,
+        checkpoint: tuple[str, int] | None = None,
     ) -> ChildFinish:
         """A child's last hop reached x-sink or an aggregator: mark its fence item finished (P-ACK-7 (R3)), with how
         it ended (``phase``, ``actor``, ``error``: the child tree)."""
         return self._fences.finish(
-            envelope_id, parent_id, writer_id=writer_id, phase=phase, actor=actor, error=error, attempt=attempt
+            envelope_id,
+            parent_id,
+            writer_id=writer_id,
+            phase=phase,
+            actor=actor,
+            error=error,
+            attempt=attempt,
+            checkpoint=checkpoint,
         )
 
     @staticmethod
