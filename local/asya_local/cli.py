@@ -317,7 +317,7 @@ def _watch(args: argparse.Namespace, io: CliIo) -> int:
         stream = client.events(ids[0]) if len(ids) == 1 else client.watch(ids)
         # one task followed: its children's retries and failures as SSE comment lines (GW-TASK-9)
         children = (
-            ChildWatch(lambda: client.get(ids[0]), lambda text: io.out.write(f": {text}\n\n"))
+            ChildWatch(lambda: client.get(ids[0]), lambda text: io.out.writelines((": ", text, "\n\n")))
             if len(ids) == 1
             else None
         )
