@@ -156,7 +156,7 @@ class AggregatorRuntime(CrewRuntime):
             return
         if header.index and env.parent_id and not hdr.is_stealth(env.headers):
             # the slice's hop completed: a late copy of it is a duplicate from now on (P-ACK-7 (R3))
-            self._store.finish_child(env.id, env.parent_id, writer_id=record.message_id)
+            self._store.finish_child(env.id, env.parent_id, writer_id=record.message_id, phase="succeeded")
         if not progress.complete or progress.emitted:
             return  # P-AGG-7: nothing sent, nothing written
         self._emit(header, now, now_ms)

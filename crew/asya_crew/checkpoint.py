@@ -17,6 +17,10 @@ GW-DATA-7).
   UTC date), ``text/plain; charset=utf-8``, create-if-absent: the SQS message id names it, never the body (P-SUMP-5).
 - A record's place is a :class:`CheckpointLine` ``(key, line)``, ``line`` 1-based (P-CKPT-4); the task record and the
   ``x-asya-checkpointed`` header carry it (P-SINK-5).
+- :meth:`CheckpointWriter.plan` reserves a record's line before the PUT, in record order (x-sink: a fan-out child's
+  finish write names its line, the child tree's P-FAN-9 (R3)); :meth:`CheckpointWriter.unplan` gives back the last
+  reservation (a record that will not be checkpointed after all). ``write`` puts planned records at their planned
+  lines, in objects of their own, and forgets every plan.
 """
 
 from __future__ import annotations
@@ -102,18 +106,50 @@ class CheckpointWriter:
         self._s3 = s3
         self._clock = clock
         self._new_id = new_id
+        self._planned: dict[Hashable, CheckpointLine] = {}
+        self._last: dict[tuple[str, str], CheckpointLine] = {}  # (phase, day) -> the last line planned
+
+    def plan(self, ref: Hashable, phase: str, envelope: Envelope) -> CheckpointLine:
+        """Reserve the next line of this invocation's ``(phase, day)`` object for ``ref`` (see the module docstring)."""
+        group = (phase, checkpoint_day(envelope, now=self._clock()))
+        last = self._last.get(group)
+        line = (
+            CheckpointLine(tableschema.checkpoint_key(phase, group[1], self._new_id()), 1)
+            if last is None
+            else CheckpointLine(last.key, last.line + 1)
+        )
+        self._last[group] = self._planned[ref] = line
+        return line
+
+    def unplan(self, ref: Hashable) -> None:
+        """Give back ``ref``'s reservation, which must be the last one of its object (records plan one at a time)."""
+        line = self._planned.pop(ref, None)
+        if line is None:
+            return
+        for group, last in self._last.items():
+            if last == line:
+                self._last[group] = CheckpointLine(line.key, line.line - 1)
+                return
+        raise ValueError(f"unplan: line {line.line} of {line.key} is not the last one planned")
 
     def write(self, entries: Iterable[CheckpointEntry]) -> dict[Hashable, CheckpointLine | CheckpointError]:
         """Write ``entries`` (in record order) and say, per ``ref``, where it landed or why it did not."""
+        planned, self._planned, self._last = self._planned, {}, {}
         now = self._clock()
         groups: dict[tuple[str, str], list[CheckpointEntry]] = {}
         for entry in entries:
             if entry.phase not in _PHASES:
                 raise ValueError(f"phase: checkpoints are for 'succeeded' or 'failed' envelopes, got {entry.phase!r}")
-            groups.setdefault((entry.phase, checkpoint_day(entry.envelope, now=now)), []).append(entry)
+            line = planned.get(entry.ref)
+            group = ("", line.key) if line is not None else (entry.phase, checkpoint_day(entry.envelope, now=now))
+            groups.setdefault(group, []).append(entry)
         out: dict[Hashable, CheckpointLine | CheckpointError] = {}
         for (phase, day), members in groups.items():
-            key = tableschema.checkpoint_key(phase, day, self._new_id())
+            key = day if not phase else tableschema.checkpoint_key(phase, day, self._new_id())
+            if not phase and [planned[entry.ref].line for entry in members] != list(range(1, len(members) + 1)):
+                gap = CheckpointError(f"checkpoint {key}: the planned lines are not 1..{len(members)} in record order")
+                out.update((entry.ref, gap) for entry in members)
+                continue
             try:
                 self._put(key, [checkpoint_text(entry.envelope) for entry in members])
             except CheckpointError as exc:

@@ -7,9 +7,10 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
   ``x-asya-fan-in.origin_id`` (unless stealth) and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
 - phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
 - ``succeeded``/``failed`` of a fan-out child (not stealth), before anything else: its child item is marked finished
-  (``TaskStore.finish_child``, one write per child, P-ACK-7 (R3)); when another record finished it before, this one
-  is a late copy: logged and acked with no checkpoint, status or x-sump send, so a finished child is never failed
-  later;
+  (``TaskStore.finish_child``, one write per child, P-ACK-7 (R3)), with how it ended and the checkpoint line reserved
+  for it in record order (``CheckpointWriter.plan``: the child tree, P-FAN-7/9 (R3)); when another record finished
+  it before, this one is a late copy: logged and acked with no checkpoint, status or x-sump send, so a finished child
+  is never failed later;
 - ``succeeded``/``failed`` (P-SINK-5): (a) the payload is rehydrated; (b) the envelope is one line of the invocation's
   JSON Lines object for its phase and date (``asya_crew.checkpoint``), written before any status write; a failed PUT
   fails every record of that object; (c) unless ``parent_id`` is set or the envelope is in stealth mode, the final
@@ -57,15 +58,33 @@ class SinkRuntime(CrewRuntime):
 
     def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
         prepared = super()._prepare(record)
-        if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None:
+        if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
             return prepared
+        # every checkpointed record reserves its line in record order, so a child's finish write can name it and
+        # roots and children still share one object per phase (P-FAN-9 (R3))
+        line = self._checkpoints.plan(record.message_id, prepared.checkpoint_phase, prepared.hydrated)
         envelope = prepared.envelope
         if not envelope.parent_id or hdr.is_stealth(envelope.headers):
             return prepared
         # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7 (R3))
-        found = self._store.finish_child(envelope.id, envelope.parent_id, writer_id=record.message_id)
+        status = envelope.status or Status()
+        try:
+            found = self._store.finish_child(
+                envelope.id,
+                envelope.parent_id,
+                writer_id=record.message_id,
+                phase=prepared.phase,  # how the child ended, for the parent's child tree (P-FAN-7 (R3))
+                actor=status.actor,
+                attempt=status.attempt,
+                error=_error_message(envelope) if prepared.phase == Phase.FAILED.value else None,
+                checkpoint=(line.key, line.line),
+            )
+        except Exception:
+            self._checkpoints.unplan(record.message_id)  # this record fails: its line goes to the next one
+            raise
         if found is not ChildFinish.ALREADY:
             return prepared
+        self._checkpoints.unplan(record.message_id)
         self._log.info(
             "late copy of a finished child: acked without a checkpoint",
             extra={"correlation_id": envelope.id, "phase": prepared.phase},
@@ -121,6 +140,8 @@ class SinkRuntime(CrewRuntime):
         phase: str,
         checkpoint: CheckpointLine | None,
         writer_id: str,
+        *,
+        child_label: str = "",
     ) -> None:
         status = envelope.status or Status()
         key = checkpoint.key if checkpoint is not None else None
@@ -138,9 +159,7 @@ class SinkRuntime(CrewRuntime):
             )
             return
         payload = envelope.payload if isinstance(envelope.payload, dict) else {}
-        error = status.error.get("message") if status.error else None
-        if not isinstance(error, str):
-            error = payload.get("error") if isinstance(payload.get("error"), str) else "task failed"
+        error = child_label + _error_message(envelope)
         details = status.error if status.error else payload.get("details")
         self._store.report_final(
             task_id,
@@ -162,7 +181,10 @@ class SinkRuntime(CrewRuntime):
         fan_in = envelope.headers.get(hdr.FAN_IN)
         origin = fan_in.get("origin_id") if isinstance(fan_in, dict) else None
         if isinstance(origin, str) and origin and not hdr.is_stealth(envelope.headers):
-            self._report(origin, envelope, phase, None, writer_id)
+            # a child's slice fails its task: the error names the child, and failed_actor is where it failed (the
+            # store shows that actor as current_actor too), never the actor that fanned out (P-FAN-7 (R3))
+            label = f"child {envelope.id}: " if envelope.id != origin else ""
+            self._report(origin, envelope, phase, None, writer_id, child_label=label)
         self._transport.send(naming.SUMP, envelope)
 
     def _send_hooks(self, envelope: Envelope, phase: str) -> list[str]:
@@ -187,6 +209,16 @@ class SinkRuntime(CrewRuntime):
             except AsyaError as exc:
                 errors.append(f"{hook}: {exc}")
         return errors
+
+
+def _error_message(envelope: Envelope) -> str:
+    """A failed envelope's error message: ``status.error.message``, else the error payload's ``error``."""
+    status = envelope.status or Status()
+    error = status.error.get("message") if status.error else None
+    if isinstance(error, str):
+        return error
+    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+    return payload["error"] if isinstance(payload.get("error"), str) else "task failed"
 
 
 def _task_id(envelope: Envelope) -> str:

@@ -60,6 +60,7 @@ from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
 from asya_local.agents_cli import add_agent_parsers
 from asya_local.auth import gateway_auth
+from asya_local.childwatch import ChildWatch
 from asya_local.cliargs import http_url, port, seconds
 from asya_local.client import GatewayClient
 from asya_local.cliio import CliIo, compact_json
@@ -314,6 +315,12 @@ def _watch(args: argparse.Namespace, io: CliIo) -> int:
     with args.client() as client:
         ids: list[str] = args.id
         stream = client.events(ids[0]) if len(ids) == 1 else client.watch(ids)
+        # one task followed: its children's retries and failures as SSE comment lines (GW-TASK-9)
+        children = (
+            ChildWatch(lambda: client.get(ids[0]), lambda text: io.out.writelines((": ", text, "\n\n")))
+            if len(ids) == 1
+            else None
+        )
         for event in stream.events():
             if event.retry is not None:
                 io.out.write(f"retry: {event.retry}\n")
@@ -322,6 +329,11 @@ def _watch(args: argparse.Namespace, io: CliIo) -> int:
             io.out.write(f"event: {event.event}\n")
             io.out.writelines(f"data: {line}\n" for line in event.data.split("\n"))
             io.out.write("\n")
+            if children is not None:
+                children.poll()
+            io.out.flush()
+        if children is not None:
+            children.update(client.get(ids[0]))
             io.out.flush()
     return 0
 
@@ -377,6 +389,8 @@ def _gateway_env(env: Mapping[str, str]) -> dict[str, str]:
 def _follow(client: GatewayClient, task_id: str, io: CliIo, *, limit: float | None) -> dict[str, Any]:
     """Show the task's events until it ends (or ``limit`` seconds pass), then return its task view."""
     view = ProgressView(io.err, tty=io.err.isatty(), columns=shutil.get_terminal_size((100, 24)).columns)
+    # the children's retries and failures, labelled with the child, read from the view's child tree (GW-TASK-9)
+    children = ChildWatch(lambda: client.get(task_id), io.note)
     deadline = None if limit is None else time.monotonic() + limit
     try:
         for event in client.events(task_id).events():
@@ -386,6 +400,12 @@ def _follow(client: GatewayClient, task_id: str, io: CliIo, *, limit: float | No
             if deadline is not None and time.monotonic() > deadline:
                 io.error(f"stopped following task {task_id} after {limit:.0f} s")
                 break
+            children.poll()
     finally:
         view.finish()
-    return client.get(task_id)
+    final = client.get(task_id)
+    children.update(final)
+    summary = children.summary()
+    if summary is not None:
+        io.note(summary)
+    return final

@@ -5,7 +5,7 @@
     asya list       [--status S] [--flow F] [--limit N] [--cursor C] [--json]   newest first, one line per task
     asya cancel     ID                                                            DELETE the task, print its status
     asya retry      ID [--from STEP] [--timeout S]                                a new task with ID's input
-    asya checkpoint ID [--raw] [--region R]                                       the task's checkpoint line
+    asya checkpoint ID [--raw] [--region R]                                       the task's (and children's) lines
     asya history    ID [--json]                                                   the local run history (asya dev)
 
 Every command takes ``--url`` and ``--manifest`` (which running ``asya dev`` to talk to; ``asya_local.discovery``).
@@ -20,7 +20,9 @@ Every command takes ``--url`` and ``--manifest`` (which running ``asya dev`` to 
 - ``checkpoint`` reads the object named by the view's ``checkpoint_uri`` and prints its line ``checkpoint_line``
   (1-based; checkpoints are JSON Lines, one envelope per line), pretty-printed, or as stored with ``--raw``. The
   object is read from the running ``asya dev``'s moto when the gateway is one, else from S3 with the default AWS
-  credential chain.
+  credential chain. (R3) Then each fan-out child's line that the view's child tree names (P-FAN-9), after a
+  ``# child ID (STATUS) at ACTOR`` line (with ``--raw``: the lines alone); a child without a line yet is listed as
+  such. A task without a line of its own but with children's lines prints those and exits 0.
 - ``history`` prints each step of a task's run: hop, actor, attempt, duration, input, outputs, error, children
   indented under the step that sent them. It reads the history recorded in S3 (``GET /api/v1/mesh/{id}/history``, a
   flow with ``history: steps``, in AWS and locally), else ``asya dev``'s in-memory one.
@@ -183,31 +185,58 @@ def _retry(args: argparse.Namespace, io: CliIo) -> int:
 def _checkpoint(args: argparse.Namespace, io: CliIo) -> int:
     with args.client() as client:
         view = client.get(args.id)
-    uri = view.get("checkpoint_uri")
-    if not isinstance(uri, str) or not uri.startswith("s3://"):
-        io.error(f"task {args.id} ({view.get('status')}) has no checkpoint yet")
-        return 1
-    parts = urlsplit(uri)
-    bucket, key = parts.netloc, parts.path.lstrip("/")
-    line_number = view.get("checkpoint_line")
-    number = line_number if isinstance(line_number, int) and line_number >= 1 else 1
+    children = [c for c in view.get("children") or [] if isinstance(c, dict)]
+    objects: dict[str, list[str]] = {}  # children of one x-sink batch share an object: read it once
     local = args.target.local
     clients = make_clients(local.endpoint_url if local else None, region=(local.region if local else args.region))
-    try:
-        body = clients.s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
-    except ClientError as exc:
-        raise LocalModeError(f"cannot read checkpoint {uri}: {exc.response['Error']['Code']}") from None
-    except BotoCoreError as exc:
-        raise LocalModeError(f"cannot read checkpoint {uri}: {exc}") from None
-    lines = body.splitlines()
+
+    def show(node: dict[str, Any]) -> None:
+        line = _checkpoint_line(clients, objects, str(node["checkpoint_uri"]), node.get("checkpoint_line"))
+        if args.raw:
+            io.line(line)
+        else:
+            io.print_json(json.loads(line))
+
+    own = _has_line(view)
+    if own:
+        show(view)
+    else:
+        io.error(f"task {args.id} ({view.get('status')}) has no checkpoint yet")
+    listed = 0
+    for child in children:
+        if not args.raw:
+            at = f" at {child['current_actor']}" if child.get("current_actor") else ""
+            io.line(f"# child {child.get('id')} ({child.get('status')}){at}")
+        if _has_line(child):
+            show(child)
+            listed += 1
+        elif not args.raw:
+            io.line("# no checkpoint yet")
+    return 0 if own or listed else 1
+
+
+def _has_line(view: dict[str, Any]) -> bool:
+    uri = view.get("checkpoint_uri")
+    return isinstance(uri, str) and uri.startswith("s3://")
+
+
+def _checkpoint_line(clients: Any, objects: dict[str, list[str]], uri: str, line_number: Any) -> str:
+    """Line ``line_number`` (1-based; the first when none is named) of the checkpoint object at ``uri``."""
+    number = line_number if isinstance(line_number, int) and line_number >= 1 else 1
+    if uri not in objects:
+        parts = urlsplit(uri)
+        bucket, key = parts.netloc, parts.path.lstrip("/")
+        try:
+            body = clients.s3.get_object(Bucket=bucket, Key=key)["Body"].read().decode("utf-8")
+        except ClientError as exc:
+            raise LocalModeError(f"cannot read checkpoint {uri}: {exc.response['Error']['Code']}") from None
+        except BotoCoreError as exc:
+            raise LocalModeError(f"cannot read checkpoint {uri}: {exc}") from None
+        objects[uri] = body.splitlines()
+    lines = objects[uri]
     if number > len(lines):
         raise LocalModeError(f"checkpoint {uri} has {len(lines)} lines, the task names line {number}")
-    line = lines[number - 1]
-    if args.raw:
-        io.line(line)
-    else:
-        io.print_json(json.loads(line))
-    return 0
+    return lines[number - 1]
 
 
 def _history(args: argparse.Namespace, io: CliIo) -> int:

@@ -219,13 +219,20 @@ def test_untrusted_task_data_renders_as_inert_text(page: Any, console: Console) 
 
 
 def test_gw_task_1_children_of_a_fan_out_are_listed(page: Any, console: Console) -> None:
+    """The child tree (P-FAN-7 (R3)): one row per child with its status, current actor and attempt."""
     task_id = console.create("fanout", {"text": "one\ntwo\nthree"})
     _open(page, console, f"#/task/{task_id}")
     _wait_status(page, "succeeded")
     view = console.view(task_id)
     assert len(view["children"]) == 2, view  # three lines: frame 0 carries the task on, two children
+    page.reload()  # the children may have finished after the task: the page shows the view as read
+    _wait_status(page, "succeeded")
+    view = console.view(task_id)
     for child in view["children"]:
-        assert page.locator(f'#children [data-task="{child["id"]}"]').count() == 1
+        row = page.locator(f'#children [data-child="{child["id"]}"]')
+        row.wait_for()
+        assert row.locator("[data-status]").get_attribute("data-status") == child["status"]
+        assert child["current_actor"] in row.text_content()
 
 
 def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Console) -> None:

@@ -11,7 +11,7 @@ import os
 import signal
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -154,6 +154,27 @@ def test_cancel_a_running_task_then_a_terminal_one(tasks_mesh: LocalMesh, workdi
     assert err == f"asya: task {task_id} had already ended canceled: nothing to cancel\n"
 
 
+def test_p_cancel_1_cancel_reaches_a_running_generator_at_its_next_yield(tasks_mesh: LocalMesh, tmp_path: Path) -> None:
+    """P-CANCEL-1..3 (R3): ``DELETE`` of a task whose generator handler is running; the handler gets
+    ``TaskCanceledError`` at a yield within one read interval (5 s) and cleans up, long before its 15 s of work end,
+    and the task stays ``canceled``."""
+    marker = tmp_path / "drip.txt"
+    task_id = _create(tasks_mesh, "dripping", {"marker": str(marker)})
+    _wait_for(marker.exists)
+    assert httpx.delete(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
+    _wait_for(lambda: marker.read_text() in ("cleaned up", "ran to its end"))
+    assert marker.read_text() == "cleaned up"
+    view = httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
+    assert view["status"] == "canceled"
+
+
+def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.05)
+
+
 def test_cancel_an_unknown_task_is_the_gateways_404(tasks_mesh: LocalMesh, workdir: Path) -> None:
     task_id = "00000000-0000-4000-8000-000000000000"
     code, _, err = _run("cancel", task_id, cwd=workdir)
@@ -238,6 +259,30 @@ def test_checkpoint_of_a_running_task_says_there_is_none_yet(tasks_mesh: LocalMe
         f"asya: task {task_id} (running) has no checkpoint yet\n",
         f"asya: task {task_id} (pending) has no checkpoint yet\n",
     )
+
+
+def test_p_fan_9_checkpoint_of_a_fan_out_parent_lists_its_childrens_lines(tasks_mesh: LocalMesh, workdir: Path) -> None:
+    """Issue 28: the parent's own line, then each child's under a ``# child`` line, read from the child tree."""
+    task_id = _create(tasks_mesh, "fanned", {"parts": 3})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    view: dict[str, Any] = {}
+
+    def children_checkpointed() -> bool:
+        view.update(httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}", timeout=10).json())
+        nodes = view.get("children") or []
+        return "checkpoint_uri" in view and len(nodes) == 2 and all("checkpoint_uri" in c for c in nodes)
+
+    _wait_for(children_checkpointed, timeout=60)  # children may finish after their task (P-FAN-6)
+    assert {(c["status"], c["current_actor"]) for c in view["children"]} == {("succeeded", "echo")}
+    code, out, err = _run("checkpoint", task_id, "--raw", cwd=workdir)
+    assert (code, err) == (0, "")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [line["id"] for line in lines] == [task_id, *(c["id"] for c in view["children"])]
+    assert all(line["parent_id"] == task_id for line in lines[1:])
+    code, out, _ = _run("checkpoint", task_id, cwd=workdir)
+    assert code == 0
+    for child in view["children"]:
+        assert f"# child {child['id']} (succeeded) at echo\n" in out
 
 
 def test_history_of_a_fan_out_task_links_children_to_their_parent(tasks_mesh: LocalMesh, workdir: Path) -> None:

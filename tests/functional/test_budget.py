@@ -40,5 +40,10 @@ def test_p_ack_8_an_intermediate_hop_makes_exactly_one_write_request(usage: dict
 
 
 def test_gw_data_8_pre_flight_reads_once_per_batch(usage: dict[str, Any]) -> None:
+    """One pre-flight ``BatchGetItem`` per batch. The only other read allowed is the cancel check of a generator
+    handler (P-CANCEL-3/5 (R3): a ``GetItem`` once a batch has run 5 s, priced outside this budget), which a batch
+    meets only on a machine slow enough to take that long."""
     for actor in ("normalize", "analyze", "summarize"):
-        assert usage["dynamodb_reads_per_invocation"][actor] == {"BatchGetItem": 1.0}, actor
+        reads = dict(usage["dynamodb_reads_per_invocation"][actor])
+        assert reads.pop("BatchGetItem") == 1.0, (actor, reads)
+        assert set(reads) <= {"GetItem"}, (actor, reads)

@@ -300,7 +300,8 @@ def test_p_fan_3_children_claim_their_own_items_and_never_write_the_task(make: C
     assert task_after["fence_h"] == task_before["fence_h"]
     view = split.store.get_task("t-kids")
     assert view is not None
-    assert {"id": child["id"], "actor": "analyze"} in view["children"]
+    node = next(c for c in view["children"] if c["id"] == child["id"])
+    assert (node["status"], node["current_actor"], node["hop"], node["attempt"]) == ("running", "analyze", 2, 1)
 
 
 def test_p_stat_10_the_root_envelope_of_a_finished_task_is_acked_unprocessed(make: Callable[..., Harness]) -> None:

@@ -619,7 +619,17 @@ def test_p_fan_3_children_write_no_status(harness: Callable[..., Harness]) -> No
     task = h.store.get_task("t-root")
     assert task is not None
     assert (task["status"], task["last_event_id"]) == ("pending", 1)
-    assert task["children"] == [{"id": "child-x", "actor": "normalize"}]
+    assert task["children"] == [
+        {
+            "id": "child-x",
+            "status": "running",
+            "current_actor": "normalize",
+            "actor": "normalize",
+            "hop": 1,
+            "attempt": 1,
+            "error": None,
+        }
+    ]
 
 
 def test_p_stat_15_fly_values_go_to_the_task_log_before_completed(harness: Callable[..., Harness]) -> None:

@@ -405,7 +405,9 @@ def test_p_sink_3_failed_fan_in_partial_fails_the_origin(sink: Sink) -> None:
     assert sink.run(partial, ok_partial) == []
     view = sink.store.get_task("origin-1")
     assert view is not None
-    assert view["status"] == "failed" and view["error"] == "model returned no text"
+    # the error names the child, and the task reads the actor the child failed at (P-FAN-8 (R3))
+    assert view["status"] == "failed" and view["error"] == "child child-1: model returned no text"
+    assert view["current_actor"] == view["failed_actor"] == partial["status"]["actor"]
     assert "checkpoint_key" not in view
     assert sink.keys() == []
     assert sink.drain("x-sump") == [partial]

@@ -468,8 +468,16 @@ async function taskPage(alive, id) {
       : el("pre", { id: "payload", text: json(view.payload) });
     parts.push(el("div", { class: "card" }, el("h2", { text: "Input" }), payload));
     if (Array.isArray(view.children) && view.children.length) {
+      // the child tree (P-FAN-7 (R3)): a child has no task record of its own, so its row says all the view knows
       parts.push(el("div", { class: "card", id: "children" }, el("h2", { text: "Fan-out children" }),
-        el("ul", {}, view.children.map((child) => el("li", {}, taskLink(String(child.id)), child.actor ? " · " + child.actor : "")))));
+        el("table", { "data-testid": "child-tree" },
+          el("thead", {}, el("tr", {}, ["child", "status", "current actor", "attempt", "last error"].map((h) => el("th", { text: h })))),
+          el("tbody", {}, view.children.map((child) => el("tr", { "data-child": String(child.id) },
+            el("td", { class: "mono", text: String(child.id) }),
+            el("td", {}, badge(child.status || "running")),
+            el("td", { text: child.current_actor || child.actor || "—" }),
+            el("td", { text: child.attempt != null ? String(child.attempt) : "—" }),
+            el("td", { class: child.error ? "error-text" : "muted", text: child.error || "—" })))))));
     }
     outcome.replaceChildren(...parts);
   }

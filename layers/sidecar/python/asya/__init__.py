@@ -15,6 +15,7 @@ from asya.exceptions import (
     ManifestError,
     NamingError,
     SerializationError,
+    TaskCanceledError,
 )
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "Route",
     "SerializationError",
     "Status",
+    "TaskCanceledError",
     "parse_envelope",
 ]
 

@@ -38,6 +38,13 @@ With ``guard`` (an :class:`asya.timeout.CallGuard`) the call is bounded by its l
 ``guard.bounded``, and ``on_frame``/``on_fly`` are shielded. Past the limit the generator is closed and ``run`` raises
 :class:`asya.timeout.HandlerTimeoutError`; frames passed before stay passed.
 
+With ``cancel`` (a zero-argument check, ``asya.cancelwatch``) a generator handler (sync or async) is asked about its
+task's cancel after each ``yield`` (P-CANCEL (R3)): once the check answers true, nothing yielded at that ``yield`` is
+passed on, :class:`asya.exceptions.TaskCanceledError` is thrown into the generator there (it may clean up), the
+generator is closed (a further ``yield`` meets ``GeneratorExit``) and ``run`` raises ``TaskCanceledError``, whatever
+the generator did after the throw (a cleanup error is logged). Functions and coroutines are never asked: they run to
+their end.
+
 ``error_details(exc)`` builds the error details object of P-ERR-3.
 """
 
@@ -55,7 +62,7 @@ from types import AsyncGeneratorType, CoroutineType, GeneratorType, ModuleType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from asya.abi_state import AbiState, Frame, command_verb
-from asya.exceptions import HandlerLoadError, SerializationError
+from asya.exceptions import HandlerLoadError, SerializationError, TaskCanceledError
 from asya.serialize import as_jsonable, to_jsonable
 from asya.suggest import did_you_mean_attribute
 from asya.timeout import CallGuard
@@ -86,6 +93,7 @@ TRACEBACK_LIMIT_BYTES: Final = 32 * 1024
 HandlerKind = Literal["function", "async", "generator", "async_generator"]
 OnFrame = Callable[[Frame], None]
 OnFly = Callable[[Any], None]
+CancelCheck = Callable[[], bool]
 
 
 class HandlerError(Exception):
@@ -119,11 +127,15 @@ class Handler:
         on_fly: OnFly,
         guard: CallGuard | None = None,
         copy_result: bool = True,
+        cancel: CancelCheck | None = None,
     ) -> None:
-        """One handler call; see the module docstring for frames, commands, errors, ``guard`` and ``copy_result``."""
+        """One handler call; see the module docstring for frames, commands, errors, ``guard``, ``copy_result`` and
+        ``cancel``."""
         convert_result = to_jsonable if copy_result else as_jsonable
         if guard is not None:
             on_frame, on_fly = guard.shielded(on_frame), guard.shielded(on_fly)
+            if cancel is not None:
+                cancel = _shielded_check(guard, cancel)
 
         def sync_part() -> Any:
             try:
@@ -131,13 +143,13 @@ class Handler:
             except Exception as exc:
                 raise HandlerError(exc) from exc
             if isinstance(result, GeneratorType) and self.kind == "generator":
-                _drive(result, state, on_frame, on_fly)
+                _drive(result, state, on_frame, on_fly, cancel)
                 return None
             return result
 
         result = sync_part() if guard is None else guard.call(sync_part)
         if isinstance(result, AsyncGeneratorType) and self.kind == "async_generator":
-            self._run_async(_drive_async(result, state, on_frame, on_fly), guard)
+            self._run_async(_drive_async(result, state, on_frame, on_fly, cancel), guard)
         elif isinstance(result, CoroutineType):
             value = self._run_async(_await_handler(result), guard)
             if value is not None:
@@ -257,7 +269,51 @@ def _step(
     return None, None, index + 1
 
 
-def _drive(gen: Generator[Any, Any, Any], state: AbiState, on_frame: OnFrame, on_fly: OnFly) -> None:
+def _shielded_check(guard: CallGuard, check: CancelCheck) -> CancelCheck:
+    """``check`` made atomic with respect to the time limit's interruption, as ``on_frame`` is."""
+    answer = [False]
+
+    def store(_: None) -> None:
+        answer[0] = check()
+
+    run = guard.shielded(store)
+
+    def shielded_check() -> bool:
+        run(None)
+        return answer[0]
+
+    return shielded_check
+
+
+_CANCELED_MESSAGE: Final = "the task was canceled"
+
+
+def _thrown_cancel(gen: Generator[Any, Any, Any]) -> TaskCanceledError:
+    """P-CANCEL (R3): throw ``TaskCanceledError`` at the current yield; the caller closes the generator after."""
+    error = TaskCanceledError(_CANCELED_MESSAGE)
+    try:
+        gen.throw(error)
+    except (StopIteration, TaskCanceledError):
+        pass
+    except Exception:
+        _log.warning("handler raised while cleaning up after its task was canceled", exc_info=True)
+    return error
+
+
+async def _athrown_cancel(agen: _AsyncGen[Any, Any]) -> TaskCanceledError:
+    error = TaskCanceledError(_CANCELED_MESSAGE)
+    try:
+        await agen.athrow(error)
+    except (StopAsyncIteration, TaskCanceledError):
+        pass
+    except Exception:
+        _log.warning("handler raised while cleaning up after its task was canceled", exc_info=True)
+    return error
+
+
+def _drive(
+    gen: Generator[Any, Any, Any], state: AbiState, on_frame: OnFrame, on_fly: OnFly, cancel: CancelCheck | None
+) -> None:
     index = 0
     reply: Any = None
     error: Exception | None = None
@@ -269,6 +325,8 @@ def _drive(gen: Generator[Any, Any, Any], state: AbiState, on_frame: OnFrame, on
                 return
             except Exception as exc:
                 raise HandlerError(exc) from exc
+            if cancel is not None and cancel():
+                raise _thrown_cancel(gen)
             reply, error, index = _step(item, index, state, on_frame, on_fly)
     finally:
         try:
@@ -277,7 +335,9 @@ def _drive(gen: Generator[Any, Any, Any], state: AbiState, on_frame: OnFrame, on
             _log.warning("handler generator failed while being closed after an error", exc_info=True)
 
 
-async def _drive_async(agen: _AsyncGen[Any, Any], state: AbiState, on_frame: OnFrame, on_fly: OnFly) -> None:
+async def _drive_async(
+    agen: _AsyncGen[Any, Any], state: AbiState, on_frame: OnFrame, on_fly: OnFly, cancel: CancelCheck | None
+) -> None:
     index = 0
     reply: Any = None
     error: Exception | None = None
@@ -289,6 +349,8 @@ async def _drive_async(agen: _AsyncGen[Any, Any], state: AbiState, on_frame: OnF
                 return
             except Exception as exc:
                 raise HandlerError(exc) from exc
+            if cancel is not None and cancel():
+                raise await _athrown_cancel(agen)
             reply, error, index = _step(item, index, state, on_frame, on_fly)
     finally:
         try:

@@ -68,6 +68,7 @@ class Reason(StrEnum):
     TIMEOUT = "Timeout"
     PREFLIGHT_CANCELED = "PreFlightCanceled"
     PREFLIGHT_PAUSED = "PreFlightPaused"
+    CANCELED_AT_YIELD = "CanceledAtYield"
     PARSE_ERROR = "ParseError"
     ROUTE_MISMATCH = "RouteMismatch"
     HANDLER_LOAD_ERROR = "HandlerLoadError"

@@ -11,6 +11,7 @@ __all__ = [
     "ManifestError",
     "NamingError",
     "SerializationError",
+    "TaskCanceledError",
 ]
 
 
@@ -49,3 +50,9 @@ class HopHeldError(AsyaError):
     def __init__(self, message: str, *, remaining_seconds: int) -> None:
         super().__init__(message)
         self.remaining_seconds = remaining_seconds
+
+
+class TaskCanceledError(AsyaError):
+    """The task was canceled while its generator handler ran (P-CANCEL (R3)): thrown into the generator at its next
+    ``yield``, where the handler may clean up. A handler need not catch it; whatever the generator does after it, the
+    hop ends ``canceled`` (no retry, no ``failed`` status)."""

@@ -14,6 +14,10 @@ through the batch's outbox as the hop releases them (``asya.hop``), FLY values g
   reaches the outbox; ``SerializationError`` from the send itself (an oversized frame, P-LARGE-3) before any frame was
   staged, or ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7, P-ERR-7) before any frame: x-sump with the
   input payload as received, and the layer's final status;
+- ``TaskCanceledError`` (the task was canceled while a generator ran, thrown at its next yield, P-CANCEL (R3)): no
+  retry, no final status (the task item already says ``canceled``). Frames staged before still leave, frame 0 last,
+  and the next hop's pre-flight stops them; with none staged, the entry envelope goes to x-sink as ``canceled``
+  (reason ``CanceledAtYield``), which acks it;
 - any other handler error before any frame: the retry policy (``asya.retry``): a retry, x-sink, or the
   ``on_exhausted`` chain.
 
@@ -34,7 +38,7 @@ from asya import routing
 from asya.abi import AbiState, Frame, Handler, HandlerError, error_details
 from asya.config import FanInConfig
 from asya.envelope import Envelope, Reason
-from asya.exceptions import EnvelopeParseError, SerializationError
+from asya.exceptions import EnvelopeParseError, SerializationError, TaskCanceledError
 from asya.fanin import FanInRouteError, slices
 from asya.hop import HopOutput, Ticker
 from asya.infra import InfraErrors
@@ -74,7 +78,7 @@ class RecordItem:
 class Hop:
     """What the handler call and its outcome need about one record."""
 
-    __slots__ = ("entry", "fence", "fly_id", "item", "limit", "report", "ticket", "trace")
+    __slots__ = ("cancel", "entry", "fence", "fly_id", "item", "limit", "report", "ticket", "trace")
 
     def __init__(
         self,
@@ -87,6 +91,7 @@ class Hop:
         limit: CallLimit,
         fence: Fence | None,
         ticket: Ticket,
+        cancel: Callable[[], bool] | None = None,
     ) -> None:
         self.item = item
         self.entry = entry
@@ -96,6 +101,7 @@ class Hop:
         self.limit = limit  # T of the handler call (P-TIME-5)
         self.fence = fence  # the hop's claimed fence (P-ACK-8), None when unfenced
         self.ticket = ticket  # the hop's frames in the batch's outbox
+        self.cancel = cancel  # the cancel check between yields (P-CANCEL (R3)), None when unfenced
 
 
 def pristine_payload(item: RecordItem) -> Any:
@@ -154,6 +160,7 @@ class HandlerCall:
 
         state = AbiState.from_envelope(entry)
         failure: HandlerError | SerializationError | HandlerTimeoutError | None = None
+        canceled = False
         try:
             # copy_result=False: a returned plain value is encoded (Outbox.stage) by output.close() below, before any
             # handler code runs again, so it needs no copy
@@ -164,9 +171,12 @@ class HandlerCall:
                 on_fly=output.add_fly,
                 guard=CallGuard(hop.limit),
                 copy_result=False,
+                cancel=hop.cancel,
             )
         except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
             failure = exc
+        except TaskCanceledError:
+            canceled = True
         outbox.ended(hop.ticket)  # the last frames may wait for the batch's other records
         try:
             frames = output.close()  # frames yielded before an error are sent (P-RES-10)
@@ -174,6 +184,9 @@ class HandlerCall:
             failure = failure or exc
             frames = 0
         outbox.check(hop.ticket)
+        if canceled:
+            self._canceled(hop, outbox, frames if self._fan_in is None else 0)
+            return None
         if self._fan_in is not None and failure is None:
             try:
                 frames = self._send_slices(self._fan_in, held, state, hop, outbox)
@@ -204,6 +217,17 @@ class HandlerCall:
         else:
             outbox.release_first(hop.ticket)
         return frames
+
+    def _canceled(self, hop: Hop, outbox: Outbox, frames: int) -> None:
+        """P-CANCEL (R3): the handler stopped at a yield. Frames it yielded before leave (their next pre-flight stops
+        them, as any frame of a canceled task); without one, the entry goes to x-sink as ``canceled``."""
+        if frames:
+            outbox.release_first(hop.ticket)
+        else:
+            out = routing.canceled_envelope(
+                hop.entry, actor=self._actor, now=self._now(), trace=hop.trace, payload=pristine_payload(hop.item)
+            )
+            self._errors.send(out)
 
     def _send_slices(self, fan_in: FanInConfig, frames: list[Frame], state: AbiState, hop: Hop, outbox: Outbox) -> int:
         """P-FANIN-3: stage the ``N + 1`` slices; slice 0 keeps the input id, so the outbox holds it until the

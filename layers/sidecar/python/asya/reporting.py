@@ -166,7 +166,7 @@ class Reporter:
                         refence=fence.value if fence is not None else None,
                     )
                 elif fence is not None:
-                    self._store.advance_fence(fence.envelope_id, fence.parent_id, fence.value)
+                    self._store.advance_fence(fence.envelope_id, fence.parent_id, fence.value, error=error)
                 return
             except Exception as exc:  # the retry is sent: the record is acked either way (P-RES-8)
                 self._log.warning("retrying write failed", extra={"try": attempt_no, "error": str(exc)})

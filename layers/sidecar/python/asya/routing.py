@@ -35,6 +35,7 @@ __all__ = [
     "FrameLike",
     "Outgoing",
     "Trace",
+    "canceled_envelope",
     "child_id",
     "entry_attempt",
     "entry_update",
@@ -356,6 +357,16 @@ def preflight_envelope(envelope: Envelope, task_status: str, *, actor: str, now:
     )
     out_headers = trace.headers(envelope.headers)
     return Outgoing(actor=naming.SINK, envelope=_derived(envelope, out_headers, status, envelope.payload))
+
+
+def canceled_envelope(envelope: Envelope, *, actor: str, now: str, trace: Trace, payload: Any) -> Outgoing:
+    """A generator stopped at a yield because its task was canceled (P-CANCEL (R3)): the hop's entry envelope to
+    x-sink, phase ``canceled``, reason ``CanceledAtYield``, with ``payload`` (the input as the hop received it)."""
+    out = preflight_envelope(envelope, Phase.CANCELED, actor=actor, now=now, trace=trace)
+    assert out.envelope.status is not None  # preflight_envelope always sets one
+    out.envelope.status.reason = Reason.CANCELED_AT_YIELD.value
+    out.envelope.payload = payload
+    return out
 
 
 def sla_envelope(envelope: Envelope, *, actor: str, now: str, trace: Trace) -> Outgoing:

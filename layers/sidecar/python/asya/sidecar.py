@@ -36,7 +36,9 @@ retries) stay per record:
 14. its outcome (``asya.handlercall``): frames leave as they come (``asya.hop``, ``asya.outbox``) and FLY values go to
     the task's log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, section 8);
     ``SerializationError``, unknown destinations and ``HandlerTimeout``: x-sump; an error after a frame: a partial
-    failure (P-RES-10); then ``completed`` (progress ``detailed``, once the hop's frames left);
+    failure (P-RES-10); then ``completed`` (progress ``detailed``, once the hop's frames left). A fenced generator
+    handler is asked between yields whether its task was canceled (``asya.cancelwatch``: one eventually consistent
+    read per 5 s per invocation at most, P-CANCEL (R3)) and gets ``TaskCanceledError`` at its next yield;
 15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3); a
     frame whose entry still fails when the outbox sends it after its record ended fails that record alone, added to
     ``batchItemFailures`` at the end of the batch. Each failed record is logged once at WARNING (``record failed``,
@@ -79,6 +81,7 @@ from asya import headers as hdr
 from asya import routing
 from asya.abi import Handler, error_details, load_handler
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
+from asya.cancelwatch import CancelWatch
 from asya.claims import ClaimBook, Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
@@ -114,7 +117,7 @@ _SLA_MARGIN: Final = timedelta(seconds=1)
 
 class _Batch:
     # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here
-    __slots__ = ("claims", "context", "history", "items", "outbox", "start")
+    __slots__ = ("cancels", "claims", "context", "history", "items", "outbox", "start")
 
     def __init__(
         self,
@@ -125,7 +128,9 @@ class _Batch:
         start: StartRule,
         claims: ClaimBook,
         history: InvocationHistory,
+        cancels: CancelWatch | None,
     ) -> None:
+        self.cancels = cancels  # None with the HTTP reporter: actors outside AWS read no task item (P-STAT-18)
         self.context = context
         self.items = items
         self.outbox = outbox
@@ -290,6 +295,9 @@ class ActorRuntime:
             start=StartRule(context),
             claims=self._claims.book(envelopes, context),
             history=history,
+            cancels=None
+            if self._http is not None
+            else CancelWatch(read=self._store.task_status, monotonic=self._monotonic),
         )
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
@@ -485,7 +493,16 @@ class ActorRuntime:
             item.message_id, env.id, self._trace.bound(on_unknown) if self._trace is not None else on_unknown
         )
         hop = Hop(
-            item=item, entry=entry, trace=trace, report=report, fly_id=fly_id, limit=limit, fence=fence, ticket=ticket
+            item=item,
+            entry=entry,
+            trace=trace,
+            report=report,
+            fly_id=fly_id,
+            limit=limit,
+            fence=fence,
+            ticket=ticket,
+            # fenced hops only: an untracked envelope has no task item to read (P-CANCEL (R3))
+            cancel=batch.cancels.check_for(fly_id) if fence is not None and batch.cancels and fly_id else None,
         )
         recorded = batch.history.open(
             env, actor=actor, message_id=item.message_id, payload=entry.payload, started_at=self._ts_ms(self._clock())

@@ -20,6 +20,13 @@ A hop claim that is not at the same time a running status, and the other writes 
   pre-flight or the claim), and a second record reaching x-sink for it is told it is finished: no second checkpoint
   line. No item (the child never claimed: untracked) writes nothing. One write per child.
 
+The child tree (R3, docs/protocol.md P-FAN-7): a child item also says how its child is doing, carried by these same
+writes and never by a write of its own: the claim stores ``child_status = running`` and the claiming ``actor`` (the
+attempt is ``fence_a``, the hop ``fence_h``); the retry's advance stores ``child_status = retrying`` and the handler's
+``error`` (clipped to :data:`CHILD_ERROR_LIMIT_BYTES`); the finish stores the phase it ended in (``succeeded`` /
+``failed``), the actor it ended at, its last ``attempt``, its checkpoint's ``checkpoint_key`` and ``checkpoint_line``
+(reserved before the PUT, P-FAN-9) and, when failed, its ``error``. A claim keeps the last ``error``.
+
 Write units: each call is one write of a small item (1 unit).
 """
 
@@ -34,14 +41,17 @@ from botocore.exceptions import ClientError
 
 from asya.store import records as rec
 from asya.store import updates as upd
+from asya.store.limits import clip_text
 from asya.store.transition import StoredState
 from asya.store.views import stored_state
 from asya.store.writer import ApplyResult, Outcome, refused_claim
 
-__all__ = ["FINISHED_HOP", "ChildFinish", "Fences", "fence_key"]
+__all__ = ["CHILD_ERROR_LIMIT_BYTES", "FINISHED_HOP", "ChildFinish", "Fences", "fence_key"]
 
 #: The hop of a finished child's fence: above any route's length (P-ACK-7 (R3)).
 FINISHED_HOP: Final = 1_000_000
+#: A child item's last error is clipped to this many UTF-8 bytes: the item stays well under 1 KB (one write unit).
+CHILD_ERROR_LIMIT_BYTES: Final = 300
 
 
 class ChildFinish(StrEnum):
@@ -88,6 +98,7 @@ class Fences:
         child = bool(parent_id)
         if child:
             spec.set("actor", rec.str_av(actor))
+            spec.set("child_status", rec.str_av("running"))
             spec.set("ttl", rec.num_av(rec.epoch(now + rec.CHILD_TTL)))
         else:
             spec.names["#pk"] = "pk"
@@ -118,30 +129,56 @@ class Fences:
         """``lease_until = 0`` if the stored fence is still ``fence``; False when it is not (or the item is gone)."""
         return self._fenced_write(envelope_id, parent_id, fence, next_attempt=False)
 
-    def advance(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
-        """Store ``(h, n + 1)`` with ``lease_until = 0`` if the stored fence is exactly ``fence = (h, n)``."""
-        return self._fenced_write(envelope_id, parent_id, fence, next_attempt=True)
+    def advance(
+        self, envelope_id: str, parent_id: str | None, fence: tuple[int, int], *, error: str | None = None
+    ) -> bool:
+        """Store ``(h, n + 1)`` with ``lease_until = 0`` if the stored fence is exactly ``fence = (h, n)``; a child's
+        item also gets ``child_status = retrying`` and ``error``."""
+        return self._fenced_write(envelope_id, parent_id, fence, next_attempt=True, error=error)
 
-    def finish(self, envelope_id: str, parent_id: str, *, writer_id: str) -> ChildFinish:
-        """Mark a child finished (see the module docstring)."""
+    def finish(
+        self,
+        envelope_id: str,
+        parent_id: str,
+        *,
+        writer_id: str,
+        phase: str | None = None,
+        actor: str | None = None,
+        error: str | None = None,
+        attempt: int | None = None,
+        checkpoint: tuple[str, int] | None = None,
+    ) -> ChildFinish:
+        """Mark a child finished (see the module docstring); ``phase``, ``actor``, ``attempt`` and ``error`` are how
+        it ended (the fence no longer tells the attempt), ``checkpoint`` the key and line of its checkpoint."""
+        sets = "SET #fh = :fh, #fa = :fa, #lease = :zero, #done = :writer"
+        names = {"#pk": "pk", "#fh": "fence_h", "#fa": "fence_a", "#lease": "lease_until", "#done": "done_by"}
+        values = {
+            ":fh": rec.num_av(FINISHED_HOP),
+            ":fa": rec.num_av(0),
+            ":zero": rec.num_av(0),
+            ":writer": rec.str_av(writer_id),
+        }
+        for name, value in (("child_status", phase), ("actor", actor), ("error", error)):
+            if value:
+                text = clip_text(value, CHILD_ERROR_LIMIT_BYTES) if name == "error" else value
+                sets += f", #{name} = :{name}"
+                names[f"#{name}"] = name
+                values[f":{name}"] = rec.str_av(text)
+        if attempt is not None:
+            sets += ", #attempt = :attempt"
+            names["#attempt"] = "attempt"
+            values[":attempt"] = rec.num_av(attempt)
+        if checkpoint is not None:
+            sets += ", #ckey = :ckey, #cline = :cline"
+            names.update({"#ckey": "checkpoint_key", "#cline": "checkpoint_line"})
+            values.update({":ckey": rec.str_av(checkpoint[0]), ":cline": rec.num_av(checkpoint[1])})
         request = {
             "TableName": self.table,
             "Key": fence_key(envelope_id, parent_id),
-            "UpdateExpression": "SET #fh = :fh, #fa = :fa, #lease = :zero, #done = :writer",
+            "UpdateExpression": sets,
             "ConditionExpression": "attribute_exists(#pk) AND (attribute_not_exists(#done) OR #done = :writer)",
-            "ExpressionAttributeNames": {
-                "#pk": "pk",
-                "#fh": "fence_h",
-                "#fa": "fence_a",
-                "#lease": "lease_until",
-                "#done": "done_by",
-            },
-            "ExpressionAttributeValues": {
-                ":fh": rec.num_av(FINISHED_HOP),
-                ":fa": rec.num_av(0),
-                ":zero": rec.num_av(0),
-                ":writer": rec.str_av(writer_id),
-            },
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
             "ReturnValues": "NONE",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
@@ -154,12 +191,22 @@ class Fences:
         return ChildFinish.FINISHED
 
     def _fenced_write(
-        self, envelope_id: str, parent_id: str | None, fence: tuple[int, int], *, next_attempt: bool
+        self,
+        envelope_id: str,
+        parent_id: str | None,
+        fence: tuple[int, int],
+        *,
+        next_attempt: bool,
+        error: str | None = None,
     ) -> bool:
         spec = upd.UpdateSpec()
         spec.set("lease_until", rec.num_av(0))
         if next_attempt:
             spec.set("fence_a", rec.num_av(fence[1] + 1))
+            if parent_id:
+                spec.set("child_status", rec.str_av("retrying"))
+                if error:
+                    spec.set("error", rec.str_av(clip_text(error, CHILD_ERROR_LIMIT_BYTES)))
         spec.conditions.append(upd.refence_condition(spec, fence))
         request = spec.request(self.table, envelope_id)
         request["Key"] = fence_key(envelope_id, parent_id)

@@ -286,6 +286,17 @@ class TaskStore:
         item = self._get_item(task_id, rec.TASK_SK)
         return item is not None and rec.get_str(item, "status") == "pending" and "fence_h" not in item
 
+    def task_status(self, task_id: str) -> str | None:
+        """The task's status from one eventually consistent ``GetItem`` projecting ``status`` only (0.5 read unit):
+        the layer's cancel check between yields (P-CANCEL (R3), ``asya.cancelwatch``); ``None`` when absent."""
+        item = self.dynamodb.get_item(
+            TableName=self.table,
+            Key=rec.key(task_id, rec.TASK_SK),
+            ProjectionExpression="#s",
+            ExpressionAttributeNames={"#s": "status"},
+        ).get("Item")
+        return rec.get_str(item, "status") if item else None
+
     def statuses(self, ids: Sequence[str]) -> dict[str, str]:
         """``{id: status}`` of the ids that have a task record (best effort: a read error answers ``{}``)."""
         return self._reader.statuses(ids)
@@ -365,13 +376,37 @@ class TaskStore:
         """Release this run's lease on its fence item (P-ACK-8), best effort for the caller."""
         return self._fences.release(envelope_id, parent_id, fence)
 
-    def advance_fence(self, envelope_id: str, parent_id: str | None, fence: tuple[int, int]) -> bool:
-        """The retry's fence ``(h, n + 1)`` on a fence item that carries no status (P-RES-8)."""
-        return self._fences.advance(envelope_id, parent_id, fence)
+    def advance_fence(
+        self, envelope_id: str, parent_id: str | None, fence: tuple[int, int], *, error: str | None = None
+    ) -> bool:
+        """The retry's fence ``(h, n + 1)`` on a fence item that carries no status (P-RES-8); a child's item also
+        says ``retrying`` with the handler's ``error`` (the child tree, ``asya.store.fences``)."""
+        return self._fences.advance(envelope_id, parent_id, fence, error=error)
 
-    def finish_child(self, envelope_id: str, parent_id: str, *, writer_id: str) -> ChildFinish:
-        """A child's last hop reached x-sink or an aggregator: mark its fence item finished (P-ACK-7 (R3))."""
-        return self._fences.finish(envelope_id, parent_id, writer_id=writer_id)
+    def finish_child(
+        self,
+        envelope_id: str,
+        parent_id: str,
+        *,
+        writer_id: str,
+        phase: str | None = None,
+        actor: str | None = None,
+        error: str | None = None,
+        attempt: int | None = None,
+        checkpoint: tuple[str, int] | None = None,
+    ) -> ChildFinish:
+        """A child's last hop reached x-sink or an aggregator: mark its fence item finished (P-ACK-7 (R3)), with how
+        it ended (``phase``, ``actor``, ``error``: the child tree)."""
+        return self._fences.finish(
+            envelope_id,
+            parent_id,
+            writer_id=writer_id,
+            phase=phase,
+            actor=actor,
+            error=error,
+            attempt=attempt,
+            checkpoint=checkpoint,
+        )
 
     @staticmethod
     def fence_key(envelope_id: str, parent_id: str | None) -> dict[str, Any]:

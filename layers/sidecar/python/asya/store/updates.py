@@ -222,6 +222,9 @@ def _clauses(
             spec.set("error", rec.str_av(update.error or "task failed"))
             if update.failed_actor is not None:
                 spec.set("failed_actor", rec.str_av(update.failed_actor))
+                # the task reads where it failed, not the last actor its own lineage claimed (a failed fan-out
+                # child's slice fails its task from another actor, P-FAN-7 (R3))
+                spec.set("current_actor", rec.str_av(update.failed_actor))
         if update.checkpoint_key is not None:
             spec.set("checkpoint_key", rec.str_av(update.checkpoint_key))
             if update.checkpoint_line is not None:

@@ -15,7 +15,7 @@ from typing import Any, Final
 from asya.store import records as rec
 from asya.store.transition import StoredState
 
-__all__ = ["fence_of", "status_data", "stored_state", "summary", "task_view"]
+__all__ = ["child_entry", "fence_of", "status_data", "stored_state", "summary", "task_view"]
 
 _BODY_FORMS: Final = ("", "_url", "_s3")
 
@@ -128,10 +128,10 @@ def task_view(
     if checkpoint is not None and bucket:
         view["checkpoint_uri"] = f"s3://{bucket}/{checkpoint}"
     if children:
-        view["children"] = [
-            {"id": (rec.get_str(child, "sk") or "")[len(rec.CHILD_PREFIX) :], "actor": rec.get_str(child, "actor")}
-            for child in children
-        ]
+        view["children"] = [child_entry(child) for child in children]
+        for node in view["children"]:
+            if "checkpoint_key" in node and bucket:
+                node["checkpoint_uri"] = f"s3://{bucket}/{node['checkpoint_key']}"
     context_id = rec.get_str(item, "context_id")
     if context_id is not None:
         view["context_id"] = context_id
@@ -140,6 +140,32 @@ def task_view(
         view["owner"] = owner
     view["data"] = status_data(item, body)
     return view
+
+
+def child_entry(child: Mapping[str, Any]) -> dict[str, Any]:
+    """One node of the task's child tree (P-FAN-7 (R3)), from its child item: ``id``; ``status`` (``running``,
+    ``retrying``, ``succeeded``, ``failed``; ``finished`` for an item finished before the tree was recorded);
+    ``current_actor`` (the actor of its last claim, or where it ended); ``attempt`` (of its current or last hop, or
+    the one it ended with);
+    ``hop``; ``error`` (its last handler error, or ``null``); once finished at x-sink, ``checkpoint_key`` and
+    ``checkpoint_line`` of its checkpoint (P-FAN-9). ``actor`` repeats ``current_actor`` for older readers."""
+    done = rec.get_str(child, "done_by") is not None
+    status = rec.get_str(child, "child_status") or ("finished" if done else "running")
+    hop = rec.get_int(child, "fence_h")
+    attempt = rec.get_int(child, "fence_a")
+    actor = rec.get_str(child, "actor")
+    entry: dict[str, Any] = {
+        "id": (rec.get_str(child, "sk") or "")[len(rec.CHILD_PREFIX) :],
+        "status": status,
+        "current_actor": actor,
+        "actor": actor,
+        # a finished child's fence is raised above every hop (P-ACK-7 (R3)): its hop is no longer known
+        "hop": None if done else hop,
+        "attempt": rec.get_int(child, "attempt") if done else attempt,
+        "error": rec.get_str(child, "error"),
+    }
+    _checkpoint(entry, child)
+    return entry
 
 
 def summary(item: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,125 @@
+"""The child tree (docs/protocol.md P-FAN-7..9 (R3)): a fan-out child's item carries its status, current actor,
+attempt and last error on the writes that already happen (its claim, its retry's fence write, its finish at x-sink),
+and the parent's task view lists them; a failed child's slice puts the failure on the child's actor."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from asya.store import records as rec
+from tests.functional import actors
+from tests.functional.actors import NOW, TaskWrites, run_sink
+from tests.functional.test_retry import Harness, envelope, policy
+
+pytestmark = pytest.mark.functional
+
+
+@pytest.fixture
+def harness(mesh: Any) -> Callable[..., Harness]:
+    def make(handler: str, resiliency: dict[str, Any] | None, **kwargs: Any) -> Harness:
+        return Harness(mesh, handler, resiliency, **kwargs)
+
+    return make
+
+
+def _node(h: Harness, parent: str, child: str) -> dict[str, Any]:
+    view = h.store.get_task(parent)
+    assert view is not None
+    return next(c for c in view["children"] if c["id"] == child)
+
+
+def test_p_fan_7_a_retrying_then_failing_child_shows_in_the_parents_tree_on_no_extra_write(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness("fails_before_attempt", policy(max_attempts=2, initial_delay=0, jitter=False))
+    h.store.create_task(task_id="t-tree", actor="normalize", payload={})
+    child = {**envelope("c-tree", payload={"succeed_at": 9}), "parent_id": "t-tree"}
+    key = rec.key("t-tree", rec.child_sk("c-tree"))
+
+    with TaskWrites(h.mesh.aws.dynamodb, "t-tree") as writes:
+        assert h.handle(child) == []  # attempt 1 fails: a retry
+    # one claim and one retry fence write, both on the child item: the tree added no write (GW-DATA-8)
+    assert [(op, req["Key"]) for op, req in writes.requests] == [("UpdateItem", key), ("UpdateItem", key)]
+    node = _node(h, "t-tree", "c-tree")
+    assert (node["status"], node["current_actor"], node["attempt"]) == ("retrying", "normalize", 2)
+    assert node["error"] == "TimeoutError: attempt 1 timed out"  # as the retrying status of a task says it
+
+    [retry] = h.drain("normalize")
+    assert h.handle(retry) == []  # attempt 2 fails: exhausted, to x-sink
+    assert _node(h, "t-tree", "c-tree")["status"] == "running"  # claimed by attempt 2, not finished yet
+    [failed] = h.drain("x-sink")
+    assert run_sink(h.mesh, [failed], clock=lambda: NOW)["batchItemFailures"] == []
+    node = _node(h, "t-tree", "c-tree")
+    assert (node["status"], node["current_actor"], node["attempt"]) == ("failed", "normalize", 2)
+    assert node["error"] == "attempt 2 timed out"
+    assert h.store.get_task("t-tree")["status"] == "pending"  # a child never changes its task (P-FAN-3)
+
+
+def test_p_fan_7_a_succeeded_child_reads_succeeded(harness: Callable[..., Harness]) -> None:
+    h = harness("fails_before_attempt", None)
+    h.store.create_task(task_id="t-tree-ok", actor="normalize", payload={})
+    child = {**envelope("c-ok", payload={"succeed_at": 1}), "parent_id": "t-tree-ok"}
+    child["route"] = {"prev": ["intake"], "curr": "normalize", "next": []}
+    assert h.handle(child) == []
+    [done] = h.drain("x-sink")
+    assert run_sink(h.mesh, [done], clock=lambda: NOW)["batchItemFailures"] == []
+    node = _node(h, "t-tree-ok", "c-ok")
+    assert (node["status"], node["current_actor"], node["attempt"], node["error"]) == (
+        "succeeded",
+        "normalize",
+        1,
+        None,
+    )
+    # P-FAN-9: the line reserved on the finish write is where x-sink wrote the child's envelope
+    body = h.mesh.aws.s3.get_object(Bucket=h.mesh.resources.bucket, Key=node["checkpoint_key"])["Body"].read()
+    line = json.loads(body.decode("utf-8").splitlines()[node["checkpoint_line"] - 1])
+    assert (line["id"], line["parent_id"], line["status"]["phase"]) == ("c-ok", "t-tree-ok", "succeeded")
+
+
+def test_p_fan_9_roots_and_children_of_one_batch_share_an_object_at_their_reserved_lines(
+    harness: Callable[..., Harness],
+) -> None:
+    h = harness("fails_before_attempt", None)
+    h.store.create_task(task_id="t-mix", actor="normalize", payload={})
+    bodies = []
+    for env_id, parent in (("t-mix", None), ("c-mix-1", "t-mix"), ("c-mix-2", "t-mix")):
+        body = actors.envelope(env_id, parent_id=parent, nxt=[])
+        body["status"].update(phase="succeeded", reason="Completed")
+        bodies.append(body)
+        if parent is not None:  # the child's claim at its last actor created its item
+            assert h.store.claim_fence(env_id, parent, claim=(1, 1, 0), actor="normalize").outcome.value == "accepted"
+    assert run_sink(h.mesh, [bodies[1], bodies[0], bodies[2]], clock=lambda: NOW)["batchItemFailures"] == []
+    view = h.store.get_task("t-mix")
+    assert view is not None
+    nodes = {c["id"]: c for c in view["children"]}
+    assert {view["checkpoint_key"], nodes["c-mix-1"]["checkpoint_key"], nodes["c-mix-2"]["checkpoint_key"]} == {
+        view["checkpoint_key"]
+    }
+    assert (nodes["c-mix-1"]["checkpoint_line"], view["checkpoint_line"], nodes["c-mix-2"]["checkpoint_line"]) == (
+        1,
+        2,
+        3,
+    )
+
+
+def test_p_fan_8_a_failed_childs_slice_puts_the_failure_on_the_childs_actor(mesh: Any) -> None:
+    """Issue 28: a failed child made its parent read ``current_actor: split-items``; the parent now reads the actor
+    the child failed at, and the error names the child."""
+    h = actors.Harness(mesh, "echo", clock=lambda: NOW)
+    h.store.create_task(task_id="t-fan-fail", actor="normalize", payload={})
+    assert h.store.running(
+        "t-fan-fail", step="processing", actor="split-items", route_prev=[], route_curr="split-items", route_next=["x"]
+    ).accepted
+    slice_ = actors.envelope("c-slice", parent_id="t-fan-fail", payload={"error": "bad item"})
+    slice_["headers"]["x-asya-fan-in"] = {"origin_id": "t-fan-fail", "index": 1, "count": 3}
+    slice_["status"].update(phase="failed", reason="RuntimeError", actor="price-item")
+    slice_["status"]["error"] = {"message": "bad item", "type": "ValueError"}
+    assert run_sink(mesh, [slice_], clock=lambda: NOW)["batchItemFailures"] == []
+    view = h.store.get_task("t-fan-fail")
+    assert view is not None
+    assert (view["status"], view["current_actor"], view["failed_actor"]) == ("failed", "price-item", "price-item")
+    assert view["error"] == "child c-slice: bad item"
