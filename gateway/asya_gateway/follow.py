@@ -18,7 +18,10 @@ strongly consistent query per poll). Rules:
 3. when the record's status data changed since the last status sent (status, step, current actor, progress, and
    also the rest, such as a retry's attempt; not the timestamp alone), one ``status`` event with the record's state
    and id = ``last_seq``, or one less than the lowest held-back number, whichever is lower (changes between two
-   polls coalesce, so ids may skip, GW-SSE-3);
+   polls coalesce, so ids may skip, GW-SSE-3); ids never repeat (GW-SSE-28 (R3)): the status event goes before the
+   first fly event numbered after the record's latest status change (``status_seq``), with the id just below that
+   fly event's, and a status event whose id would not be above the last id sent (or the client's position) waits
+   for the held-back number;
 4. a terminal record is sent last, once no number is held back: every fly event, then the terminal ``status`` with
    id = ``last_seq``, and the stream ends (GW-SSE-6, GW-SSE-7); a catch-up that is already terminal is followed by
    the replay and this same terminal event;
@@ -133,6 +136,8 @@ class TaskFollower:
         self._gap_wait = gap_wait
         self._sent_state = _state(catchup)
         self._seen_seq = last_seq
+        #: the highest id the client has: its position, then each event sent with an id (GW-SSE-28 (R3))
+        self._last_id = self.cursor
         self._first_seen: dict[int, float] = {}
 
     def step(self, snap: Snapshot, now: float) -> list[FollowEvent]:
@@ -149,11 +154,16 @@ class TaskFollower:
             if number not in fly:  # every number's hold-back starts when this follower first sees it, not when reached
                 self._first_seen.setdefault(number, now)
         held: int | None = None
+        changed = not snap.terminal and _state(snap.data) != self._sent_state
         for number in range(cursor + 1, snap.last_seq + 1):
             event = fly.get(number)
             if event is not None:
+                if changed and snap.status_seq < number and number - 1 > self._last_id:
+                    # the status change came before this value: its event too, so that no later id repeats one
+                    events.append(self._status(snap, number - 1, now))
+                    changed = False
                 events.append(FollowEvent("fly", number, event["data"]))
-                cursor = number
+                cursor = self._last_id = number
                 self.last_change = now
                 continue
             if snap.may_be_fly(number) and now - self._first_seen[number] < self._gap_wait:
@@ -167,14 +177,18 @@ class TaskFollower:
             self.cursor = snap.last_seq
             self.done = True
             return events
-        if not snap.terminal and _state(snap.data) != self._sent_state:
-            event_id = snap.last_seq if held is None else min(snap.last_seq, held - 1)
-            events.append(FollowEvent("status", event_id, snap.data))
-            self._sent_state = _state(snap.data)
+        event_id = snap.last_seq if held is None else min(snap.last_seq, held - 1)
+        if changed and event_id > self._last_id:
+            events.append(self._status(snap, event_id, now))
             cursor = max(cursor, event_id)
-            self.last_change = now
         self.cursor = cursor
         return events
+
+    def _status(self, snap: Snapshot, event_id: int, now: float) -> FollowEvent:
+        self._sent_state = _state(snap.data)
+        self._last_id = event_id
+        self.last_change = now
+        return FollowEvent("status", event_id, snap.data)
 
     def overdue(self, clock: Clock | None) -> str | None:
         """The deadline to apply the read-path backstop for (GW-BACK-3), when this task is active and past it."""

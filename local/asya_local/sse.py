@@ -1,9 +1,10 @@
 """A Server-Sent Events client over httpx: the line parser of the WHATWG EventSource spec and a reconnecting stream.
 
 ``SseParser.feed(line)`` consumes one line (without its end-of-line) and returns an :class:`SseEvent` when a blank line
-completes an event with data. Fields: ``id`` (remembered as ``last_event_id`` unless it contains NUL), ``event``
-(default ``message``), ``data`` (lines joined with ``\\n``), ``retry`` (digits only, milliseconds); lines starting with
-``:`` are comments (the gateway's ``:keepalive``); unknown fields are ignored.
+completes an event with data. Fields: ``id`` (unless it contains NUL; it becomes ``last_event_id`` when its event is
+dispatched, as EventSource's last event ID buffer does, so an event cut off by a dropped connection is asked for again
+rather than skipped), ``event`` (default ``message``), ``data`` (lines joined with ``\\n``), ``retry`` (digits only,
+milliseconds); lines starting with ``:`` are comments (the gateway's ``:keepalive``); unknown fields are ignored.
 
 ``SseStream(client, url).events()`` yields the events of ``GET url`` (GATEWAY section 7). When the connection drops
 or the server ends the response before a terminal status (GW-SSE-9: at 840 s), it reconnects after the server's
@@ -65,6 +66,11 @@ class SseParser:
         self.retry: int | None = None
         self._reset()
 
+    def discard(self) -> None:
+        """Forget a partly read event: a new connection starts a new stream (its catch-up must not take an id
+        line of a connection cut mid-event)."""
+        self._reset()
+
     def _reset(self) -> None:
         self._event = ""
         self._data: list[str] = []
@@ -86,13 +92,14 @@ class SseParser:
         elif name == "id":
             if "\0" not in value:
                 self._id = value
-                self.last_event_id = value
         elif name == "retry" and value.isdigit():
             self._retry = int(value)
             self.retry = self._retry
         return None
 
     def _dispatch(self) -> SseEvent | None:
+        if self._id is not None:
+            self.last_event_id = self._id
         if not self._data:
             self._reset()
             return None
@@ -178,6 +185,7 @@ class SseStream:
             if self._parser.last_event_id is not None:
                 headers["Last-Event-ID"] = self._parser.last_event_id
             received = ended = False
+            self._parser.discard()
             try:
                 with self._client.stream("GET", self._url, headers=headers) as response:
                     connected_once = True

@@ -6,6 +6,7 @@ the sequence of frames only, never on timing.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from asya.store import FlyValue, TaskStore
+from asya.store import FlyValue, Snapshot, TaskStore
 from asya_gateway import GatewayConfig, create_app
 from tests.clocks import ManualClock
 from tests.sse import frames
@@ -149,3 +150,48 @@ def test_keepalive_and_end_after_max_duration_gw_sse_9(mesh: Any, serve_asgi: An
     assert got[0]["data"]["status"] == "pending"
     assert {"comment": "keepalive"} in got[1:]
     assert all("event" not in frame for frame in got[1:])
+
+
+class _GatedStore(TaskStore):
+    """A store whose follower reads wait for ``gate``: a test makes its writes land between two polls, for sure."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.gate = threading.Event()
+
+    def snapshot(self, task_id: str, after_seq: int) -> Snapshot | None:
+        assert self.gate.wait(30), "the test never opened the gate"
+        return super().snapshot(task_id, after_seq)
+
+
+def test_a_claim_and_its_values_read_in_one_poll_never_repeat_an_id_gw_sse_3_6_28(mesh: Any, serve_asgi: Any) -> None:
+    """A claim (3) and a flush of two values (4, 5) land between two polls: the status event comes before the values
+    with id 3, so every id is new. Sent after them with id ``last_seq`` it repeated the id of fly 5 (the artifact
+    suite's first stream got id 15 twice on a loaded machine, where polls are late and such pairs common)."""
+    clock = ManualClock(datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC))
+    store = _GatedStore(
+        table=mesh.resources.table,
+        bucket=mesh.resources.bucket,
+        dynamodb=mesh.aws.dynamodb,
+        s3=mesh.aws.s3,
+        clock=clock,
+    )
+    app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
+    gw = Gw(client=httpx.Client(base_url=serve_asgi(app)), store=store, clock=clock)
+    hop = {"route_prev": [], "route_curr": "normalize", "route_next": ["analyze", "summarize"]}
+    with gw.client:
+        task_id = gw.create("flow=text-pipeline", {"payload": {"text": "hi"}})
+        gw.store.report_running(task_id, step="processing", actor="normalize", **hop)  # seq 2 = L
+        with gw.client.stream("GET", f"/api/v1/mesh/{task_id}/events") as response:
+            stream = frames(response)
+            assert next(stream)["data"]["current_actor"] == "normalize"  # the catch-up; the first poll waits
+            hop = {"route_prev": ["normalize"], "route_curr": "analyze", "route_next": ["summarize"]}
+            gw.store.report_running(task_id, step="processing", actor="analyze", **hop)  # seq 3
+            gw.fly(task_id, "A")  # seq 4
+            gw.fly(task_id, "B")  # seq 5
+            store.gate.set()
+            got = [next(stream) for _ in range(3)]
+            assert [(f["id"], f["event"]) for f in got] == [(3, "status"), (4, "fly"), (5, "fly")]
+            assert got[0]["data"]["current_actor"] == "analyze"
+            gw.store.report_final(task_id, status="succeeded", result={"summary": "ok"})
+            assert [(f["id"], f["event"]) for f in stream] == [(6, "status")]

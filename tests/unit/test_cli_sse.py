@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
@@ -83,6 +83,22 @@ def test_parser_does_not_dispatch_events_without_data() -> None:
     assert list(parse_lines(["data: x"])) == []  # incomplete trailing event is dropped
 
 
+def test_an_id_counts_only_once_its_event_is_dispatched() -> None:
+    """EventSource's last event ID buffer: an ``id`` line read but not yet ended by its blank line does not move
+    ``last_event_id``."""
+    parser = SseParser()
+    for line in ["id: 15", "event: fly", "data: {}", ""]:
+        parser.feed(line)
+    assert parser.feed("id: 16") is None
+    assert parser.last_event_id == "15"
+    assert parser.feed("event: fly") is None
+    assert parser.feed("data: {}") is None
+    assert parser.last_event_id == "15"
+    event = parser.feed("")
+    assert event is not None and event.id == "16"
+    assert parser.last_event_id == "16"
+
+
 Handler = Callable[[httpx.Request], httpx.Response]
 
 
@@ -114,6 +130,44 @@ def test_gw_sse_9_reconnects_with_last_event_id_after_the_server_closes() -> Non
     assert requests[1].headers["last-event-id"] == "6"
     assert sleeps == [0.25]  # the server's retry value
     assert stream.reconnects == 1
+
+
+class _CutStream(httpx.SyncByteStream):
+    """A response body whose connection drops after ``text``."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self._text.encode()
+        raise httpx.ReadError("connection reset")
+
+
+def test_gw_sse_5_a_connection_cut_mid_event_resumes_before_that_event() -> None:
+    """Cut after ``id: 16`` but before its blank line: the reconnect asks for what follows 15, so fly 16 comes
+    again and is not lost; the half event is forgotten, so the new catch-up carries no id (GW-SSE-4)."""
+    requests: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        requests.append(request)
+        if len(requests) == 1:
+            cut = f"event: status\ndata: {_status('running')}\n\nid: 15\nevent: fly\ndata: {{}}\n\nid: 16\nevent: fly\n"
+            return httpx.Response(200, headers={"Content-Type": "text/event-stream"}, stream=_CutStream(cut))
+        return _sse(
+            f"retry: 1000\nevent: status\ndata: {_status('running')}\n\n"
+            f"id: 16\nevent: fly\ndata: {{}}\n\nid: 17\nevent: status\ndata: {_status('succeeded')}\n\n"
+        )
+
+    stream, _ = _stream(handler)
+    events = list(stream.events())
+    assert requests[1].headers["last-event-id"] == "15"
+    assert [(e.event, e.id) for e in events] == [
+        ("status", None),
+        ("fly", "15"),
+        ("status", None),
+        ("fly", "16"),
+        ("status", "17"),
+    ]
 
 
 def test_gw_sse_6_a_terminal_catch_up_is_followed_by_the_replay_of_partial_output() -> None:

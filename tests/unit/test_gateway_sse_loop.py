@@ -223,7 +223,84 @@ def test_status_changes_between_reads_coalesce_and_the_terminal_comes_last_with_
 
 def test_a_status_change_seen_while_a_flush_is_pending_takes_the_id_below_it_gw_sse_6() -> None:
     """A flush took number 3 (its item not yet written) and a claim took 4: the status event goes out at once with id
-    2, below the held number, and the fly event follows when its item arrives."""
+    2, below the held number, and the fly event follows when its item arrives. (The client is at 1: number 2 is a
+    status change it has not been sent, so id 2 is new to it, GW-SSE-28 (R3).)"""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 2:
+            task.reserve(1)
+            task.change("running", step="c")
+        elif poll == 3:
+            task.fly[3] = "late"
+        elif poll == 4:
+            task.change("succeeded", step="c")
+
+    task = FakeTask("running", 2, step="a", on_poll=mesh)
+    assert run(task, position=1) == [
+        ("status", None, "running"),
+        ("status", 2, "running"),
+        ("fly", 3, "late"),
+        ("status", 5, "succeeded"),
+    ]
+
+
+def _ids(seen: list[Seen]) -> list[int]:
+    return [seq for _, seq, _ in seen if seq is not None]
+
+
+def test_a_status_change_read_with_the_values_after_it_goes_before_them_ids_never_repeat_gw_sse_28() -> None:
+    """A claim (3) and the flush of its values (4, 5) seen in one read: the status event is the change before the
+    values, id 3; sent after them with id ``last_seq`` it repeated the id of fly 5 (the artifact suite's first stream
+    got id 15 twice this way on a loaded machine)."""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 2:
+            task.change("running", step="b")
+            task.add_fly("x", "y")
+        elif poll == 4:
+            task.change("succeeded", step="b")
+
+    task = FakeTask("running", 2, step="a", on_poll=mesh)
+    seen = run(task, position=0)
+    assert seen == [
+        ("status", None, "running"),
+        ("status", 3, "running"),
+        ("fly", 4, "x"),
+        ("fly", 5, "y"),
+        ("status", 6, "succeeded"),
+    ]
+    assert _ids(seen) == sorted(set(_ids(seen)))
+
+
+def test_a_status_change_behind_a_held_number_waits_rather_than_repeat_the_id_below_it_gw_sse_6_28() -> None:
+    """A flush took 3 and 4, only 3's item is written, then a claim took 5: the id below the held number is 3, which
+    fly 3 carries; the status event waits for number 4 and then goes out with id 5."""
+
+    def mesh(poll: int, task: FakeTask) -> None:
+        if poll == 2:
+            task.reserve(2)
+            task.fly[3] = "x"
+            task.change("running", step="b")
+        elif poll == 3:
+            task.fly[4] = "y"
+        elif poll == 4:
+            task.change("succeeded", step="b")
+
+    task = FakeTask("running", 2, step="a", on_poll=mesh)
+    seen = run(task, position=0)
+    assert seen == [
+        ("status", None, "running"),
+        ("fly", 3, "x"),
+        ("fly", 4, "y"),
+        ("status", 5, "running"),
+        ("status", 6, "succeeded"),
+    ]
+    assert _ids(seen) == sorted(set(_ids(seen)))
+
+
+def test_a_resumed_stream_never_sends_the_clients_own_last_event_id_again_gw_sse_28() -> None:
+    """The client is at 2; a flush takes 3 (item not yet written) and a claim 4: the id below the held number is the
+    client's own position, so the status event waits for fly 3 and goes out with id 4."""
 
     def mesh(poll: int, task: FakeTask) -> None:
         if poll == 2:
@@ -237,8 +314,8 @@ def test_a_status_change_seen_while_a_flush_is_pending_takes_the_id_below_it_gw_
     task = FakeTask("running", 2, step="a", on_poll=mesh)
     assert run(task, position=2) == [
         ("status", None, "running"),
-        ("status", 2, "running"),
         ("fly", 3, "late"),
+        ("status", 4, "running"),
         ("status", 5, "succeeded"),
     ]
 
@@ -394,7 +471,7 @@ def test_a_draining_gateway_ends_the_stream_after_the_poll_and_a_resume_loses_no
 
     task = FakeTask("pending", 1, on_poll=mesh)
     first = run(task, position=1, stopping=lambda: task.polls >= 2)
-    assert first == [("status", None, "pending"), ("fly", 3, "one"), ("status", 3, "running")]
+    assert first == [("status", None, "pending"), ("status", 2, "running"), ("fly", 3, "one")]
     assert task.polls == 2
     resumed = run(task, position=3)
     assert resumed == [("status", None, "running"), ("fly", 4, "two"), ("status", 5, "succeeded")]
