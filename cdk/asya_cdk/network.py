@@ -244,11 +244,11 @@ def network_problems(manifest: Manifest, *, vpc_given: bool, subnets_given: bool
 
 def endpoint_services(manifest: Manifest, *, key: bool) -> list[str]:
     """The interface endpoints the mesh's functions call through (besides the S3 and DynamoDB gateway endpoints)."""
-    services = ["sqs", "monitoring"]
+    # secretsmanager: every mesh has the reporter keys' secret, which the gateway functions and the edge authorizer
+    # read (GW-EDGE-2), besides an api_key mode's key secret
+    services = ["sqs", "monitoring", "secretsmanager"]
     if key:
         services.append("kms")
-    if manifest.gateway.auth.mode == "api_key" and manifest.gateway.auth.api_key_secret:
-        services.append("secretsmanager")
     if any(actor.tracing for actor in manifest.deployed_actors()):
         services.append("xray")
     return services

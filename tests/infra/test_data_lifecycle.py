@@ -187,7 +187,12 @@ def test_every_role_gets_the_declared_key_use_on_the_key_only(guarded: Synthesiz
             assert kms_actions == declared
             assert json.dumps(statement["Resource"]) == arn
             roles_with_key |= {r["Ref"] for r in policy["Properties"]["Roles"]}
-    function_roles = {fn["Role"]["Fn::GetAtt"][0] for fn in _functions(guarded).values()}
+    # the edge authorizer reads only the reporter keys' secret (AWS managed key) and no mesh data: no key.use
+    function_roles = {
+        fn["Role"]["Fn::GetAtt"][0]
+        for fn in _functions(guarded).values()
+        if not fn["Role"]["Fn::GetAtt"][0].startswith("GatewayEdgeAuth")
+    }
     assert function_roles <= roles_with_key
 
 
@@ -226,7 +231,7 @@ def test_every_function_runs_in_the_vpc_with_the_functions_group(guarded: Synthe
     subnets = sorted(guarded.of_type("AWS::EC2::Subnet"))
     assert len(subnets) == 2
     functions = _functions(guarded)
-    assert len(functions) == 6  # echo, x-sink, x-sump, the gateway, its stream function, the backstop
+    assert len(functions) == 7  # echo, x-sink, x-sump, the gateway, its stream function, the backstop, the authorizer
     for fn in functions.values():
         config = fn["VpcConfig"]
         assert config["SecurityGroupIds"] == [{"Fn::GetAtt": [functions_group, "GroupId"]}]
@@ -290,7 +295,7 @@ def test_imported_vpc_uses_its_subnets_route_tables_and_prefix_lists(imported: S
     for fn in _functions(imported).values():
         assert fn["VpcConfig"]["SubnetIds"] == IMPORTED_VPC["subnet_ids"]
     endpoints = _endpoints(imported)
-    assert set(endpoints) == {"sqs", "monitoring", "s3", "dynamodb"}
+    assert set(endpoints) == {"sqs", "monitoring", "secretsmanager", "s3", "dynamodb"}
     assert endpoints["s3"]["VpcId"] == IMPORTED_VPC["vpc_id"]
     assert sorted(endpoints["dynamodb"]["RouteTableIds"]) == IMPORTED_VPC["route_table_ids"]
     groups = imported.of_type("AWS::EC2::SecurityGroup")
