@@ -465,4 +465,5 @@ def test_console_routes_go_through_the_api_with_its_auth(example_synth: Synthesi
     assert routes[("ANY", "/{proxy+}")] == "AWS_IAM"
     fn = _gateway_function(example_synth)
     console = example_synth.outdir / f"asset.{fn['Code']['S3Key'].removesuffix('.zip')}" / "asya_gateway" / "console"
-    assert sorted(path.name for path in console.iterdir()) == ["console.css", "console.js", "flowgraph.js", "index.html"]
+    shipped = sorted(path.name for path in console.iterdir())
+    assert shipped == ["console.css", "console.js", "flowgraph.js", "index.html"]
