@@ -28,6 +28,7 @@ from asya import naming
 from asya.flows.ir import Program
 from asya.gatewayurl import is_gateway_url
 from asya.manifest.dataplane import BackupConfig, CheckpointLifecycle, VpcConfig
+from asya.manifest.problems import MemberError
 from asya.timeutil import parse_duration
 
 __all__ = [
@@ -61,16 +62,6 @@ __all__ = [
     "lambda_timeout",
     "visibility_timeout",
 ]
-
-
-class MemberError(ValueError):
-    """A check of a whole block that blames one of its members: ``member`` is its path inside the block
-    (``rules[0].policy``), ``reason`` says what is wrong (naming the bad value where there is one)."""
-
-    def __init__(self, member: str, reason: str) -> None:
-        super().__init__(f"{member}: {reason}")
-        self.member = member
-        self.reason = reason
 
 
 HANDLER_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")

@@ -2,7 +2,7 @@
 "VPC"): the checkpoint lifecycle rule and the table's backup plan (under ``storage``), and the VPC the functions run
 in (``deployment.vpc``).
 
-Each check that spans members raises :class:`~asya.manifest.blocks.MemberError` naming the member it blames, so an
+Each check that spans members raises :class:`~asya.manifest.problems.MemberError` naming the member it blames, so an
 error reads ``storage.checkpoints.transition_days: ...``.
 """
 
@@ -12,6 +12,8 @@ import re
 from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from asya.manifest.problems import MemberError
 
 __all__ = [
     "MIN_TRANSITION_DAYS",
@@ -38,9 +40,6 @@ class _Block(BaseModel):
 
 
 def _member_error(member: str, reason: str) -> ValueError:
-    # imported late: blocks imports this module for its fields
-    from asya.manifest.blocks import MemberError
-
     return MemberError(member, reason)
 
 

@@ -12,8 +12,9 @@ import yaml
 from pydantic import ValidationError
 
 from asya.exceptions import ManifestError
-from asya.manifest.blocks import MemberError, _Model
+from asya.manifest.blocks import _Model
 from asya.manifest.model import Manifest
+from asya.manifest.problems import MemberError
 from asya.suggest import did_you_mean
 from asya.timeutil import parse_duration
 
