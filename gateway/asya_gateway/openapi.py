@@ -40,6 +40,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         409: "The task is not in a state that allows this; the message says which",
         413: "Body over the size limit",
         500: "The request could not be dispatched; nothing changed",
+        502: "An AWS call failed; the message names it, and what was not moved stays where it was",
     }
     return {str(code): _response(texts[code], _ERROR) for code in codes}
 
@@ -260,6 +261,30 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                 },
                 "responses": {"200": _response("Per queue: depth, in flight, delayed, its DLQ"), **_errors(400, 401)},
             }
+        },
+        "/api/v1/system/dlq/{actor}/redrive": {
+            "parameters": [
+                {"name": "actor", "in": "path", "required": True, "schema": {"enum": actors}},
+            ],
+            "post": {
+                "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1 R3)",
+                "requestBody": {
+                    "required": False,
+                    "content": {
+                        _JSON: {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                                "additionalProperties": False,
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": _response("Counts: moved, failed, not_deleted", {"type": "object"}),
+                    **_errors(400, 401, 404, 502),
+                },
+            },
         },
         "/api/v1/system/mesh": {
             "get": {

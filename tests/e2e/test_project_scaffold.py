@@ -93,7 +93,7 @@ def test_synth_checks_every_handler_before_running_the_cdk_cli(tmp_path: Path) -
     assert code == 2
     assert err == (
         f"asya: {manifest.resolve()}: 1 problem, nothing started:\n"
-        "  actors.greet.handler: handler 'hello.gret': hello has no attribute 'gret'\n"
+        "  actors.greet.handler: handler 'hello.gret': hello has no attribute 'gret' (did you mean 'greet'?)\n"
     )
     assert not (tmp_path / "p" / "cdk.out").exists()
 
