@@ -6,7 +6,8 @@ them all from batched reads, so a poll of ``n`` unfinished tasks costs one ``Bat
 
 1. the catch-up is one strongly consistent ``BatchGetItem`` (it answers 404/204 and fixes each task's ``L``); a task
    whose status is terminal or paused is read again by its own strongly consistent query, for its result, error
-   details or pause metadata, which live in items written after the task item (GW-DATA-2);
+   details or pause metadata, which live in items written after the task item (GW-DATA-2); under ``owner_only``
+   another subject's task counts as unknown (GW-EDGE-7 (R3), the owner is on the task item the read returns);
 2. a poll reads the task items of the unfinished tasks EVENTUALLY consistently: an older replica's item has a lower
    ``last_seq`` and the follower skips it (numbers never go backwards), so a stale read delays an event and never
    reorders one;
@@ -40,6 +41,7 @@ import anyio
 from asya.store import Snapshot
 from asya_gateway.context import GatewayContext
 from asya_gateway.follow import KEEPALIVE, FollowEvent, TaskFollower
+from asya_gateway.principal import is_visible
 from asya_gateway.sse import SseSettings
 
 __all__ = ["GONE", "MAX_IDS", "Watched", "catch_up", "follow_many"]
@@ -83,8 +85,11 @@ async def catch_up(
     watched: list[Watched] = []
     missing: list[str] = []
     events: list[FollowEvent] = []
+    auth = ctx.manifest.gateway.auth
     for task_id in task_ids:
         snap = found.get(task_id)
+        if snap is not None and not is_visible(auth, {"owner": snap.owner}):
+            snap = None  # another's task is an unknown id (GW-EDGE-7 (R3))
         if snap is not None and snap.status in _WITH_VALUES:
             snap = await ctx.call(ctx.store.snapshot, task_id, snap.last_seq)
         if snap is None:

@@ -9,6 +9,11 @@ a context variable: the request's task and the worker threads it starts see them
 - Under ``gateway.auth.owner_only``, :func:`owner_of_new_task` is the creator's ``sub``, stored on the task item by
   the create's own write; :func:`check_owner` answers 404 (as for an unknown id, so ids are not probed) when a task
   view's ``owner`` is not the caller's; :func:`listing_owner` restricts the listing to the caller's tasks.
+- :func:`is_visible` is the one owner check of every path that reads or acts on a task by id (GW-EDGE-7 (R3)): REST
+  view, cancel, SSE (one task or many), history, retry, resume; A2A ``tasks/get``, ``tasks/cancel``,
+  ``tasks/resubscribe`` and ``message/send`` continuing a task; MCP ``notifications/cancelled`` and the re-sent
+  ``tools/call``. Another's task is answered as an unknown id on each. :func:`owner_checks` says whether a path that
+  acts without reading the task (a cancel) must read it first.
 
 Outside ``jwt`` (and for requests without claims, such as the reporters') nothing is checked here.
 """
@@ -29,6 +34,7 @@ __all__ = [
     "current_claims",
     "is_visible",
     "listing_owner",
+    "owner_checks",
     "owner_of_new_task",
     "require_flow_scopes",
 ]
@@ -64,21 +70,26 @@ def _subject() -> str | None:
     return subject if isinstance(subject, str) and subject else None
 
 
+def owner_checks(auth: GatewayAuth) -> bool:
+    """Whether tasks have owners to check (``jwt`` with ``owner_only``)."""
+    return auth.mode == "jwt" and auth.owner_only
+
+
 def owner_of_new_task(auth: GatewayAuth) -> str | None:
     """The ``owner`` to store on a new task: the caller's ``sub`` under ``owner_only``, else ``None``."""
-    return _subject() if auth.mode == "jwt" and auth.owner_only else None
+    return _subject() if owner_checks(auth) else None
 
 
 def listing_owner(auth: GatewayAuth) -> str | None:
     """The owner the listing is restricted to under ``owner_only`` (a caller without ``sub`` sees nothing)."""
-    if auth.mode != "jwt" or not auth.owner_only:
+    if not owner_checks(auth):
         return None
     return _subject() or "\x00"  # no subject: match no task
 
 
 def is_visible(auth: GatewayAuth, view: Mapping[str, Any]) -> bool:
-    """GW-EDGE-5 (R3): whether the caller may see the task of ``view``."""
-    if auth.mode != "jwt" or not auth.owner_only:
+    """GW-EDGE-5, GW-EDGE-7 (R3): whether the caller may see the task of ``view`` (any mapping with its ``owner``)."""
+    if not owner_checks(auth):
         return True
     subject = _subject()
     return subject is not None and view.get("owner") == subject

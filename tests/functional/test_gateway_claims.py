@@ -6,6 +6,7 @@ HTTP against moto, tokens from an in-test issuer (tests/functional/test_gateway_
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -86,6 +87,63 @@ def test_gw_edge_5_a_task_is_visible_to_its_creator_only(
         listed = {t["id"] for t in client.get("/api/v1/mesh/", headers=bob).json()["messages"]}
         assert listed == {bob_task}
         assert client.delete(f"/api/v1/mesh/{task_id}", headers=alice).status_code == 204
+
+
+def _a2a(method: str, task_id: str) -> dict[str, Any]:
+    params: dict[str, Any] = {"id": task_id}
+    if method == "message/send":
+        text = {"kind": "text", "text": "more"}
+        params = {"message": {"role": "user", "parts": [text], "messageId": "m-1", "taskId": task_id}}
+    return {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+
+
+#: Every path that reads or acts on a task by id (GW-EDGE-7 (R3)): (method, path, JSON body); ``{id}`` is the task's.
+_PATHS: list[tuple[str, str, Any]] = [
+    ("GET", "/api/v1/mesh/{id}", None),
+    ("DELETE", "/api/v1/mesh/{id}", None),
+    ("GET", "/api/v1/mesh/{id}/events", None),
+    ("GET", "/api/v1/mesh/events?ids={id}", None),
+    ("GET", "/api/v1/mesh/{id}/history", None),
+    ("POST", "/api/v1/mesh/{id}/retry", {}),
+    ("POST", "/api/v1/mesh/{id}/retry", {"from": 0}),
+    ("POST", "/api/v1/mesh/{id}/resume", {"input": {"ok": True}}),
+    ("POST", "/a2a", "tasks/get"),
+    ("POST", "/a2a", "tasks/cancel"),
+    ("POST", "/a2a", "tasks/resubscribe"),
+    ("POST", "/a2a", "message/send"),
+]
+
+
+def _not_found(client: httpx.Client, method: str, path: str, body: Any, task_id: str, headers: dict[str, str]) -> bool:
+    """Whether the answer is the one an unknown id gets: REST 404 ``not found``, A2A -32001 (streams are opened only
+    far enough to read the status and the first bytes)."""
+    if path == "/a2a":
+        body = _a2a(body, task_id)
+    with client.stream(method, path.replace("{id}", task_id), json=body, headers=headers) as response:
+        if path == "/a2a":
+            first = next(response.iter_text(), "") if response.status_code == 200 else ""
+            return '"code":-32001' in first.replace(" ", "")
+        if response.status_code != 404:
+            return False
+        return json.loads(response.read()) == {"error": "not found"}
+
+
+@pytest.mark.parametrize(("method", "path", "body"), _PATHS, ids=[f"{m} {p} {b}" for m, p, b in _PATHS])
+def test_gw_edge_7_another_subject_gets_not_found_on_every_path(
+    client: httpx.Client,
+    issuer: tuple[Issuer, str],  # noqa: F811
+    method: str,
+    path: str,
+    body: Any,
+) -> None:
+    """GW-EDGE-7 (R3): bob is answered as for an unknown id on each path of alice's task; alice is not."""
+    idp, _ = issuer
+    alice, bob = _as(idp, "alice"), _as(idp, "bob")
+    with client:
+        task_id = _create(client, alice).json()["id"]
+        assert _not_found(client, method, path, body, task_id, bob)
+        assert _not_found(client, method, path, body, "no-such-task", alice)  # the answer bob got
+        assert not _not_found(client, method, path, body, task_id, alice)
 
 
 def test_gw_edge_5_the_owner_rides_on_the_create_item_under_1_kib(mesh: Any) -> None:

@@ -59,7 +59,7 @@ from asya_gateway.jsonrpc import (
     read_message,
     result_body,
 )
-from asya_gateway.principal import is_visible
+from asya_gateway.principal import is_visible, owner_checks
 from asya_gateway.routes.resume import resume_paused
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, resolve_target, schema_violation
@@ -176,7 +176,7 @@ async def _task(ctx: GatewayContext, task_id: str) -> dict[str, Any]:
 
 
 async def _cancel(ctx: GatewayContext, task_id: str, rid: Any) -> dict[str, Any]:
-    if ctx.manifest.gateway.auth.owner_only:
+    if owner_checks(ctx.manifest.gateway.auth):
         await _view(ctx, task_id, rid)
     outcome = await ctx.call(ctx.store.cancel, task_id) if is_storable_id(task_id) else "not_found"
     if outcome == "not_found":

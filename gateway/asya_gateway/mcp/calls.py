@@ -40,6 +40,7 @@ from asya_gateway.creation import DispatchError, start_task
 from asya_gateway.follow import follow_task
 from asya_gateway.jsonrpc import INVALID_PARAMS, RpcError, RpcMessage, result_body
 from asya_gateway.mcp.tools import text_result, tool_result
+from asya_gateway.principal import is_visible
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, CreateTarget, resolve_target, schema_violation
 from asya_gateway.waiting import ends_wait
@@ -109,7 +110,9 @@ async def _create(ctx: GatewayContext, target: CreateTarget, arguments: dict[str
         # the session and request id are the call's idempotency key (GW-CREATE R3, no extra write): the same call sent
         # again after a cut connection follows the task it created
         existing = await ctx.call(ctx.store.get_task, task_id, enforce_deadline=False)
-        if existing is not None and existing.get("flow") == target.flow and existing.get("payload") == arguments:
+        # another subject's task under this id is not this call's (GW-EDGE-7 (R3)): the call runs under a fresh id
+        mine = existing if existing is not None and is_visible(ctx.manifest.gateway.auth, existing) else None
+        if mine is not None and mine.get("flow") == target.flow and mine.get("payload") == arguments:
             return task_id
         # a client that reused a request id in its session for another call (MCP forbids it): the call still runs,
         # under a fresh id that its cancel notification cannot name

@@ -11,8 +11,9 @@ and cancels the task as ``DELETE /api/v1/mesh/{id}`` does (``TaskStore.cancel``)
 mapping item would cost one), and one conditional update per cancel.
 
 A cancel that names no task (an id that was not a ``tools/call``, a call whose task is not created yet, or one that
-was answered already and is terminal) changes nothing: MCP lets a receiver ignore such a notification. MCP forbids
-reusing a request id within a session; a call that does gets a fresh task id (``asya_gateway.mcp.calls``).
+was answered already and is terminal) changes nothing: MCP lets a receiver ignore such a notification. Under
+``owner_only`` the task is read first and another subject's task is one that does not exist (GW-EDGE-7 (R3)). MCP
+forbids reusing a request id within a session; a call that does gets a fresh task id (``asya_gateway.mcp.calls``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from asya_gateway.context import GatewayContext
+from asya_gateway.principal import is_visible, owner_checks
 
 __all__ = ["call_task_id", "cancel_call"]
 
@@ -44,6 +46,12 @@ async def cancel_call(ctx: GatewayContext, session_id: str, params: Mapping[str,
         _log.warning("notifications/cancelled ignored: requestId must be a string or an integer, got %r", request_id)
         return
     task_id = call_task_id(session_id, request_id)
+    auth = ctx.manifest.gateway.auth
+    if owner_checks(auth):
+        view = await ctx.call(ctx.store.get_task, task_id, enforce_deadline=False)
+        if view is None or not is_visible(auth, view):
+            _log.info("notifications/cancelled for request %r: no task of the caller (task %s)", request_id, task_id)
+            return
     outcome = await ctx.call(ctx.store.cancel, task_id)
     _log.info(
         "notifications/cancelled for request %r (task %s, reason %r): %s",

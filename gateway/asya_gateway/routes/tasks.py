@@ -21,7 +21,7 @@ from asya_gateway.creation import aws_error_code, created_answer, deadline_of, s
 from asya_gateway.errors import HttpError
 from asya_gateway.idempotency import HEADER, IdempotencyKeys, fingerprint, parse_key
 from asya_gateway.listing import parse_list_query
-from asya_gateway.principal import check_owner, listing_owner
+from asya_gateway.principal import check_owner, listing_owner, owner_checks
 from asya_gateway.validation import CreateBody, CreateTarget, parse_create_body, resolve_target, schema_violation
 
 __all__ = ["NOT_FOUND", "aws_error_code", "create_or_list", "load_view", "task_id_of", "task_item"]
@@ -157,7 +157,7 @@ async def cancel_task(request: Request) -> Response:
     """GW-CANCEL-1: 404 unknown, else 204 whether it was canceled now, was terminal, or lost a race."""
     ctx = context_of(request)
     task_id = task_id_of(request)
-    if ctx.manifest.gateway.auth.owner_only:  # one read more, only where tasks have owners (GW-EDGE-5 (R3))
+    if owner_checks(ctx.manifest.gateway.auth):  # one read more, only where tasks have owners (GW-EDGE-5 (R3))
         await load_view(ctx, task_id)
     outcome = await ctx.call(ctx.store.cancel, task_id)
     if outcome == "not_found":

@@ -45,6 +45,7 @@ def peek_tasks(
             deadline_at=rec.get_str(item, "deadline_at"),
             status_seq=rec.get_int(item, "status_seq") or 0,
             fly_range=(rec.get_int(item, "fly_from") or 0, rec.get_int(item, "fly_to") or 0),
+            owner=rec.get_str(item, "owner"),
         )
     return found
 

@@ -51,6 +51,8 @@ class Snapshot:
     status_seq: int = 0
     #: the numbers of the newest FLY flush (``0, 0`` when none): only these may still get their item
     fly_range: tuple[int, int] = (0, 0)
+    #: the creator's subject under ``owner_only`` (GW-EDGE-5 (R3)); read by ``peek`` only
+    owner: str | None = None
 
     def may_be_fly(self, number: int) -> bool:
         """Whether a number without a fly item may still get one (the newest flush's), so a follower holds it back;
