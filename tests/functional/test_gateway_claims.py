@@ -16,6 +16,7 @@ import pytest
 from asya.manifest import GatewayAuth, Manifest
 from asya.manifest import GatewayConfig as ManifestGateway
 from asya_gateway import GatewayConfig, create_app
+from asya_gateway.mcp import call_task_id
 from tests.functional.test_gateway_jwt import AUDIENCE, ISSUER, Issuer, issuer  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.functional
@@ -144,6 +145,40 @@ def test_gw_edge_7_another_subject_gets_not_found_on_every_path(
         assert _not_found(client, method, path, body, task_id, bob)
         assert _not_found(client, method, path, body, "no-such-task", alice)  # the answer bob got
         assert not _not_found(client, method, path, body, task_id, alice)
+
+
+def _status(client: httpx.Client, task_id: str, headers: dict[str, str]) -> str:
+    return str(client.get(f"/api/v1/mesh/{task_id}", headers=headers).json()["status"])
+
+
+def test_gw_edge_7_mcp_cancel_and_recall_of_another_subjects_call(
+    client: httpx.Client,
+    issuer: tuple[Issuer, str],  # noqa: F811
+) -> None:
+    """GW-EDGE-7 (R3): with alice's session id, bob's ``notifications/cancelled`` naming her call leaves her task
+    running (as for a call with no task), and bob's re-sent ``tools/call`` with her request id runs as a new task of
+    his instead of following hers; alice's own notification cancels it."""
+    idp, _ = issuer
+    alice, bob = _as(idp, "alice"), _as(idp, "bob")
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": FLOW, "arguments": {"text": "Hi"}}}
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    streamed = {"Accept": "application/json, text/event-stream"}
+    with client:
+        session = client.post("/mcp", json=init, headers=alice).headers["mcp-session-id"]
+        task_id = call_task_id(session, 2)
+        # the task exists once the response starts; leaving the stream leaves it running (handshake era)
+        with client.stream("POST", "/mcp", json=call, headers={**alice, **streamed, "Mcp-Session-Id": session}) as r:
+            assert r.status_code == 200
+        assert _status(client, task_id, alice) == "pending"
+        with client.stream("POST", "/mcp", json=call, headers={**bob, **streamed, "Mcp-Session-Id": session}) as r:
+            assert r.status_code == 200
+        (bobs,) = client.get("/api/v1/mesh/", headers=bob).json()["messages"]
+        assert bobs["id"] != task_id
+        assert client.post("/mcp", json=cancel, headers={**bob, "Mcp-Session-Id": session}).status_code == 202
+        assert _status(client, task_id, alice) == "pending"
+        assert client.post("/mcp", json=cancel, headers={**alice, "Mcp-Session-Id": session}).status_code == 202
+        assert _status(client, task_id, alice) == "canceled"
 
 
 def test_gw_edge_5_the_owner_rides_on_the_create_item_under_1_kib(mesh: Any) -> None:
