@@ -24,6 +24,7 @@ from asya_cdk.dependencies import (
     LockedLayerBundling,
     pinned_requirements,
 )
+from asya_cdk.edgeprops import EdgeProps, MethodThrottle
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.gateway import Gateway, check_auth
 from asya_cdk.limits import LimitError, LimitReport, check_assembly, enforce
@@ -55,6 +56,7 @@ __all__ = [
     "DependencyBuilder",
     "DeploySettings",
     "DeploymentError",
+    "EdgeProps",
     "Gateway",
     "LimitError",
     "LimitReport",
@@ -62,6 +64,7 @@ __all__ = [
     "LockedLayerBundling",
     "MeshNetwork",
     "MeshObservability",
+    "MethodThrottle",
     "Role",
     "SourceLayout",
     "Storage",

@@ -19,8 +19,9 @@ Choices (docs/deploy.md, "Edge auth"):
 The authorizer function runs the gateway's code asset (handler ``asya_gateway.authorizer.handler``) with its
 dependency layers, not the web adapter: 256 MB, arm64, 10 s. The reporter keys live in the Secrets Manager secret
 ``gateway.edge.reporter_key_secret`` (a name or an ARN) or, unset, one this construct creates (a random 40-character
-key); rotate by storing a JSON array ``["old", "new"]``, moving the reporters to the new key, then storing ``"new"``
-(every reader caches the secret for at most 5 minutes).
+key), encrypted with the mesh's customer-managed key when there is one; rotate by storing a JSON array
+``["old", "new"]``, moving the reporters to the new key, then storing ``"new"`` (every reader caches the secret for
+at most 5 minutes).
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -86,13 +88,18 @@ def check_edge(edge: GatewayEdge) -> list[str]:
     return problems
 
 
-def reporter_secret(scope: Construct, given: str | None) -> secretsmanager.ISecret:
-    """The reporter keys' secret (GW-EVT-6 (R3)): the one named by ``given`` (a name or an ARN), else a new one."""
+def reporter_secret(scope: Construct, given: str | None, key: kms.IKey | None = None) -> secretsmanager.ISecret:
+    """The reporter keys' secret (GW-EVT-6 (R3)): the one named by ``given`` (a name or an ARN), else a new one.
+
+    With the mesh's customer-managed ``key`` the created secret is encrypted with it, and a given secret is expected
+    to be (docs/deploy.md, "Reporter keys"): either way the secret carries the key, so ``grant_read`` also grants
+    ``kms:Decrypt`` on it through Secrets Manager only (``kms:ViaService``)."""
     if given is None:
         secret = secretsmanager.Secret(
             scope,
             "ReporterKeys",
             description="asya reporter keys (X-Asya-Reporter-Key): a key, or a JSON array of keys while rotating",
+            encryption_key=key,
             generate_secret_string=secretsmanager.SecretStringGenerator(
                 password_length=40, exclude_punctuation=True, include_space=False
             ),
@@ -104,9 +111,25 @@ def reporter_secret(scope: Construct, given: str | None) -> secretsmanager.ISecr
             '["old", "new"], move the reporters, store "new" (docs/deploy.md, "Reporter keys").',
         )
         return secret
+    if key is not None:
+        arn = given if given.startswith("arn:") else None
+        return secretsmanager.Secret.from_secret_attributes(
+            scope,
+            "ReporterKeys",
+            secret_complete_arn=arn,
+            secret_partial_arn=None if arn else _partial_secret_arn(scope, given),
+            encryption_key=key,
+        )
     if given.startswith("arn:"):
         return secretsmanager.Secret.from_secret_complete_arn(scope, "ReporterKeys", given)
     return secretsmanager.Secret.from_secret_name_v2(scope, "ReporterKeys", given)
+
+
+def _partial_secret_arn(scope: Construct, name: str) -> str:
+    """The ARN of secret ``name`` without the random suffix Secrets Manager appends (as ``from_secret_name_v2``)."""
+    return Stack.of(scope).format_arn(
+        service="secretsmanager", resource="secret", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
 
 
 class EdgeAuth(Construct):

@@ -19,19 +19,20 @@ method of the stream resources; ``ANY /mcp`` (MCP) and ``ANY /a2a`` (A2A; the ap
 alike) reach the stream function; the public routes of GW-AUTH-2
 (``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and the A2A 1.x card path
 ``/.well-known/agent-card.json``) have methods of their own without authorization (:mod:`asya.publicroutes`).
-Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3);
-``api_key`` and ``jwt`` -> the edge authorizer (:class:`~asya_cdk.edgeauth.EdgeAuth`, GW-EDGE-1 (R3)) on every other
-method, the console's assets (``GET /console``, ``GET /console/{proxy+}``) open, and the producer route ``POST
-/api/v1/mesh/{task_id}/events`` under the reporter authorizer; the app checks again (GW-AUTH-4, GW-AUTH-5); ``none`` ->
-refused unless ``allow_unauthenticated`` (GW-AUTH-6). Every mode's functions get ``ASYA_REPORTER_KEY_SECRET``, the
-reporter keys' secret (:func:`~asya_cdk.edgeauth.reporter_secret`), and may read it. With CORS origins configured and
-a checked mode, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The stage has JSON access
-logs, ERROR execution logs and the throttling of ``edge`` (``gateway.edge``: stage and per-method limits), and
-optionally a WAF web ACL and a custom domain (GW-EDGE-6 (R3)). ``tracing`` (the manifest's ``defaults.tracing``)
+Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3); ``api_key``
+and ``jwt`` -> the edge authorizer (:class:`~asya_cdk.edgeauth.EdgeAuth`, GW-EDGE-1 (R3)) on every other method, the
+console's assets (``GET /console``, ``GET /console/{proxy+}``) open, and the producer route ``POST
+/api/v1/mesh/{task_id}/events`` under the reporter authorizer; the app checks again (GW-AUTH-4, GW-AUTH-5); ``none``
+-> refused unless ``allow_unauthenticated`` (GW-AUTH-6). Every mode's functions get ``ASYA_REPORTER_KEY_SECRET``, the
+reporter keys' secret (:func:`~asya_cdk.edgeauth.reporter_secret`; encrypted with ``key``, the mesh's customer-managed
+key, when given), and may read it (``kms:Decrypt`` on ``key`` through Secrets Manager included). With CORS origins
+configured and a checked mode, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The stage has
+JSON access logs, ERROR execution logs and the throttling of ``edge`` (``gateway.edge``: stage and per-method limits),
+and optionally a WAF web ACL and a custom domain (GW-EDGE-6 (R3)). ``tracing`` (the manifest's ``defaults.tracing``)
 turns on X-Ray for both functions and the stage; ``stream_reserved_concurrency`` reserves concurrency for the stream
 function (``gateway.stream_reserved_concurrency``, checked by :mod:`asya_cdk.concurrency`). ``api_overrides``
-(``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the
-account-wide role is not created and its cdk-nag acknowledgment is not added.
+(``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the account-wide
+role is not created and its cdk-nag acknowledgment is not added.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -117,6 +120,7 @@ class Gateway(Construct):
         api_overrides: Mapping[str, Any] | None = None,
         tracing: bool = False,
         stream_reserved_concurrency: int | None = None,
+        key: kms.IKey | None = None,
     ) -> None:
         check_auth(auth)
         edge = edge or GatewayEdge()
@@ -132,7 +136,7 @@ class Gateway(Construct):
                 "91 MB (bench/REPORT.md section 10), so 128 or 256 fits"
             )
         super().__init__(scope, id)
-        self._reporter_secret = reporter_secret(self, edge.reporter_key_secret)
+        self._reporter_secret = reporter_secret(self, edge.reporter_key_secret, key)
         environment = {**environment, ENV.reporter_key_secret: self._reporter_secret.secret_arn}
         self._log_group = logs.LogGroup(self, "Logs", retention=log_retention)
         self._stream_log_group = logs.LogGroup(self, "StreamLogs", retention=log_retention)
@@ -175,6 +179,8 @@ class Gateway(Construct):
             readers.append(self._edge_auth.function)
         for reader in readers:
             self._reporter_secret.grant_read(reader)
+            if key is not None:
+                _grant_secret_decrypt(key, reader)
         if tracing:
             acknowledge(
                 self,
@@ -397,6 +403,18 @@ class Gateway(Construct):
     @property
     def domain(self) -> apigw.DomainName | None:
         return self._domain
+
+
+def _grant_secret_decrypt(key: kms.IKey, reader: lambda_.IFunction) -> iam.Grant:
+    """``kms:Decrypt`` on ``key`` for a reader of a secret it encrypts, through Secrets Manager only. In the reader's
+    own policy: the secret's ``grant_read`` puts it in the key policy of a created key only, never for an imported
+    key (whose policy the stack cannot change)."""
+    return iam.Grant.add_to_principal(
+        grantee=reader,
+        actions=["kms:Decrypt"],
+        resource_arns=[key.key_arn],
+        conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{Stack.of(key).region}.amazonaws.com"}},
+    )
 
 
 def _app_auth_reason(auth: GatewayAuth) -> str:

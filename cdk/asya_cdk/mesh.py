@@ -32,6 +32,10 @@ vault; ``storage.checkpoints`` / ``versioning`` shape the bucket's lifecycle; ``
 plan (:class:`~asya_cdk.backup.TableBackup`); ``deployment.vpc`` or the ``vpc`` / ``vpc_subnets`` props put every
 function of the mesh into a VPC with the endpoints it needs (:class:`~asya_cdk.network.MeshNetwork`).
 
+Edge (docs/deploy.md, "Edge settings as construct props"): ``edge`` (:class:`~asya_cdk.edgeprops.EdgeProps`) sets
+the manifest's ``gateway.edge`` (throttles, WAF web ACL, custom domain, reporter keys' secret) from code; the prop wins
+field by field (:func:`~asya_cdk.edgeprops.merge_edge`) and :attr:`AsyaMesh.manifest` holds the merged settings.
+
 Grants (CDK style, each returns the ``iam.Grant``): :meth:`AsyaMesh.grant_create_tasks`,
 :meth:`AsyaMesh.grant_read_tasks` (``execute-api:Invoke`` on the task routes; gateway auth ``iam`` only) and
 :meth:`AsyaMesh.grant_send` (send to one actor's queue).
@@ -79,6 +83,8 @@ from asya_cdk.bytecode import interpreter_matches, stage_compiled
 from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load, storage_reuse_problems
 from asya_cdk.concurrency import concurrency_problems
 from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
+from asya_cdk.edgeauth import check_edge
+from asya_cdk.edgeprops import EdgeProps, merge_edge
 from asya_cdk.encryption import encrypt_log_groups, mesh_key
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway
@@ -132,6 +138,7 @@ class AsyaMesh(Construct):
         backstop_handler: str = DEFAULT_BACKSTOP_HANDLER,
         vpc: ec2.IVpc | None = None,
         vpc_subnets: ec2.SubnetSelection | None = None,
+        edge: EdgeProps | None = None,
     ) -> None:
         layout = sources or default_sources()
         loaded, problems = load(manifest)
@@ -154,6 +161,10 @@ class AsyaMesh(Construct):
         runtime = choose_runtime(loaded, runtime, problems)
         handlers: dict[str, str] = {}
         if loaded is not None:
+            merged, edge_problems = merge_edge(loaded.gateway.edge, edge)
+            problems += edge_problems or check_edge(merged)
+            if merged is not loaded.gateway.edge:
+                loaded = loaded.model_copy(update={"gateway": loaded.gateway.model_copy(update={"edge": merged})})
             handlers = check_manifest(loaded, layout, problems)
             problems += placement_problems([a.name for a in loaded.deployed_actors()], loaded.deployment)
             problems += concurrency_problems(loaded)
@@ -326,6 +337,7 @@ class AsyaMesh(Construct):
             edge=loaded.gateway.edge,
             tracing=loaded.defaults.tracing,
             stream_reserved_concurrency=loaded.gateway.stream_reserved_concurrency,
+            key=key,
         )
         self._backstop = Backstop(
             self,

@@ -173,27 +173,45 @@ def test_key_policy_lets_cloudwatch_logs_of_this_account_and_region_use_it(guard
 
 def test_every_role_gets_the_declared_key_use_on_the_key_only(guarded: SynthesizedMesh) -> None:
     """Every role declares ``key.use`` (asya.access); with a key each function's policy grants exactly its actions
-    on the key's ARN, and no other KMS action anywhere."""
+    on the key's ARN, and no other KMS action anywhere but ``kms:Decrypt`` through Secrets Manager for the readers of
+    the reporter keys' secret (GW-EVT-6 (R3)), the edge authorizer's only use of the key."""
     arn = json.dumps(_key_arn(guarded))
     declared = set(access.ACTOR.call("key.use").actions)
     assert all(role.call("key.use").actions == access.ACTOR.call("key.use").actions for role in access.ROLES.values())
     roles_with_key: set[str] = set()
+    secret_readers: set[str] = set()
     for policy in guarded.of_type("AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             kms_actions = {a for a in actions if a.startswith("kms:")}
             if not kms_actions:
                 continue
-            assert kms_actions == declared
             assert json.dumps(statement["Resource"]) == arn
-            roles_with_key |= {r["Ref"] for r in policy["Properties"]["Roles"]}
-    # the edge authorizer reads only the reporter keys' secret (AWS managed key) and no mesh data: no key.use
-    function_roles = {
-        fn["Role"]["Fn::GetAtt"][0]
-        for fn in _functions(guarded).values()
-        if not fn["Role"]["Fn::GetAtt"][0].startswith("GatewayEdgeAuth")
-    }
-    assert function_roles <= roles_with_key
+            roles = {r["Ref"] for r in policy["Properties"]["Roles"]}
+            if "Condition" in statement:
+                assert kms_actions == {"kms:Decrypt"}
+                via = statement["Condition"]["StringEquals"]["kms:ViaService"]
+                assert "secretsmanager." in json.dumps(via)
+                secret_readers |= roles
+                continue
+            assert kms_actions == declared
+            roles_with_key |= roles
+    function_roles = {fn["Role"]["Fn::GetAtt"][0] for fn in _functions(guarded).values()}
+    edge_roles = {role for role in function_roles if role.startswith("GatewayEdgeAuth")}
+    assert edge_roles, "the guarded mesh (api_key) has an edge authorizer"
+    # the edge authorizer reads the reporter keys' secret and no mesh data: the secret's decrypt only
+    assert function_roles - edge_roles <= roles_with_key
+    gateway_roles = {role for role in function_roles if role.startswith("Gateway") and role not in edge_roles}
+    assert edge_roles | gateway_roles <= secret_readers
+
+
+def test_reporter_secret_is_encrypted_with_the_mesh_key(guarded: SynthesizedMesh, imported: SynthesizedMesh) -> None:
+    """GW-EVT-6 (R3), issue 26 item 8: the created reporter keys' secret uses the mesh's customer-managed key; without
+    one, Secrets Manager's AWS managed key (no ``KmsKeyId``)."""
+    _, secret = _one(guarded, "AWS::SecretsManager::Secret")
+    assert secret["KmsKeyId"] == _key_arn(guarded)
+    _, plain = _one(imported, "AWS::SecretsManager::Secret")
+    assert "KmsKeyId" not in plain
 
 
 def test_without_a_key_no_role_has_kms(imported: SynthesizedMesh) -> None:

@@ -22,13 +22,16 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Template
 from cdk_nag import AwsSolutionsChecks
 
-from asya_cdk import AsyaMesh, DeploymentError
+from asya_cdk import AsyaMesh, DeploymentError, EdgeProps, MethodThrottle
 
 pytestmark = pytest.mark.infra
 
 REPO = Path(__file__).resolve().parents[2]
 KEY_ARN = "arn:aws:kms:eu-west-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab"
 TOPIC_ARN = "arn:aws:sns:eu-west-1:111122223333:asya-alerts"
+WAF_ARN = "arn:aws:wafv2:eu-west-1:111122223333:regional/webacl/shop/0123abcd-4567-89ab-cdef-0123456789ab"
+#: The shop mesh's manifest edge settings, which its ``edge`` prop partly overrides (issue 26, edge props).
+MANIFEST_EDGE = {"throttle": {"rate_limit": 10, "burst_limit": 20, "methods": {"/api/v1/mesh/POST": {"rate_limit": 1}}}}
 
 MANIFEST: dict[str, Any] = {
     "namespace": "shop",
@@ -64,7 +67,7 @@ def test_readme_example_runs_in_a_fresh_app(tmp_path: Path, monkeypatch: pytest.
 def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[AsyaMesh, dict[str, Any], Path]:
     directory = tmp_path_factory.mktemp("own-app")
     manifest = directory / "asya.yaml"
-    manifest.write_text(yaml.safe_dump(MANIFEST), encoding="utf-8")
+    manifest.write_text(yaml.safe_dump({**MANIFEST, "gateway": {"edge": MANIFEST_EDGE}}), encoding="utf-8")
     app = cdk.App(outdir=str(directory / "out"), analytics_reporting=False)
     stack = cdk.Stack(app, "Shop", env=cdk.Environment(region="eu-west-1"))
     mesh = AsyaMesh(
@@ -74,6 +77,11 @@ def shop(tmp_path_factory: pytest.TempPathFactory) -> tuple[AsyaMesh, dict[str, 
         api_gateway_props=apigw.RestApiProps(cloud_watch_role=False),
         queue_props=sqs.QueueProps(delivery_delay=cdk.Duration.seconds(1)),
         lambda_function_props=lambda_.FunctionOptions(description="shop actor"),
+        edge=EdgeProps(
+            rate_limit=50,
+            waf_web_acl_arn=WAF_ARN,
+            method_throttles={"/api/v1/mesh/{task_id}/GET": MethodThrottle(rate_limit=5, burst_limit=5)},
+        ),
     )
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     assembly = app.synth()
@@ -134,6 +142,51 @@ def test_customer_managed_key_encrypts_table_and_queues_and_reaches_every_role(
                 roles_with_key.update(r["Ref"] for r in policy["Roles"])
     function_roles = {f["Role"]["Fn::GetAtt"][0] for f in _of_type(template, "AWS::Lambda::Function")}
     assert function_roles and function_roles <= roles_with_key
+
+
+def test_reporter_secret_uses_the_given_key(shop: tuple[AsyaMesh, dict[str, Any], Path]) -> None:
+    """GW-EVT-6 (R3): the reporter keys' secret is encrypted with the manifest's key (``storage.kms_key_arn``)."""
+    _, template, _ = shop
+    (secret,) = _of_type(template, "AWS::SecretsManager::Secret")
+    assert secret["KmsKeyId"] == KEY_ARN
+
+
+def test_edge_prop_wins_field_by_field_over_the_manifest(shop: tuple[AsyaMesh, dict[str, Any], Path]) -> None:
+    """GW-EDGE-6 (R3): ``AsyaMesh(edge=...)`` sets the stage throttle's rate and the WAF web ACL; the manifest keeps
+    its burst; per-method throttles merge by key (docs/deploy.md, "Edge settings as construct props")."""
+    mesh, template, _ = shop
+    (stage,) = _of_type(template, "AWS::ApiGateway::Stage")
+    settings = {(m["ResourcePath"], m["HttpMethod"]): m for m in stage["MethodSettings"]}
+    stage_wide = settings[("/*", "*")]
+    assert (stage_wide["ThrottlingRateLimit"], stage_wide["ThrottlingBurstLimit"]) == (50, 20)
+    assert settings[("/~1api~1v1~1mesh", "POST")]["ThrottlingRateLimit"] == 1
+    by_task = settings[("/~1api~1v1~1mesh~1{task_id}", "GET")]
+    assert (by_task["ThrottlingRateLimit"], by_task["ThrottlingBurstLimit"]) == (5, 5)
+    (association,) = _of_type(template, "AWS::WAFv2::WebACLAssociation")
+    assert association["WebACLArn"] == WAF_ARN
+    assert mesh.manifest.gateway.edge.waf_web_acl_arn == WAF_ARN
+
+
+@pytest.mark.parametrize(
+    ("edge", "expected"),
+    [
+        (EdgeProps(waf_web_acl_arn="arn:aws:waf::1:webacl/x"), "edge.waf_web_acl_arn: 'arn:aws:waf::1:webacl/x'"),
+        (EdgeProps(burst_limit=-1), "edge.burst_limit: -1"),
+        (EdgeProps(domain_name="api.shop.example"), "edge.certificate_arn: missing"),
+        (
+            EdgeProps(method_throttles={"/api/v1/mesh/FETCH": MethodThrottle(rate_limit=1, burst_limit=1)}),
+            "edge.method_throttles: '/api/v1/mesh/FETCH' is not a method key such as '/api/v1/mesh/POST'",
+        ),
+    ],
+)
+def test_bad_edge_prop_is_refused_naming_it(tmp_path: Path, edge: EdgeProps, expected: str) -> None:
+    """The prop is checked with the construct's other problems, before anything is created; the error names the
+    prop's field and its value."""
+    stack = _stack()
+    with pytest.raises(DeploymentError) as info:
+        AsyaMesh(stack, "Default", manifest=_manifest(tmp_path), edge=edge)
+    assert expected in str(info.value)
+    assert stack.node.try_find_child("Default") is None
 
 
 def test_alarms_notify_the_manifest_topic(shop: tuple[AsyaMesh, dict[str, Any], Path]) -> None:
