@@ -17,7 +17,11 @@ Props (AWS Solutions Constructs style, :mod:`asya_cdk.props`): ``queue_props``, 
 ``existing_table_obj`` / ``existing_bucket_obj`` replace the created table / bucket (not together with the props of the
 same resource). A field the manifest or the naming rules own is refused. Every problem (props, manifest, sources,
 auth, env maps, region) is collected and raised as one :class:`~asya_cdk.errors.DeploymentError` before the construct
-is created.
+is created (:mod:`asya_cdk.meshchecks`).
+
+Building blocks: :mod:`asya_cdk.meshlayers` (the sidecar, dependency and flows layers), :mod:`asya_cdk.meshactors`
+(the actors, placed and granted), :func:`asya_cdk.network.place_functions` (the VPC); this module wires them with the
+storage, the gateway, the backstop and the alarms. Every construct keeps its id under the mesh.
 
 Placement (:mod:`asya_cdk.placement`): the manifest's ``deployment.placement`` keeps the actors in the enclosing
 stack (``stack``, up to 36 deployed actors) or in ``deployment.actor_stacks`` nested stacks chosen by a hash of each
@@ -50,7 +54,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from aws_cdk import Aws, NestedStack, Stack, Tags
+from aws_cdk import Aws, NestedStack, Tags
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_ec2 as ec2
@@ -64,39 +68,29 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import access, naming
-from asya.environment import actor_environment, flows_file_text, gateway_environment
+from asya.environment import flows_file_text, gateway_environment
 from asya.envnames import ENV
-from asya.flowfile import FLOWS_FILE_NAME
-from asya.manifest import Manifest, VpcConfig
-from asya_cdk.actor import Actor, ActorOverrides, retention_problems
-from asya_cdk.assets import (
-    ASSET_EXCLUDES,
-    GATEWAY_MANIFEST_FILE,
-    SourceLayout,
-    render_manifest_json,
-    stage_flows_layer,
-    stage_gateway_asset,
-)
+from asya.manifest import Manifest
+from asya_cdk.actor import Actor, ActorOverrides
+from asya_cdk.assets import GATEWAY_MANIFEST_FILE, SourceLayout, render_manifest_json, stage_gateway_asset
 from asya_cdk.backstop import Backstop
 from asya_cdk.backup import TableBackup
-from asya_cdk.bytecode import interpreter_matches, stage_compiled
-from asya_cdk.checks import check_locks, check_manifest, choose_runtime, load, storage_reuse_problems
-from asya_cdk.concurrency import concurrency_problems
-from asya_cdk.dependencies import DependencyBuilder, locked_layer_code
-from asya_cdk.edgeauth import check_edge
-from asya_cdk.edgeprops import EdgeProps, merge_edge
+from asya_cdk.dependencies import DependencyBuilder
+from asya_cdk.edgeprops import EdgeProps
 from asya_cdk.encryption import encrypt_log_groups, mesh_key
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import Gateway
 from asya_cdk.grants import grant_task_routes
 from asya_cdk.installed import installed_sources
-from asya_cdk.lwa import DEFAULT_LWA_VERSION, lwa_layer_arn
+from asya_cdk.lwa import DEFAULT_LWA_VERSION
+from asya_cdk.meshactors import build_actors
+from asya_cdk.meshchecks import check_mesh
+from asya_cdk.meshlayers import mesh_layers
 from asya_cdk.nag import acknowledge
-from asya_cdk.network import MeshNetwork, endpoint_services, network_problems
+from asya_cdk.network import MeshNetwork, place_functions
 from asya_cdk.observability import MeshObservability, retention_days
-from asya_cdk.permissions import grant_access, role_of
-from asya_cdk.placement import ActorGroup, actor_groups, group_code, placement_problems
-from asya_cdk.props import check_props, given_fields
+from asya_cdk.permissions import grant_access
+from asya_cdk.props import given_fields
 from asya_cdk.storage import Storage
 
 __all__ = ["DEFAULT_BACKSTOP_HANDLER", "AsyaMesh", "default_sources"]
@@ -141,7 +135,6 @@ class AsyaMesh(Construct):
         edge: EdgeProps | None = None,
     ) -> None:
         layout = sources or default_sources()
-        loaded, problems = load(manifest)
         hooks: dict[str, object | None] = {
             "queue_props": queue_props,
             "dead_letter_queue_props": dead_letter_queue_props,
@@ -152,36 +145,20 @@ class AsyaMesh(Construct):
             "api_gateway_props": api_gateway_props,
             "log_group_props": log_group_props,
         }
-        problems += check_props(hooks)
-        if existing_table_obj is not None and table_props is not None:
-            problems.append("existing_table_obj, table_props: give one or the other, not both")
-        if existing_bucket_obj is not None and bucket_props is not None:
-            problems.append("existing_bucket_obj, bucket_props: give one or the other, not both")
-        problems += retention_problems(given_fields(queue_props), given_fields(dead_letter_queue_props))
-        runtime = choose_runtime(loaded, runtime, problems)
-        handlers: dict[str, str] = {}
-        if loaded is not None:
-            merged, edge_problems = merge_edge(loaded.gateway.edge, edge)
-            problems += edge_problems or check_edge(merged)
-            if merged is not loaded.gateway.edge:
-                loaded = loaded.model_copy(update={"gateway": loaded.gateway.model_copy(update={"edge": merged})})
-            handlers = check_manifest(loaded, layout, problems)
-            problems += placement_problems([a.name for a in loaded.deployed_actors()], loaded.deployment)
-            problems += concurrency_problems(loaded)
-            problems += storage_reuse_problems(
-                loaded, {**hooks, "existing_table_obj": existing_table_obj, "existing_bucket_obj": existing_bucket_obj}
-            )
-            problems += network_problems(loaded, vpc_given=vpc is not None, subnets_given=vpc_subnets is not None)
-        if web_adapter_layer is None and loaded is not None:
-            try:
-                adapter_arn: str | None = lwa_layer_arn(Stack.of(scope).region, lwa_layer_version)
-            except DeploymentError as exc:
-                problems.append(str(exc))
-        else:
-            adapter_arn = None
-        locks = check_locks(layout, runtime, problems) if loaded is not None else {}
-        if problems or loaded is None:
-            raise DeploymentError("cannot deploy this mesh:\n- " + "\n- ".join(problems))
+        checked = check_mesh(
+            scope,
+            manifest,
+            layout=layout,
+            runtime=runtime,
+            hooks=hooks,
+            existing={"existing_table_obj": existing_table_obj, "existing_bucket_obj": existing_bucket_obj},
+            vpc_given=vpc is not None,
+            subnets_given=vpc_subnets is not None,
+            web_adapter_given=web_adapter_layer is not None,
+            lwa_layer_version=lwa_layer_version,
+            edge=edge,
+        )
+        loaded, runtime, handlers = checked.manifest, checked.runtime, checked.handlers
         super().__init__(scope, id)
         self._manifest = loaded
         namespace = loaded.namespace
@@ -226,31 +203,13 @@ class AsyaMesh(Construct):
             )
         )
 
-        python_version = runtime.name.removeprefix("python")
-        compiled = interpreter_matches(python_version)
-        builder = dependencies or DependencyBuilder(
-            cache_dir=layout.staging_dir, python_version=python_version, compile_bytecode=compiled
+        # programs too large for the 4 KB environment travel in a layer of their own (asya.flowfile)
+        flows_json = flows_file_text(loaded)
+        built_layers = mesh_layers(
+            self, layout=layout, runtime=runtime, dependencies=dependencies, locks=checked.locks, flows_json=flows_json
         )
-        sidecar_dir = (
-            stage_compiled(layout.sidecar_layer_dir, layout.staging_dir, "sidecar")
-            if compiled
-            else layout.sidecar_layer_dir
-        )
-        sidecar_layer = self._layer(
-            "SidecarLayer",
-            lambda_.Code.from_asset(str(sidecar_dir), exclude=[] if compiled else list(ASSET_EXCLUDES)),
-            runtime,
-            "asya sidecar library (package asya)" + (f", compiled for Python {python_version}" if compiled else ""),
-        )
-        actor_deps = self._layer(
-            "ActorDependencies", locked_layer_code(builder, locks["actor"]), runtime, "asya actor dependencies"
-        )
-        gateway_deps = self._layer(
-            "GatewayDependencies", locked_layer_code(builder, locks["gateway"]), runtime, "asya gateway dependencies"
-        )
+        sidecar_layer, gateway_deps = built_layers.sidecar, built_layers.gateway_dependencies
 
-        deployed = loaded.deployed_actors()
-        code_cache: dict[tuple[str, Path], lambda_.Code] = {}
         overrides = ActorOverrides(
             queue=given_fields(queue_props),
             dead_letter_queue=given_fields(dead_letter_queue_props),
@@ -259,54 +218,20 @@ class AsyaMesh(Construct):
             log_group=log_extra,
         )
         self._actor_stacks: list[NestedStack] = []
-        self._actors: dict[str, Actor] = {}
-        # programs too large for the 4 KB environment travel in a layer of their own (asya.flowfile)
-        flows_json = flows_file_text(loaded)
-        layers: tuple[lambda_.ILayerVersion, ...] = (sidecar_layer, actor_deps)
-        if flows_json is not None:
-            staged = stage_flows_layer(flows_json=flows_json, staging_dir=layout.staging_dir)
-            flows_layer = self._layer(
-                "FlowsLayer", lambda_.Code.from_asset(str(staged)), runtime, "asya compiled flows"
-            )
-            layers = (*layers, flows_layer)
-        shared = ActorGroup(scope=self, table=table, bucket=bucket, layers=layers)
-        placed = actor_groups(self, [a.name for a in deployed], deployment, shared, self._actor_stacks)
-        for actor, group in zip(deployed, placed, strict=True):
-            directory = layout.crew_dir if actor.crew else actor.code_dir
-            assert directory is not None  # checked by _check_manifest
-            code = group_code(group.scope, directory, code_cache)
-            built = Actor(
-                group.scope,
-                actor.name,
-                namespace=namespace,
-                actor=actor,
-                code=code,
-                handler=handlers[actor.name],
-                runtime=runtime,
-                layers=group.layers,
-                environment={
-                    **actor_environment(
-                        loaded,
-                        actor,
-                        table=group.table.table_name,
-                        bucket=group.bucket.bucket_name,
-                        flows_file=FLOWS_FILE_NAME if flows_json is not None else None,
-                    ),
-                    ENV.account_id: Aws.ACCOUNT_ID,
-                },
-                log_retention=retention,
-                key=key,
-                overrides=overrides,
-            )
-            grant_access(
-                built.function,
-                role_of(actor.name),
-                namespace=namespace,
-                table=group.table,
-                bucket=group.bucket,
-                key=key,
-            )
-            self._actors[actor.name] = built
+        self._actors = build_actors(
+            self,
+            loaded,
+            layout=layout,
+            handlers=handlers,
+            runtime=runtime,
+            layers=built_layers,
+            table=table,
+            bucket=bucket,
+            key=key,
+            retention=retention,
+            overrides=overrides,
+            actor_stacks=self._actor_stacks,
+        )
 
         gateway_dir = stage_gateway_asset(
             gateway_dir=layout.gateway_dir,
@@ -316,7 +241,7 @@ class AsyaMesh(Construct):
         gateway_code = lambda_.Code.from_asset(str(gateway_dir))
         manifest_path = f"/var/task/{GATEWAY_MANIFEST_FILE}"
         adapter = web_adapter_layer or lambda_.LayerVersion.from_layer_version_arn(
-            self, "WebAdapterLayer", str(adapter_arn)
+            self, "WebAdapterLayer", str(checked.adapter_arn)
         )
         self._gateway = Gateway(
             self,
@@ -376,43 +301,10 @@ class AsyaMesh(Construct):
             alarm_topic_arn=loaded.observability.alarm_topic_arn,
             dashboard=loaded.observability.dashboard,
         )
-        self._network = self._place_in_vpc(loaded, key, vpc, vpc_subnets)
+        self._network = place_functions(self, loaded, key=key, vpc=vpc, vpc_subnets=vpc_subnets)
         # every log group and function of the mesh, whichever construct made it
         encrypt_log_groups((c for c in self.node.find_all() if isinstance(c, logs.LogGroup)), key)
         self._acknowledge()
-
-    def _place_in_vpc(
-        self,
-        manifest: Manifest,
-        key: kms.IKey | None,
-        vpc: ec2.IVpc | None,
-        vpc_subnets: ec2.SubnetSelection | None,
-    ) -> MeshNetwork | None:
-        config = manifest.deployment.vpc
-        if vpc is None and config is None:
-            return None
-        network = MeshNetwork(
-            self,
-            "Network",
-            config=config or VpcConfig(),
-            services=endpoint_services(manifest, key=key is not None),
-            vpc=vpc,
-            vpc_subnets=vpc_subnets,
-        )
-        for construct in self.node.find_all():
-            if isinstance(construct, lambda_.Function):
-                network.attach(construct)
-        return network
-
-    def _layer(self, id: str, code: lambda_.Code, runtime: lambda_.Runtime, description: str) -> lambda_.LayerVersion:
-        return lambda_.LayerVersion(
-            self,
-            id,
-            code=code,
-            compatible_runtimes=[runtime],
-            compatible_architectures=[lambda_.Architecture.ARM_64],
-            description=description[:256],
-        )
 
     def _acknowledge(self) -> None:
         acknowledge(

@@ -26,13 +26,14 @@ from typing import Final
 
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from asya.manifest import Manifest, VpcConfig
 from asya_cdk.nag import acknowledge
 
-__all__ = ["INTERFACE_SERVICES", "MeshNetwork", "endpoint_services", "network_problems"]
+__all__ = ["INTERFACE_SERVICES", "MeshNetwork", "endpoint_services", "network_problems", "place_functions"]
 
 _HTTPS: Final = ec2.Port.tcp(443)
 _VPC_ACCESS: Final = "service-role/AWSLambdaVPCAccessExecutionRole"
@@ -252,3 +253,30 @@ def endpoint_services(manifest: Manifest, *, key: bool) -> list[str]:
     if any(actor.tracing for actor in manifest.deployed_actors()):
         services.append("xray")
     return services
+
+
+def place_functions(
+    scope: Construct,
+    manifest: Manifest,
+    *,
+    key: kms.IKey | None,
+    vpc: ec2.IVpc | None,
+    vpc_subnets: ec2.SubnetSelection | None,
+) -> MeshNetwork | None:
+    """Put every function under ``scope`` into the VPC of ``deployment.vpc`` or the ``vpc`` prop, with the endpoints
+    their calls need (``Network``); ``None`` when neither is set."""
+    config = manifest.deployment.vpc
+    if vpc is None and config is None:
+        return None
+    network = MeshNetwork(
+        scope,
+        "Network",
+        config=config or VpcConfig(),
+        services=endpoint_services(manifest, key=key is not None),
+        vpc=vpc,
+        vpc_subnets=vpc_subnets,
+    )
+    for construct in scope.node.find_all():
+        if isinstance(construct, lambda_.Function):
+            network.attach(construct)
+    return network
