@@ -126,7 +126,7 @@ def _not_found(client: httpx.Client, method: str, path: str, body: Any, task_id:
             return '"code":-32001' in first.replace(" ", "")
         if response.status_code != 404:
             return False
-        return json.loads(response.read()) == {"error": "not found"}
+        return bool(json.loads(response.read()) == {"error": "not found"})
 
 
 @pytest.mark.parametrize(("method", "path", "body"), _PATHS, ids=[f"{m} {p} {b}" for m, p, b in _PATHS])
