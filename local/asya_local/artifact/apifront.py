@@ -193,6 +193,8 @@ class ApiFront(_Relaying):
         self._api_arn = api_arn
         self._authorizers = authorizers
         self.denied: list[str] = []
+        #: (function ARN, ``METHOD /path``) of every request passed to a function, in order
+        self.relayed: list[tuple[str, str]] = []
 
     def match(self, path: str, http_method: str) -> ApiMethod | None:
         wanted = path.rstrip("/") or "/"
@@ -245,6 +247,7 @@ class ApiFront(_Relaying):
                 return
             authorized = verdict.context
         upstream = self._upstreams[str(method.function)]
+        self.relayed.append((str(method.function), f"{method_name} {path}"))
         forwarded = [(k, v) for k, v in scope["headers"] if k.decode("latin-1").lower() not in _HOP_BY_HOP]
         context: dict[str, Any] = {
             "requestId": f"local-{time.monotonic_ns()}",

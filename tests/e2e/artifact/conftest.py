@@ -134,3 +134,15 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     if _TIMINGS:
         parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in _TIMINGS.items())
         terminalreporter.write_line(f"artifact mesh: {parts}")
+
+
+@pytest.fixture(scope="session")
+def synthesizer() -> Any:
+    """:func:`synthesize`, for a module that synthesizes a mesh of its own manifest (test_artifact_edge_auth.py)."""
+    return synthesize
+
+
+@pytest.fixture(scope="session")
+def build_timings() -> dict[str, float]:
+    """The build costs reported at the end of the run: a module's own mesh adds its entries."""
+    return _TIMINGS
