@@ -34,14 +34,15 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya import headers as hdr
 from asya import routing
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
-from asya.envelope import Envelope, Phase, parse_envelope
+from asya.envelope import Envelope, Phase, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.infra import parse_failure_envelope
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
-from asya.store import TaskStore
+from asya.store import ChildFinish, ChildOutcome, TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, format_ts, system_clock
 from asya.transport import Transport
@@ -258,6 +259,41 @@ class CrewRuntime:
         return Parsed(
             envelope=envelope, phase=phase, checkpoint_phase=checkpoint_phase, hydrated=self._hydrated(envelope)
         )
+
+    def _plan(self, record: SQSRecord, prepared: Parsed, *, ends_child: bool, error: str | None) -> Parsed:
+        """Reserve a checkpointed record's line in record order, so a child's finish write can name it and roots and
+        children of a batch still share one object per phase (P-FAN-9 (R3)). When the envelope ends a fan-out child
+        (``ends_child``, not stealth), its child item is marked finished first, with how it ended (``error`` when
+        failed) and that line (``TaskStore.finish_child``, one write per child, P-ACK-7, P-FAN-7 (R3)); when another
+        record finished it before, this one is a late copy: its line is given back and ``prepared`` comes back without
+        a checkpoint, so a finished child is never failed later."""
+        assert prepared.checkpoint_phase is not None and prepared.hydrated is not None
+        line = self._checkpoints.plan(record.message_id, prepared.checkpoint_phase, prepared.hydrated)
+        envelope = prepared.envelope
+        if not ends_child or not envelope.parent_id or hdr.is_stealth(envelope.headers):
+            return prepared
+        status = envelope.status or Status()
+        outcome = ChildOutcome(
+            writer_id=record.message_id,
+            phase=prepared.phase,
+            actor=status.actor,
+            error=error,
+            attempt=status.attempt,
+            checkpoint=(line.key, line.line),
+        )
+        try:
+            found = self._store.finish_child(envelope.id, envelope.parent_id, outcome)
+        except Exception:
+            self._checkpoints.unplan(record.message_id)  # this record fails: its line goes to the next one
+            raise
+        if found is not ChildFinish.ALREADY:
+            return prepared
+        self._checkpoints.unplan(record.message_id)
+        self._log.info(
+            "late copy of a finished child: acked without a checkpoint",
+            extra={"correlation_id": envelope.id, "phase": prepared.phase},
+        )
+        return Parsed(envelope=envelope, phase=prepared.phase)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         """The phase of the checkpoint ``envelope`` gets in this crew actor, or ``None`` for none."""

@@ -40,7 +40,6 @@ from asya import naming
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError
-from asya.store import ChildFinish
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
@@ -60,36 +59,10 @@ class SinkRuntime(CrewRuntime):
         prepared = super()._prepare(record)
         if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
             return prepared
-        # every checkpointed record reserves its line in record order, so a child's finish write can name it and
-        # roots and children still share one object per phase (P-FAN-9 (R3))
-        line = self._checkpoints.plan(record.message_id, prepared.checkpoint_phase, prepared.hydrated)
-        envelope = prepared.envelope
-        if not envelope.parent_id or hdr.is_stealth(envelope.headers):
-            return prepared
         # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7 (R3))
-        status = envelope.status or Status()
-        try:
-            found = self._store.finish_child(
-                envelope.id,
-                envelope.parent_id,
-                writer_id=record.message_id,
-                phase=prepared.phase,  # how the child ended, for the parent's child tree (P-FAN-7 (R3))
-                actor=status.actor,
-                attempt=status.attempt,
-                error=_error_message(envelope) if prepared.phase == Phase.FAILED.value else None,
-                checkpoint=(line.key, line.line),
-            )
-        except Exception:
-            self._checkpoints.unplan(record.message_id)  # this record fails: its line goes to the next one
-            raise
-        if found is not ChildFinish.ALREADY:
-            return prepared
-        self._checkpoints.unplan(record.message_id)
-        self._log.info(
-            "late copy of a finished child: acked without a checkpoint",
-            extra={"correlation_id": envelope.id, "phase": prepared.phase},
-        )
-        return Parsed(envelope=envelope, phase=prepared.phase)
+        failed = prepared.phase == Phase.FAILED.value
+        error = _error_message(prepared.envelope) if failed else None
+        return self._plan(record, prepared, ends_child=True, error=error)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         headers = envelope.headers

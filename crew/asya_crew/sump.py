@@ -1,4 +1,4 @@
-"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..5, P-STAT-2).
+"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..7, P-STAT-2).
 
 Per record: it accepts any route and never sends (P-SUMP-1). What it receives, and what it does with it:
 
@@ -24,6 +24,12 @@ Per record: it accepts any route and never sends (P-SUMP-1). What it receives, a
   ``status.error.message``, details ``{message, type}``, ``failed_actor`` ``status.actor``) with the checkpoint in one
   conditional write (``TaskStore.report_final``, tagged with the record's message id): a task already terminal only
   gets the checkpoint when it has none. A write error fails the record.
+- A fan-out child (``parent_id``, not stealth) whose checkpointed failure ended its lineage
+  (``asya.infra.ends_lineage``: not a notice whose frames went on, not a lost frame other than the input's own) never
+  reaches x-sink's finish: before the checkpoint, x-sump marks its child item finished (``CrewRuntime._plan``,
+  ``TaskStore.finish_child``, one write): ``failed``, ``status.actor``, its attempt, ``Type: message`` of
+  ``status.error`` and the line reserved for it (P-SUMP-7 (R3), the child tree). A child another record finished
+  before is a late copy: no checkpoint line. A write error fails the record.
 - Every log line carries ``reason`` and ``error_type`` (``status.error.type``) and the whole envelope, a payload over
   200 KiB replaced by ``{"__truncated__": true, "size_bytes": n}``.
 - A body that does not parse is logged raw at ERROR and stored at ``unparsed/{YYYY-MM-DD}/sqs-{messageId}.txt``
@@ -49,6 +55,7 @@ from asya import headers as hdr
 from asya import routing
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, dumps
+from asya.infra import ends_lineage
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
@@ -63,12 +70,22 @@ _PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
 
 class SumpRuntime(CrewRuntime):
     """The x-sump Lambda runtime; clients are created lazily when not injected. x-sump sends nothing, so ``sqs``
-    is used only to release unstarted records; ``dynamodb`` only to attach checkpoints (P-STAT-2)."""
+    is used only to release unstarted records; ``dynamodb`` to attach checkpoints (P-STAT-2) and finish children
+    (P-SUMP-7)."""
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         if phase != Phase.FAILED.value or hdr.CHECKPOINTED in envelope.headers or _reason(envelope) == _PARTIAL_FAILURE:
             return None
         return phase
+
+    def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
+        prepared = super()._prepare(record)
+        if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
+            return prepared
+        # a fan-out child whose failure ends here never reaches x-sink: its finish is x-sump's (P-SUMP-7 (R3))
+        envelope = prepared.envelope
+        ends_child = not hdr.is_hook_copy(envelope.headers) and ends_lineage(envelope)
+        return self._plan(record, prepared, ends_child=ends_child, error=_child_error(envelope))
 
     def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
         if isinstance(prepared, Unparsed):
@@ -145,6 +162,18 @@ class SumpRuntime(CrewRuntime):
             name=METRIC_NAME, unit=MetricUnit.Count, value=1, namespace=METRIC_NAMESPACE, default_dimensions=dimensions
         ):
             pass
+
+
+def _child_error(envelope: Envelope) -> str:
+    """The error a child item keeps: ``Type: message`` of ``status.error`` (the infrastructure reason names it),
+    else the error payload's ``error``."""
+    error: Mapping[str, Any] | None = envelope.status.error if envelope.status is not None else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    if isinstance(message, str):
+        kind = _error_type(envelope)
+        return f"{kind}: {message}" if kind else message
+    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+    return payload["error"] if isinstance(payload.get("error"), str) else "infrastructure error"
 
 
 def _reason(envelope: Envelope) -> str | None:
