@@ -124,7 +124,9 @@ def test_gw_task_9_call_and_watch_print_a_childs_retry_and_a_childs_failure_labe
     code, out, err = _run("call", "brood", "--payload", payload, "--brief", cwd=workdir)
     assert code == 0, err
     task_id = out.splitlines()[-1].removeprefix("id: ")
-    children = {child["status"]: child["id"] for child in _wait_status(tasks_mesh, task_id, {"succeeded"})["children"]}
+    tree = _wait_status(tasks_mesh, task_id, {"succeeded"})["children"]
+    children = {child["status"]: child["id"] for child in tree}
+    assert set(children) == {"retrying", "failed"}, tree
     retried, failed = children["retrying"], children["failed"]
     retry_line = f"child {retried}: retrying attempt 2 at picky: ConnectionError: upstream blinked"
     failure_line = f"child {failed}: failed at picky: part 2 is malformed"
