@@ -1,11 +1,11 @@
-"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..7, P-STAT-2).
+"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..8, P-STAT-2).
 
 Per record: it accepts any route and never sends (P-SUMP-1). What it receives, and what it does with it:
 
 | received | checkpoint (P-SUMP-4) | attach to the task (P-STAT-2) | log line (P-SUMP-3) |
 |---|---|---|---|
 | a failure x-sink forwarded (header ``x-asya-checkpointed``) | no: x-sink wrote it | no | ``task failed``, WARNING |
-| a failed fan-in slice x-sink forwarded (``x-asya-fan-in``) | yes: x-sink wrote none | no | ``task failed``, WARNING |
+| a failed fan-in slice (``x-asya-fan-in``) | yes: x-sink wrote none | no; fails origin | ``task failed``, WARNING |
 | a failed hook copy (``x-asya-sink-hook``) | yes | no: not the task's outcome | ``sink hook failed``, WARNING |
 | a partial-failure notice (reason ``PartialFailure``, P-RES-10) | no | no | ``partial failure``, WARNING |
 | any other phase ``failed`` envelope (an infrastructure error) | yes | yes | ``infrastructure error``, ERROR |
@@ -30,6 +30,13 @@ Per record: it accepts any route and never sends (P-SUMP-1). What it receives, a
   ``TaskStore.finish_child``, one write): ``failed``, ``status.actor``, its attempt, ``Type: message`` of
   ``status.error`` and the line reserved for it (P-SUMP-7 (R3), the child tree). A child another record finished
   before is a late copy: no checkpoint line. A write error fails the record.
+- A failed fan-in slice that finished its child here (not a late copy) also fails the fan-in's task,
+  ``x-asya-fan-in.origin_id``, unless stealth, with x-sink's own write for a failed slice
+  (``CrewRuntime._fail_fan_in_origin``: ``failed``, ``failed_actor`` ``status.actor``, error ``child <id>: `` +
+  message, no checkpoint), after the child's finish and the checkpoint: an infrastructure error of a child's hop never
+  reaches x-sink, and its task would wait ``running`` for its deadline. The write is conditional: a task already
+  terminal (the slice x-sink forwarded failed it already, or another slice did) stays as it is (P-SUMP-8 (R3)). A
+  write error fails the record.
 - Every log line carries ``reason`` and ``error_type`` (``status.error.type``) and the whole envelope, a payload over
   200 KiB replaced by ``{"__truncated__": true, "size_bytes": n}``.
 - A body that does not parse is logged raw at ERROR and stored at ``unparsed/{YYYY-MM-DD}/sqs-{messageId}.txt``
@@ -71,7 +78,7 @@ _PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
 class SumpRuntime(CrewRuntime):
     """The x-sump Lambda runtime; clients are created lazily when not injected. x-sump sends nothing, so ``sqs``
     is used only to release unstarted records; ``dynamodb`` to attach checkpoints (P-STAT-2) and finish children
-    (P-SUMP-7)."""
+    (P-SUMP-7) and fail a fan-in slice's origin (P-SUMP-8)."""
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         if phase != Phase.FAILED.value or hdr.CHECKPOINTED in envelope.headers or _reason(envelope) == _PARTIAL_FAILURE:
@@ -84,8 +91,7 @@ class SumpRuntime(CrewRuntime):
             return prepared
         # a fan-out child whose failure ends here never reaches x-sink: its finish is x-sump's (P-SUMP-7 (R3))
         envelope = prepared.envelope
-        ends_child = not hdr.is_hook_copy(envelope.headers) and ends_lineage(envelope)
-        return self._plan(record, prepared, ends_child=ends_child, error=_child_error(envelope))
+        return self._plan(record, prepared, ends_child=_ends_child(envelope), error=_child_error(envelope))
 
     def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
         if isinstance(prepared, Unparsed):
@@ -106,6 +112,10 @@ class SumpRuntime(CrewRuntime):
             self._log.info("envelope reached x-sump", extra=fields)
         elif hdr.CHECKPOINTED in headers or hdr.FAN_IN in headers:
             self._log.warning("task failed", extra={**fields, "checkpointed": headers.get(hdr.CHECKPOINTED)})
+            if hdr.FAN_IN in headers and checkpoint is not None and _ends_child(envelope):
+                # an infrastructure error of a child's slice never reaches x-sink: its task fails here, as a handler
+                # error's slice fails it there (P-SUMP-8 (R3)); a slice x-sink forwarded finds it failed already
+                self._fail_fan_in_origin(envelope, record.message_id)
         elif hdr.is_hook_copy(headers):
             self._log.warning("sink hook failed", extra={**fields, "hook": headers[hdr.SINK_HOOK]})
         elif reason == _PARTIAL_FAILURE:
@@ -162,6 +172,11 @@ class SumpRuntime(CrewRuntime):
             name=METRIC_NAME, unit=MetricUnit.Count, value=1, namespace=METRIC_NAMESPACE, default_dimensions=dimensions
         ):
             pass
+
+
+def _ends_child(envelope: Envelope) -> bool:
+    """The failure ended the lineage of ``envelope.id`` (``asya.infra.ends_lineage``), a hook copy's never does."""
+    return not hdr.is_hook_copy(envelope.headers) and ends_lineage(envelope)
 
 
 def _child_error(envelope: Envelope) -> str:

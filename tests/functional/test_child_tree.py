@@ -203,3 +203,41 @@ def test_p_sump_7_a_notice_or_a_lost_frame_of_a_child_leaves_the_child_running(
 
     assert Sump(mesh).run(notice)[0] == []
     assert _node(h, parent, child)["status"] == "running"
+
+
+def test_p_sump_8_a_fan_in_slice_failed_by_an_infrastructure_error_fails_its_parent_at_once(mesh: Any) -> None:
+    """A child's fan-in slice failed by an infrastructure error (here the hop ceiling) reached x-sump only, which
+    finished the child (P-SUMP-7) but left its parent ``running`` until the deadline, although a handler error of the
+    same slice fails it at once through x-sink. x-sump now fails the fan-in's origin with x-sink's write: the failure
+    is the child's (P-FAN-8). A second delivery, and another child's failure after it, leave the failed task as it
+    is (P-SUMP-8 (R3))."""
+    h = actors.Harness(mesh, "echo", clock=lambda: NOW)
+    _running_child(h, "t-fan-infra", "c-fan-infra")
+    assert h.store.running(
+        "t-fan-infra", step="processing", actor="split-items", route_prev=[], route_curr="split-items", route_next=[]
+    ).accepted
+    child = actors.envelope("c-fan-infra", parent_id="t-fan-infra", prev=["intake"], nxt=["merge"])
+    child["headers"]["x-asya-fan-in"] = {"origin_id": "t-fan-infra", "index": 1, "count": 2}
+    child["headers"]["x-asya-hops"] = DEFAULT_MAX_HOPS
+    response, _ = h.run(child)
+    assert response["batchItemFailures"] == []
+    [sent] = h.drain("x-sump")
+    assert (sent["status"]["reason"], sent["headers"]["x-asya-fan-in"]["origin_id"]) == ("HopCeiling", "t-fan-infra")
+
+    assert Sump(mesh).run(sent)[0] == []
+    view = h.store.get_task("t-fan-infra")
+    assert view is not None
+    assert (view["status"], view["current_actor"], view["failed_actor"]) == ("failed", "normalize", "normalize")
+    assert view["error"] == f"child c-fan-infra: {ceiling_message(DEFAULT_MAX_HOPS)}"
+    assert _node(h, "t-fan-infra", "c-fan-infra")["status"] == "failed"
+    task_key = rec.key("t-fan-infra", rec.TASK_SK)
+    before = mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=task_key)["Item"]
+
+    other = json.loads(json.dumps(sent))
+    other["id"] = "c-fan-infra-2"
+    other["status"].update(actor="price-item")
+    other["status"]["error"] = {"message": "payload gone", "type": "PayloadUnavailable"}
+    other["status"]["reason"] = "PayloadUnavailable"
+    assert Sump(mesh).run(sent, other)[0] == []
+    after = mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=task_key)["Item"]
+    assert after == before
