@@ -43,6 +43,7 @@ SECTIONS: Final = (
     "watching",
     "streammem",
     "flows",
+    "cancelreads",
 )
 
 
@@ -79,6 +80,10 @@ def _runner(name: str) -> Callable[[bool], Any]:
         from bench import watching
 
         return lambda quick: watching.run(quick=quick)
+    if name == "cancelreads":
+        from bench import cancelreads
+
+        return lambda quick: cancelreads.run(quick=quick)
     if name == "streammem":
         from bench import streammem
 
@@ -114,6 +119,15 @@ def cost_section(results: Mapping[str, Any], prices_text: str) -> dict[str, Any]
 
         out["end_to_end"] = endtoend.price(results["watching"], out, prices)
     return out
+
+
+def price_cancel_reads(section: dict[str, Any], prices_text: str) -> None:
+    """Each hop duration's cancel reads priced in place (``bench.cancelreads.price``)."""
+    from bench import cancelreads
+
+    prices = cost.load_prices(prices_text)
+    for row in section["hops"].values():
+        row.update(cancelreads.price(row["reads"], prices))
 
 
 def _revision() -> str:
@@ -162,6 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench: {name} done in {time.monotonic() - section_started:.0f} s", file=sys.stderr, flush=True)
     if "traffic" in results:
         results["cost"] = cost_section(results, PRICES.read_text(encoding="utf-8"))
+    if "cancelreads" in results:
+        price_cancel_reads(results["cancelreads"], PRICES.read_text(encoding="utf-8"))
     results["meta"] = {
         "finished": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "wall_seconds": time.monotonic() - started,

@@ -5,11 +5,26 @@ They do no work of their own, so what a benchmark measures around them is the la
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["echo"]
+__all__ = ["DRIP_CLOCK", "drip", "echo"]
 
 
 def echo(payload: Any) -> Any:
     """Return the payload unchanged: one frame to the next actor of the route."""
     return payload
+
+
+#: The fake monotonic clock of the cancel-read benchmark (``bench.cancelreads``): ``drip`` moves it, the runtime
+#: under measurement reads it.
+DRIP_CLOCK: list[float] = [0.0]
+
+
+def drip(payload: Any) -> Iterator[Any]:
+    """A streaming generator: ``payload["yields"]`` yields of ``None``, each after ``payload["step_s"]`` seconds of
+    :data:`DRIP_CLOCK`, then the payload as its one frame."""
+    for _ in range(int(payload["yields"])):
+        DRIP_CLOCK[0] += float(payload["step_s"])
+        yield None
+    yield payload

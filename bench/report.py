@@ -351,6 +351,29 @@ def _cost(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
     return out
 
 
+def _cancel_reads(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    """Section 3's cancel reads of a generator hop (``bench/cancelreads.py``, P-CANCEL-5 (R3))."""
+    data = results.get("cancelreads")
+    if not data:
+        return []
+    out = [
+        "### Cancel reads of a generator hop",
+        "",
+        "A generator handler's hop reads its task's status between yields, at most once every 5 s per invocation",
+        "(P-CANCEL-3): one eventually consistent `GetItem`, 0.5 read unit, outside GW-DATA-8's one read per batch.",
+        "Counted on the real layer (`bench/cancelreads.py`): one generator yielding every "
+        f"{fmt(data['yield_seconds'], 1)} s of a fake clock, calls answered in memory. The example task's hops are",
+        "plain functions under 5 s and make none: the rows above are unchanged; a flow pays these per generator hop.",
+        "",
+    ]
+    rows = [
+        [f"{seconds} s", fmt(row.get("reads"), 0), fmt(row.get("rru"), 1), fmt_money(row.get("usd_per_million"))]
+        for seconds, row in data["hops"].items()
+    ]
+    out += table(["generator hop", "cancel reads", "read units", "USD per million such hops"], rows)
+    return out
+
+
 def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
     out = ["## 4. Local latency and throughput", ""]
     data = results.get("latency")
@@ -640,6 +663,7 @@ def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
         _overhead,
         _traffic,
         _cost,
+        _cancel_reads,
         _latency,
         _coldstart,
         _memory,

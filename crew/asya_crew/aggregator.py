@@ -50,6 +50,7 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.fanin import MAX_SLICES
 from asya.flows.mesh import continue_outgoing
+from asya.store import ChildOutcome
 from asya.timeutil import format_ts, parse_ts
 from asya.transport import UnknownActorError
 from asya_crew.checkpoint import CheckpointLine
@@ -156,7 +157,8 @@ class AggregatorRuntime(CrewRuntime):
             return
         if header.index and env.parent_id and not hdr.is_stealth(env.headers):
             # the slice's hop completed: a late copy of it is a duplicate from now on (P-ACK-7 (R3))
-            self._store.finish_child(env.id, env.parent_id, writer_id=record.message_id, phase="succeeded")
+            done = ChildOutcome(writer_id=record.message_id, phase="succeeded")
+            self._store.finish_child(env.id, env.parent_id, done)
         if not progress.complete or progress.emitted:
             return  # P-AGG-7: nothing sent, nothing written
         self._emit(header, now, now_ms)

@@ -34,21 +34,30 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya import headers as hdr
 from asya import routing
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
-from asya.envelope import Envelope, Phase, parse_envelope
+from asya.envelope import Envelope, Phase, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.infra import parse_failure_envelope
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
-from asya.store import TaskStore
+from asya.store import ChildFinish, ChildOutcome, TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, format_ts, system_clock
 from asya.transport import Transport
 from asya.xray import trace_headers
 from asya_crew.checkpoint import CheckpointEntry, CheckpointError, CheckpointLine, CheckpointWriter
 
-__all__ = ["SAFETY_MARGIN_SECONDS", "CrewOptions", "CrewRuntime", "Parsed", "Unparsed", "UnstartedRecordError"]
+__all__ = [
+    "SAFETY_MARGIN_SECONDS",
+    "CrewOptions",
+    "CrewRuntime",
+    "Parsed",
+    "Unparsed",
+    "UnstartedRecordError",
+    "failure_message",
+]
 
 
 class CrewOptions(TypedDict, total=False):
@@ -259,6 +268,85 @@ class CrewRuntime:
             envelope=envelope, phase=phase, checkpoint_phase=checkpoint_phase, hydrated=self._hydrated(envelope)
         )
 
+    def _plan(self, record: SQSRecord, prepared: Parsed, *, ends_child: bool, error: str | None) -> Parsed:
+        """Reserve a checkpointed record's line in record order, so a child's finish write can name it and roots and
+        children of a batch still share one object per phase (P-FAN-9 (R3)). When the envelope ends a fan-out child
+        (``ends_child``, not stealth), its child item is marked finished first, with how it ended (``error`` when
+        failed) and that line (``TaskStore.finish_child``, one write per child, P-ACK-7, P-FAN-7 (R3)); when another
+        record finished it before, this one is a late copy: its line is given back and ``prepared`` comes back without
+        a checkpoint, so a finished child is never failed later."""
+        assert prepared.checkpoint_phase is not None and prepared.hydrated is not None
+        line = self._checkpoints.plan(record.message_id, prepared.checkpoint_phase, prepared.hydrated)
+        envelope = prepared.envelope
+        if not ends_child or not envelope.parent_id or hdr.is_stealth(envelope.headers):
+            return prepared
+        status = envelope.status or Status()
+        outcome = ChildOutcome(
+            writer_id=record.message_id,
+            phase=prepared.phase,
+            actor=status.actor,
+            error=error,
+            attempt=status.attempt,
+            checkpoint=(line.key, line.line),
+        )
+        try:
+            found = self._store.finish_child(envelope.id, envelope.parent_id, outcome)
+        except Exception:
+            self._checkpoints.unplan(record.message_id)  # this record fails: its line goes to the next one
+            raise
+        if found is not ChildFinish.ALREADY:
+            return prepared
+        self._checkpoints.unplan(record.message_id)
+        self._log.info(
+            "late copy of a finished child: acked without a checkpoint",
+            extra={"correlation_id": envelope.id, "phase": prepared.phase},
+        )
+        return Parsed(envelope=envelope, phase=prepared.phase)
+
+    def _report_failed(
+        self,
+        task_id: str,
+        envelope: Envelope,
+        checkpoint: CheckpointLine | None,
+        writer_id: str,
+        *,
+        child_label: str = "",
+    ) -> bool:
+        """The final ``failed`` status of ``task_id`` from a failed ``envelope`` (P-SINK-5 (c)): its error (after
+        ``child_label``), details and actor. Conditional: a task already terminal keeps its status and only gets the
+        checkpoint when it has none (P-STAT-2); False then, or for an unknown task. A write error propagates."""
+        status = envelope.status or Status()
+        payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+        details = status.error if status.error else payload.get("details")
+        return self._store.report_final(
+            task_id,
+            status="failed",
+            error=child_label + failure_message(envelope),
+            error_details=details if isinstance(details, dict) else None,
+            failed_actor=status.actor,
+            checkpoint_key=checkpoint.key if checkpoint is not None else None,
+            checkpoint_line=checkpoint.line if checkpoint is not None else None,
+            envelope_id=envelope.id,
+            created_at=status.created_at,
+            writer_id=writer_id,
+        )
+
+    def _fail_fan_in_origin(self, envelope: Envelope, writer_id: str) -> None:
+        """A failed fan-in slice fails its task, ``x-asya-fan-in.origin_id`` (x-sink P-SINK-3, x-sump P-SUMP-8 (R3)),
+        unless stealth, with no checkpoint: the error names the child, and ``failed_actor`` is where it failed (the
+        store shows that actor as ``current_actor`` too), never the actor that fanned out (P-FAN-8 (R3)). A task
+        already terminal stays as it is, so a late or repeated slice rewrites nothing."""
+        fan_in = envelope.headers.get(hdr.FAN_IN)
+        origin = fan_in.get("origin_id") if isinstance(fan_in, dict) else None
+        if not isinstance(origin, str) or not origin or hdr.is_stealth(envelope.headers):
+            return
+        label = f"child {envelope.id}: " if envelope.id != origin else ""
+        extra = {"correlation_id": envelope.id, "origin_id": origin}
+        if self._report_failed(origin, envelope, None, writer_id, child_label=label):
+            self._log.info("fan-in origin failed", extra=extra)
+        else:
+            self._log.debug("fan-in origin unknown or already final: not written", extra=extra)
+
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         """The phase of the checkpoint ``envelope`` gets in this crew actor, or ``None`` for none."""
         raise NotImplementedError
@@ -272,3 +360,13 @@ class CrewRuntime:
             self._transport.change_visibility(self.config.actor, receipt_handles, 0)
         except AsyaError as exc:  # best effort (P-TIME-6 SHOULD): the records come back after their timeout anyway
             self._log.warning("could not release unstarted records", extra={"error": str(exc)})
+
+
+def failure_message(envelope: Envelope) -> str:
+    """A failed envelope's error message: ``status.error.message``, else the error payload's ``error``."""
+    status = envelope.status or Status()
+    error = status.error.get("message") if status.error else None
+    if isinstance(error, str):
+        return error
+    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+    return payload["error"] if isinstance(payload.get("error"), str) else "task failed"

@@ -4,7 +4,8 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
 
 - hook copy (``x-asya-sink-hook``): phase ``failed`` is forwarded to x-sump, anything else acked (P-SINK-2);
 - fan-in partial (``x-asya-fan-in``): phase ``failed`` becomes the final ``failed`` status of
-  ``x-asya-fan-in.origin_id`` (unless stealth) and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
+  ``x-asya-fan-in.origin_id`` (unless stealth; ``CrewRuntime._fail_fan_in_origin``, which x-sump shares, P-SUMP-8)
+  and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
 - phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
 - ``succeeded``/``failed`` of a fan-out child (not stealth), before anything else: its child item is marked finished
   (``TaskStore.finish_child``, one write per child, P-ACK-7 (R3)), with how it ended and the checkpoint line reserved
@@ -40,9 +41,8 @@ from asya import naming
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError
-from asya.store import ChildFinish
 from asya_crew.checkpoint import CheckpointLine
-from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
+from asya_crew.runtime import CrewRuntime, Parsed, Unparsed, failure_message
 
 __all__ = ["HookSendError", "SinkRuntime", "lambda_handler"]
 
@@ -60,36 +60,10 @@ class SinkRuntime(CrewRuntime):
         prepared = super()._prepare(record)
         if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
             return prepared
-        # every checkpointed record reserves its line in record order, so a child's finish write can name it and
-        # roots and children still share one object per phase (P-FAN-9 (R3))
-        line = self._checkpoints.plan(record.message_id, prepared.checkpoint_phase, prepared.hydrated)
-        envelope = prepared.envelope
-        if not envelope.parent_id or hdr.is_stealth(envelope.headers):
-            return prepared
         # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7 (R3))
-        status = envelope.status or Status()
-        try:
-            found = self._store.finish_child(
-                envelope.id,
-                envelope.parent_id,
-                writer_id=record.message_id,
-                phase=prepared.phase,  # how the child ended, for the parent's child tree (P-FAN-7 (R3))
-                actor=status.actor,
-                attempt=status.attempt,
-                error=_error_message(envelope) if prepared.phase == Phase.FAILED.value else None,
-                checkpoint=(line.key, line.line),
-            )
-        except Exception:
-            self._checkpoints.unplan(record.message_id)  # this record fails: its line goes to the next one
-            raise
-        if found is not ChildFinish.ALREADY:
-            return prepared
-        self._checkpoints.unplan(record.message_id)
-        self._log.info(
-            "late copy of a finished child: acked without a checkpoint",
-            extra={"correlation_id": envelope.id, "phase": prepared.phase},
-        )
-        return Parsed(envelope=envelope, phase=prepared.phase)
+        failed = prepared.phase == Phase.FAILED.value
+        error = failure_message(prepared.envelope) if failed else None
+        return self._plan(record, prepared, ends_child=True, error=error)
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         headers = envelope.headers
@@ -133,58 +107,27 @@ class SinkRuntime(CrewRuntime):
             extra={**context, "checkpoint_key": checkpoint.key, "checkpoint_line": checkpoint.line},
         )
 
-    def _report(
-        self,
-        task_id: str,
-        envelope: Envelope,
-        phase: str,
-        checkpoint: CheckpointLine | None,
-        writer_id: str,
-        *,
-        child_label: str = "",
-    ) -> None:
+    def _report(self, task_id: str, envelope: Envelope, phase: str, checkpoint: CheckpointLine, writer_id: str) -> None:
         status = envelope.status or Status()
-        key = checkpoint.key if checkpoint is not None else None
-        line = checkpoint.line if checkpoint is not None else None
         if phase == Phase.SUCCEEDED.value:
             self._store.report_final(
                 task_id,
                 status="succeeded",
                 result=envelope.payload,
-                checkpoint_key=key,
-                checkpoint_line=line,
+                checkpoint_key=checkpoint.key,
+                checkpoint_line=checkpoint.line,
                 envelope_id=envelope.id,
                 created_at=status.created_at,
                 writer_id=writer_id,
             )
             return
-        payload = envelope.payload if isinstance(envelope.payload, dict) else {}
-        error = child_label + _error_message(envelope)
-        details = status.error if status.error else payload.get("details")
-        self._store.report_final(
-            task_id,
-            status="failed",
-            error=error,
-            error_details=details if isinstance(details, dict) else None,
-            failed_actor=status.actor,
-            checkpoint_key=key,
-            checkpoint_line=line,
-            envelope_id=envelope.id,
-            created_at=status.created_at,
-            writer_id=writer_id,
-        )
+        self._report_failed(task_id, envelope, checkpoint, writer_id)
 
     def _fan_in_partial(self, writer_id: str, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
         if phase != Phase.FAILED.value:
             self._log.warning("fan-in partial reached x-sink: acked", extra=context)
             return
-        fan_in = envelope.headers.get(hdr.FAN_IN)
-        origin = fan_in.get("origin_id") if isinstance(fan_in, dict) else None
-        if isinstance(origin, str) and origin and not hdr.is_stealth(envelope.headers):
-            # a child's slice fails its task: the error names the child, and failed_actor is where it failed (the
-            # store shows that actor as current_actor too), never the actor that fanned out (P-FAN-7 (R3))
-            label = f"child {envelope.id}: " if envelope.id != origin else ""
-            self._report(origin, envelope, phase, None, writer_id, child_label=label)
+        self._fail_fan_in_origin(envelope, writer_id)
         self._transport.send(naming.SUMP, envelope)
 
     def _send_hooks(self, envelope: Envelope, phase: str) -> list[str]:
@@ -209,16 +152,6 @@ class SinkRuntime(CrewRuntime):
             except AsyaError as exc:
                 errors.append(f"{hook}: {exc}")
         return errors
-
-
-def _error_message(envelope: Envelope) -> str:
-    """A failed envelope's error message: ``status.error.message``, else the error payload's ``error``."""
-    status = envelope.status or Status()
-    error = status.error.get("message") if status.error else None
-    if isinstance(error, str):
-        return error
-    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
-    return payload["error"] if isinstance(payload.get("error"), str) else "task failed"
 
 
 def _task_id(envelope: Envelope) -> str:

@@ -1,11 +1,11 @@
-"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..5, P-STAT-2).
+"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..8, P-STAT-2).
 
 Per record: it accepts any route and never sends (P-SUMP-1). What it receives, and what it does with it:
 
 | received | checkpoint (P-SUMP-4) | attach to the task (P-STAT-2) | log line (P-SUMP-3) |
 |---|---|---|---|
 | a failure x-sink forwarded (header ``x-asya-checkpointed``) | no: x-sink wrote it | no | ``task failed``, WARNING |
-| a failed fan-in slice x-sink forwarded (``x-asya-fan-in``) | yes: x-sink wrote none | no | ``task failed``, WARNING |
+| a failed fan-in slice (``x-asya-fan-in``) | yes: x-sink wrote none | no; fails origin | ``task failed``, WARNING |
 | a failed hook copy (``x-asya-sink-hook``) | yes | no: not the task's outcome | ``sink hook failed``, WARNING |
 | a partial-failure notice (reason ``PartialFailure``, P-RES-10) | no | no | ``partial failure``, WARNING |
 | any other phase ``failed`` envelope (an infrastructure error) | yes | yes | ``infrastructure error``, ERROR |
@@ -24,6 +24,19 @@ Per record: it accepts any route and never sends (P-SUMP-1). What it receives, a
   ``status.error.message``, details ``{message, type}``, ``failed_actor`` ``status.actor``) with the checkpoint in one
   conditional write (``TaskStore.report_final``, tagged with the record's message id): a task already terminal only
   gets the checkpoint when it has none. A write error fails the record.
+- A fan-out child (``parent_id``, not stealth) whose checkpointed failure ended its lineage
+  (``asya.infra.ends_lineage``: not a notice whose frames went on, not a lost frame other than the input's own) never
+  reaches x-sink's finish: before the checkpoint, x-sump marks its child item finished (``CrewRuntime._plan``,
+  ``TaskStore.finish_child``, one write): ``failed``, ``status.actor``, its attempt, ``Type: message`` of
+  ``status.error`` and the line reserved for it (P-SUMP-7 (R3), the child tree). A child another record finished
+  before is a late copy: no checkpoint line. A write error fails the record.
+- A failed fan-in slice that finished its child here (not a late copy) also fails the fan-in's task,
+  ``x-asya-fan-in.origin_id``, unless stealth, with x-sink's own write for a failed slice
+  (``CrewRuntime._fail_fan_in_origin``: ``failed``, ``failed_actor`` ``status.actor``, error ``child <id>: `` +
+  message, no checkpoint), after the child's finish and the checkpoint: an infrastructure error of a child's hop never
+  reaches x-sink, and its task would wait ``running`` for its deadline. The write is conditional: a task already
+  terminal (the slice x-sink forwarded failed it already, or another slice did) stays as it is (P-SUMP-8 (R3)). A
+  write error fails the record.
 - Every log line carries ``reason`` and ``error_type`` (``status.error.type``) and the whole envelope, a payload over
   200 KiB replaced by ``{"__truncated__": true, "size_bytes": n}``.
 - A body that does not parse is logged raw at ERROR and stored at ``unparsed/{YYYY-MM-DD}/sqs-{messageId}.txt``
@@ -49,6 +62,7 @@ from asya import headers as hdr
 from asya import routing
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, dumps
+from asya.infra import ends_lineage
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
@@ -63,12 +77,21 @@ _PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
 
 class SumpRuntime(CrewRuntime):
     """The x-sump Lambda runtime; clients are created lazily when not injected. x-sump sends nothing, so ``sqs``
-    is used only to release unstarted records; ``dynamodb`` only to attach checkpoints (P-STAT-2)."""
+    is used only to release unstarted records; ``dynamodb`` to attach checkpoints (P-STAT-2) and finish children
+    (P-SUMP-7) and fail a fan-in slice's origin (P-SUMP-8)."""
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         if phase != Phase.FAILED.value or hdr.CHECKPOINTED in envelope.headers or _reason(envelope) == _PARTIAL_FAILURE:
             return None
         return phase
+
+    def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
+        prepared = super()._prepare(record)
+        if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
+            return prepared
+        # a fan-out child whose failure ends here never reaches x-sink: its finish is x-sump's (P-SUMP-7 (R3))
+        envelope = prepared.envelope
+        return self._plan(record, prepared, ends_child=_ends_child(envelope), error=_child_error(envelope))
 
     def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
         if isinstance(prepared, Unparsed):
@@ -89,6 +112,10 @@ class SumpRuntime(CrewRuntime):
             self._log.info("envelope reached x-sump", extra=fields)
         elif hdr.CHECKPOINTED in headers or hdr.FAN_IN in headers:
             self._log.warning("task failed", extra={**fields, "checkpointed": headers.get(hdr.CHECKPOINTED)})
+            if hdr.FAN_IN in headers and checkpoint is not None and _ends_child(envelope):
+                # an infrastructure error of a child's slice never reaches x-sink: its task fails here, as a handler
+                # error's slice fails it there (P-SUMP-8 (R3)); a slice x-sink forwarded finds it failed already
+                self._fail_fan_in_origin(envelope, record.message_id)
         elif hdr.is_hook_copy(headers):
             self._log.warning("sink hook failed", extra={**fields, "hook": headers[hdr.SINK_HOOK]})
         elif reason == _PARTIAL_FAILURE:
@@ -145,6 +172,23 @@ class SumpRuntime(CrewRuntime):
             name=METRIC_NAME, unit=MetricUnit.Count, value=1, namespace=METRIC_NAMESPACE, default_dimensions=dimensions
         ):
             pass
+
+
+def _ends_child(envelope: Envelope) -> bool:
+    """The failure ended the lineage of ``envelope.id`` (``asya.infra.ends_lineage``), a hook copy's never does."""
+    return not hdr.is_hook_copy(envelope.headers) and ends_lineage(envelope)
+
+
+def _child_error(envelope: Envelope) -> str:
+    """The error a child item keeps: ``Type: message`` of ``status.error`` (the infrastructure reason names it),
+    else the error payload's ``error``."""
+    error: Mapping[str, Any] | None = envelope.status.error if envelope.status is not None else None
+    message = error.get("message") if isinstance(error, Mapping) else None
+    if isinstance(message, str):
+        kind = _error_type(envelope)
+        return f"{kind}: {message}" if kind else message
+    payload = envelope.payload if isinstance(envelope.payload, dict) else {}
+    return payload["error"] if isinstance(payload.get("error"), str) else "infrastructure error"
 
 
 def _reason(envelope: Envelope) -> str | None:

@@ -114,6 +114,30 @@ def test_call_brief_of_a_failed_task_prints_the_error(tasks_mesh: LocalMesh, wor
     assert "failed  boom on 1 (at explode)" in err  # the progress line names the error too
 
 
+def test_gw_task_9_call_and_watch_print_a_childs_retry_and_a_childs_failure_labelled_with_the_child(
+    tasks_mesh: LocalMesh, workdir: Path
+) -> None:
+    """GW-TASK-9 (R3), issue 28 build item 3: ``asya call`` and ``asya watch`` show a fan-out child's retry and another
+    child's failure, each labelled with the child, read from the task view's child tree (P-FAN-7). The task's own
+    lineage waits at ``gate`` until the tree shows both (tests/e2e/tasks/asya.yaml, flow ``brood``)."""
+    payload = json.dumps({"parts": 3, "view_url": tasks_mesh.url})
+    code, out, err = _run("call", "brood", "--payload", payload, "--brief", cwd=workdir)
+    assert code == 0, err
+    task_id = out.splitlines()[-1].removeprefix("id: ")
+    tree = _wait_status(tasks_mesh, task_id, {"succeeded"})["children"]
+    children = {child["status"]: child["id"] for child in tree}
+    assert set(children) == {"retrying", "failed"}, tree
+    retried, failed = children["retrying"], children["failed"]
+    retry_line = f"child {retried}: retrying attempt 2 at picky: ConnectionError: upstream blinked"
+    failure_line = f"child {failed}: failed at picky: part 2 is malformed"
+    assert retry_line in err.splitlines() and failure_line in err.splitlines(), err
+    assert "children: 1 failed, 1 still running" in err.splitlines()
+
+    code, out, _ = _run("watch", task_id, cwd=workdir)
+    assert code == 0
+    assert f": {retry_line}" in out.splitlines() and f": {failure_line}" in out.splitlines(), out
+
+
 def test_list_filters_by_status_and_flow(tasks_mesh: LocalMesh, workdir: Path) -> None:
     """GW-LIST-1/2: one line per task, newest first, with the error of a failed one."""
     failed = _create(tasks_mesh, "doomed", {"n": 2})

@@ -10,10 +10,13 @@ from typing import Any
 
 import pytest
 
+from asya.hops import DEFAULT_MAX_HOPS, ceiling_message
+from asya.infra import LOST_FRAME
 from asya.store import records as rec
 from tests.functional import actors
 from tests.functional.actors import NOW, TaskWrites, run_sink
 from tests.functional.test_retry import Harness, envelope, policy
+from tests.functional.test_sump import Sump
 
 pytestmark = pytest.mark.functional
 
@@ -26,7 +29,7 @@ def harness(mesh: Any) -> Callable[..., Harness]:
     return make
 
 
-def _node(h: Harness, parent: str, child: str) -> dict[str, Any]:
+def _node(h: actors.Harness, parent: str, child: str) -> dict[str, Any]:
     view = h.store.get_task(parent)
     assert view is not None
     return next(c for c in view["children"] if c["id"] == child)
@@ -123,3 +126,118 @@ def test_p_fan_8_a_failed_childs_slice_puts_the_failure_on_the_childs_actor(mesh
     assert view is not None
     assert (view["status"], view["current_actor"], view["failed_actor"]) == ("failed", "price-item", "price-item")
     assert view["error"] == "child c-slice: bad item"
+
+
+def _running_child(h: actors.Harness, parent: str, child: str) -> None:
+    """The parent task, and its child claimed at ``intake`` (hop 0): its item reads ``running``."""
+    h.store.create_task(task_id=parent, actor="intake", payload={})
+    assert h.store.claim_fence(child, parent, claim=(0, 1, 0), actor="intake").outcome.value == "accepted"
+    assert _node(h, parent, child)["status"] == "running"
+
+
+def test_p_sump_7_a_child_failed_by_an_infrastructure_error_reads_failed_at_its_own_actor(mesh: Any) -> None:
+    """Issue 28: a child failed by an infrastructure error (here the hop ceiling, P-HOP-1) never reaches x-sink, and
+    its item read ``running`` until it expired. x-sump now finishes it: ``failed`` at the actor that sent it there,
+    with the error and x-sump's checkpoint line, on one write of the child item; the parent is left alone (P-FAN-3)."""
+    h = actors.Harness(mesh, "echo", clock=lambda: NOW)
+    _running_child(h, "t-infra", "c-infra")
+    child = actors.envelope("c-infra", parent_id="t-infra", prev=["intake"], nxt=[])
+    child["headers"]["x-asya-hops"] = DEFAULT_MAX_HOPS
+    response, _ = h.run(child)
+    assert response["batchItemFailures"] == []
+    [sent] = h.drain("x-sump")
+    assert (sent["status"]["reason"], sent["parent_id"]) == ("HopCeiling", "t-infra")
+
+    with TaskWrites(mesh.aws.dynamodb, "t-infra") as writes:
+        assert Sump(mesh).run(sent)[0] == []
+    assert [(op, req["Key"]) for op, req in writes.requests] == [
+        ("UpdateItem", rec.key("t-infra", rec.child_sk("c-infra")))
+    ]
+    node = _node(h, "t-infra", "c-infra")
+    assert (node["status"], node["current_actor"], node["attempt"]) == ("failed", "normalize", 1)
+    assert node["error"] == f"HopCeiling: {ceiling_message(DEFAULT_MAX_HOPS)}"
+    # P-FAN-9: the line named on the finish write is where x-sump checkpointed the child's envelope
+    body = mesh.aws.s3.get_object(Bucket=mesh.resources.bucket, Key=node["checkpoint_key"])["Body"].read()
+    line = json.loads(body.decode("utf-8").splitlines()[node["checkpoint_line"] - 1])
+    assert (line["id"], line["status"]["reason"]) == ("c-infra", "HopCeiling")
+    assert h.store.get_task("t-infra")["status"] == "pending"  # type: ignore[index]
+
+
+def test_p_sump_7_a_failed_fan_in_slice_x_sink_forwarded_finishes_its_child_at_x_sump(mesh: Any) -> None:
+    """Issue 28: a child's failed fan-in slice failed its task at x-sink (P-FAN-8), which forwards it unchecked to
+    x-sump; its item still read ``running``. x-sump, which writes its checkpoint, finishes it there."""
+    h = actors.Harness(mesh, "echo", clock=lambda: NOW)
+    _running_child(h, "t-slice-fail", "c-slice-2")
+    slice_ = actors.envelope("c-slice-2", parent_id="t-slice-fail", payload={"error": "bad item"})
+    slice_["headers"]["x-asya-fan-in"] = {"origin_id": "t-slice-fail", "index": 1, "count": 2}
+    slice_["status"].update(phase="failed", reason="RuntimeError", actor="price-item")
+    slice_["status"]["error"] = {"message": "bad item", "type": "ValueError"}
+    assert run_sink(mesh, [slice_], clock=lambda: NOW)["batchItemFailures"] == []
+    assert h.store.get_task("t-slice-fail")["status"] == "failed"  # type: ignore[index]
+    [forwarded] = h.drain("x-sump")
+
+    assert Sump(mesh).run(forwarded)[0] == []
+    node = _node(h, "t-slice-fail", "c-slice-2")
+    assert (node["status"], node["current_actor"], node["error"]) == ("failed", "price-item", "ValueError: bad item")
+    assert node["checkpoint_key"] is not None
+
+
+@pytest.mark.parametrize(
+    ("reason", "extra"),
+    [
+        ("PartialFailure", {"frames_sent": 1}),  # P-RES-10: the frames went on
+        ("SerializationError", {"frames_sent": 2}),  # the notice of an oversized frame after others left
+        ("UnknownActor", {LOST_FRAME: "c-grandchild"}),  # P-ROUTE-8: a frame of the child's, not its lineage
+    ],
+)
+def test_p_sump_7_a_notice_or_a_lost_frame_of_a_child_leaves_the_child_running(
+    mesh: Any, reason: str, extra: dict[str, Any]
+) -> None:
+    """Its lineage goes on: finishing it here would make its own end at x-sink a late copy (P-ACK-7)."""
+    h = actors.Harness(mesh, "echo", clock=lambda: NOW)
+    parent, child = f"t-notice-{reason}", f"c-notice-{reason}"
+    _running_child(h, parent, child)
+    notice = actors.envelope(child, parent_id=parent, prev=["intake"], nxt=["analyze"])
+    notice["status"].update(phase="failed", reason=reason)
+    notice["status"]["error"] = {"message": "it broke", "type": reason, **extra}
+
+    assert Sump(mesh).run(notice)[0] == []
+    assert _node(h, parent, child)["status"] == "running"
+
+
+def test_p_sump_8_a_fan_in_slice_failed_by_an_infrastructure_error_fails_its_parent_at_once(mesh: Any) -> None:
+    """A child's fan-in slice failed by an infrastructure error (here the hop ceiling) reached x-sump only, which
+    finished the child (P-SUMP-7) but left its parent ``running`` until the deadline, although a handler error of the
+    same slice fails it at once through x-sink. x-sump now fails the fan-in's origin with x-sink's write: the failure
+    is the child's (P-FAN-8). A second delivery, and another child's failure after it, leave the failed task as it
+    is (P-SUMP-8 (R3))."""
+    h = actors.Harness(mesh, "echo", clock=lambda: NOW)
+    _running_child(h, "t-fan-infra", "c-fan-infra")
+    assert h.store.running(
+        "t-fan-infra", step="processing", actor="split-items", route_prev=[], route_curr="split-items", route_next=[]
+    ).accepted
+    child = actors.envelope("c-fan-infra", parent_id="t-fan-infra", prev=["intake"], nxt=["merge"])
+    child["headers"]["x-asya-fan-in"] = {"origin_id": "t-fan-infra", "index": 1, "count": 2}
+    child["headers"]["x-asya-hops"] = DEFAULT_MAX_HOPS
+    response, _ = h.run(child)
+    assert response["batchItemFailures"] == []
+    [sent] = h.drain("x-sump")
+    assert (sent["status"]["reason"], sent["headers"]["x-asya-fan-in"]["origin_id"]) == ("HopCeiling", "t-fan-infra")
+
+    assert Sump(mesh).run(sent)[0] == []
+    view = h.store.get_task("t-fan-infra")
+    assert view is not None
+    assert (view["status"], view["current_actor"], view["failed_actor"]) == ("failed", "normalize", "normalize")
+    assert view["error"] == f"child c-fan-infra: {ceiling_message(DEFAULT_MAX_HOPS)}"
+    assert _node(h, "t-fan-infra", "c-fan-infra")["status"] == "failed"
+    task_key = rec.key("t-fan-infra", rec.TASK_SK)
+    before = mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=task_key)["Item"]
+
+    other = json.loads(json.dumps(sent))
+    other["id"] = "c-fan-infra-2"
+    other["status"].update(actor="price-item")
+    other["status"]["error"] = {"message": "payload gone", "type": "PayloadUnavailable"}
+    other["status"]["reason"] = "PayloadUnavailable"
+    assert Sump(mesh).run(sent, other)[0] == []
+    after = mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=task_key)["Item"]
+    assert after == before

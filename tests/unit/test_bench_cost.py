@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from bench import cost
+from bench import cancelreads, cost
+from bench.__main__ import price_cancel_reads
+from bench.report import render
 
 pytestmark = pytest.mark.unit
 
@@ -118,3 +121,22 @@ def test_compare_gives_the_ratios_the_goals_are_stated_in(prices: cost.PriceTabl
     assert result["standard_over_mesh"] == pytest.approx(75.0 / total)
     assert set(result["mesh_over_express"]) == {"0.1s", "1s", "10s"}
     assert result["mesh_over_express"]["1s"] == pytest.approx(total / result["sfn_express"]["1s"])
+
+
+def test_p_cancel_5_cancel_reads_are_priced_at_half_a_read_unit_each(prices: cost.PriceTable) -> None:
+    """P-CANCEL-5 (R3): a 60 s generator hop makes 12 eventually consistent reads of 0.5 unit: $0.75 per million
+    hops at $0.125 per million read units; no reads cost nothing."""
+    row = cancelreads.price(12, prices)
+    assert row["rru"] == pytest.approx(6.0)
+    assert row["usd_per_million"] == pytest.approx(0.75)
+    assert cancelreads.price(1, prices)["usd_per_million"] == pytest.approx(0.0625)
+    assert cancelreads.price(0, prices)["usd_per_million"] == 0
+
+
+def test_p_cancel_5_the_report_prices_each_hop_duration(prices: cost.PriceTable) -> None:
+    section: dict[str, Any] = {"yield_seconds": 0.5, "hops": {"1": {"reads": 0}, "60": {"reads": 12}}}
+    price_cancel_reads(section, PRICES_TOML.read_text(encoding="utf-8"))
+    text = render({"cancelreads": section})
+    assert "| generator hop | cancel reads | read units | USD per million such hops |" in text
+    assert "| 60 s | 12 | 6.0 | $0.75 |" in text
+    assert "| 1 s | 0 | 0.0 | $0.00 |" in text

@@ -19,10 +19,13 @@ from asya.envelope import Envelope, Reason, salvage_envelope
 from asya.reporting import HopRef, Reporter
 from asya.transport import Transport, UnknownActorError
 
-__all__ = ["RAW_BODY_LIMIT", "InfraErrors", "parse_failure_envelope"]
+__all__ = ["LOST_FRAME", "RAW_BODY_LIMIT", "InfraErrors", "ends_lineage", "parse_failure_envelope"]
 
 #: P-ERR-4: ``details.raw_body`` of a body that did not parse keeps at most this many bytes.
 RAW_BODY_LIMIT: Final = 64 * 1024
+#: ``status.error`` member of the x-sump envelope of a frame lost to an unknown destination (P-ROUTE-8) that is not
+#: the input's own lineage: the envelope carries the input's id, whose lineage goes on (its value: the frame's id).
+LOST_FRAME: Final = "lost_frame"
 
 
 class InfraErrors:
@@ -123,6 +126,7 @@ class InfraErrors:
                 trace=trace,
                 original_payload=outgoing.envelope.payload,
                 final_by_sump=sump_fails_task and outgoing.envelope.id == entry.id,
+                error_extra=None if outgoing.envelope.id == entry.id else {LOST_FRAME: outgoing.envelope.id},
             )
             for outgoing, error in unknown
         ]
@@ -139,6 +143,18 @@ class InfraErrors:
             message = str(lineage[0])
             details = {"message": message, "type": Reason.UNKNOWN_ACTOR.value}
             self._reporter.final_failed(report, error=message, error_details=details)
+
+
+def ends_lineage(envelope: Envelope) -> bool:
+    """True when the failure of this x-sump envelope ended the lineage of its ``id`` (x-sump then finishes a fan-out
+    child, P-SUMP-7 (R3)). False for a partial-failure notice, whose frames went on (P-RES-10: reason
+    ``PartialFailure``, or ``status.error.frames_sent``), and for a lost frame other than the input's own
+    (:data:`LOST_FRAME`)."""
+    status = envelope.status
+    if status is None or status.reason == Reason.PARTIAL_FAILURE.value:
+        return False
+    error = status.error
+    return not (isinstance(error, Mapping) and ("frames_sent" in error or LOST_FRAME in error))
 
 
 def parse_failure_envelope(

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 from asya import TaskCanceledError
 
@@ -48,3 +51,38 @@ def drip(payload: dict[str, Any]) -> Iterator[Any]:
         raise
     marker.write_text("ran to its end")
     yield {**payload, "dripped": True}
+
+
+#: Calls of ``picky`` per envelope id: a child's first call fails.
+PICKY_CALLS: Counter[str] = Counter()
+
+
+def brood(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Frame 0 (the task's own lineage) and one child per further part, each with the payload's other fields."""
+    for index in range(int(payload["parts"])):
+        yield {**payload, "part": index}
+
+
+def picky(payload: dict[str, Any]) -> Iterator[Any]:
+    """Part 1 fails once with a transient error (retried), part 2 fails for good, others pass."""
+    envelope_id = yield "GET", ".id"
+    PICKY_CALLS[envelope_id] += 1
+    if payload["part"] == 1 and PICKY_CALLS[envelope_id] == 1:
+        raise ConnectionError("upstream blinked")
+    if payload["part"] == 2:
+        raise ValueError("part 2 is malformed")
+    yield payload
+
+
+def gate(payload: dict[str, Any]) -> Iterator[Any]:
+    """The task's own lineage (part 0) waits, at most 50 s, until its view's child tree shows a retrying and a failed
+    child (read at ``payload["view_url"]``), so the task ends with both in the tree; children pass at once."""
+    task_id = yield "GET", ".id"
+    if payload.get("part") == 0:
+        deadline = time.monotonic() + 50
+        while time.monotonic() < deadline:
+            view = httpx.get(f"{payload['view_url']}/api/v1/mesh/{task_id}", timeout=5).json()
+            if {"retrying", "failed"} <= {child["status"] for child in view.get("children") or []}:
+                break
+            time.sleep(0.2)
+    yield payload

@@ -23,7 +23,7 @@ from asya.store.errors import (
     TaskExistsError,
 )
 from asya.store.events import FlyValue
-from asya.store.fences import ChildFinish
+from asya.store.fences import ChildFinish, ChildOutcome
 from asya.store.limits import (
     DATA_LIMIT_BYTES,
     ERROR_LIMIT_BYTES,
@@ -50,6 +50,7 @@ __all__ = [
     "TIMED_OUT",
     "ApplyResult",
     "ChildFinish",
+    "ChildOutcome",
     "FlyValue",
     "IncompleteReadError",
     "ListQueryError",

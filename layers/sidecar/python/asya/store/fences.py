@@ -13,7 +13,8 @@ A hop claim that is not at the same time a running status, and the other writes 
   redelivery is not held off (best effort; P-ACK-8);
 - :meth:`Fences.advance`: the retry's fence ``(h, n + 1)`` with ``lease_until = 0`` when the stored fence is exactly
   ``(h, n)`` (P-RES-8), for fence items whose envelope writes no status (children, progress ``final``);
-- :meth:`Fences.finish`: a fan-out child's last hop reached x-sink or a fan-in aggregator (P-ACK-7 (R3)): its child
+- :meth:`Fences.finish`: a fan-out child's last hop reached x-sink or a fan-in aggregator (P-ACK-7 (R3)), or its
+  failure ended at x-sump (P-SUMP-7 (R3)); :class:`ChildOutcome` says how. Its child
   item gets the fence ``(FINISHED_HOP, 0)``, above any hop's, with ``lease_until = 0`` and ``done_by`` (the SQS message
   id of the record that finished it). Condition: the item exists and has no ``done_by``, or the same one (the
   record's own redelivery). Every later copy of any hop of the child then finds a higher fence (a duplicate, at the
@@ -33,6 +34,7 @@ Write units: each call is one write of a small item (1 unit).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
@@ -46,12 +48,26 @@ from asya.store.transition import StoredState
 from asya.store.views import stored_state
 from asya.store.writer import ApplyResult, Outcome, refused_claim
 
-__all__ = ["CHILD_ERROR_LIMIT_BYTES", "FINISHED_HOP", "ChildFinish", "Fences", "fence_key"]
+__all__ = ["CHILD_ERROR_LIMIT_BYTES", "FINISHED_HOP", "ChildFinish", "ChildOutcome", "Fences", "fence_key"]
 
 #: The hop of a finished child's fence: above any route's length (P-ACK-7 (R3)).
 FINISHED_HOP: Final = 1_000_000
 #: A child item's last error is clipped to this many UTF-8 bytes: the item stays well under 1 KB (one write unit).
 CHILD_ERROR_LIMIT_BYTES: Final = 300
+
+
+@dataclass(frozen=True, slots=True)
+class ChildOutcome:
+    """How a fan-out child ended, for :meth:`Fences.finish`: ``writer_id`` is the SQS message id of the record that
+    finished it; ``phase`` (``succeeded``/``failed``), ``actor``, ``attempt`` and ``error`` are how it ended (the fence
+    no longer tells the attempt); ``checkpoint`` the key and line of its checkpoint (P-FAN-7, P-FAN-9 (R3))."""
+
+    writer_id: str
+    phase: str | None = None
+    actor: str | None = None
+    error: str | None = None
+    attempt: int | None = None
+    checkpoint: tuple[str, int] | None = None
 
 
 class ChildFinish(StrEnum):
@@ -136,42 +152,31 @@ class Fences:
         item also gets ``child_status = retrying`` and ``error``."""
         return self._fenced_write(envelope_id, parent_id, fence, next_attempt=True, error=error)
 
-    def finish(
-        self,
-        envelope_id: str,
-        parent_id: str,
-        *,
-        writer_id: str,
-        phase: str | None = None,
-        actor: str | None = None,
-        error: str | None = None,
-        attempt: int | None = None,
-        checkpoint: tuple[str, int] | None = None,
-    ) -> ChildFinish:
-        """Mark a child finished (see the module docstring); ``phase``, ``actor``, ``attempt`` and ``error`` are how
-        it ended (the fence no longer tells the attempt), ``checkpoint`` the key and line of its checkpoint."""
+    def finish(self, envelope_id: str, parent_id: str, outcome: ChildOutcome) -> ChildFinish:
+        """Mark a child finished (see the module docstring) with how it ended (``outcome``)."""
         sets = "SET #fh = :fh, #fa = :fa, #lease = :zero, #done = :writer"
         names = {"#pk": "pk", "#fh": "fence_h", "#fa": "fence_a", "#lease": "lease_until", "#done": "done_by"}
         values = {
             ":fh": rec.num_av(FINISHED_HOP),
             ":fa": rec.num_av(0),
             ":zero": rec.num_av(0),
-            ":writer": rec.str_av(writer_id),
+            ":writer": rec.str_av(outcome.writer_id),
         }
-        for name, value in (("child_status", phase), ("actor", actor), ("error", error)):
+        for name, value in (("child_status", outcome.phase), ("actor", outcome.actor), ("error", outcome.error)):
             if value:
                 text = clip_text(value, CHILD_ERROR_LIMIT_BYTES) if name == "error" else value
                 sets += f", #{name} = :{name}"
                 names[f"#{name}"] = name
                 values[f":{name}"] = rec.str_av(text)
-        if attempt is not None:
+        if outcome.attempt is not None:
             sets += ", #attempt = :attempt"
             names["#attempt"] = "attempt"
-            values[":attempt"] = rec.num_av(attempt)
-        if checkpoint is not None:
+            values[":attempt"] = rec.num_av(outcome.attempt)
+        if outcome.checkpoint is not None:
             sets += ", #ckey = :ckey, #cline = :cline"
             names.update({"#ckey": "checkpoint_key", "#cline": "checkpoint_line"})
-            values.update({":ckey": rec.str_av(checkpoint[0]), ":cline": rec.num_av(checkpoint[1])})
+            key, line = outcome.checkpoint
+            values.update({":ckey": rec.str_av(key), ":cline": rec.num_av(line)})
         request = {
             "TableName": self.table,
             "Key": fence_key(envelope_id, parent_id),

@@ -41,7 +41,7 @@ from asya.store import records as rec
 from asya.store.bodies import BodyCodec
 from asya.store.errors import TaskExistsError
 from asya.store.events import FlyValue, fly_items
-from asya.store.fences import ChildFinish, Fences, fence_key
+from asya.store.fences import ChildFinish, ChildOutcome, Fences, fence_key
 from asya.store.inline import payload_fits
 from asya.store.limits import ERROR_LIMIT_BYTES, MESSAGE_LIMIT_BYTES, NAME_LIMIT, clip_text, fit_data_json
 from asya.store.reader import Snapshot, TaskReader
@@ -383,30 +383,10 @@ class TaskStore:
         says ``retrying`` with the handler's ``error`` (the child tree, ``asya.store.fences``)."""
         return self._fences.advance(envelope_id, parent_id, fence, error=error)
 
-    def finish_child(
-        self,
-        envelope_id: str,
-        parent_id: str,
-        *,
-        writer_id: str,
-        phase: str | None = None,
-        actor: str | None = None,
-        error: str | None = None,
-        attempt: int | None = None,
-        checkpoint: tuple[str, int] | None = None,
-    ) -> ChildFinish:
-        """A child's last hop reached x-sink or an aggregator: mark its fence item finished (P-ACK-7 (R3)), with how
-        it ended (``phase``, ``actor``, ``error``: the child tree)."""
-        return self._fences.finish(
-            envelope_id,
-            parent_id,
-            writer_id=writer_id,
-            phase=phase,
-            actor=actor,
-            error=error,
-            attempt=attempt,
-            checkpoint=checkpoint,
-        )
+    def finish_child(self, envelope_id: str, parent_id: str, outcome: ChildOutcome) -> ChildFinish:
+        """A child's last hop reached x-sink or an aggregator, or its infrastructure error x-sump: mark its fence item
+        finished (P-ACK-7 (R3)), with how it ended (``outcome``: the child tree)."""
+        return self._fences.finish(envelope_id, parent_id, outcome)
 
     @staticmethod
     def fence_key(envelope_id: str, parent_id: str | None) -> dict[str, Any]:
