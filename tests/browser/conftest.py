@@ -32,7 +32,7 @@ def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One persistent chromium context (fresh user data dir) for the session."""
     executable = chromium_or_skip(os.environ)
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import expect, sync_playwright
     except ImportError as exc:  # pragma: no cover - the dev extra installs it
         pytest.skip(f"BROWSER TESTS SKIPPED: the playwright package is missing ({exc}); run `make install`")
     ARTIFACTS.mkdir(exist_ok=True)
@@ -45,6 +45,8 @@ def browser_context(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
             viewport={"width": 1280, "height": 900},
         )
         context.set_default_timeout(WAIT_MS)
+        # `expect` keeps its own bound (5 s by default), which a loaded 2-core box overruns: the same bound for both
+        expect.set_options(timeout=WAIT_MS)
         try:
             yield context
         finally:

@@ -56,7 +56,7 @@ def test_redelivered_hops_do_not_change_the_outcome(name: str) -> None:
     module, program = _load(name)
     resume = getattr(module, "RESUME", None)
 
-    @settings(max_examples=15, deadline=None)
+    @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(module.payloads())
     def check(payload: dict[str, Any]) -> None:
         once = simulate(program, module.ACTORS, payload, resume=resume)
