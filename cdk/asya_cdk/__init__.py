@@ -16,19 +16,19 @@ from asya_cdk.backstop import Backstop
 from asya_cdk.backup import TableBackup
 from asya_cdk.composition import BuiltApp, build_app, load_cdk_context, synthesize
 from asya_cdk.crew import CREW_HANDLERS, SIDECAR_HANDLER, crew_handler
-from asya_cdk.dependencies import (
-    ACTOR_REQUIREMENTS,
-    GATEWAY_REQUIREMENTS,
-    LAYER_REQUIREMENTS,
-    DependencyBuilder,
-    LockedLayerBundling,
-    pinned_requirements,
-)
+from asya_cdk.dependencies import DependencyBuilder, LockedLayerBundling
 from asya_cdk.edgeprops import EdgeProps, MethodThrottle
 from asya_cdk.errors import DependencyBuildError, DeploymentError
 from asya_cdk.gateway import Gateway, check_auth
 from asya_cdk.limits import LimitError, LimitReport, check_assembly, enforce
-from asya_cdk.locks import Lock, check_lock
+from asya_cdk.locks import (
+    ACTOR_REQUIREMENTS,
+    GATEWAY_REQUIREMENTS,
+    LAYER_REQUIREMENTS,
+    Lock,
+    check_lock,
+    pinned_requirements,
+)
 from asya_cdk.lwa import LWA_REGIONS, lwa_layer_arn
 from asya_cdk.mesh import AsyaMesh
 from asya_cdk.network import MeshNetwork

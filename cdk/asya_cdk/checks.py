@@ -17,10 +17,9 @@ from asya.exceptions import AsyaError
 from asya.manifest import Manifest, load_manifest
 from asya_cdk.assets import SourceLayout
 from asya_cdk.crew import SIDECAR_HANDLER, crew_handler
-from asya_cdk.dependencies import LAYER_REQUIREMENTS, pinned_requirements
 from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import check_auth
-from asya_cdk.locks import Lock, check_lock
+from asya_cdk.locks import LAYER_REQUIREMENTS, Lock, check_lock, pinned_requirements
 from asya_cdk.settings import PYTHON_RUNTIMES
 
 __all__ = ["check_locks", "check_manifest", "choose_runtime", "load", "storage_reuse_problems"]

@@ -16,19 +16,17 @@ directory. A cache directory is built under a temporary name and renamed into pl
 build never leaves a half-filled entry behind. pip compiles nothing (``--no-compile``: it would write bytecode for
 this machine's Python); :mod:`asya_cdk.bytecode` compiles the layer when this interpreter matches the runtime.
 
-Top-level pins come from ``pyproject.toml`` (``[project].dependencies``): the layers ship exactly the versions the
-tests ran, and :func:`~asya_cdk.locks.check_lock` refuses a lock resolved from other pins.
+What each layer ships, and its top-level pins from ``pyproject.toml``, are the lock's inputs
+(:mod:`asya_cdk.locks`): the layers ship exactly the versions the tests ran, and
+:func:`~asya_cdk.locks.check_lock` refuses a lock resolved from other pins.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
-import tomllib
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -38,72 +36,21 @@ from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
 from aws_cdk import aws_lambda as lambda_
 
 from asya_cdk.bytecode import compile_tree
-from asya_cdk.errors import DependencyBuildError, DeploymentError
+from asya_cdk.errors import DependencyBuildError
 from asya_cdk.locks import LAMBDA_PLATFORM, Lock
 from asya_cdk.staging import build_once
 
 __all__ = [
-    "ACTOR_REQUIREMENTS",
-    "GATEWAY_REQUIREMENTS",
     "LAMBDA_PLATFORM",
-    "LAYER_REQUIREMENTS",
     "DependencyBuilder",
     "LockedLayerBundling",
     "locked_layer_code",
-    "pinned_requirements",
 ]
-
-#: Packages of the actor layer (sidecar and crew). boto3 comes with the Lambda runtime; pydantic is not needed on the
-#: actor hot path (actors get their configuration from environment variables, ``asya.config``).
-ACTOR_REQUIREMENTS: Final = ("aws-lambda-powertools",)
-#: Packages of the gateway layer: the ASGI app, its server, the manifest model, input-schema validation and JWT
-#: verification (GW-AUTH-5).
-GATEWAY_REQUIREMENTS: Final = (
-    "aws-lambda-powertools",
-    "pydantic",
-    "pyyaml",
-    "jsonschema",
-    "starlette",
-    "uvicorn",
-    "joserfc",
-)
-#: Layer name (the lock file's) -> its top-level packages.
-LAYER_REQUIREMENTS: Final[Mapping[str, tuple[str, ...]]] = {
-    "actor": ACTOR_REQUIREMENTS,
-    "gateway": GATEWAY_REQUIREMENTS,
-}
 
 #: Bump when the layout of a built directory changes, so old cache entries are not reused.
 _FORMAT_VERSION: Final = "2"
-_NAME_RE: Final = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 #: CDK requires an image even for local bundling; it is never pulled because the local bundling always succeeds.
 _UNUSED_IMAGE: Final = DockerImage.from_registry("asya/local-bundling-only")
-
-
-def _normalize(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def pinned_requirements(names: Sequence[str], *, pyproject: Path) -> tuple[str, ...]:
-    """The requirement strings of ``names`` as pinned in ``pyproject``'s ``[project].dependencies``.
-
-    Raises :class:`DeploymentError` when a name is not listed there.
-    """
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DeploymentError(f"cannot read the dependency pins from {pyproject}: {exc}") from None
-    pins: dict[str, str] = {}
-    for spec in data.get("project", {}).get("dependencies", []):
-        match = _NAME_RE.match(spec)
-        if match:
-            pins[_normalize(match.group(1))] = spec.strip()
-    missing = [name for name in names if _normalize(name) not in pins]
-    if missing:
-        raise DeploymentError(
-            f"layer requirements {missing} are not pinned in {pyproject} [project].dependencies; add them there"
-        )
-    return tuple(pins[_normalize(name)] for name in names)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ One file per layer and Lambda Python version, committed under ``cdk/asya_cdk/loc
 
     cdk/asya_cdk/lockfiles/{layer}-py{X.Y}.txt      # layer: actor | gateway
 
-The first line records what the lock was resolved from::
+What a layer is resolved from: its top-level packages (:data:`LAYER_REQUIREMENTS`), as pinned in
+``pyproject.toml``'s ``[project].dependencies`` (:func:`pinned_requirements`), so the layers ship exactly the
+versions the tests ran. The first line records it::
 
     # asya layer lock: layer=gateway python=3.14 platform=manylinux2014_aarch64 requires=aws-lambda-powertools==...
 
@@ -25,23 +27,60 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from asya_cdk.errors import DependencyBuildError, DeploymentError
+from asya_cdk.settings import PYTHON_RUNTIMES
 
-__all__ = ["LAMBDA_PLATFORM", "LOCK_COMMAND", "LOCK_DIR", "Lock", "check_lock", "lock_path", "main", "resolve_lock"]
+__all__ = [
+    "ACTOR_REQUIREMENTS",
+    "GATEWAY_REQUIREMENTS",
+    "LAMBDA_PLATFORM",
+    "LAYER_REQUIREMENTS",
+    "LOCK_COMMAND",
+    "LOCK_DIR",
+    "Lock",
+    "check_lock",
+    "lock_path",
+    "main",
+    "pinned_requirements",
+    "resolve_lock",
+]
+
+#: Packages of the actor layer (sidecar and crew). boto3 comes with the Lambda runtime; pydantic is not needed on the
+#: actor hot path (actors get their configuration from environment variables, ``asya.config``).
+ACTOR_REQUIREMENTS: Final = ("aws-lambda-powertools",)
+#: Packages of the gateway layer: the ASGI app, its server, the manifest model, input-schema validation and JWT
+#: verification (GW-AUTH-5).
+GATEWAY_REQUIREMENTS: Final = (
+    "aws-lambda-powertools",
+    "pydantic",
+    "pyyaml",
+    "jsonschema",
+    "starlette",
+    "uvicorn",
+    "joserfc",
+)
+#: Layer name (the lock file's) -> its top-level packages.
+LAYER_REQUIREMENTS: Final[Mapping[str, tuple[str, ...]]] = {
+    "actor": ACTOR_REQUIREMENTS,
+    "gateway": GATEWAY_REQUIREMENTS,
+}
 
 LAMBDA_PLATFORM: Final = "manylinux2014_aarch64"
 #: The committed locks ship inside the package, so a wheel install of asya-serverless deploys as a checkout does.
 LOCK_DIR: Final = Path(__file__).resolve().parent / "lockfiles"
 LOCK_COMMAND: Final = "make lock"
 _HEADER: Final = "# asya layer lock: "
+_NAME_RE: Final = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +102,32 @@ class Lock:
     def distributions(self) -> tuple[str, ...]:
         """``name==version`` of every locked distribution."""
         return tuple(line.split()[0] for line in self.text.splitlines() if line and not line.startswith("#"))
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pinned_requirements(names: Sequence[str], *, pyproject: Path) -> tuple[str, ...]:
+    """The requirement strings of ``names`` as pinned in ``pyproject``'s ``[project].dependencies``.
+
+    Raises :class:`DeploymentError` when a name is not listed there.
+    """
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DeploymentError(f"cannot read the dependency pins from {pyproject}: {exc}") from None
+    pins: dict[str, str] = {}
+    for spec in data.get("project", {}).get("dependencies", []):
+        match = _NAME_RE.match(spec)
+        if match:
+            pins[_normalize(match.group(1))] = spec.strip()
+    missing = [name for name in names if _normalize(name) not in pins]
+    if missing:
+        raise DeploymentError(
+            f"layer requirements {missing} are not pinned in {pyproject} [project].dependencies; add them there"
+        )
+    return tuple(pins[_normalize(name)] for name in names)
 
 
 def lock_path(lock_dir: Path, layer: str, python_version: str) -> Path:
@@ -141,9 +206,6 @@ def resolve_lock(layer: str, python_version: str, requires: Sequence[str], *, pi
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Regenerate every layer lock under ``cdk/asya_cdk/lockfiles/`` from ``pyproject.toml``'s pins."""
-    from asya_cdk.dependencies import LAYER_REQUIREMENTS, pinned_requirements
-    from asya_cdk.settings import PYTHON_RUNTIMES
-
     root = Path(__file__).resolve().parents[2]
     lock_dir = LOCK_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,7 @@ from asya import naming
 from asya_cdk.actor import Actor
 from asya_cdk.backstop import Backstop
 from asya_cdk.gateway import Gateway
-from asya_cdk.operator_alarms import OperatorAlarms
+from asya_cdk.operator_alarms import OperatorAlarms, threshold_alarm
 
 __all__ = [
     "ACTORS_PER_DASHBOARD",
@@ -91,33 +91,27 @@ class MeshObservability(Construct):
             gateway=gateway,
             actor_alarms_with_actors=alarm_scope is self,
         )
-        self._sump_backlog = cloudwatch.Alarm(
+        self._sump_backlog = threshold_alarm(
             self,
             "SumpBacklog",
-            alarm_description=(
+            description=(
                 f"{naming.queue_name(namespace, naming.SUMP)} has had messages waiting for {SUMP_BACKLOG_MINUTES} "
                 "minutes: x-sump is failing or overwhelmed; check its logs and its DLQ."
             ),
             metric=_queue_metric("ApproximateNumberOfMessagesVisible", naming.queue_name(namespace, naming.SUMP)),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=SUMP_BACKLOG_MINUTES,
-            datapoints_to_alarm=SUMP_BACKLOG_MINUTES,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            minutes=SUMP_BACKLOG_MINUTES,
+            of_minutes=SUMP_BACKLOG_MINUTES,
         )
-        self._backstop_errors = cloudwatch.Alarm(
+        self._backstop_errors = threshold_alarm(
             self,
             "BackstopErrors",
-            alarm_description=(
+            description=(
                 f"The deadline backstop failed {BACKSTOP_ERROR_MINUTES} runs in a row: overdue tasks are not being "
                 "timed out (GW-BACK-2); check its logs."
             ),
             metric=backstop.function.metric_errors(period=_PERIOD, statistic=cloudwatch.Stats.SUM),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=BACKSTOP_ERROR_MINUTES,
-            datapoints_to_alarm=BACKSTOP_ERROR_MINUTES,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            minutes=BACKSTOP_ERROR_MINUTES,
+            of_minutes=BACKSTOP_ERROR_MINUTES,
         )
         self._topic: sns.ITopic | None = None
         if alarm_topic_arn is not None:

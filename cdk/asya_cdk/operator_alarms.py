@@ -15,7 +15,8 @@ Placement: an actor's ``FunctionAlarm`` goes where its actor is when ``actor_ala
 nested``: into the actor's nested stack, under its ``Actor`` construct); otherwise under this construct, one child per
 actor name. Metrics are built from names (queue and table names of P-NAME-4, the API's name), so no alarm needs a
 reference to a resource of another stack but the function it watches. Missing data is never breaching: an idle mesh
-publishes nothing.
+publishes nothing. :func:`threshold_alarm` builds every alarm here and the mesh-wide ones of
+:mod:`asya_cdk.observability`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ __all__ = [
     "TIMER_AGE_ALARM_SECONDS",
     "OperatorAlarms",
     "function_alarm",
+    "threshold_alarm",
 ]
 
 #: Minutes in alarm out of :data:`EVALUATION_MINUTES` (chosen): a lone failed invocation does not page anyone.
@@ -53,12 +55,37 @@ _PERIOD: Final = Duration.minutes(1)
 _AGE_MINUTES: Final = 5
 
 
-def function_alarm(scope: Construct, id: str, function: lambda_.IFunction, label: str) -> cloudwatch.Alarm:
-    """Errors plus throttles of ``function`` above zero in 3 of 5 minutes."""
+def threshold_alarm(
+    scope: Construct,
+    id: str,
+    *,
+    description: str,
+    metric: cloudwatch.IMetric,
+    minutes: int,
+    of_minutes: int,
+    threshold: float = 0,
+) -> cloudwatch.Alarm:
+    """An alarm raised when ``metric`` is above ``threshold`` in ``minutes`` of the last ``of_minutes`` periods.
+    Missing data is not breaching: an idle mesh publishes no datapoints for an empty queue or an unused function."""
     return cloudwatch.Alarm(
         scope,
         id,
-        alarm_description=(
+        alarm_description=description,
+        metric=metric,
+        threshold=threshold,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluation_periods=of_minutes,
+        datapoints_to_alarm=minutes,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+    )
+
+
+def function_alarm(scope: Construct, id: str, function: lambda_.IFunction, label: str) -> cloudwatch.Alarm:
+    """Errors plus throttles of ``function`` above zero in 3 of 5 minutes."""
+    return threshold_alarm(
+        scope,
+        id,
+        description=(
             f"{label}: Lambda errors or throttles in {FUNCTION_ALARM_MINUTES} of the last {EVALUATION_MINUTES} "
             "minutes. Errors: read the function's log group; throttles: the account's or the function's reserved "
             "concurrency is exhausted (docs/deploy.md, Alarms)."
@@ -72,11 +99,8 @@ def function_alarm(scope: Construct, id: str, function: lambda_.IFunction, label
             label=f"{label} errors + throttles",
             period=_PERIOD,
         ),
-        threshold=0,
-        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluation_periods=EVALUATION_MINUTES,
-        datapoints_to_alarm=FUNCTION_ALARM_MINUTES,
-        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        minutes=FUNCTION_ALARM_MINUTES,
+        of_minutes=EVALUATION_MINUTES,
     )
 
 
@@ -108,10 +132,10 @@ class OperatorAlarms(Construct):
             ("backstop", "Backstop", backstop.function),
         ):
             self._functions[key] = function_alarm(self, f"{id_}FunctionAlarm", function, f"{key} ({namespace})")
-        self._api = cloudwatch.Alarm(
+        self._api = threshold_alarm(
             self,
             "ApiServerErrors",
-            alarm_description=(
+            description=(
                 f"Over {API_5XX_RATE:.0%} of the requests to API asya-{namespace} answered 5xx in "
                 f"{FUNCTION_ALARM_MINUTES} of the last {EVALUATION_MINUTES} minutes: the gateway functions fail, "
                 "time out or are throttled; read their log groups and the API's access log."
@@ -124,16 +148,14 @@ class OperatorAlarms(Construct):
                 period=_PERIOD,
             ),
             threshold=API_5XX_RATE,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=EVALUATION_MINUTES,
-            datapoints_to_alarm=FUNCTION_ALARM_MINUTES,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            minutes=FUNCTION_ALARM_MINUTES,
+            of_minutes=EVALUATION_MINUTES,
         )
         table = naming.table_name(namespace)
-        self._table = cloudwatch.Alarm(
+        self._table = threshold_alarm(
             self,
             "TableThrottles",
-            alarm_description=(
+            description=(
                 f"DynamoDB throttled requests to {table} in {FUNCTION_ALARM_MINUTES} of the last "
                 f"{EVALUATION_MINUTES} minutes: a hot partition or the table's throughput limit; the SDK retries, "
                 "but tasks slow down and writes may fail."
@@ -153,17 +175,14 @@ class OperatorAlarms(Construct):
                 label=f"{table} throttle events",
                 period=_PERIOD,
             ),
-            threshold=0,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=EVALUATION_MINUTES,
-            datapoints_to_alarm=FUNCTION_ALARM_MINUTES,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            minutes=FUNCTION_ALARM_MINUTES,
+            of_minutes=EVALUATION_MINUTES,
         )
         timer_queue = naming.queue_name(namespace, naming.DEADLINE)
-        self._timer_age = cloudwatch.Alarm(
+        self._timer_age = threshold_alarm(
             self,
             "TimerAgeAlarm",
-            alarm_description=(
+            description=(
                 f"The oldest message in {timer_queue} is over {TIMER_AGE_ALARM_SECONDS} s old: the deadline "
                 "backstop is failing or throttled, so deadlines are not enforced (GW-BACK-1)."
             ),
@@ -175,10 +194,8 @@ class OperatorAlarms(Construct):
                 period=_PERIOD,
             ),
             threshold=TIMER_AGE_ALARM_SECONDS,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluation_periods=_AGE_MINUTES,
-            datapoints_to_alarm=_AGE_MINUTES,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            minutes=_AGE_MINUTES,
+            of_minutes=_AGE_MINUTES,
         )
 
     @property

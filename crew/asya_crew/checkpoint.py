@@ -25,8 +25,7 @@ GW-DATA-7).
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -36,7 +35,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import tableschema
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError
-from asya.jsonlines import CONTENT_TYPE, escape_line_breaks, put_jsonl
+from asya.jsonlines import CONTENT_TYPE, JsonlWriter, escape_line_breaks
 from asya.timeutil import parse_ts
 
 __all__ = [
@@ -90,22 +89,14 @@ def checkpoint_text(envelope: Envelope) -> str:
     return escape_line_breaks(envelope.to_json())
 
 
-class CheckpointWriter:
+class CheckpointWriter(JsonlWriter[str]):
     """Groups a batch's entries into objects and writes each with one PUT. ``s3`` returns the client (called only
     when there is something to write); ``new_id`` names objects (a UUID4 by default)."""
 
-    def __init__(
-        self,
-        *,
-        bucket: str,
-        s3: Callable[[], Any],
-        clock: Callable[[], datetime],
-        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
-    ) -> None:
-        self._bucket = bucket
-        self._s3 = s3
-        self._clock = clock
-        self._new_id = new_id
+    _error = CheckpointError
+    _what = "checkpoint"
+
+    def _start(self) -> None:
         self._planned: dict[Hashable, CheckpointLine] = {}
         self._last: dict[tuple[str, str], CheckpointLine] = {}  # (phase, day) -> the last line planned
 
@@ -151,15 +142,12 @@ class CheckpointWriter:
                 out.update((entry.ref, gap) for entry in members)
                 continue
             try:
-                self._put(key, [checkpoint_text(entry.envelope) for entry in members])
+                self._put(self._bucket, key, [checkpoint_text(entry.envelope) for entry in members])
             except CheckpointError as exc:
                 out.update((entry.ref, exc) for entry in members)
                 continue
             out.update((entry.ref, CheckpointLine(key, line)) for line, entry in enumerate(members, start=1))
         return out
-
-    def _put(self, key: str, lines: list[str]) -> None:
-        put_jsonl(self._s3(), self._bucket, key, lines, error=CheckpointError, what="checkpoint")
 
 
 def put_unparsed(s3: Any, bucket: str, message_id: str, body: str, *, now: datetime) -> str:

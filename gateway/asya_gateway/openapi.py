@@ -25,11 +25,20 @@ _ERROR: Final = {"$ref": "#/components/schemas/Error"}
 _FLOW_PATTERN: Final = naming.FLOW_NAME_RE.pattern
 
 
+def _json(schema: dict[str, Any]) -> dict[str, Any]:
+    """A ``content`` map: JSON of ``schema``."""
+    return {_JSON: {"schema": schema}}
+
+
 def _response(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {"description": description}
     if schema is not None:
-        out["content"] = {_JSON: {"schema": schema}}
+        out["content"] = _json(schema)
     return out
+
+
+def _json_body(schema: dict[str, Any], *, required: bool) -> dict[str, Any]:
+    return {"required": required, "content": _json(schema)}
 
 
 def _errors(*codes: int) -> dict[str, Any]:
@@ -87,10 +96,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 ),
             },
         ],
-        "requestBody": {
-            "required": False,
-            "content": {_JSON: {"schema": {"$ref": "#/components/schemas/CreateBody"}}},
-        },
+        "requestBody": _json_body({"$ref": "#/components/schemas/CreateBody"}, required=False),
         "responses": {
             "201": _response(
                 "Created, or the first answer replayed for its Idempotency-Key; Location names the task",
@@ -137,21 +143,17 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "parameters": [_task_id()],
             "post": {
                 "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2 R3)",
-                "requestBody": {
-                    "required": False,
-                    "content": {
-                        _JSON: {
-                            "schema": {
-                                "type": "object",
-                                "additionalProperties": False,
-                                "properties": {
-                                    "from": {"type": ["string", "integer"]},
-                                    "timeout": {"type": "integer", "minimum": 1},
-                                },
-                            }
-                        }
+                "requestBody": _json_body(
+                    {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            "from": {"type": ["string", "integer"]},
+                            "timeout": {"type": "integer", "minimum": 1},
+                        },
                     },
-                },
+                    required=False,
+                ),
                 "responses": {
                     "201": _response("Created; Location names the new task", {"type": "object"}),
                     **_errors(400, 401, 404, 409),
@@ -162,10 +164,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "parameters": [_task_id()],
             "post": {
                 "summary": "Resume a paused task with the input its pause fields ask for (section 9)",
-                "requestBody": {
-                    "required": True,
-                    "content": {_JSON: {"schema": {"$ref": "#/components/schemas/ResumeBody"}}},
-                },
+                "requestBody": _json_body({"$ref": "#/components/schemas/ResumeBody"}, required=True),
                 "responses": {
                     "202": _response("Resumed under the same id", {"$ref": "#/components/schemas/Resumed"}),
                     **_errors(400, 401, 404, 409, 413, 500),
@@ -212,10 +211,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 "description": "Reporters only (GW-EVT-1 R3): send X-Asya-Reporter-Key; a client's key or token is "
                 "refused. Status received, processing, completed, retrying or running; the crew's statuses answer "
                 "400 (GW-EVT-3 R3).",
-                "requestBody": {
-                    "required": True,
-                    "content": {_JSON: {"schema": {"$ref": "#/components/schemas/ProducerEvent"}}},
-                },
+                "requestBody": _json_body({"$ref": "#/components/schemas/ProducerEvent"}, required=True),
                 "responses": {"204": _response("Accepted, or stale"), **_errors(400, 401, 404, 413)},
             },
         },
@@ -241,24 +237,20 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
         "/api/v1/system/mq-diagnostic": {
             "post": {
                 "summary": "Queue and DLQ health (GW-OPS-3)",
-                "requestBody": {
-                    "required": False,
-                    "content": {
-                        _JSON: {
-                            "schema": {
-                                "type": "object",
-                                "properties": {
-                                    "actors": {
-                                        "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
-                                        "maxItems": MAX_DIAGNOSTIC_NAMES,
-                                        "items": {"enum": actors},
-                                    }
-                                },
-                                "additionalProperties": False,
+                "requestBody": _json_body(
+                    {
+                        "type": "object",
+                        "properties": {
+                            "actors": {
+                                "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
+                                "maxItems": MAX_DIAGNOSTIC_NAMES,
+                                "items": {"enum": actors},
                             }
-                        }
+                        },
+                        "additionalProperties": False,
                     },
-                },
+                    required=False,
+                ),
                 "responses": {"200": _response("Per queue: depth, in flight, delayed, its DLQ"), **_errors(400, 401)},
             }
         },
@@ -268,18 +260,14 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
             ],
             "post": {
                 "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1 R3)",
-                "requestBody": {
-                    "required": False,
-                    "content": {
-                        _JSON: {
-                            "schema": {
-                                "type": "object",
-                                "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                                "additionalProperties": False,
-                            }
-                        }
+                "requestBody": _json_body(
+                    {
+                        "type": "object",
+                        "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
+                        "additionalProperties": False,
                     },
-                },
+                    required=False,
+                ),
                 "responses": {
                     "200": _response("Counts: moved, failed, not_deleted", {"type": "object"}),
                     **_errors(400, 401, 404, 502),
@@ -305,11 +293,11 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
 def _rpc_errors(*codes: int) -> dict[str, Any]:
     """Errors of a JSON-RPC route: a JSON-RPC error object, or the gateway's own ``{"error"}`` (auth, unknown path)."""
     either = {"anyOf": [_ERROR, {"$ref": "#/components/schemas/JsonRpcError"}]}
-    return {key: {**value, "content": {_JSON: {"schema": either}}} for key, value in _errors(*codes).items()}
+    return {key: {**value, "content": _json(either)} for key, value in _errors(*codes).items()}
 
 
 def _agent_paths() -> dict[str, Any]:
-    rpc = {"required": True, "content": {_JSON: {"schema": {"$ref": "#/components/schemas/JsonRpcRequest"}}}}
+    rpc = _json_body({"$ref": "#/components/schemas/JsonRpcRequest"}, required=True)
     card = {
         "get": {
             "summary": "The A2A agent card (GW-A2A-1)",

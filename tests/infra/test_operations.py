@@ -23,6 +23,7 @@ import yaml
 from asya_cdk import AsyaMesh, DeploymentError
 from asya_cdk.operator_alarms import API_5XX_RATE, EVALUATION_MINUTES, FUNCTION_ALARM_MINUTES, TIMER_AGE_ALARM_SECONDS
 from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
+from tests.templates import function_ids
 
 pytestmark = pytest.mark.infra
 
@@ -131,21 +132,6 @@ def _alarm_stack(synth: SynthesizedMesh) -> tuple[dict[str, Any], dict[str, Any]
     return json.loads(path.read_text(encoding="utf-8")), nested.get("Parameters", {})
 
 
-def _function_ids(synth: SynthesizedMesh) -> dict[str, str]:
-    """Actor name, ``gateway``, ``gateway-stream``, ``backstop`` -> the function's logical id."""
-    out: dict[str, str] = {}
-    for key, res in synth.of_type("AWS::Lambda::Function").items():
-        props = res["Properties"]
-        env = props.get("Environment", {}).get("Variables", {})
-        if "ASYA_ACTOR" in env:
-            out[env["ASYA_ACTOR"]] = key
-        elif props["Handler"] == "run.sh":
-            out["gateway-stream" if props["Description"].endswith(", streams") else "gateway"] = key
-        else:
-            out["backstop"] = key
-    return out
-
-
 def _watched_function(alarm: dict[str, Any], parameters: dict[str, Any]) -> tuple[str, set[str]]:
     """The function (its logical id in the stack) a ``FunctionAlarm`` watches, and the metric names it sums."""
     functions: set[str] = set()
@@ -175,7 +161,7 @@ def test_every_function_has_an_errors_and_throttles_alarm(traced: SynthesizedMes
             function, names = _watched_function(props, parameters)
             assert names == {"Errors", "Throttles"}
             watched[function] = props
-    ids = _function_ids(traced)
+    ids = function_ids(traced)
     assert set(watched) == set(ids.values())
     for props in watched.values():
         assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", 0)
@@ -242,7 +228,7 @@ def test_defaults_tracing_reaches_the_gateway_the_backstop_and_the_stage(traced:
     """Issue 26 item 7: the manifest's tracing reaches every function, and the API stage."""
     functions = traced.of_type("AWS::Lambda::Function")
     for name in ("gateway", "gateway-stream", "backstop"):
-        props = functions[_function_ids(traced)[name]]["Properties"]
+        props = functions[function_ids(traced)[name]]["Properties"]
         assert props["TracingConfig"] == {"Mode": "Active"}, name
         assert _role_actions_of(traced, props) >= XRAY_ACTIONS, name
     (stage,) = traced.of_type("AWS::ApiGateway::Stage").values()
@@ -266,7 +252,7 @@ def _role_actions_of(synth: SynthesizedMesh, props: dict[str, Any]) -> set[str]:
 
 
 def test_powertools_service_name_is_the_actor_name(traced: SynthesizedMesh) -> None:
-    for actor, key in _function_ids(traced).items():
+    for actor, key in function_ids(traced).items():
         env = traced.resources[key]["Properties"]["Environment"]["Variables"]
         expected = {"gateway": "gateway", "gateway-stream": "gateway", "backstop": "backstop"}.get(actor, actor)
         assert env["POWERTOOLS_SERVICE_NAME"] == expected
@@ -274,7 +260,7 @@ def test_powertools_service_name_is_the_actor_name(traced: SynthesizedMesh) -> N
 
 def test_max_concurrency_and_reserved_concurrency_from_the_manifest(traced: SynthesizedMesh) -> None:
     """Issue 26 item 6: the event source's ScalingConfig.MaximumConcurrency and the function's reservation."""
-    ids = _function_ids(traced)
+    ids = function_ids(traced)
     functions = traced.of_type("AWS::Lambda::Function")
     mappings = {
         res["Properties"]["FunctionName"]["Ref"]: res["Properties"]
@@ -295,7 +281,7 @@ def test_no_reservation_by_default(example_synth: SynthesizedMesh) -> None:
 
 
 def test_p_hop_1_the_hop_ceiling_reaches_every_actor(traced: SynthesizedMesh) -> None:
-    for actor, key in _function_ids(traced).items():
+    for actor, key in function_ids(traced).items():
         env = traced.resources[key]["Properties"]["Environment"]["Variables"]
         if "ASYA_ACTOR" in env:
             assert env["ASYA_MAX_HOPS"] == "50", actor

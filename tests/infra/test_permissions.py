@@ -20,6 +20,7 @@ from asya.access import Role
 from asya.manifest import Manifest
 from asya_cdk.permissions import matrix_markdown
 from asya_cdk.testing import SynthesizedMesh
+from tests.templates import function_ids
 
 pytestmark = pytest.mark.infra
 
@@ -50,22 +51,6 @@ def _statements(synth: SynthesizedMesh, function_id: str) -> list[dict[str, Any]
         if role in {_ref_id(r) for r in policy["Properties"]["Roles"]}
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]
     ]
-
-
-def _function_ids(synth: SynthesizedMesh) -> dict[str, str]:
-    """Role name (actor name, ``gateway``, ``backstop``) -> the function's logical id."""
-    out: dict[str, str] = {}
-    for key, res in synth.of_type("AWS::Lambda::Function").items():
-        props = res["Properties"]
-        env = props.get("Environment", {}).get("Variables", {})
-        if "ASYA_ACTOR" in env:
-            out[env["ASYA_ACTOR"]] = key
-        elif props["Handler"] == "run.sh":
-            # the main function, and the stream function sized for waiting (GW-SSE (R3))
-            out["gateway-stream" if props["Description"].endswith(", streams") else "gateway"] = key
-        elif env.get("POWERTOOLS_SERVICE_NAME") == "backstop":
-            out["backstop"] = key
-    return out
 
 
 def _queue_ids(synth: SynthesizedMesh) -> dict[str, str]:
@@ -139,7 +124,7 @@ def _actual(statements: list[dict[str, Any]]) -> set[Grant]:
 
 
 def _role_grants(synth: SynthesizedMesh, function_name: str) -> set[Grant]:
-    return _actual(_statements(synth, _function_ids(synth)[function_name]))
+    return _actual(_statements(synth, function_ids(synth)[function_name]))
 
 
 @pytest.mark.parametrize(
@@ -170,7 +155,7 @@ def test_gateway_role_is_exactly_its_declared_calls(example_synth: SynthesizedMe
 
 def test_stream_function_role_is_the_gateway_declaration(example_synth: SynthesizedMesh) -> None:
     """The stream function serves MCP and A2A, which create tasks: exactly the gateway role's declared calls."""
-    statements = _statements(example_synth, _function_ids(example_synth)["gateway-stream"])
+    statements = _statements(example_synth, function_ids(example_synth)["gateway-stream"])
     assert _actual(statements) == _expected(example_synth, access.GATEWAY, None) | _reporter_secret_read(example_synth)
 
 
@@ -178,7 +163,7 @@ def test_gw_back_1_backstop_role_consumes_the_timer_queue_and_touches_no_bucket(
     example_synth: SynthesizedMesh,
 ) -> None:
     timer = _queue_ids(example_synth)[naming.queue_name(NS, naming.DEADLINE)]
-    function = _function_ids(example_synth)["backstop"]
+    function = function_ids(example_synth)["backstop"]
     statements = _statements(example_synth, function)
     assert _actual(statements) == _expected(example_synth, access.BACKSTOP, timer)
     assert "s3:" not in json.dumps(statements)
@@ -186,7 +171,7 @@ def test_gw_back_1_backstop_role_consumes_the_timer_queue_and_touches_no_bucket(
 
 def test_every_deployed_function_has_a_declared_role(example_synth: SynthesizedMesh) -> None:
     """A deployed actor maps to its role: crew by name, ``x-fanin-*`` to the aggregator, the rest to ``actor``."""
-    functions = _function_ids(example_synth)
+    functions = function_ids(example_synth)
     roles = {access.role_of(name).name for name in functions if name not in ("gateway", "backstop")}
     assert roles == {"actor", "aggregator", naming.SINK, naming.SUMP, naming.PAUSE, naming.RESUME}
 
@@ -246,14 +231,14 @@ def test_backstop_may_rearm_a_timer_on_the_timer_queue(example_synth: Synthesize
 
 def test_no_role_may_list_the_whole_bucket(example_synth: SynthesizedMesh) -> None:
     """The 403-vs-404 rule is handled by ``asya.missingkey``, never by an unconditioned ListBucket."""
-    for name in _function_ids(example_synth):
+    for name in function_ids(example_synth):
         for action, _, condition in _role_grants(example_synth, name):
             if action == "s3:ListBucket":
                 assert condition, name
 
 
 def test_no_role_may_scan_and_only_the_gateway_may_delete_items(example_synth: SynthesizedMesh) -> None:
-    for role, function in _function_ids(example_synth).items():
+    for role, function in function_ids(example_synth).items():
         actions = {a for s in _statements(example_synth, function) for a in _actions(s)}
         assert "dynamodb:Scan" not in actions, role
         assert ("dynamodb:DeleteItem" in actions) == role.startswith("gateway"), role
@@ -285,7 +270,7 @@ def test_every_function_reaches_its_queues_by_account_without_get_queue_url(
     example_synth: SynthesizedMesh, example_manifest: Manifest
 ) -> None:
     """Contracts: every deployed function gets ASYA_ACCOUNT_ID = the stack's account (GW-CREATE-7)."""
-    functions = _function_ids(example_synth)
+    functions = function_ids(example_synth)
     assert set(functions) == {a.name for a in example_manifest.deployed_actors()} | {
         "gateway",
         "gateway-stream",
@@ -298,6 +283,6 @@ def test_every_function_reaches_its_queues_by_account_without_get_queue_url(
 
 def test_actor_functions_allow_recursive_loops(example_synth: SynthesizedMesh, example_manifest: Manifest) -> None:
     """Issue 19 item 4: the layer re-sends to its own queue by design; Lambda's loop detection would drop it."""
-    functions = _function_ids(example_synth)
+    functions = function_ids(example_synth)
     for actor in example_manifest.deployed_actors():
         assert example_synth.resources[functions[actor.name]]["Properties"]["RecursiveLoop"] == "Allow"

@@ -200,124 +200,119 @@ def run(
     return anyio.run(collect)
 
 
-def test_status_changes_between_reads_coalesce_and_the_terminal_comes_last_with_id_l_gw_sse_3_4_7() -> None:
-    """Two changes (numbers 3 and 4) seen in one read give one status event with the later state and id 4: no number
-    of a FLY flush is pending, so none is held back and nothing waits; the terminal status closes the stream with id =
-    last_seq."""
-
-    def mesh(poll: int, task: FakeTask) -> None:
-        if poll == 2:
-            task.change("running", step="c", numbers=2)
-        elif poll == 8:
-            task.change("succeeded", step="c")
-
-    task = FakeTask("running", 2, step="a", on_poll=mesh)
-    polls: list[int] = []
-    assert run(task, position=2, polls=polls) == [
-        ("status", None, "running"),
-        ("status", 4, "running"),
-        ("status", 5, "succeeded"),
-    ]
-    assert polls[-1] == 8  # no hold-back: the terminal event leaves in the poll that read it
+Action = Callable[[FakeTask], object]
 
 
-def test_a_status_change_seen_while_a_flush_is_pending_takes_the_id_below_it_gw_sse_6() -> None:
-    """A flush took number 3 (its item not yet written) and a claim took 4: the status event goes out at once with id
-    2, below the held number, and the fly event follows when its item arrives. (The client is at 1: number 2 is a
-    status change it has not been sent, so id 2 is new to it, GW-SSE-28 (R3).)"""
+def change(status: str, *, step: str | None = None, numbers: int = 1) -> Action:
+    return lambda task: task.change(status, step=step, numbers=numbers)
 
-    def mesh(poll: int, task: FakeTask) -> None:
-        if poll == 2:
-            task.reserve(1)
-            task.change("running", step="c")
-        elif poll == 3:
-            task.fly[3] = "late"
-        elif poll == 4:
-            task.change("succeeded", step="c")
 
-    task = FakeTask("running", 2, step="a", on_poll=mesh)
-    assert run(task, position=1) == [
-        ("status", None, "running"),
-        ("status", 2, "running"),
-        ("fly", 3, "late"),
-        ("status", 5, "succeeded"),
-    ]
+def reserve(count: int) -> Action:
+    return lambda task: task.reserve(count)
+
+
+def write_fly(seq: int, payload: Any) -> Action:
+    """The item of a reserved number lands."""
+    return lambda task: task.fly.__setitem__(seq, payload)
+
+
+def add_fly(*payloads: Any) -> Action:
+    return lambda task: task.add_fly(*payloads)
 
 
 def _ids(seen: list[Seen]) -> list[int]:
     return [seq for _, seq, _ in seen if seq is not None]
 
 
-def test_a_status_change_read_with_the_values_after_it_goes_before_them_ids_never_repeat_gw_sse_28() -> None:
-    """A claim (3) and the flush of its values (4, 5) seen in one read: the status event is the change before the
-    values, id 3; sent after them with id ``last_seq`` it repeated the id of fly 5 (the artifact suite's first stream
-    got id 15 twice this way on a loaded machine)."""
+@pytest.mark.parametrize(
+    ("position", "script", "expected"),
+    [
+        # Two changes (numbers 3 and 4) seen in one read give one status event with the later state and id 4: no
+        # number of a FLY flush is pending, so none is held back and nothing waits; the terminal status closes the
+        # stream with id = last_seq.
+        pytest.param(
+            2,
+            {2: [change("running", step="c", numbers=2)], 8: [change("succeeded", step="c")]},
+            [("status", None, "running"), ("status", 4, "running"), ("status", 5, "succeeded")],
+            id="status_changes_between_reads_coalesce_and_the_terminal_comes_last_with_id_l_gw_sse_3_4_7",
+        ),
+        # A flush took number 3 (its item not yet written) and a claim took 4: the status event goes out at once with
+        # id 2, below the held number, and the fly event follows when its item arrives. (The client is at 1: number
+        # 2 is a status change it has not been sent, so id 2 is new to it, GW-SSE-28 (R3).)
+        pytest.param(
+            1,
+            {
+                2: [reserve(1), change("running", step="c")],
+                3: [write_fly(3, "late")],
+                4: [change("succeeded", step="c")],
+            },
+            [("status", None, "running"), ("status", 2, "running"), ("fly", 3, "late"), ("status", 5, "succeeded")],
+            id="a_status_change_seen_while_a_flush_is_pending_takes_the_id_below_it_gw_sse_6",
+        ),
+        # A claim (3) and the flush of its values (4, 5) seen in one read: the status event is the change before the
+        # values, id 3; sent after them with id ``last_seq`` it repeated the id of fly 5 (the artifact suite's first
+        # stream got id 15 twice this way on a loaded machine).
+        pytest.param(
+            0,
+            {2: [change("running", step="b"), add_fly("x", "y")], 4: [change("succeeded", step="b")]},
+            [
+                ("status", None, "running"),
+                ("status", 3, "running"),
+                ("fly", 4, "x"),
+                ("fly", 5, "y"),
+                ("status", 6, "succeeded"),
+            ],
+            id="a_status_change_read_with_the_values_after_it_goes_before_them_ids_never_repeat_gw_sse_28",
+        ),
+        # A flush took 3 and 4, only 3's item is written, then a claim took 5: the id below the held number is 3,
+        # which fly 3 carries; the status event waits for number 4 and then goes out with id 5.
+        pytest.param(
+            0,
+            {
+                2: [reserve(2), write_fly(3, "x"), change("running", step="b")],
+                3: [write_fly(4, "y")],
+                4: [change("succeeded", step="b")],
+            },
+            [
+                ("status", None, "running"),
+                ("fly", 3, "x"),
+                ("fly", 4, "y"),
+                ("status", 5, "running"),
+                ("status", 6, "succeeded"),
+            ],
+            id="a_status_change_behind_a_held_number_waits_rather_than_repeat_the_id_below_it_gw_sse_6_28",
+        ),
+        # The client is at 2; a flush takes 3 (item not yet written) and a claim 4: the id below the held number is
+        # the client's own position, so the status event waits for fly 3 and goes out with id 4.
+        pytest.param(
+            2,
+            {
+                2: [reserve(1), change("running", step="c")],
+                3: [write_fly(3, "late")],
+                4: [change("succeeded", step="c")],
+            },
+            [("status", None, "running"), ("fly", 3, "late"), ("status", 4, "running"), ("status", 5, "succeeded")],
+            id="a_resumed_stream_never_sends_the_clients_own_last_event_id_again_gw_sse_28",
+        ),
+    ],
+)
+def test_status_ids_around_held_fly_numbers_gw_sse_3_4_6_7_28(
+    position: int, script: dict[int, list[Action]], expected: list[Seen]
+) -> None:
+    """A task at number 2 (running, step a) that the mesh changes at the scripted polls: the events and their ids.
+    Whatever the script, ids never repeat (GW-SSE-28 (R3)) and the terminal event leaves in the poll that read it
+    (nothing holds it back once every held number's item arrived)."""
 
     def mesh(poll: int, task: FakeTask) -> None:
-        if poll == 2:
-            task.change("running", step="b")
-            task.add_fly("x", "y")
-        elif poll == 4:
-            task.change("succeeded", step="b")
+        for action in script.get(poll, []):
+            action(task)
 
     task = FakeTask("running", 2, step="a", on_poll=mesh)
-    seen = run(task, position=0)
-    assert seen == [
-        ("status", None, "running"),
-        ("status", 3, "running"),
-        ("fly", 4, "x"),
-        ("fly", 5, "y"),
-        ("status", 6, "succeeded"),
-    ]
+    polls: list[int] = []
+    seen = run(task, position=position, polls=polls)
+    assert seen == expected
     assert _ids(seen) == sorted(set(_ids(seen)))
-
-
-def test_a_status_change_behind_a_held_number_waits_rather_than_repeat_the_id_below_it_gw_sse_6_28() -> None:
-    """A flush took 3 and 4, only 3's item is written, then a claim took 5: the id below the held number is 3, which
-    fly 3 carries; the status event waits for number 4 and then goes out with id 5."""
-
-    def mesh(poll: int, task: FakeTask) -> None:
-        if poll == 2:
-            task.reserve(2)
-            task.fly[3] = "x"
-            task.change("running", step="b")
-        elif poll == 3:
-            task.fly[4] = "y"
-        elif poll == 4:
-            task.change("succeeded", step="b")
-
-    task = FakeTask("running", 2, step="a", on_poll=mesh)
-    seen = run(task, position=0)
-    assert seen == [
-        ("status", None, "running"),
-        ("fly", 3, "x"),
-        ("fly", 4, "y"),
-        ("status", 5, "running"),
-        ("status", 6, "succeeded"),
-    ]
-    assert _ids(seen) == sorted(set(_ids(seen)))
-
-
-def test_a_resumed_stream_never_sends_the_clients_own_last_event_id_again_gw_sse_28() -> None:
-    """The client is at 2; a flush takes 3 (item not yet written) and a claim 4: the id below the held number is the
-    client's own position, so the status event waits for fly 3 and goes out with id 4."""
-
-    def mesh(poll: int, task: FakeTask) -> None:
-        if poll == 2:
-            task.reserve(1)
-            task.change("running", step="c")
-        elif poll == 3:
-            task.fly[3] = "late"
-        elif poll == 4:
-            task.change("succeeded", step="c")
-
-    task = FakeTask("running", 2, step="a", on_poll=mesh)
-    assert run(task, position=2) == [
-        ("status", None, "running"),
-        ("fly", 3, "late"),
-        ("status", 4, "running"),
-        ("status", 5, "succeeded"),
-    ]
+    assert polls[-1] == max(script)
 
 
 def test_without_a_hold_back_a_coalesced_status_carries_last_seq_and_ids_skip_gw_sse_3() -> None:

@@ -6,19 +6,16 @@ import dataclasses
 import http
 import http.client
 from http.server import BaseHTTPRequestHandler
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from asya_local.iam.denials import denial_response
 from asya_local.iam.model import MISSING_KEY, UNMODELLED, AccessRecord, RequestContext
-from asya_local.iam.policy import Decision
+from asya_local.iam.policy import Decision, PolicySet
 from asya_local.iam.requests import authorize_request
 from asya_local.iam.sigv4 import Credential, credential_of
 
-if TYPE_CHECKING:
-    from asya_local.iam.proxy import PolicyProxy
-
-__all__ = ["make_handler"]
+__all__ = ["HandlerOwner", "make_handler"]
 
 _HOP_BY_HOP: Final = frozenset(
     {"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding"}
@@ -31,7 +28,25 @@ _Response = tuple[int, str, list[tuple[str, str]], bytes]
 _IAM_PREFIX: Final = {"monitoring": "cloudwatch", "email": "ses"}
 
 
-def make_handler(proxy: PolicyProxy) -> type[BaseHTTPRequestHandler]:
+class HandlerOwner(Protocol):
+    """What a handler asks of the proxy that owns it (``asya_local.iam.proxy.PolicyProxy``): its principals, its
+    decisions and records, where moto is, and the words of a denial."""
+
+    region: str
+    account_id: str
+
+    def principal_of(self, credential: Credential | None) -> tuple[str, PolicySet] | None: ...
+
+    def judge(self, principal: str, policies: PolicySet, checks: list[RequestContext]) -> list[AccessRecord]: ...
+
+    def record(self, records: list[AccessRecord]) -> None: ...
+
+    def upstream(self) -> tuple[str, int]: ...
+
+    def deny_message(self, record: AccessRecord) -> str: ...
+
+
+def make_handler(proxy: HandlerOwner) -> type[BaseHTTPRequestHandler]:
     """A handler class bound to ``proxy`` (one instance per client connection)."""
 
     class _Handler(_ProxyHandler):
@@ -41,7 +56,7 @@ def make_handler(proxy: PolicyProxy) -> type[BaseHTTPRequestHandler]:
 
 
 class _ProxyHandler(BaseHTTPRequestHandler):
-    owner: PolicyProxy
+    owner: HandlerOwner
     protocol_version = "HTTP/1.1"  # keep-alive, as botocore's pooled connections expect
     # Headers and body go out in separate writes: with Nagle's algorithm on, the client's delayed ACK held every
     # answer some 40 ms (measured: a moto GetItem took 62 ms through the proxy instead of 20 ms).

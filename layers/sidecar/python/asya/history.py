@@ -34,15 +34,13 @@ The task item holds the chain's head (``history_key``, ``history_prev``), writte
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any, Final
 
 from asya import headers as hdr
 from asya import naming, tableschema
 from asya.envelope import Envelope, dumps
-from asya.jsonlines import escape_line_breaks, put_jsonl
+from asya.jsonlines import JsonlWriter, escape_line_breaks
 from asya.payloads import REFERENCE_KEY, is_reference
 
 __all__ = ["HistoryError", "HistoryMark", "InvocationHistory", "body_limit", "cut_body"]
@@ -89,22 +87,14 @@ class _Line:
         self.limit = limit
 
 
-class InvocationHistory:
-    """The history lines of one invocation (see the module docstring). Thread-safe: frames may be encoded by the
-    outbox while the next record already runs."""
+class InvocationHistory(JsonlWriter[str | None]):
+    """The history lines of one invocation (see the module docstring); ``bucket`` None turns it off. Thread-safe:
+    frames may be encoded by the outbox while the next record already runs."""
 
-    def __init__(
-        self,
-        *,
-        bucket: str | None,
-        s3: Callable[[], Any],
-        clock: Callable[[], datetime],
-        new_id: Callable[[], str] = lambda: str(uuid.uuid4()),
-    ) -> None:
-        self._bucket = bucket
-        self._s3 = s3
-        self._clock = clock
-        self._new_id = new_id
+    _error = HistoryError
+    _what = "history"
+
+    def _start(self) -> None:
         self._key: str | None = None
         self._lines: list[_Line] = []
         self._by_envelope: dict[str, _Line] = {}
@@ -211,7 +201,7 @@ class InvocationHistory:
             self._lines = []
         if not lines or key is None or self._bucket is None:
             return None
-        put_jsonl(self._s3(), self._bucket, key, lines, error=HistoryError, what="history")
+        self._put(self._bucket, key, lines)
         return key
 
     def _object_key(self) -> str:

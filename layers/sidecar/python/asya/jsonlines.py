@@ -7,20 +7,28 @@
 - :func:`put_jsonl`: lines joined by ``\\n`` (a trailing one too) in ONE ``PutObject`` with ``If-None-Match: *`` and
   ``Content-Type: application/x-ndjson``: a new object per call, never an overwrite of lines others point to. A failed
   PUT raises the caller's error class with the bucket, key and S3 error code.
+- :class:`JsonlWriter`: the base of both batching writers: their bucket, the S3 client's factory (called only when
+  there is something to write), a clock, and the source of the fresh UUID4 that ends each object key they choose
+  (:func:`new_object_id`: no id from an envelope steers a key); :meth:`JsonlWriter._put` writes one object with the
+  subclass's error class.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Final
+import uuid
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-__all__ = ["CONTENT_TYPE", "escape_line_breaks", "put_jsonl"]
+__all__ = ["CONTENT_TYPE", "JsonlWriter", "escape_line_breaks", "new_object_id", "put_jsonl"]
 
 CONTENT_TYPE: Final = "application/x-ndjson"
 #: The line breaks JSON leaves raw in UTF-8 output, written as escapes (they can only occur inside JSON strings)
 _LINE_BREAKS: Final = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+#: ``str`` for a writer that always has a bucket, ``str | None`` for one that a missing bucket turns off
+_Bucket = TypeVar("_Bucket", bound=str | None)
 
 
 def escape_line_breaks(text: str) -> str:
@@ -40,3 +48,36 @@ def put_jsonl(
         raise error(f"{what} s3://{bucket}/{key} could not be written ({code}): {exc}") from exc
     except BotoCoreError as exc:
         raise error(f"{what} s3://{bucket}/{key} could not be written: {exc}") from exc
+
+
+def new_object_id() -> str:
+    """A fresh UUID4, the last part of an object key."""
+    return str(uuid.uuid4())
+
+
+class JsonlWriter(Generic[_Bucket]):
+    """What a batching JSON Lines writer holds (see the module docstring); a subclass names its error class and
+    object kind, and sets up its own state in :meth:`_start`."""
+
+    _error: ClassVar[type[Exception]]
+    _what: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        bucket: _Bucket,
+        s3: Callable[[], Any],
+        clock: Callable[[], datetime],
+        new_id: Callable[[], str] = new_object_id,
+    ) -> None:
+        self._bucket = bucket
+        self._s3 = s3
+        self._clock = clock
+        self._new_id = new_id
+        self._start()
+
+    def _start(self) -> None:
+        """The subclass's own state, set up once at the end of ``__init__``."""
+
+    def _put(self, bucket: str, key: str, lines: Sequence[str]) -> None:
+        put_jsonl(self._s3(), bucket, key, lines, error=self._error, what=self._what)

@@ -400,23 +400,12 @@ class ActorRuntime:
         report = None if untracked or env.parent_id else _hop_ref(env)
         trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
 
-        mismatch = routing.route_mismatch(env, actor)
-        if mismatch is not None:
+        refusal = _refusal(env, actor, self.config.max_hops)  # step 5
+        if refusal is not None:
+            reason, message = refusal
             self._errors.report(
-                Reason.ROUTE_MISMATCH,
-                mismatch,
-                env,
-                report,
-                now,
-                original_payload=env.payload,
-                trace=trace,
-                writer_id=item.message_id,
-            )
-            return
-        if over_ceiling(env.headers, self.config.max_hops):  # P-HOP-1 (R3): a runaway loop stops here
-            self._errors.report(
-                Reason.HOP_CEILING,
-                ceiling_message(self.config.max_hops),
+                reason,
+                message,
                 env,
                 report,
                 now,
@@ -553,6 +542,16 @@ def _hop_ref(env: Envelope) -> HopRef:
         envelope_id=env.id,
         created_at=env.status.created_at if env.status is not None else None,
     )
+
+
+def _refusal(env: Envelope, actor: str, max_hops: int) -> tuple[Reason, str] | None:
+    """Step 5's reason to send ``env`` to x-sump unrun, with its message, or None when it may run here."""
+    mismatch = routing.route_mismatch(env, actor)  # P-ROUTE-1
+    if mismatch is not None:
+        return Reason.ROUTE_MISMATCH, mismatch
+    if over_ceiling(env.headers, max_hops):  # P-HOP-1 (R3): a runaway loop stops here
+        return Reason.HOP_CEILING, ceiling_message(max_hops)
+    return None
 
 
 def _deadline(env: Envelope) -> datetime | None:

@@ -170,16 +170,7 @@ def _emit(
     headers[STATE_HEADER] = step.state.to_header()
     if step.kind == "end":
         headers.pop(STATE_HEADER)
-        done = Status(
-            phase=Phase.SUCCEEDED.value,
-            reason=Reason.COMPLETED.value,
-            actor=status_in.actor,
-            attempt=status_in.attempt,
-            max_attempts=status_in.max_attempts,
-            created_at=status_in.created_at,
-            updated_at=now,
-            deadline_at=step.deadline_at,
-        )
+        done = _final(status_in, Phase.SUCCEEDED, Reason.COMPLETED, now=now, deadline_at=step.deadline_at)
         return [routing.Outgoing(actor=naming.SINK, envelope=_with(env, env.route, headers, done, step.payload))]
     if step.kind == "fanout":
         return _slices(env, step, program, headers, now=now)
@@ -258,6 +249,29 @@ def _with(env: Envelope, route: Route, headers: dict[str, Any], status: Status, 
     return Envelope(id=env.id, parent_id=env.parent_id, route=route, payload=payload, headers=headers, status=status)
 
 
+def _final(
+    status_in: Status,
+    phase: Phase,
+    reason: Reason,
+    *,
+    now: str,
+    deadline_at: str | None,
+    error: dict[str, Any] | None = None,
+) -> Status:
+    """The task's final status for x-sink: the hop's actor, attempts and creation time kept."""
+    return Status(
+        phase=phase.value,
+        reason=reason.value,
+        actor=status_in.actor,
+        attempt=status_in.attempt,
+        max_attempts=status_in.max_attempts,
+        created_at=status_in.created_at,
+        updated_at=now,
+        deadline_at=deadline_at,
+        error=error,
+    )
+
+
 def _failed(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
     """P-FLOW-13: the task fails with ``FlowError`` under the flow's owner id."""
     status_in = env.status or Status()
@@ -270,16 +284,8 @@ def _failed(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
         "type": "asya.flows.errors.FlowError",
         "mro": ["asya.exceptions.AsyaError", "Exception"],
     }
-    status = Status(
-        phase=Phase.FAILED.value,
-        reason=Reason.RUNTIME_ERROR.value,
-        actor=status_in.actor,
-        attempt=status_in.attempt,
-        max_attempts=status_in.max_attempts,
-        created_at=status_in.created_at,
-        updated_at=now,
-        deadline_at=status_in.deadline_at,
-        error=details,
+    status = _final(
+        status_in, Phase.FAILED, Reason.RUNTIME_ERROR, now=now, deadline_at=status_in.deadline_at, error=details
     )
     failed = Envelope(
         id=owner,
