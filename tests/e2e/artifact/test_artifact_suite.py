@@ -174,7 +174,9 @@ def test_gw_back_1_a_long_deadline_is_failed_by_the_scheduled_sweep(artifact_mes
     once due. Time passes through the store's injectable clock, not by waiting: the record is written as the gateway
     writes it, an hour ago, with a 1000 s deadline (so it is long, and overdue by 2600 s). Nothing else can fail it:
     no envelope runs and no timer was sent; the test reads the table directly (a gateway read would time it out
-    itself, GW-BACK-3)."""
+    itself, GW-BACK-3). The schedule may sweep the overdue record before the test could look at the index, so the
+    index entry is shown on a second long deadline, not due yet (read by a store whose clock is past it), then
+    canceled."""
     mesh = artifact_mesh
     mesh.clear_denied()
     hour_ago = datetime.now(UTC) - timedelta(hours=1)
@@ -183,11 +185,22 @@ def test_gw_back_1_a_long_deadline_is_failed_by_the_scheduled_sweep(artifact_mes
     past = TaskStore(
         table=resources.table, bucket=resources.bucket, dynamodb=clients.dynamodb, s3=clients.s3, clock=lambda: hour_ago
     )
+    later = datetime.now(UTC) + timedelta(seconds=2000)
+    ahead = TaskStore(
+        table=resources.table, bucket=resources.bucket, dynamodb=clients.dynamodb, s3=clients.s3, clock=lambda: later
+    )
+    waiting_id = str(uuid.uuid4())
+    waiting_deadline = format_ts(datetime.now(UTC) + timedelta(seconds=1000))
+    then.create_task(task_id=waiting_id, actor="normalize", flow="text-pipeline", deadline_at=waiting_deadline)
+    try:
+        due_later = [entry["id"] for page in ahead.long_deadline_pages() for entry in page]
+        assert waiting_id in due_later, "a deadline 1000 s away enters long_deadlines (no timer)"
+        assert waiting_id not in [entry["id"] for page in then.long_deadline_pages() for entry in page], "not due"
+    finally:
+        then.cancel(waiting_id)
     task_id = str(uuid.uuid4())
     deadline = format_ts(hour_ago + timedelta(seconds=1000))
     past.create_task(task_id=task_id, actor="normalize", flow="text-pipeline", deadline_at=deadline)
-    due = [entry["id"] for page in then.long_deadline_pages() for entry in page]
-    assert task_id in due, "a deadline 1000 s away enters long_deadlines (no timer)"
     view = wait_for(
         lambda: (v := then.get_task(task_id, enforce_deadline=False)) is not None and v["status"] == "failed" and v,
         "the sweep to fail the overdue task",
