@@ -17,7 +17,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,26 @@ def synthesize(outdir: Path, *, manifest: Path | None = None) -> Path:
     return outdir
 
 
+def _synthesized(outdir: Path, *, timing: str, manifest: Path | None = None) -> Path:
+    """:func:`synthesize`, its cost kept under ``timing`` for the end-of-run report."""
+    started = time.monotonic()
+    out = synthesize(outdir, manifest=manifest)
+    _TIMINGS[timing] = time.monotonic() - started
+    return out
+
+
+@contextmanager
+def _started(cdk_out: Path, *, log_dir: Path, timing: str) -> Iterator[ArtifactMesh]:
+    """The artifact mesh of ``cdk_out``, its start-up cost kept under ``timing``."""
+    with ArtifactMesh(cdk_out, cache_dir=CACHE, log_dir=log_dir) as mesh:
+        assert mesh.iam_enforced, "the IAM proxy must sit between the functions and moto"
+        _TIMINGS[timing] = mesh.startup_seconds or 0.0
+        yield mesh
+
+
 @pytest.fixture(scope="session")
 def cdk_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    started = time.monotonic()
-    out = synthesize(tmp_path_factory.mktemp("cdk") / "cdk.out")
-    _TIMINGS["synth"] = time.monotonic() - started
-    return out
+    return _synthesized(tmp_path_factory.mktemp("cdk") / "cdk.out", timing="synth")
 
 
 HERE = Path(__file__).resolve().parent
@@ -111,9 +126,7 @@ def _profile_region() -> str:
 def artifact_mesh(cdk_out: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ArtifactMesh]:
     if target_name(os.environ) == "aws":
         pytest.skip("needs the artifact mesh's internals (pools, policies, schedules): not on the real-AWS target")
-    with ArtifactMesh(cdk_out, cache_dir=CACHE, log_dir=tmp_path_factory.mktemp("artifact-logs")) as mesh:
-        assert mesh.iam_enforced, "the IAM proxy must sit between the functions and moto"
-        _TIMINGS["startup"] = mesh.startup_seconds or 0.0
+    with _started(cdk_out, log_dir=tmp_path_factory.mktemp("artifact-logs"), timing="startup") as mesh:
         yield mesh
 
 
@@ -136,13 +149,14 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"artifact mesh: {parts}")
 
 
-@pytest.fixture(scope="session")
-def synthesizer() -> Any:
-    """:func:`synthesize`, for a module that synthesizes a mesh of its own manifest (test_artifact_edge_auth.py)."""
-    return synthesize
+def _own_mesh(manifest: Path, workdir: Path, name: str) -> AbstractContextManager[ArtifactMesh]:
+    """A mesh of its own ``manifest`` synthesized into ``workdir`` and started (``name synth``/``name startup`` in the
+    end-of-run report), as the session's mesh is."""
+    cdk_out = _synthesized(workdir / "cdk.out", timing=f"{name} synth", manifest=manifest)
+    return _started(cdk_out, log_dir=workdir / "logs", timing=f"{name} startup")
 
 
 @pytest.fixture(scope="session")
-def build_timings() -> dict[str, float]:
-    """The build costs reported at the end of the run: a module's own mesh adds its entries."""
-    return _TIMINGS
+def own_mesh() -> Callable[[Path, Path, str], AbstractContextManager[ArtifactMesh]]:
+    """For a module that runs a mesh of its own manifest (test_artifact_edge_auth.py)."""
+    return _own_mesh

@@ -18,6 +18,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
@@ -108,21 +109,14 @@ def issuer() -> Iterator[_Issuer]:
 def edge_mesh(
     issuer: _Issuer,
     tmp_path_factory: pytest.TempPathFactory,
-    synthesizer: Callable[..., Path],
-    build_timings: dict[str, float],
+    own_mesh: Callable[[Path, Path, str], AbstractContextManager[ArtifactMesh]],
 ) -> Iterator[ArtifactMesh]:
     if target_name(os.environ) == "aws":
         pytest.skip("a second deployment with a loopback JWKS: the artifact mesh only")
     directory = tmp_path_factory.mktemp("edge")
     manifest = directory / "asya.yaml"
     manifest.write_text(yaml.safe_dump(_manifest(issuer.jwks_url)), encoding="utf-8")
-    started = time.monotonic()
-    cdk_out = synthesizer(directory / "cdk.out", manifest=manifest)
-    build_timings["edge synth"] = time.monotonic() - started
-    cache = REPO / ".asya" / "artifact-cache"
-    with ArtifactMesh(cdk_out, cache_dir=cache, log_dir=tmp_path_factory.mktemp("edge-logs")) as mesh:
-        assert mesh.iam_enforced, "the IAM proxy must sit between the functions and moto"
-        build_timings["edge startup"] = mesh.startup_seconds or 0.0
+    with own_mesh(manifest, directory, "edge") as mesh:
         yield mesh
 
 
