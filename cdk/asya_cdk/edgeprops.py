@@ -50,7 +50,8 @@ class EdgeProps:
     reporter_key_secret: str | None = None
 
 
-#: The manifest's location of each prop field's value (pydantic's error ``loc``, dotted).
+#: The manifest's location of each prop field's value (dotted, as pydantic's error ``loc``): where the merge writes a
+#: prop's value and what an error about it names.
 _PROP_OF: Mapping[str, str] = {
     "throttle.rate_limit": "rate_limit",
     "throttle.burst_limit": "burst_limit",
@@ -71,10 +72,16 @@ def merge_edge(manifest: GatewayEdge, props: object) -> tuple[GatewayEdge, list[
     if not isinstance(props, EdgeProps):
         return manifest, [f"edge: {type(props).__name__} given; pass asya_cdk.EdgeProps(...)"]
     data: dict[str, Any] = manifest.model_dump(exclude_unset=False)
+    for path, field in _PROP_OF.items():
+        value = getattr(props, field)
+        if value is not None:
+            *parents, leaf = path.split(".")
+            section = data
+            for name in parents:  # a section the manifest leaves out (``domain``) starts empty
+                section[name] = section.get(name) or {}
+                section = section[name]
+            section[leaf] = value
     throttle = data["throttle"]
-    for field in ("rate_limit", "burst_limit"):
-        if getattr(props, field) is not None:
-            throttle[field] = getattr(props, field)
     problems: list[str] = []
     limits: Mapping[str, object] = props.method_throttles or {}
     for key, limit in limits.items():
@@ -85,20 +92,6 @@ def merge_edge(manifest: GatewayEdge, props: object) -> tuple[GatewayEdge, list[
             )
             continue
         throttle["methods"][key] = {"rate_limit": limit.rate_limit, "burst_limit": limit.burst_limit}
-    for field in ("waf_web_acl_arn", "reporter_key_secret"):
-        if getattr(props, field) is not None:
-            data[field] = getattr(props, field)
-    domain = {
-        name: value
-        for name, value in (
-            ("name", props.domain_name),
-            ("certificate_arn", props.certificate_arn),
-            ("base_path", props.domain_base_path),
-        )
-        if value is not None
-    }
-    if domain:
-        data["domain"] = {**(data["domain"] or {}), **domain}
     if problems:
         return manifest, problems
     try:
