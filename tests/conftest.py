@@ -19,6 +19,7 @@ import pytest
 
 from asya.manifest import Manifest, load_manifest
 from asya_local.provision import MeshResources, provision
+from asya_local.serving import UvicornThread
 
 REPO = Path(__file__).resolve().parent.parent
 REGION = "us-east-1"
@@ -116,31 +117,14 @@ def mesh(aws: AwsClients, example_manifest: Manifest) -> Mesh:
 def serve_asgi() -> Iterator[Any]:
     """``serve(app) -> base_url``: runs an ASGI app with uvicorn in a thread on 127.0.0.1 (a free port) until the
     test ends, so tests can talk real HTTP (and read streamed responses as they are written) with ``httpx``."""
-    import socket
-    import threading
-    import time
-
-    import uvicorn
-
-    servers: list[tuple[uvicorn.Server, threading.Thread, socket.socket]] = []
+    servers: list[UvicornThread] = []
 
     def serve(app: Any) -> str:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", ws="none", timeout_graceful_shutdown=1)
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        while not server.started:
-            if not thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        servers.append((server, thread, sock))
-        return f"http://127.0.0.1:{port}"
+        server = UvicornThread(app, name="test-asgi", grace_seconds=1, lifespan="off")
+        server.start()
+        servers.append(server)
+        return server.url
 
     yield serve
-    for server, thread, sock in servers:
-        server.should_exit = True
-        thread.join(timeout=5)
-        sock.close()
+    for server in servers:
+        server.stop()

@@ -254,7 +254,8 @@ class AwsTarget:
     kind: Final = "aws"
 
     def __init__(self, session: Any, *, region: str, namespace: str, outputs: Mapping[str, str]) -> None:
-        from asya_local.artifact.apifront import ServerThread, SigningClient  # uvicorn: only when a target starts
+        from asya_local.artifact.apifront import SigningClient
+        from asya_local.serving import UvicornThread  # uvicorn: only when a target starts
 
         self.namespace = namespace
         self._session = session
@@ -267,7 +268,7 @@ class AwsTarget:
         stage = parts.path.strip("/") or _STAGE
         origin = f"{parts.scheme}://{parts.netloc}"
         self.api_url = f"{origin}/{stage}"
-        self._signer = ServerThread(
+        self._signer = UvicornThread(
             SigningClient(origin, region=region, signer=botocore_signer(session, region)), name="asya-e2e-aws-signer"
         )
         self._signer.start()

@@ -38,13 +38,10 @@ here knows the mesh is local except the clients' endpoint.
 
 from __future__ import annotations
 
-import errno
 import functools
 import importlib
 import secrets
-import socket
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -67,6 +64,7 @@ from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources, provision
 from asya_local.reload import CodeWatcher, ReloadingHandler
+from asya_local.serving import UvicornThread
 
 __all__ = ["ActorRuntimeLike", "LocalMesh", "runtime_entry_point", "runtime_environment"]
 
@@ -162,7 +160,7 @@ class LocalMesh(MeshLifecycle):
         self._clients: AwsClients | None = None
         self._resources: MeshResources | None = None
         self._esms: dict[str, EventSourceMapping] = {}
-        self._gateway: _UvicornThread | None = None
+        self._gateway: UvicornThread | None = None
         self._backstop: BackstopLoop | None = None
 
     # -- state -----------------------------------------------------------------------------------------------
@@ -272,14 +270,22 @@ class LocalMesh(MeshLifecycle):
             self._backstop = self._build_backstop(resources, clients, self._backstop_interval)
             self._backstop.start()
         app = self._build_gateway(resources, clients)
-        gateway = _UvicornThread(app, host=self._host, port=self._port, fallback=self._free_port_fallback)
+        gateway = UvicornThread(
+            app,
+            host=self._host,
+            port=self._port,
+            name="asya-gateway",
+            label="the gateway",
+            grace_seconds=_GRACE_SECONDS,
+            fallback=self._free_port_fallback,
+        )
         self._gateway = gateway
-        gateway.start()
-        gateway.wait_healthy(self._startup_timeout)
+        gateway.start(self._startup_timeout)
+        _wait_healthy(gateway, self._startup_timeout)
 
     def stop(self) -> None:
         if self._gateway is not None:
-            self._gateway.stop()
+            _stop_gateway(self._gateway)
             self._gateway = None
         errors = []
         for esm in self._esms.values():
@@ -317,16 +323,23 @@ class LocalMesh(MeshLifecycle):
         if old is None or self._resources is None or self._clients is None:
             raise LocalModeError("the mesh is not running: call start() first")
         host, port = old.bound
-        old.stop(grace_seconds=grace_seconds)
+        _stop_gateway(old, grace_seconds=grace_seconds)
         self._gateway = None
-        gateway: _UvicornThread | None = None
+        gateway: UvicornThread | None = None
         try:
-            gateway = _UvicornThread(self._build_gateway(self._resources, self._clients), host=host, port=port)
-            gateway.start()
-            gateway.wait_healthy(self._startup_timeout)
+            gateway = UvicornThread(
+                self._build_gateway(self._resources, self._clients),
+                host=host,
+                port=port,
+                name="asya-gateway",
+                label="the gateway",
+                grace_seconds=_GRACE_SECONDS,
+            )
+            gateway.start(self._startup_timeout)
+            _wait_healthy(gateway, self._startup_timeout)
         except LocalModeError as exc:
             if gateway is not None:
-                gateway.stop()
+                _stop_gateway(gateway)
             raise LocalModeError(
                 f"the gateway did not come back on {host}:{port} after a restart ({exc}); the actors and moto still "
                 "run: stop() the mesh"
@@ -409,72 +422,25 @@ class LocalMesh(MeshLifecycle):
         return app
 
 
-def _bound_socket(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-class _UvicornThread:
-    """uvicorn serving an ASGI app from a daemon thread, on a socket bound before the thread starts."""
-
-    def __init__(self, app: Any, *, host: str, port: int, fallback: bool = False) -> None:
-        import uvicorn
-
-        self.port_was_busy = False
-        self._app = app
-        try:
-            self._socket = _bound_socket(host, port)
-        except OSError as exc:
-            if not (fallback and port != 0 and exc.errno == errno.EADDRINUSE):
-                raise LocalModeError(
-                    f"cannot serve the gateway on {host}:{port}: {exc.strerror} (pick another port; 0 picks a free one)"
-                ) from None
-            self.port_was_busy = True
+def _wait_healthy(gateway: UvicornThread, timeout: float) -> None:
+    """Until the gateway's ``/health`` answers 200: the app's own view (moto reachable), not just uvicorn serving."""
+    deadline = time.monotonic() + timeout
+    with httpx.Client(timeout=2.0) as client:
+        while True:
             try:
-                self._socket = _bound_socket(host, 0)
-            except OSError as retry_exc:
-                raise LocalModeError(f"cannot serve the gateway on {host}: {retry_exc.strerror}") from None
-        bound_host, bound_port = self._socket.getsockname()[:2]
-        self.bound: tuple[str, int] = (bound_host, bound_port)
-        self.url = f"http://{bound_host}:{bound_port}"
-        config = uvicorn.Config(
-            app, log_config=None, log_level="warning", access_log=False, timeout_graceful_shutdown=_GRACE_SECONDS
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, name="asya-gateway", daemon=True
-        )
+                if client.get(f"{gateway.url}/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if not gateway.is_alive():
+                raise LocalModeError(f"the gateway at {gateway.url} stopped during startup")
+            if time.monotonic() > deadline:
+                raise LocalModeError(f"the gateway at {gateway.url} did not answer /health within {timeout} s")
+            time.sleep(_HEALTH_POLL_SECONDS)
 
-    def start(self) -> None:
-        self._thread.start()
 
-    def wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=2.0) as client:
-            while True:
-                try:
-                    if client.get(f"{self.url}/health").status_code == 200:
-                        return
-                except httpx.TransportError:
-                    pass
-                if not self._thread.is_alive():
-                    raise LocalModeError(f"the gateway at {self.url} stopped during startup")
-                if time.monotonic() > deadline:
-                    raise LocalModeError(f"the gateway at {self.url} did not answer /health within {timeout} s")
-                time.sleep(_HEALTH_POLL_SECONDS)
+def _stop_gateway(gateway: UvicornThread, *, grace_seconds: int = _GRACE_SECONDS) -> None:
+    from asya_gateway.app import drain
 
-    def stop(self, *, grace_seconds: int = _GRACE_SECONDS) -> None:
-        from asya_gateway.app import drain
-
-        drain(self._app)  # SSE streams end at their next poll, within the grace period, and their clients resume
-        self._server.config.timeout_graceful_shutdown = grace_seconds
-        self._server.should_exit = True
-        if self._thread.is_alive():
-            self._thread.join(10)
-        self._socket.close()
+    drain(gateway.app)  # SSE streams end at their next poll, within the grace period, and their clients resume
+    gateway.stop(grace_seconds=grace_seconds)

@@ -13,7 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from asya_local.artifact.apifront import ServerThread, SigningClient
+from asya_local.artifact.apifront import SigningClient
+from asya_local.serving import UvicornThread
 
 pytestmark = pytest.mark.functional
 
@@ -29,9 +30,9 @@ async def _upstream(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 
 def test_a_stopped_relay_leaves_no_socket_open() -> None:
-    upstream = ServerThread(_upstream, name="test-upstream")
+    upstream = UvicornThread(_upstream, name="test-upstream")
     upstream.start()
-    relay = ServerThread(
+    relay = UvicornThread(
         SigningClient(upstream.url, access_key_id="AKIDEXAMPLE", secret="secret", region="us-east-1"),
         name="test-relay",
     )

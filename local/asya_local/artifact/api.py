@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from asya_local.artifact.apifront import ApiFront, Principal, ServerThread, SigningClient
+from asya_local.artifact.apifront import ApiFront, Principal, SigningClient
 from asya_local.artifact.authorizers import EdgeAuthorizers
 from asya_local.artifact.functions import FunctionPool
 from asya_local.artifact.model import MeshSpec
@@ -24,6 +24,7 @@ from asya_local.artifact.process import Credentials
 from asya_local.exceptions import LocalModeError
 from asya_local.lambda_event import LambdaContext
 from asya_local.moto_server import MOTO_ACCOUNT_ID
+from asya_local.serving import UvicornThread
 
 __all__ = ["TEST_PRINCIPAL", "ApiEndpoints", "authorizer_invoker", "start_api"]
 
@@ -39,7 +40,7 @@ class ApiEndpoints:
 
     front: ApiFront
     authorizers: EdgeAuthorizers
-    servers: tuple[ServerThread, ...]
+    servers: tuple[UvicornThread, ...]
     api_url: str
     url: str
 
@@ -70,9 +71,9 @@ def start_api(
         api_arn=api_arn,
         authorizers=authorizers,
     )
-    front_server = ServerThread(front, port=0, name="asya-artifact-api")
+    front_server = UvicornThread(front, port=0, name="asya-artifact-api")
     front_server.start()
-    signer = ServerThread(
+    signer = UvicornThread(
         SigningClient(
             front_server.url, access_key_id=tester.access_key_id, secret=tester.secret_access_key, region=region
         ),

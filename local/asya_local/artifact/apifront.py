@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +30,7 @@ from asya_local.artifact.model import ApiMethod
 from asya_local.artifact.sigv4 import MISSING_TOKEN, sign, verify
 from asya_local.exceptions import LocalModeError
 
-__all__ = ["ApiFront", "Principal", "RequestSigner", "ServerThread", "SigningClient"]
+__all__ = ["ApiFront", "Principal", "RequestSigner", "SigningClient"]
 
 _HOP_BY_HOP: Final = frozenset(
     {
@@ -353,42 +351,3 @@ class SigningClient(_Relaying):
             query=query,
             failed=lambda exc: f"signing client: {exc}",
         )
-
-
-class ServerThread:
-    """uvicorn serving an ASGI app on ``127.0.0.1`` from a daemon thread (port 0: a free port). The app gets the ASGI
-    lifespan: ``stop()`` lets requests under way end (2 s at most), then the app's shutdown closes what it holds."""
-
-    def __init__(self, app: Any, *, port: int = 0, name: str = "asya-artifact-http") -> None:
-        import uvicorn
-
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            self._socket.bind(("127.0.0.1", port))
-        except OSError as exc:
-            self._socket.close()
-            raise LocalModeError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror}") from None
-        self.port = int(self._socket.getsockname()[1])
-        self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(
-            app, log_config=None, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, name=name, daemon=True
-        )
-
-    def start(self, timeout: float = 10.0) -> None:
-        self._thread.start()
-        deadline = time.monotonic() + timeout
-        while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
-                raise LocalModeError(f"the server on {self.url} did not start")
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        if self._thread.is_alive():
-            self._thread.join(10)
-        self._socket.close()

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 from asya import naming
 from asya_local.artifact.api import authorizer_invoker, start_api
-from asya_local.artifact.apifront import ApiFront, ServerThread
+from asya_local.artifact.apifront import ApiFront
 from asya_local.artifact.authorizers import EdgeAuthorizers
 from asya_local.artifact.functions import FunctionPool, ScheduleTrigger
 from asya_local.artifact.launcher import FunctionLauncher, is_web, start_all
@@ -44,6 +44,7 @@ from asya_local.exceptions import LocalModeError
 from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
 from asya_local.provision import MeshResources
+from asya_local.serving import UvicornThread
 
 __all__ = ["DEFAULT_CACHE_DIR", "ArtifactMesh"]
 
@@ -93,7 +94,7 @@ class ArtifactMesh(MeshLifecycle):
         self._front: ApiFront | None = None
         #: the API's Lambda authorizers (their invocation counts), once started
         self.authorizers: EdgeAuthorizers | None = None
-        self._servers: list[ServerThread] = []
+        self._servers: list[UvicornThread] = []
         self._launcher: FunctionLauncher | None = None
         self.credentials: dict[str, Credentials] = {}
         self._tester = Credentials.new("tester")
