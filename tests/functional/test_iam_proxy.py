@@ -53,6 +53,13 @@ READER_POLICY: dict[str, Any] = {
             "Resource": [TABLE_ARN, f"{TABLE_ARN}/index/by-status"],
         },
         {"Sid": "SendA", "Effect": "Allow", "Action": "sqs:SendMessage", "Resource": QUEUE_ARN},
+        {
+            # CDK's grant_read of Secret.from_secret_name_v2: the name, then the suffix AWS appends
+            "Sid": "Keys",
+            "Effect": "Allow",
+            "Action": "secretsmanager:GetSecretValue",
+            "Resource": f"arn:aws:secretsmanager:{REGION}:{MOTO_ACCOUNT_ID}:secret:asya-iam-keys-??????",
+        },
     ],
 }
 WRITER_POLICY: dict[str, Any] = {
@@ -118,6 +125,9 @@ def mesh() -> Iterator[Mesh]:
             )
             ddb.put_item(TableName=name, Item={"pk": {"S": "t1"}, "status": {"S": "running"}})
         sqs.create_queue(QueueName="asya-iam-a")
+        secrets = world.client("secretsmanager")
+        for name in ("asya-iam-keys", "asya-iam-other"):
+            secrets.create_secret(Name=name, SecretString=f"{name}-value")
         sqs.create_queue(QueueName="asya-iam-b")
         yield world
 
@@ -468,3 +478,29 @@ def test_set_principal_changes_a_keys_policies_from_the_next_request(mesh: Mesh)
     mesh.proxy.set_principal("AKIDLATER", "Later", PolicySet.from_documents([WRITER_POLICY]))
     fresh.put_object(Bucket=BUCKET, Key="tasks/later.json", Body=b"z")
     assert mesh.proxy.records()[-1].decision is Decision.ALLOW
+
+
+def test_a_secret_named_by_name_is_judged_on_its_full_arn(mesh: Mesh) -> None:
+    """Secrets Manager authorizes the secret's full ARN, suffix included, whatever ``SecretId`` says: a grant on
+    ``secret:asya-iam-keys-??????`` allows a read by name and by ARN, and another secret's name is denied on its
+    own full ARN (the record names it); a name no secret has is judged as ``secret:<name>``."""
+    reader = mesh.client("secretsmanager", "AKIDREADER")
+    owner = mesh.client("secretsmanager")
+    arn = owner.describe_secret(SecretId="asya-iam-keys")["ARN"]
+    other_arn = owner.describe_secret(SecretId="asya-iam-other")["ARN"]
+    mesh.proxy.clear()
+    assert reader.get_secret_value(SecretId="asya-iam-keys")["SecretString"] == "asya-iam-keys-value"
+    assert reader.get_secret_value(SecretId=arn)["SecretString"] == "asya-iam-keys-value"
+    with pytest.raises(ClientError) as other:
+        reader.get_secret_value(SecretId="asya-iam-other")
+    assert _code(other) == "AccessDeniedException"
+    with pytest.raises(ClientError) as missing:
+        reader.get_secret_value(SecretId="asya-iam-none")
+    assert _code(missing) == "AccessDeniedException"
+    missing_arn = f"arn:aws:secretsmanager:{REGION}:{MOTO_ACCOUNT_ID}:secret:asya-iam-none"
+    assert [(r.resource, r.decision) for r in mesh.proxy.records()] == [
+        (arn, Decision.ALLOW),
+        (arn, Decision.ALLOW),
+        (other_arn, Decision.IMPLICIT_DENY),
+        (missing_arn, Decision.IMPLICIT_DENY),
+    ]

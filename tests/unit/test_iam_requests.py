@@ -502,6 +502,21 @@ def test_secrets_manager_get_secret_value() -> None:
     assert _summary(checks) == [("secretsmanager:GetSecretValue", (arn,), "GetSecretValue")]
 
 
+def test_secrets_manager_a_name_is_checked_on_the_arn_it_resolves_to() -> None:
+    """AWS authorizes the secret's full ARN (with the suffix it appended), not the name the caller sent."""
+    full = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:asya-keys-Xy12Ab"
+    method, url, headers, body = _capture("secretsmanager", lambda c: c.get_secret_value(SecretId="asya-keys"))
+    resolved = authorize_request(
+        method, url, headers, body, region=REGION, account_id=ACCOUNT, resolve_secret={"asya-keys": full}.get
+    )
+    assert _summary(resolved) == [("secretsmanager:GetSecretValue", (full,), "GetSecretValue")]
+    unknown = authorize_request(
+        method, url, headers, body, region=REGION, account_id=ACCOUNT, resolve_secret=lambda _: None
+    )
+    name_arn = f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:asya-keys"
+    assert _summary(unknown) == [("secretsmanager:GetSecretValue", (name_arn,), "GetSecretValue")]
+
+
 def test_sts_get_caller_identity() -> None:
     checks = _checks(_capture("sts", lambda c: c.get_caller_identity()))
     assert _summary(checks) == [("sts:GetCallerIdentity", ("*",), "GetCallerIdentity")]

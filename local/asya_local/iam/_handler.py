@@ -43,6 +43,8 @@ class HandlerOwner(Protocol):
 
     def upstream(self) -> tuple[str, int]: ...
 
+    def secret_arn(self, secret_id: str) -> str | None: ...
+
     def deny_message(self, record: AccessRecord) -> str: ...
 
 
@@ -89,7 +91,15 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             return
         principal, policies = known
         proxy = self.owner
-        checks = authorize_request(self.command, url, headers, body, region=proxy.region, account_id=proxy.account_id)
+        checks = authorize_request(
+            self.command,
+            url,
+            headers,
+            body,
+            region=proxy.region,
+            account_id=proxy.account_id,
+            resolve_secret=proxy.secret_arn,
+        )
         if checks is None:
             service = _IAM_PREFIX.get(credential.service, credential.service)
             action = f"{service}:{_operation_hint(self.command, url, headers, body)}"

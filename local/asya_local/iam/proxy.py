@@ -16,6 +16,9 @@ sent with its length) to ``upstream_url``, relaying the answer. ``principals`` m
   answers 404 to a checked principal's GetObject or HeadObject, ``s3:ListBucket`` on the bucket ARN is evaluated with
   the GetObject request's own context, which has no ``s3:prefix`` (a ListBucket grant conditioned on ``s3:prefix``
   does not apply), and recorded; denied, the answer becomes S3's 403 ``AccessDenied``.
+- Secrets Manager authorizes a secret by its full ARN, random suffix included, whatever ``SecretId`` the caller
+  sent: the proxy asks moto (``DescribeSecret``, outside any principal's policy, as AWS resolves it internally) for
+  the ARN of a ``SecretId`` given by name, so a grant on ``secret:<name>-??????`` is judged as AWS judges it.
 
 Records are kept in arrival order under a lock; the server is threaded (one thread per client connection, each with
 its own keep-alive connection to moto).
@@ -97,6 +100,7 @@ class PolicyProxy:
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+        self._secrets: Any = None
 
     @property
     def url(self) -> str:
@@ -191,6 +195,32 @@ class PolicyProxy:
 
     def upstream(self) -> tuple[str, int]:
         return self._upstream
+
+    def secret_arn(self, secret_id: str) -> str | None:
+        """The full ARN of the secret ``secret_id`` names (a name, or an ARN with or without its suffix), from moto;
+        ``None`` when there is no such secret."""
+        from botocore.exceptions import ClientError
+
+        with self._lock:
+            if self._secrets is None:
+                import boto3
+
+                host, port = self._upstream
+                # a key no principal has: moto's own view, unchecked, as AWS resolves a name before it authorizes
+                self._secrets = boto3.Session().client(
+                    "secretsmanager",
+                    region_name=self.region,
+                    endpoint_url=f"http://{host}:{port}",
+                    aws_access_key_id="proxy-resolver",
+                    aws_secret_access_key="proxy-resolver",
+                )
+            client = self._secrets
+        try:
+            return str(client.describe_secret(SecretId=secret_id)["ARN"])
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ResourceNotFoundException":
+                return None
+            raise
 
     def deny_message(self, record: AccessRecord) -> str:
         if record.statement == UNMODELLED:

@@ -18,8 +18,10 @@ SigV4 credential scope (:mod:`asya_local.iam.sigv4`), else from the JSON ``X-Amz
   ``Decrypt`` without ``KeyId`` names no key and is unmodelled.
 - **CloudWatch** (JSON, query or RPCv2-CBOR): ``PutMetricData`` (with ``cloudwatch:namespace`` when readable),
   ``GetMetricStatistics``, ``GetMetricData``, ``ListMetrics`` on ``*``.
-- **Secrets Manager**: ``GetSecretValue``/``DescribeSecret`` on the secret ARN (a name becomes
-  ``secret:<name>``, without the random suffix AWS appends).
+- **Secrets Manager**: ``GetSecretValue``/``DescribeSecret`` on the secret's full ARN, as AWS authorizes them: a
+  name or partial ARN is resolved by ``resolve_secret`` (the proxy asks moto) to the ARN with the random suffix AWS
+  appends, so a grant on ``secret:<name>-??????`` (CDK's ``from_secret_name_v2``) matches. A secret that does not
+  resolve (none given, or no such secret) is checked as ``secret:<name>``.
 - **STS** ``GetCallerIdentity``: in :data:`asya_local.iam.model.ALWAYS_ALLOWED` (AWS allows it to everyone).
 
 Every context carries ``aws:RequestedRegion``, ``aws:PrincipalAccount`` and ``aws:SecureTransport`` = ``"true"``:
@@ -29,7 +31,7 @@ the mesh talks plain HTTP to loopback, but the same calls go over HTTPS in AWS, 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
@@ -49,6 +51,7 @@ class _Request:
     body: bytes
     region: str
     account_id: str
+    resolve_secret: Callable[[str], str | None] | None = None
 
     def target(self) -> tuple[str, str] | None:
         prefix, dot, operation = self.headers.get("x-amz-target", "").partition(".")
@@ -74,11 +77,19 @@ class _Request:
 
 
 def authorize_request(
-    method: str, url: str, headers: Mapping[str, str], body: bytes, *, region: str, account_id: str
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    region: str,
+    account_id: str,
+    resolve_secret: Callable[[str], str | None] | None = None,
 ) -> list[RequestContext] | None:
-    """The IAM checks one HTTP request needs, or ``None`` when this module does not model the request."""
+    """The IAM checks one HTTP request needs, or ``None`` when this module does not model the request.
+    ``resolve_secret`` maps a ``SecretId`` to the secret's full ARN (``None``: unknown)."""
     lowered = {name.lower(): value for name, value in headers.items()}
-    request = _Request(method.upper(), url, lowered, body, region, account_id)
+    request = _Request(method.upper(), url, lowered, body, region, account_id, resolve_secret)
     credential = credential_of(lowered, url)
     service = credential.service if credential is not None else _service_from_target(request)
     if service == "s3":
@@ -284,7 +295,8 @@ def _secretsmanager(request: _Request) -> list[RequestContext] | None:
     secret = request.json().get("SecretId")
     if not isinstance(secret, str) or not secret:
         return None
-    arn = secret if secret.startswith("arn:") else request.arn("secretsmanager", f"secret:{secret}")
+    resolved = request.resolve_secret(secret) if request.resolve_secret is not None else None
+    arn = resolved or (secret if secret.startswith("arn:") else request.arn("secretsmanager", f"secret:{secret}"))
     return [_check(request, "secretsmanager", target[1], [arn], target[1])]
 
 
