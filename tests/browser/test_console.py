@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
@@ -113,13 +114,13 @@ def test_p_err_3_failing_task_shows_error_and_details(page: Any, console: Consol
     screenshot(page, "task-failed")
 
 
-def test_gw_cancel_1_cancel_button_cancels_a_running_task(page: Any, console: Console) -> None:
+def test_gw_cancel_1_cancel_button_cancels_a_running_task(page: Any, console: Console, linger_gate: Path) -> None:
     """A flow without input_schema gets the raw JSON form only; the cancel button ends the task as canceled."""
     _open(page, console, "#/new/slow")
     assert page.locator("#schema-fields").is_hidden()
-    page.fill("#raw-payload", '{"topic": "patience", "seconds": 5}')
+    page.fill("#raw-payload", json.dumps({"topic": "patience", "seconds": 25, "gate": str(linger_gate)}))
     page.click("#create")
-    _wait_status(page, "running")
+    _wait_status(page, "running")  # linger holds the task until the test ends
     page.click("#cancel")
     _wait_status(page, "canceled")
     task_id = page.url.rsplit("/", 1)[1]
@@ -253,11 +254,14 @@ def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Cons
     ]
 
 
-def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(page: Any, console: Console) -> None:
+def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(
+    page: Any, console: Console, linger_gate: Path
+) -> None:
     """A paused task (paused by the crew's store write: the producer route refuses ``paused``, GW-EVT-3 R3) gets a
     resume form with one input per P-PAUSE-3 field;
     until pause/resume is built the gateway's answer to the form's POST .../resume is shown as is."""
-    task_id = console.create("slow", {"topic": "pause me", "seconds": 3})
+    # linger holds the task while the test pauses it, however slow the box is
+    task_id = console.create("slow", {"topic": "pause me", "seconds": 25, "gate": str(linger_gate)})
     pause = {
         "prompt": "Approve <b>this</b> draft?",
         "fields": [

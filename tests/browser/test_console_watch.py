@@ -4,6 +4,7 @@ row still turns ``succeeded``."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +14,10 @@ from tests.browser.pages import Console
 pytestmark = pytest.mark.browser
 
 
-def test_gw_sse_23_task_list_rows_update_over_the_multiplexed_stream(page: Any, console: Console) -> None:
-    task_id = console.create("slow", {"topic": "stream", "seconds": 3})
+def test_gw_sse_23_task_list_rows_update_over_the_multiplexed_stream(
+    page: Any, console: Console, linger_gate: Path
+) -> None:
+    task_id = console.create("slow", {"topic": "stream", "seconds": 25, "gate": str(linger_gate)})
     lists: list[str] = []
     streams: list[str] = []
 
@@ -32,6 +35,9 @@ def test_gw_sse_23_task_list_rows_update_over_the_multiplexed_stream(page: Any, 
     page.goto(console.url + "#/tasks")
     row = page.locator(f'[data-task-row="{task_id}"]')
     row.wait_for()
+    # the first (and only answered) list read the task unfinished: linger holds it until the gate opens
+    assert row.locator(".badge[data-status=succeeded]").count() == 0
+    linger_gate.touch()
     row.locator(".badge[data-status=succeeded]").wait_for(timeout=60_000)
     assert any(task_id in url for url in streams), streams
     # the row changed although no list read after the first was answered: the stream redrew it

@@ -1,12 +1,16 @@
 """Actors of the browser tests' mesh: ``draft`` streams its text as FLY values, ``review`` fails on request, ``linger``
-takes a few seconds so a task can be canceled while it runs, ``ask`` asks for an approval (x-pause comes next),
+holds a task so it can be watched or canceled while it runs, ``ask`` asks for an approval (x-pause comes next),
 ``split`` fans out one payload per line, ``wobble`` fails its first call for each topic with a ``ConnectionError``
-(retried by its policy) and passes on the second."""
+(retried by its policy) and passes on the second.
+
+``linger`` holds its task ``seconds`` (default 4) or, given ``gate`` (a file path), until the test creates that file
+(at most ``seconds``): a test releases the task when it has seen it running, however slow the box is."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 #: Topics ``wobble`` has failed once (one process runs every poller locally).
@@ -48,7 +52,10 @@ def ask(payload: dict[str, Any]) -> Iterator[Any]:
 
 
 def linger(payload: dict[str, Any]) -> dict[str, Any]:
-    time.sleep(float(payload.get("seconds", 4)))
+    deadline = time.monotonic() + float(payload.get("seconds", 4))
+    gate = payload.get("gate")
+    while time.monotonic() < deadline and not (gate and Path(str(gate)).exists()):
+        time.sleep(0.05)
     return payload
 
 
