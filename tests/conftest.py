@@ -128,3 +128,13 @@ def serve_asgi() -> Iterator[Any]:
     yield serve
     for server in servers:
         server.stop()
+
+
+@pytest.fixture
+def gate(tmp_path: Path) -> Iterator[Path]:
+    """A file path a test actor waits for (a payload's ``gate``): the task stays in that actor until the test creates
+    the file, and at the latest when the test ends, so the actor's poller is free for the tests that follow. Tests
+    release the task once they have seen what they wait for, never after a fixed time."""
+    path = tmp_path / "gate"
+    yield path
+    path.touch()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,12 +77,3 @@ def console(console_manifest: Manifest) -> Iterator[Console]:
     run history as ``asya dev`` does (the task page's step timeline)."""
     with LocalMesh(console_manifest, port=0, history=RunHistory(namespace=console_manifest.namespace)) as mesh:
         yield Console(mesh, headers={})
-
-
-@pytest.fixture
-def linger_gate(tmp_path: Path) -> Iterator[Path]:
-    """A file path for ``linger``'s ``gate``: the task waits in linger until the test creates the file, and at the
-    latest when the test ends (linger's poller is free for the tests that follow)."""
-    gate = tmp_path / "linger-gate"
-    yield gate
-    gate.touch()

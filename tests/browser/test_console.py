@@ -114,11 +114,11 @@ def test_p_err_3_failing_task_shows_error_and_details(page: Any, console: Consol
     screenshot(page, "task-failed")
 
 
-def test_gw_cancel_1_cancel_button_cancels_a_running_task(page: Any, console: Console, linger_gate: Path) -> None:
+def test_gw_cancel_1_cancel_button_cancels_a_running_task(page: Any, console: Console, gate: Path) -> None:
     """A flow without input_schema gets the raw JSON form only; the cancel button ends the task as canceled."""
     _open(page, console, "#/new/slow")
     assert page.locator("#schema-fields").is_hidden()
-    page.fill("#raw-payload", json.dumps({"topic": "patience", "seconds": 25, "gate": str(linger_gate)}))
+    page.fill("#raw-payload", json.dumps({"topic": "patience", "seconds": 25, "gate": str(gate)}))
     page.click("#create")
     _wait_status(page, "running")  # linger holds the task until the test ends
     page.click("#cancel")
@@ -128,10 +128,13 @@ def test_gw_cancel_1_cancel_button_cancels_a_running_task(page: Any, console: Co
     assert page.locator("#cancel").is_disabled()
 
 
-def test_p_retry_task_page_marks_the_retrying_actor(page: Any, console: Console) -> None:
+def test_p_retry_task_page_marks_the_retrying_actor(page: Any, console: Console, gate: Path) -> None:
     """A handler error with a retry policy shows the actor as retrying with its attempt, then the task succeeds."""
-    task_id = console.create("bumpy", {"topic": "retry me"})
+    task_id = console.create("bumpy", {"topic": "retry me", "gate": str(gate)})
     _open(page, console, f"#/task/{task_id}")
+    # wobble's first call fails only once the page follows it running: the 3 s retry delay is then on screen
+    page.locator('[data-testid=pipeline] .stage.current[data-actor="wobble"]').wait_for()
+    gate.touch()
     retrying = page.locator('[data-testid=pipeline] .stage.retrying[data-actor="wobble"]')
     retrying.wait_for()
     assert "retrying (attempt 2)" in retrying.text_content()
@@ -255,13 +258,13 @@ def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Cons
 
 
 def test_gw_evt_3_paused_task_shows_a_resume_form_built_from_pause_metadata(
-    page: Any, console: Console, linger_gate: Path
+    page: Any, console: Console, gate: Path
 ) -> None:
     """A paused task (paused by the crew's store write: the producer route refuses ``paused``, GW-EVT-3 R3) gets a
     resume form with one input per P-PAUSE-3 field;
     until pause/resume is built the gateway's answer to the form's POST .../resume is shown as is."""
     # linger holds the task while the test pauses it, however slow the box is
-    task_id = console.create("slow", {"topic": "pause me", "seconds": 25, "gate": str(linger_gate)})
+    task_id = console.create("slow", {"topic": "pause me", "seconds": 25, "gate": str(gate)})
     pause = {
         "prompt": "Approve <b>this</b> draft?",
         "fields": [

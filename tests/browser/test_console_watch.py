@@ -14,10 +14,8 @@ from tests.browser.pages import Console
 pytestmark = pytest.mark.browser
 
 
-def test_gw_sse_23_task_list_rows_update_over_the_multiplexed_stream(
-    page: Any, console: Console, linger_gate: Path
-) -> None:
-    task_id = console.create("slow", {"topic": "stream", "seconds": 25, "gate": str(linger_gate)})
+def test_gw_sse_23_task_list_rows_update_over_the_multiplexed_stream(page: Any, console: Console, gate: Path) -> None:
+    task_id = console.create("slow", {"topic": "stream", "seconds": 25, "gate": str(gate)})
     lists: list[str] = []
     streams: list[str] = []
 
@@ -37,7 +35,7 @@ def test_gw_sse_23_task_list_rows_update_over_the_multiplexed_stream(
     row.wait_for()
     # the first (and only answered) list read the task unfinished: linger holds it until the gate opens
     assert row.locator(".badge[data-status=succeeded]").count() == 0
-    linger_gate.touch()
+    gate.touch()
     row.locator(".badge[data-status=succeeded]").wait_for(timeout=60_000)
     assert any(task_id in url for url in streams), streams
     # the row changed although no list read after the first was answered: the stream redrew it

@@ -15,7 +15,9 @@ pytestmark = pytest.mark.chaos
 
 def test_p_ack_7_the_guarantee_holds_under_every_fault_at_once() -> None:
     together = next(s for s in scenarios(all_tasks=30, single_tasks=0) if s.name == "all")
-    result = run_scenario(Scenario("all", together.rates, 30), seed=18, budget_seconds=100, settle_seconds=120)
+    # the budget is a failure guard, not a target: the workload returns once every task is terminal (about a minute
+    # on an idle box), and a loaded one must not run out of it
+    result = run_scenario(Scenario("all", together.rates, 30), seed=18, budget_seconds=600, settle_seconds=120)
     assert result.tasks == 30
     assert result.errors == []
     # the faults were really played, and the workload really had retries, fan-out children and terminal tasks

@@ -112,7 +112,7 @@ def _default_sigint() -> None:
 
 
 @contextlib.contextmanager
-def _run_dev(manifest: Path | str, *, cwd: Path, log: Path, watchdog: float = 120) -> Iterator[DevProcess]:
+def _run_dev(manifest: Path | str, *, cwd: Path, log: Path, watchdog: float = 300) -> Iterator[DevProcess]:
     """``asya dev --manifest <manifest> --port 0`` in ``cwd`` until the block ends, then Ctrl-C (kill after 60 s).
     Its stdout is the caller's to read (the URL line is already consumed); ``watchdog`` seconds in, it is killed."""
     with (
@@ -145,5 +145,5 @@ def _run_dev(manifest: Path | str, *, cwd: Path, log: Path, watchdog: float = 12
 
 @pytest.fixture
 def run_dev() -> Callable[..., contextlib.AbstractContextManager[DevProcess]]:
-    """``run_dev(manifest, cwd=..., log=..., watchdog=120)``: a context manager running ``asya dev``."""
+    """``run_dev(manifest, cwd=..., log=..., watchdog=300)``: a context manager running ``asya dev``."""
     return _run_dev

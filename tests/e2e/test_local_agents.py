@@ -12,6 +12,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -327,12 +328,19 @@ def test_a2a_send_blocking_returns_the_completed_task_gw_a2a_8_10(agents_mesh: L
     assert fetched.id == task.id and fetched.status.state == TaskState.TASK_STATE_COMPLETED
 
 
-def test_a2a_stream_sends_task_working_fly_result_final_gw_a2a_11(agents_mesh: LocalMesh) -> None:
-    """The ``slow`` flow runs for 2 s, so the stream sees it working whatever the poll cadence."""
+def test_a2a_stream_sends_task_working_fly_result_final_gw_a2a_11(agents_mesh: LocalMesh, tmp_path: Path) -> None:
+    """The ``slow`` flow ticks twice, then waits for the gate the test opens once the stream said ``working``: the
+    stream sees it working whatever the poll cadence and the box's load."""
+    gate = tmp_path / "gate"
 
     async def run() -> list[Any]:
+        events = []
         async with a2a_client(agents_mesh.url, streaming=True) as client:
-            return [e async for e in client.send_message(_send_data({"seconds": 2}, "slow"))]
+            async for event in client.send_message(_send_data({"seconds": 2, "gate": str(gate)}, "slow")):
+                events.append(event)
+                if event.WhichOneof("payload") == "status_update":
+                    gate.touch()
+        return events
 
     events = asyncio.run(run())
     kinds = [e.WhichOneof("payload") for e in events]
@@ -407,10 +415,12 @@ def test_a2a_failed_task_and_skill_errors_gw_a2a_4_9(agents_mesh: LocalMesh) -> 
     assert (broken.status_code, broken.json()["error"]["code"]) == (200, -32700)
 
 
-def test_a2a_cancel_a_running_task_then_it_is_not_cancelable_gw_a2a_12(agents_mesh: LocalMesh) -> None:
+def test_a2a_cancel_a_running_task_then_it_is_not_cancelable_gw_a2a_12(agents_mesh: LocalMesh, tmp_path: Path) -> None:
+    gate = tmp_path / "gate"  # never opened: linger holds the task until it is canceled (15 s at most)
+
     async def run() -> tuple[Any, Any]:
         async with a2a_client(agents_mesh.url, streaming=False) as client:
-            request = _send_data({"seconds": 6}, "slow")
+            request = _send_data({"seconds": 1, "gate": str(gate)}, "slow")
             request.configuration.return_immediately = True
             events = [e async for e in client.send_message(request)]
             task_id = events[-1].task.id
@@ -419,17 +429,23 @@ def test_a2a_cancel_a_running_task_then_it_is_not_cancelable_gw_a2a_12(agents_me
                 await client.cancel_task(CancelTaskRequest(id=task_id))
             return canceled, info.value
 
-    canceled, error = asyncio.run(run())
+    try:
+        canceled, error = asyncio.run(run())
+    finally:
+        gate.touch()  # free linger's poller
     assert canceled.status.state == TaskState.TASK_STATE_CANCELED
     assert "task cannot be canceled (status: canceled)" in str(error)
 
 
-def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh) -> None:
+def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh, tmp_path: Path) -> None:
+    """The task waits in linger until the test has resubscribed (a subscription to an ended task is refused), so a
+    slow resubscription on a loaded box still finds it running."""
+    gate = tmp_path / "gate"
     message = {
         "kind": "message",
         "role": "user",
         "messageId": "m-r",
-        "parts": [{"kind": "data", "data": {"seconds": 4}}],
+        "parts": [{"kind": "data", "data": {"seconds": 1, "gate": str(gate)}}],
     }
     body = {
         "jsonrpc": "2.0",
@@ -442,16 +458,23 @@ def test_a2a_resubscribe_after_a_disconnect_gw_a2a_13(agents_mesh: LocalMesh) ->
     task_id = httpx.Response(200, content=first[6:]).json()["result"]["id"]  # the client went away here
 
     async def run() -> list[Any]:
+        events = []
         async with a2a_client(agents_mesh.url, streaming=True) as client:
-            return [e async for e in client.subscribe(SubscribeToTaskRequest(id=task_id))]
+            async for event in client.subscribe(SubscribeToTaskRequest(id=task_id)):
+                events.append(event)
+                gate.touch()  # subscribed: the task may end now
+        return events
 
-    events = asyncio.run(run())
+    try:
+        events = asyncio.run(run())
+    finally:
+        gate.touch()
     assert events[0].WhichOneof("payload") == "task"  # A2A 1.0: the Task first
     assert events[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
     result = [e.artifact_update for e in events if e.WhichOneof("payload") == "artifact_update"]
     assert result[-1].artifact.artifact_id == "result"
     data = json_format.MessageToDict(result[-1].artifact.parts[1].data)
-    assert data == {"seconds": 4, "lingered": True}
+    assert data == {"seconds": 1, "gate": str(gate), "lingered": True}
 
 
 def test_a2a_message_with_task_id_of_a_task_not_waiting_gw_a2a_7(agents_mesh: LocalMesh) -> None:

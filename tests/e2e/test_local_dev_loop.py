@@ -33,7 +33,7 @@ def _run_task(url: str, flow: str, payload: Any) -> dict[str, Any]:
     created = httpx.post(f"{url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload}, timeout=10)
     assert created.status_code == 201, created.text
     task_id = created.json()["id"]
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60  # a failure guard, not a timing bound
     while True:
         view = httpx.get(f"{url}/api/v1/mesh/{task_id}", timeout=10).json()
         if view["status"] in ("succeeded", "failed") or time.monotonic() > deadline:
@@ -41,7 +41,7 @@ def _run_task(url: str, flow: str, payload: Any) -> dict[str, Any]:
         time.sleep(0.1)
 
 
-def _wait_for(check: Callable[[], bool], what: str, timeout: float = 30) -> None:
+def _wait_for(check: Callable[[], bool], what: str, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"

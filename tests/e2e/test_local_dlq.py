@@ -83,7 +83,7 @@ class Dev:
 def dev(tmp_path: Path, run_dev: Any) -> Iterator[Dev]:
     root = tmp_path / "poison"
     shutil.copytree(POISON, root, ignore=shutil.ignore_patterns("__pycache__", ".asya"))
-    with run_dev("asya.yaml", cwd=root, log=tmp_path / "dev.stderr", watchdog=180) as process:
+    with run_dev("asya.yaml", cwd=root, log=tmp_path / "dev.stderr") as process:
         assert process.proc.stdout is not None
         # stdout carries the actors' JSON logs from here on: drain it so the pipe never fills up
         threading.Thread(target=process.proc.stdout.read, daemon=True).start()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -27,14 +28,20 @@ def napping_mesh() -> Iterator[LocalMesh]:
 
 
 def test_gw_sse_9_a_follower_resumes_across_a_gateway_restart_and_gets_the_terminal_status(
-    napping_mesh: LocalMesh,
+    napping_mesh: LocalMesh, gate: Path
 ) -> None:
     url = napping_mesh.url
-    created = httpx.post(f"{url}/api/v1/mesh/", params={"flow": "napping"}, json={"payload": {"seconds": 6}})
+    payload = {"seconds": 15, "gate": str(gate)}  # naps until the restart is over, however slow the box is
+    created = httpx.post(f"{url}/api/v1/mesh/", params={"flow": "napping"}, json={"payload": payload})
     assert created.status_code == 201, created.text
     task_id = created.json()["id"]
     statuses: list[str] = []
-    restart = threading.Thread(target=napping_mesh.restart_gateway, name="restart")
+
+    def restart_then_wake() -> None:
+        napping_mesh.restart_gateway()
+        gate.touch()
+
+    restart = threading.Thread(target=restart_then_wake, name="restart")
     with httpx.Client(timeout=httpx.Timeout(10, read=20)) as http:
         stream = SseStream(http, f"{url}/api/v1/mesh/{task_id}/events", max_retries=20)
         for event in stream.events():
@@ -51,7 +58,7 @@ def test_gw_sse_9_a_follower_resumes_across_a_gateway_restart_and_gets_the_termi
     assert napping_mesh.url == url
     view = httpx.get(f"{url}/api/v1/mesh/{task_id}").json()
     assert view["status"] == "succeeded"
-    assert view["result"] == {"seconds": 6, "rested": True}
+    assert view["result"] == {**payload, "rested": True}
 
 
 def test_restart_gateway_serves_on_the_same_port_and_refuses_nothing_after_health(napping_mesh: LocalMesh) -> None:

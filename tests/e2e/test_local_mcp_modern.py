@@ -321,7 +321,7 @@ def test_gw_cancel_1_a_legacy_call_whose_connection_drops_runs_on(mesh: LocalMes
     with httpx.stream("POST", url, json=call, headers=headers, timeout=30) as response:
         assert response.headers["content-type"].startswith("text/event-stream")
     task_id = call_task_id(session, 9)  # the task of request 9 in this session (asya_gateway.mcp.cancel)
-    assert _task(mesh, task_id)["status"] in ("pending", "running")
+    assert _task(mesh, task_id)["status"] != "canceled"  # it may have ended already on a slow box
     assert _wait_status(mesh, task_id, "succeeded")["result"] == {"seconds": 3, "lingered": True}
     note = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}
     late = httpx.post(url, json=note, headers={**AUTH, "Mcp-Session-Id": session}, timeout=60)

@@ -10,6 +10,7 @@ once, and the task ends with one final status, one result and one checkpoint lin
 
 from __future__ import annotations
 
+import importlib
 import sys
 import time
 from collections.abc import Iterator
@@ -38,7 +39,12 @@ def redelivery_mesh() -> Iterator[LocalMesh]:
             QueueUrl=mesh.resources.queue_urls["linger"], Attributes={"VisibilityTimeout": "1"}
         )
         linger.start()
-        yield mesh
+        actors = importlib.import_module("e2e_redelivery_actors")  # imported by the mesh's runtimes
+        actors.redelivered = lambda: mesh.esms["linger"].stats.records >= 2
+        try:
+            yield mesh
+        finally:
+            actors.redelivered = None
 
 
 def _in_queue(mesh: LocalMesh, actor: str) -> int:

@@ -24,8 +24,8 @@ def test_flaky_actor_succeeds_on_the_third_attempt(flaky_mesh: LocalMesh, flaky_
 
     retries = [e.json() for e in events if e.event == "status" and e.json().get("step") == "retrying"]
     assert [(r["current_actor"], r["attempt"], r["delay_seconds"]) for r in retries] == [
-        ("flaky", 2, 1),
-        ("flaky", 3, 1),
+        ("flaky", 2, 3),
+        ("flaky", 3, 3),
     ]
     assert retries[0]["error"] == "e2e_flaky_actors.UpstreamDownError: upstream down (call 1)"
 

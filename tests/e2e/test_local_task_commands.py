@@ -167,9 +167,9 @@ def test_list_limit_out_of_range_is_a_usage_error(workdir: Path) -> None:
     assert "argument --limit: must be 1..100, got '0'" in err
 
 
-def test_cancel_a_running_task_then_a_terminal_one(tasks_mesh: LocalMesh, workdir: Path) -> None:
+def test_cancel_a_running_task_then_a_terminal_one(tasks_mesh: LocalMesh, workdir: Path, gate: Path) -> None:
     """GW-CANCEL-1: a running task ends ``canceled``; a terminal one keeps its status (exit 1, said why)."""
-    task_id = _create(tasks_mesh, "napping", {"seconds": 3})
+    task_id = _create(tasks_mesh, "napping", {"seconds": 15, "gate": str(gate)})  # naps until the test ends
     _wait_status(tasks_mesh, task_id, {"running"})
     code, out, err = _run("cancel", task_id, cwd=workdir)
     assert (code, out, err) == (0, f"{task_id} canceled\n", "")
@@ -247,8 +247,8 @@ def test_retry_runs_the_input_again_linked_by_a_non_reserved_header(tasks_mesh: 
     assert explode["input"] == {"n": 3, "retry_of": failed}
 
 
-def test_retry_refuses_a_task_that_is_still_running(tasks_mesh: LocalMesh, workdir: Path) -> None:
-    task_id = _create(tasks_mesh, "napping", {"seconds": 2})
+def test_retry_refuses_a_task_that_is_still_running(tasks_mesh: LocalMesh, workdir: Path, gate: Path) -> None:
+    task_id = _create(tasks_mesh, "napping", {"seconds": 15, "gate": str(gate)})  # naps until the test ends
     _wait_status(tasks_mesh, task_id, {"running", "pending"})
     code, out, err = _run("retry", task_id, cwd=workdir)
     assert (code, out) == (1, "")
@@ -274,8 +274,8 @@ def test_checkpoint_prints_the_tasks_checkpoint_line(tasks_mesh: LocalMesh, work
     assert json.loads(out) == envelope
 
 
-def test_checkpoint_of_a_running_task_says_there_is_none_yet(tasks_mesh: LocalMesh, workdir: Path) -> None:
-    task_id = _create(tasks_mesh, "napping", {"seconds": 2})
+def test_checkpoint_of_a_running_task_says_there_is_none_yet(tasks_mesh: LocalMesh, workdir: Path, gate: Path) -> None:
+    task_id = _create(tasks_mesh, "napping", {"seconds": 15, "gate": str(gate)})  # naps until the test ends
     _wait_status(tasks_mesh, task_id, {"running", "pending"})
     code, out, err = _run("checkpoint", task_id, cwd=workdir)
     assert (code, out) == (1, "")

@@ -375,7 +375,7 @@ def test_lambda_handler_raises_after_a_sweep_with_errors(past_store: TaskStore, 
 # ---------------------------------------------------------------- local mode (GW-BACK-1: within 5 s)
 
 
-def _wait_for(condition: Any, what: str, limit: float = 10.0) -> None:
+def _wait_for(condition: Any, what: str, limit: float = 60.0) -> None:
     """Poll ``condition`` until true; fail naming ``what`` if it never is (a bound, not a timing assertion)."""
     import time
 

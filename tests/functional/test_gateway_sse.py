@@ -22,7 +22,9 @@ from tests.sse import frames
 
 pytestmark = pytest.mark.functional
 
-FAST = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05)
+#: A flush takes a number, then writes its item: a poll between the two holds the number back for ``sse_gap_wait``.
+#: 2 s covers the gap on a loaded box (0.05 s could count a late item's number as a status change and skip its value).
+FAST = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=2.0)
 
 
 @dataclass
@@ -141,7 +143,10 @@ def test_stream_applies_read_path_backstop_gw_sse_9_gw_back_3(gw: Gw) -> None:
 
 
 def test_keepalive_and_end_after_max_duration_gw_sse_9(mesh: Any, serve_asgi: Any) -> None:
-    config = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_keepalive=0.0, sse_max_seconds=0.1)
+    # max_seconds is checked before the keepalive after each poll: 3 s leaves a loaded box time for the first poll
+    # (0.1 s ended some streams before any keepalive); the cut itself is timed on a fake clock in
+    # tests/unit/test_gateway_sse_loop.py
+    config = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_keepalive=0.0, sse_max_seconds=3.0)
     gateway = _gateway(mesh, serve_asgi, config)
     with gateway.client:
         task_id = gateway.create("actor=analyze")

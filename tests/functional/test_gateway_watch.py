@@ -22,7 +22,9 @@ from tests.sse import frames as sse_frames
 
 pytestmark = pytest.mark.functional
 
-FAST = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05)
+#: A flush takes a number, then writes its item: a poll between the two holds the number back for ``sse_gap_wait``.
+#: 2 s covers the gap on a loaded box (0.05 s could count a late item's number as a status change and skip its value).
+FAST = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=2.0)
 
 
 class _Calls:

@@ -8,9 +8,13 @@ And the CORS preflight for the headers a ``2026-07-28`` browser client sends."""
 
 from __future__ import annotations
 
+import json
+import socket
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -18,6 +22,7 @@ import pytest
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.mcp import call_task_id
 from tests.clocks import ManualClock
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.functional
 
@@ -34,21 +39,32 @@ def base_url(mesh: Any, serve_asgi: Any) -> str:
     return url
 
 
-def _leave(url: str, body: dict[str, Any], headers: dict[str, str]) -> None:
-    """POST the call and hang up before the answer (a read timeout closes the connection)."""
-    with pytest.raises(httpx.ReadTimeout):
-        httpx.post(f"{url}/mcp", json=body, headers={"Accept": "application/json", **headers}, timeout=0.5)
+def _leave(url: str, body: dict[str, Any], headers: dict[str, str], *, task_exists: Callable[[], Any]) -> None:
+    """POST the call over a raw connection, wait until its task exists, then hang up before the answer."""
+    parts = urlsplit(url)
+    data = json.dumps(body).encode()
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"Host: {parts.netloc}",
+        "Content-Type: application/json",
+        "Accept: application/json",
+        f"Content-Length: {len(data)}",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    with socket.create_connection((str(parts.hostname), int(parts.port or 80)), timeout=60) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + data)
+        wait_for(task_exists, "the call's task to be created")
 
 
-def _status_after(url: str, task_id: str, seconds: float = 3.0) -> str:
-    deadline = time.monotonic() + seconds
-    status = ""
-    while time.monotonic() < deadline:
-        status = str(httpx.get(f"{url}/api/v1/mesh/{task_id}").json()["status"])
-        if status == "canceled":
-            break
-        time.sleep(0.05)
-    return status
+def _listed(url: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = httpx.get(f"{url}/api/v1/mesh/", params={"flow": "text-pipeline"}).json()[
+        "messages"
+    ]
+    return messages
+
+
+def _status(url: str, task_id: str) -> str:
+    return str(httpx.get(f"{url}/api/v1/mesh/{task_id}").json()["status"])
 
 
 def test_gw_cancel_1_a_2026_client_that_closes_a_json_call_cancels_its_task(base_url: str) -> None:
@@ -59,10 +75,11 @@ def test_gw_cancel_1_a_2026_client_that_closes_a_json_call_cancels_its_task(base
         "method": "tools/call",
         "params": {"_meta": envelope, "name": "text-pipeline", "arguments": {"text": "leaving"}},
     }
-    _leave(base_url, call, {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "text-pipeline"})
-    page = httpx.get(f"{base_url}/api/v1/mesh/", params={"flow": "text-pipeline"}).json()["messages"]
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": "text-pipeline"}
+    _leave(base_url, call, headers, task_exists=lambda: _listed(base_url))
+    page = _listed(base_url)
     assert len(page) == 1
-    assert _status_after(base_url, page[0]["id"]) == "canceled"
+    wait_for(lambda: _status(base_url, page[0]["id"]) == "canceled", "the left call's task to be canceled")
 
 
 def test_gw_cancel_1_a_handshake_era_client_that_closes_a_call_leaves_its_task_running(base_url: str) -> None:
@@ -74,8 +91,12 @@ def test_gw_cancel_1_a_handshake_era_client_that_closes_a_call_leaves_its_task_r
         "method": "tools/call",
         "params": {"name": "text-pipeline", "arguments": {"text": "leaving"}},
     }
-    _leave(base_url, call, {"Mcp-Session-Id": session})
-    assert _status_after(base_url, call_task_id(session, 2), seconds=1.0) == "pending"
+    task_id = call_task_id(session, 2)
+    exists = lambda: httpx.get(f"{base_url}/api/v1/mesh/{task_id}").status_code == 200  # noqa: E731
+    _leave(base_url, call, {"Mcp-Session-Id": session}, task_exists=exists)
+    # the call notices the close at its next keepalive tick (0.1 s here); a second later the task still waits
+    time.sleep(1.0)
+    assert _status(base_url, task_id) == "pending"
 
 
 def test_gw_mcp_9_a_browser_may_send_the_2026_routing_headers(mesh: Any, serve_asgi: Any) -> None:

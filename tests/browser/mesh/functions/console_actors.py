@@ -1,7 +1,7 @@
 """Actors of the browser tests' mesh: ``draft`` streams its text as FLY values, ``review`` fails on request, ``linger``
 holds a task so it can be watched or canceled while it runs, ``ask`` asks for an approval (x-pause comes next),
 ``split`` fans out one payload per line, ``wobble`` fails its first call for each topic with a ``ConnectionError``
-(retried by its policy) and passes on the second.
+(retried by its policy) and passes on the second; given ``gate``, its first call waits for the gate before it fails.
 
 ``linger`` holds its task ``seconds`` (default 4) or, given ``gate`` (a file path), until the test creates that file
 (at most ``seconds``): a test releases the task when it has seen it running, however slow the box is."""
@@ -52,11 +52,16 @@ def ask(payload: dict[str, Any]) -> Iterator[Any]:
 
 
 def linger(payload: dict[str, Any]) -> dict[str, Any]:
-    deadline = time.monotonic() + float(payload.get("seconds", 4))
+    _wait_for_gate(payload, seconds=float(payload.get("seconds", 4)))
+    return payload
+
+
+def _wait_for_gate(payload: dict[str, Any], *, seconds: float) -> None:
+    """``seconds``, or less once the file ``payload["gate"]`` exists."""
+    deadline = time.monotonic() + seconds
     gate = payload.get("gate")
     while time.monotonic() < deadline and not (gate and Path(str(gate)).exists()):
         time.sleep(0.05)
-    return payload
 
 
 def split(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -68,5 +73,7 @@ def wobble(payload: dict[str, Any]) -> dict[str, Any]:
     topic = str(payload.get("topic"))
     if topic not in _WOBBLED:
         _WOBBLED.add(topic)
+        if payload.get("gate"):  # the test releases the failure once its page follows the task
+            _wait_for_gate(payload, seconds=25)
         raise ConnectionError(f"flaky upstream for {topic}")
     return {**payload, "wobbled": True}
