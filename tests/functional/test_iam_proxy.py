@@ -481,9 +481,9 @@ def test_set_principal_changes_a_keys_policies_from_the_next_request(mesh: Mesh)
 
 
 def test_a_secret_named_by_name_is_judged_on_its_full_arn(mesh: Mesh) -> None:
-    """Secrets Manager authorizes the secret's full ARN, suffix included, whatever ``SecretId`` says: a grant on
-    ``secret:asya-iam-keys-??????`` allows a read by name and by ARN, and another secret's name is denied on its
-    own full ARN (the record names it); a name no secret has is judged as ``secret:<name>``."""
+    """Secrets Manager authorizes the secret's full ARN, suffix included: a grant on ``secret:asya-iam-keys-??????``
+    allows a read by name and by full ARN, and another secret's name is denied on its own full ARN (the record names
+    it); a name no secret has is judged as ``secret:<name>``."""
     reader = mesh.client("secretsmanager", "AKIDREADER")
     owner = mesh.client("secretsmanager")
     arn = owner.describe_secret(SecretId="asya-iam-keys")["ARN"]

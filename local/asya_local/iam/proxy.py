@@ -16,9 +16,9 @@ sent with its length) to ``upstream_url``, relaying the answer. ``principals`` m
   answers 404 to a checked principal's GetObject or HeadObject, ``s3:ListBucket`` on the bucket ARN is evaluated with
   the GetObject request's own context, which has no ``s3:prefix`` (a ListBucket grant conditioned on ``s3:prefix``
   does not apply), and recorded; denied, the answer becomes S3's 403 ``AccessDenied``.
-- Secrets Manager authorizes a secret by its full ARN, random suffix included, whatever ``SecretId`` the caller
-  sent: the proxy asks moto (``DescribeSecret``, outside any principal's policy, as AWS resolves it internally) for
-  the ARN of a ``SecretId`` given by name, so a grant on ``secret:<name>-??????`` is judged as AWS judges it.
+- Secrets Manager authorizes a secret by its full ARN, random suffix included: for a ``SecretId`` given by name the
+  proxy asks moto for that ARN (``DescribeSecret``, outside any principal's policy, as AWS resolves it internally),
+  so a grant on ``secret:<name>-??????`` is judged as AWS judges it.
 
 Records are kept in arrival order under a lock; the server is threaded (one thread per client connection, each with
 its own keep-alive connection to moto).
@@ -197,8 +197,7 @@ class PolicyProxy:
         return self._upstream
 
     def secret_arn(self, secret_id: str) -> str | None:
-        """The full ARN of the secret ``secret_id`` names (a name, or an ARN with or without its suffix), from moto;
-        ``None`` when there is no such secret."""
+        """The full ARN of the secret named ``secret_id``, from moto; ``None`` when there is no such secret."""
         from botocore.exceptions import ClientError
 
         with self._lock:

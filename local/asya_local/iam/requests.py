@@ -18,10 +18,11 @@ SigV4 credential scope (:mod:`asya_local.iam.sigv4`), else from the JSON ``X-Amz
   ``Decrypt`` without ``KeyId`` names no key and is unmodelled.
 - **CloudWatch** (JSON, query or RPCv2-CBOR): ``PutMetricData`` (with ``cloudwatch:namespace`` when readable),
   ``GetMetricStatistics``, ``GetMetricData``, ``ListMetrics`` on ``*``.
-- **Secrets Manager**: ``GetSecretValue``/``DescribeSecret`` on the secret's full ARN, as AWS authorizes them: a
-  name or partial ARN is resolved by ``resolve_secret`` (the proxy asks moto) to the ARN with the random suffix AWS
-  appends, so a grant on ``secret:<name>-??????`` (CDK's ``from_secret_name_v2``) matches. A secret that does not
-  resolve (none given, or no such secret) is checked as ``secret:<name>``.
+- **Secrets Manager**: ``GetSecretValue``/``DescribeSecret`` on the secret's ARN. AWS authorizes the full ARN, random
+  suffix included: a ``SecretId`` given by name is resolved by ``resolve_secret`` (the proxy asks moto), so a grant on
+  ``secret:<name>-??????`` (CDK's ``from_secret_name_v2``) matches; a name that does not resolve (no resolver, or no
+  such secret) is checked as ``secret:<name>``. An ARN is checked as given: the artifact mesh resolves a template's
+  ``Ref`` of a secret to a partial ARN, and the grants derived from it name the same.
 - **STS** ``GetCallerIdentity``: in :data:`asya_local.iam.model.ALWAYS_ALLOWED` (AWS allows it to everyone).
 
 Every context carries ``aws:RequestedRegion``, ``aws:PrincipalAccount`` and ``aws:SecureTransport`` = ``"true"``:
@@ -295,8 +296,11 @@ def _secretsmanager(request: _Request) -> list[RequestContext] | None:
     secret = request.json().get("SecretId")
     if not isinstance(secret, str) or not secret:
         return None
-    resolved = request.resolve_secret(secret) if request.resolve_secret is not None else None
-    arn = resolved or (secret if secret.startswith("arn:") else request.arn("secretsmanager", f"secret:{secret}"))
+    if secret.startswith("arn:"):
+        arn = secret
+    else:
+        resolved = request.resolve_secret(secret) if request.resolve_secret is not None else None
+        arn = resolved or request.arn("secretsmanager", f"secret:{secret}")
     return [_check(request, "secretsmanager", target[1], [arn], target[1])]
 
 

@@ -18,14 +18,13 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Final
 
-import boto3
 import httpx
 import pytest
 import yaml
 
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.e2e_aws import target_name
-from asya_local.moto_server import FAKE_CREDENTIALS
+from tests.e2e.artifact.edge import authorizer_invocations, deployer_client, no_denials
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.artifact, pytest.mark.xdist_group("artifact")]
@@ -58,28 +57,14 @@ def key_mesh(
     manifest = directory / "asya.yaml"
     manifest.write_text(yaml.safe_dump(_manifest()), encoding="utf-8")
     with own_mesh(manifest, directory, "key") as mesh:
-        secrets = boto3.Session().client(
-            "secretsmanager",
-            region_name=mesh.clients.region,
-            endpoint_url=mesh.endpoint_url,
-            aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
-            aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
-        )
-        secrets.create_secret(Name=SECRET, SecretString=json.dumps(list(KEYS)))
+        deployer_client(mesh, "secretsmanager").create_secret(Name=SECRET, SecretString=json.dumps(list(KEYS)))
         yield mesh
 
 
 @pytest.fixture
 def mesh(key_mesh: ArtifactMesh) -> Iterator[ArtifactMesh]:
-    """The mesh; the test ends with zero calls denied (the authorizer's and the gateway's, under their roles)."""
-    key_mesh.clear_denied()
-    yield key_mesh
-    assert key_mesh.denied() == [], "calls denied during the test"
-
-
-def _authorizer_invocations(mesh: ArtifactMesh) -> int:
-    assert mesh.authorizers is not None
-    return sum(mesh.authorizers.invocations.values())
+    with no_denials(key_mesh) as mesh:
+        yield mesh
 
 
 def test_gw_edge_1_requests_without_a_valid_key_get_401_and_never_reach_the_gateway_function(
@@ -89,7 +74,7 @@ def test_gw_edge_1_requests_without_a_valid_key_get_401_and_never_reach_the_gate
     key, and a valid key sent as a bearer token (the authorizer's identity source is ``X-API-Key`` only): 401 from
     the edge, and the API front relays none of them to a gateway function."""
     before = len(mesh.relayed())
-    invoked = _authorizer_invocations(mesh)
+    invoked = authorizer_invocations(mesh)
     cases = {
         "missing": {},
         "unknown": {"X-API-Key": "not-a-key"},
@@ -102,7 +87,7 @@ def test_gw_edge_1_requests_without_a_valid_key_get_401_and_never_reach_the_gate
                 assert (response.status_code, response.json()) == UNAUTHORIZED, f"{case} {method} {path}"
     assert mesh.relayed()[before:] == [], "a refused request reached a gateway function"
     # only the unknown key reaches the function, once per method (a refusal is not cached)
-    assert _authorizer_invocations(mesh) - invoked == 2
+    assert authorizer_invocations(mesh) - invoked == 2
 
 
 def test_gw_edge_1_either_key_of_a_rotation_creates_a_task_that_succeeds(mesh: ArtifactMesh) -> None:
@@ -135,10 +120,10 @@ def test_gw_edge_1_a_key_is_checked_once_per_cache_period_under_the_authorizers_
     key = {"X-API-Key": KEYS[1]}
     with httpx.Client(base_url=mesh.api_url, timeout=30) as client:
         client.get("/api/v1/mesh/no-such-task", headers=key)  # cached from here on
-        invoked = _authorizer_invocations(mesh)
+        invoked = authorizer_invocations(mesh)
         for path in ("/api/v1/mesh/no-such-task", "/api/v1/mesh/no-such-task", "/api/v1/mesh/other/events"):
             assert client.get(path, headers=key).status_code == 404, path  # past the edge: the gateway's 404
-    assert _authorizer_invocations(mesh) == invoked
+    assert authorizer_invocations(mesh) == invoked
     spec = mesh.spec
     assert spec is not None and mesh.authorizers is not None
     authorizers = {f.name for f in spec.functions.values() if f.arn in mesh.authorizers.invocations}

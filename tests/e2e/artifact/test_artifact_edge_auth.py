@@ -23,7 +23,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
-import boto3
 import httpx
 import pytest
 import yaml
@@ -32,7 +31,7 @@ from joserfc.jwk import KeySet, RSAKey
 
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.e2e_aws import target_name
-from asya_local.moto_server import FAKE_CREDENTIALS
+from tests.e2e.artifact.edge import authorizer_calls, authorizer_invocations, deployer_client, no_denials
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.artifact, pytest.mark.xdist_group("artifact")]
@@ -122,10 +121,8 @@ def edge_mesh(
 
 @pytest.fixture
 def edge(edge_mesh: ArtifactMesh) -> Iterator[ArtifactMesh]:
-    """The mesh; the test ends with zero calls denied (the authorizer's and the gateway's, under their roles)."""
-    edge_mesh.clear_denied()
-    yield edge_mesh
-    assert edge_mesh.denied() == [], "calls denied during the test"
+    with no_denials(edge_mesh) as mesh:
+        yield mesh
 
 
 def _method_functions(mesh: ArtifactMesh) -> set[str]:
@@ -133,11 +130,6 @@ def _method_functions(mesh: ArtifactMesh) -> set[str]:
     spec = mesh.spec
     assert spec is not None
     return {spec.functions[str(m.function)].name for m in spec.methods}
-
-
-def _authorizer_invocations(mesh: ArtifactMesh) -> int:
-    assert mesh.authorizers is not None
-    return sum(mesh.authorizers.invocations.values())
 
 
 def _bearer(token: str) -> dict[str, str]:
@@ -160,7 +152,7 @@ def test_gw_edge_1_refused_requests_get_401_and_never_reach_the_gateway_function
         "expired": _bearer(issuer.token(exp=now - 3600, iat=now - 7200)),
         "other audience": _bearer(issuer.token(aud="someone-else")),
     }
-    invoked = _authorizer_invocations(edge)
+    invoked = authorizer_invocations(edge)
     with httpx.Client(base_url=edge.api_url, timeout=30) as client:
         for case, headers in cases.items():
             for method, path in (("GET", "/api/v1/mesh/some-task"), ("POST", "/api/v1/mesh/")):
@@ -169,7 +161,7 @@ def test_gw_edge_1_refused_requests_get_401_and_never_reach_the_gateway_function
     assert edge.relayed()[before:] == [], "a refused request reached a gateway function"
     # a missing or non-bearer header fails the identity validation before any invocation (as API Gateway does);
     # each token is one invocation (a refusal is not cached, so the second method invokes again)
-    assert _authorizer_invocations(edge) - invoked == 3 * 2
+    assert authorizer_invocations(edge) - invoked == 3 * 2
 
 
 def test_gw_edge_1_a_valid_token_creates_a_task_that_succeeds_and_is_read(edge: ArtifactMesh, issuer: _Issuer) -> None:
@@ -196,23 +188,23 @@ def test_gw_edge_1_the_authorizers_answer_is_cached_by_identity_source(edge: Art
     reuses it on other methods: the same token on three requests of two methods invokes the authorizer once; another
     token invokes it again. Counted on invocations, not on time."""
     first, second = _bearer(issuer.token(sub="cache-1")), _bearer(issuer.token(sub="cache-2"))
-    invoked = _authorizer_invocations(edge)
+    invoked = authorizer_invocations(edge)
     with httpx.Client(base_url=edge.api_url, timeout=30) as client:
         for path in ("/api/v1/mesh/no-such-task", "/api/v1/mesh/no-such-task", "/api/v1/mesh/other/events"):
             assert client.get(path, headers=first).status_code == 404, path  # past the edge: the gateway's 404
-        assert _authorizer_invocations(edge) - invoked == 1
+        assert authorizer_invocations(edge) - invoked == 1
         assert client.get("/api/v1/mesh/no-such-task", headers=second).status_code == 404
-    assert _authorizer_invocations(edge) - invoked == 2
+    assert authorizer_invocations(edge) - invoked == 2
 
 
 def test_gw_edge_1_the_public_routes_stay_open_without_an_invocation(edge: ArtifactMesh) -> None:
     """Health, the OpenAPI document and the agent cards need no credential at the edge (their methods are ``NONE``)
     and invoke no authorizer."""
-    invoked = _authorizer_invocations(edge)
+    invoked = authorizer_invocations(edge)
     with httpx.Client(base_url=edge.api_url, timeout=30) as client:
         for path in PUBLIC:
             assert client.get(path).status_code == 200, path
-    assert _authorizer_invocations(edge) == invoked
+    assert authorizer_invocations(edge) == invoked
 
 
 def test_gw_edge_2_the_producer_route_takes_the_reporter_secret_read_by_the_authorizer_under_its_role(
@@ -224,14 +216,7 @@ def test_gw_edge_2_the_producer_route_takes_the_reporter_secret_read_by_the_auth
     spec = edge.spec
     assert spec is not None
     (name,) = spec.secrets
-    secrets = boto3.Session().client(
-        "secretsmanager",
-        region_name=edge.clients.region,
-        endpoint_url=edge.endpoint_url,
-        aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
-        aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
-    )
-    key = secrets.get_secret_value(SecretId=name)["SecretString"]
+    key = deployer_client(edge, "secretsmanager").get_secret_value(SecretId=name)["SecretString"]
     fly = {"type": "fly", "data": 1}
     with httpx.Client(base_url=edge.api_url, timeout=30) as client:
         path = "/api/v1/mesh/no-such-task/events"
@@ -240,10 +225,8 @@ def test_gw_edge_2_the_producer_route_takes_the_reporter_secret_read_by_the_auth
         assert (refused.status_code, refused.json()) == UNAUTHORIZED
         wrong = client.post(path, json=fly, headers={"X-Asya-Reporter-Key": "not-the-key"})
         assert (wrong.status_code, wrong.json()) == UNAUTHORIZED
-    assert edge.authorizers is not None
-    authorizers = {f.name for f in spec.functions.values() if f.arn in edge.authorizers.invocations}
+    authorizers, calls = authorizer_calls(edge)
     assert authorizers and not authorizers & _method_functions(edge)
-    calls = {(principal, action) for principal, action, _ in edge.proxy.used() if principal in authorizers}
     # its only AWS call, made through the IAM proxy under its own role (the drift check of the example's mesh relies
     # on it: test_artifact_suite.py)
     assert calls == {(name, "secretsmanager:GetSecretValue") for name in authorizers}, calls

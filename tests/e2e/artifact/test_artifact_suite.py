@@ -34,6 +34,7 @@ from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.client import GatewayClient
 from asya_local.e2e_aws import AwsTarget
 from asya_local.sse import terminal_status
+from tests.e2e.artifact.edge import deployer_client
 from tests.e2e.test_local_agents import test_mcp_sdk_auto_mode_adopts_2026_07_28_by_discover_gw_mcp_1
 from tests.e2e.test_local_fanin import test_documents_flow_merges_the_chunk_summaries_in_order_under_the_task_id
 from tests.e2e.test_local_mesh import (
@@ -370,19 +371,8 @@ def test_gw_cancel_1_cancel_a_running_task(local_mesh: ArtifactMesh) -> None:
 def test_gw_edge_2_the_producer_route_takes_the_key_of_the_templates_reporter_secret(local_mesh: ArtifactMesh) -> None:
     """GW-EDGE-2 (R3): the assembly's reporter-key secret exists (created as CloudFormation would, with a random key)
     and the gateway reads it under its own role: that key passes the producer route, a client's does not."""
-    import boto3
-
-    from asya_local.moto_server import FAKE_CREDENTIALS
-
     (name,) = local_mesh.spec.secrets if local_mesh.spec is not None else ()
-    secrets = boto3.Session().client(
-        "secretsmanager",
-        region_name=local_mesh.clients.region,
-        endpoint_url=local_mesh.endpoint_url,
-        aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],
-        aws_secret_access_key=FAKE_CREDENTIALS["aws_secret_access_key"],
-    )
-    key = secrets.get_secret_value(SecretId=name)["SecretString"]
+    key = deployer_client(local_mesh, "secretsmanager").get_secret_value(SecretId=name)["SecretString"]
     events = f"{local_mesh.url}/api/v1/mesh/no-such-task/events"
     fly = {"type": "fly", "data": 1}
     with httpx.Client(timeout=30) as client:
