@@ -17,12 +17,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.e2e_aws import AwsDeployment, aws_unavailable_reason, target_name
@@ -149,14 +150,22 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"artifact mesh: {parts}")
 
 
-def _own_mesh(manifest: Path, workdir: Path, name: str) -> AbstractContextManager[ArtifactMesh]:
-    """A mesh of its own ``manifest`` synthesized into ``workdir`` and started (``name synth``/``name startup`` in the
-    end-of-run report), as the session's mesh is."""
-    cdk_out = _synthesized(workdir / "cdk.out", timing=f"{name} synth", manifest=manifest)
-    return _started(cdk_out, log_dir=workdir / "logs", timing=f"{name} startup")
-
-
 @pytest.fixture(scope="session")
-def own_mesh() -> Callable[[Path, Path, str], AbstractContextManager[ArtifactMesh]]:
-    """For a module that runs a mesh of its own manifest (test_artifact_edge_auth.py)."""
-    return _own_mesh
+def own_mesh(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[Mapping[str, Any], str], AbstractContextManager[ArtifactMesh]]:
+    """For a module that runs a mesh of its own manifest (the edge-auth modules): ``own_mesh(manifest, name)``
+    writes ``manifest`` (a mapping) to a fresh directory, synthesizes it there and starts it, as the session's mesh
+    is (``name synth``/``name startup`` in the end-of-run report). On the real-AWS target such a module skips: it
+    would need a deployment of its own."""
+
+    def start(manifest: Mapping[str, Any], name: str) -> AbstractContextManager[ArtifactMesh]:
+        if target_name(os.environ) == "aws":
+            pytest.skip(f"the {name} mesh is a deployment of its own: the artifact mesh only")
+        workdir = tmp_path_factory.mktemp(name)
+        path = workdir / "asya.yaml"
+        path.write_text(yaml.safe_dump(dict(manifest)), encoding="utf-8")
+        cdk_out = _synthesized(workdir / "cdk.out", timing=f"{name} synth", manifest=path)
+        return _started(cdk_out, log_dir=workdir / "logs", timing=f"{name} startup")
+
+    return start

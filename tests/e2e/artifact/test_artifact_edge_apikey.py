@@ -12,7 +12,6 @@ built once for this module (``key synth`` / ``key startup`` in the end-of-run re
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -20,10 +19,8 @@ from typing import Any, Final
 
 import httpx
 import pytest
-import yaml
 
 from asya_local.artifact.mesh import ArtifactMesh
-from asya_local.e2e_aws import target_name
 from tests.e2e.artifact.edge import authorizer_invocations, deployer_client, no_denials
 from tests.waiting import wait_for
 
@@ -47,16 +44,8 @@ def _manifest() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def key_mesh(
-    tmp_path_factory: pytest.TempPathFactory,
-    own_mesh: Callable[[Path, Path, str], AbstractContextManager[ArtifactMesh]],
-) -> Iterator[ArtifactMesh]:
-    if target_name(os.environ) == "aws":
-        pytest.skip("a second deployment: the artifact mesh only")
-    directory = tmp_path_factory.mktemp("edge-key")
-    manifest = directory / "asya.yaml"
-    manifest.write_text(yaml.safe_dump(_manifest()), encoding="utf-8")
-    with own_mesh(manifest, directory, "key") as mesh:
+def key_mesh(own_mesh: Callable[[dict[str, Any], str], AbstractContextManager[ArtifactMesh]]) -> Iterator[ArtifactMesh]:
+    with own_mesh(_manifest(), "key") as mesh:
         deployer_client(mesh, "secretsmanager").create_secret(Name=SECRET, SecretString=json.dumps(list(KEYS)))
         yield mesh
 

@@ -14,7 +14,6 @@ mesh's IAM proxy only; this mesh has its own proxy, and every test here asserts 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,12 +24,10 @@ from typing import Any, Final
 
 import httpx
 import pytest
-import yaml
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 
 from asya_local.artifact.mesh import ArtifactMesh
-from asya_local.e2e_aws import target_name
 from tests.e2e.artifact.edge import authorizer_calls, authorizer_invocations, deployer_client, no_denials
 from tests.waiting import wait_for
 
@@ -106,16 +103,9 @@ def issuer() -> Iterator[_Issuer]:
 
 @pytest.fixture(scope="module")
 def edge_mesh(
-    issuer: _Issuer,
-    tmp_path_factory: pytest.TempPathFactory,
-    own_mesh: Callable[[Path, Path, str], AbstractContextManager[ArtifactMesh]],
+    issuer: _Issuer, own_mesh: Callable[[dict[str, Any], str], AbstractContextManager[ArtifactMesh]]
 ) -> Iterator[ArtifactMesh]:
-    if target_name(os.environ) == "aws":
-        pytest.skip("a second deployment with a loopback JWKS: the artifact mesh only")
-    directory = tmp_path_factory.mktemp("edge")
-    manifest = directory / "asya.yaml"
-    manifest.write_text(yaml.safe_dump(_manifest(issuer.jwks_url)), encoding="utf-8")
-    with own_mesh(manifest, directory, "edge") as mesh:
+    with own_mesh(_manifest(issuer.jwks_url), "edge") as mesh:
         yield mesh
 
 
