@@ -106,8 +106,9 @@ def test_p_route_9_ten_one_frame_records_leave_in_one_send_message_batch(harness
 def test_p_ack_3_failing_entry_fails_only_its_record(harness: Callable[..., Harness]) -> None:
     """P-ROUTE-10, P-ACK-2/3: an entry still failing after its retries fails its own record; the records whose
     entries went out in the same requests are acked and keep their claims; the failed record releases its lease
-    (P-ACK-8), so its redelivery is not held off."""
-    h = harness("echo")
+    (P-ACK-8), so its redelivery is not held off. The runtime's clock stands still, so the three frames wait for the
+    batch's end however long the claims take (past FRAME_MAX_WAIT the ticker would send them early)."""
+    h = harness("echo", monotonic=lambda: 1000.0)
     calls = Calls(h)
     for task_id in ("t-ok0", "t-bad", "t-ok2"):
         h.store.create_task(task_id=task_id, actor="normalize")
