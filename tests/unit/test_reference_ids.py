@@ -27,7 +27,11 @@ _TAG = re.compile(r"\[([^\[\]\n]+)\](?![(\[])")
 _RANGE = re.compile(r"\b(?:P|GW)-[A-Z0-9-]+?-\d+\.\.\d+\b")
 #: ``R3`` standing alone, ``(R3)``, ``R2:``; never the ``R3`` inside an id's own name (``GW-CREATE-R3-7``).
 _MARKER = re.compile(r"(?<![\w-])R\d+\b(?!-\d)|(?<=\d-)R\d+\b(?!-\d)")
-_HISTORY = re.compile(r"\bissues? #?\d+|\b(?:spec )?revision \d+|\b(?:PROTOCOL|GATEWAY) (?:section )?\d", re.IGNORECASE)
+#: Issue numbers and spec revisions, in any case; the leads' spec by name (``PROTOCOL section 8.5``, ``GATEWAY
+#: GW-DATA-2``, ``GATEWAY.md``), which no user has: cite the plain id, which docs/ defines.
+_HISTORY = re.compile(
+    r"(?i:\bissues? #?\d+|\b(?:spec )?revision \d+)|\b(?:PROTOCOL|GATEWAY)(?: (?:sections? )?\d|\.md\b| (?=(?:P|GW)-))"
+)
 
 
 def _code_files() -> list[Path]:
@@ -113,4 +117,7 @@ def test_the_marker_pattern_tells_a_marker_from_an_id() -> None:
         "R3",
     ]
     assert markers("GW-CREATE-R3-7 and GW-DATA-8-R3-1 are ids") == []
-    assert [m.group(0) for m in _HISTORY.finditer("fixed in issue 25; see issues 4 and 15")] == ["issue 25", "issues 4"]
+    text = "fixed in issue 25; see issues 4 and 15, spec revision 2, PROTOCOL section 8, GATEWAY GW-DATA-2, GATEWAY.md"
+    found = [m.group(0) for m in _HISTORY.finditer(text)]
+    assert found == ["issue 25", "issues 4", "spec revision 2", "PROTOCOL section 8", "GATEWAY ", "GATEWAY.md"]
+    assert list(_HISTORY.finditer("access.GATEWAY, the GATEWAY role; MCP Protocol 2026-07-28")) == []
