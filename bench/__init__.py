@@ -1,4 +1,4 @@
-"""``make bench``: benchmarks of the mesh and the cost model built on them (issue 4). Run as ``python -m bench``.
+"""``make bench``: benchmarks of the mesh and the cost model built on them. Run as ``python -m bench``.
 
 One module per measurement, each with a ``run()`` returning plain data: :mod:`bench.overhead` (layer CPU per
 envelope, AWS in memory), :mod:`bench.traffic` (every AWS request of the example flow, metered and billed),

@@ -7,7 +7,7 @@ seconds (past its task's deadline). So a task's expected result is known from it
 Before its work each wrapper writes a :class:`HandlerCall` and asks the active :class:`~chaos.faults.Injector` (set
 by :func:`activate`, one per mesh run) whether to raise a :class:`~chaos.faults.ChaosError`, to die before any send
 (:class:`~chaos.faults.InvocationCrashError`) or to let its record's visibility timeout expire mid-call. ``split``
-also asks whether to ``SET`` a crew actor into ``route.next`` (``crew_set``): P-ABI-15 (R3) refuses it with a
+also asks whether to ``SET`` a crew actor into ``route.next`` (``crew_set``): P-ABI-15 refuses it with a
 ``ValueError`` thrown at the yield, which the wrapper catches and writes down (:func:`crew_sets`), then goes on with
 its route unchanged; a SET that was not refused is a violation. Without an active injector the actors just compute.
 """
@@ -39,7 +39,7 @@ class HandlerCall:
     started: float = 0.0
 
 
-#: The crew actors a ``crew_set`` fault puts into ``route.next`` (P-ABI-15 (R3) refuses each).
+#: The crew actors a ``crew_set`` fault puts into ``route.next`` (P-ABI-15 refuses each).
 CREW_TARGETS: Final = ("x-sink", "x-sump", "x-deadline")
 
 
@@ -134,7 +134,7 @@ def split(payload: dict[str, Any]) -> Iterator[Any]:
         refused = False
         try:
             yield "SET", ".route.next[0:0]", [target[1]]
-        except ValueError:  # P-ABI-15 (R3): thrown at the yield; the handler goes on with its route unchanged
+        except ValueError:  # P-ABI-15: thrown at the yield; the handler goes on with its route unchanged
             refused = True
         with _ACTIVE.lock:
             _ACTIVE.crew_sets.append((target[0], target[1], refused))

@@ -27,13 +27,13 @@ empty.
 - ``children``: no write to a task item comes from an invocation that holds no envelope of that task's id (a fan-out
   child's), P-FAN-3.
 - ``after_end``: no handler runs for an envelope whose task had already ended when the copy arrived (P-ACK-7,
-  P-STAT-10 (R3)): a repeated run of a hop ``(actor, envelope, h, a)`` whose invocation received its record after the
+  P-STAT-10): a repeated run of a hop ``(actor, envelope, h, a)`` whose invocation received its record after the
   first terminal status a client observed for the task (so after the terminal write) is a violation. A child's first
   run of a hop after its task ended is no copy: children may finish after their task (P-FAN-6). The window
   RELIABILITY.md documents as open is counted apart (:func:`runs_across_end`): a record received before the terminal
   write, whose handler ran after it (a fan-out child's claim is on its own item and does not re-read the task).
-- ``forged``: every forged crew-only status posted to the producer route was refused (GW-EVT-1/3 (R3)), and every
-  ``SET`` of a crew actor into ``route.next`` was refused at its yield (P-ABI-15 (R3)).
+- ``forged``: every forged crew-only status posted to the producer route was refused (GW-EVT-1/3), and every
+  ``SET`` of a crew actor into ``route.next`` was refused at its yield (P-ABI-15).
 """
 
 from __future__ import annotations
@@ -58,7 +58,7 @@ PROPERTIES: Final = {
     "duplicates": "duplicate handler runs explained (P-ACK-7)",
     "followed": "SSE followers saw the terminal status",
     "children": "children wrote no task status",
-    "after_end": "no handler run after its task ended (P-ACK-7 (R3))",
+    "after_end": "no handler run after its task ended (P-ACK-7)",
     "forged": "forged crew statuses and crew SETs refused",
 }
 _RANK: Final = {"pending": 0, "running": 1, "paused": 1}

@@ -69,7 +69,7 @@ class ScenarioResult:
     #: Requests sent again after no HTTP answer, and SSE streams resumed with ``Last-Event-ID`` (gateway restarts).
     client_retries: int = 0
     sse_resumes: int = 0
-    #: Of the retries, creations cut after they were sent (sent again with their Idempotency-Key, GW-CREATE R3).
+    #: Of the retries, creations cut after they were sent (sent again with their Idempotency-Key, GW-CREATE-R3-6).
     ambiguous_creates: int = 0
     #: Late child copies sent once every task had ended, and the handler runs they caused (each a violation).
     late_copies: int = 0
@@ -98,7 +98,7 @@ def run_scenario(
     manifest = load_manifest(manifest_path)
     started = time.monotonic()
     recorder = Recorder()
-    # the reporter's credential of the producer route, known to the forged-status fault (GW-EVT-1 (R3))
+    # the reporter's credential of the producer route, known to the forged-status fault (GW-EVT-1)
     reporter_key = secrets.token_urlsafe(24)
     with LocalMesh(
         manifest,

@@ -11,7 +11,7 @@ follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each s
 Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no
 HTTP answer is sent again after ``_RETRY_PAUSE`` (GET is safe and DELETE idempotent, GW-CANCEL-1). A creation cut
 after it was sent is ambiguous (a keep-alive connection the stopping server closed before it read the request, or
-after it created the task): every creation carries its own ``Idempotency-Key`` (GW-CREATE R3), so it is sent again
+after it created the task): every creation carries its own ``Idempotency-Key`` (GW-CREATE-R3-6), so it is sent again
 with that key and answers the task it may already have created, never a second one (a 409, the first attempt still
 being created, is sent again too). These are still counted apart (:attr:`Recorder.ambiguous`). An SSE follower
 whose stream ends early (the gateway drained it) or breaks resumes it with ``Last-Event-ID`` after the server's
@@ -201,7 +201,7 @@ class Workload:
                 time.sleep(_RETRY_PAUSE)
 
     def _create(self, http: httpx.Client, plan: TaskPlan) -> str | None:
-        key = {"Idempotency-Key": str(uuid.uuid4())}  # one per creation, the same on every resend (GW-CREATE R3)
+        key = {"Idempotency-Key": str(uuid.uuid4())}  # one per creation, the same on every resend (GW-CREATE-R3-6)
         while True:
             response = self._send(
                 http, "POST", "/api/v1/mesh/", params={"flow": plan.flow}, json={"payload": plan.payload}, headers=key

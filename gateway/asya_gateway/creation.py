@@ -10,7 +10,7 @@ fails a task that nothing has started, in the same way as a failed envelope send
 <AWS error code>``, 500), so a client is never answered 201 for a task whose deadline nothing would enforce. A timer
 armed for a task whose first send then fails finds the task failed (or deleted) and drops itself.
 
-(R3) For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
+For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
 is answered 400.
 

@@ -1,4 +1,4 @@
-"""The ABI state of one handler call (PROTOCOL 3.3, 3.4) and the frames it stamps (3.2).
+"""The ABI state of one handler call (docs/protocol.md 3.3) and the frames it stamps (3.2).
 
 The GET context is ``{id, parent_id, route: {prev, curr, next}, headers, status}`` built from the entry-updated
 envelope (P-ABI-12, P-PROC-4): ``parent_id`` is ``""`` when absent, ``headers`` ``{}`` when absent, ``status`` the
@@ -10,12 +10,12 @@ Rules enforced here:
 - writable paths start with ``.route.next``, ``.headers`` or ``.status``; any other write is an
   :class:`AbiProtocolError` (P-ABI-13); DEL of a slice too (P-ABI-14);
 - GET returns a deep copy; SET stores a deep copy of the converted value (``to_jsonable``); a value that cannot be
-  converted is refused with ``SerializationError``, a ``TypeError`` (P-ABI-15, P-ABI-19 R3);
+  converted is refused with ``SerializationError``, a ``TypeError`` (P-ABI-15, P-ABI-19);
 - a write leaving ``route.next`` not an array of valid actor names (P-NAME-1) is refused with ``ValueError`` and the
   state is unchanged (P-ABI-15); so is one leaving ``headers`` or ``status`` not an object, or ``status.deadline_at``
   set but not an RFC 3339 timestamp (chosen: only ``deadline_at`` reaches frames, P-ABI-16);
 - a SET that puts crew other than x-pause (``naming.handler_may_route_to``) into ``route.next`` is refused with
-  ``ValueError``, state unchanged (P-ABI-15 R3); crew the layer spliced in before the call is not the SET's doing;
+  ``ValueError``, state unchanged (P-ABI-15); crew the layer spliced in before the call is not the SET's doing;
 - DEL ``.route.next`` leaves ``[]``, DEL ``.headers`` and DEL ``.status`` leave ``{}`` (chosen).
 """
 
@@ -176,7 +176,7 @@ class AbiState:
         member = _writable_member(segments, path, "SET")
         try:
             value = to_jsonable(value)
-        except SerializationError as exc:  # a TypeError too (P-ABI-15), named as P-ABI-19 (R3) asks
+        except SerializationError as exc:  # a TypeError too (P-ABI-15), named as P-ABI-19 asks
             raise SerializationError(f"SET {path}: {exc}") from exc
         if member == "next":
             route = self._ctx["route"]
@@ -244,7 +244,7 @@ def _check_next(value: Any, path: str) -> None:
 
 
 def _check_crew(candidate: list[str], current: list[str], path: str) -> None:
-    """P-ABI-15 (R3): a SET may not put crew other than x-pause into ``route.next``; crew already there (spliced by
+    """P-ABI-15: a SET may not put crew other than x-pause into ``route.next``; crew already there (spliced by
     the layer or named by the manifest's route) stays."""
     for name in candidate:
         if not naming.handler_may_route_to(name) and candidate.count(name) > current.count(name):

@@ -9,10 +9,10 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
 1. the actor's manifest ``env`` map (defaults merged, P-MAN-2), which may not redefine any variable below nor one
    AWS Lambda reserves (:class:`ReservedVariableError` names ``actors.{name}.env.{key}``);
 2. ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``,
-   ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_MAX_HOPS`` (the manifest's ``max_hops``, P-HOP-1 (R3)); ``ASYA_HANDLER``
+   ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_MAX_HOPS`` (the manifest's ``max_hops``, P-HOP-1); ``ASYA_HANDLER``
    for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
    ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_TRACING=true`` when its ``tracing`` is on
-   (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1); ``ASYA_FLOWS`` (R3), the JSON of the compiled
+   (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1); ``ASYA_FLOWS``, the JSON of the compiled
    flows whose continuations the actor runs (``Manifest.programs_for``, P-FLOW-1), or, when that JSON is over
    ``asya.flowfile.INLINE_LIMIT`` and a ``flows_file`` is given, ``ASYA_FLOWS_FILE`` = ``flows_file`` and
    ``ASYA_FLOW_NAMES`` = those flows' names (the file is :func:`flows_file_text`, shipped by the caller);

@@ -47,9 +47,9 @@ class _EnvNames:
     flows: Final = "ASYA_FLOWS"
     flows_file: Final = "ASYA_FLOWS_FILE"
     flow_names: Final = "ASYA_FLOW_NAMES"
-    #: the per-task hop ceiling (P-HOP-1 (R3)), the manifest's ``max_hops``
+    #: the per-task hop ceiling (P-HOP-1), the manifest's ``max_hops``
     max_hops: Final = "ASYA_MAX_HOPS"
-    #: the gateway's Secrets Manager secret of reporter keys (GW-EVT-6 R3), set by the CDK app
+    #: the gateway's Secrets Manager secret of reporter keys (GW-EVT-6), set by the CDK app
     reporter_key_secret: Final = "ASYA_REPORTER_KEY_SECRET"
 
     def names(self) -> frozenset[str]:

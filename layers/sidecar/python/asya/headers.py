@@ -1,4 +1,4 @@
-"""Header names the project reads or writes (PROTOCOL section 11). Names are matched exactly (P-HDR-2).
+"""Header names the project reads or writes (docs/protocol.md section 8). Names are matched exactly (P-HDR-2).
 
 Also the two tracking predicates every runtime needs: stealth mode (P-STAT-12) and hook copies (P-STAT-13).
 """
@@ -53,14 +53,14 @@ ORIGIN_ID: Final = "x-asya-origin-id"
 ROUTE_OVERRIDE: Final = "x-asya-route-override"
 ROUTE_RESOLVED: Final = "x-asya-route-resolved"
 SINK_HOOK: Final = "x-asya-sink-hook"
-#: (R3, P-HIST-1) the run history is on for this task: the body cut size in bytes, as decimal text (the flow's
+#: (P-HIST-1) the run history is on for this task: the body cut size in bytes, as decimal text (the flow's
 #: ``history_body_bytes``); set by the gateway at creation, travels with the envelope and its children.
 HISTORY: Final = "x-asya-history"
-#: (R3, P-HIST-3) the key of the history object that recorded the hop which sent this envelope.
+#: (P-HIST-3) the key of the history object that recorded the hop which sent this envelope.
 HISTORY_PREV: Final = "x-asya-history-prev"
-#: the number of sends that led to an envelope (P-HOP-1 (R3), ``asya.hops``)
+#: the number of sends that led to an envelope (P-HOP-1, ``asya.hops``)
 HOPS: Final = "x-asya-hops"
-#: ``{"key", "line"}`` of the checkpoint x-sink wrote for a failure it forwards to x-sump (P-SINK-5 (e), R2).
+#: ``{"key", "line"}`` of the checkpoint x-sink wrote for a failure it forwards to x-sump (P-SINK-5 (e)).
 CHECKPOINTED: Final = "x-asya-checkpointed"
 
 

@@ -46,7 +46,7 @@ class Manifest(_Model):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
-    #: The per-task hop ceiling (P-HOP-1 (R3)): a task whose envelopes were sent this many times fails.
+    #: The per-task hop ceiling (P-HOP-1): a task whose envelopes were sent this many times fails.
     max_hops: int = Field(DEFAULT_MAX_HOPS, ge=1, le=1_000_000, strict=True)
     base_dir: Path = Field(default=Path(), exclude=True)
 

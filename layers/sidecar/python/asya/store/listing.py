@@ -1,4 +1,4 @@
-"""Listing tasks newest first (GATEWAY GW-LIST-1..4) over the keys-only, day-partitioned, sharded indexes of GW-DATA-2.
+"""Listing tasks newest first (GW-LIST-1..4) over the keys-only, day-partitioned, sharded indexes of GW-DATA-2.
 
 A ``failed`` or ``canceled`` status filter reads the sparse ``by_outcome`` index (``OUTCOME#{status}#{day}#{shard}``);
 every other listing reads ``by_created`` (``TASKS#{day}#{shard}``), from today back ``window_days`` days (tasks expire
@@ -12,9 +12,9 @@ by code point as DynamoDB orders them by UTF-8 bytes, so the merged order is exa
 The indexes carry their keys only, so that no status update rewrites them (GW-DATA-8): the walk pages over index
 entries, then reads the page's task items (summary attributes only) with one eventually consistent ``BatchGetItem`` (at
 most ``limit`` keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
-``by_created``, the ``flow`` filter and the ``owner`` filter (GW-EDGE-5 (R3)) apply to those items; a filtered walk
+``by_created``, the ``flow`` filter and the ``owner`` filter (GW-EDGE-5) apply to those items; a filtered walk
 reads on past the page's entries, 100 at a time, until ``limit`` tasks (and a look-ahead one) match or 1,000 entries
-past the offset were read, so a filter finds what its count counts (GW-LIST-3 (R3)); only a page cut by that bound holds
+past the offset were read, so a filter finds what its count counts (GW-LIST-3); only a page cut by that bound holds
 fewer than ``limit`` tasks while ``next_cursor`` is set (it resumes after the last entry read). Entries whose task is
 gone or expired are dropped too (GW-LIST-4).
 
@@ -65,7 +65,7 @@ __all__ = ["MAX_LIMIT", "MAX_OFFSET", "ListQuery", "decode_cursor", "encode_curs
 MAX_LIMIT: Final = 100
 MAX_OFFSET: Final = 10_000
 #: A filtered walk checks index entries against their task items this many at a time (one ``BatchGetItem`` each,
-#: DynamoDB's limit) and reads at most ``_FILTER_SCAN`` entries past the offset for one page (GW-LIST-3 (R3)).
+#: DynamoDB's limit) and reads at most ``_FILTER_SCAN`` entries past the offset for one page (GW-LIST-3).
 _FILTER_BATCH: Final = 100
 _FILTER_SCAN: Final = 1_000
 _SUMMARY_PROJECTION: Final = {
@@ -331,7 +331,7 @@ def _filtered_page(walk: _Walk, walked: Iterator[dict[str, Any]], *, limit: int,
     """A page of a filtered walk: entries are read on in batches of :data:`_FILTER_BATCH` and checked against their
     task items until ``skip + limit + 1`` match (the look-ahead tells a next page) or :data:`_FILTER_SCAN` entries
     past ``skip`` were read; then ``next_cursor`` resumes after the last entry read, so a page found short by the
-    scan bound never hides a match from the next one. A filter finds what its count counts (GW-LIST-3 (R3))."""
+    scan bound never hides a match from the next one. A filter finds what its count counts (GW-LIST-3)."""
     matched: list[tuple[dict[str, Any], dict[str, Any]]] = []
     scanned = 0
     last: dict[str, Any] | None = None

@@ -1,4 +1,4 @@
-"""Item layout of the task table (GATEWAY GW-DATA-2, GW-DATA-5, GW-DATA-6, GW-DATA-8) and DynamoDB helpers.
+"""Item layout of the task table (GW-DATA-2, GW-DATA-5, GW-DATA-6, GW-DATA-8) and DynamoDB helpers.
 
 Partition ``pk = TASK#{id}`` holds, by ``sk``:
 
@@ -9,7 +9,7 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
   ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
   (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status); ``payload`` and ``result`` (JSON text)
-  when they fit (``asya.store.inline``, GW-DATA-8 R3), in place of the two items below;
+  when they fit (``asya.store.inline``, GW-DATA-8), in place of the two items below;
 - ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``, only
   for an input too large for the task item;
 - ``RESULT``: ``result`` and/or ``error_details`` (or ``{field}_s3``), written by the holder of ``terminal_by``, only
@@ -274,7 +274,7 @@ def new_task_item(
         item["flow"] = str_av(flow)
     if context_id is not None:
         item["context_id"] = str_av(context_id)
-    if owner is not None:  # GW-EDGE-5 (R3): the creator's subject, written with the create itself
+    if owner is not None:  # GW-EDGE-5: the creator's subject, written with the create itself
         item["owner"] = str_av(owner)
     if deadline_at is not None:
         item["deadline_at"] = str_av(deadline_at)
