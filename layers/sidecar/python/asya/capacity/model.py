@@ -19,8 +19,8 @@ from asya.capacity.vectors import TaskDemand
 __all__ = ["Limit", "Settings", "evaluate", "first_limit"]
 
 _CREATED: str = "by_created:TASKS#{day}#{shard}"
-#: Lambda's own delivery of function logs is not a PutLogEvents call of the account; counted as one per invocation
-#: it is an upper bound.
+#: SQS and S3 (with the bucket key) reuse a data key this long, so a customer-managed key sees about two requests
+#: (GenerateDataKey, Decrypt) per execution environment per period.
 _KMS_DATA_KEY_REUSE_SECONDS: float = 300.0
 
 
@@ -242,17 +242,6 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
                 sees="ThrottlingException from KMS on SQS sends and S3 PUTs",
             )
         )
-    limits.append(
-        Limit(
-            "CloudWatch Logs deliveries",
-            "logs_put_log_events",
-            quotas["logs_put_log_events"],
-            demand.lambda_invocations,
-            "requests/s",
-            estimate=True,
-            sees="log lines arrive late; metrics (embedded in logs) lag",
-        )
-    )
     return sorted(limits, key=lambda limit: (limit.max_rate, limit.name))
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "declared",
     "mesh_demand",
     "plan",
+    "raised_quotas",
     "refusal",
 ]
 
@@ -202,19 +203,17 @@ def plan(manifest: Any, *, quotas: Quotas | None = None, vectors: Mapping[str, V
     settings = _derive(manifest, demand, quotas)
     limits = evaluate(demand, settings, quotas)
     rate = manifest.capacity.target_rate
-    shortfalls = [
-        Shortfall(
-            limit=limit.name,
-            source=limit.source,
-            current=quotas[limit.source] if limit.is_quota else limit.capacity,
-            needed=math.ceil((quotas[limit.source] if limit.is_quota else limit.capacity) * rate / limit.max_rate),
-            unit=limit.unit,
-        )
-        for limit in limits
-        if limit.max_rate < rate
-    ]
+    shortfalls: dict[str, Shortfall] = {}
+    for limit in limits:
+        if limit.max_rate >= rate:
+            continue
+        current = quotas[limit.source] if limit.is_quota else limit.capacity
+        needed = math.ceil(current * rate / limit.max_rate)
+        known = shortfalls.get(limit.source)
+        if known is None or known.needed < needed:
+            shortfalls[limit.source] = Shortfall(limit.name, limit.source, current, needed, limit.unit)
     retry_after = max(1, math.ceil(settings.stage_burst / settings.stage_rate)) if settings.stage_rate else 1
-    return CapacityPlan(rate, settings, limits, demand, retry_after, shortfalls)
+    return CapacityPlan(rate, settings, limits, demand, retry_after, list(shortfalls.values()))
 
 
 def refusal(result: CapacityPlan) -> str | None:
@@ -225,8 +224,14 @@ def refusal(result: CapacityPlan) -> str | None:
         f"capacity.target_rate {result.target_rate:g} tasks/s cannot be served: "
         f"the first limit is {result.first.name} at {result.first.max_rate:,.0f} tasks/s"
     ]
+    quotas = load_quotas()
     for short in result.shortfalls:
-        if short.source.startswith("setting:"):
+        if not short.source.startswith("setting:") and not quotas.quota(short.source).adjustable:
+            lines.append(
+                f"  - {short.limit}: {short.source} ({short.current:,.0f} {short.unit}) is a hard AWS limit; the "
+                f"target needs {short.needed:,.0f}: lower the target or spread the load (docs/capacity.md)"
+            )
+        elif short.source.startswith("setting:"):
             lines.append(
                 f"  - {short.limit}: {short.source.removeprefix('setting:')} allows {short.current:,.0f} "
                 f"{short.unit}, the target needs {short.needed:,.0f}; raise it or lower the target"
@@ -238,3 +243,13 @@ def refusal(result: CapacityPlan) -> str | None:
                 f"deployment.quotas.{short.source}: {short.needed:.0f}"
             )
     return "\n".join(lines)
+
+
+def raised_quotas(result: CapacityPlan) -> dict[str, float]:
+    """The adjustable quotas ``result`` falls short on, at the values that serve its target."""
+    quotas = load_quotas()
+    return {
+        s.source: float(s.needed)
+        for s in result.shortfalls
+        if not s.source.startswith("setting:") and quotas.quota(s.source).adjustable
+    }
