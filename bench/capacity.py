@@ -21,7 +21,6 @@ import yaml
 
 from asya.capacity import (
     CapacityPlan,
-    Limit,
     Vector,
     account_quotas,
     load_vector,
@@ -85,14 +84,14 @@ def _limits_table(result: CapacityPlan) -> list[str]:
     return [*lines, ""]
 
 
-def _cost_per_hour(result: CapacityPlan, prices: cost.Prices) -> dict[str, float]:
+def _cost_per_hour(result: CapacityPlan, prices: cost.PriceTable) -> dict[str, float]:
     rate = result.target_rate
     d = result.demand
     p = prices.prices
     seconds = 3600 * rate
 
     def unit(name: str) -> float:
-        return p[name].price / p[name].per
+        return float(p[name].price) / float(p[name].per)
 
     traffic = seconds * (
         (d.wru_table + sum(d.wru_index.values())) * unit("dynamodb_write_request_unit")
@@ -158,9 +157,7 @@ def render(manifest: Manifest, *, vectors: Mapping[str, Vector] | None = None) -
         if raised:
             variant = _at_rate(manifest, rate, raised)
             plans.append((f"{rate:,} (quotas raised)", plan(variant, vectors=vectors), variant))
-    plans.append(
-        (f"{manifest.capacity.target_rate:,.0f} (declared)", plan(manifest, vectors=vectors), manifest)
-    )
+    plans.append((f"{manifest.capacity.target_rate:,.0f} (declared)", plan(manifest, vectors=vectors), manifest))
     for label, result, _ in plans:
         costs = _cost_per_hour(result, prices)
         raise_ = ", ".join(

@@ -18,7 +18,7 @@ import importlib
 import inspect
 import uuid
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -59,7 +59,7 @@ class Drive:
     records: dict[str, int] = field(default_factory=dict)
 
 
-def sqs_event(messages: list[Mapping[str, Any]], *, queue_arn: str, region: str) -> dict[str, Any]:
+def sqs_event(messages: Sequence[Mapping[str, Any]], *, queue_arn: str, region: str) -> dict[str, Any]:
     """The SQS event Lambda hands a function for these sent messages (``MessageBody`` and attributes)."""
     records = []
     for message in messages:

@@ -259,9 +259,7 @@ class Meter:
         if not self.enabled:
             return
         component = (
-            getattr(self._local, "name", None)
-            or self._process
-            or thread_component(threading.current_thread().name)
+            getattr(self._local, "name", None) or self._process or thread_component(threading.current_thread().name)
         )
         if str(params.get("QueueUrl", "")).endswith(_TIMER_QUEUE_SUFFIX):
             component = TIMERS  # deadline timers: per task, but reported apart from the hops (GW-DATA-8)

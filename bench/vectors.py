@@ -174,7 +174,7 @@ def _measure_units(config: VectorConfig) -> tuple[dict[str, float], dict[str, di
         meter = Meter(shadow_dynamodb=shadow, classify=_classify(manifest.namespace))
         for client in (clients.sqs, clients.dynamodb, clients.s3):
             meter.attach(client)
-        common = {
+        common: dict[str, Any] = {
             "flow": FLOW,
             "payload": task_payload(config.payload_bytes),
             "clients": clients,

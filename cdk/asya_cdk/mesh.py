@@ -74,8 +74,8 @@ from asya.manifest import Manifest
 from asya_cdk.actor import Actor, ActorOverrides
 from asya_cdk.assets import GATEWAY_MANIFEST_FILE, SourceLayout, render_manifest_json, stage_gateway_asset
 from asya_cdk.backstop import Backstop
-from asya_cdk.capacityplan import apply_plan, checked_plan, planned_edge
 from asya_cdk.backup import TableBackup
+from asya_cdk.capacityplan import apply_plan, checked_plan, planned_edge
 from asya_cdk.dependencies import DependencyBuilder
 from asya_cdk.edgeprops import EdgeProps
 from asya_cdk.encryption import encrypt_log_groups, mesh_key

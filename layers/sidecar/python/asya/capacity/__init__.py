@@ -5,7 +5,17 @@ the bench measures (``vectors/``) and AWS's quotas (``quotas.toml``). Pure arith
 from __future__ import annotations
 
 from asya.capacity.model import Limit, Settings, evaluate, first_limit
-from asya.capacity.plan import HEADROOM, CapacityPlan, Shortfall, account_quotas, declared, mesh_demand, plan, raised_quotas, refusal
+from asya.capacity.plan import (
+    HEADROOM,
+    CapacityPlan,
+    Shortfall,
+    account_quotas,
+    declared,
+    mesh_demand,
+    plan,
+    raised_quotas,
+    refusal,
+)
 from asya.capacity.quotas import Assumptions, Quota, QuotaError, Quotas, load_quotas
 from asya.capacity.ramp import Ramp, RampStep, simulate
 from asya.capacity.vectors import VECTORS_DIR, TaskDemand, Vector, demand_of, load_vector, vector_name

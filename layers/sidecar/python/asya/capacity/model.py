@@ -113,12 +113,12 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             sees="Throttles on the functions; queues' ApproximateAgeOfOldestMessage grows; the gateway's 429/503",
         )
     )
-    for fn, cap in sorted(reserved.items()):
+    for fn, reserved_cap in sorted(reserved.items()):
         limits.append(
             Limit(
                 f"reserved concurrency of {fn}",
                 f"setting:actors.{fn}.reserved_concurrency" if fn != "stream" else "setting:gateway",
-                float(cap),
+                float(reserved_cap),
                 demand.busy_seconds.get(fn, 0.0),
                 "concurrent executions",
                 sees=f"Throttles on {fn}",

@@ -87,8 +87,10 @@ def simulate(
             if fn in esm:
                 need += backlog[fn] * demand.busy_seconds[fn]
                 cap = _esm_cap(fn, settings, quotas)
-                grow = quotas["esm_sqs_scale_per_minute"] / 60 * (
-                    quotas["esm_sqs_provisioned_speedup"] if settings.pollers.get(fn) else 1.0
+                grow = (
+                    quotas["esm_sqs_scale_per_minute"]
+                    / 60
+                    * (quotas["esm_sqs_provisioned_speedup"] if settings.pollers.get(fn) else 1.0)
                 )
                 start = quotas["esm_sqs_initial_concurrency"] if need > 0 else 0.0
                 esm[fn] = min(cap, max(esm[fn] + grow, start), max(need, start))

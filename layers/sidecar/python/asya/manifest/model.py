@@ -15,7 +15,6 @@ from asya import naming
 from asya.exceptions import NamingError
 from asya.flows.ir import Program
 from asya.hops import DEFAULT_MAX_HOPS
-from asya.manifest.capacity import CapacityTarget
 from asya.manifest.blocks import (
     CREW_SETTINGS,
     ActorSettings,
@@ -30,6 +29,7 @@ from asya.manifest.blocks import (
     StorageConfig,
     _Model,
 )
+from asya.manifest.capacity import CapacityTarget
 from asya.suggest import did_you_mean
 
 __all__ = ["Manifest"]
