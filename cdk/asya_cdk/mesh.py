@@ -260,7 +260,14 @@ class AsyaMesh(Construct):
             environment={
                 **gateway_environment(table=table.table_name, bucket=bucket.bucket_name, manifest_path=manifest_path),
                 ENV.account_id: Aws.ACCOUNT_ID,
-                **({} if capacity is None else {ENV.retry_after: str(capacity.retry_after)}),
+                **(
+                    {}
+                    if capacity is None
+                    else {
+                        ENV.retry_after: str(capacity.retry_after),
+                        ENV.index_shards: str(capacity.settings.index_shards),
+                    }
+                ),
             },
             log_retention=retention,
             api_overrides=given_fields(api_gateway_props),

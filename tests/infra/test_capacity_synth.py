@@ -59,6 +59,12 @@ def test_target_1000_derives_throttle_concurrency_warm_throughput_and_retry_afte
         if ENV.retry_after in res["Properties"].get("Environment", {}).get("Variables", {})
     ]
     assert retry and set(retry) == {"2"}
+    shards = {
+        res["Properties"]["Environment"]["Variables"][ENV.index_shards]
+        for res in mesh.of_type("AWS::Lambda::Function").values()
+        if ENV.index_shards in res["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    assert shards == {"8"}  # 1,000 creations/s fit eight partitions of 1,000 WCU with headroom and skew
 
 
 def test_target_10000_with_default_quotas_is_refused_naming_the_quotas(
