@@ -23,6 +23,7 @@ from asya.capacity import (
     CapacityPlan,
     Vector,
     account_quotas,
+    declared,
     load_vector,
     plan,
     raised_quotas,
@@ -157,12 +158,16 @@ def render(manifest: Manifest, *, vectors: Mapping[str, Vector] | None = None) -
         if raised:
             variant = _at_rate(manifest, rate, raised)
             plans.append((f"{rate:,} (quotas raised)", plan(variant, vectors=vectors), variant))
-    plans.append((f"{manifest.capacity.target_rate:,.0f} (declared)", plan(manifest, vectors=vectors), manifest))
+    own = "declared" if declared(manifest) else "the manifest default"
+    plans.append((f"{manifest.capacity.target_rate:,.0f} ({own})", plan(manifest, vectors=vectors), manifest))
     for label, result, _ in plans:
         costs = _cost_per_hour(result, prices)
-        raise_ = ", ".join(
-            f"{s.source} → {s.needed:,.0f}" for s in result.shortfalls if not s.source.startswith("setting:")
-        )
+        hard = [
+            f"{s.source} (hard limit)"
+            for s in result.shortfalls
+            if not s.source.startswith("setting:") and not result.quotas.quota(s.source).adjustable
+        ]
+        raise_ = ", ".join([*(f"{k} → {v:,.0f}" for k, v in raised_quotas(result).items()), *hard])
         out.append(
             f"| {label} | {result.first.name} | {_fmt(result.first.max_rate)} | {raise_ or '-'} "
             f"| ${costs['traffic']:,.2f} | ${costs['pollers']:,.2f} | ${costs['warm_once']:,.2f} |"

@@ -18,11 +18,13 @@ from typing import Any
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_lambda as lambda_
 
-from asya.capacity import CapacityPlan, declared, plan, refusal
+from asya.capacity import CapacityPlan, declared, load_quotas, plan, refusal
 from asya.manifest import GatewayEdge, Manifest
 from asya_cdk.errors import DeploymentError
 
 __all__ = ["apply_plan", "checked_plan", "planned_edge"]
+
+_MAX_MINIMUM_POLLERS = int(load_quotas()["esm_sqs_max_minimum_pollers"])
 
 
 def checked_plan(manifest: Manifest) -> CapacityPlan | None:
@@ -65,7 +67,8 @@ def apply_plan(result: CapacityPlan | None, functions: Mapping[str, lambda_.Func
             mapping = _mapping(function)
             mapping.add_deletion_override("Properties.ScalingConfig")
             mapping.add_property_override(
-                "ProvisionedPollerConfig", {"MinimumPollers": min(pollers, 200), "MaximumPollers": pollers}
+                "ProvisionedPollerConfig",
+                {"MinimumPollers": min(pollers, _MAX_MINIMUM_POLLERS), "MaximumPollers": pollers},
             )
         elif cap is not None:
             _mapping(function).add_property_override("ScalingConfig.MaximumConcurrency", min(cap, 1000))

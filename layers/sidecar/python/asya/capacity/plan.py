@@ -67,6 +67,7 @@ class CapacityPlan:
     limits: list[Limit]
     demand: TaskDemand
     retry_after: int
+    quotas: Quotas
     shortfalls: list[Shortfall] = field(default_factory=list)
 
     @property
@@ -213,7 +214,7 @@ def plan(manifest: Any, *, quotas: Quotas | None = None, vectors: Mapping[str, V
         if known is None or known.needed < needed:
             shortfalls[limit.source] = Shortfall(limit.name, limit.source, current, needed, limit.unit)
     retry_after = max(1, math.ceil(settings.stage_burst / settings.stage_rate)) if settings.stage_rate else 1
-    return CapacityPlan(rate, settings, limits, demand, retry_after, list(shortfalls.values()))
+    return CapacityPlan(rate, settings, limits, demand, retry_after, quotas, list(shortfalls.values()))
 
 
 def refusal(result: CapacityPlan) -> str | None:
@@ -246,10 +247,14 @@ def refusal(result: CapacityPlan) -> str | None:
 
 
 def raised_quotas(result: CapacityPlan) -> dict[str, float]:
-    """The adjustable quotas ``result`` falls short on, at the values that serve its target."""
+    """The adjustable quotas the target uses more than ``1 / HEADROOM`` of, at values that leave it
+    :data:`HEADROOM` (what to request in Service Quotas)."""
     quotas = load_quotas()
-    return {
-        s.source: float(s.needed)
-        for s in result.shortfalls
-        if not s.source.startswith("setting:") and quotas.quota(s.source).adjustable
-    }
+    rate = result.target_rate * HEADROOM
+    out: dict[str, float] = {}
+    for limit in result.limits:
+        if not limit.is_quota or not quotas.quota(limit.source).adjustable or limit.max_rate >= rate:
+            continue
+        current = result.quotas[limit.source]
+        out[limit.source] = max(out.get(limit.source, 0.0), float(math.ceil(current * rate / limit.max_rate)))
+    return out

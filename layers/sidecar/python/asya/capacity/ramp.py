@@ -3,7 +3,7 @@
 Each second: the offered rate grows linearly to ``rate`` over ``ramp_seconds`` and then holds; the stage throttle
 admits what it can (the rest is answered 429); the table serves at most its new-table (or warm) throughput, which
 slows every stage by the same share; each actor's event source grows from its initial concurrency by its scale-up
-rate (three times faster with provisioned pollers) up to its cap, each function by Lambda's per-function scaling
+rate (provisioned pollers start at their minimum, kept ready, and grow three times faster) up to its cap, each function by Lambda's per-function scaling
 rate, and all functions together share the account's unreserved pool (scaled down in proportion when they ask for
 more: the surplus is throttled, and a throttled batch returns to its queue, one more receive of its messages).
 Backlog builds where arrivals exceed what an actor finishes; latency is every actor's backlog over its throughput
@@ -92,7 +92,7 @@ def simulate(
                     / 60
                     * (quotas["esm_sqs_provisioned_speedup"] if settings.pollers.get(fn) else 1.0)
                 )
-                start = quotas["esm_sqs_initial_concurrency"] if need > 0 else 0.0
+                start = _esm_start(fn, settings, quotas) if need > 0 else 0.0
                 esm[fn] = min(cap, max(esm[fn] + grow, start), max(need, start))
                 need = esm[fn]
             envs[fn] = min(need, envs[fn] + step_scale)
@@ -139,6 +139,16 @@ def simulate(
     out.max_receives = receives
     out.dlq = receives >= max_receive_count
     return out
+
+
+def _esm_start(actor: str, settings: Settings, quotas: Quotas) -> float:
+    """Concurrent batches an event source runs as soon as messages arrive: its minimum pollers' worth when
+    provisioned (they stay ready), else the standard start."""
+    pollers = settings.pollers.get(actor)
+    if pollers:
+        ready = min(pollers, quotas["esm_sqs_max_minimum_pollers"])
+        return ready * quotas["esm_sqs_provisioned_batches_per_poller"]
+    return quotas["esm_sqs_initial_concurrency"]
 
 
 def _esm_cap(actor: str, settings: Settings, quotas: Quotas) -> float:
