@@ -3,12 +3,13 @@
 Each second: the offered rate grows linearly to ``rate`` over ``ramp_seconds`` and then holds; the stage throttle
 admits what it can (the rest is answered 429); the table serves at most its new-table (or warm) throughput, which
 slows every stage by the same share; each actor's event source grows from its initial concurrency by its scale-up
-rate (provisioned pollers start at their minimum, kept ready, and grow three times faster) up to its cap, each function by Lambda's per-function scaling
-rate, and all functions together share the account's unreserved pool (scaled down in proportion when they ask for
-more: the surplus is throttled, and a throttled batch returns to its queue, one more receive of its messages).
-Backlog builds where arrivals exceed what an actor finishes; latency is every actor's backlog over its throughput
-plus the wait inside a batch. A task whose predicted latency exceeds the flow's deadline is predicted to time out;
-messages whose expected receive count reaches ``max_receive_count`` are predicted to go to the DLQ.
+rate up to its cap (provisioned pollers start at their minimum, kept ready, and grow three times faster); each
+function grows by Lambda's per-function scaling rate; all functions together share the account's unreserved pool
+(scaled down in proportion when they ask for more: the surplus is throttled, and a throttled batch returns to its
+queue, one more receive of its messages). Backlog builds where arrivals exceed what an actor finishes; latency is
+every actor's backlog over its throughput plus the wait inside a batch. A task whose predicted latency exceeds the
+flow's deadline is predicted to time out; messages whose expected receive count reaches ``max_receive_count`` are
+predicted to go to the DLQ.
 """
 
 from __future__ import annotations
