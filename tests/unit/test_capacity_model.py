@@ -80,3 +80,17 @@ def test_make_capacity_sees_the_first_limit_move_with_a_changed_vector(tmp_path:
     assert name == "Lambda account concurrency (unreserved pool)"
     assert rate < before[1]
     assert text.startswith("# Report\n\nkept\n") and text.count(make_capacity.BEGIN) == 1
+
+
+def test_a_new_account_with_ten_concurrent_executions_breaks_near_fourteen_tasks_per_second() -> None:
+    data: dict[str, Any] = copy.deepcopy(yaml.safe_load((REPO / "asya.yaml").read_text(encoding="utf-8")))
+    data.setdefault("deployment", {})["account_concurrency"] = 10
+    served = {}
+    for rate in (10, 20):
+        data["capacity"] = {"target_rate": rate, "mix": {"text-pipeline": 1.0}}
+        served[rate] = plan(parse_manifest(data, base_dir=REPO))
+    pool = next(limit for limit in served[10].limits if limit.source == "lambda_concurrency")
+    assert 13 < pool.max_rate < 16
+    assert refusal(served[10]) is None
+    message = refusal(served[20])
+    assert message is not None and "raise the quota lambda_concurrency from 10 to at least" in message

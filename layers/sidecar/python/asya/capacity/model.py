@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from asya.capacity.quotas import Quotas
 from asya.capacity.vectors import TaskDemand
 
-__all__ = ["Limit", "Settings", "evaluate", "first_limit"]
+__all__ = ["Limit", "Settings", "evaluate", "first_limit", "unreserved_pool"]
 
 _CREATED: str = "by_created:TASKS#{day}#{shard}"
 #: SQS and S3 (with the bucket key) reuse a data key this long, so a customer-managed key sees about two requests
@@ -67,6 +67,12 @@ class Limit:
         return not self.source.startswith("setting:")
 
 
+def unreserved_pool(quota: float, reserved: float, minimum: float) -> float:
+    """The executions functions without a reservation share: the quota less the reservations, but never less than
+    what AWS keeps unreserved (or the whole quota when it is smaller than that, as in a new account)."""
+    return max(quota - reserved, min(quota, minimum))
+
+
 def _concurrency_cap(actor: str, settings: Settings, quotas: Quotas) -> tuple[float, str]:
     pollers = settings.pollers.get(actor)
     if pollers:
@@ -101,7 +107,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
     reserved = {k: v for k, v in settings.reserved_concurrency.items() if v}
     if settings.stream_reserved:
         reserved["stream"] = settings.stream_reserved
-    pool = max(quotas["lambda_concurrency"] - sum(reserved.values()), quotas["lambda_unreserved_minimum"])
+    pool = unreserved_pool(quotas["lambda_concurrency"], sum(reserved.values()), quotas["lambda_unreserved_minimum"])
     shared = sum(b for fn, b in demand.busy_seconds.items() if fn not in reserved)
     limits.append(
         Limit(

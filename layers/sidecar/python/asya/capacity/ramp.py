@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from asya.capacity.model import Settings
+from asya.capacity.model import Settings, unreserved_pool
 from asya.capacity.quotas import Quotas
 from asya.capacity.vectors import TaskDemand
 
@@ -68,10 +68,9 @@ def simulate(
     receives = 1.0
     out = Ramp()
     step_scale = quotas["lambda_scale_per_10s"] / 10
-    pool = max(
-        quotas["lambda_concurrency"]
-        - sum(v for v in settings.reserved_concurrency.values() if v)
-        - (settings.stream_reserved or 0),
+    pool = unreserved_pool(
+        quotas["lambda_concurrency"],
+        sum(v for v in settings.reserved_concurrency.values() if v) + (settings.stream_reserved or 0),
         quotas["lambda_unreserved_minimum"],
     )
     table_wru = float(settings.warm_wru or quotas["dynamodb_new_table_wru"])
