@@ -172,6 +172,12 @@ def render(manifest: Manifest, *, vectors: Mapping[str, Vector] | None = None) -
             f"| {label} | {result.first.name} | {_fmt(result.first.max_rate)} | {raise_ or '-'} "
             f"| ${costs['traffic']:,.2f} | ${costs['pollers']:,.2f} | ${costs['warm_once']:,.2f} |"
         )
+    busy = plans[0][1].demand.busy_seconds
+    out += [
+        "",
+        "Busy time per task by function (Little's law: concurrency = rate x busy; handler time plus the calls' "
+        "latency, an estimate): " + ", ".join(f"{fn} {seconds * 1000:,.0f} ms" for fn, seconds in sorted(busy.items())),
+    ]
     out += ["", "Ramp from 0 to the rate in 60 s, then 60 s at the rate (1 s steps; an estimate):", ""]
     for label, result, variant in plans:
         _, deadline = mesh_demand(variant, account_quotas(variant), vectors=vectors)

@@ -3,8 +3,10 @@
 ``Meter.attach(client)`` registers two handlers on the client's own event emitter (other clients are unaffected):
 ``before-parameter-build`` remembers the call's parameters (and, for DynamoDB writes, the items as they were) and
 ``after-call`` bills it. Calls are grouped by ``(component, service, operation)``; the component is ``"timers"`` for any
-call on the deadline-timer queue, else what the calling thread declared with :meth:`Meter.component`, else
-``"backstop"`` for the local mode's backstop thread and ``"gateway"`` for any other (uvicorn's threads).
+call on the deadline-timer queue, else what the calling thread declared with :meth:`Meter.component`, else what a
+one-function-at-a-time driver declared for every thread with :meth:`Meter.process`, else ``"backstop"`` for the local
+mode's backstop thread and ``"gateway"`` for any other (uvicorn's threads). Given a ``classify`` function
+(``bench.keyclass``), calls are also grouped by their key class (:meth:`Meter.snapshot_classes`).
 
 Billing (``bench.units``):
 

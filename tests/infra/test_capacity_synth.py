@@ -77,3 +77,30 @@ def test_target_10000_with_default_quotas_is_refused_naming_the_quotas(
     assert "capacity.target_rate 10000" in message
     assert "deployment.quotas.lambda_concurrency:" in message
     assert "deployment.quotas.dynamodb_table_wru:" in message
+
+
+def test_target_10000_with_raised_quotas_provisions_pollers_and_32_shards(
+    write_manifest: Callable[[Mapping[str, Any]], Path], tmp_path: Path
+) -> None:
+    quotas = {"lambda_concurrency": 8559, "dynamodb_table_wru": 125_000, "apigw_account_rps": 12_500}
+    path = write_manifest(_example({"target_rate": 10_000, "mix": {"text-pipeline": 1.0}}, quotas))
+    mesh = synthesize_mesh(path, repo_root=REPO, outdir=tmp_path / "out")
+
+    pollers = [
+        res["Properties"]["ProvisionedPollerConfig"]
+        for res in mesh.of_type("AWS::Lambda::EventSourceMapping").values()
+        if "ProvisionedPollerConfig" in res["Properties"]
+    ]
+    assert pollers == [{"MinimumPollers": 200, "MaximumPollers": 260}] * 3
+    assert not any(
+        "ProvisionedPollerConfig" in res["Properties"] and "ScalingConfig" in res["Properties"]
+        for res in mesh.of_type("AWS::Lambda::EventSourceMapping").values()
+    )
+    table = next(iter(mesh.of_type("AWS::DynamoDB::Table").values()))["Properties"]
+    assert table["WarmThroughput"] == {"WriteUnitsPerSecond": 137_500, "ReadUnitsPerSecond": 37_500}
+    shards = {
+        res["Properties"]["Environment"]["Variables"][ENV.index_shards]
+        for res in mesh.of_type("AWS::Lambda::Function").values()
+        if ENV.index_shards in res["Properties"].get("Environment", {}).get("Variables", {})
+    }
+    assert shards == {"32"}
