@@ -15,6 +15,7 @@ import yaml
 from asya.envnames import ENV
 from asya_cdk.errors import DeploymentError
 from asya_cdk.testing import synthesize_mesh
+from tests.cfn import cfn_lint_findings
 
 pytestmark = pytest.mark.infra
 
@@ -104,3 +105,5 @@ def test_target_10000_with_raised_quotas_provisions_pollers_and_32_shards(
         if ENV.index_shards in res["Properties"].get("Environment", {}).get("Variables", {})
     }
     assert shards == {"32"}
+    template = (mesh.outdir / f"{mesh.built.stack.artifact_id}.template.json").read_text(encoding="utf-8")
+    assert cfn_lint_findings(template, ignored=("W3005",)) == []  # the overrides are valid CloudFormation
