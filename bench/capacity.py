@@ -34,7 +34,7 @@ from asya.capacity.plan import MEASURED_FLOW, mesh_demand
 from asya.manifest import Manifest, parse_manifest
 from bench import cost
 
-__all__ = ["BEGIN", "END", "RATES", "main", "render", "splice"]
+__all__ = ["BEGIN", "END", "RATES", "capacity_section", "main", "render", "splice"]
 
 RATES: Final = (100, 1_000, 10_000, 100_000)
 BEGIN: Final = "<!-- capacity:begin (make capacity) -->"
@@ -211,6 +211,14 @@ def vector_config_units(vector: Vector) -> str:
     table = vector_total(vector, "wru_table")
     index = vector_total(vector, "wru_index")
     return f"{_fmt(table + index)} ({_fmt(table)} table + {_fmt(index)} index)"
+
+
+def capacity_section(report: str) -> str | None:
+    """The capacity section of ``report`` (markers included), or ``None``."""
+    if BEGIN not in report or END not in report:
+        return None
+    start = report.index(BEGIN)
+    return report[start : report.index(END, start) + len(END)] + "\n"
 
 
 def splice(report: str, section: str) -> str:

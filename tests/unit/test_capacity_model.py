@@ -94,3 +94,12 @@ def test_a_new_account_with_ten_concurrent_executions_breaks_near_fourteen_tasks
     assert refusal(served[10]) is None
     message = refusal(served[20])
     assert message is not None and "raise the quota lambda_concurrency from 10 to at least" in message
+
+
+def test_the_capacity_section_survives_a_bench_rerender() -> None:
+    section = f"{make_capacity.BEGIN}\n## Capacity\n\nrows\n{make_capacity.END}\n"
+    old = "# Report\n\nold body\n\n" + section
+    kept = make_capacity.capacity_section(old)
+    assert kept == section
+    assert make_capacity.splice("# Report\n\nnew body\n", kept) == "# Report\n\nnew body\n\n" + section
+    assert make_capacity.splice(old, section.replace("rows", "new rows")).count("new rows") == 1
