@@ -33,7 +33,7 @@ from typing import Any, Final
 from asya.capacity import VECTORS_DIR
 from bench import keyclass
 from bench.drive import Drive, drive
-from bench.meshes import FLOW, manifest_variant
+from bench.meshes import FLOW, flow_actors, manifest_variant
 from bench.meter import Meter, Usage
 
 __all__ = [
@@ -232,6 +232,8 @@ def build(config: VectorConfig) -> dict[str, Any]:
     return {
         "config": {
             "flow": FLOW,
+            # the order an envelope visits the actors: the model's ramp passes work from one to the next
+            "route": flow_actors(manifest_variant(batch_size=10, progress="hops", history=config.history)),
             "payload_bytes": config.payload_bytes,
             "progress": "hops",
             "batch_size": 10,

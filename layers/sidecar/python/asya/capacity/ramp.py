@@ -6,10 +6,10 @@ slows every stage by the same share; each actor's event source grows from its in
 rate up to its cap (provisioned pollers start at their minimum, kept ready, and grow three times faster); each
 function grows by Lambda's per-function scaling rate; all functions together share the account's unreserved pool
 (scaled down in proportion when they ask for more: the surplus is throttled, and a throttled batch returns to its
-queue, one more receive of its messages). Backlog builds where arrivals exceed what an actor finishes; latency is
-every actor's backlog over its throughput plus the wait inside a batch. A task whose predicted latency exceeds the
-flow's deadline is predicted to time out; messages whose expected receive count reaches ``max_receive_count`` are
-predicted to go to the DLQ.
+queue, one more receive of its messages). Work passes along the route in its order: what an actor finishes arrives
+at the next, and backlog builds where arrivals exceed what an actor finishes. Latency is every actor's backlog over
+its throughput plus the wait inside a batch. A task whose predicted latency exceeds the flow's deadline is predicted
+to time out; messages whose expected receive count reaches ``max_receive_count`` are predicted to go to the DLQ.
 """
 
 from __future__ import annotations
@@ -103,15 +103,14 @@ def simulate(
         if pool_share < 1.0:
             receives = max(receives, 1.0 / max(pool_share, 1e-9))
         latency = 0.0
-        finished = admitted
+        arrivals = admitted
         for fn in actors:
             granted = wanted[fn] * (pool_share if not settings.reserved_concurrency.get(fn) else 1.0)
             busy = demand.busy_seconds[fn]
             throughput = (granted / busy if busy else float("inf")) * table_share
-            arrivals = admitted
             done = min(backlog[fn] + arrivals, throughput)
             backlog[fn] = backlog[fn] + arrivals - done
-            finished = min(finished, done)
+            arrivals = done  # the next actor of the route gets what this one finished
             batch = demand.batch_size.get(fn, 1.0)
             per_record = busy / max(demand.invocations.get(fn, 0.0) * batch, 1e-9) if busy else 0.0
             latency += (backlog[fn] / throughput if throughput else 0.0) + per_record * (batch + 1) / 2
@@ -129,7 +128,7 @@ def simulate(
                 offered=offered,
                 admitted=admitted,
                 refused_requests=refused,
-                finished=finished,
+                finished=arrivals,
                 backlog=total_backlog,
                 concurrency=sum(wanted.values()) - throttled,
                 throttled=throttled,

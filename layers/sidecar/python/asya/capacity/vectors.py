@@ -177,7 +177,10 @@ def demand_of(vector: Vector, assumptions: Assumptions, *, handler_seconds: floa
             prefix = key_class.removeprefix("s3:")
             out.s3_puts_by_prefix[prefix] = out.s3_puts_by_prefix.get(prefix, 0.0) + row["s3_tier1"]
     latency = 0.0
-    for actor, figures in vector.functions.items():
+    route = [a for a in vector.config.get("route", []) if a in vector.functions]
+    ordered = [*route, *(a for a in vector.functions if a not in route)]
+    for actor in ordered:
+        figures = vector.functions[actor]
         records = float(figures["records"])
         invocations = float(figures["invocations"])
         per_record = 0.0 if actor.startswith(_CREW_NO_HANDLER) else handler
