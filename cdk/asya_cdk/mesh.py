@@ -68,7 +68,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import access, naming
-from asya.environment import flows_file_text, gateway_environment
+from asya.environment import capacity_environment, flows_file_text, gateway_environment
 from asya.envnames import ENV
 from asya.manifest import Manifest
 from asya_cdk.actor import Actor, ActorOverrides
@@ -260,14 +260,7 @@ class AsyaMesh(Construct):
             environment={
                 **gateway_environment(table=table.table_name, bucket=bucket.bucket_name, manifest_path=manifest_path),
                 ENV.account_id: Aws.ACCOUNT_ID,
-                **(
-                    {}
-                    if capacity is None
-                    else {
-                        ENV.retry_after: str(capacity.retry_after),
-                        ENV.index_shards: str(capacity.settings.index_shards),
-                    }
-                ),
+                **capacity_environment(loaded),
             },
             log_retention=retention,
             api_overrides=given_fields(api_gateway_props),

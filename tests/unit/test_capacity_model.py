@@ -103,3 +103,12 @@ def test_the_capacity_section_survives_a_bench_rerender() -> None:
     assert kept == section
     assert make_capacity.splice("# Report\n\nnew body\n", kept) == "# Report\n\nnew body\n\n" + section
     assert make_capacity.splice(old, section.replace("rows", "new rows")).count("new rows") == 1
+
+
+def test_a_declared_target_gives_the_gateway_its_retry_after_and_shards() -> None:
+    from asya.environment import capacity_environment
+    from asya.envnames import ENV
+
+    assert capacity_environment(parse_manifest(yaml.safe_load((REPO / "asya.yaml").read_text()), base_dir=REPO)) == {}
+    assert capacity_environment(_example(1000)) == {ENV.retry_after: "2", ENV.index_shards: "8"}
+    assert capacity_environment(_example(10_000)) == {ENV.retry_after: "1", ENV.index_shards: "32"}
