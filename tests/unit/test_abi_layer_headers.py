@@ -71,7 +71,6 @@ def run_commands(*commands: tuple[Any, ...]) -> tuple[list[Any], AbiState, list[
         ("DEL", ".headers"),
     ],
 )
-@pytest.mark.xfail(strict=True, reason="a handler may still write the layer's headers")
 def test_p_hdr_5_a_write_of_a_layer_header_is_refused_at_the_yield(command: tuple[Any, ...]) -> None:
     replies, state, frames = run_commands(command)
     assert type(replies[0]) is ValueError, replies[0]
