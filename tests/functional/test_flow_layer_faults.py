@@ -1,4 +1,4 @@
-"""Faults of a compiled flow inside an actor's layer, against moto: a continuation that crashes (P-FLOW-15) and an
+"""Faults of a compiled flow inside an actor's layer, against moto: a continuation that crashes (P-FLOW-20) and an
 actor that returns two payloads (P-FLOW-11). Each fails the task once, through x-sink, naming the right actor; the
 record is acked, so the handler before it is never run again, and nothing goes downstream."""
 
@@ -65,8 +65,7 @@ def _flow_envelope(task_id: str, *, nxt: list[str], pc: int, prev: list[str] | N
     return envelope(task_id, prev=prev, nxt=nxt, headers=headers, payload={"n": 0})
 
 
-@pytest.mark.xfail(strict=True, reason="a RecursionError in the continuation fails the record")
-def test_p_flow_15_a_crashing_continuation_fails_the_task_once_and_never_reruns_the_handler(
+def test_p_flow_20_a_crashing_continuation_fails_the_task_once_and_never_reruns_the_handler(
     harness: Callable[..., Harness],
 ) -> None:
     h = harness("deep", COPY_DEEP)
