@@ -83,7 +83,6 @@ def test_p_flow_20_a_crashing_continuation_fails_the_task_once_and_never_reruns_
     assert h.drain("analyze") == [] and h.drain("x-sump") == []
 
 
-@pytest.mark.xfail(strict=True, reason="the second payload runs the rest of the segment")
 def test_p_flow_11_a_second_payload_fails_the_hop_that_sent_it(harness: Callable[..., Harness]) -> None:
     """``inc; two; inc; double; echo`` in one route segment: ``two`` (here the actor ``normalize``) returns two
     payloads; the task fails naming it, and neither payload reaches the next actor."""
