@@ -46,7 +46,6 @@ def client(mesh: Any, serve_asgi: Any, tmp_path: Path) -> Iterator[httpx.Client]
         yield http
 
 
-@pytest.mark.xfail(strict=True, reason="the create's continuation runs on the event loop")
 def test_p_flow_21_an_expensive_create_never_holds_the_other_requests(
     client: httpx.Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,7 +26,6 @@ def _run(program: Program, payload: Any) -> Any:
     return advance(program, payload, FlowState(flow="f", pc=0, owner="t"), deadline_at=None, now=NOW).payload
 
 
-@pytest.mark.xfail(strict=True, reason="evaluation is not bounded yet")
 def test_p_flow_21_a_doubled_nested_value_is_refused_by_its_whole_size() -> None:
     """The issue's shape: ``x = [x, x]`` in a loop. Each level is a list of 2, so a top-level length check never
     fires; the encoded size doubles every iteration (here from 1,000 characters to 8 MB in 13 rounds)."""
@@ -42,14 +41,12 @@ def test_p_flow_21_a_doubled_nested_value_is_refused_by_its_whole_size() -> None
         _run(program, {"i": 0, "x": "a" * 1000})
 
 
-@pytest.mark.xfail(strict=True, reason="evaluation is not bounded yet")
 def test_p_flow_21_a_dict_of_shared_values_is_measured_as_sent() -> None:
     program = _program('state["y"] = {"a": state["x"], "b": [state["x"], state["x"], state["x"], state["x"]]}')
     with pytest.raises(FlowError, match="bytes"):
         _run(program, {"x": "b" * 1_500_000})
 
 
-@pytest.mark.xfail(strict=True, reason="evaluation is not bounded yet")
 def test_p_flow_21_an_integer_is_bounded_by_its_magnitude() -> None:
     program = _program(
         """
@@ -63,14 +60,12 @@ def test_p_flow_21_an_integer_is_bounded_by_its_magnitude() -> None:
         _run(program, {"i": 0, "n": 10})
 
 
-@pytest.mark.xfail(strict=True, reason="evaluation is not bounded yet")
 def test_p_flow_21_a_repeat_is_refused_before_it_is_built() -> None:
     program = _program('state["y"] = [state["x"]] * 3000')
     with pytest.raises(FlowError, match="bytes"):
         _run(program, {"x": "c" * 10_000})
 
 
-@pytest.mark.xfail(strict=True, reason="evaluation is not bounded yet")
 def test_p_flow_21_the_total_a_continuation_assigns_is_bounded() -> None:
     """Each value is under the value bound, but a loop stores it under a new key every round."""
     program = _program(
@@ -100,7 +95,6 @@ def test_p_flow_21_values_within_the_bounds_still_work() -> None:
     assert len(str(out["x"])) > 32
 
 
-@pytest.mark.xfail(strict=True, reason="evaluation is not bounded yet")
 def test_p_flow_21_a_continuation_runs_under_a_time_budget() -> None:
     """The clock is the test's: every reading is one second later, so the budget is spent within a few
     instructions, however fast the machine."""
