@@ -44,7 +44,6 @@ PATHOLOGICAL = {
 
 
 @pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
-@pytest.mark.xfail(strict=False, reason="the compiler crashes on the parser's and literals' limits")
 def test_p_flow_22_a_pathological_source_is_a_compile_error(name: str) -> None:
     source, expected = PATHOLOGICAL[name]
     with pytest.raises(FlowCompileError) as caught:
@@ -59,7 +58,6 @@ def test_p_flow_22_a_large_integer_literal_within_the_bound_compiles() -> None:
     assert program.code[0]["op"] == "set"
 
 
-@pytest.mark.xfail(strict=True, reason="asya flow check prints a RecursionError's traceback")
 def test_p_flow_22_asya_flow_check_prints_the_error_without_a_traceback(tmp_path: Path) -> None:
     path = tmp_path / "deep.py"
     path.write_text(elif_chain(5000))
@@ -71,7 +69,6 @@ def test_p_flow_22_asya_flow_check_prints_the_error_without_a_traceback(tmp_path
 
 
 @pytest.mark.parametrize("name", sorted(PATHOLOGICAL))
-@pytest.mark.xfail(strict=False, reason="the compiler crashes on the parser's and literals' limits")
 def test_p_flow_22_a_manifest_with_such_a_flow_is_refused_with_its_error(tmp_path: Path, name: str) -> None:
     source, expected = PATHOLOGICAL[name]
     (tmp_path / "f.py").write_text(source)
