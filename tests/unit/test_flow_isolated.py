@@ -19,14 +19,14 @@ pytestmark = pytest.mark.unit
 GOOD = "async def f(state):\n    state = await a(state)\n    state['n'] = 1\n"
 
 
-@pytest.mark.xfail(strict=True, reason="flows are compiled in the tool's own process")
 def test_p_flow_22_the_child_compiles_the_same_program() -> None:
     from asya.flows.isolated import compile_isolated
 
-    assert compile_isolated(GOOD, flow="f", filename="f.py", actors={"a"}) == compile_flow(GOOD, flow="f")
+    assert compile_isolated(GOOD, flow="f", filename="f.py", actors={"a"}) == compile_flow(
+        GOOD, flow="f", filename="f.py"
+    )
 
 
-@pytest.mark.xfail(strict=True, reason="flows are compiled in the tool's own process")
 def test_p_flow_22_the_childs_problems_come_back_as_compile_errors() -> None:
     from asya.flows.isolated import check_isolated, compile_isolated
 
@@ -36,7 +36,6 @@ def test_p_flow_22_the_childs_problems_come_back_as_compile_errors() -> None:
     assert problem.file == "deep.py" and "nested too deeply" in problem.message
 
 
-@pytest.mark.xfail(strict=True, reason="flows are compiled in the tool's own process")
 def test_p_flow_22_a_child_that_dies_is_a_compile_error_not_a_crash() -> None:
     """The child here is killed by a signal, as a stack overflow in the parser would kill it."""
     from asya.flows.isolated import compile_isolated
@@ -47,7 +46,6 @@ def test_p_flow_22_a_child_that_dies_is_a_compile_error_not_a_crash() -> None:
     assert caught.value.problems[0].file == "f.py"
 
 
-@pytest.mark.xfail(strict=True, reason="flows are compiled in the tool's own process")
 def test_p_flow_22_asya_dev_refuses_a_manifest_whose_flow_does_not_compile(tmp_path: Path) -> None:
     """The reload path: the error is reported and the running mesh is kept (no mesh runs in this test; the loop's
     answer ``None`` is what keeps the previous one serving)."""
