@@ -186,7 +186,6 @@ def test_forged_reports_an_accepted_forged_post_and_a_crew_set_not_refused() -> 
     }
 
 
-@pytest.mark.xfail(strict=True, reason="the chaos mesh has no flow faults yet")
 def test_forged_reports_a_layer_header_set_not_refused() -> None:
     """P-HDR-5: a handler's SET of a layer header is refused at its yield."""
     assert _failing(_history(layer_sets=[("t1", "x-asya-flow-state", True)])) == {}
@@ -213,7 +212,6 @@ def _flow_history(calls: list[HandlerCall], view: dict[str, Any]) -> History:
     )
 
 
-@pytest.mark.xfail(strict=True, reason="the chaos mesh has no flow faults yet")
 def test_flows_hold_when_a_flow_task_repeats_its_plain_run() -> None:
     """``calc`` from ``{"n": 1}``: inc (2), even: double (4), the loop: inc (5), inc (6), done."""
     from chaos.flowplain import plain_run
@@ -223,12 +221,11 @@ def test_flows_hold_when_a_flow_task_repeats_its_plain_run() -> None:
     assert result == {"n": 6, "done": True}
     assert CALC.expected == result
     calls = [_flow_call(actor, hop) for hop, actor in enumerate(actors, start=1)]
-    calls.append(_flow_call("double", 2, "handler_error"))  # a retried hop is still one call of the sequence
+    calls.append(_flow_call("double", 2, attempt=2))  # a retried hop is still one call of the sequence
     view = {"status": "succeeded", "result": result, "checkpoint_key": KEY, "checkpoint_line": 1}
     assert _failing(_flow_history(calls, view)) == {}
 
 
-@pytest.mark.xfail(strict=True, reason="the chaos mesh has no flow faults yet")
 def test_flows_report_another_call_sequence_or_result_than_the_plain_run() -> None:
     calls = [_flow_call("inc", 1), _flow_call("inc", 2)]
     view = {"status": "succeeded", "result": {"n": 6, "done": True}, "checkpoint_key": KEY, "checkpoint_line": 1}
@@ -242,7 +239,6 @@ def test_flows_report_another_call_sequence_or_result_than_the_plain_run() -> No
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="the chaos mesh has no flow faults yet")
 def test_flows_take_a_second_payload_as_the_failure_of_its_own_hop_only() -> None:
     """P-FLOW-11: the task fails at the hop that returned two payloads, and nothing runs after it."""
     failed = {"status": "failed", "error": "FlowError: actor 'double' returned more than one payload in flow 'calc'"}
