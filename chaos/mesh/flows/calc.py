@@ -1,5 +1,5 @@
 # ruff: noqa: F821  (the actors are names of the manifest, resolved by the compiler; the plain run binds them)
-# mypy: disable-error-code="name-defined"
+# mypy: disable-error-code="name-defined, untyped-decorator"
 """The chaos mesh's compiled flow (``make chaos``): a branch, a mutation and a loop around two actors, so the flow
 faults (a handler that SETs a layer header, an actor that returns two payloads) meet continuations in the layer.
 The checker runs this file as plain Python too (``chaos.flowplain``) and compares each task with that run."""
