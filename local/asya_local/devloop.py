@@ -122,8 +122,15 @@ class DevLoop:
         return 0
 
     def _load(self) -> Manifest:
-        manifest = load_manifest(self._options.manifest)
-        check_mesh(manifest, source=self._options.manifest, instantiate=True)
+        """The manifest, loaded and checked; any failure is a :class:`LocalModeError` naming the file, so neither the
+        start nor a reload ever ends in a traceback."""
+        try:
+            manifest = load_manifest(self._options.manifest)
+            check_mesh(manifest, source=self._options.manifest, instantiate=True)
+        except AsyaError:
+            raise
+        except Exception as exc:
+            raise LocalModeError(f"{self._options.manifest}: cannot be used: {type(exc).__name__}: {exc}") from exc
         return manifest
 
     def reloaded_manifest(self) -> Manifest | None:
