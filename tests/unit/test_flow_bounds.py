@@ -115,3 +115,15 @@ def test_p_flow_21_a_continuation_runs_under_a_time_budget() -> None:
             now=NOW,
             monotonic=lambda: float(next(ticks)),
         )
+
+
+def test_p_flow_21_measuring_stops_at_the_limit_however_large_the_shared_value() -> None:
+    """``x = [x, x]`` sixty times shares every level: 2**60 leaves as sent, a few objects in memory. The measure
+    stops once the limit is passed (it would never finish otherwise), and counts every occurrence until then."""
+    from asya.flows.expr import encoded_size
+
+    x: Any = [1]
+    for _ in range(60):
+        x = [x, x]
+    assert encoded_size(x, 10_000) > 10_000
+    assert encoded_size([[1, 2], {"k": "ab"}], 10_000) >= len('[[1,2],{"k":"ab"}]')

@@ -14,11 +14,11 @@ Any Python error while evaluating (a missing key, a type mismatch, a division by
 :class:`~asya.flows.errors.FlowError` naming the expression's source line when known. Results that are containers
 are deep-copied on assignment (:func:`copy_json`), so a flow has JSON value semantics across hops.
 
-Bounded evaluation (P-FLOW-21): a value an expression builds (a list or dict literal, ``+`` and ``*`` of strings and
-lists, ``str(...)``) may not encode to more than :data:`MAX_VALUE_BYTES`, nested values counted in full however
-often they are shared, and an integer it computes may not reach :data:`MAX_INT_BITS` bits. Sizes are predicted
-before a repeat or a concatenation is built, and measured by :func:`encoded_size`, which walks without recursion and
-stops as soon as the limit is passed, so a doubled value costs no more than the limit to refuse.
+Bounded evaluation (P-FLOW-21): a value a mutation stores, and one that ``+``, ``*`` or ``str(...)`` builds, may not
+encode to more than :data:`MAX_VALUE_BYTES`, nested values counted in full however often they are shared, and an
+integer an expression computes may not reach :data:`MAX_INT_BITS` bits. Sizes are predicted before a repeat or a
+concatenation is built, and measured by :func:`encoded_size`, which walks without recursion and stops as soon as the
+limit is passed, so a doubled value costs no more than the limit to refuse.
 """
 
 from __future__ import annotations
@@ -90,33 +90,46 @@ def copy_json(value: Any) -> Any:
 
 
 def encoded_size(value: Any, limit: int) -> int:
-    """About the length of ``value``'s JSON text, counting shared values every time they occur; as soon as the count
-    passes ``limit`` it stops and answers a number over ``limit``. Iterative: any depth is measured."""
+    """About the length of ``value``'s JSON text, counting a shared value every time it occurs (as it is sent); as
+    soon as the count passes ``limit`` it stops and answers a number over ``limit``, so a measure never costs more
+    than ``limit`` (a doubled value is refused in the time its first ``limit`` characters take). Iterative: any depth
+    is measured."""
+    if not isinstance(value, dict | list | tuple):
+        return _scalar_size(value)
     total = 0
     stack = [value]
     while stack:
         item = stack.pop()
-        if isinstance(item, str):
-            total += len(item) + 2
-        elif isinstance(item, bool) or item is None:
-            total += 5
-        elif isinstance(item, int):
-            total += item.bit_length() * 3 // 10 + 2
-        elif isinstance(item, float):
-            total += 24
-        elif isinstance(item, dict):
+        if isinstance(item, dict):
             total += 2 + 2 * len(item)
             for key, member in item.items():
                 total += len(key) + 2 if isinstance(key, str) else 24
-                stack.append(member)
-        elif isinstance(item, list | tuple):
-            total += 2 + len(item)
-            stack.extend(item)
+                if isinstance(member, dict | list | tuple):
+                    stack.append(member)
+                else:
+                    total += _scalar_size(member)
         else:
-            total += 24
+            total += 2 + len(item)
+            if total > limit:  # a list longer than the limit is refused by its length alone
+                return total
+            for member in item:
+                if isinstance(member, dict | list | tuple):
+                    stack.append(member)
+                else:
+                    total += _scalar_size(member)
         if total > limit:
             return total
     return total
+
+
+def _scalar_size(item: Any) -> int:
+    if isinstance(item, str):
+        return len(item) + 2
+    if isinstance(item, bool) or item is None:
+        return 5
+    if isinstance(item, int):
+        return item.bit_length() * 3 // 10 + 2
+    return 24
 
 
 def check_size(value: Any, *, what: str = "expression built a value") -> Any:
@@ -216,10 +229,10 @@ def _eval(tree: Any, state: Any) -> Any:
         return True
     if tag == "if":
         return _eval(tree[2], state) if _eval(tree[1], state) else _eval(tree[3], state)
-    if tag == "list":
-        return _sized([_eval(item, state) for item in tree[1]])
+    if tag == "list":  # a literal holds what its source names: the assignment storing it measures it (interp)
+        return [_eval(item, state) for item in tree[1]]
     if tag == "dict":
-        return _sized({_eval(k, state): _eval(v, state) for k, v in tree[1]})
+        return {_eval(k, state): _eval(v, state) for k, v in tree[1]}
     if tag == "fn":
         args = [_eval(arg, state) for arg in tree[2]]
         if tree[1] == "str" and args:  # str() of a container is as long as its text: refuse before building it

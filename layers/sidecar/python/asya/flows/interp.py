@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from asya.flows.errors import FlowError
-from asya.flows.expr import MAX_VALUE_BYTES, check_size, copy_json, encoded_size, evaluate
+from asya.flows.expr import MAX_VALUE_BYTES, copy_json, encoded_size, evaluate
 from asya.flows.ir import Program
 from asya.resiliency import RetryRule
 from asya.timeutil import format_ts, parse_ts
@@ -177,10 +177,11 @@ def advance(
         if op == "return":
             return _step("end", payload, state, len(code), loops, tries, deadlines, deadline_at)
         if op == "set":
-            value = check_size(
-                evaluate(ins["expr"], payload, line=line), what=f"assignment at line {line} stores a value"
-            )
-            assigned += encoded_size(value, MAX_VALUE_BYTES)
+            value = evaluate(ins["expr"], payload, line=line)
+            size = encoded_size(value, MAX_VALUE_BYTES)
+            if size > MAX_VALUE_BYTES:
+                raise FlowError(f"assignment at line {line} stores a value of more than {MAX_VALUE_BYTES} bytes")
+            assigned += size
             if assigned > MAX_ASSIGNED_BYTES:
                 raise FlowError(
                     f"flow '{program.flow}' assigned more than {MAX_ASSIGNED_BYTES} bytes in one continuation"
