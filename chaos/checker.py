@@ -40,6 +40,8 @@ empty.
   redelivered or duplicated hop counts once), and a succeeded one ended with the plain run's result. A failed one
   made a prefix of those calls and is explained: an actor returned a second payload (P-FLOW-11; then no actor ran at
   a later hop, on either payload), or a dead letter, exhausted retries or a late redelivery explain it as for ``fan``.
+  A second payload's hop fails as a handler error, so the mesh's retry policy may run it again and the task go on;
+  whatever the outcome, no actor ever runs an envelope of the task other than its own (``calc`` never fans out).
 """
 
 from __future__ import annotations
@@ -151,13 +153,20 @@ def _flows(history: History) -> list[str]:
         view = history.views.get(task_id) or {}
         expected_calls, expected_result = plain_run(plan.payload)
         by_hop: dict[int, str] = {}
-        second: tuple[int, str] | None = None
+        last_attempt: dict[int, int] = {}
+        seconds: list[HandlerCall] = []
         for call in sorted(history.calls, key=lambda c: c.hop):
             if call.envelope_id != task_id:
+                if call.task_id == task_id:  # calc never fans out: another envelope of the task is a second payload
+                    out.append(f"{task_id}: {call.actor} ran {call.envelope_id}, a second payload, at hop {call.hop}")
                 continue
             by_hop.setdefault(call.hop, call.actor)
-            if "second_payload" in call.invocation.faults and second is None:
-                second = (call.hop, call.actor)
+            last_attempt[call.hop] = max(last_attempt.get(call.hop, 0), call.attempt)
+            if "second_payload" in call.invocation.faults:
+                seconds.append(call)
+        # a second payload ends the task only on the hop's last attempt: an earlier one was retried by the policy
+        final = [c for c in seconds if c.attempt == last_attempt[c.hop]]
+        second = (final[0].hop, final[0].actor) if final else None
         made = [by_hop[hop] for hop in sorted(by_hop)]
         status = view.get("status")
         if status == "succeeded":

@@ -248,6 +248,13 @@ def test_flows_take_a_second_payload_as_the_failure_of_its_own_hop_only() -> Non
     assert _failing(_flow_history(calls, failed))["flows"] == [
         "c1: inc ran at hop 3, after double returned two payloads at hop 2"
     ]
+    retried = [_flow_call("inc", 1), _flow_call("double", 2, "second_payload"), _flow_call("double", 2, attempt=2)]
+    retried.append(_flow_call("inc", 3, "handler_error"))  # the retry went on; a later hop failed for its own reason
+    assert _failing(_flow_history([*retried, _flow_call("inc", 3, "handler_error", attempt=3)], failed)) == {}
+    leaked = HandlerCall("inc", "c1-child", "c1", 3, 1, Invocation("inc", "url", "m", "r", 1, {"id": "c1-child"}))
+    assert _failing(_flow_history([*calls[:2], leaked], failed))["flows"] == [
+        "c1: inc ran c1-child, a second payload, at hop 3"
+    ]
     assert _failing(_flow_history([_flow_call("inc", 1)], {"status": "failed", "error": "boom"}))["flows"] == [
         "c1: failed with nothing injected to explain it: 'boom'"
     ]
