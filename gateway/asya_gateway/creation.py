@@ -12,7 +12,8 @@ armed for a task whose first send then fails finds the task failed (or deleted) 
 
 For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
-is answered 400.
+is answered 400. They run in a worker thread, bounded like any continuation (P-FLOW-21: value sizes, and a time
+budget of ``asya.flows.interp.TIME_BUDGET_SECONDS``), so an expensive start never holds the event loop.
 
 A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
 the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
@@ -112,7 +113,8 @@ async def start_task(
     destination = entry
     program = _program(ctx, target) if start_at is None else None
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
-        envelope, destination = _start_flow(program, envelope, format_ts(now))
+        # in a worker thread under the continuation's time budget: never on the event loop (P-FLOW-21)
+        envelope, destination = await ctx.call(_start_flow, program, envelope, format_ts(now))
         entry = envelope.route.curr or destination
     if not resume:
         await ctx.call(
