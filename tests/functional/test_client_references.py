@@ -24,8 +24,9 @@ import httpx
 import pytest
 
 from asya.config import ActorConfig
-from asya.payloads import PayloadStore, PayloadUnavailableError
-from asya.store import TaskStore
+from asya.envelope import parse_envelope
+from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owners
+from asya.store import StatusUpdate, TaskStore
 from asya_crew.pause import PauseRuntime
 from asya_gateway import GatewayConfig, create_app
 from tests.functional.actors import NOW, Context, Harness, actor_env, deliver, drain, queue_arn
@@ -159,7 +160,6 @@ def _clock() -> datetime:
     return NOW
 
 
-@pytest.mark.xfail(strict=True, reason="any payloads/ key in the bucket is rehydrated")
 @pytest.mark.parametrize(
     ("key", "owners"),
     [
@@ -174,10 +174,9 @@ def test_p_large_7_rehydrate_refuses_a_reference_of_another_envelope(
     ref = _plant(mesh, key)
     store = PayloadStore(bucket=mesh.resources.bucket, s3=mesh.aws.s3)
     with pytest.raises(PayloadUnavailableError, match="belongs to another task"):
-        store.rehydrate(ref, owners=owners)  # type: ignore[call-arg]
+        store.rehydrate(ref, owners=owners)
 
 
-@pytest.mark.xfail(strict=True, reason="the layer rehydrates another task's payload for the handler")
 def test_p_large_7_the_layer_sends_a_foreign_reference_to_x_sump_unread(mesh: Any) -> None:
     ref = _plant(mesh)
     harness = Harness(mesh, "echo", clock=_clock)
@@ -212,7 +211,6 @@ def test_p_large_7_the_layer_reads_its_own_its_parents_and_its_origins_reference
     assert out["payload"] == {"text": "fine", "seen": True}
 
 
-@pytest.mark.xfail(strict=True, reason="x-sink reads another task's payload into the result")
 def test_p_large_7_x_sink_never_reads_a_foreign_reference_into_a_result(mesh: Any) -> None:
     from tests.functional.test_sink import Sink
     from tests.functional.test_sink import envelope as sink_envelope
@@ -225,3 +223,61 @@ def test_p_large_7_x_sink_never_reads_a_foreign_reference_into_a_result(mesh: An
     assert view is not None and view["status"] == "succeeded"
     assert view["result"] == ref, "kept as the reference it was, unread"
     assert "4111" not in json.dumps(view)
+
+
+@pytest.mark.xfail(strict=True, reason="the retry hands the new task the old task's reference")
+def test_p_large_7_a_retry_from_an_offloaded_step_reads_a_copy_in_the_new_tasks_folder(
+    mesh: Any, client: httpx.Client
+) -> None:
+    """GW-HIST-2: the step's input was offloaded under the old task's id; the new task gets its own copy, so its first
+    actor reads it (a reference into the old task's folder would be another task's, P-LARGE-7)."""
+    created = client.post("/api/v1/mesh/?flow=sentences", json={"payload": {"text": "A. B."}})
+    old_id = str(created.json()["id"])
+    drain(mesh.aws.sqs, mesh.resources.queue_urls["split"])
+    store = TaskStore(
+        table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3
+    )
+    old_ref = _plant(mesh, f"payloads/{old_id}/0001-analyze-0badc0de.json", {"text": "large"})
+    line = {
+        "v": 1,
+        "envelope_id": old_id,
+        "parent_id": None,
+        "actor": "analyze",
+        "attempt": 1,
+        "hop": 1,
+        "message_id": "m-1",
+        "started_at": "2026-03-01T10:00:01Z",
+        "duration_ms": 1.0,
+        "input": {"__truncated__": "300000 bytes"},
+        "input_bytes": 300000,
+        "input_ref": old_ref["__ref__"],
+        "route": {"prev": ["split"], "curr": "analyze", "next": []},
+        "headers": {"x-asya-flow": "sentences"},
+        "outputs": [],
+        "error": None,
+        "prev": None,
+    }
+    key = "history/2026-03-01/0f0f0f0f-0000-4000-8000-000000000001.jsonl"
+    mesh.aws.s3.put_object(Bucket=mesh.resources.bucket, Key=key, Body=json.dumps(line).encode() + b"\n")
+    claimed = store.running(
+        old_id,
+        step="processing",
+        actor="analyze",
+        route_prev=["split"],
+        route_curr="analyze",
+        route_next=[],
+        claim=(2, 1, 0),
+        history=(key, None),
+    )
+    assert claimed.accepted
+    store.apply_status(old_id, StatusUpdate(status="failed", error="boom"))
+    answer = client.post(f"/api/v1/mesh/{old_id}/retry", json={"from": "analyze"})
+    assert answer.status_code == 201, answer.text
+    new_id = answer.json()["id"]
+    [first] = drain(mesh.aws.sqs, mesh.resources.queue_urls["analyze"])
+    ref = first["payload"]["__ref__"]
+    assert ref.startswith(f"s3://{mesh.resources.bucket}/payloads/{new_id}/0001-analyze-"), ref
+    envelope = parse_envelope(json.dumps(first))
+    assert PayloadStore(bucket=mesh.resources.bucket, s3=mesh.aws.s3).rehydrate(
+        first["payload"], owners=reference_owners(envelope)
+    ) == {"text": "large"}
