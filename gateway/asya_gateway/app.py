@@ -108,9 +108,9 @@ def create_app(
         store = TaskStore(
             table=config.table or manifest.table_name, bucket=bucket, dynamodb=dynamodb, s3=s3, clock=clock
         )
+    payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's
-        payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
         transport = Transport(
             namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
         )
@@ -158,6 +158,7 @@ def create_app(
         transport=transport,
         clock=clock,
         timers=timers,
+        payloads=payloads,
         cloudwatch=cloudwatch,
     )
     return app

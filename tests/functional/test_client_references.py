@@ -86,7 +86,6 @@ def test_gw_ref_1_a_create_payload_that_is_a_reference_is_refused(mesh: Any, cli
     assert "storage reference" in answer.json()["error"]
 
 
-@pytest.mark.xfail(strict=True, reason="a resume input may carry a reference into the paused payload")
 @pytest.mark.parametrize(
     "given",
     [
@@ -105,7 +104,6 @@ def test_gw_ref_2_a_resume_input_that_could_become_a_reference_is_refused(
     assert drain(mesh.aws.sqs, mesh.resources.queue_urls["x-resume"]) == []
 
 
-@pytest.mark.xfail(strict=True, reason="an A2A resume may carry a reference into the paused payload")
 def test_gw_ref_2_an_a2a_resume_with_a_reference_is_invalid_params(mesh: Any, client: httpx.Client) -> None:
     task_id = _paused(mesh, client)
     message = {"kind": "message", "role": "user", "messageId": "m", "taskId": task_id}
@@ -118,7 +116,6 @@ def test_gw_ref_2_an_a2a_resume_with_a_reference_is_invalid_params(mesh: Any, cl
     assert client.get(f"/api/v1/mesh/{task_id}").json()["status"] == "paused"
 
 
-@pytest.mark.xfail(strict=True, reason="the producer route stores a reference as a value")
 @pytest.mark.parametrize("kind", ["fly", "status"])
 def test_gw_ref_1_the_producer_routes_data_must_not_be_a_reference(mesh: Any, client: httpx.Client, kind: str) -> None:
     task_id = client.post("/api/v1/mesh/?flow=text-pipeline", json={"payload": {"text": "hi"}}).json()["id"]
@@ -130,27 +127,26 @@ def test_gw_ref_1_the_producer_routes_data_must_not_be_a_reference(mesh: Any, cl
     assert answer.json()["error"].startswith("data: must not be a storage reference")
 
 
-@pytest.mark.xfail(strict=True, reason="an MCP tools/call's arguments become the payload unchecked")
 def test_gw_ref_1_mcp_arguments_that_are_a_reference_answer_an_error_result(mesh: Any, serve_asgi: Any) -> None:
     flows = dict(mesh.manifest.flows)  # a tool without an input_schema: its arguments may be any object
     flows["text-pipeline"] = flows["text-pipeline"].model_copy(update={"input_schema": None})
     manifest = mesh.manifest.model_copy(update={"flows": flows})
     app = create_app(GatewayConfig(), manifest=manifest, dynamodb=mesh.aws.dynamodb, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
-    client = httpx.Client(base_url=serve_asgi(app), timeout=30)
-    call = {
-        "jsonrpc": "2.0",
-        "id": 3,
-        "method": "tools/call",
-        "params": {"name": "text-pipeline", "arguments": _ref(mesh)},
-    }
-    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
-    session = client.post("/mcp", json=init).headers["mcp-session-id"]
-    headers = {"Mcp-Session-Id": session, "Accept": "application/json, text/event-stream"}
-    with client.stream("POST", "/mcp", json=call, headers=headers) as response:
-        first = next(response.iter_text(), "")
-    assert '"isError":true' in first.replace(" ", ""), first
-    assert "storage reference" in first
-    assert client.get("/api/v1/mesh/").json()["messages"] == [], "no task was created"
+    with httpx.Client(base_url=serve_asgi(app), timeout=30) as client:
+        call = {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "tools/call",
+            "params": {"name": "text-pipeline", "arguments": _ref(mesh)},
+        }
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
+        session = client.post("/mcp", json=init).headers["mcp-session-id"]
+        headers = {"Mcp-Session-Id": session, "Accept": "application/json, text/event-stream"}
+        with client.stream("POST", "/mcp", json=call, headers=headers) as response:
+            first = next(response.iter_text(), "")
+        assert '"isError":true' in first.replace(" ", ""), first
+        assert "storage reference" in first
+        assert client.get("/api/v1/mesh/").json()["messages"] == [], "no task was created"
 
 
 # -- the layer and the crew: a reference is read only by the task it belongs to --------------------------------------
@@ -225,7 +221,6 @@ def test_p_large_7_x_sink_never_reads_a_foreign_reference_into_a_result(mesh: An
     assert "4111" not in json.dumps(view)
 
 
-@pytest.mark.xfail(strict=True, reason="the retry hands the new task the old task's reference")
 def test_p_large_7_a_retry_from_an_offloaded_step_reads_a_copy_in_the_new_tasks_folder(
     mesh: Any, client: httpx.Client
 ) -> None:

@@ -169,7 +169,6 @@ def test_p_resume_4_input_and_stored_payload_must_be_objects() -> None:
         merge_input(_document({"prompt": "p"}, payload="text"), {})
 
 
-@pytest.mark.xfail(strict=True, reason="a merge may put a storage reference at the payload's root")
 @pytest.mark.parametrize(
     ("metadata", "stored", "given"),
     [
