@@ -14,8 +14,8 @@ authentication) as every route does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -24,7 +24,11 @@ from starlette.routing import Route
 from asya_gateway.version import VERSION
 from asya_local.history import HISTORY_PATH, RunHistory
 
-__all__ = ["install_dev_routes"]
+__all__ = ["DEV_ROUTE_OWNERS", "install_dev_routes"]
+
+#: How each local route keeps one subject's tasks from another (GW-EDGE-8, the kinds of ``asya_gateway.ownership``):
+#: the routes are not in the deployed OpenAPI document, so they are declared here.
+DEV_ROUTE_OWNERS: Final[Mapping[tuple[str, str], str]] = {("/health", "get"): "public", (HISTORY_PATH, "get"): "task"}
 
 
 def install_dev_routes(app: Any, *, moto_problem: Callable[[], str | None], history: RunHistory | None) -> None:
