@@ -132,20 +132,10 @@ def _operations(kind: str) -> list[tuple[str, str]]:
     return ops + [(method, path) for (path, method), k in DEV_ROUTE_OWNERS.items() if k == kind]
 
 
-_TASK_OPERATIONS: list[Any] = [
-    pytest.param(
-        method,
-        path,
-        marks=[pytest.mark.xfail(strict=True, reason="the dev history has no owner check")]
-        if path == "/api/v1/dev/history/{task_id}"
-        else [],
-        id=f"{method} {path}",
-    )
-    for method, path in _operations("task") + _operations("tasks")
-]
+_TASK_OPERATIONS = _operations("task") + _operations("tasks")
 
 
-@pytest.mark.parametrize(("method", "path"), _TASK_OPERATIONS)
+@pytest.mark.parametrize(("method", "path"), _TASK_OPERATIONS, ids=[f"{m} {p}" for m, p in _TASK_OPERATIONS])
 def test_gw_edge_8_a_task_route_answers_another_subject_as_for_an_unknown_id(
     gateway: Gateway, method: str, path: str
 ) -> None:
