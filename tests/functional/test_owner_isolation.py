@@ -194,7 +194,6 @@ def test_gw_edge_8_every_a2a_method_is_declared_and_a_task_method_answers_anothe
     assert unknown.json()["error"]["code"] == -32601
 
 
-@pytest.mark.xfail(strict=True, reason="an MCP session id is not bound to the subject that opened it")
 def test_gw_edge_8_every_mcp_method_is_declared_and_another_subject_cannot_use_a_session(gateway: Gateway) -> None:
     """Methods outside the declaration answer -32601; a session is its opener's: bob's requests naming alice's session
     id are answered as for an unknown session (404), so he can neither cancel her calls nor read her session."""
