@@ -200,7 +200,6 @@ def test_gw_auth_5_manifest_validates_the_jwt_settings(auth: dict[str, Any], mes
     assert message in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="a token without sub passes and creates tasks nobody can read")
 def test_gw_edge_10_a_token_without_sub_is_refused_with_a_clear_401(
     client: httpx.Client, issuer: tuple[Issuer, str]
 ) -> None:
