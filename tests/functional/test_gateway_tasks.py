@@ -592,3 +592,17 @@ def test_mq_diagnostic_names_are_deduplicated_and_capped_gw_ops_3(gw: Gw) -> Non
     many = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["analyze"] * 5000})
     assert (many.status_code, many.json()) == (400, {"error": "actors: at most 200 names, got 5000"})
     assert len(calls) == 4, "a refused request checks no queue"
+
+
+@pytest.mark.xfail(strict=True, reason="an unknown flow scans every index page and answers an empty 200")
+def test_gw_list_6_an_unknown_flow_filter_is_400_naming_the_flows(gw: Gw) -> None:
+    """GW-LIST-6: a flow the manifest does not declare has no tasks to find: answered at once, without a store read."""
+    reads: list[str] = []
+    gw.mesh.aws.dynamodb.meta.events.register("before-call.dynamodb.*", lambda model, **_: reads.append(model.name))
+    response = gw.client.get("/api/v1/mesh/?flow=nosuch")
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == (
+        "flow: unknown flow 'nosuch' (flows: documents, reviewed-text, sentences, text-pipeline, triage)"
+    )
+    assert reads == []
+    assert gw.client.get("/api/v1/mesh/?flow=sentences").status_code == 200
