@@ -24,7 +24,6 @@ __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
-_FLOW_PATTERN: Final = naming.FLOW_NAME_RE.pattern
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +112,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "summary": "List tasks, newest first (section 5)",
         "parameters": [
             _query("status", _or_empty({"type": "string", "enum": list(STATUSES)}), "Only tasks in this status"),
-            _query("flow", _or_empty({"type": "string", "pattern": _FLOW_PATTERN}), "Only tasks of this flow"),
+            _query("flow", _or_empty({"type": "string", "enum": flows}), "Only tasks of this flow (a declared one)"),
             _query("limit", _or_empty({"type": "integer", "minimum": 1, "maximum": 100}), "Page size (default 20)"),
             _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
             _query("offset", _or_empty({"type": "integer", "minimum": 0, "maximum": 10000}), "Skip this many tasks"),

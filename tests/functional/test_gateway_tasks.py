@@ -594,7 +594,6 @@ def test_mq_diagnostic_names_are_deduplicated_and_capped_gw_ops_3(gw: Gw) -> Non
     assert len(calls) == 4, "a refused request checks no queue"
 
 
-@pytest.mark.xfail(strict=True, reason="an unknown flow scans every index page and answers an empty 200")
 def test_gw_list_6_an_unknown_flow_filter_is_400_naming_the_flows(gw: Gw) -> None:
     """GW-LIST-6: a flow the manifest does not declare has no tasks to find: answered at once, without a store read."""
     reads: list[str] = []
