@@ -135,7 +135,7 @@ def _step_input(step: dict[str, Any], raw: str) -> Any:
     if isinstance(step.get("input_ref"), str):
         return {REFERENCE_KEY: step["input_ref"]}
     recorded = step.get("input")
-    if isinstance(recorded, dict) and set(recorded) == {"__truncated__"}:
+    if step.get("input_cut") is True:  # the flag, never the marker's shape: a payload may look like it (P-HIST-7)
         raise HttpError(
             409,
             f"from {raw}: the step's input ({step.get('input_bytes')} bytes) was cut at the flow's history_body_bytes "
