@@ -24,6 +24,7 @@ __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
+_ACTOR_PATTERN: Final = naming.ACTOR_NAME_RE.pattern
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +246,9 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                             "actors": {
                                 "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
                                 "maxItems": MAX_DIAGNOSTIC_NAMES,
-                                "items": {"enum": actors},
+                                # the manifest's actors, or any other actor name: an undeclared one is reported
+                                # with declared: false (GW-OPS-5)
+                                "items": {"anyOf": [{"enum": actors}, {"type": "string", "pattern": _ACTOR_PATTERN}]},
                             }
                         },
                         "additionalProperties": False,

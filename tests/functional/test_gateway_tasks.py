@@ -559,6 +559,7 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
     analyze, split = report["queues"]
     assert analyze == {
         "actor": "analyze",
+        "declared": True,
         "queue": "asya-demo-analyze",
         "exists": True,
         "depth": 1,
@@ -568,11 +569,14 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
         "dlq": {"queue": "asya-demo-analyze-dlq", "exists": True, "depth": 1, "oldest_age_seconds": None},
     }
     assert (split["exists"], split["depth"], split["in_flight"]) == (False, None, None)
-    bad = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["nope"]})
+    # an undeclared name is reported (GW-OPS-5); only a name that cannot be an actor is refused
+    [nope] = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["nope"]}).json()["queues"]
+    assert (nope["declared"], nope["exists"]) == (False, False)
+    bad = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["No Pe"]})
     assert (bad.status_code, bad.json()) == (
         400,
         {
-            "error": "actors: unknown actor 'nope' (actors: analyze, chunk, digest, normalize, publish, "
+            "error": "actors: 'No Pe' is not an actor name (actors: analyze, chunk, digest, normalize, publish, "
             "request-review, split, summarize, summarize-chunk, x-deadline, x-fanin-chunk, x-fanin-flow-triage, "
             "x-pause, x-resume, x-sink, x-sump)"
         },
