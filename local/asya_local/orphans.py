@@ -5,8 +5,9 @@ the manifest leaves its queue behind, and nothing polls it any more. The envelop
 tasks ``running`` until their deadlines, and senders that still name the actor would add more.
 
 :class:`OrphanSweeper` fails those tasks at once instead. At each mesh start, and then every ``interval`` seconds
-until nothing is left, it lists the namespace's queues (``asya-{ns}-*``); a queue that the current mesh did not
-provision and that is not a dead-letter queue is *orphaned*. Each envelope received from it is sent to x-sump as
+until nothing is left, it lists the namespace's queues (``asya-{ns}-*``, tagged with the namespace by
+:func:`asya_local.provision.provision`); a queue that the current mesh did not provision and that is not a dead-letter
+queue is *orphaned*. Each envelope received from it is sent to x-sump as
 ``UnknownActor`` (``actor '<name>' is no longer in the manifest``), which fails its task with its checkpoint, and is
 then deleted from the queue (a body that does not parse goes to x-sump as ``ParseError``). An orphaned queue that is
 empty, nothing in flight or delayed, is deleted: a sender that still names the actor then gets ``UnknownActor`` itself
@@ -28,6 +29,7 @@ from asya.envelope import Reason, parse_envelope, salvage_envelope
 from asya.exceptions import EnvelopeParseError
 from asya.timeutil import Clock, format_ts, system_clock
 from asya.transport import Transport
+from asya_local.provision import NAMESPACE_TAG
 
 __all__ = ["OrphanSweeper"]
 
@@ -119,7 +121,14 @@ class OrphanSweeper:
             actor = name.removeprefix(self._prefix)
             if name in self._known or name.endswith(_DLQ_SUFFIX) or not naming.is_valid_actor_name(actor):
                 continue
-            found.append((actor, url))
+            try:
+                tags = self._sqs.list_queue_tags(QueueUrl=url).get("Tags") or {}
+            except ClientError as exc:
+                if exc.response["Error"]["Code"] in _NO_QUEUE:
+                    continue
+                raise
+            if tags.get(NAMESPACE_TAG) == self._namespace:  # not a queue of a namespace that merely shares the prefix
+                found.append((actor, url))
         return found
 
     def _drain(self, actor: str, url: str) -> int:

@@ -24,9 +24,10 @@ GONE = "old-step"
 
 def _orphan_queue(mesh: Any) -> str:
     """The queue an earlier manifest's actor ``GONE`` left behind, with its DLQ."""
-    sqs = mesh.aws.sqs
-    sqs.create_queue(QueueName=naming.dlq_name(mesh.resources.namespace, GONE))
-    return str(sqs.create_queue(QueueName=naming.queue_name(mesh.resources.namespace, GONE))["QueueUrl"])
+    sqs, namespace = mesh.aws.sqs, mesh.resources.namespace
+    tags = {"asya-namespace": namespace}  # as the earlier mesh's provision tagged it
+    sqs.create_queue(QueueName=naming.dlq_name(namespace, GONE), tags=tags)
+    return str(sqs.create_queue(QueueName=naming.queue_name(namespace, GONE), tags=tags)["QueueUrl"])
 
 
 def _sweeper(mesh: Any) -> Any:
@@ -63,11 +64,15 @@ def test_local_orphan_1_a_removed_actors_envelopes_fail_their_tasks_at_once(mesh
     assert _sweeper(mesh).sweep() == (0, 0)
 
 
-def test_local_orphan_1_the_mesh_own_queues_are_never_swept(mesh: Any) -> None:
+def test_local_orphan_1_the_mesh_own_queues_and_another_namespaces_are_never_swept(mesh: Any) -> None:
     url = mesh.resources.queue_urls["analyze"]
     mesh.aws.sqs.send_message(QueueUrl=url, MessageBody=json.dumps(actor_envelope("t-1", curr="analyze")))
+    # namespace "demo-x" shares the prefix asya-demo-: its queue is no orphan of "demo"
+    other = mesh.aws.sqs.create_queue(QueueName="asya-demo-x-analyze", tags={"asya-namespace": "demo-x"})["QueueUrl"]
+    mesh.aws.sqs.send_message(QueueUrl=other, MessageBody="{}")
     assert _sweeper(mesh).sweep() == (0, 0)
     assert len(drain(mesh.aws.sqs, url)) == 1
+    assert len(drain(mesh.aws.sqs, other)) == 1
 
 
 @pytest.fixture
