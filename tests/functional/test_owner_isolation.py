@@ -25,7 +25,7 @@ from asya.manifest import GatewayAuth, Manifest
 from asya.manifest import GatewayConfig as ManifestGateway
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.a2a import v1
-from asya_gateway.ownership import A2A_METHOD_OWNERS, KINDS, MCP_METHOD_OWNERS, OWNER_EXTENSION
+from asya_gateway.ownership import A2A_METHOD_OWNERS, KINDS, MCP_METHOD_OWNERS, OPERATION_OWNERS, OWNER_EXTENSION
 from asya_local.devroutes import DEV_ROUTE_OWNERS, install_dev_routes
 from asya_local.history import RunHistory
 from tests.functional.test_gateway_jwt import AUDIENCE, ISSUER, Issuer, issuer  # noqa: F401 (fixture)
@@ -126,8 +126,6 @@ def _record_step(gateway: Gateway, task_id: str) -> None:
 
 
 def _operations(kind: str) -> list[tuple[str, str]]:
-    from asya_gateway.ownership import OPERATION_OWNERS
-
     ops = [(method, path) for (path, method), k in OPERATION_OWNERS.items() if k == kind]
     return ops + [(method, path) for (path, method), k in DEV_ROUTE_OWNERS.items() if k == kind]
 
