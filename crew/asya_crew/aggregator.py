@@ -29,8 +29,9 @@ A slice header with ``set`` (a compiled flow's fan-out, P-FLOW-8) keys the fan-i
 ``origin_id``; the merged envelope keeps the origin's identity. A merged envelope that ends its route while a
 compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6).
 
-Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference) and read back from S3 for the
-merge (P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
+Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference, checked against the slice's own
+envelope first: a reference of another task fails the task, P-LARGE-7) and read back from S3 for the merge
+(P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.fanin import MAX_SLICES
 from asya.flows.mesh import continue_outgoing
+from asya.payloads import PayloadUnavailableError, reference_owners
 from asya.store import ChildOutcome
 from asya.timeutil import format_ts, parse_ts
 from asya.transport import UnknownActorError
@@ -141,6 +143,11 @@ class AggregatorRuntime(CrewRuntime):
             self._send(routing.sla_envelope(env, actor=actor, now=now, trace=trace))
             self._log.warning("SLA deadline expired: sent to x-sink")
             return
+        try:  # a slice is stored as received, so its reference is checked against its own envelope now (P-LARGE-7)
+            self._payloads.check_owner(env.payload, reference_owners(env))
+        except PayloadUnavailableError as exc:
+            self._fail_merge(header.origin, env, str(exc), now, trace, payload=env.payload, state_key=header.state_key)
+            return
         now_ms = int(now_dt.timestamp() * 1000)
         try:
             progress = self._state.add(
@@ -172,9 +179,10 @@ class AggregatorRuntime(CrewRuntime):
             slices = self._state.read(header.state_key, header.count)
             parent = slices[0].parent or {}
             trace = routing.Trace.for_hop(parent.get("headers") or {}, enabled=self.config.tracing)
-            parent_payload = self._payloads.rehydrate(slices[0].payload)
+            # every slice's reference was checked against its own envelope when it was stored (P-LARGE-7)
+            parent_payload = self._payloads.rehydrate(slices[0].payload, owners=None)
             try:
-                payloads = [self._payloads.rehydrate(s.payload) for s in slices[1:]]
+                payloads = [self._payloads.rehydrate(s.payload, owners=None) for s in slices[1:]]
                 envelope, actor = merged_envelope(
                     header.origin, parent, parent_payload, header.key, payloads, aggregator=self.config.actor, now=now
                 )

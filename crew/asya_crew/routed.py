@@ -20,7 +20,7 @@ from typing import Any, Final, NoReturn
 
 from asya import routing
 from asya.envelope import Envelope, Reason
-from asya.payloads import PayloadUnavailableError
+from asya.payloads import PayloadUnavailableError, reference_owners
 from asya.timeutil import parse_ts
 from asya_crew.runtime import CrewRuntime
 
@@ -106,7 +106,7 @@ class RoutedCrewRuntime(CrewRuntime):
     def _payload(self, envelope: Envelope) -> Any:
         """The payload itself (P-LARGE-4); an unreadable reference goes to x-sump (``PayloadUnavailable``)."""
         try:
-            return self._payloads.rehydrate(envelope.payload)
+            return self._payloads.rehydrate(envelope.payload, owners=reference_owners(envelope))
         except PayloadUnavailableError as exc:
             self._to_sump(envelope, Reason.PAYLOAD_UNAVAILABLE, str(exc))
 

@@ -41,7 +41,7 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.infra import parse_failure_envelope
-from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
+from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference, reference_owners
 from asya.store import ChildFinish, ChildOutcome, TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, format_ts, system_clock
@@ -177,9 +177,11 @@ class CrewRuntime:
         checkpoint still says where the payload was; any other S3 error fails the record."""
         payload = envelope.payload
         try:
-            hydrated = self._payloads.rehydrate(payload)
+            owners = reference_owners(envelope)
+            hydrated = self._payloads.rehydrate(payload, owners=owners)
             if isinstance(hydrated, dict) and is_reference(hydrated.get("original_payload")):
-                hydrated = {**hydrated, "original_payload": self._payloads.rehydrate(hydrated["original_payload"])}
+                original = self._payloads.rehydrate(hydrated["original_payload"], owners=owners)
+                hydrated = {**hydrated, "original_payload": original}
         except PayloadUnavailableError as exc:
             self._log.warning("payload reference not readable: kept as it is", extra={"error": str(exc)})
             return envelope

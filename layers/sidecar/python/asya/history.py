@@ -11,15 +11,17 @@ Per invocation (one SQS batch) an :class:`InvocationHistory`:
   UUID4: no id from an envelope steers a key), chosen at the first recorded hop, before its claim;
 - :meth:`~InvocationHistory.open` starts one line per recorded hop right before its handler call (after the claim):
   ``{"v": 1, "envelope_id", "parent_id", "actor", "attempt", "hop", "message_id", "started_at", "duration_ms",
-  "input", "input_bytes", "input_ref", "route", "headers", "outputs", "error", "prev"}``; ``prev`` is the envelope's
-  ``x-asya-history-prev`` (the object that recorded the hop which sent it: the chain a reader walks backwards);
+  "input", "input_bytes", "input_cut", "input_ref", "route", "headers", "outputs", "error", "prev"}``; ``prev`` is
+  the envelope's ``x-asya-history-prev`` (the object that recorded the hop which sent it: the chain a reader walks
+  backwards);
 - :meth:`~InvocationHistory.encode` wraps the transport's encoder: every envelope sent for a recorded hop (same id:
   the next hop, a retry, x-sink or x-sump; or a child whose ``parent_id`` is the hop's envelope) leaves with
   ``x-asya-history-prev`` = this invocation's key and is added to the hop's ``outputs`` as ``{"actor",
   "envelope_id", "payload", "bytes", "ref"}``; its ``error`` is set from a ``retrying``/``failed`` status or an
   x-sink/x-sump error payload;
 - bodies (``input``, output ``payload``) over the cut size (the header's value) are kept as
-  ``{"__truncated__": "<n> bytes"}``; a payload offloaded to S3 (P-LARGE-2) keeps its reference in ``input_ref`` /
+  ``{"__truncated__": "<n> bytes"}``, and ``input_cut`` / the output's ``cut`` say so (P-HIST-7: a payload may look
+  like the marker); a payload offloaded to S3 (P-LARGE-2) keeps its reference in ``input_ref`` /
   ``ref`` (``s3://bucket/key``), so the whole body stays reachable while the payload object lives (P-LARGE-6);
 - :meth:`~InvocationHistory.flush`, at the end of the batch, writes every line in ONE ``PutObject`` through
   ``asya.jsonlines`` (the checkpoints' writer): at most one PUT per invocation, whatever the batch size, so at full
@@ -43,10 +45,11 @@ from asya.envelope import Envelope, dumps
 from asya.jsonlines import JsonlWriter, escape_line_breaks
 from asya.payloads import REFERENCE_KEY, is_reference
 
-__all__ = ["HistoryError", "HistoryMark", "InvocationHistory", "body_limit", "cut_body"]
+__all__ = ["HistoryError", "HistoryMark", "InvocationHistory", "body_limit", "cut_body", "was_cut"]
 
 #: The line format's version (``v``).
 VERSION: Final = 1
+_MARKER: Final = "__truncated__"
 _MIN_BODY: Final = 64
 _CREW_ERRORS: Final = frozenset({naming.SINK, naming.SUMP})
 
@@ -70,13 +73,28 @@ def body_limit(headers: Mapping[str, Any]) -> int | None:
         return _MIN_BODY
 
 
-def cut_body(value: Any, limit: int) -> tuple[Any, int]:
-    """``(value or its truncation marker, encoded size in bytes)``."""
+def cut_body(value: Any, limit: int) -> tuple[Any, int, bool]:
+    """``(value or its truncation marker, encoded size in bytes, whether it was cut)``: the flag, not the marker's
+    shape, says a body was cut, since a payload may look exactly like the marker (P-HIST-7)."""
     try:
         size = len(dumps(value).encode("utf-8"))
     except (TypeError, ValueError):
-        return {"__truncated__": "not JSON"}, 0
-    return (value if size <= limit else {"__truncated__": f"{size} bytes"}), size
+        return {_MARKER: "not JSON"}, 0, True
+    if size <= limit:
+        return value, size, False
+    return {_MARKER: f"{size} bytes"}, size, True
+
+
+def was_cut(line: Mapping[str, Any], body: str, size: str, flag: str) -> bool:
+    """Whether the body ``line[body]`` was cut (P-HIST-7): ``line[flag]`` when the writer set it, else, for a line
+    written before the flag existed, a body with the marker's shape whose recorded size (``line[size]``) is not its
+    own: a cut body's size is the whole body's, which the short marker never equals."""
+    recorded, flagged = line.get(body), line.get(flag)
+    if isinstance(flagged, bool):
+        return flagged
+    if not (isinstance(recorded, dict) and set(recorded) == {_MARKER}):
+        return False
+    return line.get(size) != len(dumps(recorded).encode("utf-8"))
 
 
 class _Line:
@@ -118,7 +136,7 @@ class InvocationHistory(JsonlWriter[str | None]):
         limit = body_limit(envelope.headers)
         if self._bucket is None or limit is None:
             return False
-        body, size = cut_body(payload, limit)
+        body, size, cut = cut_body(payload, limit)
         prev = envelope.headers.get(hdr.HISTORY_PREV)
         route = envelope.route
         headers = {k: v for k, v in envelope.headers.items() if k not in (hdr.HISTORY_PREV, hdr.TRACEPARENT)}
@@ -134,6 +152,7 @@ class InvocationHistory(JsonlWriter[str | None]):
             "duration_ms": None,
             "input": body,
             "input_bytes": size,
+            "input_cut": cut,
             "input_ref": envelope.payload[REFERENCE_KEY] if is_reference(envelope.payload) else None,
             "route": route.to_dict(),
             "headers": headers,
@@ -181,11 +200,11 @@ class InvocationHistory(JsonlWriter[str | None]):
             status=envelope.status,
         )
         body = inner(actor, marked)
-        payload, size = cut_body(envelope.payload, line.limit)
+        payload, size, cut = cut_body(envelope.payload, line.limit)
         ref = envelope.payload[REFERENCE_KEY] if is_reference(envelope.payload) else None
         if ref is None and size > line.limit and f'"{REFERENCE_KEY}"' in body:
             ref = _sent_reference(body)
-        output = {"actor": actor, "envelope_id": envelope.id, "payload": payload, "bytes": size, "ref": ref}
+        output = {"actor": actor, "envelope_id": envelope.id, "payload": payload, "bytes": size, "cut": cut, "ref": ref}
         with self._lock:
             line.data["outputs"].append(output)
             if line.data["error"] is None:

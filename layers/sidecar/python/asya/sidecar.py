@@ -93,7 +93,7 @@ from asya.hop import Ticker
 from asya.hops import ceiling_message, over_ceiling
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
-from asya.payloads import PayloadStore, PayloadUnavailableError
+from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owners
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
@@ -440,7 +440,7 @@ class ActorRuntime:
             )
             return
         try:  # step 11: the handler gets the payload itself; resends keep the reference (P-LARGE-4, P-LARGE-5)
-            entry.payload = self._payloads.rehydrate(env.payload)
+            entry.payload = self._payloads.rehydrate(env.payload, owners=reference_owners(env))
         except PayloadUnavailableError as exc:
             self._errors.report(
                 Reason.PAYLOAD_UNAVAILABLE,
