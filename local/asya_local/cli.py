@@ -110,6 +110,7 @@ def main(
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     args.env = environment
+    args.cwd = cwd or Path.cwd()
     args.stdin = stdin or sys.stdin
     try:
         return int(args.run(args, io))

@@ -158,7 +158,6 @@ def render(payload):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="defect: not fixed yet")
 def test_yield_none_in_a_loop_is_the_cancel_idiom_not_a_second_payload(tmp_path: Path) -> None:
     """``yield None`` (or a bare ``yield``) sends no frame (P-ABI-8): a loop of them is where a cancel lands, and the
     one payload after it is the only frame."""

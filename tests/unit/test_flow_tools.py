@@ -73,7 +73,7 @@ def _cli(*argv: str, cwd: Path) -> tuple[int, str, str]:
 def test_asya_flow_check_reports_every_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("def f(state):\n    import os\n    for x in state['l']:\n        pass\n")
-    code, out, err = _cli("flow", "check", str(bad), "--manifest", str(tmp_path / "none.yaml"), cwd=tmp_path)
+    code, out, err = _cli("flow", "check", str(bad), "--no-manifest", cwd=tmp_path)
     assert code == 1
     assert out.splitlines() == [
         f"{bad}:2:5: `import` is not supported in a flow; fix: import at the top of the module, outside the flow "
@@ -136,7 +136,6 @@ def test_the_deployment_dump_of_a_manifest_loads_without_the_flow_file(tmp_path:
 _UNKNOWN_ACTOR_FLOW = "def f(state):\n    state = nope(state)\n    return state\n"
 
 
-@pytest.mark.xfail(strict=True, reason="defect: not fixed yet")
 def test_asya_flow_check_outside_a_project_does_not_pass_unchecked_actor_names(tmp_path: Path) -> None:
     """With no manifest found, the actor names cannot be checked: the check says so and fails, never prints a bare
     ``ok``; ``--no-manifest`` asks for the language check only and says what it skipped."""
@@ -151,7 +150,6 @@ def test_asya_flow_check_outside_a_project_does_not_pass_unchecked_actor_names(t
     assert err.strip() == f"{flow}: ok (language only; actor names not checked: --no-manifest)"
 
 
-@pytest.mark.xfail(strict=True, reason="defect: not fixed yet")
 def test_asya_flow_check_finds_the_manifest_above_the_flow_file(tmp_path: Path) -> None:
     """``asya flow check flows/f.py`` from elsewhere checks against the project's asya.yaml (the nearest one above the
     file), and says which; a ``--manifest`` that does not exist is an error, not a silent skip."""
