@@ -243,7 +243,6 @@ def test_p_sump_8_a_fan_in_slice_failed_by_an_infrastructure_error_fails_its_par
     assert after == before
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a canceled child's item stays running")
 @pytest.mark.parametrize("fan_in", [False, True], ids=["child", "fan-in-slice"])
 def test_p_fan_7_a_child_stopped_by_its_tasks_cancel_reads_canceled(mesh: Any, fan_in: bool) -> None:
     """A child of a canceled task stops at its next pre-flight and reaches x-sink as ``canceled`` (P-FAN-5,
