@@ -12,8 +12,9 @@ Two taps feed :class:`RunHistory`, both in the local mode's own process, so noth
   with the id of its ``parent_id`` (a fan-out child). A send with no open step, or of a ``pending`` envelope with an
 empty ``route.prev`` (which SQS may deliver before the sender's call returns), is the gateway creating a task.
 
-A step's ``error`` comes from what it sent: a ``retrying`` or ``failed`` status's error, an ``x-sink``/``x-sump``
-envelope's ``error`` payload, or the crash of its invocation.
+A step's ``error`` comes from what it sent (``asya.history.output_error``, shared with the run history in S3): a
+``retrying`` or ``failed`` status's error, the error a flow's ``except`` caught (marked as caught), an
+``x-sink``/``x-sump`` envelope's ``error`` payload, or the crash of its invocation.
 
 Served as ``GET /api/v1/dev/history/{id}`` -> ``{"id", "steps": [{"actor", "attempt", "envelope_id", "parent_id",
 "message_id", "started_at", "duration_ms", "input", "outputs": [{"actor", "envelope_id", "payload"}], "error"}],
@@ -37,6 +38,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from asya.envelope import dumps
+from asya.history import output_error
 
 __all__ = ["HISTORY_PATH", "RunHistory"]
 
@@ -301,16 +303,5 @@ def _str_or_none(value: object) -> str | None:
 
 
 def _error_of(destination: str, envelope: dict[str, Any]) -> str | None:
-    """The error an output reports: a retry's or failure's status error, or the error payload sent to the crew."""
     status = envelope.get("status")
-    if isinstance(status, dict) and status.get("phase") in ("retrying", "failed"):
-        error = status.get("error")
-        if isinstance(error, dict):
-            kind, message = error.get("type"), error.get("message")
-            return f"{kind}: {message}" if kind and message else str(message or kind or error)
-        if error:
-            return str(error)
-    payload = envelope.get("payload")
-    if destination in ("x-sink", "x-sump") and isinstance(payload, dict) and isinstance(payload.get("error"), str):
-        return str(payload["error"])
-    return None
+    return output_error(destination, status if isinstance(status, dict) else None, envelope.get("payload"))

@@ -129,7 +129,6 @@ def test_bad_bounds_name_the_values() -> None:
         RunHistory(namespace="t", max_tasks=0, max_steps=1)
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a caught call looks like a success in the history")
 @pytest.mark.parametrize("kind", ["call", "end"])
 def test_a_call_whose_error_the_flow_caught_shows_its_error(aws: AwsClients, queues: dict[str, str], kind: str) -> None:
     """P-FLOW-9: the ``except`` clause's continuation goes on from the failed call's hop, so the step sent no

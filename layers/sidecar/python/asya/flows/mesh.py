@@ -148,7 +148,13 @@ def on_failure(
         step = advance(program, payload, resumed, deadline_at=deadline_at, now=_now(now))
     except FlowError as exc:
         return [_failed(caught_env, exc, now=now)]
-    return _emit(caught_env, step, program, now=now, error=dict(status.error))
+    out = _emit(caught_env, step, program, now=now, error=dict(status.error))
+    for item in out:
+        # whatever the clause does next (a call, the end, a fan-out, a pause), the task's own envelope carries the
+        # caught error, so the run histories show the failed call as failed, not as a success
+        if item.envelope.id == env_id and item.envelope.status is not None and item.envelope.status.error is None:
+            item.envelope.status.error = dict(status.error)
+    return out
 
 
 def _program(programs: Programs, flow: str) -> Program:
