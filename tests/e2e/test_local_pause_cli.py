@@ -89,7 +89,6 @@ def _sse_blocks(out: str) -> tuple[list[str], list[str]]:
     return comments, blocks
 
 
-@pytest.mark.xfail(strict=True, reason="defect: asya watch never returns on a paused task")
 def test_watch_of_a_paused_task_returns_saying_how_to_resume(local_mesh: LocalMesh) -> None:
     """``paused`` is not terminal (GW-SSE-7): the stream stays open until someone resumes the task, so ``asya watch``
     never returned. It ends at the paused status event, with the prompt and the resume command, as ``asya call``
@@ -118,7 +117,6 @@ def test_watch_of_a_paused_task_returns_saying_how_to_resume(local_mesh: LocalMe
     assert _view(url, task_id)["status"] == "paused"  # watching changed nothing
 
 
-@pytest.mark.xfail(strict=True, reason="defect: asya watch shows nothing of what happened before it connected")
 def test_watch_replays_the_steps_before_it_connected(local_mesh: LocalMesh) -> None:
     """The stream starts at the task as it is now (GW-SSE-4): a watch of a task well under way showed none of its
     earlier steps. ``asya watch`` first prints the run history so far (``history: steps``, or ``asya dev``'s), as SSE
