@@ -30,7 +30,6 @@ def _labels(drawing: Any, graph: dict[str, Any], visited: bool) -> set[str]:
     return {label[node.get_attribute("data-node")] for node in nodes}
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the drawn path stops before a pause's continuation")
 def test_gw_mesh_1_the_path_goes_through_the_pause_to_the_end(page: Any, console: Console) -> None:
     """The recorded history (``history: steps``) holds the layer's hops, not x-pause's or x-resume's, and the path
     stopped at the last ``review``: the pause was never passed. While the task is paused the path ends at the pause;
@@ -54,7 +53,6 @@ def test_gw_mesh_1_the_path_goes_through_the_pause_to_the_end(page: Any, console
     screenshot(page, "task-flow-path-through-pause")
 
 
-@pytest.mark.xfail(strict=True, reason="defect: a drawing taller than its box cannot be shown whole")
 def test_gw_mesh_1_a_tall_drawing_can_be_shown_whole(page: Any, console: Console) -> None:
     """The drawing's box is at most 640 px high and scrolls; a taller drawing gets a button that shows it whole (and
     one that folds it back)."""
@@ -91,7 +89,6 @@ def _crossings(path: Any, boxes: list[dict[str, float]]) -> list[dict[str, float
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="defect: the loop's back edge runs behind nodes")
 def test_gw_mesh_1_the_loops_way_back_runs_clear_of_every_node(page: Any, console: Console) -> None:
     page.goto(console.url + "#/mesh")
     svg = page.locator(f'[data-flow="{FLOW}"] svg[data-testid=flow-graph]')
