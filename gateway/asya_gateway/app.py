@@ -106,7 +106,12 @@ def create_app(
     bucket = config.bucket or naming.bucket_name(manifest.namespace)
     if store is None:
         store = TaskStore(
-            table=config.table or manifest.table_name, bucket=bucket, dynamodb=dynamodb, s3=s3, clock=clock
+            table=config.table or manifest.table_name,
+            bucket=bucket,
+            dynamodb=dynamodb,
+            s3=s3,
+            clock=clock,
+            index_shards=config.index_shards,
         )
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's

@@ -50,6 +50,7 @@ class _EnvNames:
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
     account_id: str = "ASYA_ACCOUNT_ID"
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
+    index_shards: str = ENV.index_shards
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
@@ -87,6 +88,8 @@ class GatewayConfig:
     account_id: str = ""
     #: GW-GEN-5: seconds to wait for the next part of a request body before answering 400
     body_read_timeout: float = 5.0
+    #: partitions per day of the created index this gateway writes and lists (docs/capacity.md); at least 8
+    index_shards: int = 8
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -111,7 +114,17 @@ class GatewayConfig:
             body_read_timeout=positive_number(
                 source, GATEWAY_ENV.body_read_timeout, 5.0, unit="a number of seconds", error=GatewayConfigError
             ),
+            index_shards=_index_shards(source.get(GATEWAY_ENV.index_shards, "")),
         )
+
+
+def _index_shards(raw: str) -> int:
+    text = raw.strip()
+    if not text:
+        return 8
+    if not text.isdigit() or not 8 <= int(text) <= 1024:
+        raise GatewayConfigError(f"{GATEWAY_ENV.index_shards} must be a whole number from 8 to 1024, got {raw!r}")
+    return int(text)
 
 
 def parse_key_array(text: str, *, what: str) -> tuple[str, ...] | None:

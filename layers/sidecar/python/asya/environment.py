@@ -45,6 +45,7 @@ __all__ = [
     "POWERTOOLS_ENV",
     "ReservedVariableError",
     "actor_environment",
+    "capacity_environment",
     "check_env_map",
     "flows_file_text",
     "gateway_environment",
@@ -177,6 +178,17 @@ def gateway_environment(
     if manifest_path is not None:
         env[ENV.manifest] = manifest_path
     return env
+
+
+def capacity_environment(manifest: Manifest) -> dict[str, str]:
+    """What the gateway functions get from a declared target (``capacity``, docs/capacity.md): the ``Retry-After`` of
+    their 429 and 503 answers and the created-index shard count. Empty without a declared target."""
+    from asya.capacity import declared, plan
+
+    if not declared(manifest):
+        return {}
+    result = plan(manifest)
+    return {ENV.retry_after: str(result.retry_after), ENV.index_shards: str(result.settings.index_shards)}
 
 
 def _number(value: float) -> str:

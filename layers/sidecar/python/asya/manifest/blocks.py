@@ -460,6 +460,17 @@ class DeploymentConfig(_Model):
     #: The account's Lambda concurrency quota (Service Quotas, "Concurrent executions"): the mesh's reserved
     #: concurrency must leave :data:`UNRESERVED_CONCURRENCY` of it unreserved, checked at synthesis.
     account_concurrency: int = Field(DEFAULT_ACCOUNT_CONCURRENCY, ge=1, strict=True)
+    #: Quotas the account has raised (Service Quotas), by the capacity model's names (``asya/capacity/quotas.toml``,
+    #: docs/capacity.md); unset: AWS's defaults. ``lambda_concurrency`` defaults to ``account_concurrency``.
+    quotas: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("quotas")
+    @classmethod
+    def _quotas(cls, value: dict[str, float]) -> dict[str, float]:
+        from asya.capacity.quotas import load_quotas
+
+        load_quotas(value)  # unknown names, hard limits and non-positive values are refused here
+        return value
 
     @field_validator("existing_bucket")
     @classmethod

@@ -29,6 +29,7 @@ from asya.manifest.blocks import (
     StorageConfig,
     _Model,
 )
+from asya.manifest.capacity import CapacityTarget
 from asya.suggest import did_you_mean
 
 __all__ = ["Manifest"]
@@ -46,6 +47,8 @@ class Manifest(_Model):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
+    #: The declared target rate (docs/capacity.md): what ``asya synth`` sizes the mesh for.
+    capacity: CapacityTarget = Field(default_factory=CapacityTarget)
     #: The per-task hop ceiling (P-HOP-1): a task whose envelopes were sent this many times fails.
     max_hops: int = Field(DEFAULT_MAX_HOPS, ge=1, le=1_000_000, strict=True)
     base_dir: Path = Field(default=Path(), exclude=True)
@@ -93,6 +96,9 @@ class Manifest(_Model):
             _collect(problems, self._check_target, hook, routable, f"crew.sink_hooks[{index}]")
         for flow_name, flow in self.flows.items():
             _collect(problems, self._check_flow, flow_name, flow, routable)
+        for flow_name in self.capacity.mix:
+            if flow_name not in self.flows:
+                problems.append(f"capacity.mix.{flow_name}: no flow {flow_name!r} (flows: {sorted(self.flows)})")
         for flow_name in self.gateway.auth.flow_scopes:
             if flow_name not in self.flows:
                 problems.append(

@@ -91,8 +91,13 @@ class TaskStore:
         s3: Any = None,
         clock: Clock = system_clock,
         list_window_days: int = 30,
+        index_shards: int = rec.INDEX_SHARDS,
     ) -> None:
+        if index_shards < rec.INDEX_SHARDS:
+            raise ValueError(f"index_shards must be >= {rec.INDEX_SHARDS}, got {index_shards!r}")
         self.table = table
+        #: partitions per day of ``by_created`` written and listed (never below 8, so every earlier day stays listed)
+        self.index_shards = index_shards
         self.bucket = bucket
         self._dynamodb = dynamodb
         self._s3 = s3
@@ -145,6 +150,7 @@ class TaskStore:
             context_id=context_id,
             owner=owner,
             now_ms=now_ms,
+            index_shards=self.index_shards,
             long_deadline=deadline_at is not None and is_long_deadline(deadline_at, now),
         )
         stored: dict[str, Any] = {}
@@ -273,7 +279,14 @@ class TaskStore:
         # deferred: only the gateway lists tasks; an actor's cold start does not pay for the listing module
         from asya.store.listing import list_tasks
 
-        return list_tasks(self.dynamodb, self.table, now=self._clock(), window_days=self._window, **query)
+        return list_tasks(
+            self.dynamodb,
+            self.table,
+            now=self._clock(),
+            window_days=self._window,
+            shards=self.index_shards,
+            **query,
+        )
 
     def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
         """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` by ``(pk, sk)``, one strongly consistent
