@@ -129,7 +129,16 @@ def test_bad_bounds_name_the_values() -> None:
         RunHistory(namespace="t", max_tasks=0, max_steps=1)
 
 
-@pytest.mark.parametrize("kind", ["call", "end"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "call",
+        "end",
+        pytest.param(
+            "slice", marks=pytest.mark.xfail(strict=True, reason="defect: a caught slice's step shows nothing")
+        ),
+    ],
+)
 def test_a_call_whose_error_the_flow_caught_shows_its_error(aws: AwsClients, queues: dict[str, str], kind: str) -> None:
     """P-FLOW-9: the ``except`` clause's continuation goes on from the failed call's hop, so the step sent no
     ``failed`` status: it looked like a success. Its error is on the step, marked as caught."""
@@ -142,8 +151,8 @@ def test_a_call_whose_error_the_flow_caught_shows_its_error(aws: AwsClients, que
             aws.sqs.send_message(QueueUrl=queues[out.actor], MessageBody=out.envelope.to_json())
 
     history.wrap("a", failing)(_event(json.loads(entry.to_json())), None)
-    recorded = history.get(entry.id)
+    recorded = history.get(entry.parent_id or entry.id)  # a slice's steps are under its task
     assert recorded is not None
-    [step] = recorded["steps"]
+    [step] = [s for s in recorded["steps"] if s["envelope_id"] == entry.id]
     assert [o["actor"] for o in step["outputs"]] == [out.actor for out in caught]
     assert step["error"] == SHOWN
