@@ -8,8 +8,9 @@ Two taps feed :class:`RunHistory`, both in the local mode's own process, so noth
   call); an invocation that raises records its error on each of its steps.
 - :meth:`RunHistory.attach` registers botocore hooks on the mesh's SQS client (``SendMessage`` and
   ``SendMessageBatch``, after the call, only the entries SQS accepted): each envelope sent is an *output* of the open
-  step whose envelope it continues: the one with the same id (the next hop, a retry, the hand-off to ``x-sink``) or
-  with the id of its ``parent_id`` (a fan-out child). A send with no open step, or of a ``pending`` envelope with an
+  step whose envelope it continues: the one with the same id (the next hop, a retry, the hand-off to ``x-sink``),
+  with the id of its ``parent_id`` (a fan-out child), or else a fan-out slice's step whose ``parent_id`` is its id (a
+  flow going on for its task after a slice failed). A send with no open step, or of a ``pending`` envelope with an
 empty ``route.prev`` (which SQS may deliver before the sender's call returns), is the gateway creating a task.
 
 A step's ``error`` comes from what it sent (``asya.history.output_error``, shared with the run history in S3): a
@@ -211,6 +212,10 @@ class RunHistory:
         payload = envelope.get("payload")
         with self._lock:
             candidates = self._open.get(envelope_id, []) + (self._open.get(parent_id, []) if parent_id else [])
+            if not candidates:
+                # a fan-out slice's step sending under its task's id: a flow's except, or its failure, going on for
+                # the task (P-FLOW-10, P-FLOW-13)
+                candidates = [s for steps in self._open.values() for s in steps if s.parent_id == envelope_id]
             step = None if _is_creation(envelope) else _sender(candidates, destination, envelope)
             if step is None:
                 self._task_for(envelope_id, parent_id)  # the gateway created a task: known from now on

@@ -155,16 +155,7 @@ def test_p_hist_5_the_walk_follows_prev_keys_and_adopts_children_at_any_depth(s3
     assert cut["truncated"] is True and [s["envelope_id"] for s in cut["steps"]] == ["c", "g"]
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "call",
-        "end",
-        pytest.param(
-            "slice", marks=pytest.mark.xfail(strict=True, reason="defect: a caught slice's step shows nothing")
-        ),
-    ],
-)
+@pytest.mark.parametrize("kind", ["call", "end", "slice"])
 def test_p_hist_2_a_call_whose_error_the_flow_caught_shows_its_error(s3: Any, kind: str) -> None:
     """P-FLOW-9: what the ``except`` clause sends on is no ``failed`` status, so the failed call's line read as a
     success; its error is on the line, marked as caught."""

@@ -129,16 +129,7 @@ def test_bad_bounds_name_the_values() -> None:
         RunHistory(namespace="t", max_tasks=0, max_steps=1)
 
 
-@pytest.mark.parametrize(
-    "kind",
-    [
-        "call",
-        "end",
-        pytest.param(
-            "slice", marks=pytest.mark.xfail(strict=True, reason="defect: a caught slice's step shows nothing")
-        ),
-    ],
-)
+@pytest.mark.parametrize("kind", ["call", "end", "slice"])
 def test_a_call_whose_error_the_flow_caught_shows_its_error(aws: AwsClients, queues: dict[str, str], kind: str) -> None:
     """P-FLOW-9: the ``except`` clause's continuation goes on from the failed call's hop, so the step sent no
     ``failed`` status: it looked like a success. Its error is on the step, marked as caught."""

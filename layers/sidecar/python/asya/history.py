@@ -14,7 +14,8 @@ Per invocation (one SQS batch) an :class:`InvocationHistory`:
   "input", "input_bytes", "input_ref", "route", "headers", "outputs", "error", "prev"}``; ``prev`` is the envelope's
   ``x-asya-history-prev`` (the object that recorded the hop which sent it: the chain a reader walks backwards);
 - :meth:`~InvocationHistory.encode` wraps the transport's encoder: every envelope sent for a recorded hop (same id:
-  the next hop, a retry, x-sink or x-sump; or a child whose ``parent_id`` is the hop's envelope) leaves with
+  the next hop, a retry, x-sink or x-sump; a child whose ``parent_id`` is the hop's envelope; or, from a fan-out
+  slice's hop, an envelope with the slice's ``parent_id`` as its id: a flow going on for its task) leaves with
   ``x-asya-history-prev`` = this invocation's key and is added to the hop's ``outputs`` as ``{"actor",
   "envelope_id", "payload", "bytes", "ref"}``; its ``error`` is set from a ``retrying``/``failed`` status, the error
   a flow's ``except`` caught (:func:`output_error`), or an x-sink/x-sump error payload;
@@ -108,6 +109,7 @@ class InvocationHistory(JsonlWriter[str | None]):
         self._key: str | None = None
         self._lines: list[_Line] = []
         self._by_envelope: dict[str, _Line] = {}
+        self._by_parent: dict[str, _Line] = {}
         self._by_message: dict[str, _Line] = {}
         self._lock = threading.Lock()
 
@@ -156,6 +158,8 @@ class InvocationHistory(JsonlWriter[str | None]):
             self._object_key()
             self._lines.append(line)
             self._by_envelope[envelope.id] = line
+            if envelope.parent_id:
+                self._by_parent[envelope.parent_id] = line  # the latest child line opened under that parent
             self._by_message[message_id] = line
         return True
 
@@ -179,6 +183,10 @@ class InvocationHistory(JsonlWriter[str | None]):
             line = self._by_envelope.get(envelope.id)
             if line is None and envelope.parent_id:
                 line = self._by_envelope.get(envelope.parent_id)
+            if line is None:
+                # a fan-out slice's hop sending under its task's id: a flow's except, or its failure, going on for
+                # the task (P-FLOW-10, P-FLOW-13); sent while that hop runs, after its line was opened
+                line = self._by_parent.get(envelope.id)
             key = self._key
         if line is None or key is None:
             return inner(actor, envelope)
