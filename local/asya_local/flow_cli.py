@@ -2,10 +2,14 @@
 
 ::
 
-    asya flow check FILE [--manifest asya.yaml]      every compile error of FILE (actors checked against the manifest
-                                                     when it exists), exit 1 when there is one; with the manifest,
-                                                     also a warning (exit 0) at each call of an actor whose handler
-                                                     can return two payloads (asya.flows.frames)
+    asya flow check FILE [--manifest PATH | --no-manifest]
+                                                     every compile error of FILE, exit 1 when there is one; actor
+                                                     names are checked against the manifest (default: ./asya.yaml,
+                                                     else the nearest asya.yaml in FILE's directory or above it),
+                                                     and with it a warning (exit 0) at each call of an actor whose
+                                                     handler can return two payloads (asya.flows.frames); no manifest
+                                                     found fails the check (exit 1) unless --no-manifest asks for
+                                                     the language only
     asya flow show FLOW [--manifest asya.yaml] [--out DIR] [--json]
                                                      the compiled program of FLOW; writes DIR/FLOW.dot (Graphviz)
                                                      and DIR/FLOW.mmd (Mermaid), DIR defaults to the working directory
@@ -29,13 +33,19 @@ if TYPE_CHECKING:
 
 __all__ = ["add_flow_parser"]
 
+_MANIFEST_NAME = "asya.yaml"
+
 
 def add_flow_parser(commands: _Commands) -> None:
     flow = commands.add_parser("flow", help="compile flows written as Python: check a file, show a flow")
     actions = flow.add_subparsers(dest="flow_command", required=True, metavar="ACTION")
     check = actions.add_parser("check", help="report every compile error of a flow file")
     check.add_argument("file", help="the flow's Python file")
-    check.add_argument("--manifest", default="asya.yaml", help="check actor names against it when it exists")
+    where = check.add_mutually_exclusive_group()
+    where.add_argument(
+        "--manifest", default=None, help="check actor names against it (default: ./asya.yaml, else one above FILE)"
+    )
+    where.add_argument("--no-manifest", action="store_true", help="check the language only, without the actor names")
     check.set_defaults(run=_check)
     show = actions.add_parser("show", help="print a flow's compiled program; write its DOT and Mermaid diagrams")
     show.add_argument("flow", help="the flow's name in the manifest")
@@ -45,16 +55,33 @@ def add_flow_parser(commands: _Commands) -> None:
     show.set_defaults(run=_show)
 
 
+def _find_manifest(cwd: Path, flow: Path) -> Path | None:
+    """``./asya.yaml``, else the nearest ``asya.yaml`` in the flow file's directory or above it (the project root of
+    ``flows/f.py``), as git finds its repository."""
+    for directory in (cwd, *flow.resolve().parents):
+        candidate = directory / _MANIFEST_NAME
+        if candidate.is_file():
+            return candidate
+    return None
+
+
 def _check(args: argparse.Namespace, io: CliIo) -> int:
-    path = Path(args.file)
+    cwd = Path(args.cwd)
+    path = cwd / args.file
     try:
         source = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise LocalModeError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise LocalModeError(f"{path} is not UTF-8 text: {exc.reason}") from None
-    manifest_path = Path(args.manifest)
-    manifest = load_manifest(manifest_path) if manifest_path.is_file() else None
+    manifest_path: Path | None = None
+    if args.manifest is not None:
+        manifest_path = cwd / args.manifest
+        if not manifest_path.is_file():
+            raise LocalModeError(f"manifest not found: {manifest_path} (give its path, or --no-manifest)")
+    elif not args.no_manifest:
+        manifest_path = _find_manifest(cwd, path)
+    manifest = load_manifest(manifest_path) if manifest_path is not None else None
     actors = set(manifest.actors) if manifest is not None else None
     # in a child process: a file that kills the parser is a compile error, not a crash of this one (P-FLOW-22)
     problems = check_isolated(source, filename=str(path), actors=actors)
@@ -63,13 +90,24 @@ def _check(args: argparse.Namespace, io: CliIo) -> int:
         handlers = {
             name: HandlerSource(spec.handler, manifest.code_dir(name)) for name, spec in manifest.actors.items()
         }
-        warnings = two_frame_warnings(source, filename=str(path), actors=handlers)
+        warnings = two_frame_warnings(source, filename=args.file, actors=handlers)
     for problem in sorted([*problems, *warnings], key=lambda p: (p.line, p.col)):
         io.line(str(problem))
+    if manifest_path is not None:
+        io.note(f"actor names checked against {manifest_path}")
+    elif not args.no_manifest:
+        # a bare "ok" here would pass a flow that calls actors the mesh does not have
+        io.note(
+            f"{args.file}: actor names not checked: no {_MANIFEST_NAME} in {cwd} nor above {path.parent}; "
+            "give it with --manifest PATH, or check the language only with --no-manifest"
+        )
     if problems:
-        io.note(f"{len(problems)} error(s) in {path}")
+        io.note(f"{len(problems)} error(s) in {args.file}")
         return 1
-    io.note(f"{path}: ok" + (f", {len(warnings)} warning(s)" if warnings else ""))
+    if manifest_path is None and not args.no_manifest:
+        return 1
+    scope = " (language only; actor names not checked: --no-manifest)" if args.no_manifest else ""
+    io.note(f"{args.file}: ok{scope}" + (f", {len(warnings)} warning(s)" if warnings else ""))
     return 0
 
 

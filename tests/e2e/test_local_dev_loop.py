@@ -220,3 +220,39 @@ def test_local_orphan_1_a_restart_that_drops_an_actor_fails_the_tasks_waiting_in
         ]
         assert (hold["declared"], hold["exists"]) == (False, False)
         assert _run_task(dev.url, "loud", {"text": "on"})["result"] == {"said": "ON"}
+
+
+_FLOW_MANIFEST = """\
+namespace: flowloop
+actors:
+  shout: {handler: loop_actors.shout}
+flows:
+  loud: {source: flows/loud.py, timeout: 60}
+"""
+_FLOW_V1 = "def loud(state):\n    state = shout(state)\n    return state\n"
+_FLOW_V2 = "def loud(state):\n    state = shout(state)\n    state['edited'] = True\n    return state\n"
+
+
+def test_an_edited_flow_file_is_recompiled_and_served_and_a_broken_one_refused(tmp_path: Path, run_dev: Any) -> None:
+    """A flow written as Python compiles when the manifest loads (docs/flows.md), so an edit of its file alone left
+    the old program running, silently. ``asya dev`` watches the flow files with the manifest and says which one
+    changed."""
+    (tmp_path / "functions").mkdir()
+    _write(tmp_path / "functions" / "loop_actors.py", _V1)
+    (tmp_path / "flows").mkdir()
+    flow = tmp_path / "flows" / "loud.py"
+    _write(flow, _FLOW_V1)
+    manifest = tmp_path / "asya.yaml"
+    _write(manifest, _FLOW_MANIFEST)
+    with run_dev(manifest, cwd=tmp_path, log=tmp_path / "dev.stderr") as dev:
+        assert _run_task(dev.url, "loud", {"text": "hi"})["result"] == {"said": "HI", "version": 1}
+
+        _write(flow, _FLOW_V2)
+        _wait_for(lambda: "restarted at" in dev.stderr(), "the restart")
+        assert f"asya dev: flows/loud.py changed (flow 'loud'): recompiling it with {manifest}" in dev.stderr()
+        assert _run_task(dev.url, "loud", {"text": "hi"})["result"] == {"said": "HI", "version": 1, "edited": True}
+
+        _write(flow, _FLOW_V2.replace("state = shout(state)", "state = whisper(state)"))
+        _wait_for(lambda: "cannot be used; still serving the previous one" in dev.stderr(), "the refusal")
+        assert "'whisper' is not an actor of the manifest" in dev.stderr()
+        assert _run_task(dev.url, "loud", {"text": "ok"})["result"]["edited"] is True

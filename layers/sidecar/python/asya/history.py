@@ -15,10 +15,11 @@ Per invocation (one SQS batch) an :class:`InvocationHistory`:
   the envelope's ``x-asya-history-prev`` (the object that recorded the hop which sent it: the chain a reader walks
   backwards);
 - :meth:`~InvocationHistory.encode` wraps the transport's encoder: every envelope sent for a recorded hop (same id:
-  the next hop, a retry, x-sink or x-sump; or a child whose ``parent_id`` is the hop's envelope) leaves with
+  the next hop, a retry, x-sink or x-sump; a child whose ``parent_id`` is the hop's envelope; or, from a fan-out
+  slice's hop, an envelope with the slice's ``parent_id`` as its id: a flow going on for its task) leaves with
   ``x-asya-history-prev`` = this invocation's key and is added to the hop's ``outputs`` as ``{"actor",
-  "envelope_id", "payload", "bytes", "ref"}``; its ``error`` is set from a ``retrying``/``failed`` status or an
-  x-sink/x-sump error payload;
+  "envelope_id", "payload", "bytes", "ref"}``; its ``error`` is set from a ``retrying``/``failed`` status, the error
+  a flow's ``except`` caught (:func:`output_error`), or an x-sink/x-sump error payload;
 - bodies (``input``, output ``payload``) over the cut size (the header's value) are kept as
   ``{"__truncated__": "<n> bytes"}``, and ``input_cut`` / the output's ``cut`` say so (P-HIST-7: a payload may look
   like the marker); a payload offloaded to S3 (P-LARGE-2) keeps its reference in ``input_ref`` /
@@ -41,17 +42,28 @@ from typing import Any, Final
 
 from asya import headers as hdr
 from asya import naming, tableschema
-from asya.envelope import Envelope, dumps
+from asya.envelope import Envelope, Phase, dumps
 from asya.jsonlines import JsonlWriter, escape_line_breaks
 from asya.payloads import REFERENCE_KEY, is_reference
 
-__all__ = ["HistoryError", "HistoryMark", "InvocationHistory", "body_limit", "cut_body", "was_cut"]
+__all__ = [
+    "CAUGHT_SUFFIX",
+    "HistoryError",
+    "HistoryMark",
+    "InvocationHistory",
+    "body_limit",
+    "cut_body",
+    "output_error",
+    "was_cut",
+]
 
 #: The line format's version (``v``).
 VERSION: Final = 1
 _MARKER: Final = "__truncated__"
 _MIN_BODY: Final = 64
 _CREW_ERRORS: Final = frozenset({naming.SINK, naming.SUMP})
+#: After the error of a call that a flow's ``except`` caught: the step failed, the task went on.
+CAUGHT_SUFFIX: Final = "(caught by the flow's except)"
 
 #: ``(history_key, history_prev)``: what the hop claim stores on the task or child item.
 HistoryMark = tuple[str, str | None]
@@ -116,6 +128,7 @@ class InvocationHistory(JsonlWriter[str | None]):
         self._key: str | None = None
         self._lines: list[_Line] = []
         self._by_envelope: dict[str, _Line] = {}
+        self._by_parent: dict[str, _Line] = {}
         self._by_message: dict[str, _Line] = {}
         self._lock = threading.Lock()
 
@@ -165,6 +178,8 @@ class InvocationHistory(JsonlWriter[str | None]):
             self._object_key()
             self._lines.append(line)
             self._by_envelope[envelope.id] = line
+            if envelope.parent_id:
+                self._by_parent[envelope.parent_id] = line  # the latest child line opened under that parent
             self._by_message[message_id] = line
         return True
 
@@ -188,6 +203,10 @@ class InvocationHistory(JsonlWriter[str | None]):
             line = self._by_envelope.get(envelope.id)
             if line is None and envelope.parent_id:
                 line = self._by_envelope.get(envelope.parent_id)
+            if line is None:
+                # a fan-out slice's hop sending under its task's id: a flow's except, or its failure, going on for
+                # the task (P-FLOW-10, P-FLOW-13); sent while that hop runs, after its line was opened
+                line = self._by_parent.get(envelope.id)
             key = self._key
         if line is None or key is None:
             return inner(actor, envelope)
@@ -237,13 +256,28 @@ def _sent_reference(body: str) -> str | None:
 
 
 def _error_of(actor: str, envelope: Envelope) -> str | None:
-    """The error an output reports: a retry's or failure's status error, or the error payload sent to the crew."""
-    status = envelope.status
-    if status is not None and status.phase in ("retrying", "failed") and status.error:
-        error = status.error
-        kind, message = error.get("type"), error.get("message")
-        return f"{kind}: {message}" if kind and message else str(message or kind or error)
-    payload = envelope.payload
-    if actor in _CREW_ERRORS and isinstance(payload, dict) and isinstance(payload.get("error"), str):
+    status = envelope.status.to_dict() if envelope.status is not None else None
+    return output_error(actor, status, envelope.payload)
+
+
+def output_error(destination: str, status: Mapping[str, Any] | None, payload: Any) -> str | None:
+    """The error an output sent to ``destination`` reports (both run histories, this one and ``asya dev``'s): a
+    retry's or failure's status error; the error a flow's ``except`` caught, which its continuation carries on an
+    otherwise ``pending`` or ``succeeded`` status (P-FLOW-9), marked as caught; or the error payload sent to the
+    crew."""
+    phase = status.get("phase") if status is not None else None
+    error = status.get("error") if status is not None else None
+    if error and phase in (Phase.RETRYING.value, Phase.FAILED.value):
+        return _error_text(error)
+    if error and phase in (Phase.PENDING.value, Phase.SUCCEEDED.value):
+        return f"{_error_text(error)} {CAUGHT_SUFFIX}"
+    if destination in _CREW_ERRORS and isinstance(payload, dict) and isinstance(payload.get("error"), str):
         return str(payload["error"])
     return None
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, Mapping):
+        kind, message = error.get("type"), error.get("message")
+        return f"{kind}: {message}" if kind and message else str(message or kind or dict(error))
+    return str(error)

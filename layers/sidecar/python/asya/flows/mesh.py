@@ -152,9 +152,15 @@ def on_failure(
     )
     try:
         step = advance(program, payload, resumed, deadline_at=deadline_at, now=_now(now))
-        return _emit(caught_env, step, program, now=now, error=dict(status.error))
+        out = _emit(caught_env, step, program, now=now, error=dict(status.error))
     except Exception as exc:  # as in continue_outgoing (P-FLOW-20)
         return [_failed(caught_env, _flow_error(exc), now=now)]
+    for item in out:
+        # whatever the clause does next (a call, the end, a fan-out, a pause), the task's own envelope carries the
+        # caught error, so the run histories show the failed call as failed, not as a success
+        if item.envelope.id == env_id and item.envelope.status is not None and item.envelope.status.error is None:
+            item.envelope.status.error = dict(status.error)
+    return out
 
 
 def _flow_error(exc: Exception) -> FlowError:
