@@ -114,6 +114,8 @@ def on_failure(
     try:
         state = FlowState.from_header(raw)
         program = resolve(programs, state)
+    except FlowVersionMissingError as exc:  # its except clauses are unknown: the task fails as it would anywhere
+        return [_failed(env, exc, now=now)]
     except FlowError:
         return None
     error = TIMEOUT_ERROR if status.reason == Reason.HANDLER_TIMEOUT.value else status.error
