@@ -16,6 +16,11 @@
   URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
   messages, DLQs and checkpoints are all still there, and new queues are created for new actors. The run history
   also survives, unless the namespace changed.
+- **Flow source changes** (a ``flows.<name>.source`` file) restart the mesh the same way, so the flow is compiled
+  again. A task started before keeps the program it started with, paused ones included: its flow state names the
+  program's digest, the gateway kept that program in the bucket (``flows/{digest}.json``, P-FLOW-17), and the
+  restarted actors read it from there, exactly as in AWS after a deploy. Tasks created after the restart run the
+  new program.
 - The state file (``asya_local.localstate``) is written once the mesh is up, rewritten after a restart, and removed
   at the end.
 """
@@ -84,7 +89,7 @@ class DevLoop:
                 f"mesh {manifest.namespace!r} is up at {mesh.url} (web console: {mesh.url}/console/); "
                 "press Ctrl-C to stop"
             )
-            stamp = _stamp(self._manifest_path)
+            stamp = self._stamps(manifest)
             try:
                 while not self._stop.wait(self._options.check_interval):
                     problem = moto.problem()
@@ -98,7 +103,7 @@ class DevLoop:
                         self._note(f"code changed ({files}): reloading {modules} before each actor's next invocation")
                         for problem in syntax_problems(change.files, root=self._manifest_path.parent):
                             self._error(f"{problem} (actors using it fail until it is fixed)")
-                    current = _stamp(self._manifest_path)
+                    current = self._stamps(manifest)
                     if current == stamp:
                         continue
                     stamp = current
@@ -108,6 +113,7 @@ class DevLoop:
                     if replacement.namespace != manifest.namespace:
                         history = RunHistory(namespace=replacement.namespace)
                     manifest = replacement
+                    stamp = self._stamps(manifest)
                     port = int(mesh.url.rsplit(":", 1)[1])
                     state.close()
                     stack.close()
@@ -120,6 +126,11 @@ class DevLoop:
                 self._note("stopping")
         return 0
 
+    def _stamps(self, manifest: Manifest) -> tuple[tuple[int, int] | None, ...]:
+        """The manifest's and its flow sources' stamps: a change of any restarts the mesh."""
+        sources = [manifest.base_dir / f.source for f in manifest.flows.values() if f.source is not None]
+        return tuple(_stamp(path) for path in [self._manifest_path, *sources])
+
     def _load(self) -> Manifest:
         manifest = load_manifest(self._options.manifest)
         check_mesh(manifest, source=self._options.manifest, instantiate=True)
@@ -131,7 +142,10 @@ class DevLoop:
         except AsyaError as exc:
             self._error(f"{self._options.manifest} changed but cannot be used; still serving the previous one:\n{exc}")
             return None
-        self._note(f"{self._options.manifest} changed: restarting the mesh (moto and its state stay)")
+        self._note(
+            f"{self._options.manifest} or a flow source changed: restarting the mesh (moto and its state stay; "
+            "tasks started before keep the flow programs they started with)"
+        )
         return manifest
 
     def _mesh(
