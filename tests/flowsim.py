@@ -7,7 +7,7 @@ retries); a fan-in aggregator per flow keyed by the slice header's ``set`` that 
 (P-AGG-4..6); x-pause/x-resume with a shallow merge of a given resume input (P-RESUME-4); x-sink keeping the first
 terminal envelope of the task (P-STAT-2), where a failed slice outside a ``try`` fails its origin (P-SINK-3).
 A redeploy can happen between two envelopes (``redeploy``): from then on the runtimes hold the new program by name
-and, when retained, the old one by digest, as after a deploy with the program store (P-FLOW-15..17).
+and, when retained, the old one by digest, as after a deploy with the program store (P-FLOWV-1..3).
 
 :func:`plain_run` runs the same flow module as plain Python with the actors as ordinary functions.
 """

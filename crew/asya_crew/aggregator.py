@@ -28,8 +28,8 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
 (R3) A slice header with ``set`` (a compiled flow's fan-out, P-FLOW-8) keys the fan-in state by it instead of by
 ``origin_id``; the merged envelope keeps the origin's identity. A merged envelope that ends its route while a
 compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6), with the
-program of the task's digest, read from the program store when the aggregator does not hold it (P-FLOW-17); a read
-that fails releases the claim and fails the record, a program nowhere fails the task (P-FLOW-16).
+program of the task's digest, read from the program store when the aggregator does not hold it (P-FLOWV-3); a read
+that fails releases the claim and fails the record, a program nowhere fails the task (P-FLOWV-2).
 
 Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference) and read back from S3 for the
 merge (P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
@@ -192,7 +192,7 @@ class AggregatorRuntime(CrewRuntime):
                     state_key=header.state_key,
                 )
                 return
-            self._flows.load(envelope.headers)  # the task's program (P-FLOW-17); a failed read fails the record
+            self._flows.load(envelope.headers)  # the task's program (P-FLOWV-3); a failed read fails the record
             try:
                 for out in continue_outgoing(self._flows.book, routing.Outgoing(actor, envelope), now=now):
                     self._transport.send(out.actor, out.envelope)  # a compiled flow goes on here (P-FLOW-6)

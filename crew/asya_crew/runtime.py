@@ -117,7 +117,7 @@ class CrewRuntime:
         self._new_id = new_id
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
-        #: the compiled flows the aggregator and x-resume run continuations of, with the versions they read (P-FLOW-17)
+        #: the compiled flows the aggregator and x-resume run continuations of, with the versions they read (P-FLOWV-3)
         self._flows = FlowVersions(config.flows, store=ProgramStore(bucket=config.bucket or None, s3=s3))
         self._trace = trace_headers(config.tracing, environ)
         trace_header = self._trace.current if self._trace is not None else None

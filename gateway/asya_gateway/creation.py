@@ -12,7 +12,7 @@ armed for a task whose first send then fails finds the task failed (or deleted) 
 
 (R3) For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
-is answered 400. The program is kept by its digest in the bucket first (P-FLOW-17, ``asya.programstore``): a put
+is answered 400. The program is kept by its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put
 that fails answers 503 with ``Retry-After`` and creates nothing, so no task starts on a program that is not kept.
 
 A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
@@ -154,7 +154,7 @@ def _program(ctx: GatewayContext, target: CreateTarget) -> Program | None:
 
 
 async def _keep_program(ctx: GatewayContext, program: Program) -> None:
-    """P-FLOW-17: the program is in the store before any task of it exists; a failed put creates nothing."""
+    """P-FLOWV-3: the program is in the store before any task of it exists; a failed put creates nothing."""
     if ctx.programs is None:
         return
     try:

@@ -18,7 +18,7 @@
   also survives, unless the namespace changed.
 - **Flow source changes** (a ``flows.<name>.source`` file) restart the mesh the same way, so the flow is compiled
   again. A task started before keeps the program it started with, paused ones included: its flow state names the
-  program's digest, the gateway kept that program in the bucket (``flows/{digest}.json``, P-FLOW-17), and the
+  program's digest, the gateway kept that program in the bucket (``flows/{digest}.json``, P-FLOWV-3), and the
   restarted actors read it from there, exactly as in AWS after a deploy. Tasks created after the restart run the
   new program.
 - The state file (``asya_local.localstate``) is written once the mesh is up, rewritten after a restart, and removed

@@ -1,4 +1,4 @@
-"""``asya dev`` keeps tasks on the flow program they started with (P-FLOW-15..17, docs/local.md): a task paused on
+"""``asya dev`` keeps tasks on the flow program they started with (P-FLOWV-1..3, docs/local.md): a task paused on
 version 1 of a flow file, resumed after the file was edited (statements inserted before the pause) and the mesh
 restarted, finishes as version 1 says; a task created after the restart follows version 2."""
 

@@ -1,4 +1,4 @@
-"""Flow programs kept by digest (P-FLOW-15..18) against moto: the gateway keeps the program a task starts with, and an
+"""Flow programs kept by digest (P-FLOWV-1..4) against moto: the gateway keeps the program a task starts with, and an
 actor that does not hold a task's program reads it from the bucket in its pre-flight, or fails the task at once with
 ``FlowVersionMissing`` when it is nowhere; a failed read fails the record (SQS delivers it again)."""
 

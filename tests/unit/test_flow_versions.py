@@ -1,4 +1,4 @@
-"""Programs versioned by content (P-FLOW-15, P-FLOW-16): a changed flow never runs an old task's position against
+"""Programs versioned by content (P-FLOWV-1, P-FLOWV-2): a changed flow never runs an old task's position against
 the new program.
 
 The property test edits a corpus flow (tests/flows) at random, inserting statements anywhere in its body, and

@@ -204,13 +204,13 @@ _PROGRAMS_READ: Final = (
         "programs.read",
         (_GET,),
         _PROGRAMS,
-        "flows/{digest}.json: the program a task started with, read when this deployment does not hold it (P-FLOW-17)",
+        "flows/{digest}.json: the program a task started with, read when this deployment does not hold it (P-FLOWV-3)",
     ),
     Call(
         "programs.list",
         (_LIST,),
         Listing((tableschema.PROGRAMS_PREFIX,)),
-        "a missing program (FlowVersionMissing, P-FLOW-16) is told from a denied read by listing its key "
+        "a missing program (FlowVersionMissing, P-FLOWV-2) is told from a denied read by listing its key "
         "(asya.missingkey)",
     ),
 )
@@ -425,7 +425,7 @@ GATEWAY: Final = Role(
             "programs.store",
             (_PUT,),
             _PROGRAMS,
-            "flows/{digest}.json: each flow program a task starts with, written once, only if missing (P-FLOW-17)",
+            "flows/{digest}.json: each flow program a task starts with, written once, only if missing (P-FLOWV-3)",
         ),
         _SEND_MESH,
         Call(

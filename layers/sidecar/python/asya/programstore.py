@@ -1,8 +1,8 @@
-"""Flow programs kept by digest in the storage bucket, so every runtime can read them across deploys (P-FLOW-17,
-P-FLOW-18).
+"""Flow programs kept by digest in the storage bucket, so every runtime can read them across deploys (P-FLOWV-3,
+P-FLOWV-4).
 
 A deployment holds only its own programs (``ASYA_FLOWS``, the flows layer, the gateway's manifest); a task started on
-an earlier deployment needs the program of its digest (P-FLOW-15). The store keeps every program a task was ever
+an earlier deployment needs the program of its digest (P-FLOWV-1). The store keeps every program a task was ever
 started with, as its canonical JSON at ``flows/{digest}.json`` (``asya.tableschema.program_key``):
 
 - :meth:`ProgramStore.publish`, the gateway's, at create, on the first use of a digest per container: a put with
@@ -15,7 +15,7 @@ started with, as its canonical JSON at ``flows/{digest}.json`` (``asya.tablesche
   deployment's programs, filled in the pre-flight (:meth:`FlowVersions.load`), never by a continuation, which stays
   pure (P-FLOW-2).
 
-Nothing expires under ``flows/``: a pause has no deadline. ``asya flows gc`` (``asya_local.flowgc``) deletes the
+Nothing expires under ``flows/``: a pause has no deadline. ``asya flow gc`` (``asya_local.flowgc``) deletes the
 programs no deployment and no paused task needs.
 
 No S3 client is created before the first put or read; pass ``s3=`` to inject one.
@@ -152,7 +152,7 @@ class FlowVersions:
             self.book.add(program)
 
     def missing(self, headers: Mapping[str, Any]) -> FlowVersionMissingError | None:
-        """After :meth:`load`: the error the envelope's task fails with when its program is nowhere (P-FLOW-16)."""
+        """After :meth:`load`: the error the envelope's task fails with when its program is nowhere (P-FLOWV-2)."""
         named = state_digest(headers)
         if named is None:
             return None

@@ -28,8 +28,8 @@ retries) stay per record:
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
 11. a payload reference is read back from S3 (``asya.payloads``, P-LARGE-4): ``PayloadUnavailable`` to x-sump,
     another S3 error fails the record; a compiled flow's program named by a digest this runtime does not hold is
-    read from the program store (``asya.programstore``, P-FLOW-17): a read that fails fails the record, a program
-    nowhere fails the task at once with ``FlowVersionMissing`` (P-FLOW-16), its handler not called;
+    read from the program store (``asya.programstore``, P-FLOWV-3): a read that fails fails the record, a program
+    nowhere fails the task at once with ``FlowVersionMissing`` (P-FLOWV-2), its handler not called;
 12. the last SLA guard, the same check again just before the call;
 13. the hop claim (P-ACK-8): a duplicate (a higher fence, a finished task, or a second copy of a hop this invocation
     already claimed) is acked; a hop another run holds under a live lease fails the record, which comes back when
@@ -288,7 +288,7 @@ class ActorRuntime:
             ticker=self._ticker,
             monotonic=self._monotonic,
             logger=self._log,
-            # every actor: one dropped from a flow still finishes the hops of tasks started before (P-FLOW-15)
+            # every actor: one dropped from a flow still finishes the hops of tasks started before (P-FLOWV-1)
             continuation=self._continue_flow,
         )
         envelopes = [item.envelope for item in items.values() if item.envelope is not None]
@@ -458,9 +458,9 @@ class ActorRuntime:
                 writer_id=item.message_id,
             )
             return
-        self._flows.load(env.headers)  # step 11: the program of the task's digest (P-FLOW-17)
+        self._flows.load(env.headers)  # step 11: the program of the task's digest (P-FLOWV-3)
         missing = self._flows.missing(env.headers)
-        if missing is not None:  # P-FLOW-16: no other program may run for this task
+        if missing is not None:  # P-FLOWV-2: no other program may run for this task
             self._errors.send(flow_failure(entry, missing, now=now))
             self._log.error("flow program missing: task failed", extra={"error": str(missing)})
             return

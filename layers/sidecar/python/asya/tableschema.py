@@ -63,8 +63,8 @@ TASKS_PREFIX: Final = "tasks/"
 TASKS_RETENTION_DAYS: Final = 30
 #: Paused envelopes (P-PAUSE-4), one per paused task, deleted by the resume (P-RESUME-6) or a cancel.
 PAUSED_PREFIX: Final = "paused/"
-#: Compiled flow programs by digest (P-FLOW-17): kept across deploys, never expired by a lifecycle rule (a paused
-#: task may need its program at any time); only ``asya flows gc`` deletes them.
+#: Compiled flow programs by digest (P-FLOWV-3): kept across deploys, never expired by a lifecycle rule (a paused
+#: task may need its program at any time); only ``asya flow gc`` deletes them.
 PROGRAMS_PREFIX: Final = "flows/"
 #: Crew checkpoints (P-SINK-4, P-SUMP-4): one prefix per final phase.
 SUCCEEDED_PREFIX: Final = "succeeded/"
@@ -92,7 +92,7 @@ def paused_key(task_id: str) -> str:
 
 
 def program_key(digest: str) -> str:
-    """``flows/{digest}.json``: a compiled flow program, its canonical JSON (P-FLOW-17)."""
+    """``flows/{digest}.json``: a compiled flow program, its canonical JSON (P-FLOWV-3)."""
     return f"{PROGRAMS_PREFIX}{digest}.json"
 
 

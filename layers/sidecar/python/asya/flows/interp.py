@@ -28,7 +28,7 @@ STATE_HEADER: Final = "x-asya-flow-state"
 #: Instructions one continuation may execute; loops are bounded by max_iterations already, this bounds the rest.
 _MAX_STEPS: Final = 100_000
 _NO_BASE: Final[Any] = object()
-#: A program digest (P-FLOW-15): the SHA-256 of its canonical JSON, lowercase hex.
+#: A program digest (P-FLOWV-1): the SHA-256 of its canonical JSON, lowercase hex.
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 
 
@@ -37,7 +37,7 @@ class FlowState:
     """``pc``: where to resume; ``owner``: the envelope id whose lineage the flow is (P-FLOW-11); ``loops``: iteration
     counts; ``tries``: ``[try pc, deadlines depth]`` innermost last; ``deadlines``: saved deadlines; ``base``: the
     state before a fan-out inside a try, carried by its slices (P-FLOW-10); ``digest``: the program the task runs
-    (P-FLOW-15), empty on a task started before programs were versioned."""
+    (P-FLOWV-1), empty on a task started before programs were versioned."""
 
     flow: str
     pc: int = 0

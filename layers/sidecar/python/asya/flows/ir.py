@@ -25,7 +25,7 @@ op             members                                                     effec
 
 The end of ``code`` is an implicit ``return``.
 
-A program is versioned by its content (P-FLOW-15): :attr:`Program.digest` is the SHA-256 of its canonical JSON
+A program is versioned by its content (P-FLOWV-1): :attr:`Program.digest` is the SHA-256 of its canonical JSON
 (:meth:`Program.canonical`: sorted keys, no spaces, UTF-8), the same bytes the program store keeps
 (``asya.programstore``), so a reader checks what it read against the name it asked for.
 """
@@ -88,7 +88,7 @@ class Program:
 
     @cached_property
     def digest(self) -> str:
-        """64 lowercase hex digits: the SHA-256 of :meth:`canonical` (P-FLOW-15)."""
+        """64 lowercase hex digits: the SHA-256 of :meth:`canonical` (P-FLOWV-1)."""
         return hashlib.sha256(self.canonical()).hexdigest()
 
     @classmethod

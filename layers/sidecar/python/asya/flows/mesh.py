@@ -271,7 +271,7 @@ def _final(
 
 def flow_failure(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
     """The x-sink envelope that fails ``env``'s task with ``exc`` (P-FLOW-13), as a continuation would: for a runtime
-    that finds, before a hop, that the hop's flow cannot go on (P-FLOW-16)."""
+    that finds, before a hop, that the hop's flow cannot go on (P-FLOWV-2)."""
     return _failed(env, exc, now=now)
 
 
@@ -287,7 +287,7 @@ def _failed(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
         "type": "asya.flows.errors.FlowError",
         "mro": ["asya.exceptions.AsyaError", "Exception"],
     }
-    if isinstance(exc, FlowVersionMissingError):  # named apart: no other program may run for it (P-FLOW-16)
+    if isinstance(exc, FlowVersionMissingError):  # named apart: no other program may run for it (P-FLOWV-2)
         details["type"] = "asya.flows.versions.FlowVersionMissingError"
         details["mro"] = ["asya.flows.errors.FlowError", *details["mro"]]
     status = _final(

@@ -1,4 +1,4 @@
-"""Which program a continuation runs (P-FLOW-15, P-FLOW-16, P-FLOW-19). Pure: no I/O.
+"""Which program a continuation runs (P-FLOWV-1, P-FLOWV-2, P-FLOWV-5). Pure: no I/O.
 
 A task runs the program it started with, named by the digest in its flow state, never another one:
 
