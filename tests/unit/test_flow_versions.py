@@ -182,13 +182,13 @@ def test_a_state_without_a_digest_runs_the_current_program() -> None:
     # v2 from v1's position 1: v2 starts with the inserted mutation, so its position 1 calls draft again (the hazard
     # digests remove); v1 would have gone on to polish
     assert [o.envelope.route.curr for o in outs] == ["draft"]
+    assert STATE_HEADER in outs[-1].envelope.headers
+    assert "digest" not in outs[-1].envelope.headers[STATE_HEADER]
     pinned = ProgramBook({v2.flow: v2})
     pinned.add(v1)
     payload = {"needs_review": False, "parts": []}
     outs = continue_outgoing(pinned, _route_end(first, first.envelope.headers[STATE_HEADER], payload), now=NOW)
     assert [o.envelope.route.curr for o in outs] == ["polish"]  # with its digest: v1's position in v1
-    assert STATE_HEADER in outs[-1].envelope.headers
-    assert "digest" not in outs[-1].envelope.headers[STATE_HEADER]
 
 
 def test_a_digest_nothing_holds_fails_the_task_naming_flow_and_digest() -> None:
