@@ -109,6 +109,8 @@ def _show(args: argparse.Namespace, io: CliIo) -> int:
 
 
 def _gc(args: argparse.Namespace, io: CliIo) -> int:
+    from urllib.parse import urlsplit
+
     import boto3
 
     from asya import naming
@@ -122,11 +124,10 @@ def _gc(args: argparse.Namespace, io: CliIo) -> int:
     if args.local:
         state = read_local_state(state_path(args.manifest))
         endpoint, region = state.endpoint_url, region or state.region
-    s3 = (
-        make_clients(endpoint, region=region or DEFAULT_REGION).s3
-        if args.local
-        else boto3.Session(region_name=region).client("s3", endpoint_url=endpoint)
-    )
+    if endpoint is not None and urlsplit(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
+        s3 = make_clients(endpoint, region=region or DEFAULT_REGION).s3  # moto: fake credentials
+    else:
+        s3 = boto3.Session(region_name=region).client("s3", endpoint_url=endpoint)
     grace = timedelta(seconds=args.grace) if args.grace is not None else default_grace(manifest)
     bucket = args.bucket or naming.bucket_name(manifest.namespace)
     done = collect(manifest, s3=s3, bucket=bucket, grace=grace, now=system_clock, dry_run=args.dry_run)

@@ -4,6 +4,8 @@ restarted, finishes as version 1 says; a task created after the restart follows 
 
 from __future__ import annotations
 
+import io
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -12,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from asya_local.cli import main
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -103,3 +106,12 @@ def test_a_task_paused_before_the_flow_file_changed_finishes_as_version_1(tmp_pa
         _resume(dev.url, new)
         done = wait_for(_in(dev.url, new, "succeeded"), "the version 2 task to finish")
         assert done["result"] == {"text": "new", "v2": True, "marks": 3, "go": True, "after": "v2"}
+
+        # the collection keeps version 2 (the manifest's) and would retire version 1: no paused task needs it now
+        out, err = io.StringIO(), io.StringIO()
+        status = main(
+            ["flow", "gc", "--local", "--manifest", str(manifest), "--dry-run"], env={}, stdout=out, stderr=err
+        )
+        assert status == 0, err.getvalue()
+        collected = json.loads(out.getvalue())
+        assert (len(collected["kept"]), len(collected["retired"]), collected["deleted"]) == (1, 1, []), collected
