@@ -1,4 +1,4 @@
-"""The fan-in aggregator crew actor (PROTOCOL section 7.2, P-AGG-1..9; P-ACK-2, P-ACK-8 crew fences).
+"""The fan-in aggregator crew actor (P-AGG-1..9; P-ACK-2, P-ACK-8 crew fences).
 
 One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{actor}`` or the declared name,
 ``asya.naming.is_aggregator``); it has no handler. Per record, after the shared crew batch loop
@@ -13,8 +13,8 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
 5. SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason ``Timeout``, which fails the origin;
 6. the slice is stored and counted once (``asya_crew.fanin_state``, P-AGG-3; that is the aggregator's hop fence,
    P-ACK-8); a ``slice_count`` other than the stored one fails the task (P-AGG-2, P-AGG-9);
-   a child slice (index 1..N) then marks its child item finished (``TaskStore.finish_child``, one write, P-ACK-7
-   (R3)), so a late copy of the hop that produced it is acked without a handler call;
+   a child slice (index 1..N) then marks its child item finished (``TaskStore.finish_child``, one write, P-ACK-7),
+   so a late copy of the hop that produced it is acked without a handler call;
 7. a delivery that leaves the set incomplete is acked, sending and writing nothing more (P-AGG-7); one that finds
    it complete and not emitted claims the emission (conditional on no claim younger than the queue's visibility
    timeout), reads every slice back in numeric order, merges (``asya_crew.fanin_merge``), sends the merged envelope
@@ -25,7 +25,7 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
    record; a crash between send and mark leaves a claim that lapses after the visibility timeout, so the
    redelivery emits again (at most twice; the next actor's hop claim absorbs the copy, P-ACK-8).
 
-(R3) A slice header with ``set`` (a compiled flow's fan-out, P-FLOW-8) keys the fan-in state by it instead of by
+A slice header with ``set`` (a compiled flow's fan-out, P-FLOW-8) keys the fan-in state by it instead of by
 ``origin_id``; the merged envelope keeps the origin's identity. A merged envelope that ends its route while a
 compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6), with the
 program of the task's digest, read from the program store when the aggregator does not hold it (P-FLOWV-3); a read
@@ -75,7 +75,7 @@ class _Header:
 
     def __init__(self, origin: str, index: int, count: int, key: str, state_key: str | None = None) -> None:
         self.origin, self.index, self.count, self.key = origin, index, count, key
-        # P-FLOW-8 (R3): a compiled flow's fan-out names its set, so a fan-out in a loop gets a fresh one
+        # P-FLOW-8: a compiled flow's fan-out names its set, so a fan-out in a loop gets a fresh one
         self.state_key = state_key or origin
 
 
@@ -158,7 +158,7 @@ class AggregatorRuntime(CrewRuntime):
             self._fail_merge(header.origin, env, str(exc), now, trace, payload=env.payload, state_key=header.state_key)
             return
         if header.index and env.parent_id and not hdr.is_stealth(env.headers):
-            # the slice's hop completed: a late copy of it is a duplicate from now on (P-ACK-7 (R3))
+            # the slice's hop completed: a late copy of it is a duplicate from now on (P-ACK-7)
             done = ChildOutcome(writer_id=record.message_id, phase="succeeded")
             self._store.finish_child(env.id, env.parent_id, done)
         if not progress.complete or progress.emitted:

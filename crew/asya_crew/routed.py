@@ -1,5 +1,5 @@
 """What the routable crew (x-pause, x-resume) shares on top of :class:`asya_crew.runtime.CrewRuntime`: the layer's
-steps that apply to them (PROTOCOL P-PROC-2 steps 1, 5, 6, 7 and 11, the crew table of section 12, P-CREW-1).
+steps that apply to them (P-PROC-2 steps 1, 5, 6, 7 and 11, P-ACK-2, P-CREW-1).
 
 - a body that does not parse goes to x-sump as ``ParseError`` (P-ERR-4);
 - route check (P-ROUTE-1): an envelope for another actor goes to x-sump as ``RouteMismatch``;

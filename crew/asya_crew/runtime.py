@@ -1,4 +1,4 @@
-"""The batch loop every crew actor shares (PROTOCOL P-PROC-3: steps 1, 2 and 15 of P-PROC-2, P-ACK-1..3, P-CKPT-1).
+"""The batch loop every crew actor shares (P-PROC-3: steps 1, 2 and 15 of P-PROC-2, P-ACK-1..3, P-CKPT-1).
 
 A batch runs in two passes, because a checkpoint object holds the lines of every record of the invocation with the
 same phase and date and must be written before any final status write of its records (P-CKPT-1):
@@ -273,9 +273,9 @@ class CrewRuntime:
 
     def _plan(self, record: SQSRecord, prepared: Parsed, *, ends_child: bool, error: str | None) -> Parsed:
         """Reserve a checkpointed record's line in record order, so a child's finish write can name it and roots and
-        children of a batch still share one object per phase (P-FAN-9 (R3)). When the envelope ends a fan-out child
+        children of a batch still share one object per phase (P-FAN-9). When the envelope ends a fan-out child
         (``ends_child``, not stealth), its child item is marked finished first, with how it ended (``error`` when
-        failed) and that line (``TaskStore.finish_child``, one write per child, P-ACK-7, P-FAN-7 (R3)); when another
+        failed) and that line (``TaskStore.finish_child``, one write per child, P-ACK-7, P-FAN-7); when another
         record finished it before, this one is a late copy: its line is given back and ``prepared`` comes back without
         a checkpoint, so a finished child is never failed later."""
         assert prepared.checkpoint_phase is not None and prepared.hydrated is not None
@@ -335,9 +335,9 @@ class CrewRuntime:
         )
 
     def _fail_fan_in_origin(self, envelope: Envelope, writer_id: str) -> None:
-        """A failed fan-in slice fails its task, ``x-asya-fan-in.origin_id`` (x-sink P-SINK-3, x-sump P-SUMP-8 (R3)),
+        """A failed fan-in slice fails its task, ``x-asya-fan-in.origin_id`` (x-sink P-SINK-3, x-sump P-SUMP-8),
         unless stealth, with no checkpoint: the error names the child, and ``failed_actor`` is where it failed (the
-        store shows that actor as ``current_actor`` too), never the actor that fanned out (P-FAN-8 (R3)). A task
+        store shows that actor as ``current_actor`` too), never the actor that fanned out (P-FAN-8). A task
         already terminal stays as it is, so a late or repeated slice rewrites nothing."""
         fan_in = envelope.headers.get(hdr.FAN_IN)
         origin = fan_in.get("origin_id") if isinstance(fan_in, dict) else None

@@ -1,4 +1,4 @@
-"""x-sink: the end of every route (PROTOCOL section 12.1, P-SINK-1..7; checkpoints 12.3).
+"""x-sink: the end of every route (P-SINK-1..7; checkpoints P-CKPT-1..4).
 
 Per record, after parsing (a body that does not parse goes to x-sump as ``ParseError``, P-ERR-4):
 
@@ -8,8 +8,8 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
   and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
 - phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
 - ``succeeded``/``failed`` of a fan-out child (not stealth), before anything else: its child item is marked finished
-  (``TaskStore.finish_child``, one write per child, P-ACK-7 (R3)), with how it ended and the checkpoint line reserved
-  for it in record order (``CheckpointWriter.plan``: the child tree, P-FAN-7/9 (R3)); when another record finished
+  (``TaskStore.finish_child``, one write per child, P-ACK-7), with how it ended and the checkpoint line reserved
+  for it in record order (``CheckpointWriter.plan``: the child tree, P-FAN-7/9); when another record finished
   it before, this one is a late copy: logged and acked with no checkpoint, status or x-sump send, so a finished child
   is never failed later;
 - ``succeeded``/``failed`` (P-SINK-5): (a) the payload is rehydrated; (b) the envelope is one line of the invocation's
@@ -60,7 +60,7 @@ class SinkRuntime(CrewRuntime):
         prepared = super()._prepare(record)
         if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
             return prepared
-        # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7 (R3))
+        # before the checkpoint: a second record for a finished child writes no second line (P-ACK-7)
         failed = prepared.phase == Phase.FAILED.value
         error = failure_message(prepared.envelope) if failed else None
         return self._plan(record, prepared, ends_child=True, error=error)

@@ -1,4 +1,4 @@
-"""The gateway ASGI application (GATEWAY sections 0-8, 10).
+"""The gateway ASGI application (docs/http.md).
 
 ``create_app()`` is the factory: uvicorn calls it with no arguments (``uvicorn asya_gateway.app:create_app --factory``,
 ``run.sh`` under the AWS Lambda Web Adapter), and it then reads :class:`GatewayConfig` from ``os.environ`` and the
@@ -11,10 +11,10 @@ Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (
 /api/v1/system/dlq/{actor}/redrive`` (:mod:`asya_gateway.redrive`), ``GET
 /api/v1/mesh/{id}/history`` and ``POST /api/v1/mesh/{id}/retry`` (:mod:`asya_gateway.routes.history`), ``GET /health``,
 ``GET /openapi.json``, the web console at ``/console/`` (:mod:`asya_gateway.webconsole`), MCP ``POST``/``DELETE
-/mcp`` (section 11, :mod:`asya_gateway.mcp`), A2A ``POST /a2a/`` and the agent card at ``GET
-/.well-known/agent-card.json`` and ``/.well-known/agent.json`` (section 12, :mod:`asya_gateway.a2a`). Middleware,
+/mcp`` (GW-MCP-1..9, :mod:`asya_gateway.mcp`), A2A ``POST /a2a/`` and the agent card at ``GET
+/.well-known/agent-card.json`` and ``/.well-known/agent.json`` (GW-A2A-1..14, :mod:`asya_gateway.a2a`). Middleware,
 outermost first: request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set
-(GW-GEN-8), authentication (section 2). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
+(GW-GEN-8), authentication (GW-AUTH-1..7). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
 """
 
 from __future__ import annotations
@@ -107,7 +107,12 @@ def create_app(
     bucket = config.bucket or naming.bucket_name(manifest.namespace)
     if store is None:
         store = TaskStore(
-            table=config.table or manifest.table_name, bucket=bucket, dynamodb=dynamodb, s3=s3, clock=clock
+            table=config.table or manifest.table_name,
+            bucket=bucket,
+            dynamodb=dynamodb,
+            s3=s3,
+            clock=clock,
+            index_shards=config.index_shards,
         )
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's

@@ -10,10 +10,12 @@ fails a task that nothing has started, in the same way as a failed envelope send
 <AWS error code>``, 500), so a client is never answered 201 for a task whose deadline nothing would enforce. A timer
 armed for a task whose first send then fails finds the task failed (or deleted) and drops itself.
 
-(R3) For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
+For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
-is answered 400. The program is kept by its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put
-that fails answers 503 with ``Retry-After`` and creates nothing, so no task starts on a program that is not kept.
+is answered 400. They run in a worker thread, bounded like any continuation (P-FLOW-21: value sizes, and a time
+budget of ``asya.flows.interp.TIME_BUDGET_SECONDS``), so an expensive start never holds the event loop. The program
+is kept by its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put that fails answers 503 with
+``Retry-After`` and creates nothing, so no task starts on a program that is not kept.
 
 A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
 the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
@@ -115,7 +117,8 @@ async def start_task(
     program = _program(ctx, target) if start_at is None else None
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
         await _keep_program(ctx, program)
-        envelope, destination = _start_flow(program, envelope, format_ts(now))
+        # in a worker thread under the continuation's time budget: never on the event loop (P-FLOW-21)
+        envelope, destination = await ctx.call(_start_flow, program, envelope, format_ts(now))
         entry = envelope.route.curr or destination
     if not resume:
         await ctx.call(

@@ -1,4 +1,4 @@
-"""``jwt`` authentication (GATEWAY GW-AUTH-5): bearer tokens verified by the app against an OIDC issuer's JWKS.
+"""``jwt`` authentication (GW-AUTH-5): bearer tokens verified by the app against an OIDC issuer's JWKS.
 
 - The client sends ``Authorization: Bearer <JWT>`` (``X-API-Key`` is not read in this mode).
 - Accepted algorithms: ``RS256`` and ``ES256`` (:data:`ALGORITHMS`); a token naming another one (``none``, ``HS256``)
@@ -6,7 +6,7 @@
 - Claims: ``iss`` must equal the manifest's ``issuer``, ``aud`` must be or contain its ``audience``, ``exp`` is
   required and ``nbf``/``iat`` are honoured, all with :data:`LEEWAY_SECONDS` of clock skew. A token without ``aud``
   passes only as a Cognito access token: ``token_use`` ``access`` and ``client_id`` equal to ``audience`` (the app
-  client id), as Cognito documents for access tokens (GW-EDGE-3 (R3)).
+  client id), as Cognito documents for access tokens (GW-EDGE-3).
 - :meth:`JwtAuthenticator.verify` is the one check, synchronous: the app calls it from a worker thread
   (:meth:`JwtAuthenticator.failure`), the edge authorizer Lambda (:mod:`asya_gateway.authorizer`) directly.
   :func:`token_scopes` reads the granted scopes (``scope``, space-separated, or ``scp``, a list).

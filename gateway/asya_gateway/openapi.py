@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 document of the gateway's REST routes (GATEWAY GW-OPS-2), served at ``GET /openapi.json``.
+"""The OpenAPI 3.1 document of the gateway's REST routes (GW-OPS-2), served at ``GET /openapi.json``.
 
 Built from the manifest, so ``flow`` and ``actor`` list the names this gateway accepts and the security scheme is the
 one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``api_key`` (``X-API-Key``), ``jwt``
@@ -80,7 +80,7 @@ def _security(mode: str) -> dict[str, Any]:
 def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
     task = {"$ref": "#/components/schemas/Task"}
     create = {
-        "summary": "Create a task (section 3)",
+        "summary": "Create a task (GW-CREATE-1)",
         "parameters": [
             _query("flow", _or_empty({"type": "string", "enum": flows}), "Run a flow; exactly one of flow and actor"),
             _query("actor", _or_empty({"type": "string", "enum": actors}), "Send to one actor"),
@@ -90,7 +90,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 "required": False,
                 "schema": {"type": "string", "minLength": 1, "maxLength": 257},
                 "description": (
-                    "GW-CREATE (R3), after the IETF httpapi idempotency-key draft: 1 to 255 visible ASCII "
+                    "GW-CREATE-R3-1..7, after the IETF httpapi idempotency-key draft: 1 to 255 visible ASCII "
                     "characters, optionally in double quotes. The same key and body within 24 h answer the first "
                     "201 again (same body and Location), with no second task; scoped per credential."
                 ),
@@ -108,7 +108,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         },
     }
     listing = {
-        "summary": "List tasks, newest first (section 5)",
+        "summary": "List tasks, newest first (GW-LIST-1)",
         "parameters": [
             _query("status", _or_empty({"type": "string", "enum": list(STATUSES)}), "Only tasks in this status"),
             _query("flow", _or_empty({"type": "string", "pattern": _FLOW_PATTERN}), "Only tasks of this flow"),
@@ -124,25 +124,25 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "/api/v1/mesh/{task_id}": {
             "parameters": [_task_id()],
             "get": {
-                "summary": "The task view (section 4)",
+                "summary": "The task view (GW-TASK-1)",
                 "responses": {"200": _response("The task", task), **_errors(401, 404)},
             },
             "delete": {
-                "summary": "Cancel the task; a terminal task stays as it is (section 6)",
+                "summary": "Cancel the task; a terminal task stays as it is (GW-CANCEL-1)",
                 "responses": {"204": _response("Canceled, or already terminal"), **_errors(401, 404)},
             },
         },
         "/api/v1/mesh/{task_id}/history": {
             "parameters": [_task_id()],
             "get": {
-                "summary": "The task's recorded steps, for a flow with history: steps (GW-HIST-1 R3)",
+                "summary": "The task's recorded steps, for a flow with history: steps (GW-HIST-1)",
                 "responses": {"200": _response("The run history", {"type": "object"}), **_errors(401, 404)},
             },
         },
         "/api/v1/mesh/{task_id}/retry": {
             "parameters": [_task_id()],
             "post": {
-                "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2 R3)",
+                "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2)",
                 "requestBody": _json_body(
                     {
                         "type": "object",
@@ -163,7 +163,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "/api/v1/mesh/{task_id}/resume": {
             "parameters": [_task_id()],
             "post": {
-                "summary": "Resume a paused task with the input its pause fields ask for (section 9)",
+                "summary": "Resume a paused task with the input its pause fields ask for (GW-RESUME-1)",
                 "requestBody": _json_body({"$ref": "#/components/schemas/ResumeBody"}, required=True),
                 "responses": {
                     "202": _response("Resumed under the same id", {"$ref": "#/components/schemas/Resumed"}),
@@ -173,7 +173,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         },
         "/api/v1/mesh/events": {
             "get": {
-                "summary": "Server-sent events of many tasks in one stream (GW-SSE (R3)); no ids: the task 'events'",
+                "summary": "Server-sent events of many tasks in one stream (GW-SSE-20..27); no ids: the task 'events'",
                 "parameters": [
                     _query("ids", {"type": "string"}, "1 to 100 comma-separated task ids"),
                     {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
@@ -192,7 +192,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "/api/v1/mesh/{task_id}/events": {
             "parameters": [_task_id()],
             "get": {
-                "summary": "Server-sent events of the task's log (section 7)",
+                "summary": "Server-sent events of the task's log (GW-SSE-1)",
                 "parameters": [
                     {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"}},
                     _query("last_event_id", {"type": "integer", "minimum": 0}, "Resume after this event"),
@@ -207,10 +207,10 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 },
             },
             "post": {
-                "summary": "A status or FLY event from a reporter outside AWS (section 8)",
-                "description": "Reporters only (GW-EVT-1 R3): send X-Asya-Reporter-Key; a client's key or token is "
+                "summary": "A status or FLY event from a reporter outside AWS (GW-EVT-1)",
+                "description": "Reporters only (GW-EVT-1): send X-Asya-Reporter-Key; a client's key or token is "
                 "refused. Status received, processing, completed, retrying or running; the crew's statuses answer "
-                "400 (GW-EVT-3 R3).",
+                "400 (GW-EVT-3).",
                 "requestBody": _json_body({"$ref": "#/components/schemas/ProducerEvent"}, required=True),
                 "responses": {"204": _response("Accepted, or stale"), **_errors(400, 401, 404, 413)},
             },
@@ -259,7 +259,7 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                 {"name": "actor", "in": "path", "required": True, "schema": {"enum": actors}},
             ],
             "post": {
-                "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1 R3)",
+                "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1)",
                 "requestBody": _json_body(
                     {
                         "type": "object",

@@ -1,4 +1,4 @@
-"""Authorization by claims under ``gateway.auth.mode: jwt`` (GW-EDGE-4, GW-EDGE-5 (R3)).
+"""Authorization by claims under ``gateway.auth.mode: jwt`` (GW-EDGE-4, GW-EDGE-5).
 
 :class:`asya_gateway.auth.AuthMiddleware` records the verified token's claims for the request (:func:`bind_claims`,
 a context variable: the request's task and the worker threads it starts see them). Then:
@@ -9,7 +9,7 @@ a context variable: the request's task and the worker threads it starts see them
 - Under ``gateway.auth.owner_only``, :func:`owner_of_new_task` is the creator's ``sub``, stored on the task item by
   the create's own write; :func:`check_owner` answers 404 (as for an unknown id, so ids are not probed) when a task
   view's ``owner`` is not the caller's; :func:`listing_owner` restricts the listing to the caller's tasks.
-- :func:`is_visible` is the one owner check of every path that reads or acts on a task by id (GW-EDGE-7 (R3)): REST
+- :func:`is_visible` is the one owner check of every path that reads or acts on a task by id (GW-EDGE-7): REST
   view, cancel, SSE (one task or many), history, retry, resume; A2A ``tasks/get``, ``tasks/cancel``,
   ``tasks/resubscribe`` and ``message/send`` continuing a task; MCP ``notifications/cancelled`` and the re-sent
   ``tools/call``. Another's task is answered as an unknown id on each. :func:`owner_checks` says whether a path that
@@ -53,7 +53,7 @@ def current_claims() -> Mapping[str, Any] | None:
 
 
 def require_flow_scopes(auth: GatewayAuth, flow: str | None) -> None:
-    """GW-EDGE-4 (R3): 403 naming the first missing scope of ``flow``'s required ones."""
+    """GW-EDGE-4: 403 naming the first missing scope of ``flow``'s required ones."""
     required = auth.flow_scopes.get(flow or "") if auth.mode == "jwt" else None
     if not required:
         return
@@ -88,7 +88,7 @@ def listing_owner(auth: GatewayAuth) -> str | None:
 
 
 def is_visible(auth: GatewayAuth, view: Mapping[str, Any]) -> bool:
-    """GW-EDGE-5, GW-EDGE-7 (R3): whether the caller may see the task of ``view`` (any mapping with its ``owner``)."""
+    """GW-EDGE-5, GW-EDGE-7: whether the caller may see the task of ``view`` (any mapping with its ``owner``)."""
     if not owner_checks(auth):
         return True
     subject = _subject()
@@ -96,6 +96,6 @@ def is_visible(auth: GatewayAuth, view: Mapping[str, Any]) -> bool:
 
 
 def check_owner(auth: GatewayAuth, view: Mapping[str, Any]) -> None:
-    """GW-EDGE-5 (R3): 404 when ``owner_only`` and the task is not the caller's."""
+    """GW-EDGE-5: 404 when ``owner_only`` and the task is not the caller's."""
     if not is_visible(auth, view):
         raise HttpError(404, _NOT_FOUND)

@@ -1,7 +1,7 @@
 """Validation of ``POST /api/v1/mesh/?actor=|?flow=`` (GW-CREATE-1 .. GW-CREATE-6): pure functions, no I/O.
 
 Every failure raises :class:`~asya_gateway.errors.HttpError` whose message starts with the exact text of the spec and
-may go on with the fix (issue 20): an unknown body field says that the input goes under ``payload``; an unknown flow or
+may go on with the fix: an unknown body field says that the input goes under ``payload``; an unknown flow or
 actor lists the valid names; a flow's ``input_schema`` refusing an absent or null payload says so in words rather than
 ``None is not of type 'object'``.
 

@@ -11,7 +11,8 @@
   and each user actor's runtime is rebuilt before its next invocation (an invocation in progress finishes on the old
   code). A message redriven from a DLQ after a fix runs the new code.
 - **Manifest changes** (its modification time or size) restart the mesh: the new manifest is loaded and checked
-  first; when it is invalid the error is logged and the running mesh keeps serving the previous one. Otherwise the
+  first (its flows compiled in a child process, P-FLOW-22); when it cannot be used, for any reason, the error is
+  logged and the running mesh keeps serving the previous one. Otherwise the
   actors' pollers, the backstop and the gateway stop, and a new mesh starts **against the same moto** on the same
   URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
   messages, DLQs and checkpoints are all still there, and new queues are created for new actors. The run history
@@ -107,7 +108,7 @@ class DevLoop:
                     if current == stamp:
                         continue
                     stamp = current
-                    replacement = self._reloaded_manifest()
+                    replacement = self.reloaded_manifest()
                     if replacement is None:
                         continue
                     if replacement.namespace != manifest.namespace:
@@ -132,15 +133,27 @@ class DevLoop:
         return tuple(_stamp(path) for path in [self._manifest_path, *sources])
 
     def _load(self) -> Manifest:
-        manifest = load_manifest(self._options.manifest)
-        check_mesh(manifest, source=self._options.manifest, instantiate=True)
+        """The manifest, loaded and checked; any failure is a :class:`LocalModeError` naming the file, so neither the
+        start nor a reload ever ends in a traceback."""
+        try:
+            manifest = load_manifest(self._options.manifest)
+            check_mesh(manifest, source=self._options.manifest, instantiate=True)
+        except AsyaError:
+            raise
+        except Exception as exc:
+            raise LocalModeError(f"{self._options.manifest}: cannot be used: {type(exc).__name__}: {exc}") from exc
         return manifest
 
-    def _reloaded_manifest(self) -> Manifest | None:
+    def reloaded_manifest(self) -> Manifest | None:
+        """The changed manifest, loaded and checked; ``None`` (the error reported) when it cannot be used, whatever
+        the reason: the running mesh then keeps serving the previous one."""
         try:
             manifest = self._load()
-        except AsyaError as exc:
-            self._error(f"{self._options.manifest} changed but cannot be used; still serving the previous one:\n{exc}")
+        except Exception as exc:  # any failure of a new manifest must leave the running mesh (and moto) alone
+            detail = str(exc) if isinstance(exc, AsyaError) else f"{type(exc).__name__}: {exc}"
+            self._error(
+                f"{self._options.manifest} changed but cannot be used; still serving the previous one:\n{detail}"
+            )
             return None
         self._note(
             f"{self._options.manifest} or a flow source changed: restarting the mesh (moto and its state stay; "

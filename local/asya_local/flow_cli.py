@@ -22,8 +22,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asya.flows import check_source
 from asya.flows.frames import HandlerSource, two_frame_warnings
+from asya.flows.isolated import check_isolated
 from asya.flows.render import listing, to_dot, to_mermaid
 from asya.manifest import load_manifest
 from asya_local.cliargs import http_url, seconds
@@ -67,12 +67,15 @@ def _check(args: argparse.Namespace, io: CliIo) -> int:
         source = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise LocalModeError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise LocalModeError(f"{path} is not UTF-8 text: {exc.reason}") from None
     manifest_path = Path(args.manifest)
     manifest = load_manifest(manifest_path) if manifest_path.is_file() else None
     actors = set(manifest.actors) if manifest is not None else None
-    problems = check_source(source, filename=str(path), actors=actors)
+    # in a child process: a file that kills the parser is a compile error, not a crash of this one (P-FLOW-22)
+    problems = check_isolated(source, filename=str(path), actors=actors)
     warnings = []
-    if manifest is not None:
+    if manifest is not None and not problems:  # a file that compiles parses here too
         handlers = {
             name: HandlerSource(spec.handler, manifest.code_dir(name)) for name, spec in manifest.actors.items()
         }

@@ -1,5 +1,4 @@
-"""``LocalMesh``: a whole mesh in one process (and moto's server in its child), from its manifest (DESIGN section 1,
-"Locally").
+"""``LocalMesh``: a whole mesh in one process (and moto's server in its child), from its manifest (docs/local.md).
 
 Start order: moto's server on ``127.0.0.1`` in a child process (:class:`asya_local.moto_server.MotoServer`; not
 when ``endpoint_url`` points at an existing endpoint), the resources
@@ -25,9 +24,10 @@ Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.C
 ``Runtime(ActorConfig.from_env(env), sqs=, dynamodb=, s3=)`` where ``env`` holds exactly the variables the CDK app
 sets on the Lambda (``asya.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
 already importable) and, when ``actor_log_level`` is given, ``POWERTOOLS_LOG_LEVEL`` (``asya demo`` quiets the
-actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya.environment.gateway_environment`` plus
-``gateway_env``. The producer route takes a reporter key only (GW-EVT-1 R3): each mesh makes a random one, gives it to
-the gateway as ``ASYA_REPORTER_KEYS`` (``gateway_env`` may override it) and to every actor that reports over HTTP
+actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya.environment.gateway_environment``,
+``capacity_environment`` (a declared target's ``Retry-After`` and shard count, as deployed) and ``gateway_env``.
+The producer route takes a reporter key only (GW-EVT-1): each mesh makes a random one, gives it to the gateway
+as ``ASYA_REPORTER_KEYS`` (``gateway_env`` may override it) and to every actor that reports over HTTP
 (``ASYA_REPORTER=http`` or ``ASYA_GATEWAY_URL``) as ``ASYA_GATEWAY_REPORTER_KEY``, with ``ASYA_GATEWAY_URL`` defaulting
 to ``gateway.callback_url`` (the key goes to that origin only). An actor's emulator runs ``max_concurrency`` pollers
 (else ``concurrency``; at most 10), each with its own runtime, as Lambda runs concurrent invocations in separate
@@ -51,7 +51,7 @@ import httpx
 
 from asya import naming
 from asya.config import ENV, LOG_LEVEL_ENV, REPORTER_ENV, ActorConfig
-from asya.environment import actor_environment, flows_file_text, gateway_environment
+from asya.environment import actor_environment, capacity_environment, flows_file_text, gateway_environment
 from asya.flowfile import FLOWS_FILE_NAME
 from asya.manifest import DeployedActor, Manifest
 from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
@@ -365,7 +365,7 @@ class LocalMesh(MeshLifecycle):
         return {ENV.account_id: MOTO_ACCOUNT_ID} if self._moto is not None else {}
 
     def _reporter_env(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The mesh's reporter key for an actor that reports over HTTP and names no key of its own (GW-EVT-1 R3)."""
+        """The mesh's reporter key for an actor that reports over HTTP and names no key of its own (GW-EVT-1)."""
         mode_name, url_name, _, key_name = REPORTER_ENV
         url = env.get(url_name, "").strip()
         if (env.get(mode_name, "").strip().lower() != "http" and not url) or env.get(key_name):
@@ -412,6 +412,7 @@ class LocalMesh(MeshLifecycle):
 
         env = {
             **gateway_environment(table=resources.table, bucket=resources.bucket),
+            **capacity_environment(self.manifest),
             **self._account_env(),
             GATEWAY_ENV.reporter_keys: self._reporter_key,
             **self._gateway_env,

@@ -82,6 +82,17 @@ def test_an_edited_handler_runs_at_the_next_invocation_and_a_manifest_change_kee
         ) in dev.stderr()
         assert _run_task(dev.url, "loud", {"text": "still"})["result"]["said"] == "STILL!"
 
+        # a flow that crashed the parser killed asya dev and moto with it; now it is refused like any error (P-FLOW-22)
+        deep = "\n".join(
+            ["def deep(state):", "    state = shout(state)"]
+            + [f"    {'if' if i == 0 else 'elif'} state['k'] == {i}:\n        state['v'] = {i}" for i in range(5000)]
+        )
+        _write(tmp_path / "deep.py", deep + "\n")
+        _write(manifest, _MANIFEST + "  deep: {source: deep.py}\n")
+        _wait_for(lambda: "nested too deeply" in dev.stderr(), "the deep flow's refusal")
+        assert "flows.deep.source: the flow does not compile" in dev.stderr()
+        assert _run_task(dev.url, "loud", {"text": "alive"})["result"]["said"] == "ALIVE!"
+
         _write(
             manifest,
             _MANIFEST.replace("flows:", "  echo: {handler: loop_actors.echo}\nflows:")

@@ -310,7 +310,7 @@ async function tasksPage(alive, params) {
     return true;
   }
 
-  // The unfinished tasks on the page are followed over ONE stream (GET api/v1/mesh/events?ids=..., GW-SSE (R3)):
+  // The unfinished tasks on the page are followed over ONE stream (GET api/v1/mesh/events?ids=..., GW-SSE-20..27):
   // each status event redraws its row; the stream is reopened only when the set of unfinished ids changes.
   let watching = "";
   let stopWatching = () => {};
@@ -468,7 +468,7 @@ async function taskPage(alive, id) {
       : el("pre", { id: "payload", text: json(view.payload) });
     parts.push(el("div", { class: "card" }, el("h2", { text: "Input" }), payload));
     if (Array.isArray(view.children) && view.children.length) {
-      // the child tree (P-FAN-7 (R3)): a child has no task record of its own, so its row says all the view knows
+      // the child tree (P-FAN-7): a child has no task record of its own, so its row says all the view knows
       parts.push(el("div", { class: "card", id: "children" }, el("h2", { text: "Fan-out children" }),
         el("table", { "data-testid": "child-tree" },
           el("thead", {}, el("tr", {}, ["child", "status", "current actor", "attempt", "last error"].map((h) => el("th", { text: h })))),

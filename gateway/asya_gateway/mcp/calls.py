@@ -107,10 +107,10 @@ async def _create(ctx: GatewayContext, target: CreateTarget, arguments: dict[str
         created = await start_task(ctx, target, body, task_id=task_id)
     except TaskExistsError:
         assert task_id is not None  # a fresh id is never taken
-        # the session and request id are the call's idempotency key (GW-CREATE R3, no extra write): the same call sent
+        # the session and request id are the call's idempotency key (GW-CREATE-R3-6, no extra write): the same call sent
         # again after a cut connection follows the task it created
         existing = await ctx.call(ctx.store.get_task, task_id, enforce_deadline=False)
-        # another subject's task under this id is not this call's (GW-EDGE-7 (R3)): the call runs under a fresh id
+        # another subject's task under this id is not this call's (GW-EDGE-7): the call runs under a fresh id
         mine = existing if existing is not None and is_visible(ctx.manifest.gateway.auth, existing) else None
         if mine is not None and mine.get("flow") == target.flow and mine.get("payload") == arguments:
             return task_id

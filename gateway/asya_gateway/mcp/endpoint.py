@@ -1,4 +1,4 @@
-"""``POST /mcp`` and ``DELETE /mcp``: MCP over Streamable HTTP (GATEWAY section 11), stateless per request.
+"""``POST /mcp`` and ``DELETE /mcp``: MCP over Streamable HTTP (GW-MCP-1..9), stateless per request.
 
 Each request is one JSON-RPC message (``asya_gateway.jsonrpc``); state lives in the table (session items,
 ``asya_gateway.mcp.sessions``) or in the request itself, so any gateway instance (any Lambda container) serves any

@@ -1,4 +1,4 @@
-"""``GET /api/v1/mesh/{id}/history`` (GW-HIST-1 (R3)) and ``POST /api/v1/mesh/{id}/retry`` (GW-HIST-2 (R3)).
+"""``GET /api/v1/mesh/{id}/history`` (GW-HIST-1) and ``POST /api/v1/mesh/{id}/retry`` (GW-HIST-2).
 
 - The history route answers :func:`asya.historyread.read_history`'s ``{"id", "steps", "truncated",
   "missing_objects"}`` for a task of a flow with ``history: steps``, walked from the chain heads on the task's items

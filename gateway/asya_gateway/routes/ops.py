@@ -3,7 +3,7 @@
 
 The diagnostic's ``actors`` list holds at most :data:`MAX_DIAGNOSTIC_NAMES` entries as sent (chosen: duplicates count,
 so the work per request is bounded before anything else is looked at); the names are then de-duplicated in their
-first order, so each queue is checked once (R2: 5,000 copies of one name used to cost 5,000 checks).
+first order, so each queue is checked once (5,000 copies of one name used to cost 5,000 checks).
 """
 
 from __future__ import annotations

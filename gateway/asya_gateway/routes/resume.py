@@ -1,4 +1,4 @@
-"""``POST /api/v1/mesh/{id}/resume``: resume a paused task with a client's input (GATEWAY section 9, PROTOCOL
+"""``POST /api/v1/mesh/{id}/resume``: resume a paused task with a client's input (GW-RESUME-1..4,
 P-RESUME-1, GW-BACK-1, GW-BACK-5).
 
 Body ``{"input": object, "timeout"?: integer}`` (``timeout`` as GW-CREATE-6; other members answer 400 naming them).

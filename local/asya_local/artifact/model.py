@@ -271,7 +271,7 @@ class MeshSpec:
     schedules: list[Schedule] = field(default_factory=list)
     methods: list[ApiMethod] = field(default_factory=list)
     inert: dict[str, int] = field(default_factory=dict)
-    #: secrets the templates create (the reporter keys, GW-EDGE-2 (R3)): their names, created with a random value
+    #: secrets the templates create (the reporter keys, GW-EDGE-2): their names, created with a random value
     secrets: list[str] = field(default_factory=list)
 
     def function_named(self, name: str) -> FunctionSpec:

@@ -1,4 +1,4 @@
-"""The run history's writer in an actor runtime (R3, PROTOCOL P-HIST-1..6): one JSON Lines object per invocation.
+"""The run history's writer in an actor runtime (P-HIST-1..6): one JSON Lines object per invocation.
 
 Which hops are recorded: those whose envelope carries ``x-asya-history`` (``asya.headers.HISTORY``), which the
 gateway sets at creation for a flow with ``history: steps`` (its value: the flow's ``history_body_bytes``) and which

@@ -1,4 +1,4 @@
-"""Reading the run history (R3, PROTOCOL P-HIST-5, P-HIST-6): a task's steps from the chain of S3 objects, and
+"""Reading the run history (P-HIST-5, P-HIST-6): a task's steps from the chain of S3 objects, and
 choosing the step a retry starts from. Shared by the gateway (``GET /api/v1/mesh/{id}/history``, ``POST
 /api/v1/mesh/{id}/retry``) and the CLI; the writer is ``asya.history``.
 

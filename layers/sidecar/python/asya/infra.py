@@ -1,9 +1,9 @@
-"""Infrastructure errors of the layer (PROTOCOL P-ERR-4..6, P-ENV-9..12, P-ROUTE-8).
+"""Infrastructure errors of the layer (P-ERR-4..6, P-ENV-9..12, P-ROUTE-8).
 
 Each one sends an x-sump envelope first. That send is required: when it fails the exception propagates and the
 record fails, so SQS delivers it again (P-ERR-5: acked only after the x-sump send succeeded). A tracked envelope then
-gets a best-effort final ``failed`` status (P-ERR-6); when the reporter cannot write it (the HTTP reporter, GW-EVT-3
-(R3)) the x-sump envelope asks x-sump to (P-SUMP-6 (R3), ``asya.routing.sump_writes_final``). No AWS resources are
+gets a best-effort final ``failed`` status (P-ERR-6); when the reporter cannot write it (the HTTP reporter, GW-EVT-3)
+ the x-sump envelope asks x-sump to (P-SUMP-6, ``asya.routing.sump_writes_final``). No AWS resources are
 created here; the transport and the reporter come from the runtime.
 """
 
@@ -147,7 +147,7 @@ class InfraErrors:
 
 def ends_lineage(envelope: Envelope) -> bool:
     """True when the failure of this x-sump envelope ended the lineage of its ``id`` (x-sump then finishes a fan-out
-    child, P-SUMP-7 (R3)). False for a partial-failure notice, whose frames went on (P-RES-10: reason
+    child, P-SUMP-7). False for a partial-failure notice, whose frames went on (P-RES-10: reason
     ``PartialFailure``, or ``status.error.frames_sent``), and for a lost frame other than the input's own
     (:data:`LOST_FRAME`)."""
     status = envelope.status

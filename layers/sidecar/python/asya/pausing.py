@@ -1,5 +1,5 @@
-"""Pause and resume as pure functions, shared by x-pause, x-resume and the gateway (PROTOCOL 12.4, 12.5; GATEWAY
-section 9).
+"""Pause and resume as pure functions, shared by x-pause, x-resume and the gateway (P-PAUSE-1..6, P-RESUME-1..6;
+GW-RESUME-1..4).
 
 - :func:`parse_metadata`: the pause metadata of P-PAUSE-3 (header ``x-asya-pause``, else
   ``{"prompt": "Task paused", "fields": []}``), checked: ``prompt`` a string; ``fields`` a list of

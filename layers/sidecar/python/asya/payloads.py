@@ -1,4 +1,4 @@
-"""Claim-check offload of large payloads (PROTOCOL P-LARGE-1..6, GATEWAY GW-DATA-7).
+"""Claim-check offload of large payloads (P-LARGE-1..6, GW-DATA-7).
 
 - :meth:`PayloadStore.encode` is the transports' body encoder (``asya.transport``) for the layer, the crew and the
   gateway. When an envelope's JSON is over the threshold (``storage.offload_threshold_kb`` KiB, env

@@ -1,4 +1,4 @@
-"""The actor Lambda entry point: one SQS batch in, partial batch failures out (PROTOCOL sections 4-6, 8.5, 9, 10, 14).
+"""The actor Lambda entry point: one SQS batch in, partial batch failures out (docs/protocol.md sections 3-6, 12).
 
 ``lambda_handler(event, context)`` builds an :class:`ActorRuntime` from ``os.environ`` on its first call (variables:
 ``asya.config``) and answers ``{"batchItemFailures": [...]}`` through Powertools ``BatchProcessor`` (P-ACK-1).
@@ -19,7 +19,7 @@ retries) stay per record:
    time (minus a 5 s safety margin) fails unstarted, with every later one, and is made visible again at once;
 3. chained delay (P-RES-9): ``x-asya-delay-until`` more than 1 s away: re-sent to the own queue, acked;
 4. tracking: stealth (P-STAT-12), hook copies (P-STAT-13), children report under their ``parent_id`` (P-FAN-3);
-5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump; then the hop ceiling (P-HOP-1 (R3), ``asya.hops``):
+5. route check (P-ROUTE-1): ``RouteMismatch`` to x-sump; then the hop ceiling (P-HOP-1, ``asya.hops``):
    ``HopCeiling`` to x-sump;
 6. pre-flight (P-STAT-10): canceled/paused tasks go to x-sink; a root envelope of a succeeded or failed task, or an
    envelope whose stored fence is higher than its own, is a duplicate: acked without a handler call;
@@ -36,11 +36,11 @@ retries) stay per record:
     that lease ends; canceled/paused go to x-sink; then the handler call under its time limit ``T = min(actor
     timeout, deadline_at - now, Lambda remaining time - 5 s)`` (P-TIME-5, ``asya.timeout``);
 14. its outcome (``asya.handlercall``): frames leave as they come (``asya.hop``, ``asya.outbox``) and FLY values go to
-    the task's log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, section 8);
+    the task's log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, P-RES-1..12);
     ``SerializationError``, unknown destinations and ``HandlerTimeout``: x-sump; an error after a frame: a partial
     failure (P-RES-10); then ``completed`` (progress ``detailed``, once the hop's frames left). A fenced generator
     handler is asked between yields whether its task was canceled (``asya.cancelwatch``: one eventually consistent
-    read per 5 s per invocation at most, P-CANCEL (R3)) and gets ``TaskCanceledError`` at its next yield;
+    read per 5 s per invocation at most, P-CANCEL-1..5) and gets ``TaskCanceledError`` at its next yield;
 15. ack when every required send succeeded; a required send that fails raises, so the record fails (P-ACK-2/3); a
     frame whose entry still fails when the outbox sends it after its record ended fails that record alone, added to
     ``batchItemFailures`` at the end of the batch. Each failed record is logged once at WARNING (``record failed``,
@@ -57,7 +57,7 @@ HTTP reporter (P-STAT-18): with ``ASYA_REPORTER=http`` (actors outside AWS) ``as
 reporter's place: pre-flight reads ``GET {base}/api/v1/mesh/{id}`` over HTTP, reports are posted in the background to
 the gateway's producer route, and no hop is claimed (P-ACK-8).
 
-Run history (R3, P-HIST-1..5, ``asya.history``): a hop whose envelope carries ``x-asya-history`` gets a line in the
+Run history (P-HIST-1..5, ``asya.history``): a hop whose envelope carries ``x-asya-history`` gets a line in the
 invocation's one history object, written after the batch (best effort); its claim stores the chain head, and what it
 sends carries ``x-asya-history-prev``. Envelopes without the header cost nothing of it.
 
@@ -501,7 +501,7 @@ class ActorRuntime:
             limit=limit,
             fence=fence,
             ticket=ticket,
-            # fenced hops only: an untracked envelope has no task item to read (P-CANCEL (R3))
+            # fenced hops only: an untracked envelope has no task item to read (P-CANCEL-1..5)
             cancel=batch.cancels.check_for(fly_id) if fence is not None and batch.cancels and fly_id else None,
         )
         recorded = batch.history.open(
@@ -560,7 +560,7 @@ def _refusal(env: Envelope, actor: str, max_hops: int) -> tuple[Reason, str] | N
     mismatch = routing.route_mismatch(env, actor)  # P-ROUTE-1
     if mismatch is not None:
         return Reason.ROUTE_MISMATCH, mismatch
-    if over_ceiling(env.headers, max_hops):  # P-HOP-1 (R3): a runaway loop stops here
+    if over_ceiling(env.headers, max_hops):  # P-HOP-1: a runaway loop stops here
         return Reason.HOP_CEILING, ceiling_message(max_hops)
     return None
 

@@ -1,4 +1,4 @@
-"""Key schema of the task-store table and the storage-bucket layout (GATEWAY GW-DATA-2, GW-DATA-7).
+"""Key schema of the task-store table and the storage-bucket layout (GW-DATA-2, GW-DATA-7).
 
 The one description both the CDK app and the local mode create resources from, so the table and bucket behave the
 same in AWS and on moto. The item layout is in ``asya.store.records``.
@@ -72,7 +72,7 @@ FAILED_PREFIX: Final = "failed/"
 CHECKPOINT_PREFIXES: Final = {"succeeded": SUCCEEDED_PREFIX, "failed": FAILED_PREFIX}
 #: Bodies x-sump could not parse (P-SUMP-5).
 UNPARSED_PREFIX: Final = "unparsed/"
-#: Run history (R3, P-HIST-1): one JSON Lines object per actor invocation that ran a hop of a history-on flow.
+#: Run history (P-HIST-1): one JSON Lines object per actor invocation that ran a hop of a history-on flow.
 HISTORY_PREFIX: Final = "history/"
 
 

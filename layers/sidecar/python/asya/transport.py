@@ -1,4 +1,4 @@
-"""SQS sends for the layer, the crew and the gateway (PROTOCOL sections 5 and 14).
+"""SQS sends for the layer, the crew and the gateway (P-ROUTE-3, P-ROUTE-9, P-ROUTE-10, P-ACK-2).
 
 - Queue URLs are resolved with ``GetQueueUrl`` once per actor name and cached for the life of the ``Transport``. An
   actor name that violates P-NAME-1 is rejected before any call; SQS error codes

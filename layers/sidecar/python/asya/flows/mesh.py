@@ -9,7 +9,10 @@ x-resume turn a flow's :class:`~asya.flows.interp.Step` into envelopes. Pure: no
   continuation (P-FLOW-9, P-FLOW-10); ``None`` when nothing catches it.
 
 A :class:`~asya.flows.errors.FlowError` (an expression, a loop guard, a second frame, an unknown flow) becomes a
-failure envelope to x-sink under the flow's owner id: phase ``failed``, reason ``RuntimeError`` (P-FLOW-13).
+failure envelope to x-sink under the flow's owner id: phase ``failed``, reason ``RuntimeError`` (P-FLOW-13). So does
+any other exception the interpreter raises (``RecursionError`` on a deep copy, ``MemoryError``, a bug), as a
+``FlowError`` naming it: a continuation never fails the record, which would run the handler before it again
+(P-FLOW-20).
 """
 
 from __future__ import annotations
@@ -96,9 +99,9 @@ def continue_outgoing(programs: Programs, outgoing: routing.Outgoing, *, now: st
             )
         program = resolve(programs, state)
         step = advance(program, env.payload, state, deadline_at=_deadline(env), now=_now(now))
-    except FlowError as exc:
-        return [_failed(env, exc, now=now)]
-    return _emit(env, step, program, now=now, error=None)
+        return _emit(env, step, program, now=now, error=None)
+    except Exception as exc:  # every continuation error fails the task, never the record (P-FLOW-20)
+        return [_failed(env, _flow_error(exc), now=now)]
 
 
 def on_failure(
@@ -119,7 +122,10 @@ def on_failure(
     except FlowError:
         return None
     error = TIMEOUT_ERROR if status.reason == Reason.HANDLER_TIMEOUT.value else status.error
-    caught = dispatch(program, state, error, deadline_at=status.deadline_at)
+    try:
+        caught = dispatch(program, state, error, deadline_at=status.deadline_at)
+    except Exception as exc:  # as in continue_outgoing (P-FLOW-20)
+        return [_failed(env, _flow_error(exc), now=now)]
     if caught is None:
         return None
     resumed, deadline_at = caught
@@ -149,9 +155,17 @@ def on_failure(
     )
     try:
         step = advance(program, payload, resumed, deadline_at=deadline_at, now=_now(now))
-    except FlowError as exc:
-        return [_failed(caught_env, exc, now=now)]
-    return _emit(caught_env, step, program, now=now, error=dict(status.error))
+        return _emit(caught_env, step, program, now=now, error=dict(status.error))
+    except Exception as exc:  # as in continue_outgoing (P-FLOW-20)
+        return [_failed(caught_env, _flow_error(exc), now=now)]
+
+
+def _flow_error(exc: Exception) -> FlowError:
+    """P-FLOW-20: what the interpreter raised, as the flow's error; a ``FlowError`` as it is, anything else named."""
+    if isinstance(exc, FlowError):
+        return exc
+    detail = str(exc)
+    return FlowError(f"continuation failed: {type(exc).__name__}" + (f": {detail}" if detail else ""))
 
 
 def _deadline(env: Envelope) -> str | None:
