@@ -27,7 +27,9 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
 
 A slice header with ``set`` (a compiled flow's fan-out, P-FLOW-8) keys the fan-in state by it instead of by
 ``origin_id``; the merged envelope keeps the origin's identity. A merged envelope that ends its route while a
-compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6).
+compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6), with the
+program of the task's digest, read from the program store when the aggregator does not hold it (P-FLOWV-3); a read
+that fails releases the claim and fails the record, a program nowhere fails the task (P-FLOWV-2).
 
 Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference, checked against the slice's own
 envelope first: a reference of another task fails the task, P-LARGE-7) and read back from S3 for the merge
@@ -198,8 +200,9 @@ class AggregatorRuntime(CrewRuntime):
                     state_key=header.state_key,
                 )
                 return
+            self._flows.load(envelope.headers)  # the task's program (P-FLOWV-3); a failed read fails the record
             try:
-                for out in continue_outgoing(self.config.flows, routing.Outgoing(actor, envelope), now=now):
+                for out in continue_outgoing(self._flows.book, routing.Outgoing(actor, envelope), now=now):
                     self._transport.send(out.actor, out.envelope)  # a compiled flow goes on here (P-FLOW-6)
             except UnknownActorError as exc:
                 self._unknown_destination(header.origin, envelope, exc, now, trace)

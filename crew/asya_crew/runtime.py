@@ -42,6 +42,7 @@ from asya.envelope import Envelope, Phase, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.infra import parse_failure_envelope
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference, reference_owners
+from asya.programstore import FlowVersions, ProgramStore
 from asya.store import ChildFinish, ChildOutcome, TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, format_ts, system_clock
@@ -116,6 +117,8 @@ class CrewRuntime:
         self._new_id = new_id
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
+        #: the compiled flows the aggregator and x-resume run continuations of, with the versions they read (P-FLOWV-3)
+        self._flows = FlowVersions(config.flows, store=ProgramStore(bucket=config.bucket or None, s3=s3))
         self._trace = trace_headers(config.tracing, environ)
         trace_header = self._trace.current if self._trace is not None else None
         self._transport = Transport(

@@ -31,6 +31,7 @@ from starlette.routing import Mount, Route
 from asya import naming
 from asya.manifest import Manifest, load_manifest
 from asya.payloads import PayloadStore
+from asya.programstore import ProgramStore
 from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
@@ -169,6 +170,7 @@ def create_app(
         timers=timers,
         payloads=payloads,
         cloudwatch=cloudwatch,
+        programs=ProgramStore(bucket=bucket, s3=s3),
     )
     return app
 

@@ -18,6 +18,11 @@
   URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
   messages, DLQs and checkpoints are all still there, and new queues are created for new actors. The run history
   also survives, unless the namespace changed.
+- **Flow source changes** (a ``flows.<name>.source`` file) restart the mesh the same way, so the flow is compiled
+  again. A task started before keeps the program it started with, paused ones included: its flow state names the
+  program's digest, the gateway kept that program in the bucket (``flows/{digest}.json``, P-FLOWV-3), and the
+  restarted actors read it from there, exactly as in AWS after a deploy. Tasks created after the restart run the
+  new program.
 - The state file (``asya_local.localstate``) is written once the mesh is up, rewritten after a restart, and removed
   at the end.
 """
@@ -146,7 +151,10 @@ class DevLoop:
                 f"{self._options.manifest} changed but cannot be used; still serving the previous one:\n{detail}"
             )
             return None
-        self._note(f"{self._options.manifest} changed: restarting the mesh (moto and its state stay)")
+        self._note(
+            f"{self._options.manifest} or a flow source changed: restarting the mesh (moto and its state stay; "
+            "tasks started before keep the flow programs they started with)"
+        )
         return manifest
 
     def _say_changed(self, manifest: Manifest, before: _Stamps, after: _Stamps) -> bool:

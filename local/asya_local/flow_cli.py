@@ -1,4 +1,5 @@
-"""``asya flow check`` and ``asya flow show``: compile flows written as Python (docs/flows.md) without a mesh.
+"""``asya flow check`` and ``asya flow show``: compile flows written as Python (docs/flows.md) without a mesh;
+``asya flow gc``: collect the kept programs no task needs any more (``asya_local.flowgc``).
 
 ::
 
@@ -13,11 +14,15 @@
     asya flow show FLOW [--manifest asya.yaml] [--out DIR] [--json]
                                                      the compiled program of FLOW; writes DIR/FLOW.dot (Graphviz)
                                                      and DIR/FLOW.mmd (Mermaid), DIR defaults to the working directory
+    asya flow gc [--manifest asya.yaml] [--local | --endpoint-url URL] [--region R] [--bucket B] [--grace SECONDS]
+                 [--dry-run]                         retire, then delete, programs of flows/ that neither the manifest
+                                                     nor a paused task names (docs/deploy.md "Upgrading a mesh")
 """
 
 from __future__ import annotations
 
 import argparse
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +30,7 @@ from asya.flows.frames import HandlerSource, two_frame_warnings
 from asya.flows.isolated import check_isolated
 from asya.flows.render import listing, to_dot, to_mermaid
 from asya.manifest import load_manifest
+from asya_local.cliargs import http_url, seconds
 from asya_local.cliio import CliIo
 from asya_local.exceptions import LocalModeError
 
@@ -53,6 +59,16 @@ def add_flow_parser(commands: _Commands) -> None:
     show.add_argument("--out", default=".", help="directory for FLOW.dot and FLOW.mmd (default: the working one)")
     show.add_argument("--json", action="store_true", help="print the program as JSON instead of the listing")
     show.set_defaults(run=_show)
+    gc = actions.add_parser("gc", help="delete the kept flow programs that no deployment and no paused task needs")
+    gc.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
+    where = gc.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", help="the mesh of the running `asya dev` for this manifest")
+    where.add_argument("--endpoint-url", type=http_url, help="S3 endpoint (env AWS_ENDPOINT_URL)")
+    gc.add_argument("--region", help="AWS region (env AWS_REGION)")
+    gc.add_argument("--bucket", help="the storage bucket (default: the local mode's name for the namespace)")
+    gc.add_argument("--grace", type=seconds, help="seconds a program stays retired before it is deleted")
+    gc.add_argument("--dry-run", action="store_true", help="print what would be done; change nothing")
+    gc.set_defaults(run=_gc)
 
 
 def _find_manifest(cwd: Path, flow: Path) -> Path | None:
@@ -130,4 +146,36 @@ def _show(args: argparse.Namespace, io: CliIo) -> int:
         io.out.write(listing(program))
         io.out.write("\n" + to_mermaid(program))
     io.note(f"wrote {dot} and {mermaid}")
+    return 0
+
+
+def _gc(args: argparse.Namespace, io: CliIo) -> int:
+    from urllib.parse import urlsplit
+
+    import boto3
+
+    from asya import naming
+    from asya.timeutil import system_clock
+    from asya_local.flowgc import collect, default_grace
+    from asya_local.localstate import read_local_state, state_path
+    from asya_local.moto_server import DEFAULT_REGION, make_clients
+
+    manifest = load_manifest(args.manifest)
+    endpoint, region = args.endpoint_url, args.region
+    if args.local:
+        state = read_local_state(state_path(args.manifest))
+        endpoint, region = state.endpoint_url, region or state.region
+    if endpoint is not None and urlsplit(endpoint).hostname in ("127.0.0.1", "localhost", "::1"):
+        s3 = make_clients(endpoint, region=region or DEFAULT_REGION).s3  # moto: fake credentials
+    else:
+        s3 = boto3.Session(region_name=region).client("s3", endpoint_url=endpoint)
+    grace = timedelta(seconds=args.grace) if args.grace is not None else default_grace(manifest)
+    bucket = args.bucket or naming.bucket_name(manifest.namespace)
+    done = collect(manifest, s3=s3, bucket=bucket, grace=grace, now=system_clock, dry_run=args.dry_run)
+    io.print_json(done.to_json())
+    verb = "would delete" if args.dry_run else "deleted"
+    io.note(
+        f"{len(done.kept)} kept, {len(done.retired)} newly retired, {len(done.waiting)} retired for less than "
+        f"{grace}, {len(done.deleted)} {verb}"
+    )
     return 0

@@ -27,7 +27,9 @@ retries) stay per record:
    ``failed``);
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
 11. a payload reference is read back from S3 (``asya.payloads``, P-LARGE-4): ``PayloadUnavailable`` to x-sump,
-    another S3 error fails the record;
+    another S3 error fails the record; a compiled flow's program named by a digest this runtime does not hold is
+    read from the program store (``asya.programstore``, P-FLOWV-3): a read that fails fails the record, a program
+    nowhere fails the task at once with ``FlowVersionMissing`` (P-FLOWV-2), its handler not called;
 12. the last SLA guard, the same check again just before the call;
 13. the hop claim (P-ACK-8): a duplicate (a higher fence, a finished task, or a second copy of a hop this invocation
     already claimed) is acked; a hop another run holds under a live lease fails the record, which comes back when
@@ -86,7 +88,7 @@ from asya.claims import ClaimBook, Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
-from asya.flows.mesh import continue_outgoing
+from asya.flows.mesh import continue_outgoing, flow_failure
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.history import HistoryError, InvocationHistory
 from asya.hop import Ticker
@@ -94,6 +96,7 @@ from asya.hops import ceiling_message, over_ceiling
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
 from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owners
+from asya.programstore import FlowVersions, ProgramStore
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
@@ -168,6 +171,7 @@ class ActorRuntime:
         self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
+        self._flows = FlowVersions(config.flows, store=ProgramStore(bucket=config.bucket or None, s3=s3))
         self._trace: TraceHeaders | None = None
         if config.tracing:
             # deferred: most actors run with tracing off and then never need the module
@@ -206,7 +210,7 @@ class ActorRuntime:
             logger=self._log,
             clock=clock,
             random=random,
-            flows=config.flows,
+            flows=self._flows.book,
         )
         self._claims = HopClaims(
             store=self._store,
@@ -253,7 +257,7 @@ class ActorRuntime:
 
     def _continue_flow(self, outgoing: routing.Outgoing) -> list[routing.Outgoing]:
         """P-FLOW-4: a compiled flow's continuation on a frame the outbox stages (``asya.flows.mesh``)."""
-        return continue_outgoing(self.config.flows, outgoing, now=self._ts(self._clock()))
+        return continue_outgoing(self._flows.book, outgoing, now=self._ts(self._clock()))
 
     def _ts(self, moment: datetime) -> str:
         """``format_ts(moment)``, formatted once per second: every hop stamps several envelopes with "now"."""
@@ -284,7 +288,8 @@ class ActorRuntime:
             ticker=self._ticker,
             monotonic=self._monotonic,
             logger=self._log,
-            continuation=self._continue_flow if self.config.flows else None,
+            # every actor: one dropped from a flow still finishes the hops of tasks started before (P-FLOWV-1)
+            continuation=self._continue_flow,
         )
         envelopes = [item.envelope for item in items.values() if item.envelope is not None]
         self._history = history = self._new_history()
@@ -452,6 +457,12 @@ class ActorRuntime:
                 trace=trace,
                 writer_id=item.message_id,
             )
+            return
+        self._flows.load(env.headers)  # step 11: the program of the task's digest (P-FLOWV-3)
+        missing = self._flows.missing(env.headers)
+        if missing is not None:  # P-FLOWV-2: no other program may run for this task
+            self._errors.send(flow_failure(entry, missing, now=now))
+            self._log.error("flow program missing: task failed", extra={"error": str(missing)})
             return
         if not hook and self._sla_expired(env, deadline, self._clock(), trace):  # step 12: the last guard
             return
