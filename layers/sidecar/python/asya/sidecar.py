@@ -70,15 +70,15 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import routing
+from asya import prehop, routing
 from asya.abi import Handler, error_details, load_handler
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.cancelwatch import CancelWatch
@@ -90,7 +90,6 @@ from asya.flows.mesh import continue_outgoing
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.history import HistoryError, InvocationHistory
 from asya.hop import Ticker
-from asya.hops import ceiling_message, over_ceiling
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
 from asya.payloads import PayloadStore, PayloadUnavailableError
@@ -98,7 +97,7 @@ from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
-from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
+from asya.timeutil import Clock, format_ts, format_ts_ms, system_clock
 from asya.transport import Transport, UnknownActorError
 
 if TYPE_CHECKING:
@@ -110,9 +109,6 @@ if TYPE_CHECKING:
     from asya.xray import TraceHeaders
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
-
-#: P-TIME-3: less than this left before ``deadline_at`` and the handler is not called.
-_SLA_MARGIN: Final = timedelta(seconds=1)
 
 
 class _Batch:
@@ -375,7 +371,7 @@ class ActorRuntime:
             self._errors.parse_failure(item.body, item.error, self._ts(now))
             return
         budget = self.config.actor_timeout
-        deadline = _deadline(env)
+        deadline = prehop.deadline_of(env)
         if deadline is not None:
             budget = min(budget, (deadline - now).total_seconds())
         batch.start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle, budget_seconds=budget)
@@ -400,12 +396,12 @@ class ActorRuntime:
         report = None if untracked or env.parent_id else _hop_ref(env)
         trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
 
-        refusal = _refusal(env, actor, self.config.max_hops)  # step 5
+        refusal = prehop.refusal(env, actor, self.config.max_hops)  # step 5
         if refusal is not None:
-            reason, message = refusal
+            assert refusal.reason is not None  # a refusal goes to x-sump
             self._errors.report(
-                reason,
-                message,
+                refusal.reason,
+                refusal.message,
                 env,
                 report,
                 now,
@@ -507,22 +503,21 @@ class ActorRuntime:
     def _decided(self, env: Envelope, verdict: Claimed | None, now: str, trace: routing.Trace) -> bool:
         """Act on a pre-flight or claim verdict that decides the record: canceled/paused to x-sink, a duplicate acked
         (P-STAT-10, P-ACK-8). False when the record goes on."""
-        if verdict is Claimed.DUPLICATE:
-            self._log.info("duplicate delivery: acked without a handler call")
-            return True
-        if verdict is Claimed.CANCELED or verdict is Claimed.PAUSED:
-            self._errors.send(routing.preflight_envelope(env, verdict.value, actor=self._actor, now=now, trace=trace))
-            self._log.info("task is not running: sent to x-sink", extra={"task_status": verdict.value})
-            return True
-        return False
+        if verdict is None:
+            return False
+        decided = prehop.preflight(env, verdict.value, actor=self._actor, now=now, trace=trace)
+        return decided is not None and self._act(decided)
 
     def _sla_expired(self, env: Envelope, deadline: datetime | None, now: datetime, trace: routing.Trace) -> bool:
-        """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason Timeout, which writes the final
-        status (one write fewer than the layer writing it too, and the checkpoint is linked)."""
-        if deadline is None or deadline - now >= _SLA_MARGIN:
-            return False
-        self._errors.send(routing.sla_envelope(env, actor=self._actor, now=self._ts(now), trace=trace))
-        self._log.warning("SLA deadline expired: sent to x-sink")
+        """The SLA check (P-TIME-3, ``asya.prehop.sla``); True when the envelope went to x-sink."""
+        decided = prehop.sla(env, deadline, now, actor=self._actor, now=self._ts(now), trace=trace)
+        return decided is not None and self._act(decided)
+
+    def _act(self, verdict: prehop.Verdict) -> bool:
+        """Send a pre-hop verdict's x-sink envelope (required, P-ACK-2) and log it; the record is decided."""
+        if verdict.out is not None:
+            self._errors.send(verdict.out)
+        getattr(self._log, verdict.level)(verdict.log, extra=verdict.extra)
         return True
 
     def _call_limit(self, deadline: datetime | None, context: Any) -> CallLimit:
@@ -542,20 +537,6 @@ def _hop_ref(env: Envelope) -> HopRef:
         envelope_id=env.id,
         created_at=env.status.created_at if env.status is not None else None,
     )
-
-
-def _refusal(env: Envelope, actor: str, max_hops: int) -> tuple[Reason, str] | None:
-    """Step 5's reason to send ``env`` to x-sump unrun, with its message, or None when it may run here."""
-    mismatch = routing.route_mismatch(env, actor)  # P-ROUTE-1
-    if mismatch is not None:
-        return Reason.ROUTE_MISMATCH, mismatch
-    if over_ceiling(env.headers, max_hops):  # P-HOP-1 (R3): a runaway loop stops here
-        return Reason.HOP_CEILING, ceiling_message(max_hops)
-    return None
-
-
-def _deadline(env: Envelope) -> datetime | None:
-    return parse_ts(env.status.deadline_at) if env.status is not None else None
 
 
 _RUNTIME: ActorRuntime | None = None
