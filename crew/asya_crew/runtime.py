@@ -35,7 +35,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import routing
+from asya import logkeys, routing
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Status, parse_envelope
@@ -128,18 +128,15 @@ class CrewRuntime:
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
         naming = {} if new_key_id is None else {"new_id": new_key_id}
         self._checkpoints = CheckpointWriter(bucket=config.bucket, s3=lambda: self.s3, clock=clock, **naming)
-        self._log_keys(actor=config.actor)
-
-    def _log_keys(self, **keys: object) -> None:
-        """Keys every later log line of this runtime carries (P-TRACE-4); a plain ``logging.Logger`` (tests) has
-        none."""
-        if isinstance(self._log, Logger):
-            self._log.append_keys(**keys)
+        if isinstance(self._log, Logger):  # a plain ``logging.Logger`` (tests) has no runtime-wide keys
+            self._log.append_keys(actor=config.actor)
+        logkeys.install(self._log)
 
     def _envelope_keys(self, envelope: Envelope) -> None:
-        """The log keys of one record (P-TRACE-4): correlation id = envelope id, attempt and phase."""
+        """The log keys of one record (P-TRACE-4, ``asya.logkeys``): correlation id = envelope id, attempt and
+        phase; they end with the record."""
         status = envelope.status
-        self._log_keys(
+        logkeys.update(
             correlation_id=envelope.id,
             attempt=status.attempt if status is not None else 1,
             phase=status.phase if status is not None else Phase.PENDING.value,
@@ -193,11 +190,12 @@ class CrewRuntime:
         prepared: dict[Hashable, Parsed | Unparsed | Exception] = {}
         for raw in event.get("Records") or []:
             record = SQSRecord(raw)
-            try:
-                start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle)
-                prepared[record.message_id] = self._prepare(record)
-            except Exception as exc:  # re-raised for this record alone in the complete pass (P-ACK-3)
-                prepared[record.message_id] = exc
+            with logkeys.record():
+                try:
+                    start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle)
+                    prepared[record.message_id] = self._prepare(record)
+                except Exception as exc:  # re-raised for this record alone in the complete pass (P-ACK-3)
+                    prepared[record.message_id] = exc
         entries = [
             CheckpointEntry(ref, outcome.checkpoint_phase, outcome.hydrated)
             for ref, outcome in prepared.items()
@@ -209,20 +207,21 @@ class CrewRuntime:
             outcome = prepared[record.message_id]
             if isinstance(outcome, UnstartedRecordError):
                 raise outcome
-            try:
-                if isinstance(outcome, Exception):
-                    raise outcome
-                line = written.get(record.message_id)
-                if isinstance(line, CheckpointError):
-                    raise line
-                if self._trace is not None:
-                    self._trace.begin(record.raw_event)
-                if isinstance(outcome, Parsed):
-                    self._envelope_keys(outcome.envelope)
-                self._complete(record, outcome, line)
-            except Exception as exc:  # re-raised: the record fails (P-ACK-3)
-                log_failed_record(self._log, record.message_id, exc)
-                raise
+            with logkeys.record():
+                try:
+                    if isinstance(outcome, Exception):
+                        raise outcome
+                    line = written.get(record.message_id)
+                    if isinstance(line, CheckpointError):
+                        raise line
+                    if self._trace is not None:
+                        self._trace.begin(record.raw_event)
+                    if isinstance(outcome, Parsed):
+                        self._envelope_keys(outcome.envelope)
+                    self._complete(record, outcome, line)
+                except Exception as exc:  # re-raised: the record fails (P-ACK-3)
+                    log_failed_record(self._log, record.message_id, exc)
+                    raise
 
         processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         response = process_partial_response(

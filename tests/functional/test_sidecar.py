@@ -858,7 +858,6 @@ def test_p_trace_4_a_record_s_log_lines_carry_its_id_actor_attempt_and_phase(har
     assert error_line["level"] == sla_line["level"] == "WARNING"
 
 
-@pytest.mark.xfail(strict=True, reason="record log keys are appended and never removed")
 def test_p_trace_4_a_batch_level_line_after_a_record_carries_no_record_keys(harness: Callable[..., Harness]) -> None:
     """P-TRACE-4: a record's ``correlation_id``, ``attempt`` and ``phase`` end with the record. A line logged by the
     actor's logger after the batch (a batch-level line: history flush, backoff) carries ``actor`` and none of them."""

@@ -569,7 +569,6 @@ def test_p_ack_4_a_failed_checkpoint_comes_back_after_the_backoff_not_the_queue_
     assert len(sink.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", [])) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="record log keys are appended and never removed")
 def test_p_trace_4_x_sink_record_keys_end_with_the_record(mesh: Any) -> None:
     """A crew record's ``correlation_id``, ``attempt`` and ``phase`` are gone once its record ended: a line the
     runtime's logger writes after the batch carries ``actor`` only."""

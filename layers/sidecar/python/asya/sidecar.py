@@ -78,7 +78,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import prehop, routing
+from asya import logkeys, prehop, routing
 from asya.abi import Handler, error_details, load_handler
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
 from asya.cancelwatch import CancelWatch
@@ -163,6 +163,7 @@ class ActorRuntime:
         self._ts_text = ""
         self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
+        logkeys.install(self._log)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
         self._trace: TraceHeaders | None = None
         if config.tracing:
@@ -300,17 +301,18 @@ class ActorRuntime:
         def record_handler(record: SQSRecord) -> None:
             if self._trace is not None:
                 self._trace.begin(record.raw_event)
-            try:
-                self._record(record, batch)
-            except Exception as exc:  # re-raised: the record fails (P-ACK-3)
-                if isinstance(exc, HopHeldError):
-                    batch.claims.held[record.message_id] = exc.remaining_seconds
-                    self._log.info("hop held by another run: record comes back when its lease ends")
-                else:
-                    log_failed_record(self._log, record.message_id, exc)
-                    self._claims.release(batch.claims, record.message_id)
-                batch.history.fail(record.message_id, exc)
-                raise
+            with logkeys.record():
+                try:
+                    self._record(record, batch)
+                except Exception as exc:  # re-raised: the record fails (P-ACK-3)
+                    if isinstance(exc, HopHeldError):
+                        batch.claims.held[record.message_id] = exc.remaining_seconds
+                        self._log.info("hop held by another run: record comes back when its lease ends")
+                    else:
+                        log_failed_record(self._log, record.message_id, exc)
+                        self._claims.release(batch.claims, record.message_id)
+                    batch.history.fail(record.message_id, exc)
+                    raise
 
         response = process_partial_response(
             event=dict(event), record_handler=record_handler, processor=processor, context=context
@@ -376,7 +378,7 @@ class ActorRuntime:
             budget = min(budget, (deadline - now).total_seconds())
         batch.start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle, budget_seconds=budget)
         status = env.status
-        self._log.append_keys(
+        logkeys.update(
             correlation_id=env.id,
             attempt=status.attempt if status else 1,
             phase=status.phase if status else "pending",
