@@ -74,15 +74,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
 from asya import logkeys, prehop, routing
 from asya.abi import Handler, error_details, load_handler
-from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
+from asya.batch import RecordBatch, UnstartedRecordError
 from asya.cancelwatch import CancelWatch
-from asya.claims import ClaimBook, Claimed, HopClaims, fence_of
+from asya.claims import Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
@@ -112,27 +111,56 @@ __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lam
 
 
 class _Batch:
-    # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here
-    __slots__ = ("cancels", "claims", "context", "history", "items", "outbox", "start")
+    """One invocation's state and the runtime's steps of its ``asya.batch.RecordBatch`` (``asya.batch.BatchSteps``).
+    A plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here."""
 
-    def __init__(
-        self,
-        *,
-        context: Any,
-        items: dict[str, RecordItem],
-        outbox: Outbox,
-        start: StartRule,
-        claims: ClaimBook,
-        history: InvocationHistory,
-        cancels: CancelWatch | None,
-    ) -> None:
-        self.cancels = cancels  # None with the HTTP reporter: actors outside AWS read no task item (P-STAT-18)
-        self.context = context
-        self.items = items
-        self.outbox = outbox
-        self.start = start
-        self.claims = claims
-        self.history = history
+    __slots__ = ("cancels", "claims", "context", "history", "items", "outbox", "runtime", "start")
+
+    def __init__(self, runtime: ActorRuntime) -> None:
+        self.runtime = runtime
+
+    def begin(self, batch: RecordBatch) -> Callable[[SQSRecord], None]:
+        """Every body parsed, the batch's pre-flight reads in one ``BatchGetItem`` (``asya.claims``)."""
+        rt = self.runtime
+        records = batch.records
+        self.context = batch.lambda_context
+        self.start = batch.start
+        self.items = {r["messageId"]: rt._parse(r["messageId"], r.get("body", "")) for r in records}
+        self.outbox = Outbox(
+            transport=rt._transport,
+            ticker=rt._ticker,
+            monotonic=rt._monotonic,
+            logger=rt._log,
+            continuation=rt._continue_flow if rt.config.flows else None,
+        )
+        envelopes = [item.envelope for item in self.items.values() if item.envelope is not None]
+        rt._history = self.history = rt._new_history()
+        self.claims = rt._claims.book(envelopes, self.context)
+        # None with the HTTP reporter: actors outside AWS read no task item (P-STAT-18)
+        self.cancels = (
+            None if rt._http is not None else CancelWatch(read=rt._store.task_status, monotonic=rt._monotonic)
+        )
+        return self._record
+
+    def _record(self, record: SQSRecord) -> None:
+        if self.runtime._trace is not None:
+            self.runtime._trace.begin(record.raw_event)
+        self.runtime._record(record, self)
+
+    def failed(self, message_id: str, error: BaseException) -> None:
+        if not isinstance(error, HopHeldError):
+            self.runtime._claims.release(self.claims, message_id)
+        self.history.fail(message_id, error)
+
+    def finish(self) -> list[tuple[str, BaseException | None]]:
+        return [(rid, self.outbox.failure(rid)) for rid in self.outbox.finish()]
+
+    def late_failed(self, message_id: str) -> None:
+        self.runtime._claims.release(self.claims, message_id)
+
+    def end(self) -> None:
+        self.runtime._history = None  # the next invocation names its own object
+        self.runtime._flush_history(self.history)
 
 
 class ActorRuntime:
@@ -274,62 +302,9 @@ class ActorRuntime:
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
-        records = event.get("Records", [])
-        items = {r["messageId"]: self._parse(r["messageId"], r.get("body", "")) for r in records}
-        outbox = Outbox(
-            transport=self._transport,
-            ticker=self._ticker,
-            monotonic=self._monotonic,
-            logger=self._log,
-            continuation=self._continue_flow if self.config.flows else None,
+        return RecordBatch(_Batch(self), actor=self._actor, transport=self._transport, logger=self._log).run(
+            event, context
         )
-        envelopes = [item.envelope for item in items.values() if item.envelope is not None]
-        self._history = history = self._new_history()
-        batch = _Batch(
-            context=context,
-            items=items,
-            outbox=outbox,
-            start=StartRule(context),
-            claims=self._claims.book(envelopes, context),
-            history=history,
-            cancels=None
-            if self._http is not None
-            else CancelWatch(read=self._store.task_status, monotonic=self._monotonic),
-        )
-        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-
-        def record_handler(record: SQSRecord) -> None:
-            if self._trace is not None:
-                self._trace.begin(record.raw_event)
-            with logkeys.record():
-                try:
-                    self._record(record, batch)
-                except Exception as exc:  # re-raised: the record fails (P-ACK-3)
-                    if isinstance(exc, HopHeldError):
-                        batch.claims.held[record.message_id] = exc.remaining_seconds
-                        self._log.info("hop held by another run: record comes back when its lease ends")
-                    else:
-                        log_failed_record(self._log, record.message_id, exc)
-                        self._claims.release(batch.claims, record.message_id)
-                    batch.history.fail(record.message_id, exc)
-                    raise
-
-        response = process_partial_response(
-            event=dict(event), record_handler=record_handler, processor=processor, context=context
-        )
-        failures = [{"itemIdentifier": f["itemIdentifier"]} for f in response["batchItemFailures"]]
-        failed = {f["itemIdentifier"] for f in failures}
-        # frames that failed after their record's handler call ended fail that record too (P-ACK-2)
-        for rid in batch.outbox.finish():
-            if rid not in failed:
-                failures.append({"itemIdentifier": rid})
-                log_failed_record(self._log, rid, batch.outbox.failure(rid))
-                self._claims.release(batch.claims, rid)
-        self._history = None  # the next invocation names its own object
-        self._flush_history(history)
-        result: dict[str, Any] = {"batchItemFailures": failures}
-        self._backoff(event, result, batch)
-        return result
 
     # -- batch level --------------------------------------------------------------------------------------------
 
@@ -342,24 +317,6 @@ class ActorRuntime:
         except Exception as exc:  # before any record runs: raising here would fail the whole batch (P-ACK-3)
             error = EnvelopeParseError(f"body could not be parsed: {type(exc).__name__}: {exc}")
             return RecordItem(body=body, message_id=message_id, error=error)
-
-    def _backoff(self, event: Mapping[str, Any], response: Mapping[str, Any], batch: _Batch) -> None:
-        """Failed records come back at once when unstarted, when another run's lease ends when held, else after a
-        growing delay (``asya.batch``). Best effort: the records fail either way; only their return time is lost."""
-        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-        if not failed:
-            return
-        try:
-            entries = failed_visibilities(
-                event.get("Records", []),
-                failed=failed,
-                unstarted=set(batch.start.unstarted),
-                visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
-                held=batch.claims.held,
-            )
-            self._transport.change_visibilities(self._actor, entries)
-        except Exception as exc:
-            self._log.warning("could not change the visibility of failed records", extra={"error": str(exc)})
 
     # -- one record ---------------------------------------------------------------------------------------------
 
