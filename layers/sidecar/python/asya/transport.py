@@ -7,13 +7,14 @@
 - Bodies are the envelope's JSON (:meth:`Envelope.to_json`), produced by an injectable ``encoder(actor, envelope)``:
   the claim-check offload (P-LARGE-2) plugs in there. A body over the SQS limit of 1 MiB is a
   :class:`~asya.exceptions.SerializationError` (P-LARGE-3).
-- :meth:`Transport.send_batch` uses ``SendMessageBatch``: consecutive items for one queue are grouped, at most 10
-  entries and 1 MiB per call. Failed entries are retried up to 3 times with backoff 100, 200, 400 ms (P-ROUTE-10);
-  if one still fails, :class:`TransportError` is raised and names the items that did go out (they stay sent).
-- :meth:`Transport.prepare` resolves and encodes one item ahead of its send (so a bad body or an unknown
-  destination is known when the item is produced); :meth:`Transport.send_prepared` sends prepared items grouped
-  per queue and never raises for an entry: each result carries its own ``failure``, so one failing entry leaves
-  the others' outcomes intact.
+- One chunked send path, :meth:`Transport.send_prepared`: items prepared by :meth:`Transport.prepare` (resolved and
+  encoded ahead of their send, so a bad body or an unknown destination is known when the item is produced) leave
+  with ``SendMessageBatch``, grouped per queue (order kept within a queue), at most 10 entries and 1 MiB per call.
+  Failed entries are retried up to 3 times with backoff 100, 200, 400 ms (P-ROUTE-10); it never raises for an entry:
+  each result carries its own ``failure``, so one failing entry leaves the others' outcomes intact.
+  :meth:`Transport.send_batch` prepares every item first (nothing is sent when one body cannot be), sends them
+  through it, and raises :class:`TransportError` naming the items that did go out (they stay sent) when an entry
+  still failed.
 - X-Ray (P-TRACE-3): with ``trace_header=`` (a callable, given only when tracing is on, ``asya.xray``) every message
   sent carries the SQS system attribute ``AWSTraceHeader`` with the value it returns (per entry in
   ``SendMessageBatch``), read when the item is sent or, for :meth:`Transport.prepare`, prepared; no value, no
@@ -212,29 +213,17 @@ class Transport:
         return response["MessageId"]
 
     def send_batch(self, items: Sequence[tuple[str, Envelope]]) -> list[SendResult]:
-        """Send ``(actor, envelope)`` items in order with ``SendMessageBatch``; one result per item.
+        """Send ``(actor, envelope)`` items with ``SendMessageBatch`` (:meth:`send_prepared`); one result per item.
 
         An unknown destination gives a result with ``error`` set and does not stop the others. Raises
         :class:`SerializationError` (before anything is sent) when a body cannot be sent, and :class:`TransportError`
-        when an entry still fails after the retries.
+        when an entry still fails after the retries; its ``results`` say which items went out (they stay sent).
         """
-        results: list[SendResult | None] = [None] * len(items)
-        pending: list[_Entry] = []
-        header = self._header()
-        for index, (actor, envelope) in enumerate(items):
-            try:
-                url = self.queue_url(actor)
-            except UnknownActorError as exc:
-                results[index] = SendResult(actor=actor, error=exc)
-                continue
-            body, size = self._encode_sized(actor, envelope)
-            pending.append((index, url, body, size, header))
-        for chunk in _chunks(pending):
-            failure = self._send_chunk(chunk, items, results)
-            if failure is not None:
-                done = [r if r is not None else SendResult(actor=items[i][0]) for i, r in enumerate(results)]
-                raise TransportError(str(failure), done)
-        return [r for r in results if r is not None]
+        results = self.send_prepared([self.prepare(actor, envelope) for actor, envelope in items])
+        failure = next((r.failure for r in results if r.failure is not None), None)
+        if failure is not None:
+            raise TransportError(str(failure), [SendResult(actor=r.actor) if r.failure else r for r in results])
+        return results
 
     def prepare(self, actor: str, envelope: Envelope) -> Prepared:
         """Resolve and encode one item; raises :class:`SerializationError` or :class:`TransportError`."""
@@ -246,7 +235,8 @@ class Transport:
         return Prepared(actor=actor, url=url, body=body, size=size, trace_header=self._header())
 
     def send_prepared(self, items: Sequence[Prepared]) -> list[SendResult]:
-        """Send prepared items, grouped per queue (order kept within a queue); one result per item, in order.
+        """Send prepared items, grouped per queue (order kept within a queue), at most 10 entries and 1 MiB per call;
+        one result per item, in order. The one chunked send path of the transport.
 
         Never raises for an entry: an unknown destination sets ``error``, an entry still failing after its retries
         sets ``failure``, and the other chunks are still sent."""
@@ -258,13 +248,13 @@ class Transport:
             else:
                 pending.append((index, item.url, item.body, item.size, item.trace_header))
         pending.sort(key=lambda entry: entry[1])  # stable: per-queue order stays the items' order
-        actors = [(item.actor, None) for item in items]
+        actors = [item.actor for item in items]
         for chunk in _chunks(pending):
             failure = self._send_chunk(chunk, actors, results)
             if failure is not None:
                 for index, *_ in chunk:
                     if results[index] is None:
-                        results[index] = SendResult(actor=items[index].actor, failure=failure)
+                        results[index] = SendResult(actor=actors[index], failure=failure)
         return [r for r in results if r is not None]
 
     def change_visibility(self, actor: str, receipt_handles: Sequence[str], timeout: int) -> None:
@@ -303,7 +293,7 @@ class Transport:
     def _send_chunk(
         self,
         chunk: list[_Entry],
-        items: Sequence[tuple[str, Envelope | None]],
+        actors: Sequence[str],
         results: list[SendResult | None],
     ) -> TransportError | None:
         """Send one chunk with retries; the failure of the entries still failing after them, else ``None``."""
@@ -322,7 +312,7 @@ class Transport:
                 response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
-                    self._mark_unknown(waiting, items, results)
+                    self._mark_unknown(waiting, actors, results)
                     return None
                 failures = {key: str(exc) for key in waiting}
                 continue
@@ -331,24 +321,24 @@ class Transport:
                 continue
             for ok in response.get("Successful", []):
                 index = waiting.pop(ok["Id"])[0]
-                results[index] = SendResult(actor=items[index][0], message_id=ok["MessageId"])
+                results[index] = SendResult(actor=actors[index], message_id=ok["MessageId"])
             failures = {f["Id"]: f"{f.get('Code', '')}: {f.get('Message', '')}" for f in response.get("Failed", [])}
             if not waiting:
                 return None
         first = next(iter(waiting.values()))[0]
         return TransportError(
-            f"SendMessageBatch to {items[first][0]!r}: {len(waiting)} entries still failing after {_RETRIES} "
+            f"SendMessageBatch to {actors[first]!r}: {len(waiting)} entries still failing after {_RETRIES} "
             f"retries: {sorted(failures.values())[:3]}"
         )
 
     def _mark_unknown(
         self,
         waiting: dict[str, _Entry],
-        items: Sequence[tuple[str, Envelope | None]],
+        actors: Sequence[str],
         results: list[SendResult | None],
     ) -> None:
         for index, *_ in waiting.values():
-            actor = items[index][0]
+            actor = actors[index]
             self._urls.pop(actor, None)
             results[index] = SendResult(
                 actor=actor, error=UnknownActorError(actor, f"unknown actor {actor!r}: its queue does not exist")
