@@ -26,7 +26,7 @@ No client is created before the first send; pass ``sqs=`` to inject one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -65,8 +65,6 @@ _NO_QUEUE_CODES: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "
 Encoder = Callable[[str, Envelope], str]
 #: The ``AWSTraceHeader`` of the sends made now (P-TRACE-3), ``None`` for none.
 TraceHeader = Callable[[], str | None]
-#: (item index, queue url, body, body size in bytes, AWSTraceHeader or None)
-_Entry = tuple[int, str, str, int, str | None]
 
 
 class UnknownActorError(AsyaError):
@@ -241,20 +239,19 @@ class Transport:
         Never raises for an entry: an unknown destination sets ``error``, an entry still failing after its retries
         sets ``failure``, and the other chunks are still sent."""
         results: list[SendResult | None] = [None] * len(items)
-        pending: list[_Entry] = []
+        pending: list[int] = []
         for index, item in enumerate(items):
             if item.error is not None:
                 results[index] = SendResult(actor=item.actor, error=item.error)
             else:
-                pending.append((index, item.url, item.body, item.size, item.trace_header))
-        pending.sort(key=lambda entry: entry[1])  # stable: per-queue order stays the items' order
-        actors = [item.actor for item in items]
-        for chunk in _chunks(pending):
-            failure = self._send_chunk(chunk, actors, results)
+                pending.append(index)
+        pending.sort(key=lambda index: items[index].url)  # stable: per-queue order stays the items' order
+        for chunk in _chunks(items, pending):
+            failure = self._send_chunk(chunk, items, results)
             if failure is not None:
-                for index, *_ in chunk:
+                for index in chunk:
                     if results[index] is None:
-                        results[index] = SendResult(actor=actors[index], failure=failure)
+                        results[index] = SendResult(actor=items[index].actor, failure=failure)
         return [r for r in results if r is not None]
 
     def change_visibility(self, actor: str, receipt_handles: Sequence[str], timeout: int) -> None:
@@ -291,28 +288,26 @@ class Transport:
         return value
 
     def _send_chunk(
-        self,
-        chunk: list[_Entry],
-        actors: Sequence[str],
-        results: list[SendResult | None],
+        self, chunk: list[int], items: Sequence[Prepared], results: list[SendResult | None]
     ) -> TransportError | None:
-        """Send one chunk with retries; the failure of the entries still failing after them, else ``None``."""
-        url = chunk[0][1]
-        waiting = {str(pos): entry for pos, entry in enumerate(chunk)}
+        """Send one chunk (indexes of ``items``, one queue) with retries; the failure of the entries still failing
+        after them, else ``None``."""
+        url = items[chunk[0]].url
+        waiting = {str(pos): index for pos, index in enumerate(chunk)}
         failures: dict[str, str] = {}
         for attempt in range(_RETRIES + 1):
             if attempt:
                 self._sleep(_INITIAL_BACKOFF * 2 ** (attempt - 1))
-            entries: list[Any] = [{"Id": key, "MessageBody": entry[2]} for key, entry in waiting.items()]
+            entries: list[Any] = [{"Id": key, "MessageBody": items[index].body} for key, index in waiting.items()]
             if self._trace_header is not None:  # tracing on (P-TRACE-3): each entry carries its own record's header
-                for request, entry in zip(entries, waiting.values(), strict=True):
-                    if entry[4]:
-                        request["MessageSystemAttributes"] = _system_attributes(entry[4])
+                for request, index in zip(entries, waiting.values(), strict=True):
+                    if header := items[index].trace_header:
+                        request["MessageSystemAttributes"] = _system_attributes(header)
             try:
                 response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
-                    self._mark_unknown(waiting, actors, results)
+                    self._mark_unknown(waiting.values(), items, results)
                     return None
                 failures = {key: str(exc) for key in waiting}
                 continue
@@ -320,49 +315,46 @@ class Transport:
                 failures = {key: str(exc) for key in waiting}
                 continue
             for ok in response.get("Successful", []):
-                index = waiting.pop(ok["Id"])[0]
-                results[index] = SendResult(actor=actors[index], message_id=ok["MessageId"])
+                index = waiting.pop(ok["Id"])
+                results[index] = SendResult(actor=items[index].actor, message_id=ok["MessageId"])
             failures = {f["Id"]: f"{f.get('Code', '')}: {f.get('Message', '')}" for f in response.get("Failed", [])}
             if not waiting:
                 return None
-        first = next(iter(waiting.values()))[0]
+        first = next(iter(waiting.values()))
         return TransportError(
-            f"SendMessageBatch to {actors[first]!r}: {len(waiting)} entries still failing after {_RETRIES} "
+            f"SendMessageBatch to {items[first].actor!r}: {len(waiting)} entries still failing after {_RETRIES} "
             f"retries: {sorted(failures.values())[:3]}"
         )
 
     def _mark_unknown(
-        self,
-        waiting: dict[str, _Entry],
-        actors: Sequence[str],
-        results: list[SendResult | None],
+        self, indexes: Iterable[int], items: Sequence[Prepared], results: list[SendResult | None]
     ) -> None:
-        for index, *_ in waiting.values():
-            actor = actors[index]
+        for index in indexes:
+            actor = items[index].actor
             self._urls.pop(actor, None)
             results[index] = SendResult(
                 actor=actor, error=UnknownActorError(actor, f"unknown actor {actor!r}: its queue does not exist")
             )
 
 
-def _chunks(pending: list[_Entry]) -> list[list[_Entry]]:
-    """Consecutive runs for one queue, cut at 10 entries or 1 MiB of bodies."""
-    out: list[list[_Entry]] = []
+def _chunks(items: Sequence[Prepared], pending: list[int]) -> list[list[int]]:
+    """Consecutive runs of ``pending`` (indexes of ``items``) for one queue, cut at 10 entries or 1 MiB of bodies."""
+    out: list[list[int]] = []
     size = 0
-    for entry in pending:
-        body_size = entry[3]
+    for index in pending:
+        item = items[index]
         current = out[-1] if out else None
         if (
             current is None
-            or current[0][1] != entry[1]
+            or items[current[0]].url != item.url
             or len(current) >= MAX_BATCH_ENTRIES
-            or size + body_size > MAX_BATCH_BYTES
+            or size + item.size > MAX_BATCH_BYTES
         ):
-            out.append([entry])
-            size = body_size
+            out.append([index])
+            size = item.size
         else:
-            current.append(entry)
-            size += body_size
+            current.append(index)
+            size += item.size
     return out
 
 
