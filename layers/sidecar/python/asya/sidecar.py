@@ -1,7 +1,11 @@
 """The actor Lambda entry point: one SQS batch in, partial batch failures out (PROTOCOL sections 4-6, 8.5, 9, 10, 14).
 
 ``lambda_handler(event, context)`` builds an :class:`ActorRuntime` from ``os.environ`` on its first call (variables:
-``asya.config``) and answers ``{"batchItemFailures": [...]}`` through Powertools ``BatchProcessor`` (P-ACK-1).
+``asya.config``) and answers ``{"batchItemFailures": [...]}`` through ``asya.batch.RecordBatch``, the Powertools
+``BatchProcessor`` subclass the crew uses too (P-ACK-1); this module's ``_Batch`` is the actor's steps of it. The
+steps before the handler call that the crew shares (route and hop ceiling, pre-flight verdict, SLA) are
+``asya.prehop``'s; a record's log keys end with it (``asya.logkeys``). docs/internals.md, "The life of a record",
+walks the code in order.
 
 Per batch: every body is parsed first, and the pre-flight reads of all fenced records (their task items, and for
 children their child fence items) are made with one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8).
