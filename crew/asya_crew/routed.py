@@ -21,7 +21,6 @@ from typing import Any, NoReturn
 from asya import prehop, routing
 from asya.envelope import Envelope, Reason
 from asya.payloads import PayloadUnavailableError
-from asya.timeutil import format_ts
 from asya_crew.runtime import CrewRuntime
 
 __all__ = ["RoutedCrewRuntime", "StopRecord", "status_of"]
@@ -98,14 +97,9 @@ class RoutedCrewRuntime(CrewRuntime):
 
     def _check_sla(self, envelope: Envelope) -> None:
         """P-TIME-3 (``asya.prehop.sla``): raises :class:`StopRecord` after sending the envelope to x-sink."""
-        now = self._clock()
+        deadline = prehop.deadline_of(envelope)
         verdict = prehop.sla(
-            envelope,
-            prehop.deadline_of(envelope),
-            now,
-            actor=self.config.actor,
-            now=format_ts(now),
-            trace=self._hop_trace(envelope),
+            envelope, deadline, self._clock(), actor=self.config.actor, trace=self._hop_trace(envelope)
         )
         self._stop_if(envelope, verdict)
 

@@ -24,7 +24,7 @@ from typing import Any, Final, Literal
 from asya import routing
 from asya.envelope import Envelope, Reason
 from asya.hops import ceiling_message, over_ceiling
-from asya.timeutil import parse_ts
+from asya.timeutil import format_ts, parse_ts
 
 __all__ = ["SLA_MARGIN", "Verdict", "deadline_of", "decide", "preflight", "refusal", "sla"]
 
@@ -98,13 +98,20 @@ def preflight(env: Envelope, task_status: str | None, *, actor: str, now: str, t
 
 
 def sla(
-    env: Envelope, deadline: datetime | None, now_dt: datetime, *, actor: str, now: str, trace: routing.Trace
+    env: Envelope,
+    deadline: datetime | None,
+    now_dt: datetime,
+    *,
+    actor: str,
+    trace: routing.Trace,
+    now: str | None = None,
 ) -> Verdict | None:
     """P-TIME-3: less than :data:`SLA_MARGIN` before ``deadline``: to x-sink with reason ``Timeout`` (x-sink writes
-    the final status: one write fewer than the actor writing it too, and the checkpoint is linked)."""
+    the final status: one write fewer than the actor writing it too, and the checkpoint is linked). ``now``: the
+    stamp of ``now_dt``, formatted here when not given (only an expired envelope needs it)."""
     if deadline is None or deadline - now_dt >= SLA_MARGIN:
         return None
-    out = routing.sla_envelope(env, actor=actor, now=now, trace=trace)
+    out = routing.sla_envelope(env, actor=actor, now=format_ts(now_dt) if now is None else now, trace=trace)
     return Verdict("SLA deadline expired: sent to x-sink", level="warning", out=out)
 
 

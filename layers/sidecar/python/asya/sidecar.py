@@ -466,14 +466,14 @@ class ActorRuntime:
     def _decided(self, env: Envelope, verdict: Claimed | None, now: str, trace: routing.Trace) -> bool:
         """Act on a pre-flight or claim verdict that decides the record: canceled/paused to x-sink, a duplicate acked
         (P-STAT-10, P-ACK-8). False when the record goes on."""
-        if verdict is None:
+        if verdict is None or verdict is Claimed.CLAIMED or verdict is Claimed.UNTRACKED:
             return False
         decided = prehop.preflight(env, verdict.value, actor=self._actor, now=now, trace=trace)
         return decided is not None and self._act(decided)
 
     def _sla_expired(self, env: Envelope, deadline: datetime | None, now: datetime, trace: routing.Trace) -> bool:
         """The SLA check (P-TIME-3, ``asya.prehop.sla``); True when the envelope went to x-sink."""
-        decided = prehop.sla(env, deadline, now, actor=self._actor, now=self._ts(now), trace=trace)
+        decided = prehop.sla(env, deadline, now, actor=self._actor, trace=trace)
         return decided is not None and self._act(decided)
 
     def _act(self, verdict: prehop.Verdict) -> bool:
