@@ -41,13 +41,13 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Hashable, Mapping
-from datetime import timedelta
-from typing import Any, Final, Unpack
+from functools import partial
+from typing import Any, Unpack
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import routing
+from asya import prehop, routing
 from asya.abi import error_details
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
@@ -55,7 +55,7 @@ from asya.fanin import MAX_SLICES
 from asya.flows.mesh import continue_outgoing
 from asya.payloads import PayloadUnavailableError, reference_owners
 from asya.store import ChildOutcome
-from asya.timeutil import format_ts, parse_ts
+from asya.timeutil import format_ts
 from asya.transport import UnknownActorError
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
@@ -63,9 +63,6 @@ from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchErro
 from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed, Unparsed
 
 __all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
-
-_SLA_MARGIN: Final = timedelta(seconds=1)
-_FINISHED: Final = frozenset({"succeeded", "failed"})
 
 
 class FanInHeaderError(ValueError):
@@ -121,11 +118,9 @@ class AggregatorRuntime(CrewRuntime):
         env = prepared.envelope
         actor = self.config.actor
         trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
-        if (mismatch := routing.route_mismatch(env, actor)) is not None:
-            out = routing.sump_envelope(
-                reason=Reason.ROUTE_MISMATCH, message=mismatch, actor=actor, now=now, envelope=env, trace=trace
-            )
-            self._transport.send(out.actor, out.envelope)
+        decide = partial(prehop.decide, env, actor=actor, now=now, trace=trace, send=self._send, logger=self._log)
+        if (refused := prehop.refusal(env, actor)) is not None:
+            decide(refused)
             return
         try:
             header = _header(env)
@@ -134,16 +129,12 @@ class AggregatorRuntime(CrewRuntime):
             return
         statuses: dict[str, str] = getattr(self._batch, "statuses", {})
         status = None if hdr.is_stealth(env.headers) else statuses.get(header.origin)
-        if status in ("canceled", "paused"):
-            self._send(routing.preflight_envelope(env, status, actor=actor, now=now, trace=trace))
-            return
-        if status in _FINISHED:
-            self._log.info("slice of a finished task: acked", extra={"task_status": status})
-            return
-        deadline = parse_ts(env.status.deadline_at) if env.status is not None else None
-        if deadline is not None and deadline - now_dt < _SLA_MARGIN:
-            self._send(routing.sla_envelope(env, actor=actor, now=now, trace=trace))
-            self._log.warning("SLA deadline expired: sent to x-sink")
+        # a failed task: a failed slice already failed it (P-SINK-3)
+        verdict = prehop.preflight(env, status, actor=actor, now=now, trace=trace) or prehop.sla(
+            env, prehop.deadline_of(env), now_dt, actor=actor, now=now, trace=trace
+        )
+        if verdict is not None:
+            decide(verdict)
             return
         try:  # a slice is stored as received, so its reference is checked against its own envelope now (P-LARGE-7)
             self._payloads.check_owner(env.payload, reference_owners(env))
