@@ -53,7 +53,7 @@ demo-flow: install
 ## (tests/e2e/artifact: one synth and one artifact mesh, 16 interpreters) on its own, so its pollers do not load the
 ## other tiers' timing.
 test: install chromium lint
-	@$(call timed,pytest,$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup $(DURATIONS) $(PYTEST_ARGS) \
+	@$(call timed,pytest,$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope $(DURATIONS) $(PYTEST_ARGS) \
 		--ignore=tests/e2e/artifact tests)
 	@$(call timed,artifact suite,$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(DURATIONS) $(PYTEST_ARGS) \
 		tests/e2e/artifact)
