@@ -131,7 +131,8 @@ def mesh(aws: AwsClients, example_manifest: Manifest, _mesh_kept: SharedMoto) ->
 @pytest.fixture
 def serve_asgi() -> Iterator[Any]:
     """``serve(app) -> base_url``: runs an ASGI app with uvicorn in a thread on 127.0.0.1 (a free port) until the
-    test ends, so tests can talk real HTTP (and read streamed responses as they are written) with ``httpx``."""
+    test ends, so tests can talk real HTTP (and read streamed responses as they are written) with ``httpx``. A test
+    that reads whole responses calls the app in-process instead (``tests.asgi.asgi_client``: no server to start)."""
     servers: list[UvicornThread] = []
 
     def serve(app: Any) -> str:

@@ -21,6 +21,7 @@ import pytest
 
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.mcp import call_task_id
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 from tests.waiting import wait_for
 
@@ -105,7 +106,7 @@ def test_gw_mcp_9_a_browser_may_send_the_2026_routing_headers(mesh: Any, serve_a
     manifest = mesh.manifest.model_copy(update={"gateway": gateway})
     app = create_app(CONFIG, manifest=manifest, dynamodb=mesh.aws.dynamodb, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
     asked = "mcp-protocol-version, mcp-method, mcp-name, content-type"
-    with httpx.Client(base_url=serve_asgi(app), timeout=10) as client:
+    with asgi_client(app, timeout=10) as client:
         preflight = client.options(
             "/mcp",
             headers={
