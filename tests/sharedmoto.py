@@ -20,6 +20,7 @@ models, is kept for the worker.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -93,13 +94,13 @@ class SharedMoto:
     def reset_mesh(self, manifest: Manifest, *, sqs: Any, dynamodb: Any, s3: Any) -> MeshResources:
         """The mesh of ``manifest`` as :func:`provision` leaves it: no message, no item, no object (see the module)."""
         resources = self.resources
-        if resources is None or not self._intact(resources, sqs=sqs, dynamodb=dynamodb, s3=s3):
+        if resources is None or not self._intact(resources, dynamodb=dynamodb, s3=s3):
             return self._provision(manifest, sqs=sqs, dynamodb=dynamodb, s3=s3)
         _reset_other_services()
         self._purge_queues()
         self._empty_table(dynamodb, resources.table)
         self._empty_bucket(s3, resources.bucket)
-        return resources
+        return _copy(resources)
 
     def _provision(self, manifest: Manifest, *, sqs: Any, dynamodb: Any, s3: Any) -> MeshResources:
         from moto.core.base_backend import BackendDict
@@ -110,9 +111,9 @@ class SharedMoto:
         schema = dynamodb.describe_table(TableName=resources.table)["Table"]["KeySchema"]
         self._table_key = tuple(key["AttributeName"] for key in schema)
         self.resources = resources
-        return resources
+        return _copy(resources)
 
-    def _intact(self, resources: MeshResources, *, sqs: Any, dynamodb: Any, s3: Any) -> bool:
+    def _intact(self, resources: MeshResources, *, dynamodb: Any, s3: Any) -> bool:
         queues = _backend_queues(resources, self.region)
         if set(queues) != set(self._queues):
             return False
@@ -168,6 +169,11 @@ def _reset_other_services() -> None:
                 account_backend.reset()
             backend.clear()
             BackendDict._instances.remove(backend)
+
+
+def _copy(resources: MeshResources) -> MeshResources:
+    """The test's own copy: what a test does to its URL maps stays in that test."""
+    return dataclasses.replace(resources, queue_urls=dict(resources.queue_urls), dlq_urls=dict(resources.dlq_urls))
 
 
 def _sqs_backend(resources: MeshResources, region: str) -> Any:
