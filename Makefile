@@ -18,7 +18,7 @@ comma := ,
 timed = start=$$(date +%s%N); ( $(2) ); rc=$$?; \
 	echo "make: $(1) took $$(( ($$(date +%s%N) - start) / 1000000000 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: install chromium demo demo-flow test e2e-aws lint format synth lock bench chaos clean
+.PHONY: install chromium demo demo-flow test coverage e2e-aws lint format synth lock bench chaos clean
 
 install: $(STAMP)
 
@@ -58,6 +58,12 @@ test: install chromium lint
 	@$(call timed,artifact suite,$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(DURATIONS) $(PYTEST_ARGS) \
 		tests/e2e/artifact)
 
+## Line and branch coverage of the pytest phase of `make test` (not the artifact suite, whose code runs in child
+## interpreters): the total, and per file the lines and branches not run -> terminal, .coverage.
+coverage: install chromium
+	@$(call timed,pytest with coverage,$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope $(PYTEST_ARGS) \
+		--cov --cov-report=term-missing:skip-covered --ignore=tests/e2e/artifact tests)
+
 ## The artifact suite against a throwaway deployment in a real account (docs/deploy.md, "The real-AWS run"): AWS
 ## credentials and a region needed; without them it prints why and exits 0. Cleans up after itself.
 e2e-aws: install
@@ -92,4 +98,4 @@ chaos: install
 	$(BIN)/python -m chaos --budget 900
 
 clean:
-	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results
+	rm -rf cdk.out .cdk.staging .asya/cdk-out .coverage .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results
