@@ -1,4 +1,5 @@
-"""Infra fixtures: the example mesh synthesized once per session (with cdk-nag), and manifests written to tmp_path.
+"""Infra fixtures: the example mesh synthesized (with cdk-nag) once for both workers, the artifact suite and later
+runs while its inputs are unchanged (``tests/synthcache.py``), and manifests written to tmp_path.
 
 The first synthesis on a machine builds the dependency layers with pip (cached under ``.cdk.staging/``).
 """
