@@ -65,7 +65,7 @@ def issuer(serve_asgi: Callable[[Any], str]) -> tuple[Issuer, str]:
 
 
 @pytest.fixture
-def client(mesh: Any, serve_asgi: Callable[[Any], str], issuer: tuple[Issuer, str]) -> httpx.Client:
+def client(mesh: Any, issuer: tuple[Issuer, str]) -> httpx.Client:
     _, jwks_url = issuer
     auth = GatewayAuth(mode="jwt", jwks_url=jwks_url, issuer=ISSUER, audience=AUDIENCE)
     manifest: Manifest = mesh.manifest.model_copy(update={"gateway": ManifestGateway(auth=auth)})

@@ -100,7 +100,7 @@ def test_gw_cancel_1_a_handshake_era_client_that_closes_a_call_leaves_its_task_r
     assert _status(base_url, task_id) == "pending"
 
 
-def test_gw_mcp_9_a_browser_may_send_the_2026_routing_headers(mesh: Any, serve_asgi: Any) -> None:
+def test_gw_mcp_9_a_browser_may_send_the_2026_routing_headers(mesh: Any) -> None:
     """With ``gateway.cors_origins`` set, a preflight for the headers every 2026-07-28 request carries is allowed."""
     gateway = mesh.manifest.gateway.model_copy(update={"cors_origins": ["https://app.example.com"]})
     manifest = mesh.manifest.model_copy(update={"gateway": gateway})
