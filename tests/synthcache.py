@@ -4,10 +4,11 @@ both xdist workers, by the artifact suite's mesh, and by the next run while noth
 :func:`cached_cdk_out` keys the assembly by the content of what synthesis reads (the manifest, ``cdk.json``,
 ``pyproject.toml``, the ``cdk``, ``layers``, ``crew``, ``gateway``, ``functions`` and ``flows`` trees), the Python
 version and the installed ``aws-cdk-lib``, and keeps it under ``.asya/cdk-out/<manifest>-<key>/cdk.out``. A file lock
-makes the first caller synthesize (``cdk/app.py`` in a child process, as ``make synth`` does: jsii's Node process
-stays out of the tests) while the others wait and then read the same directory. The assembly is built under a
-temporary name and renamed into place, so an interrupted synthesis never leaves a half-written one behind; older
-assemblies of the same manifest are removed when a new one is made.
+makes the first caller synthesize while the others wait and then read the same directory; the caller says how (the
+infra tier in-process with ``asya_cdk.testing.synthesize_mesh``, the artifact suite with :func:`synthesize`,
+``cdk/app.py`` in a child process, which keeps jsii's Node process out of its session: the same app, context and
+output). An assembly counts once its synthesis has finished (a ``complete`` marker next to it); one that did not
+finish is removed by the next caller, as are older assemblies of the same manifest.
 
 Readers must not write into it: the artifact mesh runs functions with ``-B`` (no bytecode next to the code, as on
 Lambda's read-only ``/var/task``), and ``tests/infra/test_example_stack.py`` checks that the assets hold no
@@ -26,15 +27,16 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from asya_cdk.testing import SynthesizedMesh
 
+T = TypeVar("T")
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".asya" / "cdk-out"
 #: What synthesis reads besides the manifest (paths relative to the repository).
@@ -91,26 +93,29 @@ def synthesize(outdir: Path, *, manifest: Path | None = None) -> Path:
 
 #: Seconds each synthesis this process made took, by manifest name (the artifact suite reports them).
 SYNTH_SECONDS: dict[str, float] = {}
+_DONE = "complete"
 
 
-def cached_cdk_out(manifest: Path) -> Path:
-    """The ``cdk.out`` of ``manifest``, synthesized now only when no assembly of this content exists (see module)."""
+def cached_cdk_out(manifest: Path, build: Callable[[Path], T]) -> tuple[Path, T | None]:
+    """The ``cdk.out`` of ``manifest``; ``build(outdir)`` synthesizes it there, only when no assembly of this content
+    exists (see module), and what it returned comes back with the path (``None`` when the cache had it)."""
     manifest = manifest.resolve()
     place = manifest.relative_to(REPO) if REPO in manifest.parents else Path(manifest.name)
     stem = "-".join(place.with_suffix("").parts)
     key = content_key(manifest)
     entry = CACHE / f"{stem}-{key}"
-    done = entry / "cdk.out"
+    outdir = entry / "cdk.out"
     with _locked(CACHE / f"{stem}.lock"):
-        if not done.is_dir():
-            for stale in CACHE.glob(f"{stem}-{'?' * len(key)}"):
-                shutil.rmtree(stale, ignore_errors=True)
-            scratch = entry / f"partial-{os.getpid()}"
-            started = time.monotonic()
-            synthesize(scratch, manifest=manifest)
-            SYNTH_SECONDS[stem] = time.monotonic() - started
-            scratch.rename(done)
-    return done
+        if (entry / _DONE).is_file():
+            return outdir, None
+        # none of this content, or a synthesis that did not finish: start from nothing
+        for stale in CACHE.glob(f"{stem}-{'?' * len(key)}"):
+            shutil.rmtree(stale, ignore_errors=True)
+        started = time.monotonic()
+        built = build(outdir)
+        SYNTH_SECONDS[stem] = time.monotonic() - started
+        (entry / _DONE).touch()
+    return outdir, built
 
 
 class _BuiltOnFirstUse:

@@ -25,10 +25,14 @@ def example_synth(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedMesh:
     for both workers and the artifact suite, and again only when its inputs change (``tests/synthcache.py``)."""
     # Imported here, not at the top: this conftest loads before the root conftest's pytest_configure has run when
     # pytest is given tests/infra, and importing aws_cdk starts jsii's Node process.
+    from asya_cdk.testing import synthesize_mesh
     from tests.synthcache import cached_cdk_out, load_synthesized
 
     manifest = REPO / "asya.yaml"
-    return load_synthesized(cached_cdk_out(manifest), manifest=manifest, scratch=tmp_path_factory.mktemp("cdk-example"))
+    cdk_out, synth = cached_cdk_out(manifest, lambda outdir: synthesize_mesh(manifest, repo_root=REPO, outdir=outdir))
+    if synth is not None:
+        return synth
+    return load_synthesized(cdk_out, manifest=manifest, scratch=tmp_path_factory.mktemp("cdk-example"))
 
 
 @pytest.fixture

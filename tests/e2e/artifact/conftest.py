@@ -57,7 +57,8 @@ def _started(cdk_out: Path, *, log_dir: Path, timing: str) -> Iterator[ArtifactM
 def cdk_out() -> Path:
     """The example's assembly, shared with the infra tier and earlier runs (``tests/synthcache.py``); synthesized
     here only when none of this content exists yet."""
-    out = cached_cdk_out(REPO / "asya.yaml")
+    manifest = REPO / "asya.yaml"
+    out, _ = cached_cdk_out(manifest, lambda outdir: synthesize(outdir, manifest=manifest))
     _TIMINGS["synth"] = SYNTH_SECONDS.get("asya", 0.0)
     return out
 
