@@ -48,7 +48,7 @@ class FlowProgram:
     def namespace(self) -> dict[str, Any]:
         """The module run as plain Python (the actors are injected by the plain run)."""
         namespace: dict[str, Any] = {"__name__": f"flowgen_{self.name}"}
-        exec(compile(self.source, f"flows/{self.name}.py", "exec"), namespace)  # noqa: S102 - generated test source
+        exec(compile(self.source, f"flows/{self.name}.py", "exec"), namespace)
         return namespace
 
     def compile(self) -> Program:
