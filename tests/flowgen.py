@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from asya.flows import Program, compile_flow
@@ -295,3 +296,19 @@ def payloads(*, wild: bool = False) -> st.SearchStrategy[Any]:
     if not wild:
         return typed
     return typed | st.dictionaries(st.sampled_from(["n", "log", "items", "a"]), passenger, max_size=4)
+
+
+def example(strategy: st.SearchStrategy[Any], *, seed_value: int) -> Any:
+    """One value of ``strategy`` for a fixed seed, the same on every run (a seeded sample outside a test)."""
+    found: list[Any] = []
+
+    @seed(seed_value)
+    @settings(
+        max_examples=1, database=None, phases=[Phase.generate], deadline=None, suppress_health_check=list(HealthCheck)
+    )
+    @given(strategy)
+    def collect(value: Any) -> None:
+        found.append(value)
+
+    collect()
+    return found[0]
