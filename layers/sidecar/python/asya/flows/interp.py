@@ -9,6 +9,7 @@ in the header, and what the suspension needs (a route segment, fan-out slices, p
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -32,13 +33,16 @@ MAX_ASSIGNED_BYTES: Final = 16 * 1024 * 1024
 #: P-FLOW-21: the time one continuation may run, wherever it runs (the gateway at create, a layer, the crew).
 TIME_BUDGET_SECONDS: Final = 5.0
 _NO_BASE: Final[Any] = object()
+#: A program digest (P-FLOWV-1): the SHA-256 of its canonical JSON, lowercase hex.
+_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
 class FlowState:
     """``pc``: where to resume; ``owner``: the envelope id whose lineage the flow is (P-FLOW-11); ``loops``: iteration
     counts; ``tries``: ``[try pc, deadlines depth]`` innermost last; ``deadlines``: saved deadlines; ``base``: the
-    state before a fan-out inside a try, carried by its slices (P-FLOW-10)."""
+    state before a fan-out inside a try, carried by its slices (P-FLOW-10); ``digest``: the program the task runs
+    (P-FLOWV-1), empty on a task started before programs were versioned."""
 
     flow: str
     pc: int = 0
@@ -47,9 +51,12 @@ class FlowState:
     tries: tuple[tuple[int, int], ...] = ()
     deadlines: tuple[str | None, ...] = ()
     base: Any = _NO_BASE
+    digest: str = ""
 
     def to_header(self) -> dict[str, Any]:
         out: dict[str, Any] = {"flow": self.flow, "pc": self.pc, "owner": self.owner}
+        if self.digest:
+            out["digest"] = self.digest
         if self.loops:
             out["loops"] = dict(self.loops)
         if self.tries:
@@ -73,6 +80,9 @@ class FlowState:
             loops = raw.get("loops", {})
             tries = raw.get("try", [])
             deadlines = raw.get("deadlines", [])
+            digest = raw.get("digest", "")
+            if not isinstance(digest, str) or (digest and not _DIGEST.fullmatch(digest)):
+                raise ValueError(f"digest must be 64 lowercase hex digits, got {digest!r}")
             state = cls(
                 flow=str(raw["flow"]),
                 pc=int(raw["pc"]),
@@ -81,6 +91,7 @@ class FlowState:
                 tries=tuple((int(t[0]), int(t[1])) for t in tries),
                 deadlines=tuple(d if isinstance(d, str) else None for d in deadlines),
                 base=raw.get("base", _NO_BASE),
+                digest=digest,
             )
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise FlowError(f"{STATE_HEADER} is malformed: {exc}") from exc
@@ -251,7 +262,13 @@ def _step(  # noqa: PLR0917 - one call per suspension kind, all positional for b
     **members: Any,
 ) -> Step:
     new_state = FlowState(
-        flow=state.flow, pc=pc, owner=state.owner, loops=loops, tries=tuple(tries), deadlines=tuple(deadlines)
+        flow=state.flow,
+        pc=pc,
+        owner=state.owner,
+        loops=loops,
+        tries=tuple(tries),
+        deadlines=tuple(deadlines),
+        digest=state.digest,
     )
     return Step(kind=kind, payload=payload, state=new_state, deadline_at=deadline_at, **members)
 
@@ -276,6 +293,7 @@ def dispatch(
                     loops=dict(state.loops),
                     tries=tuple(tries),
                     deadlines=tuple(deadlines[:depth]),
+                    digest=state.digest,
                 )
                 return resumed, restored
     return None
