@@ -28,7 +28,7 @@ from asya.flows import Program, compile_flow
 from tests.flowgen_actors import ACTORS, RAISING, SAFE
 
 #: Every construct a program can have, as named by ``lead``/``middle``/``tail``.
-CONSTRUCTS: Final = ("call", "set", "if", "while", "try", "fanout", "map", "pause", "timeout", "return")
+CONSTRUCTS: Final = ("call", "set", "if", "while", "try", "fanout", "map", "pause", "timeout", "pass", "return")
 #: What the plain run and the mesh merge in at a pause (a shallow merge, P-RESUME-4).
 RESUME: Final = {"approved": True}
 MAX_ITERATIONS: Final = 4

@@ -51,7 +51,7 @@ def _hand_written(name: str, body: str) -> FlowProgram:
 
 
 def _sample() -> list[tuple[FlowProgram, dict[str, Any]]]:
-    """One generated program per construct and position, with a payload: fixed seeds, so the same 30 every run."""
+    """One generated program per construct and position, with a payload: fixed seeds, so the same 33 every run."""
     found: list[tuple[FlowProgram, dict[str, Any]]] = []
     for construct in CONSTRUCTS:
         for position in ("lead", "middle", "tail"):
