@@ -63,3 +63,15 @@ def test_a_flow_may_start_with_any_construct_and_end_with_it(first: str, expecte
     payload = {"n": 2, "log": [], "items": [1, 2]}
     _agree(program, payload)
     assert simulate(program.compile(), ACTORS, payload, resume=RESUME).calls == expected_calls
+
+
+@settings(max_examples=100, **_SETTINGS)  # type: ignore[call-overload]
+@given(flow_programs(), payloads())
+def test_generated_programs_redelivered_end_the_same(program: FlowProgram, payload: dict[str, Any]) -> None:
+    """P-FLOW-2: every envelope delivered twice (a fan-out, a pause or a return first included): the fences absorb
+    the copies, the outcome and the calls are those of one delivery."""
+    compiled = program.compile()
+    once = simulate(compiled, ACTORS, payload, resume=RESUME)
+    twice = simulate(compiled, ACTORS, payload, resume=RESUME, duplicate_every=True)
+    assert twice.key() == once.key(), program.source
+    assert twice.calls == once.calls, program.source
