@@ -12,9 +12,11 @@ armed for a task whose first send then fails finds the task failed (or deleted) 
 
 For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
-is answered 400. They run in a worker thread, bounded like any continuation (P-FLOW-21: value sizes, and a time
-budget of ``asya.flows.interp.TIME_BUDGET_SECONDS``), so an expensive start never holds the event loop. The program
-is kept by its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put that fails answers 503 with
+is answered 400. Any construct may come first (P-FLOW-30): the create then sends a fan-out's slices (children first,
+the task's own slice 0 to the flow's aggregator last), the envelope to x-pause, or the finished task to x-sink.
+They run in a worker thread, bounded like any continuation (P-FLOW-21: value sizes, and a time budget of
+``asya.flows.interp.TIME_BUDGET_SECONDS``), so an expensive start never holds the event loop. The program is kept by
+its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put that fails answers 503 with
 ``Retry-After`` and creates nothing, so no task starts on a program that is not kept.
 
 A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
@@ -37,6 +39,7 @@ from asya.envelope import Envelope, Route, Status
 from asya.exceptions import SerializationError
 from asya.flows import Program, start
 from asya.programstore import ProgramStoreError
+from asya.routing import Outgoing
 from asya.store import StatusUpdate
 from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
@@ -113,13 +116,13 @@ async def start_task(
             deadline_at=deadline_at,
         ),
     )
-    destination = entry
+    sends = [Outgoing(actor=entry, envelope=envelope)]
     program = _program(ctx, target) if start_at is None else None
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
         await _keep_program(ctx, program)
         # in a worker thread under the continuation's time budget: never on the event loop (P-FLOW-21)
-        envelope, destination = await ctx.call(_start_flow, program, envelope, format_ts(now))
-        entry = envelope.route.curr or destination
+        sends = await ctx.call(_start_flow, program, envelope, format_ts(now))
+        entry = sends[-1].envelope.route.curr or sends[-1].actor
     if not resume:
         await ctx.call(
             ctx.store.create_task,
@@ -133,7 +136,8 @@ async def start_task(
         )
     if deadline_at is not None:
         await _arm_deadline(ctx, task_id, deadline_at)
-    await _dispatch(ctx, task_id, destination, envelope)
+    for outgoing in sends:  # a fan-out's slices first, the task's own envelope (slice 0) last (P-FLOW-30)
+        await _dispatch(ctx, task_id, outgoing.actor, outgoing.envelope)
     return created_answer(task_id, deadline_at)
 
 
@@ -168,16 +172,17 @@ async def _keep_program(ctx: GatewayContext, program: Program) -> None:
         raise HttpError(503, message, headers={"Retry-After": "1"}) from None
 
 
-def _start_flow(program: Program, envelope: Envelope, now: str) -> tuple[Envelope, str]:
-    """P-FLOW-5: the envelope the compiled flow starts with and its destination; a flow error is the client's 400
-    (the payload does not fit the flow). The compiler rejects flows that could start with a fan-out or a pause."""
+def _start_flow(program: Program, envelope: Envelope, now: str) -> list[Outgoing]:
+    """P-FLOW-5: the envelopes the compiled flow starts with, the task's own last: one to the first actor, x-pause
+    or x-sink, or a fan-out's slices with slice 0 to the aggregator (P-FLOW-30). A flow error is the client's 400
+    (the payload does not fit the flow)."""
     outs = start(program, envelope, now=now)
     first = outs[-1]
     status = first.envelope.status
     if status is not None and status.phase == "failed":
         message = (status.error or {}).get("message", "flow error")
         raise HttpError(400, f"flow '{program.flow}' cannot start: {message}")
-    return first.envelope, first.actor
+    return outs
 
 
 def _envelope_headers(
