@@ -28,6 +28,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Mount, Route
 
 from asya import naming
+from asya.awsclients import GATEWAY_BUDGET
 from asya.manifest import Manifest, load_manifest
 from asya.payloads import PayloadStore
 from asya.store import TaskStore
@@ -106,19 +107,30 @@ def create_app(
     bucket = config.bucket or naming.bucket_name(manifest.namespace)
     if store is None:
         store = TaskStore(
-            table=config.table or manifest.table_name, bucket=bucket, dynamodb=dynamodb, s3=s3, clock=clock
+            table=config.table or manifest.table_name,
+            bucket=bucket,
+            dynamodb=dynamodb,
+            s3=s3,
+            clock=clock,
+            budget=GATEWAY_BUDGET,
         )
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's
-        payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
+        payloads = PayloadStore(
+            bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3, budget=GATEWAY_BUDGET
+        )
         transport = Transport(
-            namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
+            namespace=manifest.namespace,
+            sqs=sqs,
+            encoder=payloads.encode,
+            account_id=config.account_id,
+            budget=GATEWAY_BUDGET,
         )
     if timers is None:
         timers = DeadlineTimers(namespace=manifest.namespace, sqs=sqs, account_id=config.account_id, clock=clock)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
     middleware = [
-        Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda),
+        Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda, retry_after=config.retry_after_seconds),
         Middleware(BodyTimeoutMiddleware, timeout=config.body_read_timeout),
     ]
     if manifest.gateway.cors_origins:
@@ -140,7 +152,7 @@ def create_app(
                     "Mcp-Name",
                 ],
                 # a browser MCP client must read the session id initialize answers
-                expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id"],
+                expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id", "Retry-After"],
             )
         )
     reporter = build_reporter_authenticator(config, secretsmanager=secretsmanager)

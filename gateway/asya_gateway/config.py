@@ -16,6 +16,8 @@ Environment variables:
 | ``ASYA_ACCOUNT_ID`` | AWS account of the queues: queue URLs built without ``GetQueueUrl`` (GW-CREATE-7) | unset |
 | ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
 | ``ASYA_BODY_READ_TIMEOUT`` | longest wait for the next part of a request body, then 400 (GW-GEN-5 (R3)) | ``5`` |
+| ``ASYA_RETRY_AFTER_SECONDS`` | the ``Retry-After`` of a 429/503 answered for AWS throttling or unavailability
+  (GW-OVL-2), whole seconds 1..3600 | ``2`` |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
 The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
@@ -32,7 +34,13 @@ from typing import Final
 
 from asya.config import ENV, ConfigError, positive_number
 
-__all__ = ["GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
+__all__ = ["DEFAULT_RETRY_AFTER_SECONDS", "GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
+
+
+#: GW-OVL-2: ``Retry-After`` of an overload answer when ``ASYA_RETRY_AFTER_SECONDS`` is unset. A throttle of DynamoDB,
+#: SQS or Lambda usually clears within a second or two as capacity scales; a longer wait only slows the client.
+DEFAULT_RETRY_AFTER_SECONDS: Final = 2
+_RETRY_AFTER_MAX: Final = 3600
 
 
 class GatewayConfigError(ConfigError):
@@ -50,6 +58,7 @@ class _EnvNames:
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
     account_id: str = "ASYA_ACCOUNT_ID"
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
+    retry_after_seconds: str = "ASYA_RETRY_AFTER_SECONDS"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
@@ -87,6 +96,9 @@ class GatewayConfig:
     account_id: str = ""
     #: GW-GEN-5 (R3): seconds to wait for the next part of a request body before answering 400
     body_read_timeout: float = 5.0
+    #: GW-OVL-2: the ``Retry-After`` (seconds) of an overload answer; the default until the deployment derives it
+    #: from the manifest's declared capacity.
+    retry_after_seconds: int = DEFAULT_RETRY_AFTER_SECONDS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -111,6 +123,7 @@ class GatewayConfig:
             body_read_timeout=positive_number(
                 source, GATEWAY_ENV.body_read_timeout, 5.0, unit="a number of seconds", error=GatewayConfigError
             ),
+            retry_after_seconds=_retry_after(source.get(GATEWAY_ENV.retry_after_seconds)),
         )
 
 
@@ -135,3 +148,18 @@ def _api_keys(raw: str, name: str = GATEWAY_ENV.api_keys) -> tuple[str, ...]:
     if keys is not None:
         return keys
     return tuple(key.strip() for key in raw.split(",") if key.strip())
+
+
+def _retry_after(raw: str | None) -> int:
+    if raw is None or not raw.strip():
+        return DEFAULT_RETRY_AFTER_SECONDS
+    name = GATEWAY_ENV.retry_after_seconds
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise GatewayConfigError(
+            f"environment variable {name} must be a whole number of seconds, got {raw!r}"
+        ) from None
+    if not 1 <= value <= _RETRY_AFTER_MAX:
+        raise GatewayConfigError(f"environment variable {name} must be 1..{_RETRY_AFTER_MAX}, got {raw!r}")
+    return value
