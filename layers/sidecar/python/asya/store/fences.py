@@ -46,7 +46,7 @@ from asya.store import updates as upd
 from asya.store.limits import clip_text
 from asya.store.transition import StoredState
 from asya.store.views import stored_state
-from asya.store.writer import ApplyResult, Outcome, refused_claim
+from asya.store.writer import ApplyResult, Outcome, own_claim, refused_claim
 
 __all__ = ["CHILD_ERROR_LIMIT_BYTES", "FINISHED_HOP", "ChildFinish", "ChildOutcome", "Fences", "fence_key"]
 
@@ -136,6 +136,8 @@ class Fences:
             stored = stored_state(old)
             if child:  # a child item has no status: only its fence speaks
                 stored = StoredState(status="running", fence=stored.fence, lease_until=stored.lease_until)
+            if own_claim(stored, claim):  # the SDK retried a claim whose first attempt wrote (GW-OVL-5)
+                return ApplyResult(Outcome.ACCEPTED)
             refused = refused_claim(stored, claim, now_ms)
             # every other failure of a plain fence condition is a race with a concurrent claim: that run holds it
             return refused or ApplyResult(Outcome.HELD, stored.status, lease_until=stored.lease_until)

@@ -37,7 +37,7 @@ from asya.store.transition import TERMINAL, StatusUpdate, StoredState, Verdict, 
 from asya.store.views import stored_state
 from asya.timeutil import Clock, format_ts_ms, parse_ts
 
-__all__ = ["ApplyResult", "Outcome", "StatusWriter", "refused_claim"]
+__all__ = ["ApplyResult", "Outcome", "StatusWriter", "own_claim", "refused_claim"]
 
 _log = logging.getLogger(__name__)
 
@@ -101,22 +101,25 @@ class StatusWriter:
                 if not old or rec.is_expired(old, now):
                     return ApplyResult(Outcome.NOT_FOUND)
                 stored = stored_state(old)
-                if update.claim is not None:
-                    refused = refused_claim(stored, update.claim, rec.epoch_ms(now))
-                    if refused is not None:
-                        return refused
-                decision = decide(stored, update)
-                if decision.verdict is Verdict.STALE:
-                    if update.terminal and stored.status in TERMINAL:
+                if update.claim is None or not own_claim(stored, update.claim):
+                    if update.claim is not None:
+                        refused = refused_claim(stored, update.claim, rec.epoch_ms(now))
+                        if refused is not None:
+                            return refused
+                    decision = decide(stored, update)
+                    if decision.verdict is Verdict.STALE:
+                        if update.terminal and stored.status in TERMINAL:
+                            self._complete_result(task_id, stored, update, now)
+                        return ApplyResult(Outcome.STALE, stored.status)
+                    if decision.verdict is Verdict.ATTACH_CHECKPOINT:
                         self._complete_result(task_id, stored, update, now)
-                    return ApplyResult(Outcome.STALE, stored.status)
-                if decision.verdict is Verdict.ATTACH_CHECKPOINT:
-                    self._complete_result(task_id, stored, update, now)
-                    return self.attach(task_id, update.checkpoint_key or "", update.checkpoint_line, stored.status)
-                spec = upd.exact_update(
-                    update, stored, task_id=task_id, now=now, now_ms=now_ms, progress=decision.progress
-                )
-                continue
+                        return self.attach(task_id, update.checkpoint_key or "", update.checkpoint_line, stored.status)
+                    spec = upd.exact_update(
+                        update, stored, task_id=task_id, now=now, now_ms=now_ms, progress=decision.progress
+                    )
+                    continue
+                # the SDK retried a claim whose first attempt wrote (GW-OVL-5): it is ours, not a held lease
+                response = {"Attributes": old}
             new = response["Attributes"]
             if update.terminal and upd.has_result(update):
                 self._put_result(task_id, update, now)
@@ -162,6 +165,13 @@ class StatusWriter:
         assert update.pause_metadata is not None
         name, value, _ = self._bodies.encode(task_id, "pause_metadata", dict(update.pause_metadata))
         self.dynamodb.put_item(TableName=self.table, Item={**rec.key(task_id, rec.PAUSE_SK), name: value})
+
+
+def own_claim(stored: StoredState, claim: tuple[int, int, int]) -> bool:
+    """Whether the item that refused a hop claim holds this very claim: its fence and its ``lease_until`` (the
+    claiming invocation's own deadline, in milliseconds) are the token. An SDK retry of a claim whose answer was lost
+    then goes on as the claim's holder instead of waiting out its own lease (GW-OVL-5)."""
+    return stored.fence == (claim[0], claim[1]) and stored.lease_until == claim[2] and claim[2] > 0
 
 
 def refused_claim(stored: StoredState, claim: tuple[int, int, int], now_ms: int) -> ApplyResult | None:
