@@ -33,13 +33,11 @@ from dataclasses import dataclass
 from typing import Final
 
 from asya.config import ENV, ConfigError, positive_number
+from asya.overload import DEFAULT_RETRY_AFTER_SECONDS
 
 __all__ = ["DEFAULT_RETRY_AFTER_SECONDS", "GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
 
 
-#: GW-OVL-2: ``Retry-After`` of an overload answer when ``ASYA_RETRY_AFTER_SECONDS`` is unset. A throttle of DynamoDB,
-#: SQS or Lambda usually clears within a second or two as capacity scales; a longer wait only slows the client.
-DEFAULT_RETRY_AFTER_SECONDS: Final = 2
 _RETRY_AFTER_MAX: Final = 3600
 
 

@@ -25,7 +25,19 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-__all__ = ["THROTTLE_CODES", "UNAVAILABLE_CODES", "Overload", "error_code", "overload_of"]
+__all__ = [
+    "DEFAULT_RETRY_AFTER_SECONDS",
+    "THROTTLE_CODES",
+    "UNAVAILABLE_CODES",
+    "Overload",
+    "error_code",
+    "overload_of",
+]
+
+#: ``Retry-After`` (seconds) of an overload answer, the gateway's and API Gateway's (GW-OVL-2, GW-OVL-6), until the
+#: deployment derives it from a declared capacity. A throttle of DynamoDB, SQS or Lambda usually clears within a
+#: second or two as capacity scales; a longer wait only slows the client down.
+DEFAULT_RETRY_AFTER_SECONDS: Final = 2
 
 
 class Overload(StrEnum):
