@@ -35,6 +35,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya_local.iam._handler import make_handler
 from asya_local.iam.denials import denial_message
 from asya_local.iam.model import ALWAYS_ALLOWED, UNMODELLED, AccessRecord, RequestContext
@@ -206,8 +207,10 @@ class PolicyProxy:
 
                 host, port = self._upstream
                 # a key no principal has: moto's own view, unchecked, as AWS resolves a name before it authorizes
-                self._secrets = boto3.Session().client(
+                self._secrets = aws_client(
                     "secretsmanager",
+                    LOCAL_BUDGET,
+                    session=boto3.Session(),
                     region_name=self.region,
                     endpoint_url=f"http://{host}:{port}",
                     aws_access_key_id="proxy-resolver",
