@@ -37,6 +37,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya import headers as hdr
 from asya import routing
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
+from asya.batchmetrics import record_failed_records
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
@@ -231,6 +232,7 @@ class CrewRuntime:
         if start.unstarted:
             self._release(start.unstarted)
         failed = {str(item["itemIdentifier"]) for item in response.get("batchItemFailures", [])}
+        record_failed_records(self.config.namespace, len(failed))
         if failed:
             self._back_off(event, failed, set(start.unstarted))
         return dict(response)

@@ -81,6 +81,7 @@ from asya import headers as hdr
 from asya import routing
 from asya.abi import Handler, error_details, load_handler
 from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
+from asya.batchmetrics import record_failed_records
 from asya.cancelwatch import CancelWatch
 from asya.claims import ClaimBook, Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
@@ -330,6 +331,7 @@ class ActorRuntime:
         self._history = None  # the next invocation names its own object
         self._flush_history(history)
         result: dict[str, Any] = {"batchItemFailures": failures}
+        record_failed_records(self.config.namespace, len(failures))
         self._backoff(event, result, batch)
         return result
 

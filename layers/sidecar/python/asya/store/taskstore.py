@@ -138,7 +138,7 @@ class TaskStore:
         A payload that does not fit the task item goes to its ``BODY`` item first, so a failed body write (a
         throttle) leaves no task behind, and nothing has to be undone (GW-OVL-4); a body item left by a failed task
         write expires with its ``ttl``. The task item's conditional put recognises its own earlier write when the
-        SDK retried it after a lost answer: the item that refused it is the very item it wrote (GW-OVL-5).
+        SDK retried it after a lost answer: the item that refused it carries the put's own token (GW-OVL-5).
         """
         now = self._clock()
         now_ms = format_ts_ms(now)
@@ -152,6 +152,8 @@ class TaskStore:
             now_ms=now_ms,
             long_deadline=deadline_at is not None and is_long_deadline(deadline_at, now),
         )
+        token = rec.new_write_token()
+        item[rec.WRITE_TOKEN] = rec.str_av(token)
         stored: dict[str, Any] = {}
         body: dict[str, Any] | None = None
         text = dumps(payload) if payload is not None else None
@@ -179,7 +181,8 @@ class TaskStore:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            if exc.response.get("Item") != item:
+            old: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+            if rec.get_str(old, rec.WRITE_TOKEN) != token:
                 raise TaskExistsError(f"task {task_id!r} already exists") from None
         return task_view(item, self._bodies.urls(stored), bucket=self.bucket)
 

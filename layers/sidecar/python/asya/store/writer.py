@@ -37,7 +37,7 @@ from asya.store.transition import TERMINAL, StatusUpdate, StoredState, Verdict, 
 from asya.store.views import stored_state
 from asya.timeutil import Clock, format_ts_ms, parse_ts
 
-__all__ = ["ApplyResult", "Outcome", "StatusWriter", "own_claim", "refused_claim"]
+__all__ = ["ApplyResult", "Outcome", "StatusWriter", "refused_claim"]
 
 _log = logging.getLogger(__name__)
 
@@ -91,7 +91,10 @@ class StatusWriter:
         hint = parse_ts(update.created_at_hint)
         day = (hint or now).date().isoformat()
         spec = upd.blind_update(update, task_id=task_id, now=now, now_ms=now_ms, day=day)
+        token = rec.new_write_token() if update.claim is not None else None
         for _ in range(_MAX_ATTEMPTS):
+            if token is not None:
+                spec.set(rec.WRITE_TOKEN, rec.str_av(token))
             try:
                 response = self.dynamodb.update_item(**spec.request(self.table, task_id))
             except ClientError as exc:
@@ -101,7 +104,7 @@ class StatusWriter:
                 if not old or rec.is_expired(old, now):
                     return ApplyResult(Outcome.NOT_FOUND)
                 stored = stored_state(old)
-                if update.claim is None or not own_claim(stored, update.claim):
+                if token is None or rec.get_str(old, rec.WRITE_TOKEN) != token:
                     if update.claim is not None:
                         refused = refused_claim(stored, update.claim, rec.epoch_ms(now))
                         if refused is not None:
@@ -165,13 +168,6 @@ class StatusWriter:
         assert update.pause_metadata is not None
         name, value, _ = self._bodies.encode(task_id, "pause_metadata", dict(update.pause_metadata))
         self.dynamodb.put_item(TableName=self.table, Item={**rec.key(task_id, rec.PAUSE_SK), name: value})
-
-
-def own_claim(stored: StoredState, claim: tuple[int, int, int]) -> bool:
-    """Whether the item that refused a hop claim holds this very claim: its fence and its ``lease_until`` (the
-    claiming invocation's own deadline, in milliseconds) are the token. An SDK retry of a claim whose answer was lost
-    then goes on as the claim's holder instead of waiting out its own lease (GW-OVL-5)."""
-    return stored.fence == (claim[0], claim[1]) and stored.lease_until == claim[2] and claim[2] > 0
 
 
 def refused_claim(stored: StoredState, claim: tuple[int, int, int], now_ms: int) -> ApplyResult | None:
