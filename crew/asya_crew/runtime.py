@@ -10,7 +10,9 @@ same phase and date and must be written before any final status write of its rec
 2. **checkpoint**: one PUT per (phase, date) object (``asya_crew.checkpoint``);
 3. **complete**, each record in batch order through Powertools ``BatchProcessor`` (``EventType.SQS``): a record whose
    prepare step or checkpoint object failed fails here; otherwise the subclass's :meth:`CrewRuntime._complete` runs
-   with the record's :class:`~asya_crew.checkpoint.CheckpointLine`. A record that fails is reported in
+   with the record's :class:`~asya_crew.checkpoint.CheckpointLine`. A record whose checkpoint S3 throttled first gets
+   :meth:`CrewRuntime._checkpoint_overloaded` (x-sink writes the final status there, P-SINK-8). A record that fails
+   is reported in
    ``batchItemFailures`` (with one WARNING line naming the error) and never affects the others; it comes back after
    P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the queue's long visibility timeout.
 
@@ -42,6 +44,7 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Status, parse_envelope
 from asya.exceptions import AsyaError, EnvelopeParseError
 from asya.infra import parse_failure_envelope
+from asya.overload import overload_of
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
 from asya.store import ChildFinish, ChildOutcome, TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS
@@ -215,6 +218,8 @@ class CrewRuntime:
                     raise outcome
                 line = written.get(record.message_id)
                 if isinstance(line, CheckpointError):
+                    if isinstance(outcome, Parsed) and overload_of(line) is not None:
+                        self._checkpoint_overloaded(record, outcome)
                     raise line
                 if self._trace is not None:
                     self._trace.begin(record.raw_event)
@@ -356,6 +361,10 @@ class CrewRuntime:
     def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
         """Everything after the checkpoint; raising fails the record."""
         raise NotImplementedError
+
+    def _checkpoint_overloaded(self, record: SQSRecord, prepared: Parsed) -> None:
+        """The record's checkpoint PUT was throttled or S3 was unavailable; the record fails after this and comes
+        back for its checkpoint. A subclass may write what must not wait for it (x-sink: P-SINK-8)."""
 
     def _release(self, receipt_handles: list[str]) -> None:
         try:

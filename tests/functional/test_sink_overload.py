@@ -29,7 +29,6 @@ def _slow_down(client: Any, times: list[int]) -> None:
     client.meta.events.register("before-parameter-build.s3.PutObject", hook, unique_id="slow-down")
 
 
-@pytest.mark.xfail(strict=True, reason="x-sink writes no status before its checkpoint, even under an S3 overload")
 def test_p_sink_8_a_throttled_checkpoint_still_ends_the_task_succeeded_and_a_redelivery_attaches_it(mesh: Any) -> None:
     sink = Sink(mesh)
     sink.store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
