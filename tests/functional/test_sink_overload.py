@@ -50,3 +50,32 @@ def test_p_sink_8_a_throttled_checkpoint_still_ends_the_task_succeeded_and_a_red
     view = sink.store.get_task("t1")
     assert view is not None and view["status"] == "succeeded"
     assert (view["checkpoint_key"], view["checkpoint_line"]) == (key, 1)
+
+
+def test_p_sink_8_x_sump_fails_a_task_only_it_can_fail_even_when_its_checkpoint_is_throttled(mesh: Any) -> None:
+    """The layer could not write ``failed`` (P-SUMP-6 (R3): ``final_by`` x-sump): x-sump writes it ahead of its
+    throttled checkpoint, and the redelivery attaches the line."""
+    from tests.functional.test_sump import Sump, failed
+
+    sump = Sump(mesh)
+    Sink(mesh).store.create_task(task_id="t1", actor="normalize", flow="text-pipeline", payload={"text": "hi"})
+    body = failed("t1")
+    body["status"]["error"]["final_by"] = "x-sump"
+    hook_times = [1]
+
+    def hook(params: dict[str, Any], **_: Any) -> None:
+        if hook_times[0] > 0 and str(params.get("Key", "")).startswith("failed/"):
+            hook_times[0] -= 1
+            raise ClientError({"Error": {"Code": "SlowDown", "Message": "injected"}}, "PutObject")
+
+    mesh.aws.s3.meta.events.register("before-parameter-build.s3.PutObject", hook, unique_id="sump-slow-down")
+    try:
+        assert sump.run(body)[0] == [0]
+        view = Sink(mesh).store.get_task("t1")
+        assert view is not None and view["status"] == "failed" and view.get("checkpoint_key") is None
+        assert sump.run(body)[0] == []
+    finally:
+        mesh.aws.s3.meta.events.unregister("before-parameter-build.s3.PutObject", unique_id="sump-slow-down")
+    view = Sink(mesh).store.get_task("t1")
+    assert view is not None and view["status"] == "failed"
+    assert view["checkpoint_key"] == sump.keys()[0] and view["checkpoint_line"] == 1
