@@ -35,6 +35,7 @@ from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
 from asya_gateway.a2a import CARD_PATHS, a2a_endpoint, agent_card
+from asya_gateway.admission import Admission
 from asya_gateway.auth import AuthMiddleware, build_authenticator, build_reporter_authenticator
 from asya_gateway.bodytimeout import BodyTimeoutMiddleware
 from asya_gateway.config import GatewayConfig
@@ -171,6 +172,11 @@ def create_app(
         clock=clock,
         timers=timers,
         cloudwatch=cloudwatch,
+        admission=(
+            Admission(transport, config.admission_drain_rates, retry_after=config.retry_after_seconds)
+            if config.admission_drain_rates
+            else None
+        ),
     )
     return app
 

@@ -18,6 +18,9 @@ Environment variables:
 | ``ASYA_BODY_READ_TIMEOUT`` | longest wait for the next part of a request body, then 400 (GW-GEN-5 (R3)) | ``5`` |
 | ``ASYA_RETRY_AFTER_SECONDS`` | the ``Retry-After`` of a 429/503 answered for AWS throttling or unavailability
   (GW-OVL-2), whole seconds 1..3600 | ``2`` |
+| ``ASYA_ADMISSION_DRAIN_RATES`` | admission (GW-OVL-7): a JSON object of actor name -> tasks per second its queue
+  drains; a create for a flow whose first actor is listed is refused 429 while that actor's backlog would outlast
+  half the task's timeout | unset (no admission check) |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
 The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
@@ -29,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from asya.config import ENV, ConfigError, positive_number
@@ -57,6 +60,7 @@ class _EnvNames:
     account_id: str = "ASYA_ACCOUNT_ID"
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
     retry_after_seconds: str = "ASYA_RETRY_AFTER_SECONDS"
+    admission_drain_rates: str = "ASYA_ADMISSION_DRAIN_RATES"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
@@ -97,6 +101,8 @@ class GatewayConfig:
     #: GW-OVL-2: the ``Retry-After`` (seconds) of an overload answer; the default until the deployment derives it
     #: from the manifest's declared capacity.
     retry_after_seconds: int = DEFAULT_RETRY_AFTER_SECONDS
+    #: GW-OVL-7: tasks per second each listed actor's queue drains (empty: no admission check)
+    admission_drain_rates: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -122,6 +128,7 @@ class GatewayConfig:
                 source, GATEWAY_ENV.body_read_timeout, 5.0, unit="a number of seconds", error=GatewayConfigError
             ),
             retry_after_seconds=_retry_after(source.get(GATEWAY_ENV.retry_after_seconds)),
+            admission_drain_rates=_drain_rates(source.get(GATEWAY_ENV.admission_drain_rates)),
         )
 
 
@@ -161,3 +168,23 @@ def _retry_after(raw: str | None) -> int:
     if not 1 <= value <= _RETRY_AFTER_MAX:
         raise GatewayConfigError(f"environment variable {name} must be 1..{_RETRY_AFTER_MAX}, got {raw!r}")
     return value
+
+
+def _drain_rates(raw: str | None) -> dict[str, float]:
+    if raw is None or not raw.strip():
+        return {}
+    name = GATEWAY_ENV.admission_drain_rates
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        raise GatewayConfigError(f"environment variable {name} must be a JSON object, got {raw!r}") from None
+    if not isinstance(parsed, dict):
+        raise GatewayConfigError(f"environment variable {name} must be a JSON object, got {raw!r}")
+    rates: dict[str, float] = {}
+    for actor, rate in parsed.items():
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
+            raise GatewayConfigError(
+                f"environment variable {name}: {actor} must be a number of tasks/s > 0, got {rate!r}"
+            )
+        rates[str(actor)] = float(rate)
+    return rates

@@ -20,6 +20,7 @@ from asya.manifest import Manifest
 from asya.store import TaskStore
 from asya.timeutil import Clock
 from asya.transport import Transport
+from asya_gateway.admission import Admission
 from asya_gateway.config import GatewayConfig
 from asya_gateway.sse import SseSettings
 from asya_gateway.timers import DeadlineTimers
@@ -43,6 +44,8 @@ class GatewayContext:
     #: Set when the server that runs this app is about to stop (:func:`asya_gateway.app.drain`): SSE streams end at
     #: their next poll, as at their 840 s limit, so clients resume with ``Last-Event-ID`` instead of being cut.
     draining: threading.Event = field(default_factory=threading.Event)
+    #: GW-OVL-7: refuses creates behind a backlog their deadline cannot wait out (``None``: no drain rates configured)
+    admission: Admission | None = None
 
     @property
     def sse_settings(self) -> SseSettings:

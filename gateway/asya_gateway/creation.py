@@ -121,6 +121,9 @@ async def start_task(
         envelope, destination = _start_flow(program, envelope, format_ts(now))
         entry = envelope.route.curr or destination
     if not resume:
+        if ctx.admission is not None and destination:
+            timeout = create.timeout if create.timeout is not None else target.default_timeout
+            await ctx.call(ctx.admission.check, destination, timeout)
         await ctx.call(
             ctx.store.create_task,
             task_id=task_id,

@@ -47,10 +47,10 @@ class OverloadError(HttpError):
     ``retry_after`` seconds (GW-OVL-2). ``kept`` says that the task the request created was kept ``pending`` (its
     undo failed too): a retry with the same ``Idempotency-Key`` resumes it rather than creating another."""
 
-    def __init__(self, kind: Overload, retry_after: int, *, kept: bool = False) -> None:
+    def __init__(self, kind: Overload, retry_after: int, *, kept: bool = False, reason: str | None = None) -> None:
         status = 429 if kind is Overload.THROTTLED else 503
         what = "AWS throttled the request" if kind is Overload.THROTTLED else "AWS did not answer in time"
-        super().__init__(status, f"the mesh is overloaded ({what}); retry after {retry_after} s")
+        super().__init__(status, f"the mesh is overloaded ({reason or what}); retry after {retry_after} s")
         self.headers[RETRY_AFTER] = str(retry_after)
         self.kind = kind
         self.retry_after = retry_after

@@ -266,3 +266,57 @@ def test_gw_ovl_3_mcp_and_a2a_answer_the_overload_error_with_retry_after(gw: Gw)
     assert a2a.headers["retry-after"] == "7"
     assert a2a.json()["error"]["code"] == -32000
     assert gw.tasks() == []
+
+
+def _admission_gateway(mesh: Any, serve_asgi: Any) -> httpx.Client:
+    config = GatewayConfig(retry_after_seconds=7, admission_drain_rates={"normalize": 1.0})
+    app = create_app(config, manifest=mesh.manifest, store=mesh.store(ManualClock(START)), sqs=mesh.aws.sqs)
+    return httpx.Client(base_url=serve_asgi(app), timeout=60)
+
+
+def _fill_first_queue(mesh: Any, count: int) -> None:
+    url = mesh.aws.sqs.get_queue_url(QueueName="asya-demo-normalize")["QueueUrl"]
+    for n in range(count):
+        mesh.aws.sqs.send_message(QueueUrl=url, MessageBody=f'{{"backlog": {n}}}')
+
+
+def test_gw_ovl_7_a_backlog_the_deadline_cannot_wait_out_refuses_new_tasks(mesh: Any, serve_asgi: Any) -> None:
+    """1 task/s of drain, a 10 s timeout: a new task may wait 5 s, so 6 waiting tasks refuse it; no task is written."""
+    _fill_first_queue(mesh, 6)
+    with _admission_gateway(mesh, serve_asgi) as client:
+        refused = client.post(URL, json={**BODY, "timeout": 10})
+        untimed = client.post(URL, json=BODY)  # no deadline to miss: admitted
+        longer = client.post(URL, json={**BODY, "timeout": 60})  # 30 s of budget: admitted
+    _overloaded(refused, 429)
+    assert "'normalize' has 6 tasks waiting" in refused.json()["error"]
+    assert (untimed.status_code, longer.status_code) == (201, 201)
+    tasks = mesh.aws.dynamodb.scan(TableName=mesh.resources.table, ConsistentRead=True)["Items"]
+    assert len([t for t in tasks if t["sk"]["S"] == "TASK"]) == 2
+
+
+def test_gw_ovl_7_the_queue_depth_is_read_at_most_once_per_five_seconds(mesh: Any) -> None:
+    from asya.transport import Transport
+    from asya_gateway.admission import DEPTH_CACHE_SECONDS, Admission
+    from asya_gateway.errors import OverloadError
+
+    now = [100.0]
+    reads: list[str] = []
+    admission = Admission(
+        Transport(namespace="demo", sqs=mesh.aws.sqs), {"normalize": 1.0}, retry_after=7, monotonic=lambda: now[0]
+    )
+    events = mesh.aws.sqs.meta.events
+    events.register(
+        "before-parameter-build.sqs.GetQueueAttributes", lambda **_: reads.append("read"), unique_id="depth-reads"
+    )
+    try:
+        admission.check("normalize", 10)  # an empty queue: admitted
+        _fill_first_queue(mesh, 6)
+        now[0] += DEPTH_CACHE_SECONDS - 0.5
+        admission.check("normalize", 10)  # the cached depth: the backlog is not seen yet
+        assert reads == ["read"]
+        now[0] += 1.0
+        with pytest.raises(OverloadError, match="6 tasks waiting"):
+            admission.check("normalize", 10)
+    finally:
+        events.unregister("before-parameter-build.sqs.GetQueueAttributes", unique_id="depth-reads")
+    assert reads == ["read", "read"]

@@ -101,3 +101,12 @@ def test_gw_ovl_2_retry_after_is_read_from_the_environment() -> None:
     for bad in ("0", "1.5", "soon", "3601"):
         with pytest.raises(GatewayConfigError, match="ASYA_RETRY_AFTER_SECONDS"):
             GatewayConfig.from_env({"ASYA_RETRY_AFTER_SECONDS": bad})
+
+
+def test_gw_ovl_7_drain_rates_are_read_from_the_environment() -> None:
+    assert GatewayConfig.from_env({}).admission_drain_rates == {}
+    config = GatewayConfig.from_env({"ASYA_ADMISSION_DRAIN_RATES": '{"normalize": 2.5}'})
+    assert config.admission_drain_rates == {"normalize": 2.5}
+    for bad in ("[1]", "{", '{"a": 0}', '{"a": "fast"}', '{"a": true}'):
+        with pytest.raises(GatewayConfigError, match="ASYA_ADMISSION_DRAIN_RATES"):
+            GatewayConfig.from_env({"ASYA_ADMISSION_DRAIN_RATES": bad})
