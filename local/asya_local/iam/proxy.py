@@ -38,6 +38,7 @@ from urllib.parse import urlsplit
 from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya_local.iam._handler import make_handler
 from asya_local.iam.denials import denial_message
+from asya_local.iam.faults import FaultRules
 from asya_local.iam.model import ALWAYS_ALLOWED, UNMODELLED, AccessRecord, RequestContext
 from asya_local.iam.policy import Decision, Evaluation, PolicySet
 from asya_local.iam.sigv4 import Credential
@@ -102,6 +103,7 @@ class PolicyProxy:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._secrets: Any = None
+        self._faults = FaultRules()
 
     @property
     def url(self) -> str:
@@ -171,6 +173,12 @@ class PolicyProxy:
         the whole suite reads it at the end)."""
         with self._lock:
             return set(self._used)
+
+    @property
+    def faults(self) -> FaultRules:
+        """The fault rules (``asya_local.iam.faults``): ``proxy.faults.add(FaultRule(...))`` makes the next
+        matching allowed calls fail as AWS throttling does."""
+        return self._faults
 
     def judge(self, principal: str, policies: PolicySet, checks: list[RequestContext]) -> list[AccessRecord]:
         """Every (action, resource) of ``checks``, evaluated (not yet recorded)."""
