@@ -23,7 +23,7 @@ def _error(code: str, status: int = 400) -> ClientError:
 @pytest.mark.parametrize("budget", [GATEWAY_BUDGET, ACTOR_BUDGET, BACKSTOP_BUDGET, LOCAL_BUDGET])
 def test_gw_ovl_1_every_budget_sets_a_retry_mode_and_both_timeouts(budget: ClientBudget) -> None:
     config = client_config(budget)
-    assert config.retries == {"mode": "standard", "max_attempts": budget.max_attempts}
+    assert config.retries == {"mode": "standard", "total_max_attempts": budget.max_attempts}
     assert (config.connect_timeout, config.read_timeout) == (budget.connect_timeout, budget.read_timeout)
 
 
@@ -42,6 +42,38 @@ def test_gw_ovl_1_clients_made_by_the_runtime_carry_their_budget(aws_env: None) 
     assert store.dynamodb.meta.config.retries["mode"] == "standard"
     transport = Transport(namespace="demo")
     assert transport.sqs.meta.config.read_timeout == ACTOR_BUDGET.read_timeout
+
+
+def test_gw_ovl_1_a_gateway_client_tries_a_throttled_call_exactly_twice(aws_env: None) -> None:
+    """The budget's attempts count the first try: botocore's standard mode makes exactly that many requests."""
+    from asya.awsclients import aws_client
+
+    client = aws_client("dynamodb", GATEWAY_BUDGET, endpoint_url="http://127.0.0.1:9")
+    sent: list[int] = []
+
+    def answer(request: object, **_: object) -> object:
+        from botocore.awsrequest import AWSResponse
+
+        sent.append(1)
+        body = b'{"__type": "com.amazonaws.dynamodb.v20120810#ThrottlingException", "message": "slow down"}'
+        return AWSResponse("http://127.0.0.1:9", 400, {}, _Raw(body))
+
+    client.meta.events.register("before-send.dynamodb.GetItem", answer)
+    with pytest.raises(ClientError) as error:
+        client.get_item(TableName="t", Key={"pk": {"S": "x"}})
+    assert error.value.response["Error"]["Code"] == "ThrottlingException"
+    assert len(sent) == GATEWAY_BUDGET.max_attempts
+
+
+class _Raw:
+    def __init__(self, body: bytes) -> None:
+        self._body = body
+
+    def stream(self, **_: object) -> list[bytes]:
+        return [self._body]
+
+    def read(self, *_: object, **__: object) -> bytes:
+        return self._body
 
 
 def test_gw_ovl_1_a_budget_refuses_nonsense() -> None:

@@ -77,7 +77,8 @@ def client_config(budget: ClientBudget, **overrides: Any) -> Any:
     return Config(
         connect_timeout=budget.connect_timeout,
         read_timeout=budget.read_timeout,
-        retries={"mode": budget.retry_mode, "max_attempts": budget.max_attempts},
+        # total_max_attempts counts the first try; botocore's max_attempts would count retries only
+        retries={"mode": budget.retry_mode, "total_max_attempts": budget.max_attempts},
         **overrides,
     )
 
