@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 
-.PHONY: install chromium demo demo-flow test e2e-aws lint format synth lock bench chaos clean
+.PHONY: install chromium demo demo-flow test e2e-aws lint format synth lock bench capacity calibrate vectors chaos clean
 
 install: $(STAMP)
 
@@ -72,6 +72,21 @@ synth: install
 ## Re-resolve the dependency layers' lock files (cdk/asya_cdk/lockfiles/, with hashes) after a pin in pyproject.toml changed.
 lock: install
 	$(BIN)/python -c 'import sys; from asya_cdk.locks import main; sys.exit(main())'
+
+## The capacity model (docs/capacity.md): demand against every AWS quota at 100 to 100,000 tasks/s and the manifest's
+## declared target, the limits in order, a ramp, cost; pure arithmetic, seconds -> its section of bench/REPORT.md.
+capacity: install
+	$(BIN)/python -m bench.capacity
+
+## Calibrate the capacity model on the local mesh: an actor capped at max_concurrency 2 driven past its cap, the
+## predicted and observed drain rate and backlog (about a minute; exits 1 outside the 30% tolerance).
+calibrate: install
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.calibrate
+
+## Regenerate the per-task request vectors (asya/capacity/vectors/) after the requests a task makes changed: the
+## in-memory recount plus the write units metered on moto (about five minutes).
+vectors: install
+	POWERTOOLS_LOG_LEVEL=WARNING $(BIN)/python -m bench.vectors
 
 ## Benchmarks (overhead, AWS requests and cost per million tasks, latency, cold start, memory) -> bench/REPORT.md.
 bench: install

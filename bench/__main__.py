@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from bench import cost
+from bench.capacity import capacity_section, splice
 from bench.findings import findings
 from bench.report import render
 from bench.targets import evaluate
@@ -146,7 +147,11 @@ def _revision() -> str:
 def write_outputs(results: Mapping[str, Any]) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    REPORT.write_text(render(results, notes=findings(results)), encoding="utf-8")
+    report = render(results, notes=findings(results))
+    # the capacity section is make capacity's (bench.capacity): kept as it is
+    old = REPORT.read_text(encoding="utf-8") if REPORT.exists() else ""
+    kept = capacity_section(old)
+    REPORT.write_text(report if kept is None else splice(report, kept), encoding="utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

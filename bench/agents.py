@@ -1,4 +1,4 @@
-"""Benchmark 8: what an MCP ``tools/call`` costs over a direct REST create-and-wait of the same flow (issue 17).
+"""Benchmark 8: what an MCP ``tools/call`` costs over a direct REST create-and-wait of the same flow.
 
 One ``LocalMesh`` of the example manifest (batch size 10, progress ``hops``): ``tasks`` tasks of ``text-pipeline``
 created one after another through ``POST /api/v1/mesh/?flow=`` and followed over SSE to their terminal status, then

@@ -1,4 +1,4 @@
-"""Benchmark 12: the cancel reads of a streaming generator hop (docs/protocol.md P-CANCEL-3, P-CANCEL-5 (R3)).
+"""Benchmark 12: the cancel reads of a streaming generator hop (docs/protocol.md P-CANCEL-3, P-CANCEL-5).
 
 Between two yields of a fenced generator handler the layer may read its task's status, at most once every 5 s per
 invocation (``asya.cancelwatch``). This benchmark counts the reads a real ``ActorRuntime`` makes: one warm runtime

@@ -1,4 +1,4 @@
-"""What a user pays end to end, per million tasks (issue 27): ingress and watching priced on both sides. Pure.
+"""What a user pays end to end, per million tasks: ingress and watching priced on both sides. Pure.
 
 From the watching benchmark (:mod:`bench.watching`: streams' durations and read units, the create's and a view's wall
 time and reads), the orchestration cost of section 3 (batch 10 for full batches, batch 1 for a trickle, progress

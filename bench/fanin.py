@@ -1,4 +1,4 @@
-"""Fan-in cost (issue 16, PROTOCOL P-AGG-3): requests, DynamoDB write units and wall time of the aggregator for 10, 100
+"""Fan-in cost (P-AGG-3): requests, DynamoDB write units and wall time of the aggregator for 10, 100
 and 1,000 slices in the local mesh, which must grow linearly.
 
 One task of the example ``documents`` flow per size (``chunk`` yields ``N`` chunks, so the aggregator ``x-fanin-chunk``

@@ -1,4 +1,4 @@
-"""Cost of a flow written as Python (issue 29, P-FLOW-2..8): hops, Lambda invocations and DynamoDB write units per
+"""Cost of a flow written as Python (P-FLOW-2..8): hops, Lambda invocations and DynamoDB write units per
 task, measured on the local mesh, against the same flow built from upstream-style router actors.
 
 One task of ``flows/bench_cost.py`` (a branch, a loop of 3 iterations, a 3-way fan-out) on a fresh ``LocalMesh``

@@ -5,14 +5,22 @@ They do no work of their own, so what a benchmark measures around them is the la
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["DRIP_CLOCK", "drip", "echo"]
+__all__ = ["DRIP_CLOCK", "drip", "echo", "pause"]
 
 
 def echo(payload: Any) -> Any:
     """Return the payload unchanged: one frame to the next actor of the route."""
+    return payload
+
+
+def pause(payload: Any) -> Any:
+    """Sleep ``payload["sleep_s"]`` seconds, then return the payload: a handler of known duration (the capacity
+    calibration, ``bench.calibrate``)."""
+    time.sleep(float(payload["sleep_s"]))
     return payload
 
 

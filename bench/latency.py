@@ -6,7 +6,7 @@ them, serves three phases:
 1. **low load**: tasks one after another; for each, the wall time from just before ``POST /api/v1/mesh/`` to the
    terminal ``status`` event read from ``GET .../events`` (SSE, as a client sees it), and the hop latency: that time
    divided by the task's envelope-hops (each actor of the route and x-sink: an envelope through SQS, a poller and an
-   actor). Status changes are no longer logged one item each (spec revision 2: followers read the task item every
+   actor). Status changes are no longer logged one item each (followers read the task item every
    250 ms and coalesce what changed between two reads), so the per-hop gaps of a fast task cannot be read back;
    the mean per task is what remains measurable, and includes the SSE poll's delay of the final status;
 2. **saturation**: ``tasks`` tasks created by ``creators`` threads as fast as the gateway takes them; throughput is

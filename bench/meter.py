@@ -3,8 +3,10 @@
 ``Meter.attach(client)`` registers two handlers on the client's own event emitter (other clients are unaffected):
 ``before-parameter-build`` remembers the call's parameters (and, for DynamoDB writes, the items as they were) and
 ``after-call`` bills it. Calls are grouped by ``(component, service, operation)``; the component is ``"timers"`` for any
-call on the deadline-timer queue, else what the calling thread declared with :meth:`Meter.component`, else
-``"backstop"`` for the local mode's backstop thread and ``"gateway"`` for any other (uvicorn's threads).
+call on the deadline-timer queue, else what the calling thread declared with :meth:`Meter.component`, else what a
+one-function-at-a-time driver declared for every thread with :meth:`Meter.process`, else ``"backstop"`` for the local
+mode's backstop thread and ``"gateway"`` for any other (uvicorn's threads). Given a ``classify`` function
+(``bench.keyclass``), calls are also grouped by their key class (:meth:`Meter.snapshot_classes`).
 
 Billing (``bench.units``):
 
@@ -190,8 +192,13 @@ def _write_targets(operation: str, params: Mapping[str, Any]) -> list[tuple[str,
 class Meter:
     """Counts and bills the calls of every attached client. Thread-safe."""
 
-    def __init__(self, *, shadow_dynamodb: Any = None) -> None:
+    def __init__(
+        self, *, shadow_dynamodb: Any = None, classify: Callable[[str, str, Mapping[str, Any]], str] | None = None
+    ) -> None:
         self._shadow = shadow_dynamodb
+        self._classify = classify
+        self._by_class: dict[tuple[str, str, str, str], Usage] = defaultdict(Usage)
+        self._process: str | None = None
         self._local = threading.local()
         self._lock = threading.Lock()
         self._usage: dict[tuple[str, str, str], Usage] = defaultdict(Usage)
@@ -222,20 +229,40 @@ class Meter:
         finally:
             self._local.name = previous
 
+    @contextmanager
+    def process(self, name: str) -> Iterator[None]:
+        """Attribute to ``name`` the calls of every thread that declared no component, while the block runs: a
+        driver that runs one function at a time (a Lambda runtime's helper threads, such as its outbox ticker, then
+        count as that function)."""
+        previous = self._process
+        self._process = name
+        try:
+            yield
+        finally:
+            self._process = previous
+
     def reset(self) -> None:
         with self._lock:
             self._usage.clear()
+            self._by_class.clear()
 
     def snapshot(self) -> dict[tuple[str, str, str], Usage]:
         with self._lock:
             return {key: Usage(**asdict(value)) for key, value in self._usage.items()}
+
+    def snapshot_classes(self) -> dict[tuple[str, str, str, str], Usage]:
+        """Usage by ``(component, service, operation, key class)``; empty without a ``classify`` function."""
+        with self._lock:
+            return {key: Usage(**asdict(value)) for key, value in self._by_class.items()}
 
     # -- hooks --------------------------------------------------------------------------------------------------
 
     def _before(self, params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
         if not self.enabled:
             return
-        component = getattr(self._local, "name", None) or thread_component(threading.current_thread().name)
+        component = (
+            getattr(self._local, "name", None) or self._process or thread_component(threading.current_thread().name)
+        )
         if str(params.get("QueueUrl", "")).endswith(_TIMER_QUEUE_SUFFIX):
             component = TIMERS  # deadline timers: per task, but reported apart from the hops (GW-DATA-8)
         state: dict[str, Any] = {"params": dict(params), "component": component}
@@ -250,9 +277,13 @@ class Meter:
         context[_CONTEXT_KEY] = state
 
     def _record(self, context: Mapping[str, Any], service: str, operation: str, usage: Usage) -> None:
-        component = context[_CONTEXT_KEY]["component"]
+        state = context[_CONTEXT_KEY]
+        component = state["component"]
         with self._lock:
             self._usage[(component, service, operation)].add(usage)
+            if self._classify is not None:
+                key_class = self._classify(service, operation, state["params"])
+                self._by_class[(component, service, operation, key_class)].add(usage)
 
     def _after_sqs(self, parsed: Mapping[str, Any], model: Any, context: Mapping[str, Any], **_: Any) -> None:
         if _CONTEXT_KEY in context:

@@ -251,7 +251,7 @@ def _budget(data: Mapping[str, Any]) -> list[str]:
     for batch 10 and progress `hops`; the other configurations show how far each setting moves it."""
     names = list(data)
     out = [
-        "Budget of GATEWAY GW-DATA-8 (spec revision 3) per configuration; it is stated for batch 10, progress `hops`,",
+        "Budget of GW-DATA-8 per configuration; it is stated for batch 10, progress `hops`,",
         "a task that succeeds without FLY values. Reported apart, per task: the create's own `SendMessage` ("
         + ", ".join(f"{n} {fmt(get_path(data[n], 'sqs_create_per_task'))}" for n in names)
         + ") and the deadline timer's messages, sent and received ("
@@ -352,7 +352,7 @@ def _cost(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
 
 
 def _cancel_reads(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
-    """Section 3's cancel reads of a generator hop (``bench/cancelreads.py``, P-CANCEL-5 (R3))."""
+    """Section 3's cancel reads of a generator hop (``bench/cancelreads.py``, P-CANCEL-5)."""
     data = results.get("cancelreads")
     if not data:
         return []
@@ -385,7 +385,7 @@ def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[st
         f"The example mesh (batch size {data['batch_size']}, progress `hops`) on moto's server: moto in its own",
         "process, everything else in this one. End to end: client wall time from the create request to the terminal",
         "status read over SSE (the gateway reads the task item every 250 ms while it changes, which this includes).",
-        "Hop latency: that time over the task's envelope-hops (revision 2 logs no item per status change, so the gaps",
+        "Hop latency: that time over the task's envelope-hops (the store logs no item per status change, so the gaps",
         "between hops are not read back one by one).",
         "",
     ]

@@ -1,4 +1,4 @@
-"""The targets of issues 4 and 15 (spec revision 2, GATEWAY GW-DATA-8) and their verdicts on a results document
+"""The cost and latency targets (GW-DATA-8) and their verdicts on a results document
 (``bench/results/latest.json``). Pure.
 
 Each :class:`Target` reads one figure out of the results (``None`` when that benchmark did not run) and compares it

@@ -1,6 +1,6 @@
 """Benchmark 2: every AWS request the mesh makes for N tasks of the example flow, and what AWS would bill for it.
 
-For each batch size (1, 10) and progress detail (``hops``, ``detailed``, ``final``; PROTOCOL P-STAT-19) a fresh
+For each batch size (1, 10) and progress detail (``hops``, ``detailed``, ``final``; P-STAT-19) a fresh
 ``LocalMesh`` runs the example manifest with the real runtimes. The event source mappings' threads are stopped and
 the bench drives them with ``poll_once``, one actor at a time in route order until every queue is empty: batches are
 then as full as the batch size allows (as under load in AWS, where the poller fills batches), and the meter's shadow

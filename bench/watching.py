@@ -1,4 +1,4 @@
-"""Benchmark 9: what watching a task costs, today's build against the new one, measured side by side (issue 27).
+"""Benchmark 9: what watching a task costs, today's build against the new one, measured side by side.
 
 In-process moto and the gateway app served by uvicorn on loopback; the table's reads are metered exactly
 (:class:`bench.meter.Meter` with shadow reads). A driver thread plays tasks of 1, 10 and 60 s (three hop claims, then

@@ -13,14 +13,16 @@ Every fault is played by a real part of the local mesh (``asya_local.mesh.LocalM
   cut, connections refused until the new gateway answers) after a task's creation;
 - late copies of fan-out children (``late_child_copy``): a child envelope a user actor sent is kept and sent again
   to the same queue once every task of the workload has ended (:meth:`Injector.send_late_copies`), so the copy of a
-  finished child's last hop arrives after its task ended (P-ACK-7 (R3));
+  finished child's last hop arrives after its task ended (P-ACK-7);
 - forged producer posts (``forged_status``, :mod:`chaos.forgery`): crew-only statuses posted to a task's producer
-  route right after its creation, with the client's credentials and with the reporter's (GW-EVT-1/3 (R3));
+  route right after its creation, with the client's credentials and with the reporter's (GW-EVT-1/3);
 - the handler wrappers of :mod:`chaos.actors`, loaded as the actors' handlers: handler exceptions
   (:class:`ChaosError`, retried by the chaos mesh's policy), a crash before the sends, and a visibility timeout that
   expires mid-handler (the record is made visible again with ``ChangeMessageVisibility`` and the handler holds on, so
   another poller receives it while the first run still holds the hop), and a ``SET`` that puts a crew actor into
-  ``route.next`` (``crew_set``, refused at the yield under P-ABI-15 (R3); the handler goes on when it is).
+  ``route.next`` (``crew_set``, refused at the yield under P-ABI-15; the handler goes on when it is); and, in the
+  compiled flow ``calc``, a ``SET``/``DEL`` of a header the layer owns (``layer_set``, refused at the yield under
+  P-HDR-5) and a second payload from a flow call (``second_payload``: the hop fails under P-FLOW-11).
 
 A crash is a ``BaseException``: nothing in the layer catches it, the ESM emulator sees the invocation die and leaves
 its record to come back after its visibility timeout (P-ACK-5). Every decision is drawn from one seeded generator, and
@@ -86,6 +88,8 @@ class FaultRates:
     late_child_copy: float = 0.0
     forged_status: float = 0.0
     crew_set: float = 0.0
+    layer_set: float = 0.0
+    second_payload: float = 0.0
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -271,7 +275,7 @@ class Injector:
 
     def send_late_copies(self) -> int:
         """Send every kept child envelope again to the queue it was first sent to (its last hop: ``split``'s
-        children go to ``square``), as a late duplicate of a finished child (P-ACK-7 (R3)); how many were sent."""
+        children go to ``square``), as a late duplicate of a finished child (P-ACK-7); how many were sent."""
         with self._lock:
             copies, self.late_copies = self.late_copies, []
         for url, body in copies:

@@ -1,12 +1,11 @@
-"""The ``forged_status`` fault: crew-only statuses posted to a task's producer route (GW-EVT-1/3 (R3); issue 25,
-defect 1).
+"""The ``forged_status`` fault: crew-only statuses posted to a task's producer route (GW-EVT-1, GW-EVT-3).
 
 Right after a task's creation, at the fault's rate, :class:`Forger` posts to ``POST /api/v1/mesh/{id}/events`` the
 statuses only the crew writes: ``paused`` (with pause metadata), ``succeeded`` (with a forged result), ``failed`` and
 ``canceled``, once with the client's own credentials (what the workload sends) and once with the reporter's
 credential (``reporter_key``, which the chaos run gives the gateway; sent as ``X-Asya-Reporter-Key``, as the HTTP
 reporter does). Each answer is
-written down as a :class:`ForgedPost`. Revision 3 refuses all of them: a client credential is no reporter's, and a
+written down as a :class:`ForgedPost`. The gateway refuses all of them: a client credential is no reporter's, and a
 reporter's crew-only status answers 400. A forged post answered 2xx is a violation (``forged`` in the checker), and
 one that got through shows in the other properties too (a task paused for ever, a succeeded task without its
 checkpoint line).

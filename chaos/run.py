@@ -69,7 +69,7 @@ class ScenarioResult:
     #: Requests sent again after no HTTP answer, and SSE streams resumed with ``Last-Event-ID`` (gateway restarts).
     client_retries: int = 0
     sse_resumes: int = 0
-    #: Of the retries, creations cut after they were sent (sent again with their Idempotency-Key, GW-CREATE R3).
+    #: Of the retries, creations cut after they were sent (sent again with their Idempotency-Key, GW-CREATE-R3-6).
     ambiguous_creates: int = 0
     #: Late child copies sent once every task had ended, and the handler runs they caused (each a violation).
     late_copies: int = 0
@@ -78,6 +78,7 @@ class ScenarioResult:
     #: Forged producer posts sent, and crew SETs played.
     forged_posts: int = 0
     crew_sets: int = 0
+    layer_sets: int = 0
     violations: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -98,7 +99,7 @@ def run_scenario(
     manifest = load_manifest(manifest_path)
     started = time.monotonic()
     recorder = Recorder()
-    # the reporter's credential of the producer route, known to the forged-status fault (GW-EVT-1 (R3))
+    # the reporter's credential of the producer route, known to the forged-status fault (GW-EVT-1)
     reporter_key = secrets.token_urlsafe(24)
     with LocalMesh(
         manifest,
@@ -160,6 +161,7 @@ def run_scenario(
         visibility_seconds=lease_seconds + _VISIBILITY_SLACK_SECONDS,
         flow_timeouts={name: flow.timeout for name, flow in manifest.flows.items()},
         crew_sets=actors.crew_sets(),
+        layer_sets=actors.layer_sets(),
         forged_accepted=[str(post) for post in forger.accepted()],
     )
     return ScenarioResult(
@@ -182,6 +184,7 @@ def run_scenario(
         runs_across_end=runs_across_end(history),
         forged_posts=len(forger.posts),
         crew_sets=len(history.crew_sets),
+        layer_sets=len(history.layer_sets),
         violations=check(history),
         errors=[*recorder.errors, *restarter.errors],
     )

@@ -55,7 +55,7 @@ def split_sentences(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
 def request_review(payload: dict[str, Any]) -> Iterator[Any]:
     """Ask a human to approve the analysis before it is published: the pause metadata the next hop (x-pause) shows
-    as the prompt and the form of `asya resume` (PROTOCOL P-PAUSE-3)."""
+    as the prompt and the form of `asya resume` (P-PAUSE-3)."""
     yield (
         "SET",
         ".headers.x-asya-pause",

@@ -1,4 +1,4 @@
-"""The deadline backstop (GATEWAY GW-BACK-1, R2): the timer queue ``asya-{ns}-x-deadline`` with its DLQ, and one
+"""The deadline backstop (GW-BACK-1): the timer queue ``asya-{ns}-x-deadline`` with its DLQ, and one
 function that consumes it and sweeps the ``long_deadlines`` index.
 
 - Timers: a deadline at most 900 s away is one SQS message with that delay on the timer queue

@@ -1,4 +1,4 @@
-"""Reserved concurrency checked at synthesis (issue 26 item 6), before CloudFormation would fail the deploy.
+"""Reserved concurrency checked at synthesis, before CloudFormation would fail the deploy.
 
 Lambda keeps :data:`~asya.manifest.blocks.UNRESERVED_CONCURRENCY` (100) of an account's concurrency quota unreserved:
 a function whose reservation would leave less fails to deploy (``Specified ReservedConcurrentExecutions for function

@@ -1,4 +1,4 @@
-"""The crew actors every mesh deploys (x-sink, x-sump, PROTOCOL section 10): their Lambda handlers.
+"""The crew actors every mesh deploys (x-sink, x-sump; docs/protocol.md section 13): their Lambda handlers.
 
 Crew actors are deployed by the same :class:`asya_cdk.actor.Actor` construct as user actors; their code asset is the
 ``crew/`` directory (package ``asya_crew``) and they run on the same layers.

@@ -1,4 +1,4 @@
-"""Auth at the edge (GW-EDGE-1..3 (R3)): the authorizer Lambda and API Gateway authorizers of ``gateway.auth.mode``
+"""Auth at the edge (GW-EDGE-1..3): the authorizer Lambda and API Gateway authorizers of ``gateway.auth.mode``
 ``api_key`` / ``jwt``, the reporter keys' secret, and the stage's WAF association and custom domain.
 
 Choices (docs/deploy.md, "Edge auth"):
@@ -89,7 +89,7 @@ def check_edge(edge: GatewayEdge) -> list[str]:
 
 
 def reporter_secret(scope: Construct, given: str | None, key: kms.IKey | None = None) -> secretsmanager.ISecret:
-    """The reporter keys' secret (GW-EVT-6 (R3)): the one named by ``given`` (a name or an ARN), else a new one.
+    """The reporter keys' secret (GW-EVT-6): the one named by ``given`` (a name or an ARN), else a new one.
 
     With the mesh's customer-managed ``key`` the created secret is encrypted with it, and a given secret is expected
     to be (docs/deploy.md, "Reporter keys"): either way the secret carries the key, so ``grant_read`` also grants

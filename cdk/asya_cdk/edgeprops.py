@@ -46,7 +46,7 @@ class EdgeProps:
     domain_name: str | None = None
     certificate_arn: str | None = None
     domain_base_path: str | None = None
-    #: The Secrets Manager secret (name or ARN) of the reporter keys (GW-EVT-6 (R3)).
+    #: The Secrets Manager secret (name or ARN) of the reporter keys (GW-EVT-6).
     reporter_key_secret: str | None = None
 
 

@@ -1,5 +1,5 @@
 """The HTTP gateway: one Lambda running the ASGI app behind the AWS Lambda Web Adapter, fronted by a regional API
-Gateway REST API (GATEWAY section 0).
+Gateway REST API (docs/http.md).
 
 The function's handler is ``run.sh`` (uvicorn on port 8080), run by the adapter layer through
 ``AWS_LAMBDA_EXEC_WRAPPER=/opt/bootstrap`` in ``response_stream`` invoke mode. In that mode the adapter answers every
@@ -8,7 +8,7 @@ request in Lambda's streaming HTTP format, so every method is integrated with re
 ``BUFFERED`` integration could not read the adapter's responses.
 
 Two functions run the same code asset. The **stream function** (``stream_memory``, 128 MB by default, arm64) serves
-the routes that hold an invocation open while a task runs (GW-SSE (R3)): ``GET /api/v1/mesh/{id}/events``, ``GET
+the routes that hold an invocation open while a task runs (GW-SSE-20..27): ``GET /api/v1/mesh/{id}/events``, ``GET
 /api/v1/mesh/events`` (many tasks), ``ANY /mcp`` and ``ANY /a2a`` (their waits follow tasks). A waiting process
 needs little memory (one measured at about 91 MB RSS, bench/REPORT.md section 10), and a Lambda environment serves
 one invocation at a time, so the GB-seconds of watching are an eighth of the main function's. The **main function**
@@ -20,7 +20,7 @@ alike) reach the stream function; the public routes of GW-AUTH-2
 (``GET /health``, ``GET /openapi.json``, ``GET /.well-known/agent.json`` and the A2A 1.x card path
 ``/.well-known/agent-card.json``) have methods of their own without authorization (:mod:`asya.publicroutes`).
 Authorization per ``gateway.auth.mode`` (GW-AUTH-1): ``iam`` -> AWS_IAM on every other method (GW-AUTH-3); ``api_key``
-and ``jwt`` -> the edge authorizer (:class:`~asya_cdk.edgeauth.EdgeAuth`, GW-EDGE-1 (R3)) on every other method, the
+and ``jwt`` -> the edge authorizer (:class:`~asya_cdk.edgeauth.EdgeAuth`, GW-EDGE-1) on every other method, the
 console's assets (``GET /console``, ``GET /console/{proxy+}``) open, and the producer route ``POST
 /api/v1/mesh/{task_id}/events`` under the reporter authorizer; the app checks again (GW-AUTH-4, GW-AUTH-5); ``none``
 -> refused unless ``allow_unauthenticated`` (GW-AUTH-6). Every mode's functions get ``ASYA_REPORTER_KEY_SECRET``, the
@@ -28,7 +28,7 @@ reporter keys' secret (:func:`~asya_cdk.edgeauth.reporter_secret`; encrypted wit
 key, when given), and may read it (``kms:Decrypt`` on ``key`` through Secrets Manager included). With CORS origins
 configured and a checked mode, ``OPTIONS`` is left open so browsers' preflight requests reach the app. The stage has
 JSON access logs, ERROR execution logs and the throttling of ``edge`` (``gateway.edge``: stage and per-method limits),
-and optionally a WAF web ACL and a custom domain (GW-EDGE-6 (R3)). ``tracing`` (the manifest's ``defaults.tracing``)
+and optionally a WAF web ACL and a custom domain (GW-EDGE-6). ``tracing`` (the manifest's ``defaults.tracing``)
 turns on X-Ray for both functions and the stage; ``stream_reserved_concurrency`` reserves concurrency for the stream
 function (``gateway.stream_reserved_concurrency``, checked by :mod:`asya_cdk.concurrency`). ``api_overrides``
 (``AsyaMesh(api_gateway_props=...)``) apply over the API's defaults; with ``cloud_watch_role=False`` the account-wide
@@ -71,7 +71,7 @@ __all__ = [
 STREAM_PATHS: Final = ("/api/v1/mesh/{task_id}/events", "/api/v1/mesh/events")
 #: Routes that never require credentials (GW-AUTH-2).
 PUBLIC_PATHS: Final = publicroutes.PUBLIC_PATHS
-#: The agent protocol routes (GW-GEN-1: streamed): MCP at ``/mcp`` (section 11), A2A at ``/a2a/`` (section 12). They
+#: The agent protocol routes (GW-GEN-1: streamed): MCP at ``/mcp`` (GW-MCP-1..9), A2A at ``/a2a/`` (GW-A2A-1..14). They
 #: would reach the app through ``/{proxy+}`` too; resources of their own keep them in the API whatever else changes.
 AGENT_PATHS: Final = ("/mcp", "/a2a")
 ADAPTER_PORT: Final = 8080
@@ -378,7 +378,7 @@ class Gateway(Construct):
             "AwsSolutions-COG4",
             f"Authentication mode {auth.mode!r} from the manifest (GW-AUTH-1): AWS_IAM at API Gateway, or the "
             "edge Lambda authorizer checking API keys / JWTs (Cognito user pools included) as the app does "
-            "(GW-EDGE-1 (R3), docs/deploy.md 'Edge auth').",
+            "(GW-EDGE-1, docs/deploy.md 'Edge auth').",
         )
         if not waf:
             acknowledge(
@@ -419,7 +419,7 @@ class Gateway(Construct):
 
     @property
     def reporter_secret(self) -> secretsmanager.ISecret:
-        """The reporter keys' secret (GW-EVT-6 (R3))."""
+        """The reporter keys' secret (GW-EVT-6)."""
         return self._reporter_secret
 
     @property

@@ -1,4 +1,4 @@
-"""The limits a deployment would hit, checked over the synthesized templates (issue 26 item 2), all at once.
+"""The limits a deployment would hit, checked over the synthesized templates, all at once.
 
 :func:`check_assembly` reads every template of a cloud assembly (each stack's, and each nested stack's
 ``*.nested.template.json``) and returns a :class:`LimitReport`: one line per limit exceeded (errors) and per quota

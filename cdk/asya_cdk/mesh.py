@@ -68,13 +68,14 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import access, naming
-from asya.environment import flows_file_text, gateway_environment
+from asya.environment import capacity_environment, flows_file_text, gateway_environment
 from asya.envnames import ENV
 from asya.manifest import Manifest
 from asya_cdk.actor import Actor, ActorOverrides
 from asya_cdk.assets import GATEWAY_MANIFEST_FILE, SourceLayout, render_manifest_json, stage_gateway_asset
 from asya_cdk.backstop import Backstop
 from asya_cdk.backup import TableBackup
+from asya_cdk.capacityplan import apply_plan, checked_plan, planned_edge
 from asya_cdk.dependencies import DependencyBuilder
 from asya_cdk.edgeprops import EdgeProps
 from asya_cdk.encryption import encrypt_log_groups, mesh_key
@@ -159,6 +160,7 @@ class AsyaMesh(Construct):
             edge=edge,
         )
         loaded, runtime, handlers = checked.manifest, checked.runtime, checked.handlers
+        capacity = checked_plan(loaded)  # refuses a declared target the account's quotas cannot serve
         super().__init__(scope, id)
         self._manifest = loaded
         namespace = loaded.namespace
@@ -233,6 +235,8 @@ class AsyaMesh(Construct):
             actor_stacks=self._actor_stacks,
         )
 
+        apply_plan(capacity, {name: built.function for name, built in self._actors.items()}, table)
+
         gateway_dir = stage_gateway_asset(
             gateway_dir=layout.gateway_dir,
             manifest_json=render_manifest_json(loaded),
@@ -256,10 +260,11 @@ class AsyaMesh(Construct):
             environment={
                 **gateway_environment(table=table.table_name, bucket=bucket.bucket_name, manifest_path=manifest_path),
                 ENV.account_id: Aws.ACCOUNT_ID,
+                **capacity_environment(loaded),
             },
             log_retention=retention,
             api_overrides=given_fields(api_gateway_props),
-            edge=loaded.gateway.edge,
+            edge=planned_edge(loaded.gateway.edge, capacity),
             tracing=loaded.defaults.tracing,
             stream_reserved_concurrency=loaded.gateway.stream_reserved_concurrency,
             key=key,

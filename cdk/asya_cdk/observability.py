@@ -8,7 +8,7 @@ Alarms (missing data is not breaching: an idle mesh publishes no SQS datapoints 
   x-sump drains its queue within seconds, so a backlog that lasts means x-sump is failing or overwhelmed;
 - ``BackstopErrors``: the deadline backstop failed in each of ``BACKSTOP_ERROR_MINUTES`` consecutive minutes.
 
-The operator's alarms (issue 26 item 7, :mod:`asya_cdk.operator_alarms`): each function's errors and throttles, the
+The operator's alarms (:mod:`asya_cdk.operator_alarms`): each function's errors and throttles, the
 API's 5xx rate, the table's throttles and the timer queue's oldest message. They live in the nested stack
 ``OperatorAlarms`` under ``placement: stack`` (the mesh's own stack has no room for one more resource per actor) and
 in the mesh's stack under ``placement: nested``, where each actor's function alarm goes into the actor's nested stack.

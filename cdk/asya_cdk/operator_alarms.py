@@ -1,4 +1,4 @@
-"""The operator's alarms of one mesh (issue 26 item 7; docs/deploy.md, "Alarms"), besides the DLQ, age, x-sump and
+"""The operator's alarms of one mesh (docs/deploy.md, "Alarms"), besides the DLQ, age, x-sump and
 backstop alarms of :mod:`asya_cdk.observability`:
 
 - ``FunctionAlarm`` per function (every actor, crew included, the gateway's two functions and the backstop): Lambda

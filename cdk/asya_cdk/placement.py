@@ -1,4 +1,4 @@
-"""Where a mesh's actors live (issue 26 item 1), by the manifest's ``deployment.placement``:
+"""Where a mesh's actors live, by the manifest's ``deployment.placement``:
 
 - ``stack`` (default): in the mesh's own stack, at most :data:`~asya.manifest.blocks.MAX_STACK_ACTORS` deployed
   actors. A larger mesh is refused at synthesis (:func:`placement_problems`), never moved into nested stacks: the

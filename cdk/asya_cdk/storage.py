@@ -1,4 +1,4 @@
-"""The mesh's shared storage: the task-store table and the storage bucket (GATEWAY GW-DATA-2, GW-DATA-7).
+"""The mesh's shared storage: the task-store table and the storage bucket (GW-DATA-2, GW-DATA-7).
 
 - Table ``asya-{namespace}-tasks``: string keys and GSIs from :mod:`asya.tableschema` (each index's projection as
   ``Gsi.projection`` says), TTL attribute ``ttl``, on-demand billing, point-in-time recovery, encrypted with the

@@ -1,4 +1,4 @@
-"""asya_crew: the built-in crew actors x-sink, x-sump, x-pause and x-resume (PROTOCOL section 12), run by the same
+"""asya_crew: the built-in crew actors x-sink, x-sump, x-pause and x-resume (docs/protocol.md 13), run by the same
 batch machinery as user actors. Each module exposes ``Runtime(config, *, sqs=None, dynamodb=None, s3=None,
 clock=...)`` with ``handle(event, context)`` and a module-level ``lambda_handler``. Importing this package has no
 side effects.

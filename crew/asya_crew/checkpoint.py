@@ -1,4 +1,4 @@
-"""Checkpoints of finished envelopes as JSON Lines objects in the storage bucket (PROTOCOL P-CKPT-1..4, GATEWAY
+"""Checkpoints of finished envelopes as JSON Lines objects in the storage bucket (P-CKPT-1..4, GATEWAY
 GW-DATA-7).
 
 - One object per crew invocation and per (``phase``, UTC date of ``status.updated_at``, now when absent or
@@ -18,7 +18,7 @@ GW-DATA-7).
 - A record's place is a :class:`CheckpointLine` ``(key, line)``, ``line`` 1-based (P-CKPT-4); the task record and the
   ``x-asya-checkpointed`` header carry it (P-SINK-5).
 - :meth:`CheckpointWriter.plan` reserves a record's line before the PUT, in record order (x-sink: a fan-out child's
-  finish write names its line, the child tree's P-FAN-9 (R3)); :meth:`CheckpointWriter.unplan` gives back the last
+  finish write names its line, the child tree's P-FAN-9); :meth:`CheckpointWriter.unplan` gives back the last
   reservation (a record that will not be checkpointed after all). ``write`` puts planned records at their planned
   lines, in objects of their own, and forgets every plan.
 """

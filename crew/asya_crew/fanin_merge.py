@@ -1,4 +1,4 @@
-"""The merge of a complete fan-in set (PROTOCOL P-AGG-5, P-AGG-6): pure functions, no I/O.
+"""The merge of a complete fan-in set (P-AGG-5, P-AGG-6): pure functions, no I/O.
 
 :func:`merge_payload` sets the value at the aggregation key (an RFC 6901 pointer) of slice 0's payload, which must be
 a JSON object, to the list of the other slices' payloads in numeric slice order, creating missing intermediate

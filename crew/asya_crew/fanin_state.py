@@ -1,5 +1,5 @@
-"""The aggregator's fan-in state in the task-store table and the storage bucket (PROTOCOL P-AGG-3, P-AGG-4, P-AGG-8;
-GATEWAY GW-DATA-1, GW-DATA-2, GW-DATA-7).
+"""The aggregator's fan-in state in the task-store table and the storage bucket (P-AGG-3, P-AGG-4, P-AGG-8;
+GW-DATA-1, GW-DATA-2, GW-DATA-7).
 
 Layout (partition ``pk = FANIN#{origin_id}``; every item carries ``ttl`` = first arrival + 15 days, P-AGG-8):
 

@@ -1,4 +1,4 @@
-"""x-pause: stop a tracked task for human input (PROTOCOL 12.4, P-PAUSE-1..6; P-ACK-8's crew fence; GW-DATA-2).
+"""x-pause: stop a tracked task for human input (P-PAUSE-1..6; P-ACK-8's crew fence; GW-DATA-2).
 
 Per record, after the regular steps (``asya_crew.routed``: parse, route check, pre-flight, SLA check):
 

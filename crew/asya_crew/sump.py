@@ -1,4 +1,4 @@
-"""x-sump: the last resort for infrastructure errors and failures (PROTOCOL section 12.2, P-SUMP-1..8, P-STAT-2).
+"""x-sump: the last resort for infrastructure errors and failures (P-SUMP-1..8, P-STAT-2).
 
 Per record: it accepts any route and never sends (P-SUMP-1). What it receives, and what it does with it:
 
@@ -18,9 +18,9 @@ Per record: it accepts any route and never sends (P-SUMP-1). What it receives, a
   ``id`` its ``checkpoint_key``/``checkpoint_line`` when it has none, terminal or not (x-sump may run before the
   layer's final write), changing no status; an unknown id or a task with a checkpoint is left alone. A write error
   fails the record (the checkpoint line is then written again, in another object, by the redelivery).
-- Final status (P-SUMP-6 (R3)): an envelope whose ``status.error.final_by`` is ``x-sump``
+- Final status (P-SUMP-6): an envelope whose ``status.error.final_by`` is ``x-sump``
   (``asya.routing.sump_writes_final``) comes from an actor that reports over HTTP, whose layer cannot write
-  ``failed`` (GW-EVT-3 (R3)). Instead of the attach, x-sump writes the task's final ``failed`` status (error
+  ``failed`` (GW-EVT-3). Instead of the attach, x-sump writes the task's final ``failed`` status (error
   ``status.error.message``, details ``{message, type}``, ``failed_actor`` ``status.actor``) with the checkpoint in one
   conditional write (``TaskStore.report_final``, tagged with the record's message id): a task already terminal only
   gets the checkpoint when it has none. A write error fails the record.
@@ -28,14 +28,14 @@ Per record: it accepts any route and never sends (P-SUMP-1). What it receives, a
   (``asya.infra.ends_lineage``: not a notice whose frames went on, not a lost frame other than the input's own) never
   reaches x-sink's finish: before the checkpoint, x-sump marks its child item finished (``CrewRuntime._plan``,
   ``TaskStore.finish_child``, one write): ``failed``, ``status.actor``, its attempt, ``Type: message`` of
-  ``status.error`` and the line reserved for it (P-SUMP-7 (R3), the child tree). A child another record finished
+  ``status.error`` and the line reserved for it (P-SUMP-7, the child tree). A child another record finished
   before is a late copy: no checkpoint line. A write error fails the record.
 - A failed fan-in slice that finished its child here (not a late copy) also fails the fan-in's task,
   ``x-asya-fan-in.origin_id``, unless stealth, with x-sink's own write for a failed slice
   (``CrewRuntime._fail_fan_in_origin``: ``failed``, ``failed_actor`` ``status.actor``, error ``child <id>: `` +
   message, no checkpoint), after the child's finish and the checkpoint: an infrastructure error of a child's hop never
   reaches x-sink, and its task would wait ``running`` for its deadline. The write is conditional: a task already
-  terminal (the slice x-sink forwarded failed it already, or another slice did) stays as it is (P-SUMP-8 (R3)). A
+  terminal (the slice x-sink forwarded failed it already, or another slice did) stays as it is (P-SUMP-8). A
   write error fails the record.
 - Every log line carries ``reason`` and ``error_type`` (``status.error.type``) and the whole envelope, a payload over
   200 KiB replaced by ``{"__truncated__": true, "size_bytes": n}``.
@@ -89,7 +89,7 @@ class SumpRuntime(CrewRuntime):
         prepared = super()._prepare(record)
         if not isinstance(prepared, Parsed) or prepared.checkpoint_phase is None or prepared.hydrated is None:
             return prepared
-        # a fan-out child whose failure ends here never reaches x-sink: its finish is x-sump's (P-SUMP-7 (R3))
+        # a fan-out child whose failure ends here never reaches x-sink: its finish is x-sump's (P-SUMP-7)
         envelope = prepared.envelope
         return self._plan(record, prepared, ends_child=_ends_child(envelope), error=_child_error(envelope))
 
@@ -114,7 +114,7 @@ class SumpRuntime(CrewRuntime):
             self._log.warning("task failed", extra={**fields, "checkpointed": headers.get(hdr.CHECKPOINTED)})
             if hdr.FAN_IN in headers and checkpoint is not None and _ends_child(envelope):
                 # an infrastructure error of a child's slice never reaches x-sink: its task fails here, as a handler
-                # error's slice fails it there (P-SUMP-8 (R3)); a slice x-sink forwarded finds it failed already
+                # error's slice fails it there (P-SUMP-8); a slice x-sink forwarded finds it failed already
                 self._fail_fan_in_origin(envelope, record.message_id)
         elif hdr.is_hook_copy(headers):
             self._log.warning("sink hook failed", extra={**fields, "hook": headers[hdr.SINK_HOOK]})
@@ -151,7 +151,7 @@ class SumpRuntime(CrewRuntime):
 
     def _attach(self, envelope: Envelope, checkpoint: CheckpointLine, *, writer_id: str) -> None:
         """P-STAT-2: the task the layer failed (or is about to fail) for this infrastructure error points at the
-        line; when the layer could not fail it (P-SUMP-6 (R3)), the final ``failed`` status and the line are one
+        line; when the layer could not fail it (P-SUMP-6), the final ``failed`` status and the line are one
         write. A write error fails the record (P-SUMP-4)."""
         if envelope.parent_id or hdr.is_stealth(envelope.headers):
             return

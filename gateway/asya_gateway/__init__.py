@@ -1,4 +1,4 @@
-"""asya_gateway: the HTTP gateway of asya-serverless, one Starlette ASGI app (GATEWAY.md).
+"""asya_gateway: the HTTP gateway of asya-serverless, one Starlette ASGI app (docs/http.md).
 
 ``create_app`` builds it (``drain`` ends its SSE streams before its server stops); ``GatewayConfig`` is its
 environment. Served by uvicorn locally and by the AWS Lambda Web

@@ -1,4 +1,4 @@
-"""Authentication of the non-public routes (GATEWAY section 2).
+"""Authentication of the non-public routes (GW-AUTH-1..7).
 
 Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
 
@@ -11,7 +11,7 @@ Modes (manifest ``gateway.auth.mode``, GW-AUTH-1):
 - ``jwt`` (GW-AUTH-5): ``Authorization: Bearer <JWT>`` verified against the manifest's ``jwks_url``, ``issuer`` and
   ``audience`` (RS256, ES256; JWKS cached, refetched on an unknown ``kid``): :mod:`asya_gateway.jwtauth`.
 
-The producer route ``POST /api/v1/mesh/{id}/events`` (GW-EVT-1 R3) is for reporters only, in every mode: it takes
+The producer route ``POST /api/v1/mesh/{id}/events`` (GW-EVT-1) is for reporters only, in every mode: it takes
 ``X-Asya-Reporter-Key: <reporter key>`` and never a client's key or token. Reporter keys come from env
 ``ASYA_REPORTER_KEYS`` (local mode) or the Secrets Manager secret named by ``ASYA_REPORTER_KEY_SECRET`` (cached like
 the API keys); with neither, the route answers 401 to everyone. A request without the header answers 401
@@ -168,7 +168,7 @@ class ApiKeyAuthenticator:
 
 
 class ReporterAuthenticator:
-    """GW-EVT-1 (R3): the producer route's check, ``X-Asya-Reporter-Key`` against the reporter keys only."""
+    """GW-EVT-1: the producer route's check, ``X-Asya-Reporter-Key`` against the reporter keys only."""
 
     def __init__(self, source: KeySource) -> None:
         self._source = source
@@ -213,7 +213,7 @@ def api_key_source(auth: GatewayAuth, config: GatewayConfig, *, secretsmanager: 
 
 
 def reporter_key_source(config: GatewayConfig, *, secretsmanager: Any = None) -> KeySource:
-    """The reporter keys (GW-EVT-1 (R3)): none configured means no reporter is accepted."""
+    """The reporter keys (GW-EVT-1): none configured means no reporter is accepted."""
     if config.reporter_keys is not None:
         return StaticKeys(config.reporter_keys)
     if config.reporter_key_secret:

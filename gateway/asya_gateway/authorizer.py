@@ -1,4 +1,4 @@
-"""The edge authorizer (GW-EDGE-1, GW-EDGE-2 (R3)): the Lambda API Gateway invokes before a non-public method under
+"""The edge authorizer (GW-EDGE-1, GW-EDGE-2): the Lambda API Gateway invokes before a non-public method under
 ``gateway.auth.mode`` ``api_key`` or ``jwt``, so an unauthenticated request never reaches the gateway function.
 
 It runs the gateway's own checks, one implementation for the app and the edge: :mod:`asya_gateway.jwtauth` for tokens
@@ -10,7 +10,7 @@ Events (API Gateway's authorizer input):
 - ``TOKEN`` (``jwt``; identity source ``Authorization``): ``authorizationToken`` is ``Bearer <JWT>``.
 - ``REQUEST`` (``api_key``; identity source ``X-API-Key``): the key is that header.
 - ``REQUEST`` on the producer route ``POST /api/v1/mesh/{task_id}/events`` (every mode but ``iam``; identity source
-  ``X-Asya-Reporter-Key``): the reporter key (GW-EVT-1 (R3)), never a client's credential.
+  ``X-Asya-Reporter-Key``): the reporter key (GW-EVT-1), never a client's credential.
 
 A credential that passes gets an ``Allow`` policy for every method of the stage (API Gateway caches it per
 credential for ``gateway.auth.authorizer_cache_seconds`` and reuses it on other methods), or for the producer route
@@ -135,9 +135,9 @@ class EdgeAuthorizer:
             claims = self._tokens.verify(token)
         except TokenRefusedError:
             raise UnauthorizedError() from None
-        subject = str(claims.get("sub") or claims.get("client_id") or "")
+        subject = str(claims["sub"])  # verify refuses a token without one (GW-EDGE-10)
         scope = " ".join(sorted(token_scopes(claims)))
-        return _policy(subject or "token", f"{route.api_arn}/*/*", {"sub": subject, "scope": scope})
+        return _policy(subject, f"{route.api_arn}/*/*", {"sub": subject, "scope": scope})
 
 
 class _Current:

@@ -1,4 +1,4 @@
-"""The deadline backstop function (GATEWAY section 14, GW-BACK-1..6; PROTOCOL P-TIME-9): fail tasks past their deadline.
+"""The deadline backstop function (GW-BACK-1..6, P-TIME-9): fail tasks past their deadline.
 
 One Lambda entry point, :func:`lambda_handler`, takes two kinds of event:
 

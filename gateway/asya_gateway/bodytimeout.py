@@ -1,4 +1,4 @@
-"""A bounded wait for request bodies (GW-GEN-5 (R3); issue 25, defect 8).
+"""A bounded wait for request bodies (GW-GEN-5).
 
 A client that sends fewer bytes than its ``Content-Length`` (or stops mid chunked body) used to hold its request
 open, unanswered and unlogged, until the connection died. :class:`BodyTimeoutMiddleware` wraps an HTTP request's

@@ -9,13 +9,13 @@ Environment variables:
 | ``ASYA_BUCKET`` | storage bucket | ``asya-{namespace}-storage`` |
 | ``ASYA_API_KEYS`` | API keys for ``gateway.auth.mode: api_key`` (local mode, GW-AUTH-4): a JSON array of strings,
   as in the deployed secret, or comma-separated; when set, the Secrets Manager secret is not read | unset |
-| ``ASYA_REPORTER_KEYS`` | reporter keys of the producer route (GW-EVT-1 R3, local mode): same formats as
+| ``ASYA_REPORTER_KEYS`` | reporter keys of the producer route (GW-EVT-1, local mode): same formats as
   ``ASYA_API_KEYS``; when set, ``ASYA_REPORTER_KEY_SECRET`` is not read | unset |
 | ``ASYA_REPORTER_KEY_SECRET`` | Secrets Manager secret holding the reporter keys (a string or a JSON array of strings);
   with neither variable the producer route refuses every request | unset |
 | ``ASYA_ACCOUNT_ID`` | AWS account of the queues: queue URLs built without ``GetQueueUrl`` (GW-CREATE-7) | unset |
 | ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
-| ``ASYA_BODY_READ_TIMEOUT`` | longest wait for the next part of a request body, then 400 (GW-GEN-5 (R3)) | ``5`` |
+| ``ASYA_BODY_READ_TIMEOUT`` | longest wait for the next part of a request body, then 400 (GW-GEN-5) | ``5`` |
 | ``ASYA_RETRY_AFTER_SECONDS`` | the ``Retry-After`` of a 429/503 answered for AWS throttling or unavailability
   (GW-OVL-2), whole seconds 1..3600 | ``2`` |
 | ``ASYA_ADMISSION_DRAIN_RATES`` | admission (GW-OVL-7): a JSON object of actor name -> tasks per second its queue
@@ -59,7 +59,8 @@ class _EnvNames:
     sse_max_seconds: str = "ASYA_SSE_MAX_SECONDS"
     account_id: str = "ASYA_ACCOUNT_ID"
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
-    retry_after_seconds: str = "ASYA_RETRY_AFTER_SECONDS"
+    index_shards: str = ENV.index_shards
+    retry_after_seconds: str = ENV.retry_after
     admission_drain_rates: str = "ASYA_ADMISSION_DRAIN_RATES"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
@@ -78,7 +79,7 @@ class GatewayConfig:
     bucket: str = ""
     #: ``None``: read keys from the manifest's Secrets Manager secret; a tuple: these keys (local mode).
     api_keys: tuple[str, ...] | None = None
-    #: GW-EVT-1 (R3): the producer route's keys, never a client's. ``None``: read them from ``reporter_key_secret``;
+    #: GW-EVT-1: the producer route's keys, never a client's. ``None``: read them from ``reporter_key_secret``;
     #: neither: the route refuses every request (secure default).
     reporter_keys: tuple[str, ...] | None = None
     reporter_key_secret: str = ""
@@ -96,8 +97,10 @@ class GatewayConfig:
     api_key_cache_seconds: float = 300.0
     #: the AWS account of the mesh's queues: queue URLs are built without ``GetQueueUrl`` (GW-CREATE-7)
     account_id: str = ""
-    #: GW-GEN-5 (R3): seconds to wait for the next part of a request body before answering 400
+    #: GW-GEN-5: seconds to wait for the next part of a request body before answering 400
     body_read_timeout: float = 5.0
+    #: partitions per day of the created index this gateway writes and lists (docs/capacity.md); at least 8
+    index_shards: int = 8
     #: GW-OVL-2: the ``Retry-After`` (seconds) of an overload answer; the default until the deployment derives it
     #: from the manifest's declared capacity.
     retry_after_seconds: int = DEFAULT_RETRY_AFTER_SECONDS
@@ -127,9 +130,19 @@ class GatewayConfig:
             body_read_timeout=positive_number(
                 source, GATEWAY_ENV.body_read_timeout, 5.0, unit="a number of seconds", error=GatewayConfigError
             ),
+            index_shards=_index_shards(source.get(GATEWAY_ENV.index_shards, "")),
             retry_after_seconds=_retry_after(source.get(GATEWAY_ENV.retry_after_seconds)),
             admission_drain_rates=_drain_rates(source.get(GATEWAY_ENV.admission_drain_rates)),
         )
+
+
+def _index_shards(raw: str) -> int:
+    text = raw.strip()
+    if not text:
+        return 8
+    if not text.isdigit() or not 8 <= int(text) <= 1024:
+        raise GatewayConfigError(f"{GATEWAY_ENV.index_shards} must be a whole number from 8 to 1024, got {raw!r}")
+    return int(text)
 
 
 def parse_key_array(text: str, *, what: str) -> tuple[str, ...] | None:

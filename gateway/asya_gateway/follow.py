@@ -1,5 +1,5 @@
-"""Following a task: the events SSE, MCP and A2A waits emit, from reads of the task item (GATEWAY GW-SSE-3..10,
-GW-MCP-8, GW-BACK-3; PROTOCOL P-STAT-3, P-STAT-16).
+"""Following a task: the events SSE, MCP and A2A waits emit, from reads of the task item (GW-SSE-3..10,
+GW-MCP-8, GW-BACK-3; P-STAT-3, P-STAT-16).
 
 Status changes are numbered on the task item (``last_seq``) but stored as no item, so a follower emits ``status``
 events from what it reads on the task item, and ``fly`` events from the fly items (``TaskStore.snapshot``: one
@@ -18,7 +18,7 @@ strongly consistent query per poll). Rules:
 3. when the record's status data changed since the last status sent (status, step, current actor, progress, and
    also the rest, such as a retry's attempt; not the timestamp alone), one ``status`` event with the record's state
    and id = ``last_seq``, or one less than the lowest held-back number, whichever is lower (changes between two
-   polls coalesce, so ids may skip, GW-SSE-3); ids never repeat (GW-SSE-28 (R3)): the status event goes before the
+   polls coalesce, so ids may skip, GW-SSE-3); ids never repeat (GW-SSE-28): the status event goes before the
    first fly event numbered after the record's latest status change (``status_seq``), with the id just below that
    fly event's, and a status event whose id would not be above the last id sent (or the client's position) waits
    for the held-back number;
@@ -119,7 +119,7 @@ class TaskFollower:
     """The rules of one follower (see the module docstring) as a state machine stepped by reads of its task: one loop
     drives it for one task (:func:`follow`), a batched loop for many (``asya_gateway.multifollow``). A read whose
     ``last_seq`` is below one already stepped is older (an eventually consistent read of another replica): it is
-    skipped, since numbers never go backwards (GW-SSE (R3))."""
+    skipped, since numbers never go backwards (GW-SSE-20..27)."""
 
     def __init__(
         self, *, catchup: Mapping[str, Any], last_seq: int, position: int, gap_wait: float, now: float
@@ -136,7 +136,7 @@ class TaskFollower:
         self._gap_wait = gap_wait
         self._sent_state = _state(catchup)
         self._seen_seq = last_seq
-        #: the highest id the client has: its position, then each event sent with an id (GW-SSE-28 (R3))
+        #: the highest id the client has: its position, then each event sent with an id (GW-SSE-28)
         self._last_id = self.cursor
         self._first_seen: dict[int, float] = {}
 

@@ -1,4 +1,4 @@
-"""``Idempotency-Key`` on ``POST /api/v1/mesh/`` (GATEWAY GW-CREATE (R3), docs/http.md GW-CREATE-R3-*), after the IETF
+"""``Idempotency-Key`` on ``POST /api/v1/mesh/`` (docs/http.md GW-CREATE-R3-1..7), after the IETF
 httpapi idempotency-key draft.
 
 Key layout, in the task table: ``pk = IDEMP#{sha256(caller credential + key)}``, ``sk = IDEMP``, with ``fingerprint``
@@ -50,7 +50,7 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 HEADER: Final = "Idempotency-Key"
-#: How long a key answers with its first task (the draft leaves it to the server; GW-CREATE R3: 24 h).
+#: How long a key answers with its first task (the draft leaves it to the server; GW-CREATE-R3-4: 24 h).
 WINDOW_SECONDS: Final = 24 * 3600
 #: A reservation this old whose task does not exist was abandoned by a gateway that died mid-create.
 ABANDONED_AFTER: Final = 60

@@ -1,4 +1,4 @@
-"""``jwt`` authentication (GATEWAY GW-AUTH-5): bearer tokens verified by the app against an OIDC issuer's JWKS.
+"""``jwt`` authentication (GW-AUTH-5): bearer tokens verified by the app against an OIDC issuer's JWKS.
 
 - The client sends ``Authorization: Bearer <JWT>`` (``X-API-Key`` is not read in this mode).
 - Accepted algorithms: ``RS256`` and ``ES256`` (:data:`ALGORITHMS`); a token naming another one (``none``, ``HS256``)
@@ -6,7 +6,7 @@
 - Claims: ``iss`` must equal the manifest's ``issuer``, ``aud`` must be or contain its ``audience``, ``exp`` is
   required and ``nbf``/``iat`` are honoured, all with :data:`LEEWAY_SECONDS` of clock skew. A token without ``aud``
   passes only as a Cognito access token: ``token_use`` ``access`` and ``client_id`` equal to ``audience`` (the app
-  client id), as Cognito documents for access tokens (GW-EDGE-3 (R3)).
+  client id), as Cognito documents for access tokens (GW-EDGE-3).
 - :meth:`JwtAuthenticator.verify` is the one check, synchronous: the app calls it from a worker thread
   (:meth:`JwtAuthenticator.failure`), the edge authorizer Lambda (:mod:`asya_gateway.authorizer`) directly.
   :func:`token_scopes` reads the granted scopes (``scope``, space-separated, or ``scp``, a list).
@@ -54,6 +54,8 @@ _FETCH_TIMEOUT_SECONDS: Final = 5
 _MAX_JWKS_BYTES: Final = 1 << 20
 _AUTH_REQUIRED: Final = "authentication required"
 _INVALID: Final = "invalid credentials"
+#: GW-EDGE-10: every task and MCP session belongs to a subject; a token without one would act as nobody.
+_NO_SUBJECT: Final = "invalid credentials: the token has no 'sub' claim (the subject it acts as)"
 
 
 def _fetch_url(url: str) -> bytes:
@@ -149,7 +151,8 @@ def token_scopes(claims: Mapping[str, Any]) -> frozenset[str]:
 
 
 class TokenRefusedError(Exception):
-    """A bearer token that does not verify; ``str(error)`` is the 401 message, never a hint at why."""
+    """A bearer token that does not verify; ``str(error)`` is the 401 message: ``invalid credentials``, with no hint at
+    why, except for a signed token without a ``sub`` claim (GW-EDGE-10), which names it."""
 
 
 class JwtAuthenticator:
@@ -199,6 +202,9 @@ class JwtAuthenticator:
             raise TokenRefusedError(_INVALID)
         try:
             decoded = jwt.decode(token, key_set, algorithms=self._algorithms)
+            subject = decoded.claims.get("sub")
+            if not isinstance(subject, str) or not subject:  # signed by the issuer: naming what is missing is safe
+                raise TokenRefusedError(_NO_SUBJECT)
             registry = self._registry if "aud" in decoded.claims else self._access_registry
             registry.validate(decoded.claims)
         except (JoseError, ValueError):

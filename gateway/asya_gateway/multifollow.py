@@ -1,4 +1,4 @@
-"""Following many tasks in one stream (GW-SSE (R3): ``GET /api/v1/mesh/events?ids=...``).
+"""Following many tasks in one stream (GW-SSE-20..27: ``GET /api/v1/mesh/events?ids=...``).
 
 Each task has its own :class:`asya_gateway.follow.TaskFollower`, with the single-task stream's rules; one loop steps
 them all from batched reads, so a poll of ``n`` unfinished tasks costs one ``BatchGetItem`` of their task items
@@ -7,7 +7,7 @@ them all from batched reads, so a poll of ``n`` unfinished tasks costs one ``Bat
 1. the catch-up is one strongly consistent ``BatchGetItem`` (it answers 404/204 and fixes each task's ``L``); a task
    whose status is terminal or paused is read again by its own strongly consistent query, for its result, error
    details or pause metadata, which live in items written after the task item (GW-DATA-2); under ``owner_only``
-   another subject's task counts as unknown (GW-EDGE-7 (R3), the owner is on the task item the read returns);
+   another subject's task counts as unknown (GW-EDGE-7, the owner is on the task item the read returns);
 2. a poll reads the task items of the unfinished tasks EVENTUALLY consistently: an older replica's item has a lower
    ``last_seq`` and the follower skips it (numbers never go backwards), so a stale read delays an event and never
    reorders one;
@@ -46,7 +46,7 @@ from asya_gateway.sse import SseSettings
 
 __all__ = ["GONE", "MAX_IDS", "Watched", "catch_up", "follow_many"]
 
-#: At most this many ids per stream (GW-SSE (R3)); a ``BatchGetItem`` reads 100 keys.
+#: At most this many ids per stream (GW-SSE-20..27); a ``BatchGetItem`` reads 100 keys.
 MAX_IDS: Final = 100
 #: The event of a task whose record is gone (GW-SSE-9); it drops out of the stream.
 GONE: Final = "gone"
@@ -89,7 +89,7 @@ async def catch_up(
     for task_id in task_ids:
         snap = found.get(task_id)
         if snap is not None and not is_visible(auth, {"owner": snap.owner}):
-            snap = None  # another's task is an unknown id (GW-EDGE-7 (R3))
+            snap = None  # another's task is an unknown id (GW-EDGE-7)
         if snap is not None and snap.status in _WITH_VALUES:
             snap = await ctx.call(ctx.store.snapshot, task_id, snap.last_seq)
         if snap is None:

@@ -1,11 +1,12 @@
-"""The OpenAPI 3.1 document of the gateway's REST routes (GATEWAY GW-OPS-2), served at ``GET /openapi.json``.
+"""The OpenAPI 3.1 document of the gateway's REST routes (GW-OPS-2), served at ``GET /openapi.json``.
 
 Built from the manifest, so ``flow`` and ``actor`` list the names this gateway accepts and the security scheme is the
 one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``api_key`` (``X-API-Key``), ``jwt``
 (bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``, the agent
 card) carry no security requirement. Only routes this release serves are described; the
 JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's
-(``docs/agents.md``).
+(``docs/agents.md``). Every operation carries ``x-asya-owner``, how it keeps one subject's tasks from another
+(GW-EDGE-8, :mod:`asya_gateway.ownership`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
 from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, diagnostic_actors
+from asya_gateway.ownership import OPERATION_OWNERS, OWNER_EXTENSION
 from asya_gateway.validation import MAX_TIMEOUT_SECONDS
 
 __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
-_FLOW_PATTERN: Final = naming.FLOW_NAME_RE.pattern
+_ACTOR_PATTERN: Final = naming.ACTOR_NAME_RE.pattern
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -80,7 +82,7 @@ def _security(mode: str) -> dict[str, Any]:
 def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
     task = {"$ref": "#/components/schemas/Task"}
     create = {
-        "summary": "Create a task (section 3)",
+        "summary": "Create a task (GW-CREATE-1)",
         "parameters": [
             _query("flow", _or_empty({"type": "string", "enum": flows}), "Run a flow; exactly one of flow and actor"),
             _query("actor", _or_empty({"type": "string", "enum": actors}), "Send to one actor"),
@@ -90,7 +92,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 "required": False,
                 "schema": {"type": "string", "minLength": 1, "maxLength": 257},
                 "description": (
-                    "GW-CREATE (R3), after the IETF httpapi idempotency-key draft: 1 to 255 visible ASCII "
+                    "GW-CREATE-R3-1..7, after the IETF httpapi idempotency-key draft: 1 to 255 visible ASCII "
                     "characters, optionally in double quotes. The same key and body within 24 h answer the first "
                     "201 again (same body and Location), with no second task; scoped per credential."
                 ),
@@ -108,10 +110,10 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         },
     }
     listing = {
-        "summary": "List tasks, newest first (section 5)",
+        "summary": "List tasks, newest first (GW-LIST-1)",
         "parameters": [
             _query("status", _or_empty({"type": "string", "enum": list(STATUSES)}), "Only tasks in this status"),
-            _query("flow", _or_empty({"type": "string", "pattern": _FLOW_PATTERN}), "Only tasks of this flow"),
+            _query("flow", _or_empty({"type": "string", "enum": flows}), "Only tasks of this flow (a declared one)"),
             _query("limit", _or_empty({"type": "integer", "minimum": 1, "maximum": 100}), "Page size (default 20)"),
             _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
             _query("offset", _or_empty({"type": "integer", "minimum": 0, "maximum": 10000}), "Skip this many tasks"),
@@ -124,25 +126,25 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "/api/v1/mesh/{task_id}": {
             "parameters": [_task_id()],
             "get": {
-                "summary": "The task view (section 4)",
+                "summary": "The task view (GW-TASK-1)",
                 "responses": {"200": _response("The task", task), **_errors(401, 404)},
             },
             "delete": {
-                "summary": "Cancel the task; a terminal task stays as it is (section 6)",
+                "summary": "Cancel the task; a terminal task stays as it is (GW-CANCEL-1)",
                 "responses": {"204": _response("Canceled, or already terminal"), **_errors(401, 404)},
             },
         },
         "/api/v1/mesh/{task_id}/history": {
             "parameters": [_task_id()],
             "get": {
-                "summary": "The task's recorded steps, for a flow with history: steps (GW-HIST-1 R3)",
+                "summary": "The task's recorded steps, for a flow with history: steps (GW-HIST-1)",
                 "responses": {"200": _response("The run history", {"type": "object"}), **_errors(401, 404)},
             },
         },
         "/api/v1/mesh/{task_id}/retry": {
             "parameters": [_task_id()],
             "post": {
-                "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2 R3)",
+                "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2)",
                 "requestBody": _json_body(
                     {
                         "type": "object",
@@ -163,7 +165,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "/api/v1/mesh/{task_id}/resume": {
             "parameters": [_task_id()],
             "post": {
-                "summary": "Resume a paused task with the input its pause fields ask for (section 9)",
+                "summary": "Resume a paused task with the input its pause fields ask for (GW-RESUME-1)",
                 "requestBody": _json_body({"$ref": "#/components/schemas/ResumeBody"}, required=True),
                 "responses": {
                     "202": _response("Resumed under the same id", {"$ref": "#/components/schemas/Resumed"}),
@@ -173,7 +175,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         },
         "/api/v1/mesh/events": {
             "get": {
-                "summary": "Server-sent events of many tasks in one stream (GW-SSE (R3)); no ids: the task 'events'",
+                "summary": "Server-sent events of many tasks in one stream (GW-SSE-20..27); no ids: the task 'events'",
                 "parameters": [
                     _query("ids", {"type": "string"}, "1 to 100 comma-separated task ids"),
                     {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "string"}},
@@ -192,7 +194,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "/api/v1/mesh/{task_id}/events": {
             "parameters": [_task_id()],
             "get": {
-                "summary": "Server-sent events of the task's log (section 7)",
+                "summary": "Server-sent events of the task's log (GW-SSE-1)",
                 "parameters": [
                     {"name": "Last-Event-ID", "in": "header", "required": False, "schema": {"type": "integer"}},
                     _query("last_event_id", {"type": "integer", "minimum": 0}, "Resume after this event"),
@@ -207,10 +209,10 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 },
             },
             "post": {
-                "summary": "A status or FLY event from a reporter outside AWS (section 8)",
-                "description": "Reporters only (GW-EVT-1 R3): send X-Asya-Reporter-Key; a client's key or token is "
+                "summary": "A status or FLY event from a reporter outside AWS (GW-EVT-1)",
+                "description": "Reporters only (GW-EVT-1): send X-Asya-Reporter-Key; a client's key or token is "
                 "refused. Status received, processing, completed, retrying or running; the crew's statuses answer "
-                "400 (GW-EVT-3 R3).",
+                "400 (GW-EVT-3).",
                 "requestBody": _json_body({"$ref": "#/components/schemas/ProducerEvent"}, required=True),
                 "responses": {"204": _response("Accepted, or stale"), **_errors(400, 401, 404, 413)},
             },
@@ -244,7 +246,9 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                             "actors": {
                                 "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
                                 "maxItems": MAX_DIAGNOSTIC_NAMES,
-                                "items": {"enum": actors},
+                                # the manifest's actors, or any other actor name: an undeclared one is reported
+                                # with declared: false (GW-OPS-5)
+                                "items": {"anyOf": [{"enum": actors}, {"type": "string", "pattern": _ACTOR_PATTERN}]},
                             }
                         },
                         "additionalProperties": False,
@@ -259,7 +263,7 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                 {"name": "actor", "in": "path", "required": True, "schema": {"enum": actors}},
             ],
             "post": {
-                "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1 R3)",
+                "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1)",
                 "requestBody": _json_body(
                     {
                         "type": "object",
@@ -449,17 +453,32 @@ def _schemas() -> dict[str, Any]:
     }
 
 
+def _declare_owners(paths: dict[str, Any]) -> None:
+    """GW-EDGE-8: every operation says how it keeps one subject's tasks from another (``x-asya-owner``); an operation
+    without a declaration is a programming error, caught here rather than shipped unchecked."""
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            kind = OPERATION_OWNERS.get((path, method))
+            if kind is None:
+                raise AssertionError(f"{method.upper()} {path} has no owner declaration (asya_gateway.ownership)")
+            operation[OWNER_EXTENSION] = kind
+
+
 def openapi_document(manifest: Manifest, *, version: str) -> dict[str, Any]:
     """The document for ``manifest``'s gateway (GW-OPS-2). Pure."""
     flows = sorted(manifest.flows)
     diagnosable = sorted(set(diagnostic_actors(manifest)) | naming.FIXED_CREW)
     schemes = _security(manifest.gateway.auth.mode)
+    # a task goes to a user actor only (crew is refused, GW-CREATE-2); the diagnostic takes every actor of the
+    # manifest and every crew name (GW-OPS-3)
+    paths = {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable), **_agent_paths()}
+    _declare_owners(paths)
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": f"asya gateway ({manifest.namespace})", "version": version},
-        # a task goes to a user actor only (crew is refused, GW-CREATE-2); the diagnostic takes every actor of the
-        # manifest and every crew name (GW-OPS-3)
-        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable), **_agent_paths()},
+        "paths": paths,
         "components": {"schemas": _schemas(), "securitySchemes": schemes},
     }
     if schemes:

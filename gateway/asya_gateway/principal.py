@@ -1,4 +1,4 @@
-"""Authorization by claims under ``gateway.auth.mode: jwt`` (GW-EDGE-4, GW-EDGE-5 (R3)).
+"""Authorization by claims under ``gateway.auth.mode: jwt`` (GW-EDGE-4, GW-EDGE-5).
 
 :class:`asya_gateway.auth.AuthMiddleware` records the verified token's claims for the request (:func:`bind_claims`,
 a context variable: the request's task and the worker threads it starts see them). Then:
@@ -9,7 +9,7 @@ a context variable: the request's task and the worker threads it starts see them
 - Under ``gateway.auth.owner_only``, :func:`owner_of_new_task` is the creator's ``sub``, stored on the task item by
   the create's own write; :func:`check_owner` answers 404 (as for an unknown id, so ids are not probed) when a task
   view's ``owner`` is not the caller's; :func:`listing_owner` restricts the listing to the caller's tasks.
-- :func:`is_visible` is the one owner check of every path that reads or acts on a task by id (GW-EDGE-7 (R3)): REST
+- :func:`is_visible` is the one owner check of every path that reads or acts on a task by id (GW-EDGE-7): REST
   view, cancel, SSE (one task or many), history, retry, resume; A2A ``tasks/get``, ``tasks/cancel``,
   ``tasks/resubscribe`` and ``message/send`` continuing a task; MCP ``notifications/cancelled`` and the re-sent
   ``tools/call``. Another's task is answered as an unknown id on each. :func:`owner_checks` says whether a path that
@@ -20,6 +20,7 @@ Outside ``jwt`` (and for requests without claims, such as the reporters') nothin
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Final
@@ -30,6 +31,7 @@ from asya_gateway.jwtauth import token_scopes
 
 __all__ = [
     "bind_claims",
+    "caller_principal",
     "check_owner",
     "current_claims",
     "is_visible",
@@ -53,7 +55,7 @@ def current_claims() -> Mapping[str, Any] | None:
 
 
 def require_flow_scopes(auth: GatewayAuth, flow: str | None) -> None:
-    """GW-EDGE-4 (R3): 403 naming the first missing scope of ``flow``'s required ones."""
+    """GW-EDGE-4: 403 naming the first missing scope of ``flow``'s required ones."""
     required = auth.flow_scopes.get(flow or "") if auth.mode == "jwt" else None
     if not required:
         return
@@ -62,6 +64,17 @@ def require_flow_scopes(auth: GatewayAuth, flow: str | None) -> None:
     for scope in required:
         if scope not in granted:
             raise HttpError(403, f"missing scope {scope!r} for flow {flow!r}")
+
+
+def caller_principal(auth: GatewayAuth, credential: str | None) -> str:
+    """Who the caller is, for what it opens and must alone use again (an MCP session, GW-EDGE-9): under ``jwt`` its
+    ``sub`` (a token refreshed for the same subject keeps its sessions), under ``api_key`` a SHA-256 of its key (never
+    the key itself), else ``""`` (no identity to tell apart: ``iam`` is checked by API Gateway, ``none`` not at all)."""
+    if auth.mode == "jwt":
+        return "sub:" + (_subject() or "")
+    if auth.mode == "api_key" and credential:
+        return "key:" + hashlib.sha256(credential.encode("utf-8", "surrogatepass")).hexdigest()
+    return ""
 
 
 def _subject() -> str | None:
@@ -88,7 +101,7 @@ def listing_owner(auth: GatewayAuth) -> str | None:
 
 
 def is_visible(auth: GatewayAuth, view: Mapping[str, Any]) -> bool:
-    """GW-EDGE-5, GW-EDGE-7 (R3): whether the caller may see the task of ``view`` (any mapping with its ``owner``)."""
+    """GW-EDGE-5, GW-EDGE-7: whether the caller may see the task of ``view`` (any mapping with its ``owner``)."""
     if not owner_checks(auth):
         return True
     subject = _subject()
@@ -96,6 +109,6 @@ def is_visible(auth: GatewayAuth, view: Mapping[str, Any]) -> bool:
 
 
 def check_owner(auth: GatewayAuth, view: Mapping[str, Any]) -> None:
-    """GW-EDGE-5 (R3): 404 when ``owner_only`` and the task is not the caller's."""
+    """GW-EDGE-5: 404 when ``owner_only`` and the task is not the caller's."""
     if not is_visible(auth, view):
         raise HttpError(404, _NOT_FOUND)

@@ -1,17 +1,18 @@
 """Bodies of ``POST /api/v1/mesh/{id}/events`` (GW-EVT-1 .. GW-EVT-4) turned into store updates: pure, no I/O.
 
-The route is a reporter's (GW-EVT-1 R3, authenticated by ``asya_gateway.auth``): ``{"type": "status", "status": s,
+The route is a reporter's (GW-EVT-1, authenticated by ``asya_gateway.auth``): ``{"type": "status", "status": s,
 "data"?: object}`` takes ``s`` in ``received``/``processing``/``completed``/``retrying``/``running`` only;
 ``paused``, ``succeeded``, ``failed`` and ``canceled`` answer 400 ``status '<s>' is written by the crew only``
-(GW-EVT-3 R3: x-pause, x-sink and x-sump write them). The four steps become ``running`` with that step; progress comes
+(GW-EVT-3: x-pause, x-sink and x-sump write them). The four steps become ``running`` with that step; progress comes
 from ``data.prev``/``data.next`` (P-STAT-8) for the first three steps, else from ``data.progress_percent``, else it is
 unchanged; ``data.curr`` becomes ``current_actor``. An event whose ``data.prev`` is an array of names is for hop
 ``len(prev) + 1`` (the fence numbering of P-ACK-8): it applies only while the task item's fence is at that hop or
-before, and is stale once a later hop claimed (GW-EVT-3 R3). Of the other members of ``data`` only the
+before, and is stale once a later hop claimed (GW-EVT-3). Of the other members of ``data`` only the
 status-data extras of GW-TASK-2 are kept (the task item stays small, GW-DATA-8); ``data.message`` (a string) is the
-event's message. Bounds (``asya.store.limits``, GW-DATA-8 R2): a longer ``data.message`` (128 bytes) or ``data.error``
+event's message. Bounds (``asya.store.limits``, GW-DATA-8): a longer ``data.message`` (128 bytes) or ``data.error``
 (256 bytes) is cut with an ellipsis; a longer ``data.curr`` or ``data.failed_actor`` (256 characters), or extras over
 384 bytes as JSON, is a 400 naming it.
+``data`` that is a storage reference (``{"__ref__": ...}``) is 400 (GW-REF-1).
 ``{"type": "fly", "data"?: any}`` is one FLY value with ``actor`` null and ``envelope_id`` = the task id. Malformed
 input raises :class:`~asya_gateway.errors.HttpError` 400 naming the field.
 """
@@ -26,13 +27,14 @@ from asya.envelope import dumps
 from asya.progress import hop_progress
 from asya.store import FlyValue, StatusUpdate, StatusUpdateError
 from asya_gateway.errors import HttpError
+from asya_gateway.validation import refuse_reference
 
 __all__ = ["CREW_STATUSES", "EVENT_STATUSES", "parse_producer_event"]
 
 _STEPS: Final = ("received", "processing", "completed", "retrying")
-#: What a reporter may post (GW-EVT-1 R3).
+#: What a reporter may post (GW-EVT-1).
 EVENT_STATUSES: Final = (*_STEPS, "running")
-#: Written by the crew only, inside AWS (GW-EVT-3 R3): refused with their own message.
+#: Written by the crew only, inside AWS (GW-EVT-3): refused with their own message.
 CREW_STATUSES: Final = ("paused", "succeeded", "failed", "canceled")
 #: Members of the status data object a producer may add (GW-TASK-2).
 _EXTRAS: Final = ("prev", "curr", "next", "message_size_kb", "duration_ms", "frames", "attempt", "delay_seconds")
@@ -54,6 +56,7 @@ def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate 
             raise HttpError(400, f"unknown field '{key}'")
     if kind is None:
         raise HttpError(400, "type: required: use 'status' or 'fly'")
+    refuse_reference(body.get("data"), "data")
     if kind == "fly":
         return FlyValue(payload=body.get("data"), actor=None, envelope_id=task_id)
     if kind != "status":

@@ -1,4 +1,4 @@
-"""``POST /api/v1/system/dlq/{actor}/redrive`` (GW-DLQ-1 (R3)): the console's Redrive button, in AWS and locally.
+"""``POST /api/v1/system/dlq/{actor}/redrive`` (GW-DLQ-1): the console's Redrive button, in AWS and locally.
 
 Body ``{"limit"?: 1..1000}`` (default 100). Moves up to ``limit`` messages of ``asya-{ns}-{actor}-dlq`` back to the
 actor's queue, where they get a fresh receive count: receive (10 at a time, a 60 s visibility), ``SendMessageBatch``

@@ -78,7 +78,7 @@ class SseSettings:
     keepalive: float = 15.0
     max_seconds: float = 840.0
     gap_wait: float = 1.0
-    #: a multiplexed stream's idle polls back off from ``poll_slow`` up to this, twice it (GW-SSE (R3))
+    #: a multiplexed stream's idle polls back off from ``poll_slow`` up to this, twice it (GW-SSE-20..27)
     poll_max: float = 2.0
 
 

@@ -1,4 +1,4 @@
-"""Deadline timers (GATEWAY GW-BACK-1, GW-CREATE-7 step 6, PROTOCOL P-TIME-9): arming and the timer message.
+"""Deadline timers (GW-BACK-1, GW-CREATE-7 step 6, P-TIME-9): arming and the timer message.
 
 A task whose deadline is at most ``LONG_DEADLINE_SECONDS`` (900 s) away gets one timer: an SQS message
 ``{"id": "<task id>", "deadline_at": "<ts>"}`` on the crew queue ``asya-{ns}-x-deadline`` (``asya.naming.DEADLINE``)

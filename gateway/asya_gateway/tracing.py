@@ -5,7 +5,7 @@ unchanged, with its ``tracestate``: the gateway records no span of its own, as t
 P-TRACE-1); else a valid ``traceparent`` in the body's ``headers``; else it starts a new trace (random trace id and
 parent id, sampled flag) and drops any ``tracestate``, which belongs to the trace it came with.
 
-Only valid W3C values are ever forwarded (GW-CREATE-5, R2): an invalid ``traceparent`` is replaced by a new trace, an
+Only valid W3C values are ever forwarded (GW-CREATE-5): an invalid ``traceparent`` is replaced by a new trace, an
 invalid ``tracestate`` is dropped. Valid means: ``traceparent`` per W3C (version ``00`` exactly 55 characters; a later
 version may append ``-`` fields of visible ASCII, the whole at most :data:`MAX_TRACE_HEADER` characters), and
 ``tracestate`` a list of at most 32 ``key=value`` members with W3C keys and values, no key twice, at most

@@ -1,4 +1,4 @@
-"""``asya mcp`` and ``asya a2a``: the agent protocol commands of the CLI (GATEWAY sections 11 and 12).
+"""``asya mcp`` and ``asya a2a``: the agent protocol commands of the CLI (GW-MCP-1..9, GW-A2A-1..14).
 
 ::
 

@@ -1,4 +1,4 @@
-"""How the CLI authenticates to a gateway (GATEWAY section 2), chosen from the URL and an injectable environment.
+"""How the CLI authenticates to a gateway (GW-AUTH-1..7), chosen from the URL and an injectable environment.
 
 :func:`gateway_auth` picks, in this order:
 

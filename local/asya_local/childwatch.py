@@ -1,4 +1,4 @@
-"""How ``asya call`` and ``asya watch`` show a task's fan-out children (docs/http.md GW-TASK-9 (R3)).
+"""How ``asya call`` and ``asya watch`` show a task's fan-out children (docs/http.md GW-TASK-9).
 
 The parent's event stream carries no child events: the CLI follows the children itself, from the child tree of the
 parent's task view (``children``: status, current actor, attempt, last error per child, P-FAN-7). It reads the view

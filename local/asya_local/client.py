@@ -1,4 +1,4 @@
-"""A small HTTP client of the gateway's REST routes (GATEWAY sections 3-7) and of ``asya dev``'s run history, used
+"""A small HTTP client of the gateway's REST routes (docs/http.md) and of ``asya dev``'s run history, used
 by the CLI.
 
 Every call raises :class:`GatewayUnreachableError` when nothing listens at the URL and :class:`GatewayHttpError`
@@ -24,7 +24,7 @@ __all__ = ["GatewayClient"]
 
 #: Reads may block between SSE keepalives (every 15 s, GW-SSE-9); a longer silence means the connection is dead.
 _TIMEOUT = httpx.Timeout(10.0, read=30.0)
-#: A create is sent at most this often, with the same Idempotency-Key (GW-CREATE R3), 0.5 s more apart each time.
+#: A create is sent at most this often, with the same Idempotency-Key (GW-CREATE-R3-6), 0.5 s more apart each time.
 _CREATE_ATTEMPTS = 4
 _CREATE_BACKOFF = 0.5
 #: a first attempt still being created (409), or a gateway cut mid-create (5xx): the same key is safe to send again
@@ -61,7 +61,7 @@ class GatewayClient:
     ) -> dict[str, Any]:
         """``POST /api/v1/mesh/?flow=`` or ``?actor=``; returns ``{"id", "status", "deadline_at"?}`` (GW-CREATE-9).
 
-        Every create carries an ``Idempotency-Key`` (GW-CREATE R3; a fresh UUID4 unless given), so a connection cut
+        Every create carries an ``Idempotency-Key`` (GW-CREATE-R3-6; a fresh UUID4 unless given), so a connection cut
         before the answer, a 409 while the first attempt is still being created, or a 5xx (a gateway cut mid-create)
         is retried without a second task (GW-CREATE-R3-6, GW-CREATE-R3-7)."""
         params = {"flow": flow} if flow is not None else {"actor": actor or ""}
@@ -90,7 +90,7 @@ class GatewayClient:
         return self._json(self._request("GET", f"/api/v1/mesh/{quote(task_id, safe='')}"))
 
     def resume(self, task_id: str, value: dict[str, Any], *, timeout: int | None = None) -> dict[str, Any]:
-        """``POST /api/v1/mesh/{id}/resume`` (GATEWAY section 9); returns ``{"id", "status", "deadline_at"}``."""
+        """``POST /api/v1/mesh/{id}/resume`` (GW-RESUME-1..4); returns ``{"id", "status", "deadline_at"}``."""
         body: dict[str, Any] = {"input": value}
         if timeout is not None:
             body["timeout"] = timeout
@@ -150,13 +150,13 @@ class GatewayClient:
         return self._json(self._request("GET", "/health"))
 
     def events(self, task_id: str, *, last_event_id: str | None = None) -> SseStream:
-        """The task's SSE stream (GATEWAY section 7), reconnecting with ``Last-Event-ID``."""
+        """The task's SSE stream (GW-SSE-1..11), reconnecting with ``Last-Event-ID``."""
         return SseStream(
             self._http, f"{self.url}/api/v1/mesh/{quote(task_id, safe='')}/events", last_event_id=last_event_id
         )
 
     def watch(self, task_ids: Sequence[str], *, last_event_id: str | None = None) -> SseStream:
-        """Many tasks' events over one SSE stream (``GET /api/v1/mesh/events?ids=``, GW-SSE (R3)); every event's data
+        """Many tasks' events over one SSE stream (``GET /api/v1/mesh/events?ids=``, GW-SSE-20..27); every event's data
         carries ``task_id``; it ends once every task has ended."""
         ids = ",".join(quote(task_id, safe="") for task_id in task_ids)
         return SseStream(

@@ -1,4 +1,4 @@
-"""The artifact suite against a real deployment (``make e2e-aws``, issue 24 item 4): deploy, target, clean up.
+"""The artifact suite against a real deployment (``make e2e-aws``): deploy, target, clean up.
 
 The suite in ``tests/e2e/artifact`` runs against a *target*: the artifact mesh (the default) or, with
 ``ASYA_E2E_TARGET=aws``, a throwaway deployment of the example mesh. Only the target changes; the tests are the same.

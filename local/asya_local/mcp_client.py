@@ -1,5 +1,5 @@
 """A small synchronous MCP client for the CLI (``asya mcp``): Streamable HTTP against the gateway's ``/mcp``
-(GATEWAY section 11), one session per :class:`McpClient`.
+(GW-MCP-1..9), one session per :class:`McpClient`.
 
 ``initialize`` (protocol ``2025-11-25``) then ``notifications/initialized``; every later request carries
 ``Mcp-Session-Id`` and ``MCP-Protocol-Version``; ``close()`` ends the session with ``DELETE /mcp``.

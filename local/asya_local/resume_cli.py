@@ -1,4 +1,4 @@
-"""``asya resume`` and what ``asya call``/``asya status`` show of a paused task (GATEWAY section 9, PROTOCOL 12.4).
+"""``asya resume`` and what ``asya call``/``asya status`` show of a paused task (GW-RESUME-1..4, P-PAUSE-3).
 
 ::
 

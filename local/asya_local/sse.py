@@ -6,12 +6,12 @@ dispatched, as EventSource's last event ID buffer does, so an event cut off by a
 rather than skipped), ``event`` (default ``message``), ``data`` (lines joined with ``\\n``), ``retry`` (digits only,
 milliseconds); lines starting with ``:`` are comments (the gateway's ``:keepalive``); unknown fields are ignored.
 
-``SseStream(client, url).events()`` yields the events of ``GET url`` (GATEWAY section 7). When the connection drops
+``SseStream(client, url).events()`` yields the events of ``GET url`` (GW-SSE-1..11). When the connection drops
 or the server ends the response before a terminal status (GW-SSE-9: at 840 s), it reconnects after the server's
 ``retry`` delay with ``Last-Event-ID`` set to the last id seen, so nothing is lost or repeated (GW-SSE-5). It stops
 after a live ``status`` event (one with an id) whose status is terminal (GW-SSE-7), at the end of the response whose
 catch-up status (no id) was terminal, after the replay of the task's partial output (GW-SSE-6), or on a 204 answer
-(GW-SSE-8). A ``multiplexed`` stream (``?ids=``, GW-SSE (R3)) follows many tasks: it does not stop at a terminal status,
+(GW-SSE-8). A ``multiplexed`` stream (``?ids=``, GW-SSE-20) follows many tasks: it does not stop at a terminal status,
 only on the 204 that answers its reconnection once every task has ended. Other answers raise
 :class:`GatewayHttpError`; no server at all raises :class:`GatewayUnreachableError`; ``max_retries`` consecutive
 failed reconnects raise :class:`SseStreamError`.

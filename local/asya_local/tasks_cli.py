@@ -20,7 +20,7 @@ Every command takes ``--url`` and ``--manifest`` (which running ``asya dev`` to 
 - ``checkpoint`` reads the object named by the view's ``checkpoint_uri`` and prints its line ``checkpoint_line``
   (1-based; checkpoints are JSON Lines, one envelope per line), pretty-printed, or as stored with ``--raw``. The
   object is read from the running ``asya dev``'s moto when the gateway is one, else from S3 with the default AWS
-  credential chain. (R3) Then each fan-out child's line that the view's child tree names (P-FAN-9), after a
+  credential chain. Then each fan-out child's line that the view's child tree names (P-FAN-9), after a
   ``# child ID (STATUS) at ACTOR`` line (with ``--raw``: the lines alone); a child without a line yet is listed as
   such. A task without a line of its own but with children's lines prints those and exits 0.
 - ``history`` prints each step of a task's run: hop, actor, attempt, duration, input, outputs, error, children

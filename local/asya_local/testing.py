@@ -60,7 +60,7 @@ class MeshClient:
         return self._follow(str(created["id"]))
 
     def resume(self, task_id: str, value: dict[str, Any], *, timeout: int | None = None) -> dict[str, Any]:
-        """Resume a paused task with ``value`` (``POST /api/v1/mesh/{id}/resume``, GATEWAY section 9), then follow it
+        """Resume a paused task with ``value`` (``POST /api/v1/mesh/{id}/resume``, GW-RESUME-1..4), then follow it
         until it ends or pauses again, and return its task view."""
         deadline = time.monotonic() + _STORE_WAIT_SECONDS
         while True:

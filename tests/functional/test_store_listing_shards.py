@@ -234,3 +234,28 @@ def test_gw_list_1_an_offset_beyond_a_shards_page_queries_that_shard_again(
     ]
     assert len(shard_0) == 3 and [query["Limit"] for query in shard_0] == [5, 5, 5]
     assert "ExclusiveStartKey" not in shard_0[0] and all("ExclusiveStartKey" in query for query in shard_0[1:])
+
+
+def test_raising_the_shard_count_keeps_earlier_entries_listed(
+    mesh: Any, clock: ManualClock, created: list[tuple[str, str]]
+) -> None:
+    """A deployment sized for more creations (``capacity``) writes and lists 32 shards: the forty tasks written
+    with eight are still listed, merged in order with the new ones, some of which land past shard 7."""
+    wider = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock, index_shards=32)
+    clock.now = LISTED_AT - timedelta(hours=1)
+    added: list[tuple[str, str]] = []
+    for i in range(24):
+        task_id = f"wide-{i:02d}"
+        wider.create_task(task_id=task_id, actor="normalize")
+        added.append((format_ts_ms(clock.now), task_id))
+        clock.now += timedelta(seconds=11)
+    clock.now = LISTED_AT
+    assert any(rec.index_shard(task_id, 32) >= rec.INDEX_SHARDS for _, task_id in added)
+    expected = _ids(sorted([*created, *added], reverse=True))
+    assert [task_id for page in _walk(wider, 7) for task_id in page] == expected
+    assert wider.list_tasks(limit=1, count=True)["total"] == len(expected)
+
+
+def test_a_shard_count_below_eight_is_refused(mesh: Any) -> None:
+    with pytest.raises(ValueError, match="index_shards must be >= 8, got 4"):
+        TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, index_shards=4)

@@ -1,4 +1,4 @@
-"""A2A at ``POST /a2a/`` and the agent card (GATEWAY section 12): see ``asya_gateway.a2a.endpoint`` and
+"""A2A at ``POST /a2a/`` and the agent card (GW-A2A-1..14): see ``asya_gateway.a2a.endpoint`` and
 ``asya_gateway.a2a.card``."""
 
 from __future__ import annotations

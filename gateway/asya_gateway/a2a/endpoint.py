@@ -1,4 +1,4 @@
-"""``POST /a2a/``: A2A JSON-RPC (GATEWAY section 12), in two dialects chosen by the method name.
+"""``POST /a2a/``: A2A JSON-RPC (GW-A2A-3), in two dialects chosen by the method name.
 
 - A2A 0.3 (the spec's): ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``,
   ``tasks/resubscribe``; ``tasks/pushNotificationConfig/*`` answer -32003 (GW-A2A-3).
@@ -166,7 +166,7 @@ def _task_id(call: _Call) -> str:
 
 async def _view(ctx: GatewayContext, task_id: str, rid: Any) -> dict[str, Any]:
     view = await ctx.call(ctx.store.get_task, task_id) if is_storable_id(task_id) else None
-    if view is None or not is_visible(ctx.manifest.gateway.auth, view):  # another's task is none (GW-EDGE-5 (R3))
+    if view is None or not is_visible(ctx.manifest.gateway.auth, view):  # another's task is none (GW-EDGE-5)
         raise RpcError(TASK_NOT_FOUND, f"task not found: {task_id}", request_id=rid)
     return view
 
@@ -283,7 +283,7 @@ async def _send(ctx: GatewayContext, call: _Call, *, stream: bool, caller: str =
 
 
 def message_task_id(caller: str, message_id: Any) -> str:
-    """The task id of a message (GW-CREATE R3): derived from the caller's credential and the client's ``messageId``,
+    """The task id of a message (GW-CREATE-R3-6): derived from the caller's credential and the client's ``messageId``,
     so a message sent again after a cut connection names the same task; a fresh UUID4 without a ``messageId``."""
     if not isinstance(message_id, str) or not message_id:
         return str(uuid.uuid4())

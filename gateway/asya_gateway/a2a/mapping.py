@@ -3,7 +3,7 @@
 Shapes are A2A 0.3's (``kind`` discriminators). ``message_payload`` raises :class:`A2AParamsError` naming the bad
 field of a malformed message.
 
-Numbers (GW-A2A-5a, R3): A2A clients built on protobuf carry a ``data`` part as a ``Struct``, whose numbers are all
+Numbers (GW-A2A-5a): A2A clients built on protobuf carry a ``data`` part as a ``Struct``, whose numbers are all
 doubles, so ``{"steps": 3}`` arrives as ``3.0``. JSON does not tell ``3`` from ``3.0`` (RFC 8259 section 6), and a
 handler doing ``range(payload["steps"])`` must work, so an integral float of a data part (within +-2**53, where a
 double is exact) becomes an ``int``. The result artifact leaves out the ``a2a`` member the gateway itself added to the

@@ -1,4 +1,4 @@
-"""MCP over Streamable HTTP at ``/mcp`` (GATEWAY section 11): see ``asya_gateway.mcp.endpoint``."""
+"""MCP over Streamable HTTP at ``/mcp`` (GW-MCP-1..9): see ``asya_gateway.mcp.endpoint``."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ from asya_gateway.jsonrpc import INVALID_PARAMS, RpcError, RpcMessage, result_bo
 from asya_gateway.mcp.tools import text_result, tool_result
 from asya_gateway.principal import is_visible
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
-from asya_gateway.validation import CreateBody, CreateTarget, resolve_target, schema_violation
+from asya_gateway.validation import CreateBody, CreateTarget, reference_problem, resolve_target, schema_violation
 from asya_gateway.waiting import ends_wait
 
 __all__ = ["CallOptions", "call_tool"]
@@ -85,7 +85,7 @@ async def call_tool(ctx: GatewayContext, request: Request, message: RpcMessage, 
     assert isinstance(name, str)
     target = resolve_target({"flow": name}, ctx.manifest)
     schema = flow.input_schema if flow.input_schema is not None else {"type": "object"}
-    violation = schema_violation(arguments, schema)
+    violation = reference_problem(arguments, "$") or schema_violation(arguments, schema)
     if violation is not None:
         invalid = text_result(f"invalid arguments: {violation}", is_error=True)
         return JSONResponse(result_body(rid, options.finish(invalid)))
@@ -107,10 +107,10 @@ async def _create(ctx: GatewayContext, target: CreateTarget, arguments: dict[str
         created = await start_task(ctx, target, body, task_id=task_id)
     except TaskExistsError:
         assert task_id is not None  # a fresh id is never taken
-        # the session and request id are the call's idempotency key (GW-CREATE R3, no extra write): the same call sent
+        # the session and request id are the call's idempotency key (GW-CREATE-R3-6, no extra write): the same call sent
         # again after a cut connection follows the task it created
         existing = await ctx.call(ctx.store.get_task, task_id, enforce_deadline=False)
-        # another subject's task under this id is not this call's (GW-EDGE-7 (R3)): the call runs under a fresh id
+        # another subject's task under this id is not this call's (GW-EDGE-7): the call runs under a fresh id
         mine = existing if existing is not None and is_visible(ctx.manifest.gateway.auth, existing) else None
         if mine is not None and mine.get("flow") == target.flow and mine.get("payload") == arguments:
             return task_id

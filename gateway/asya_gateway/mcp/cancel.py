@@ -12,7 +12,7 @@ mapping item would cost one), and one conditional update per cancel.
 
 A cancel that names no task (an id that was not a ``tools/call``, a call whose task is not created yet, or one that
 was answered already and is terminal) changes nothing: MCP lets a receiver ignore such a notification. Under
-``owner_only`` the task is read first and another subject's task is one that does not exist (GW-EDGE-7 (R3)). MCP
+``owner_only`` the task is read first and another subject's task is one that does not exist (GW-EDGE-7). MCP
 forbids reusing a request id within a session; a call that does gets a fresh task id (``asya_gateway.mcp.calls``).
 """
 

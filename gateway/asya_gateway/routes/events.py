@@ -1,4 +1,4 @@
-"""``GET /api/v1/mesh/{id}/events`` (SSE, GATEWAY section 7) and ``POST /api/v1/mesh/{id}/events`` (section 8).
+"""``GET /api/v1/mesh/{id}/events`` (SSE, GW-SSE-1..11) and ``POST /api/v1/mesh/{id}/events`` (GW-EVT-1..9).
 
 The SSE route answers 400 for a bad ``Last-Event-ID``, 404 for an unknown id and 204 when the client's position is at or
 past the terminal event (GW-SSE-8) before any stream starts; the stream itself is :func:`asya_gateway.follow.follow`
@@ -25,7 +25,7 @@ __all__ = ["task_events"]
 
 
 async def task_events(request: Request) -> Response:
-    """``/api/v1/mesh/{id}/events``: GET streams (section 7), POST takes a producer event (section 8)."""
+    """``/api/v1/mesh/{id}/events``: GET streams (GW-SSE-1..11), POST takes a producer event (GW-EVT-1..9)."""
     if request.method == "POST":
         return await post_event(request)
     return await stream_task_events(request)
@@ -53,8 +53,8 @@ async def stream_task_events(request: Request) -> Response:
 
 
 async def post_event(request: Request) -> Response:
-    """GW-EVT-5: 204 accepted or stale (a hop whose fence moved on, GW-EVT-3 R3), 404 unknown id, 400 malformed or a
-    crew status; the caller holds a reporter credential (GW-EVT-1 R3, ``asya_gateway.auth``)."""
+    """GW-EVT-5: 204 accepted or stale (a hop whose fence moved on, GW-EVT-3), 404 unknown id, 400 malformed or a
+    crew status; the caller holds a reporter credential (GW-EVT-1, ``asya_gateway.auth``)."""
     ctx = context_of(request)
     task_id = task_id_of(request)
     body = await read_json_object(request, limit=EVENTS_BODY_LIMIT)
@@ -64,7 +64,7 @@ async def post_event(request: Request) -> Response:
         found = await ctx.call(ctx.store.append_fly, task_id, [event]) or bool(
             await ctx.call(ctx.store.statuses, [task_id])
         )
-    else:  # never terminal: those statuses are the crew's (GW-EVT-3 R3)
+    else:  # never terminal: those statuses are the crew's (GW-EVT-3)
         result = await ctx.call(ctx.store.apply, task_id, event)
         found = result.outcome is not Outcome.NOT_FOUND
     if not found:

@@ -9,7 +9,7 @@ Answer 200::
      "queues": ["analyze", ..., "x-sink", "x-sump"]}   # every actor the diagnostic checks (GW-OPS-3)
 
 A flow's ``graph`` is the drawing of a flow written as Python: ``asya.flows.render.graph_json`` of its program, the
-nodes and edges the DOT and Mermaid text are made from; ``null`` for a static route (GW-MESH-1 (R3)).
+nodes and edges the DOT and Mermaid text are made from; ``null`` for a static route (GW-MESH-1).
 
 It needs the same credentials as every other API route (GW-AUTH-1): the flows and their schemas are the caller's
 business, not the public's.

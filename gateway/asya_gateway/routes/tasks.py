@@ -1,4 +1,4 @@
-"""Task routes: create (GATEWAY section 3), view (4), list (5), cancel (6).
+"""Task routes: create (GW-CREATE-1..9), view (GW-TASK-1..3), list (GW-LIST-1..4), cancel (GW-CANCEL-1..3).
 
 Create validates the query and body (``asya_gateway.validation``) and starts the task with
 :func:`asya_gateway.creation.start_task` (GW-CREATE-7, GW-CREATE-8), which MCP and A2A share.
@@ -66,7 +66,7 @@ async def _create_once(
     create: CreateBody,
     traces: dict[str, str | None],
 ) -> dict[str, Any]:
-    """GW-CREATE (R3): one conditional write reserves the key; a replay answers the first 201 (``asya_gateway.
+    """GW-CREATE-R3-1..7: one conditional write reserves the key; a replay answers the first 201 (``asya_gateway.
     idempotency``). The key is scoped to the caller's credential, when the request carries one."""
     store = ctx.store
     keys = IdempotencyKeys(table=store.table, dynamodb=store.dynamodb, task_exists=lambda i: bool(store.statuses([i])))
@@ -119,7 +119,7 @@ async def _create_once(
 
 async def list_tasks(request: Request) -> Response:
     ctx = context_of(request)
-    query = parse_list_query(request.query_params)
+    query = parse_list_query(request.query_params, flows=ctx.manifest.flows)
     try:
         page = await ctx.call(ctx.store.list_tasks, **query, owner=listing_owner(ctx.manifest.gateway.auth))
     except ListQueryError as exc:
@@ -161,7 +161,7 @@ async def cancel_task(request: Request) -> Response:
     """GW-CANCEL-1: 404 unknown, else 204 whether it was canceled now, was terminal, or lost a race."""
     ctx = context_of(request)
     task_id = task_id_of(request)
-    if owner_checks(ctx.manifest.gateway.auth):  # one read more, only where tasks have owners (GW-EDGE-5 (R3))
+    if owner_checks(ctx.manifest.gateway.auth):  # one read more, only where tasks have owners (GW-EDGE-5)
         await load_view(ctx, task_id)
     outcome = await ctx.call(ctx.store.cancel, task_id)
     if outcome == "not_found":

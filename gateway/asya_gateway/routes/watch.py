@@ -1,4 +1,4 @@
-"""``GET /api/v1/mesh/events?ids=a,b,...``: one SSE stream, many tasks (GW-SSE (R3); docs/http.md GW-SSE-20..27).
+"""``GET /api/v1/mesh/events?ids=a,b,...``: one SSE stream, many tasks (GW-SSE-20..27; docs/http.md GW-SSE-20..27).
 
 - ``ids``: 1 to 100 comma-separated task ids, each non-empty, storable and named once; anything else answers 400
   naming the bad value. Without ``ids`` the path is the task ``events`` (GW-GEN-7: any string is an id).

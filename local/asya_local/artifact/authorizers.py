@@ -1,4 +1,4 @@
-"""API Gateway's Lambda authorizers for the artifact mesh's API front (GW-EDGE-1 (R3); docs/deploy.md "Local
+"""API Gateway's Lambda authorizers for the artifact mesh's API front (GW-EDGE-1; docs/deploy.md "Local
 emulation"): a ``CUSTOM`` method runs its authorizer function before the method, as API Gateway does.
 
 - ``TOKEN``: the identity source header (``method.request.header.X``) missing or empty, or not matching the

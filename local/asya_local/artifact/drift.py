@@ -1,4 +1,4 @@
-"""Grant drift: which declared calls of ``asya.access`` a run of the artifact mesh never used (issue 24 item 3).
+"""Grant drift: which declared calls of ``asya.access`` a run of the artifact mesh never used.
 
 :func:`role_of_function` names the :data:`asya.access.ROLES` entry a synthesized function's policy is derived from
 (``ASYA_ACTOR`` through :func:`asya.access.role_of`; the backstop by its handler; the gateway and its stream function

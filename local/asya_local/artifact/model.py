@@ -274,7 +274,7 @@ class MeshSpec:
     schedules: list[Schedule] = field(default_factory=list)
     methods: list[ApiMethod] = field(default_factory=list)
     inert: dict[str, int] = field(default_factory=dict)
-    #: secrets the templates create (the reporter keys, GW-EDGE-2 (R3)): their names, created with a random value
+    #: secrets the templates create (the reporter keys, GW-EDGE-2): their names, created with a random value
     secrets: list[str] = field(default_factory=list)
     #: the stage throttle and the gateway responses the API front plays (GW-OVL-6)
     edge_limits: EdgeLimits = field(default_factory=EdgeLimits)

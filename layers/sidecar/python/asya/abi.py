@@ -1,4 +1,4 @@
-"""The handler ABI (PROTOCOL section 3): loading the user handler and running it.
+"""The handler ABI (docs/protocol.md section 3): loading the user handler and running it.
 
 ``load_handler(spec, code_dir="")`` resolves ``ASYA_HANDLER`` (P-ABI-1): ``module.function`` or
 ``module.Class.method``, the module being the longest dotted prefix that imports. Every failure of P-ABI-2 raises
@@ -10,14 +10,14 @@ not crash). A class is instantiated once, with no arguments (P-ABI-3).
 - the handler gets ``payload`` as given (no copy: pass a value the caller does not need unchanged afterwards);
 - a function's (or coroutine's) return value is one frame, ``None`` zero frames (P-ABI-6, P-ABI-7); only a handler
   declared as a generator (or async generator) function, possibly behind ``functools.wraps`` decorators, is driven:
-  a generator object a plain function returns is its return value, one frame, and cannot be encoded (P-ABI-19 R3);
+  a generator object a plain function returns is its return value, one frame, and cannot be encoded (P-ABI-19);
 - every frame payload is a copy (``to_jsonable``) that shares nothing with the handler's objects, except with
   ``copy_result=False``: a function's (or coroutine's) return value that is already plain JSON (typically the input
   payload, changed in place) is then passed as it is (``as_jsonable``), for a caller that encodes it before any other
   code can change it (the sidecar: the call has ended and its frame is sent before the next call); a generator's frames
   are always copies, since the generator keeps running;
 - a generator's (sync or async) yields are frames, ``None`` (ignored) or commands GET/SET/DEL/FLY (P-ABI-8,
-  section 3.3); ABI errors are thrown into the generator at its ``yield`` (P-ABI-14);
+  docs/protocol.md 3.3); ABI errors are thrown into the generator at its ``yield`` (P-ABI-14);
 - frames reach ``on_frame`` as they are produced, as :class:`Frame` objects numbered from 0 carrying the state at
   yield time (P-ABI-9, P-ABI-10); FLY values reach ``on_fly`` converted by ``to_jsonable``;
 - the kind is decided by what the call returns (a coroutine, a generator or an async generator), so decorated
@@ -29,7 +29,7 @@ Outcomes of ``run``: it returns ``None`` on success. An ``Exception`` raised by 
 does not catch) is raised as :class:`HandlerError` wrapping it (``.exc``) (P-ABI-11, P-ERR-1). A yielded frame or FLY
 value that cannot be converted (``to_jsonable``: NaN, an unknown type, or what UTF-8 JSON cannot carry) is not passed
 on: its :class:`SerializationError` is thrown into the generator at that yield, like an ABI error; a return value that
-cannot be converted is the handler's error, ``HandlerError(SerializationError)`` (P-ABI-19 R3). An exception raised
+cannot be converted is the handler's error, ``HandlerError(SerializationError)`` (P-ABI-19). An exception raised
 by ``on_frame``/``on_fly`` propagates unchanged; the generator is closed first. A ``BaseException`` that is
 not an ``Exception`` propagates unchanged (P-ABI-11). Frames passed to ``on_frame`` before any error stay passed.
 
@@ -39,7 +39,7 @@ With ``guard`` (an :class:`asya.timeout.CallGuard`) the call is bounded by its l
 :class:`asya.timeout.HandlerTimeoutError`; frames passed before stay passed.
 
 With ``cancel`` (a zero-argument check, ``asya.cancelwatch``) a generator handler (sync or async) is asked about its
-task's cancel after each ``yield`` (P-CANCEL (R3)): once the check answers true, nothing yielded at that ``yield`` is
+task's cancel after each ``yield`` (P-CANCEL-1..5): once the check answers true, nothing yielded at that ``yield`` is
 passed on, :class:`asya.exceptions.TaskCanceledError` is thrown into the generator there (it may clean up), the
 generator is closed (a further ``yield`` meets ``GeneratorExit``) and ``run`` raises ``TaskCanceledError``, whatever
 the generator did after the throw (a cleanup error is logged). Functions and coroutines are never asked: they run to
@@ -221,7 +221,7 @@ def _frame_payload(value: Any, index: int, convert: Callable[[Any], Any] = to_js
 
 
 def _result_payload(value: Any, convert: Callable[[Any], Any]) -> Any:
-    """A return value that cannot be converted is the handler's own error (P-ABI-19 R3)."""
+    """A return value that cannot be converted is the handler's own error (P-ABI-19)."""
     try:
         return _frame_payload(value, 0, convert)
     except SerializationError as exc:
@@ -230,7 +230,7 @@ def _result_payload(value: Any, convert: Callable[[Any], Any]) -> Any:
 
 def _command(item: tuple[Any, ...], state: AbiState, on_fly: OnFly) -> tuple[Any, Exception | None]:
     """``(value to send back, error to throw in)`` for one command: ABI errors (P-ABI-14) and a FLY value that cannot
-    be converted (P-ABI-19 R3) are thrown into the generator at its yield."""
+    be converted (P-ABI-19) are thrown into the generator at its yield."""
     try:
         if command_verb(item) != "FLY":
             return state.apply(item), None
@@ -263,7 +263,7 @@ def _step(
         return reply, error, index
     try:
         payload = _frame_payload(item, index)
-    except SerializationError as exc:  # nothing of this frame is passed on (P-ABI-19 R3)
+    except SerializationError as exc:  # nothing of this frame is passed on (P-ABI-19)
         return None, exc, index
     on_frame(state.frame(payload, index))
     return None, None, index + 1
@@ -289,7 +289,7 @@ _CANCELED_MESSAGE: Final = "the task was canceled"
 
 
 def _thrown_cancel(gen: Generator[Any, Any, Any]) -> TaskCanceledError:
-    """P-CANCEL (R3): throw ``TaskCanceledError`` at the current yield; the caller closes the generator after."""
+    """P-CANCEL-1..5: throw ``TaskCanceledError`` at the current yield; the caller closes the generator after."""
     error = TaskCanceledError(_CANCELED_MESSAGE)
     try:
         gen.throw(error)

@@ -1,4 +1,4 @@
-"""Paths into the ABI context (PROTOCOL section 3.4) and the three primitive operations on them.
+"""Paths into the ABI context (P-ABI-17, P-ABI-18) and the three primitive operations on them.
 
 Grammar::
 

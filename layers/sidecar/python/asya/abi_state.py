@@ -1,4 +1,4 @@
-"""The ABI state of one handler call (PROTOCOL 3.3, 3.4) and the frames it stamps (3.2).
+"""The ABI state of one handler call (docs/protocol.md 3.3) and the frames it stamps (3.2).
 
 The GET context is ``{id, parent_id, route: {prev, curr, next}, headers, status}`` built from the entry-updated
 envelope (P-ABI-12, P-PROC-4): ``parent_id`` is ``""`` when absent, ``headers`` ``{}`` when absent, ``status`` the
@@ -10,12 +10,15 @@ Rules enforced here:
 - writable paths start with ``.route.next``, ``.headers`` or ``.status``; any other write is an
   :class:`AbiProtocolError` (P-ABI-13); DEL of a slice too (P-ABI-14);
 - GET returns a deep copy; SET stores a deep copy of the converted value (``to_jsonable``); a value that cannot be
-  converted is refused with ``SerializationError``, a ``TypeError`` (P-ABI-15, P-ABI-19 R3);
+  converted is refused with ``SerializationError``, a ``TypeError`` (P-ABI-15, P-ABI-19);
 - a write leaving ``route.next`` not an array of valid actor names (P-NAME-1) is refused with ``ValueError`` and the
   state is unchanged (P-ABI-15); so is one leaving ``headers`` or ``status`` not an object, or ``status.deadline_at``
   set but not an RFC 3339 timestamp (chosen: only ``deadline_at`` reaches frames, P-ABI-16);
 - a SET that puts crew other than x-pause (``naming.handler_may_route_to``) into ``route.next`` is refused with
-  ``ValueError``, state unchanged (P-ABI-15 R3); crew the layer spliced in before the call is not the SET's doing;
+  ``ValueError``, state unchanged (P-ABI-15); crew the layer spliced in before the call is not the SET's doing;
+- a SET or DEL that would add, change or remove a header the layer owns (``headers.is_layer_owned``: ``x-asya-*``
+  outside the allowlist, the trace headers) is refused with ``ValueError``, state unchanged (P-HDR-5); whole-object
+  writes of ``.headers`` included, so a handler may rewrite ``.headers`` as long as it keeps the layer's as they are;
 - DEL ``.route.next`` leaves ``[]``, DEL ``.headers`` and DEL ``.status`` leave ``{}`` (chosen).
 """
 
@@ -29,6 +32,7 @@ from asya import naming
 from asya.abi_paths import Segment, delete_value, get_value, parse_path, set_value
 from asya.envelope import Envelope, Status
 from asya.exceptions import AbiProtocolError, SerializationError
+from asya.headers import is_layer_owned
 from asya.serialize import copy_json, to_jsonable
 from asya.timeutil import parse_ts
 
@@ -176,7 +180,7 @@ class AbiState:
         member = _writable_member(segments, path, "SET")
         try:
             value = to_jsonable(value)
-        except SerializationError as exc:  # a TypeError too (P-ABI-15), named as P-ABI-19 (R3) asks
+        except SerializationError as exc:  # a TypeError too (P-ABI-15), named as P-ABI-19 asks
             raise SerializationError(f"SET {path}: {exc}") from exc
         if member == "next":
             route = self._ctx["route"]
@@ -192,10 +196,14 @@ class AbiState:
         elif len(segments) == 1:
             if not isinstance(value, dict):
                 raise ValueError(f"SET {path}: {member} must be an object, got {type(value).__name__}")
+            if member == "headers":
+                _check_layer_headers(self._ctx["headers"], value, path, "SET")
             if member == "status":
                 _check_deadline(value.get("deadline_at"), path)
             self._ctx[member] = value
         else:
+            if member == "headers":
+                _check_layer_header(segments[1], path, "SET")
             if member == "status" and segments[1] == "deadline_at":
                 if len(segments) > 2:
                     raise ValueError(f"SET {path}: status.deadline_at is a timestamp string, it has no members")
@@ -208,6 +216,11 @@ class AbiState:
         member = _writable_member(segments, path, "DEL")
         if isinstance(segments[-1], slice):
             raise AbiProtocolError(f"DEL {path}: a slice cannot be deleted (SET it to [] instead)")
+        if member == "headers":
+            if len(segments) == 1:
+                _check_layer_headers(self._ctx["headers"], {}, path, "DEL")
+            else:
+                _check_layer_header(segments[1], path, "DEL")
         if member == "next" and len(segments) == 2:
             self._ctx["route"]["next"] = []
         elif len(segments) == 1:
@@ -244,7 +257,7 @@ def _check_next(value: Any, path: str) -> None:
 
 
 def _check_crew(candidate: list[str], current: list[str], path: str) -> None:
-    """P-ABI-15 (R3): a SET may not put crew other than x-pause into ``route.next``; crew already there (spliced by
+    """P-ABI-15: a SET may not put crew other than x-pause into ``route.next``; crew already there (spliced by
     the layer or named by the manifest's route) stays."""
     for name in candidate:
         if not naming.handler_may_route_to(name) and candidate.count(name) > current.count(name):
@@ -252,6 +265,22 @@ def _check_crew(candidate: list[str], current: list[str], path: str) -> None:
                 f"SET {path}: route.next would contain the crew actor {name!r}: a handler may route to "
                 f"{', '.join(sorted(naming.HANDLER_ROUTABLE_CREW))} only among crew (P-ABI-15)"
             )
+
+
+def _check_layer_header(name: Segment, path: str, verb: str) -> None:
+    """P-HDR-5: the layer's headers are the layer's; a handler may read them, never write them."""
+    if isinstance(name, str) and is_layer_owned(name):
+        raise ValueError(
+            f"{verb} {path}: header {name!r} belongs to the layer; a handler may write its own headers and, of "
+            "x-asya-*, only x-asya-route-override and x-asya-pause (P-HDR-5)"
+        )
+
+
+def _check_layer_headers(current: Mapping[str, Any], candidate: Mapping[str, Any], path: str, verb: str) -> None:
+    """P-HDR-5 for a write of the whole ``.headers`` object: every layer header stays as it is."""
+    for name in sorted(set(current) | set(candidate)):
+        if (name in current) != (name in candidate) or current.get(name) != candidate.get(name):
+            _check_layer_header(name, path, verb)
 
 
 def _check_deadline(value: Any, path: str) -> None:

@@ -1,4 +1,4 @@
-"""How a running generator handler learns that its task was canceled (P-CANCEL (R3), P-CANCEL-2..5 in
+"""How a running generator handler learns that its task was canceled (P-CANCEL-1..5, P-CANCEL-2..5 in
 docs/protocol.md).
 
 One :class:`CancelWatch` per invocation (SQS batch). Between two yields of a generator handler the layer asks
@@ -22,7 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 __all__ = ["CANCEL_READ_INTERVAL_SECONDS", "CancelWatch"]
 
-#: P-CANCEL-3 (R3): at most one cancel read per this many seconds per invocation.
+#: P-CANCEL-3: at most one cancel read per this many seconds per invocation.
 CANCEL_READ_INTERVAL_SECONDS: Final = 5.0
 
 _log = logging.getLogger(__name__)

@@ -1,5 +1,5 @@
-"""The hop claim of one actor runtime: pre-flight reads, the claim itself, its lease (PROTOCOL P-ACK-7, P-ACK-8,
-P-STAT-10, P-FAN-5; GATEWAY GW-DATA-1, GW-DATA-8).
+"""The hop claim of one actor runtime: pre-flight reads, the claim itself, its lease (P-ACK-7, P-ACK-8,
+P-STAT-10, P-FAN-5; GW-DATA-1, GW-DATA-8).
 
 A fenced envelope (a tracked root, or a child of any depth, neither in stealth mode nor a hook copy) has per hop the
 fence ``(h, a)``: ``h = len(route.prev) + 1``, ``a`` the attempt after the entry update (P-PROC-4). Per SQS batch a
@@ -14,8 +14,8 @@ fence ``(h, a)``: ``h = len(route.prev) + 1``, ``a`` the attempt after the entry
   run's lease ends, for their visibility).
 
 :meth:`HopClaims.screen` is step 6's verdict from the pre-flight read (``canceled``/``paused``: to x-sink; a root
-envelope of a finished task, a child of a finished task whose own item shows this hop claimed already (P-STAT-10
-(R3)), or a stored fence higher than the envelope's, which a finished child's item always holds (P-ACK-7 (R3)): a
+envelope of a finished task, a child of a finished task whose own item shows this hop claimed already (P-STAT-10)
+, or a stored fence higher than the envelope's, which a finished child's item always holds (P-ACK-7): a
 duplicate); :meth:`HopClaims.claim` is
 step 13's one conditional write (``asya.reporting.Reporter.claim``), whose failed condition says why. A claim write
 that errors propagates: the record fails.
@@ -190,7 +190,7 @@ class HopClaims:
 
 
 def _copy_of_claimed(env: Envelope, stored: tuple[int, int] | None, fence: Fence) -> bool:
-    """Whether, the task having ended, this envelope is a copy (P-STAT-10 (R3)): a root envelope always; a child when
+    """Whether, the task having ended, this envelope is a copy (P-STAT-10): a root envelope always; a child when
     its own item shows this hop claimed already (a finished child's item holds a fence above any hop). A child's hop
     no run claimed yet is no copy: children may finish after their task (P-FAN-6)."""
     return not env.parent_id or (stored is not None and stored >= fence.value)

@@ -13,23 +13,23 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_ACTOR_TIMEOUT`` | per-call handler timeout in seconds (P-MAN-1) | ``60`` |
 | ``ASYA_OFFLOAD_THRESHOLD_KB`` | claim-check threshold (P-LARGE-1) | ``240`` |
 | ``ASYA_SINK_HOOKS`` | comma-separated hook actors (x-sink only, P-SINK-6) | ``""`` |
-| ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (section 8, ``asya.resiliency``) | no retries |
+| ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (P-RES-1, ``asya.resiliency``) | no retries |
 | ``ASYA_FAN_IN`` | JSON ``{"aggregator": <name>, "key": <JSON Pointer>}`` of a fan-in actor (P-FANIN-1): the layer
   holds its frames and sends ``N + 1`` slices (``asya.fanin``) | unset: not a fan-in actor |
-| ``ASYA_FLOWS`` | (R3) JSON ``{flow: program}`` of the compiled flows whose continuations this actor runs
+| ``ASYA_FLOWS`` | JSON ``{flow: program}`` of the compiled flows whose continuations this actor runs
   (P-FLOW-1, ``asya.flows``) | unset: no compiled flow |
-| ``ASYA_FLOWS_FILE``, ``ASYA_FLOW_NAMES`` | (R3) instead of ``ASYA_FLOWS``: a file of compiled flows (a relative
+| ``ASYA_FLOWS_FILE``, ``ASYA_FLOW_NAMES`` | instead of ``ASYA_FLOWS``: a file of compiled flows (a relative
   name is found on the import path) and the flows of it this actor runs (``asya.flowfile``) | unset |
 | ``ASYA_ACCOUNT_ID`` | the AWS account of the queues: queue URLs are built from the SQS endpoint without
   ``GetQueueUrl`` (GW-CREATE-7) | unset: ``GetQueueUrl``, cached |
 | ``ASYA_TRACING`` | ``true`` when X-Ray tracing is enabled (manifest ``tracing``; the CDK app then turns on the
   Lambda's active tracing): a new span id per hop (P-TRACE-1), and every send carries the SQS ``AWSTraceHeader`` of
   its record, else the invocation's ``_X_AMZN_TRACE_ID`` (P-TRACE-3, ``asya.xray``) | ``false`` |
-| ``ASYA_MAX_HOPS`` | the per-task hop ceiling (P-HOP-1 (R3), manifest ``max_hops``, ``asya.hops``) | ``1000`` |
+| ``ASYA_MAX_HOPS`` | the per-task hop ceiling (P-HOP-1, manifest ``max_hops``, ``asya.hops``) | ``1000`` |
 | ``POWERTOOLS_LOG_LEVEL``, else ``LOG_LEVEL`` | level of the runtime's Powertools logger (the same precedence as
   Powertools; read here so the local mode honours an actor's ``env`` map too) | ``INFO`` |
 
-HTTP reporter (PROTOCOL P-STAT-18, ``asya.httpreport``), for actors that run outside AWS. These are not deployment
+HTTP reporter (P-STAT-18, ``asya.httpreport``), for actors that run outside AWS. These are not deployment
 variables (``ENV`` does not list them, so an actor's ``env`` map may set them):
 
 | variable | meaning | default |
@@ -41,7 +41,7 @@ variables (``ENV`` does not list them, so an actor's ``env`` map may set them):
 | ``ASYA_GATEWAY_API_KEY`` | sent as ``X-API-Key`` only to the origin of ``ASYA_GATEWAY_URL`` (needs it): the
   client key of the pre-flight reads | none |
 | ``ASYA_GATEWAY_REPORTER_KEY`` | sent as ``X-Asya-Reporter-Key`` with the producer-route posts, only to the origin of
-  ``ASYA_GATEWAY_URL`` (needs it): the gateway's reporter key (GW-EVT-1 R3) | none |
+  ``ASYA_GATEWAY_URL`` (needs it): the gateway's reporter key (GW-EVT-1) | none |
 
 ``_X_AMZN_TRACE_ID`` is not read here: the Lambda runtime sets it anew for every invocation, so a traced runtime
 reads it per record from the environment mapping it is given (``ActorRuntime(environ=...)``, ``asya.xray``).

@@ -1,4 +1,4 @@
-"""The envelope: the only module that knows the wire schema (PROTOCOL section 1).
+"""The envelope: the only module that knows the wire schema (docs/protocol.md section 1).
 
 ``parse_envelope`` validates a message body (P-ENV-9 .. P-ENV-13), converts the legacy ``route{actors,current}`` form
 (P-ENV-14, P-ENV-15) and drops unknown members (P-ENV-4); ``salvage_envelope`` keeps what is valid of a body it
@@ -77,7 +77,7 @@ class Reason(StrEnum):
     UNKNOWN_ACTOR = "UnknownActor"
     PAYLOAD_UNAVAILABLE = "PayloadUnavailable"
     PARTIAL_FAILURE = "PartialFailure"
-    #: the task reached its hop ceiling (P-HOP-1 (R3))
+    #: the task reached its hop ceiling (P-HOP-1)
     HOP_CEILING = "HopCeiling"
 
 
@@ -113,7 +113,7 @@ class Route:
 
 @dataclass(slots=True)
 class Status:
-    """The status object (section 1.2). Members of the wrong type are dropped on parse and rebuilt (P-ENV-12)."""
+    """The status object (docs/protocol.md 1). Members of the wrong type are dropped on parse and rebuilt (P-ENV-12)."""
 
     phase: str = Phase.PENDING.value
     reason: str | None = None
@@ -295,7 +295,7 @@ def _repr() -> reprlib.Repr:
 
 def _shown(value: object) -> str:
     """``repr(value)`` cut short: a refusal names the bad value without copying a 200 KB member into the x-sump
-    envelope and the log (issue 18)."""
+    envelope and the log."""
     return _repr().repr(value)
 
 

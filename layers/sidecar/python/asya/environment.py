@@ -9,10 +9,10 @@ Actor Lambda (:func:`actor_environment`), in this order, later entries winning:
 1. the actor's manifest ``env`` map (defaults merged, P-MAN-2), which may not redefine any variable below nor one
    AWS Lambda reserves (:class:`ReservedVariableError` names ``actors.{name}.env.{key}``);
 2. ``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``, ``ASYA_ACTOR_TIMEOUT``,
-   ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_MAX_HOPS`` (the manifest's ``max_hops``, P-HOP-1 (R3)); ``ASYA_HANDLER``
+   ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_MAX_HOPS`` (the manifest's ``max_hops``, P-HOP-1); ``ASYA_HANDLER``
    for user actors; ``ASYA_SINK_HOOKS`` for x-sink;
    ``ASYA_RESILIENCY`` when the actor has a ``resiliency`` section; ``ASYA_TRACING=true`` when its ``tracing`` is on
-   (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1); ``ASYA_FLOWS`` (R3), the JSON of the compiled
+   (P-TRACE-3); ``ASYA_FAN_IN`` for a fan-in actor (P-FANIN-1); ``ASYA_FLOWS``, the JSON of the compiled
    flows whose continuations the actor runs (``Manifest.programs_for``, P-FLOW-1), or, when that JSON is over
    ``asya.flowfile.INLINE_LIMIT`` and a ``flows_file`` is given, ``ASYA_FLOWS_FILE`` = ``flows_file`` and
    ``ASYA_FLOW_NAMES`` = those flows' names (the file is :func:`flows_file_text`, shipped by the caller);
@@ -45,6 +45,7 @@ __all__ = [
     "POWERTOOLS_ENV",
     "ReservedVariableError",
     "actor_environment",
+    "capacity_environment",
     "check_env_map",
     "flows_file_text",
     "gateway_environment",
@@ -177,6 +178,17 @@ def gateway_environment(
     if manifest_path is not None:
         env[ENV.manifest] = manifest_path
     return env
+
+
+def capacity_environment(manifest: Manifest) -> dict[str, str]:
+    """What the gateway functions get from a declared target (``capacity``, docs/capacity.md): the ``Retry-After`` of
+    their 429 and 503 answers and the created-index shard count. Empty without a declared target."""
+    from asya.capacity import declared, plan
+
+    if not declared(manifest):
+        return {}
+    result = plan(manifest)
+    return {ENV.retry_after: str(result.retry_after), ENV.index_shards: str(result.settings.index_shards)}
 
 
 def _number(value: float) -> str:

@@ -16,6 +16,10 @@ to learn a variable's name. This module imports nothing and does nothing at impo
   ``ASYA_MAX_HOPS`` |
   actors | see ``asya.config`` |
 | ``ASYA_MANIFEST`` | gateway, backstop | path of the manifest JSON it serves |
+| ``ASYA_INDEX_SHARDS`` | gateway | partitions per day of ``by_created`` it writes and lists (default 8), from
+  ``capacity`` (set only when the manifest declares a target) |
+| ``ASYA_RETRY_AFTER_SECONDS`` | gateway | ``Retry-After`` of its 429 and 503 answers, from ``capacity`` (set only when
+  the manifest declares a target) |
 """
 
 from __future__ import annotations
@@ -47,10 +51,14 @@ class _EnvNames:
     flows: Final = "ASYA_FLOWS"
     flows_file: Final = "ASYA_FLOWS_FILE"
     flow_names: Final = "ASYA_FLOW_NAMES"
-    #: the per-task hop ceiling (P-HOP-1 (R3)), the manifest's ``max_hops``
+    #: the per-task hop ceiling (P-HOP-1), the manifest's ``max_hops``
     max_hops: Final = "ASYA_MAX_HOPS"
-    #: the gateway's Secrets Manager secret of reporter keys (GW-EVT-6 R3), set by the CDK app
+    #: the gateway's Secrets Manager secret of reporter keys (GW-EVT-6), set by the CDK app
     reporter_key_secret: Final = "ASYA_REPORTER_KEY_SECRET"
+    #: seconds the gateway's 429/503 answers give in ``Retry-After``, derived from ``capacity`` (docs/capacity.md)
+    retry_after: Final = "ASYA_RETRY_AFTER_SECONDS"
+    #: partitions per day of the created index the gateway writes and lists, derived from ``capacity``
+    index_shards: Final = "ASYA_INDEX_SHARDS"
 
     def names(self) -> frozenset[str]:
         """Every variable name above."""

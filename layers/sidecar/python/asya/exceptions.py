@@ -20,7 +20,7 @@ class AsyaError(Exception):
 
 
 class NamingError(AsyaError, ValueError):
-    """A name (actor, namespace, flow, queue) violates PROTOCOL section 2.1."""
+    """A name (actor, namespace, flow, queue) violates the naming rules (P-NAME-1..6)."""
 
 
 class ManifestError(AsyaError, ValueError):
@@ -53,6 +53,6 @@ class HopHeldError(AsyaError):
 
 
 class TaskCanceledError(AsyaError):
-    """The task was canceled while its generator handler ran (P-CANCEL (R3)): thrown into the generator at its next
+    """The task was canceled while its generator handler ran (P-CANCEL-1..5): thrown into the generator at its next
     ``yield``, where the handler may clean up. A handler need not catch it; whatever the generator does after it, the
     hop ends ``canceled`` (no retry, no ``failed`` status)."""

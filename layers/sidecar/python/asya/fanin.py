@@ -1,4 +1,4 @@
-"""Slicing the output of a fan-in actor (PROTOCOL P-FANIN-2..4): pure functions, no I/O, no clock.
+"""Slicing the output of a fan-in actor (P-FANIN-2..4): pure functions, no I/O, no clock.
 
 A fan-in actor (``fan_in`` in the manifest, ``ASYA_FAN_IN`` in its environment) has all its frames held until the
 handler returns (P-FANIN-2, ``asya.handlercall``); then :func:`slices` turns the call into ``N + 1`` slices, each with
@@ -13,7 +13,7 @@ header ``x-asya-fan-in = {"origin_id", "slice_index", "slice_count", "aggregatio
 
 Slice 0 keeps the input id, so the batch's outbox holds it until every other slice left (P-ROUTE-9). An aggregator
 missing from the final ``route.next`` is the handler error :class:`FanInRouteError` (a ``ValueError``, P-FANIN-4):
-nothing is sent and section 8's retry policy applies. So is a call of more than ``MAX_SLICES - 1`` frames (P-AGG-3's
+nothing is sent and the retry policy applies (P-FANIN-2). So is a call of more than ``MAX_SLICES - 1`` frames (P-AGG-3's
 limit, named in the message).
 """
 

@@ -1,4 +1,4 @@
-"""Compiled flow programs shipped as a file rather than in the environment (issue 29; P-FLOW-1, P-FLOW-14).
+"""Compiled flow programs shipped as a file rather than in the environment (P-FLOW-1, P-FLOW-14).
 
 An actor's programs travel in ``ASYA_FLOWS`` (inline JSON) while they are small. Past :data:`INLINE_LIMIT` bytes
 (AWS Lambda allows 4 KB of environment per function, all variables together) they travel as a file instead:

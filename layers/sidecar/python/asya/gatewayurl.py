@@ -1,4 +1,4 @@
-"""Which gateway an HTTP-reporter request goes to, and whether it may carry the API key (PROTOCOL P-STAT-18): stdlib
+"""Which gateway an HTTP-reporter request goes to, and whether it may carry the API key (P-STAT-18): stdlib
 only, so ``asya.config`` can check ``ASYA_GATEWAY_URL`` without loading the reporter.
 
 - :func:`gateway_base` applies the SSRF guard: an envelope's ``x-asya-gateway-url`` is used only when it is a string

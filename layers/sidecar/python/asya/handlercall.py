@@ -1,4 +1,4 @@
-"""One hop's handler call and what its outcome sends (PROTOCOL steps 13-14 of P-PROC-2, P-ABI-11, sections 8 and 10).
+"""One hop's handler call and what its outcome sends (steps 13-14 of P-PROC-2, P-ABI-11, P-RES-1..14, P-STAT-5).
 
 ``HandlerCall.run(handler, hop, outbox)`` calls the handler under the hop's time limit ``T`` (P-TIME-5); frames leave
 through the batch's outbox as the hop releases them (``asya.hop``), FLY values go to the task's log. Then, by outcome:
@@ -10,11 +10,11 @@ through the batch's outbox as the hop releases them (``asya.hop``), FLY values g
   partial failure. Every yielded frame is sent, nothing is retried, no final status is written, and x-sump gets a
   notice (reason ``PartialFailure`` with ``status.error.frames_sent``, the frames staged; ``SerializationError`` keeps
   its own reason) before frame 0 leaves last;
-- a value the handler produced that cannot be encoded is the handler's error (``asya.abi``, P-ABI-19 R3) and never
+- a value the handler produced that cannot be encoded is the handler's error (``asya.abi``, P-ABI-19) and never
   reaches the outbox; ``SerializationError`` from the send itself (an oversized frame, P-LARGE-3) before any frame was
   staged, or ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7, P-ERR-7) before any frame: x-sump with the
   input payload as received, and the layer's final status;
-- ``TaskCanceledError`` (the task was canceled while a generator ran, thrown at its next yield, P-CANCEL (R3)): no
+- ``TaskCanceledError`` (the task was canceled while a generator ran, thrown at its next yield, P-CANCEL-1..5): no
   retry, no final status (the task item already says ``canceled``). Frames staged before still leave, frame 0 last,
   and the next hop's pre-flight stops them; with none staged, the entry envelope goes to x-sink as ``canceled``
   (reason ``CanceledAtYield``), which acks it;
@@ -22,7 +22,12 @@ through the batch's outbox as the hop releases them (``asya.hop``), FLY values g
   ``on_exhausted`` chain.
 
 A fan-in actor (``fan_in``) holds every frame until the handler returns (P-FANIN-2): on an error nothing was sent
-and section 8 applies in full; on success the ``N + 1`` slices of ``asya.fanin`` leave, slice 0 last.
+and the retry policy applies in full (P-FANIN-2); on success the ``N + 1`` slices of ``asya.fanin`` leave, slice 0 last.
+
+A call of a compiled flow (the entry carries ``x-asya-flow-state``) returns one payload (P-FLOW-11): its frame is held
+until the call ends too, and a second frame makes the call a handler error, ``FlowError: actor '<a>' returned more
+than one payload in flow '<f>'``, with nothing sent: neither payload goes on, and section 8 applies to the hop that
+sent them.
 
 ``run`` answers the number of frames on success and ``None`` after an error. A required send that fails raises, so
 the record fails (P-ACK-2).
@@ -40,6 +45,8 @@ from asya.config import FanInConfig
 from asya.envelope import Envelope, Reason
 from asya.exceptions import EnvelopeParseError, SerializationError, TaskCanceledError
 from asya.fanin import FanInRouteError, slices
+from asya.flows.errors import FlowError
+from asya.flows.interp import STATE_HEADER
 from asya.hop import HopOutput, Ticker
 from asya.infra import InfraErrors
 from asya.outbox import Outbox, Ticket
@@ -101,12 +108,20 @@ class Hop:
         self.limit = limit  # T of the handler call (P-TIME-5)
         self.fence = fence  # the hop's claimed fence (P-ACK-8), None when unfenced
         self.ticket = ticket  # the hop's frames in the batch's outbox
-        self.cancel = cancel  # the cancel check between yields (P-CANCEL (R3)), None when unfenced
+        self.cancel = cancel  # the cancel check between yields (P-CANCEL-1..5), None when unfenced
 
 
 def pristine_payload(item: RecordItem) -> Any:
     """The input payload as received: the handler may have mutated the parsed object in place."""
     return json.loads(item.body).get("payload")
+
+
+class _SecondPayloadError(Exception):
+    """Raised out of ``on_frame`` at a flow call's second frame: the generator is closed there (P-FLOW-11)."""
+
+    def __init__(self, error: FlowError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class HandlerCall:
@@ -147,10 +162,17 @@ class HandlerCall:
         )
 
         held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
+        flow_call = self._fan_in is None and STATE_HEADER in entry.headers
+        flow_frames: list[Frame] = []  # a flow call's one frame, held until the call returns (P-FLOW-11)
 
         def on_frame(frame: Frame) -> None:
             if self._fan_in is not None:
                 held.append(frame)
+                return
+            if flow_call:
+                flow_frames.append(frame)
+                if len(flow_frames) > 1:
+                    raise _SecondPayloadError(self._second_payload(entry))
                 return
             # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
             outgoing = routing.forward_frame(
@@ -177,6 +199,12 @@ class HandlerCall:
             failure = exc
         except TaskCanceledError:
             canceled = True
+        except _SecondPayloadError as exc:
+            failure = HandlerError(exc.error)
+        if flow_frames and failure is None and not canceled:
+            (frame,) = flow_frames
+            forwarded = routing.forward_frame(entry, frame, 0, actor=self._actor, now=self._now(), trace=hop.trace)
+            output.add_frame(forwarded)
         outbox.ended(hop.ticket)  # the last frames may wait for the batch's other records
         try:
             frames = output.close()  # frames yielded before an error are sent (P-RES-10)
@@ -195,7 +223,7 @@ class HandlerCall:
             except SerializationError as exc:  # a slice could not be encoded: none was queued
                 failure = exc
         # after close() every yielded frame was staged unless a send failed: count what will leave, never a frame
-        # whose encoding failed (issue 25: frames_sent 1 with nothing sent left the task running)
+        # whose encoding failed (a frames_sent of 1 with nothing sent would leave the task running)
         sent = output.frames_sent
         if failure is not None and sent > 0 and self._fan_in is None:
             self._partial(failure, hop, sent)
@@ -218,8 +246,13 @@ class HandlerCall:
             outbox.release_first(hop.ticket)
         return frames
 
+    def _second_payload(self, entry: Envelope) -> FlowError:
+        state = entry.headers.get(STATE_HEADER)
+        flow = state.get("flow") if isinstance(state, dict) else None
+        return FlowError(f"actor '{self._actor}' returned more than one payload in flow '{flow or '?'}'")
+
     def _canceled(self, hop: Hop, outbox: Outbox, frames: int) -> None:
-        """P-CANCEL (R3): the handler stopped at a yield. Frames it yielded before leave (their next pre-flight stops
+        """P-CANCEL-1..5: the handler stopped at a yield. Frames it yielded before leave (their next pre-flight stops
         them, as any frame of a canceled task); without one, the entry goes to x-sink as ``canceled``."""
         if frames:
             outbox.release_first(hop.ticket)
@@ -308,7 +341,7 @@ class HandlerCall:
                 trace=hop.trace,
                 writer_id=hop.item.message_id,
             )
-        else:  # section 8: retry, x-sink or on_exhausted
+        else:  # P-RES-8, P-RES-11, P-RES-12: retry, x-sink or on_exhausted
             self._retrier.handler_error(
                 entry, error_details(failure), payload=payload, report=hop.report, trace=hop.trace, fence=hop.fence
             )

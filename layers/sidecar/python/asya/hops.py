@@ -1,4 +1,4 @@
-"""The per-task hop ceiling (P-HOP-1 (R3), docs/protocol.md section 8).
+"""The per-task hop ceiling (P-HOP-1, docs/protocol.md section 8).
 
 Header ``x-asya-hops`` counts the sends that led to an envelope: absent on what the gateway creates (0), and every
 send of the layer carries the input's count plus one (``asya.routing.Trace``), whatever a handler wrote (P-HDR-3):

@@ -1,9 +1,9 @@
-"""Infrastructure errors of the layer (PROTOCOL P-ERR-4..6, P-ENV-9..12, P-ROUTE-8).
+"""Infrastructure errors of the layer (P-ERR-4..6, P-ENV-9..12, P-ROUTE-8).
 
 Each one sends an x-sump envelope first. That send is required: when it fails the exception propagates and the
 record fails, so SQS delivers it again (P-ERR-5: acked only after the x-sump send succeeded). A tracked envelope then
-gets a best-effort final ``failed`` status (P-ERR-6); when the reporter cannot write it (the HTTP reporter, GW-EVT-3
-(R3)) the x-sump envelope asks x-sump to (P-SUMP-6 (R3), ``asya.routing.sump_writes_final``). No AWS resources are
+gets a best-effort final ``failed`` status (P-ERR-6); when the reporter cannot write it (the HTTP reporter, GW-EVT-3)
+ the x-sump envelope asks x-sump to (P-SUMP-6, ``asya.routing.sump_writes_final``). No AWS resources are
 created here; the transport and the reporter come from the runtime.
 """
 
@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from aws_lambda_powertools import Logger
 
-from asya import routing
+from asya import logkeys, routing
 from asya.envelope import Envelope, Reason, salvage_envelope
 from asya.reporting import HopRef, Reporter
 from asya.transport import Transport, UnknownActorError
@@ -101,7 +101,7 @@ class InfraErrors:
             body, error, actor=self._actor, now=now, new_id=self._new_id, tracing=self._tracing
         )
         status = out.envelope.status
-        self._log.append_keys(correlation_id=out.envelope.id, attempt=status.attempt if status else 1, phase="failed")
+        logkeys.update(correlation_id=out.envelope.id, attempt=status.attempt if status else 1, phase="failed")
         self.send(out)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
 
@@ -147,7 +147,7 @@ class InfraErrors:
 
 def ends_lineage(envelope: Envelope) -> bool:
     """True when the failure of this x-sump envelope ended the lineage of its ``id`` (x-sump then finishes a fan-out
-    child, P-SUMP-7 (R3)). False for a partial-failure notice, whose frames went on (P-RES-10: reason
+    child, P-SUMP-7). False for a partial-failure notice, whose frames went on (P-RES-10: reason
     ``PartialFailure``, or ``status.error.frames_sent``), and for a lost frame other than the input's own
     (:data:`LOST_FRAME`)."""
     status = envelope.status

@@ -3,7 +3,7 @@
 Imported by the sidecar layer, the gateway, the local mode and the CDK app, so a queue is always called the same thing
 wherever it is created or addressed.
 
-Rules (PROTOCOL section 2.1):
+Rules (docs/protocol.md section 2):
 
 - actor names match ``^[a-z][a-z0-9-]{0,39}$`` (P-NAME-1); names starting with ``x-`` are reserved for crew (P-NAME-2);
 - the namespace matches ``^[a-z][a-z0-9-]*$`` (P-NAME-3);
@@ -63,7 +63,7 @@ SINK: Final = "x-sink"
 SUMP: Final = "x-sump"
 PAUSE: Final = "x-pause"
 RESUME: Final = "x-resume"
-#: The queue of per-task deadline timers, consumed by the backstop function (GATEWAY GW-BACK-1); not an actor.
+#: The queue of per-task deadline timers, consumed by the backstop function (GW-BACK-1); not an actor.
 DEADLINE: Final = "x-deadline"
 #: Crew names with a fixed name; aggregators (``x-fanin-*``) are crew too but are named per fan-in actor.
 FIXED_CREW: Final = frozenset({SINK, SUMP, PAUSE, RESUME, DEADLINE})
@@ -71,7 +71,7 @@ FIXED_CREW: Final = frozenset({SINK, SUMP, PAUSE, RESUME, DEADLINE})
 CREW_ACTORS: Final = (SINK, SUMP)
 #: Crew names a flow route may contain (P-MAN-3); aggregators are allowed separately.
 ROUTABLE_CREW: Final = frozenset({PAUSE})
-#: Crew a handler's SET may put into ``route.next`` (P-ABI-15 R3): a handler may pause dynamically; x-sink, x-sump,
+#: Crew a handler's SET may put into ``route.next`` (P-ABI-15): a handler may pause dynamically; x-sink, x-sump,
 #: x-deadline, x-resume and aggregators are reached only through the layer's own routing.
 HANDLER_ROUTABLE_CREW: Final = frozenset({PAUSE})
 
@@ -133,7 +133,7 @@ def is_aggregator(name: str) -> bool:
 
 
 def handler_may_route_to(name: str) -> bool:
-    """False for crew a handler's SET must not put into ``route.next`` (P-ABI-15 R3); True for actors and x-pause."""
+    """False for crew a handler's SET must not put into ``route.next`` (P-ABI-15); True for actors and x-pause."""
     return not is_crew(name) or name in HANDLER_ROUTABLE_CREW
 
 
@@ -194,7 +194,7 @@ def _check_length(namespace: str, actor: str) -> None:
 
 
 def table_name(namespace: str) -> str:
-    """The DynamoDB task-store table (GATEWAY GW-DATA-2)."""
+    """The DynamoDB task-store table (GW-DATA-2)."""
     return f"asya-{namespace}-tasks"
 
 

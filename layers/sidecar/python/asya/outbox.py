@@ -1,4 +1,4 @@
-"""The frames of one SQS batch, sent together (PROTOCOL P-ROUTE-9, P-ROUTE-10, P-ACK-2, P-ACK-3, P-RES-10).
+"""The frames of one SQS batch, sent together (P-ROUTE-9, P-ROUTE-10, P-ACK-2, P-ACK-3, P-RES-10).
 
 One :class:`Outbox` per batch; each record whose handler runs gets a :class:`Ticket`. The hop's ``asya.hop.HopOutput``
 hands its groups of frames to :meth:`Outbox.stage`, which resolves and encodes them (``Transport.prepare``: an
@@ -22,7 +22,7 @@ frame 0 was never sent, and the redelivery runs the hop again (child ids are det
 did leave are absorbed by their own fences). A batch of one-frame records to one next actor costs one
 ``SendMessageBatch``.
 
-(R3) ``continuation``, set for an actor that compiled flows call (P-FLOW-4), maps each staged frame to what the
+``continuation``, set for an actor that compiled flows call (P-FLOW-4), maps each staged frame to what the
 flow does next (``asya.flows.mesh.continue_outgoing``) before it is encoded: a frame that ends its route becomes the
 next route segment, the fan-out slices or the final envelope; a slice 0 keeps the input id and is held as frame 0.
 

@@ -1,5 +1,5 @@
-"""Pause and resume as pure functions, shared by x-pause, x-resume and the gateway (PROTOCOL 12.4, 12.5; GATEWAY
-section 9).
+"""Pause and resume as pure functions, shared by x-pause, x-resume and the gateway (P-PAUSE-1..6, P-RESUME-1..6;
+GW-RESUME-1..4).
 
 - :func:`parse_metadata`: the pause metadata of P-PAUSE-3 (header ``x-asya-pause``, else
   ``{"prompt": "Task paused", "fields": []}``), checked: ``prompt`` a string; ``fields`` a list of
@@ -27,6 +27,7 @@ from asya import headers as hdr
 from asya import naming, tableschema
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.exceptions import AsyaError
+from asya.payloads import is_reference
 from asya.timeutil import format_ts, parse_ts
 
 __all__ = [
@@ -207,7 +208,15 @@ def paused_document(
 
 
 def merge_input(document: Mapping[str, Any], value: object) -> Any:
-    """P-RESUME-4: the stored payload with the resume input merged in."""
+    """P-RESUME-4: the stored payload with the resume input merged in. A merge that ends as a storage reference is
+    refused (GW-REF-2): the gateway refuses such inputs, and this holds whatever produced one."""
+    merged = _merged(document, value)
+    if is_reference(merged):
+        raise ResumeMergeError("the merged payload is a storage reference ('__ref__'): only the mesh writes them")
+    return merged
+
+
+def _merged(document: Mapping[str, Any], value: object) -> Any:
     stored = document.get("payload")
     if not isinstance(value, dict):
         raise ResumeMergeError(f"resume input must be an object, got {type(value).__name__}")

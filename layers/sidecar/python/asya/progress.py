@@ -1,4 +1,4 @@
-"""Task progress of one hop (PROTOCOL P-STAT-8).
+"""Task progress of one hop (P-STAT-8).
 
 For a hop whose input route is ``prev``/``next``: ``k = len(prev) + 1`` and ``N = k + len(next)``; ``received`` is
 ``(k - 1 + 0.1) / N * 100``, ``processing`` ``(k - 1 + 0.5) / N * 100``, ``completed`` ``k / N * 100``; ``retrying``

@@ -1,5 +1,5 @@
-"""The gateway's public routes (GW-AUTH-2) and its producer route (GW-EVT-1 (R3)), declared once: the app's
-authentication (``asya_gateway.auth``) and the API's methods (``asya_cdk.gateway``, GW-EDGE-1 (R3)) both read them.
+"""The gateway's public routes (GW-AUTH-2) and its producer route (GW-EVT-1), declared once: the app's
+authentication (``asya_gateway.auth``) and the API's methods (``asya_cdk.gateway``, GW-EDGE-1) both read them.
 
 - :data:`PUBLIC_PATHS`: ``GET`` without credentials, in every mode.
 - :data:`CONSOLE_PATH` and everything below it: the web console's static assets, data-free, public too.

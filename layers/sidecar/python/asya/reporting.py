@@ -1,4 +1,4 @@
-"""The layer's task-store writes, with the failure rules of PROTOCOL 10.2, 8.5 and 14 (revision 2).
+"""The layer's task-store writes, with the failure rules of P-STAT-7, P-ERR-6 and P-ACK-2.
 
 - The hop claim (P-ACK-8) is durable: :meth:`Reporter.claim` raises on a write error, so the record fails. For a
   tracked root under progress ``hops`` (default) or ``detailed`` the claim is the hop's ``processing`` status, in the
@@ -77,8 +77,8 @@ class ProgressMode(StrEnum):
 class Reporter:
     """Best-effort status, progress and FLY writes of one actor."""
 
-    #: Whether :meth:`final_failed` can write the final status. The HTTP reporter cannot (GW-EVT-3 (R3)): its
-    #: x-sump envelopes then ask x-sump to write it (P-SUMP-6 (R3), ``asya.routing.sump_writes_final``).
+    #: Whether :meth:`final_failed` can write the final status. The HTTP reporter cannot (GW-EVT-3): its
+    #: x-sump envelopes then ask x-sump to write it (P-SUMP-6, ``asya.routing.sump_writes_final``).
     writes_final: ClassVar[bool] = True
 
     def __init__(

@@ -1,4 +1,4 @@
-"""Retry policies of one actor (PROTOCOL section 8.2-8.4): pure decisions, no I/O, time and randomness injected.
+"""Retry policies of one actor (P-RES-1..12): pure decisions, no I/O, time and randomness injected.
 
 ``ASYA_RESILIENCY`` holds the JSON of the actor's manifest ``resiliency`` section (``asya.manifest.Resiliency`` dumped
 with durations in seconds). :meth:`RetryPolicies.parse` reads it once into frozen objects; a bad value is a

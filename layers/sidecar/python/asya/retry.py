@@ -1,4 +1,4 @@
-"""What the sidecar does after a handler error (PROTOCOL 8.3, 8.4) and with a chained delay (step 3 of P-PROC-2).
+"""What the sidecar does after a handler error (P-RES-5..12) and with a chained delay (step 3 of P-PROC-2).
 
 :class:`Retrier` asks the actor's policies (``asya.resiliency``) for a plan and sends one envelope; the send is
 required (P-ACK-2): a failure propagates and fails the record, so SQS delivers it again. A handler error reaches
@@ -13,7 +13,7 @@ Duplicates are kept out by the hop claim (P-ACK-8): after a retry's send, the fe
   to this actor's own queue with ``DelaySeconds``; a delay over 900 s is chained through ``x-asya-delay-until``
   (P-RES-9). Then the ``retrying`` status (tracked) and the fence ``(h, n + 1)`` in one write (P-RES-8, P-STAT-5);
 - exhausted without ``on_exhausted``: x-sink, ``failed``/``PolicyExhausted`` (P-RES-11);
-- (R3) no policy or exhausted without ``on_exhausted``, in a compiled flow inside a ``try`` whose clause matches:
+- no policy or exhausted without ``on_exhausted``, in a compiled flow inside a ``try`` whose clause matches:
   the clause's continuation instead (:meth:`Retrier.caught`, P-FLOW-9);
 - exhausted with ``on_exhausted = [a1, ...]``: the route shifted onto the chain, ``failed``/``PolicyRouted``, sent
   to ``a1`` (or its override target, P-ROUTE-7) (P-RES-12). A destination without a queue is ``UnknownActor``: the
@@ -61,7 +61,7 @@ class Retrier:
         flows: Mapping[str, Program] | None = None,
     ) -> None:
         self._actor = actor
-        self._flows = flows or {}
+        self._flows = flows if flows is not None else {}
         self._policies = policies
         self._transport = transport
         self._reporter = reporter
@@ -149,7 +149,7 @@ class Retrier:
     ) -> bool:
         """P-FLOW-9: a final failure of a compiled flow's call that an ``except`` clause catches is sent on as that
         clause's continuation instead (``True``); ``False`` when nothing catches it."""
-        if not self._flows or STATE_HEADER not in entry.headers:
+        if STATE_HEADER not in entry.headers:
             return False
         now = format_ts(self._clock())
         out = routing.failure_envelope(

@@ -9,7 +9,7 @@ it).
 Statements implemented: route check (P-ROUTE-1), shift (P-ROUTE-2), forwarded frames (P-ROUTE-3), end of route
 (P-ROUTE-4), zero frames (P-ROUTE-5), route override (P-ROUTE-7), fan-out ids (P-FAN-2), the entry update (P-PROC-4),
 pre-flight envelopes (P-STAT-10), SLA envelopes (P-TIME-3), the failure envelope of a handler error without a policy
-(P-RES-11, P-RES-14), the x-sump envelope (P-ERR-4), trace headers (P-TRACE-1) and the hop count (P-HOP-1 (R3)).
+(P-RES-11, P-RES-14), the x-sump envelope (P-ERR-4), trace headers (P-TRACE-1) and the hop count (P-HOP-1).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ __all__ = [
 
 SLA_MESSAGE: Final = "SLA deadline expired"
 #: ``status.error`` member of an x-sump envelope whose task x-sump fails itself (value ``"x-sump"``): set by the layer
-#: of an actor that reports over HTTP, which cannot post ``failed`` (GW-EVT-3 (R3), P-SUMP-6 (R3)).
+#: of an actor that reports over HTTP, which cannot post ``failed`` (GW-EVT-3, P-SUMP-6).
 _FINAL_BY: Final = "final_by"
 #: ``status.error.type`` of an SLA envelope (P-TIME-3, chosen).
 DEADLINE_ERROR_TYPE: Final = "DeadlineExceeded"
@@ -107,7 +107,7 @@ class Trace:
 
     traceparent: str | None = None
     tracestate: str | None = None
-    #: ``x-asya-hops`` of every send of the hop: the input's count plus one (P-HOP-1 (R3)); ``None``: left as is
+    #: ``x-asya-hops`` of every send of the hop: the input's count plus one (P-HOP-1); ``None``: left as is
     hops: int | None = None
 
     @classmethod
@@ -360,7 +360,7 @@ def preflight_envelope(envelope: Envelope, task_status: str, *, actor: str, now:
 
 
 def canceled_envelope(envelope: Envelope, *, actor: str, now: str, trace: Trace, payload: Any) -> Outgoing:
-    """A generator stopped at a yield because its task was canceled (P-CANCEL (R3)): the hop's entry envelope to
+    """A generator stopped at a yield because its task was canceled (P-CANCEL-1..5): the hop's entry envelope to
     x-sink, phase ``canceled``, reason ``CanceledAtYield``, with ``payload`` (the input as the hop received it)."""
     out = preflight_envelope(envelope, Phase.CANCELED, actor=actor, now=now, trace=trace)
     assert out.envelope.status is not None  # preflight_envelope always sets one
@@ -447,7 +447,7 @@ def sump_envelope(
 
 def sump_writes_final(envelope: Envelope) -> bool:
     """True when the layer that sent this x-sump envelope could not write its task's final ``failed`` status and
-    x-sump writes it (P-SUMP-6 (R3)). The member is set by :func:`sump_envelope` alone, on a fresh ``status.error``,
+    x-sump writes it (P-SUMP-6). The member is set by :func:`sump_envelope` alone, on a fresh ``status.error``,
     so no handler or client value can carry it there."""
     error = envelope.status.error if envelope.status is not None else None
     return isinstance(error, dict) and error.get(_FINAL_BY) == naming.SUMP

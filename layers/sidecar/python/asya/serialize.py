@@ -1,4 +1,4 @@
-"""Conversion of handler values to JSON-ready Python values (PROTOCOL section 3.5).
+"""Conversion of handler values to JSON-ready Python values (P-ABI-19, P-ABI-20).
 
 ``to_jsonable(value)`` returns a new value made only of ``dict`` (``str`` keys), ``list``, ``str``, ``int``, finite
 ``float``, ``bool`` and ``None``; containers are always rebuilt, so the result never aliases the input. Conversions
@@ -15,7 +15,7 @@
 
 ``NaN``, ``Infinity`` and every other type raise :class:`asya.exceptions.SerializationError` naming the offending type
 and its path inside the value in ABI path syntax (``.items[3].when``) (P-ABI-20). So does what JSON cannot carry as
-UTF-8 (P-ABI-19 R3): a string (value or key) holding a lone surrogate, an integer with more digits than Python converts
+UTF-8 (P-ABI-19): a string (value or key) holding a lone surrogate, an integer with more digits than Python converts
 to text (``sys.get_int_max_str_digits()`` as read at import, 4,300 by default), and two keys of one object that become
 the same JSON key (``1`` and ``"1"``). A value these functions return therefore always encodes (``asya.envelope.dumps``
 then ``.encode("utf-8")``): the check rides on the pass they make anyway, and no value is encoded twice.
@@ -60,7 +60,7 @@ _isfinite: Final = math.isfinite
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_-]+")
 #: Containers nested deeper than this leave the fast path, so the full conversion decides how deep is too deep.
 PLAIN_MAX_DEPTH: Final = 100
-#: UTF-8 cannot encode a lone surrogate (P-ABI-19 R3); only non-ASCII text is searched.
+#: UTF-8 cannot encode a lone surrogate (P-ABI-19); only non-ASCII text is searched.
 _SURROGATE_RE: Final = re.compile("[\ud800-\udfff]")
 _has_surrogate: Final = _SURROGATE_RE.search
 #: Integers strictly between -_INT_BOUND and _INT_BOUND have at most the digits ``str(int)`` accepts (0: no limit).
@@ -116,7 +116,7 @@ def copy_json(value: Any) -> Any:
 
 
 def render_path(segments: Any) -> str:
-    """ABI path syntax (section 3.4) for a sequence of keys and indexes; ``.`` for the empty path."""
+    """ABI path syntax (P-ABI-17) for a sequence of keys and indexes; ``.`` for the empty path."""
     parts: list[str] = []
     for seg in segments:
         if isinstance(seg, int):
@@ -260,7 +260,7 @@ def _convert_dict(value: dict[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, item in value.items():
         name = _convert_key(key)
-        if name in out:  # P-ABI-19 (R3): JSON would keep one of the two silently
+        if name in out:  # P-ABI-19: JSON would keep one of the two silently
             raise _UnserializableError(f"object keys {key!r} and {name!r} are the same JSON key {name!r}")
         if type(item) in _SCALARS:  # inlined leaf case: most values of a payload are leaves
             try:
@@ -296,7 +296,7 @@ def _convert_items(items: Any) -> list[Any]:
 
 
 def _leaf(value: Any, kind: type) -> Any:
-    """A ``str``/``int``/``bool``/``None`` of exact type, checked for what UTF-8 JSON cannot carry (P-ABI-19 R3)."""
+    """A ``str``/``int``/``bool``/``None`` of exact type, checked for what UTF-8 JSON cannot carry (P-ABI-19)."""
     if kind is str:
         if not value.isascii() and _has_surrogate(value):
             raise _UnserializableError(f"string with a lone surrogate ({_surrogate_of(value)}) cannot be UTF-8")

@@ -1,4 +1,4 @@
-"""Key schema of the task-store table and the storage-bucket layout (GATEWAY GW-DATA-2, GW-DATA-7).
+"""Key schema of the task-store table and the storage-bucket layout (GW-DATA-2, GW-DATA-7).
 
 The one description both the CDK app and the local mode create resources from, so the table and bucket behave the
 same in AWS and on moto. The item layout is in ``asya.store.records``.
@@ -6,7 +6,8 @@ same in AWS and on moto. The item layout is in ``asya.store.records``.
 Every object key the runtime writes or reads is built here (or, for offloaded payloads, from :data:`PAYLOADS_PREFIX`
 in ``asya.payloads``): ``payloads/{id}/{hop}-{actor}-{token}.json``, ``fanin/{origin}/slice-{i}.json``,
 ``tasks/{id}/{field}.json``, ``paused/{id}.json``, ``{succeeded|failed}/{day}/{name}.jsonl`` (checkpoints),
-``history/{day}/{name}.jsonl`` (run history) and ``unparsed/{day}/sqs-{message id}.txt``.
+``history/{day}/{name}.jsonl`` (run history), ``flows/{digest}.json`` (flow programs by digest) and
+``unparsed/{day}/sqs-{message id}.txt``.
 ``asya.access`` declares who may touch which by calling the same builders
 with ``*`` (tests/unit/test_access.py fails on a key built anywhere else).
 
@@ -30,6 +31,7 @@ __all__ = [
     "PAUSED_PREFIX",
     "PAYLOADS_PREFIX",
     "PAYLOADS_RETENTION_DAYS",
+    "PROGRAMS_PREFIX",
     "SORT_KEY",
     "SUCCEEDED_PREFIX",
     "TASKS_PREFIX",
@@ -42,6 +44,7 @@ __all__ = [
     "fanin_slice_key",
     "history_key",
     "paused_key",
+    "program_key",
     "task_value_key",
     "task_values_prefix",
     "unparsed_key",
@@ -60,13 +63,16 @@ TASKS_PREFIX: Final = "tasks/"
 TASKS_RETENTION_DAYS: Final = 30
 #: Paused envelopes (P-PAUSE-4), one per paused task, deleted by the resume (P-RESUME-6) or a cancel.
 PAUSED_PREFIX: Final = "paused/"
+#: Compiled flow programs by digest (P-FLOWV-3): kept across deploys, never expired by a lifecycle rule (a paused
+#: task may need its program at any time); only ``asya flow gc`` deletes them.
+PROGRAMS_PREFIX: Final = "flows/"
 #: Crew checkpoints (P-SINK-4, P-SUMP-4): one prefix per final phase.
 SUCCEEDED_PREFIX: Final = "succeeded/"
 FAILED_PREFIX: Final = "failed/"
 CHECKPOINT_PREFIXES: Final = {"succeeded": SUCCEEDED_PREFIX, "failed": FAILED_PREFIX}
 #: Bodies x-sump could not parse (P-SUMP-5).
 UNPARSED_PREFIX: Final = "unparsed/"
-#: Run history (R3, P-HIST-1): one JSON Lines object per actor invocation that ran a hop of a history-on flow.
+#: Run history (P-HIST-1): one JSON Lines object per actor invocation that ran a hop of a history-on flow.
 HISTORY_PREFIX: Final = "history/"
 
 
@@ -83,6 +89,11 @@ def task_values_prefix(task_id: str) -> str:
 def paused_key(task_id: str) -> str:
     """``paused/{id}.json``: a paused envelope (P-PAUSE-4, GW-DATA-7)."""
     return f"{PAUSED_PREFIX}{task_id}.json"
+
+
+def program_key(digest: str) -> str:
+    """``flows/{digest}.json``: a compiled flow program, its canonical JSON (P-FLOWV-3)."""
+    return f"{PROGRAMS_PREFIX}{digest}.json"
 
 
 def fanin_slice_key(origin_id: str, index: int | str) -> str:

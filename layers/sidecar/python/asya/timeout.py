@@ -1,4 +1,4 @@
-"""Per-call time limits of the user handler (PROTOCOL P-TIME-5, P-TIME-7, P-ERR-7).
+"""Per-call time limits of the user handler (P-TIME-5, P-TIME-7, P-ERR-7).
 
 ``effective_limit(actor_timeout=, deadline_left=, lambda_left=)`` is ``T`` of P-TIME-5: the smallest of the actor
 timeout, the time left to the task deadline and the Lambda's remaining time minus :data:`SAFETY_MARGIN_SECONDS`, with

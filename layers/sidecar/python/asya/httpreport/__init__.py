@@ -1,9 +1,9 @@
-"""The HTTP reporter (PROTOCOL P-STAT-18): actors running outside AWS report through the gateway's producer route and
+"""The HTTP reporter (P-STAT-18): actors running outside AWS report through the gateway's producer route and
 read pre-flight over HTTP, instead of writing to the task store.
 
 Configuration (``asya.config``): ``ASYA_REPORTER=http`` (implied by ``ASYA_GATEWAY_URL``), ``ASYA_GATEWAY_URL`` (the
 default gateway base), ``ASYA_GATEWAY_API_KEY`` (sent as ``X-API-Key`` with the pre-flight reads) and
-``ASYA_GATEWAY_REPORTER_KEY`` (sent as ``X-Asya-Reporter-Key`` with the posts, GW-EVT-1 R3), both to the origin of
+``ASYA_GATEWAY_REPORTER_KEY`` (sent as ``X-Asya-Reporter-Key`` with the posts, GW-EVT-1), both to the origin of
 ``ASYA_GATEWAY_URL`` only.
 :func:`http_reporter` builds the reporter the sidecar uses in place of :class:`asya.reporting.Reporter`; it needs
 ``httpx`` (installed with the ``asya-serverless`` package; the deployed actor layer does not ship it, since actors in

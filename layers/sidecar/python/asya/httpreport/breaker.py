@@ -1,4 +1,4 @@
-"""A circuit breaker per gateway origin (PROTOCOL P-STAT-18).
+"""A circuit breaker per gateway origin (P-STAT-18).
 
 After ``threshold`` (3) consecutive failures (a connection error, a timeout or a 5xx answer) the breaker opens for
 ``pause`` (60) seconds: requests to that origin are skipped (posts dropped, pre-flight reads treated as unknown), so a

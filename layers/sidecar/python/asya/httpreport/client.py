@@ -1,4 +1,4 @@
-"""HTTP transport of the HTTP reporter (PROTOCOL P-STAT-18): background posts and bounded pre-flight reads.
+"""HTTP transport of the HTTP reporter (P-STAT-18): background posts and bounded pre-flight reads.
 
 - :meth:`GatewayClient.post` never blocks: it puts the request on a bounded in-memory queue (``queue_size``, default
   1,000) that one daemon thread, started on first use, posts in order with a 5 s timeout; a full queue drops the
@@ -9,7 +9,7 @@
   an open breaker leaves that task's status unknown (``None``), as does a 404 (no task record).
 - Every request carries ``X-Asya-Envelope-ID``; only when the request's base has the origin of ``ASYA_GATEWAY_URL``
   (``api_key_url``), reads carry ``X-API-Key`` (a client key) and posts ``X-Asya-Reporter-Key`` (the producer route
-  takes a reporter key only, GW-EVT-1 R3).
+  takes a reporter key only, GW-EVT-1).
 
 No request ever raises into the caller: failures are logged (a breaker that opens is logged once at WARNING).
 """

@@ -1,5 +1,5 @@
-"""The HTTP reporter (PROTOCOL P-STAT-18): a layer's status, progress and FLY reports posted to the gateway's producer
-route (GATEWAY section 8) instead of written to the task store, for actors that run outside AWS.
+"""The HTTP reporter (P-STAT-18): a layer's status, progress and FLY reports posted to the gateway's producer
+route (GW-EVT-1..9) instead of written to the task store, for actors that run outside AWS.
 
 :class:`HttpReporter` stands in for :class:`asya.reporting.Reporter` and posts the same events, in the same progress
 modes (P-STAT-19), as ``POST {base}/api/v1/mesh/{task id}/events`` bodies ``{"type": "status", "status", "data"}``:
@@ -10,7 +10,7 @@ modes (P-STAT-19), as ``POST {base}/api/v1/mesh/{task id}/events`` bodies ``{"ty
 | ``claim`` | ``status`` ``processing``, ``data`` ``{prev, curr, next}`` | ``hops``, ``detailed`` |
 | ``completed`` | ``status`` ``completed``, ``data`` adds ``duration_ms``, ``frames`` | ``detailed`` |
 | ``retrying`` | ``status`` ``retrying``, ``data`` adds ``attempt``, ``delay_seconds``, ``error`` | tracked roots |
-| ``final_failed`` | nothing: x-sump writes ``failed`` (GW-EVT-3 R3, P-SUMP-6 R3); logged at WARNING | never |
+| ``final_failed`` | nothing: x-sump writes ``failed`` (GW-EVT-3, P-SUMP-6); logged at WARNING | never |
 | ``fly`` | one ``{"type": "fly", "data": value}`` per value | always |
 
 Such actors claim no hop (P-ACK-7, P-ACK-8): :meth:`HttpReporter.claim` posts the ``processing`` event and lets the
@@ -160,8 +160,8 @@ class HttpReporter(Reporter):
     def final_failed(
         self, hop: HopRef, *, error: str, error_details: Mapping[str, Any] | None, writer_id: str | None = None
     ) -> None:
-        """The producer route refuses ``failed`` (GW-EVT-3 R3: the crew writes it): the x-sump envelope the layer
-        already sent is this error's record and asks x-sump to write the final status (P-SUMP-6 R3)."""
+        """The producer route refuses ``failed`` (GW-EVT-3: the crew writes it): the x-sump envelope the layer
+        already sent is this error's record and asks x-sump to write the final status (P-SUMP-6)."""
         self._log.warning(
             "final status not reported: the gateway takes failed from the crew only, x-sump writes it",
             extra={"task_id": hop.task_id, "error": clip_text(error, _ERROR_LIMIT_BYTES)},

@@ -37,6 +37,7 @@ from asya.manifest.blocks import (
     lambda_timeout,
     visibility_timeout,
 )
+from asya.manifest.capacity import CapacityTarget
 from asya.manifest.dataplane import BackupConfig, CheckpointLifecycle, VpcConfig
 from asya.manifest.loader import load_manifest, parse_manifest
 from asya.manifest.model import Manifest
@@ -47,6 +48,7 @@ __all__ = [
     "ActorSettings",
     "ActorSpec",
     "BackupConfig",
+    "CapacityTarget",
     "CheckpointLifecycle",
     "CrewConfig",
     "DeployedActor",

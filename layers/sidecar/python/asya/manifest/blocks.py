@@ -242,9 +242,9 @@ class Flow(_Model):
     timeout: Annotated[Duration, Field(ge=1, le=604800)] = 300.0
     input_schema: dict[str, Any] | None = None
     progress: Literal["hops", "detailed", "final"] = "hops"
-    #: (R3, P-HIST-1) ``steps``: every hop of every task of the flow is recorded in S3 (``asya.history``)
+    #: (P-HIST-1) ``steps``: every hop of every task of the flow is recorded in S3 (``asya.history``)
     history: Literal["off", "steps"] = "off"
-    #: (R3, P-HIST-1) recorded input and output bodies over this size are cut (the whole body stays by reference
+    #: (P-HIST-1) recorded input and output bodies over this size are cut (the whole body stays by reference
     #: when it was offloaded)
     history_body_bytes: int = Field(4096, ge=64, le=262144, strict=True)
     mcp: bool = Field(False, strict=True)
@@ -289,11 +289,11 @@ class GatewayAuth(_Model):
     issuer: str | None = None
     audience: str | None = None
     allow_unauthenticated: bool = Field(False, strict=True)
-    #: How long API Gateway caches the edge authorizer's answer per credential (GW-EDGE-1 (R3)); 0 turns caching off.
+    #: How long API Gateway caches the edge authorizer's answer per credential (GW-EDGE-1); 0 turns caching off.
     authorizer_cache_seconds: int = Field(300, ge=0, le=3600, strict=True)
-    #: ``jwt`` only: the scopes a token must grant to create a task of each flow (GW-EDGE-4 (R3)), by flow name.
+    #: ``jwt`` only: the scopes a token must grant to create a task of each flow (GW-EDGE-4), by flow name.
     flow_scopes: dict[str, list[Annotated[str, Field(min_length=1)]]] = Field(default_factory=dict)
-    #: ``jwt`` only: a task is visible to the subject (``sub``) that created it only (GW-EDGE-5 (R3)).
+    #: ``jwt`` only: a task is visible to the subject (``sub``) that created it only (GW-EDGE-5).
     owner_only: bool = Field(False, strict=True)
 
     @model_validator(mode="after")
@@ -385,7 +385,7 @@ class GatewayEdge(_Model):
         str | None, _matching(WAF_WEB_ACL_ARN_RE, "arn:aws:wafv2:REGION:ACCOUNT:regional/webacl/NAME/ID")
     ] = None
     domain: EdgeDomain | None = None
-    #: The Secrets Manager secret (name or ARN) of the reporter keys (GW-EVT-6 (R3)); unset: the CDK app creates one.
+    #: The Secrets Manager secret (name or ARN) of the reporter keys (GW-EVT-6); unset: the CDK app creates one.
     reporter_key_secret: str | None = Field(None, min_length=1)
 
 
@@ -460,6 +460,17 @@ class DeploymentConfig(_Model):
     #: The account's Lambda concurrency quota (Service Quotas, "Concurrent executions"): the mesh's reserved
     #: concurrency must leave :data:`UNRESERVED_CONCURRENCY` of it unreserved, checked at synthesis.
     account_concurrency: int = Field(DEFAULT_ACCOUNT_CONCURRENCY, ge=1, strict=True)
+    #: Quotas the account has raised (Service Quotas), by the capacity model's names (``asya/capacity/quotas.toml``,
+    #: docs/capacity.md); unset: AWS's defaults. ``lambda_concurrency`` defaults to ``account_concurrency``.
+    quotas: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("quotas")
+    @classmethod
+    def _quotas(cls, value: dict[str, float]) -> dict[str, float]:
+        from asya.capacity.quotas import load_quotas
+
+        load_quotas(value)  # unknown names, hard limits and non-positive values are refused here
+        return value
 
     @field_validator("existing_bucket")
     @classmethod

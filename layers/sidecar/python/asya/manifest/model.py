@@ -29,6 +29,7 @@ from asya.manifest.blocks import (
     StorageConfig,
     _Model,
 )
+from asya.manifest.capacity import CapacityTarget
 from asya.suggest import did_you_mean
 
 __all__ = ["Manifest"]
@@ -46,7 +47,9 @@ class Manifest(_Model):
     storage: StorageConfig = Field(default_factory=StorageConfig)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     deployment: DeploymentConfig = Field(default_factory=DeploymentConfig)
-    #: The per-task hop ceiling (P-HOP-1 (R3)): a task whose envelopes were sent this many times fails.
+    #: The declared target rate (docs/capacity.md): what ``asya synth`` sizes the mesh for.
+    capacity: CapacityTarget = Field(default_factory=CapacityTarget)
+    #: The per-task hop ceiling (P-HOP-1): a task whose envelopes were sent this many times fails.
     max_hops: int = Field(DEFAULT_MAX_HOPS, ge=1, le=1_000_000, strict=True)
     base_dir: Path = Field(default=Path(), exclude=True)
 
@@ -93,6 +96,9 @@ class Manifest(_Model):
             _collect(problems, self._check_target, hook, routable, f"crew.sink_hooks[{index}]")
         for flow_name, flow in self.flows.items():
             _collect(problems, self._check_flow, flow_name, flow, routable)
+        for flow_name in self.capacity.mix:
+            if flow_name not in self.flows:
+                problems.append(f"capacity.mix.{flow_name}: no flow {flow_name!r} (flows: {sorted(self.flows)})")
         for flow_name in self.gateway.auth.flow_scopes:
             if flow_name not in self.flows:
                 problems.append(
@@ -126,7 +132,9 @@ class Manifest(_Model):
 
     def _compile_flow(self, flow_name: str, flow: Flow, field: str) -> None:
         """P-FLOW-1: compile ``source`` once; the program and its initial route are stored on the flow."""
-        from asya.flows import FlowCompileError, compile_flow  # the compiler is needed only where a manifest loads
+        # the compiler is needed only where a manifest loads, and runs in a child process there (P-FLOW-22)
+        from asya.flows import FlowCompileError
+        from asya.flows.isolated import compile_isolated
 
         assert flow.source is not None
         if flow.compiled is not None:  # a deployment's dump of an already validated manifest
@@ -140,8 +148,10 @@ class Manifest(_Model):
             source = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"{field}.source: cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{field}.source: {str(path)!r} is not UTF-8 text: {exc.reason}") from None
         try:
-            program = compile_flow(source, flow=flow_name, filename=flow.source, actors=set(self.actors))
+            program = compile_isolated(source, flow=flow_name, filename=flow.source, actors=set(self.actors))
         except FlowCompileError as exc:
             lines = "\n    ".join(map(str, exc.problems))
             raise ValueError(f"{field}.source: the flow does not compile:\n    {lines}") from None

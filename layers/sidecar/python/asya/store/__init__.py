@@ -1,10 +1,10 @@
-"""The task store shared by the layer, the crew and the gateway (PROTOCOL section 10, GATEWAY sections 4-8, 13, 14).
+"""The task store shared by the layer, the crew and the gateway (docs/protocol.md 6.1; docs/http.md, "The task store").
 
 One DynamoDB table ``asya-{namespace}-tasks`` (keys from ``asya.tableschema``) holds per task a small hot task item
 (status, progress, the hop fence and lease), body, result and pause items with the large values (or S3
 ``tasks/{id}/{field}.json`` above 64 KiB), child fence items and an append-only log of FLY items numbered by the task
 item's ``last_seq``. Status rules (P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9) and the hop claim (P-ACK-8) are applied by
-one conditional ``UpdateItem`` each; ``asya.store.transition`` is the rules' pure reference (spec revision 2).
+one conditional ``UpdateItem`` each; ``asya.store.transition`` is the rules' pure reference.
 
 Modules: ``transition`` (rules), ``limits`` (sizes of task-item values), ``updates`` (condition expressions),
 ``records`` (item layout), ``bodies`` (large values), ``events`` (FLY items), ``views`` (task view, status data, list

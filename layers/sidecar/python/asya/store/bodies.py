@@ -1,6 +1,6 @@
-"""Large task values: ``payload``, ``result``, ``error_details`` and ``pause_metadata`` (GATEWAY GW-DATA-6, GW-DATA-8).
+"""Large task values: ``payload``, ``result``, ``error_details`` and ``pause_metadata`` (GW-DATA-6, GW-DATA-8).
 
-A small input or result stays on the task item as JSON text (``asya.store.inline``, GW-DATA-8 (R3)), decoded here
+A small input or result stays on the task item as JSON text (``asya.store.inline``, GW-DATA-8), decoded here
 like the others. Otherwise, up to 64 KiB encoded they are JSON text on the task's body item (``sk = BODY``);
 above, the JSON is written to ``s3://{bucket}/tasks/{id}/{field}.json`` and the body item holds ``{field}_s3`` = the
 key. Readers get them back in client form: the value inline (S3 objects up to 4 MiB are read back), else

@@ -1,4 +1,4 @@
-"""FLY items of a task, the only event items (GATEWAY GW-DATA-3, GW-SSE-5, GW-SSE-11; PROTOCOL P-STAT-15..17).
+"""FLY items of a task, the only event items (GW-DATA-3, GW-SSE-5, GW-SSE-11; P-STAT-15..17).
 
 Status changes are numbered on the task item (``last_seq``) but stored as no item: readers emit ``status`` events from
 the task item itself (GW-SSE-3). A ``fly`` flush of ``n`` values took the numbers ending at ``last`` with one atomic

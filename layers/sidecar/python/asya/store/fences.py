@@ -1,4 +1,4 @@
-"""Fence-only writes of the hop claim (PROTOCOL P-ACK-8, P-RES-8, P-STAT-1; GATEWAY GW-DATA-2).
+"""Fence-only writes of the hop claim (P-ACK-8, P-RES-8, P-STAT-1; GW-DATA-2).
 
 A hop claim that is not at the same time a running status, and the other writes that touch only a fence:
 
@@ -13,15 +13,16 @@ A hop claim that is not at the same time a running status, and the other writes 
   redelivery is not held off (best effort; P-ACK-8);
 - :meth:`Fences.advance`: the retry's fence ``(h, n + 1)`` with ``lease_until = 0`` when the stored fence is exactly
   ``(h, n)`` (P-RES-8), for fence items whose envelope writes no status (children, progress ``final``);
-- :meth:`Fences.finish`: a fan-out child's last hop reached x-sink or a fan-in aggregator (P-ACK-7 (R3)), or its
-  failure ended at x-sump (P-SUMP-7 (R3)); :class:`ChildOutcome` says how. Its child
+- :meth:`Fences.finish`: a fan-out child's last hop reached x-sink or a fan-in aggregator (P-ACK-7), or its
+  failure ended at x-sump (P-SUMP-7), or its task's cancel stopped it (x-sink, ``canceled``); :class:`ChildOutcome`
+  says how. Its child
   item gets the fence ``(FINISHED_HOP, 0)``, above any hop's, with ``lease_until = 0`` and ``done_by`` (the SQS message
   id of the record that finished it). Condition: the item exists and has no ``done_by``, or the same one (the
   record's own redelivery). Every later copy of any hop of the child then finds a higher fence (a duplicate, at the
   pre-flight or the claim), and a second record reaching x-sink for it is told it is finished: no second checkpoint
   line. No item (the child never claimed: untracked) writes nothing. One write per child.
 
-The child tree (R3, docs/protocol.md P-FAN-7): a child item also says how its child is doing, carried by these same
+The child tree (docs/protocol.md P-FAN-7): a child item also says how its child is doing, carried by these same
 writes and never by a write of its own: the claim stores ``child_status = running`` and the claiming ``actor`` (the
 attempt is ``fence_a``, the hop ``fence_h``); the retry's advance stores ``child_status = retrying`` and the handler's
 ``error`` (clipped to :data:`CHILD_ERROR_LIMIT_BYTES`); the finish stores the phase it ended in (``succeeded`` /
@@ -50,7 +51,7 @@ from asya.store.writer import ApplyResult, Outcome, refused_claim
 
 __all__ = ["CHILD_ERROR_LIMIT_BYTES", "FINISHED_HOP", "ChildFinish", "ChildOutcome", "Fences", "fence_key"]
 
-#: The hop of a finished child's fence: above any route's length (P-ACK-7 (R3)).
+#: The hop of a finished child's fence: above any route's length (P-ACK-7).
 FINISHED_HOP: Final = 1_000_000
 #: A child item's last error is clipped to this many UTF-8 bytes: the item stays well under 1 KB (one write unit).
 CHILD_ERROR_LIMIT_BYTES: Final = 300
@@ -59,8 +60,9 @@ CHILD_ERROR_LIMIT_BYTES: Final = 300
 @dataclass(frozen=True, slots=True)
 class ChildOutcome:
     """How a fan-out child ended, for :meth:`Fences.finish`: ``writer_id`` is the SQS message id of the record that
-    finished it; ``phase`` (``succeeded``/``failed``), ``actor``, ``attempt`` and ``error`` are how it ended (the fence
-    no longer tells the attempt); ``checkpoint`` the key and line of its checkpoint (P-FAN-7, P-FAN-9 (R3))."""
+    finished it; ``phase`` (``succeeded``/``failed``/``canceled``), ``actor``, ``attempt`` and ``error`` are how it
+    ended (the fence no longer tells the attempt); ``checkpoint`` the key and line of its checkpoint (P-FAN-7,
+    P-FAN-9)."""
 
     writer_id: str
     phase: str | None = None

@@ -1,4 +1,4 @@
-"""Input and result kept on the task item itself (GATEWAY GW-DATA-8 (R3), docs/protocol.md GW-DATA-8-R3).
+"""Input and result kept on the task item itself (GW-DATA-8, docs/protocol.md GW-DATA-8).
 
 DynamoDB on-demand bills a write one unit per started 1 KB of the larger of the item before and after it, where an
 item's size is the sum of its attribute names' and values' lengths (strings: UTF-8 bytes; numbers: about one byte per
@@ -82,10 +82,10 @@ def attribute_size(name: str, text: str) -> int:
 
 
 def payload_fits(created: Mapping[str, Mapping[str, Any]], text: str) -> bool:
-    """Whether the input's JSON ``text`` may go on the ``created`` task item (GW-DATA-8 R3)."""
+    """Whether the input's JSON ``text`` may go on the ``created`` task item (GW-DATA-8)."""
     return item_size(created) + attribute_size("payload", text) <= CREATED_ROOM
 
 
 def result_fits(text: str) -> bool:
-    """Whether a succeeded task's result JSON ``text`` may go on its terminal update (GW-DATA-8 R3)."""
+    """Whether a succeeded task's result JSON ``text`` may go on its terminal update (GW-DATA-8)."""
     return attribute_size("result", text) <= RESULT_ROOM

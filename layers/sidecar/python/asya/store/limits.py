@@ -1,4 +1,4 @@
-"""Size limits of what a status update stores on the task item (GATEWAY GW-DATA-6, GW-DATA-8).
+"""Size limits of what a status update stores on the task item (GW-DATA-6, GW-DATA-8).
 
 Every status write rewrites the task item and DynamoDB bills a write unit per started KB of the larger of the old and
 new item, so the task item stays under 1 KB (GW-DATA-8). The values a status update puts there are bounded, in UTF-8

@@ -1,4 +1,4 @@
-"""Listing tasks newest first (GATEWAY GW-LIST-1..4) over the keys-only, day-partitioned, sharded indexes of GW-DATA-2.
+"""Listing tasks newest first (GW-LIST-1..4) over the keys-only, day-partitioned, sharded indexes of GW-DATA-2.
 
 A ``failed`` or ``canceled`` status filter reads the sparse ``by_outcome`` index (``OUTCOME#{status}#{day}#{shard}``);
 every other listing reads ``by_created`` (``TASKS#{day}#{shard}``), from today back ``window_days`` days (tasks expire
@@ -12,9 +12,9 @@ by code point as DynamoDB orders them by UTF-8 bytes, so the merged order is exa
 The indexes carry their keys only, so that no status update rewrites them (GW-DATA-8): the walk pages over index
 entries, then reads the page's task items (summary attributes only) with one eventually consistent ``BatchGetItem`` (at
 most ``limit`` keys, unprocessed keys retried, ``IncompleteReadError`` if some are left). The ``status`` filter on
-``by_created``, the ``flow`` filter and the ``owner`` filter (GW-EDGE-5 (R3)) apply to those items; a filtered walk
+``by_created``, the ``flow`` filter and the ``owner`` filter (GW-EDGE-5) apply to those items; a filtered walk
 reads on past the page's entries, 100 at a time, until ``limit`` tasks (and a look-ahead one) match or 1,000 entries
-past the offset were read, so a filter finds what its count counts (GW-LIST-3 (R3)); only a page cut by that bound holds
+past the offset were read, so a filter finds what its count counts (GW-LIST-3); only a page cut by that bound holds
 fewer than ``limit`` tasks while ``next_cursor`` is set (it resumes after the last entry read). Entries whose task is
 gone or expired are dropped too (GW-LIST-4).
 
@@ -65,8 +65,10 @@ __all__ = ["MAX_LIMIT", "MAX_OFFSET", "ListQuery", "decode_cursor", "encode_curs
 MAX_LIMIT: Final = 100
 MAX_OFFSET: Final = 10_000
 #: A filtered walk checks index entries against their task items this many at a time (one ``BatchGetItem`` each,
-#: DynamoDB's limit) and reads at most ``_FILTER_SCAN`` entries past the offset for one page (GW-LIST-3 (R3)).
+#: DynamoDB's limit) and reads at most ``_FILTER_SCAN`` entries past the offset for one page (GW-LIST-3).
 _FILTER_BATCH: Final = 100
+#: at most this many shard queries of a day run side by side (a deployment sized for many creations has more shards)
+_MAX_THREADS: Final = 16
 _FILTER_SCAN: Final = 1_000
 _SUMMARY_PROJECTION: Final = {
     f"#{name}": name
@@ -148,8 +150,10 @@ class _Walk:
         now: datetime,
         pool: ThreadPoolExecutor,
         owner: str | None = None,
+        shards: int = rec.INDEX_SHARDS,
     ) -> None:
         self.dynamodb = dynamodb
+        self.shards = shards
         #: runs a day's shard queries side by side: the walk's latency is one query per day, not eight
         self.pool = pool
         self.table = table
@@ -208,9 +212,7 @@ class _Walk:
         """The index entries of ``day`` below ``before``, newest first: the k-way merge of its shards. The first
         query of every shard is sent at once, on the pool; a further one, in the caller's thread, only when the merge
         needs a shard's next entry and its page is used up."""
-        shards = [
-            self._shard(self.pages(day, shard, before=before, limit=per_query)) for shard in range(rec.INDEX_SHARDS)
-        ]
+        shards = [self._shard(self.pages(day, shard, before=before, limit=per_query)) for shard in range(self.shards)]
         return heapq.merge(*shards, key=self.sort_key, reverse=True)
 
     def _shard(self, pages: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -251,7 +253,7 @@ class _Walk:
 
     def count(self, days: Iterable[str]) -> int:
         """The entries of ``days`` or, when :attr:`filtered`, the tasks behind them that match (GW-LIST-3)."""
-        shards = [(day, shard) for day in days for shard in range(rec.INDEX_SHARDS)]
+        shards = [(day, shard) for day in days for shard in range(self.shards)]
         return sum(self.pool.map(lambda at: self._count(*at), shards))
 
     def _count(self, day: str, shard: int) -> int:
@@ -269,10 +271,10 @@ class _Walk:
         return self.flow is None or rec.get_str(item, "flow") == self.flow
 
 
-def _per_query(limit: int, skip: int) -> int:
+def _per_query(limit: int, skip: int, shards: int = rec.INDEX_SHARDS) -> int:
     """A shard query's ``Limit``: the page and its look-ahead entry, plus the shard's expected share of ``skip``
     entries with a quarter more for uneven shards (a second query of a shard stays rare; the over-read is keys only)."""
-    return limit + 1 + -(-skip * 5 // (4 * rec.INDEX_SHARDS))
+    return limit + 1 + -(-skip * 5 // (4 * shards))
 
 
 def list_tasks(
@@ -288,11 +290,12 @@ def list_tasks(
     cursor: str | None = None,
     offset: int | None = None,
     count: bool = False,
+    shards: int = rec.INDEX_SHARDS,
 ) -> dict[str, Any]:
     """``{"messages": [summary, ...], "total": int | None, "next_cursor": str | None}`` (GW-LIST-2, GW-LIST-3)."""
     _validate(status, limit, cursor, offset)
-    with ThreadPoolExecutor(max_workers=rec.INDEX_SHARDS, thread_name_prefix="asya-list") as pool:
-        walk = _Walk(dynamodb, table, status=status, flow=flow, now=now, pool=pool, owner=owner)
+    with ThreadPoolExecutor(max_workers=min(shards, _MAX_THREADS), thread_name_prefix="asya-list") as pool:
+        walk = _Walk(dynamodb, table, status=status, flow=flow, now=now, pool=pool, owner=owner, shards=shards)
         return _page(walk, window_days=window_days, limit=limit, cursor=cursor, offset=offset, count=count)
 
 
@@ -306,7 +309,7 @@ def _page(
         start_day, before = walk.resume_point(cursor, window)
         days = window[window.index(start_day) :]
     skip = offset or 0
-    per_query = _per_query(limit, skip) if not walk.filtered else _FILTER_BATCH
+    per_query = _per_query(limit, skip, walk.shards) if not walk.filtered else _FILTER_BATCH
     walked = chain.from_iterable(
         walk.entries(day, before=before if day == days[0] else None, per_query=per_query) for day in days
     )
@@ -331,7 +334,7 @@ def _filtered_page(walk: _Walk, walked: Iterator[dict[str, Any]], *, limit: int,
     """A page of a filtered walk: entries are read on in batches of :data:`_FILTER_BATCH` and checked against their
     task items until ``skip + limit + 1`` match (the look-ahead tells a next page) or :data:`_FILTER_SCAN` entries
     past ``skip`` were read; then ``next_cursor`` resumes after the last entry read, so a page found short by the
-    scan bound never hides a match from the next one. A filter finds what its count counts (GW-LIST-3 (R3))."""
+    scan bound never hides a match from the next one. A filter finds what its count counts (GW-LIST-3)."""
     matched: list[tuple[dict[str, Any], dict[str, Any]]] = []
     scanned = 0
     last: dict[str, Any] | None = None

@@ -1,4 +1,4 @@
-"""Batched reads of a multiplexed follower (GATEWAY GW-SSE (R3): one stream, many tasks).
+"""Batched reads of a multiplexed follower (GW-SSE-20..27: one stream, many tasks).
 
 - :func:`peek_tasks`: the task items of many tasks in ONE ``BatchGetItem`` per 100 ids, eventually consistent for a
   poll (half a read unit per item under 4 KB), strongly consistent for a catch-up. Each becomes a :class:`Snapshot`

@@ -1,4 +1,4 @@
-"""Reads of the task store (GATEWAY GW-DATA-1, GW-DATA-2, GW-DATA-5, GW-SSE-5, GW-SSE-9, GW-TASK-3; PROTOCOL P-STAT-10).
+"""Reads of the task store (GW-DATA-1, GW-DATA-2, GW-DATA-5, GW-SSE-5, GW-SSE-9, GW-TASK-3; P-STAT-10).
 
 - the task view's items (``view_items``): two strongly consistent queries of the task's partition, ``BODY`` with the
   ``CHILD#`` fence items, then ``PAUSE``, ``RESULT`` and ``TASK``;
@@ -51,7 +51,7 @@ class Snapshot:
     status_seq: int = 0
     #: the numbers of the newest FLY flush (``0, 0`` when none): only these may still get their item
     fly_range: tuple[int, int] = (0, 0)
-    #: the creator's subject under ``owner_only`` (GW-EDGE-5 (R3)); read by ``peek`` only
+    #: the creator's subject under ``owner_only`` (GW-EDGE-5); read by ``peek`` only
     owner: str | None = None
 
     def may_be_fly(self, number: int) -> bool:
@@ -98,7 +98,7 @@ class TaskReader:
         }
 
     def values(self, task_id: str, item: Mapping[str, Any], items: Mapping[str, Any]) -> dict[str, Any]:
-        """The decoded large values of a task: those kept on its task item (GW-DATA-8 R3), then its body, result and
+        """The decoded large values of a task: those kept on its task item (GW-DATA-8), then its body, result and
         pause items (GW-DATA-2)."""
         result = items.get(rec.RESULT_SK)
         if result is None and item.get("has_result") and rec.get_str(item, "status") in TERMINAL:

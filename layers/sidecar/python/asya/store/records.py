@@ -1,4 +1,4 @@
-"""Item layout of the task table (GATEWAY GW-DATA-2, GW-DATA-5, GW-DATA-6, GW-DATA-8) and DynamoDB helpers.
+"""Item layout of the task table (GW-DATA-2, GW-DATA-5, GW-DATA-6, GW-DATA-8) and DynamoDB helpers.
 
 Partition ``pk = TASK#{id}`` holds, by ``sk``:
 
@@ -121,7 +121,8 @@ INLINE_LIMIT: Final = 64 * 1024
 #: The task view inlines S3-held values up to this size, else it returns a presigned URL (GW-DATA-6).
 VIEW_INLINE_LIMIT: Final = 4 * 1024 * 1024
 DEADLINE_SHARDS: Final = 16
-#: Partitions per day of ``by_created`` and per status and day of ``by_outcome`` (GW-DATA-2).
+#: Partitions per day of ``by_created`` and per status and day of ``by_outcome`` (GW-DATA-2): the default and the
+#: least; a deployment sized for more creations writes and lists more (``TaskStore(index_shards=)``).
 INDEX_SHARDS: Final = 8
 _SEQ_DIGITS: Final = 12
 _MAX_PARTITION_KEY_BYTES: Final = 2048
@@ -166,9 +167,10 @@ def _id_byte(task_id: str) -> int:
     return hashlib.sha256(task_id.encode("utf-8")).digest()[0]
 
 
-def index_shard(task_id: str) -> int:
-    """The ``by_created``/``by_outcome`` shard of a task, ``0..INDEX_SHARDS-1``."""
-    return _id_byte(task_id) % INDEX_SHARDS
+def index_shard(task_id: str, shards: int = INDEX_SHARDS) -> int:
+    """The ``by_created``/``by_outcome`` shard of a task, ``0..shards-1``. A listing that reads ``N`` shards finds
+    every entry written with ``N`` or fewer, so raising the count keeps earlier days readable."""
+    return _id_byte(task_id) % shards
 
 
 def created_index_pk(day: str, shard: int) -> str:
@@ -265,6 +267,7 @@ def new_task_item(
     now_ms: str,
     long_deadline: bool = False,
     owner: str | None = None,
+    index_shards: int = INDEX_SHARDS,
 ) -> dict[str, Any]:
     """The task item of a new ``pending`` task; it is also the task's event 1, ``Task created`` (GW-CREATE-7).
     ``long_deadline``: the deadline is too far away for a timer, so the task enters ``long_deadlines``."""
@@ -280,14 +283,14 @@ def new_task_item(
         "message": str_av(CREATED_MESSAGE),
         "last_seq": num_av(1),
         "status_seq": num_av(1),
-        "gsi1pk": str_av(created_index_pk(day_of(now_ms), index_shard(task_id))),
+        "gsi1pk": str_av(created_index_pk(day_of(now_ms), index_shard(task_id, index_shards))),
         "gsi1sk": str_av(index_sk(now_ms, task_id)),
     }
     if flow is not None:
         item["flow"] = str_av(flow)
     if context_id is not None:
         item["context_id"] = str_av(context_id)
-    if owner is not None:  # GW-EDGE-5 (R3): the creator's subject, written with the create itself
+    if owner is not None:  # GW-EDGE-5: the creator's subject, written with the create itself
         item["owner"] = str_av(owner)
     if deadline_at is not None:
         item["deadline_at"] = str_av(deadline_at)

@@ -1,5 +1,5 @@
-"""``TaskStore``: task records, status rules, hop fences, FLY log and listing in one DynamoDB table (PROTOCOL section
-10, P-ACK-8; GATEWAY sections 4-8, 13, 14).
+"""``TaskStore``: task records, status rules, hop fences, FLY log and listing in one DynamoDB table (docs/protocol.md
+6.1, P-ACK-8; docs/http.md, "The task store").
 
 Write paths and their cost (GW-DATA-8; the layout is in ``asya.store.records``):
 
@@ -92,11 +92,16 @@ class TaskStore:
         s3: Any = None,
         clock: Clock = system_clock,
         list_window_days: int = 30,
+        index_shards: int = rec.INDEX_SHARDS,
         budget: ClientBudget = ACTOR_BUDGET,
     ) -> None:
         """``budget``: the retry mode and timeouts of the clients made when ``dynamodb``/``s3`` are not given."""
+        if index_shards < rec.INDEX_SHARDS:
+            raise ValueError(f"index_shards must be >= {rec.INDEX_SHARDS}, got {index_shards!r}")
         self.table = table
         self._budget = budget
+        #: partitions per day of ``by_created`` written and listed (never below 8, so every earlier day stays listed)
+        self.index_shards = index_shards
         self.bucket = bucket
         self._dynamodb = dynamodb
         self._s3 = s3
@@ -150,6 +155,7 @@ class TaskStore:
             context_id=context_id,
             owner=owner,
             now_ms=now_ms,
+            index_shards=self.index_shards,
             long_deadline=deadline_at is not None and is_long_deadline(deadline_at, now),
         )
         token = rec.new_write_token()
@@ -158,7 +164,7 @@ class TaskStore:
         body: dict[str, Any] | None = None
         text = dumps(payload) if payload is not None else None
         if text is not None and payload_fits(item, text):
-            # an input that fits stays on the task item: no body item (GW-DATA-8 R3)
+            # an input that fits stays on the task item: no body item (GW-DATA-8)
             item["payload"] = rec.str_av(text)
             stored = {"payload": payload}
         elif payload is not None:
@@ -275,7 +281,7 @@ class TaskStore:
         return self._reader.snapshot(task_id, after_seq)
 
     def peek(self, task_ids: Sequence[str], *, consistent: bool = False) -> dict[str, Snapshot]:
-        """Many tasks' items in one ``BatchGetItem`` per 100 ids, without fly events or large values (GW-SSE (R3),
+        """Many tasks' items in one ``BatchGetItem`` per 100 ids, without fly events or large values (GW-SSE-20..27,
         ``asya.store.peek``): eventually consistent for a multiplexed follower's polls."""
         from asya.store.peek import peek_tasks  # deferred: only the gateway's multiplexed stream reads this way
 
@@ -297,7 +303,14 @@ class TaskStore:
         # deferred: only the gateway lists tasks; an actor's cold start does not pay for the listing module
         from asya.store.listing import list_tasks
 
-        return list_tasks(self.dynamodb, self.table, now=self._clock(), window_days=self._window, **query)
+        return list_tasks(
+            self.dynamodb,
+            self.table,
+            now=self._clock(),
+            window_days=self._window,
+            shards=self.index_shards,
+            **query,
+        )
 
     def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
         """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` by ``(pk, sk)``, one strongly consistent
@@ -312,7 +325,7 @@ class TaskStore:
 
     def task_status(self, task_id: str) -> str | None:
         """The task's status from one eventually consistent ``GetItem`` projecting ``status`` only (0.5 read unit):
-        the layer's cancel check between yields (P-CANCEL (R3), ``asya.cancelwatch``); ``None`` when absent."""
+        the layer's cancel check between yields (P-CANCEL-1..5, ``asya.cancelwatch``); ``None`` when absent."""
         item = self.dynamodb.get_item(
             TableName=self.table,
             Key=rec.key(task_id, rec.TASK_SK),
@@ -409,7 +422,7 @@ class TaskStore:
 
     def finish_child(self, envelope_id: str, parent_id: str, outcome: ChildOutcome) -> ChildFinish:
         """A child's last hop reached x-sink or an aggregator, or its infrastructure error x-sump: mark its fence item
-        finished (P-ACK-7 (R3)), with how it ended (``outcome``: the child tree)."""
+        finished (P-ACK-7), with how it ended (``outcome``: the child tree)."""
         return self._fences.finish(envelope_id, parent_id, outcome)
 
     @staticmethod

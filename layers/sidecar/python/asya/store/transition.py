@@ -1,4 +1,4 @@
-"""The status rules as pure functions (PROTOCOL P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9; GATEWAY GW-BACK-2).
+"""The status rules as pure functions (P-STAT-1, P-STAT-2, P-STAT-6, P-STAT-9; GW-BACK-2).
 
 ``decide(stored, update)`` says what an update does to a stored task: ``ACCEPT`` (with the progress to store),
 ``STALE`` (nothing changes, nothing is logged) or ``ATTACH_CHECKPOINT`` (a terminal task without a checkpoint key gets
@@ -112,11 +112,11 @@ class StatusUpdate:
     refence: tuple[int, int] | None = None
     #: the run history's chain head a hop claim also stores (P-HIST-4): ``(history_key, history_prev)``
     history: tuple[str, str | None] | None = None
-    #: a reporter's event for hop ``h`` (GW-EVT-3 R3): applies only while no fence past ``h`` is stored, else stale
+    #: a reporter's event for hop ``h`` (GW-EVT-3): applies only while no fence past ``h`` is stored, else stale
     if_fence_at_most: int | None = None
     #: ``data`` as compact JSON, the text the store writes: ``encoded_data`` or, without it, encoded here.
     data_json: str = field(init=False, repr=False, compare=False)
-    #: ``result`` as compact JSON when it fits on the task item (GW-DATA-8 R3), else ``None``: the result item holds it
+    #: ``result`` as compact JSON when it fits on the task item (GW-DATA-8), else ``None``: the result item holds it
     inline_result: str | None = field(init=False, repr=False, compare=False)
     #: ``data`` already encoded by the caller (``asya.store.limits.fit_data_json``). Init-only, so that
     #: ``dataclasses.replace`` with other ``data`` encodes that data instead of keeping a text that no longer matches.

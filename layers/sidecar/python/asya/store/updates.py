@@ -14,7 +14,7 @@ Two forms, sharing the same ``SET``/``REMOVE`` clauses:
   ``last_seq``, so an unchanged value means an unchanged status).
 
 Every accepted update advances ``last_seq`` by one and stores that number as ``status_seq``; no event item is written
-(P-STAT-3, revision 2).
+(P-STAT-3).
 
 Placeholders are fixed per attribute (``#status``, ``:status``), so the expression text depends only on which clauses
 an update needs: the clause and condition texts are built once per attribute or shape and cached (the layer writes
@@ -223,7 +223,7 @@ def _clauses(
             if update.failed_actor is not None:
                 spec.set("failed_actor", rec.str_av(update.failed_actor))
                 # the task reads where it failed, not the last actor its own lineage claimed (a failed fan-out
-                # child's slice fails its task from another actor, P-FAN-7 (R3))
+                # child's slice fails its task from another actor, P-FAN-7)
                 spec.set("current_actor", rec.str_av(update.failed_actor))
         if update.checkpoint_key is not None:
             spec.set("checkpoint_key", rec.str_av(update.checkpoint_key))
@@ -232,7 +232,7 @@ def _clauses(
         if update.writer_id is not None:
             spec.set("terminal_by", rec.str_av(update.writer_id))
         if update.inline_result is not None:
-            # a result that fits rides on this write: no result item (GW-DATA-8 R3)
+            # a result that fits rides on this write: no result item (GW-DATA-8)
             spec.set("result", rec.str_av(update.inline_result))
         elif has_result(update):
             spec.set("has_result", {"BOOL": True})
@@ -240,7 +240,7 @@ def _clauses(
 
 def has_result(update: StatusUpdate) -> bool:
     """Whether a terminal update has values for the task's result item (GW-DATA-2); a result kept on the task item
-    (GW-DATA-8 R3) has none."""
+    (GW-DATA-8) has none."""
     return (update.status == "succeeded" and update.result is not MISSING and update.inline_result is None) or (
         update.status == "failed" and update.error_details is not None
     )
@@ -397,7 +397,7 @@ def exact_update(
 
 
 def _fence_at_most_condition(spec: UpdateSpec, hop: int) -> str:
-    """GW-EVT-3 (R3): a reporter's event is stale once a later hop stored its fence."""
+    """GW-EVT-3: a reporter's event is stale once a later hop stored its fence."""
     spec.names["#fence_h"] = "fence_h"
     spec.values[":max_fh"] = rec.num_av(hop)
     return "attribute_not_exists(#fence_h) OR #fence_h <= :max_fh"

@@ -1,4 +1,4 @@
-"""What clients see of a task: the task view (GATEWAY GW-TASK-1), the status data object (GW-TASK-2) and the list
+"""What clients see of a task: the task view (GW-TASK-1), the status data object (GW-TASK-2) and the list
 summary (GW-LIST-2), rebuilt from the task item and the values of its body, result and pause items.
 
 The task item stores only the small extra members of the last status change's data (``data``); the rest of the status
@@ -143,8 +143,9 @@ def task_view(
 
 
 def child_entry(child: Mapping[str, Any]) -> dict[str, Any]:
-    """One node of the task's child tree (P-FAN-7 (R3)), from its child item: ``id``; ``status`` (``running``,
-    ``retrying``, ``succeeded``, ``failed``; ``finished`` for an item finished before the tree was recorded);
+    """One node of the task's child tree (P-FAN-7), from its child item: ``id``; ``status`` (``running``,
+    ``retrying``, ``succeeded``, ``failed``, ``canceled``; ``finished`` for an item finished before the tree was
+    recorded);
     ``current_actor`` (the actor of its last claim, or where it ended); ``attempt`` (of its current or last hop, or
     the one it ended with);
     ``hop``; ``error`` (its last handler error, or ``null``); once finished at x-sink, ``checkpoint_key`` and
@@ -159,7 +160,7 @@ def child_entry(child: Mapping[str, Any]) -> dict[str, Any]:
         "status": status,
         "current_actor": actor,
         "actor": actor,
-        # a finished child's fence is raised above every hop (P-ACK-7 (R3)): its hop is no longer known
+        # a finished child's fence is raised above every hop (P-ACK-7): its hop is no longer known
         "hop": None if done else hop,
         "attempt": rec.get_int(child, "attempt") if done else attempt,
         "error": rec.get_str(child, "error"),

@@ -1,4 +1,4 @@
-"""Status writes of the task store: one status change applied to a task (PROTOCOL P-STAT-1..4, P-ACK-8; GATEWAY
+"""Status writes of the task store: one status change applied to a task (P-STAT-1..4, P-ACK-8; GATEWAY
 GW-EVT-1..3, GW-DATA-2, GW-DATA-3, GW-DATA-4, GW-BACK-4).
 
 ``StatusWriter.apply(task_id, update)`` makes ONE conditional ``UpdateItem`` of the task item (``asya.store.updates``):

@@ -1,0 +1,51 @@
+"""The capacity model (docs/capacity.md): where the mesh breaks on AWS, computed from the per-task request vectors
+the bench measures (``vectors/``) and AWS's quotas (``quotas.toml``). Pure arithmetic; it runs at synthesis and in
+``make capacity``, never in a Lambda."""
+
+from __future__ import annotations
+
+from asya.capacity.model import Limit, Settings, evaluate, first_limit
+from asya.capacity.plan import (
+    HEADROOM,
+    CapacityPlan,
+    Shortfall,
+    account_quotas,
+    declared,
+    mesh_demand,
+    plan,
+    raised_quotas,
+    refusal,
+)
+from asya.capacity.quotas import Assumptions, Quota, QuotaError, Quotas, load_quotas
+from asya.capacity.ramp import Ramp, RampStep, simulate
+from asya.capacity.vectors import VECTORS_DIR, TaskDemand, Vector, demand_of, load_vector, vector_name
+
+__all__ = [
+    "HEADROOM",
+    "VECTORS_DIR",
+    "Assumptions",
+    "CapacityPlan",
+    "Limit",
+    "Quota",
+    "QuotaError",
+    "Quotas",
+    "Ramp",
+    "RampStep",
+    "Settings",
+    "Shortfall",
+    "TaskDemand",
+    "Vector",
+    "account_quotas",
+    "declared",
+    "demand_of",
+    "evaluate",
+    "first_limit",
+    "load_quotas",
+    "load_vector",
+    "mesh_demand",
+    "plan",
+    "raised_quotas",
+    "refusal",
+    "simulate",
+    "vector_name",
+]

@@ -1,0 +1,255 @@
+"""The steady-state capacity model: demand at a task rate against every quota and setting, the order in which the
+limits break, and the first. Pure arithmetic.
+
+Every limit is linear in the rate: a task takes ``demand`` of a resource whose capacity is ``capacity``, so the
+limit breaks at ``capacity / demand`` tasks/s (:attr:`Limit.max_rate`). Concurrency follows Little's law: a
+function busy ``b`` seconds per task needs ``rate x b`` concurrent executions. Per-partition limits divide a
+partition class's demand over its shards and multiply by the hash skew.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from asya.capacity.quotas import Quotas
+from asya.capacity.vectors import TaskDemand
+
+__all__ = ["Limit", "Settings", "evaluate", "first_limit", "unreserved_pool"]
+
+_CREATED: str = "by_created:TASKS#{day}#{shard}"
+#: SQS and S3 (with the bucket key) reuse a data key this long, so a customer-managed key sees about two requests
+#: (GenerateDataKey, Decrypt) per execution environment per period.
+_KMS_DATA_KEY_REUSE_SECONDS: float = 300.0
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the deployment is configured with (from the manifest, or derived from its declared target)."""
+
+    stage_rate: float = 100.0
+    stage_burst: int = 200
+    index_shards: int = 8
+    #: per actor: the event source's maximum concurrency (``None``: the event source's own ceiling)
+    max_concurrency: Mapping[str, int | None] = field(default_factory=dict)
+    reserved_concurrency: Mapping[str, int | None] = field(default_factory=dict)
+    #: per actor: provisioned event pollers (``None``: standard mode)
+    pollers: Mapping[str, int | None] = field(default_factory=dict)
+    stream_reserved: int | None = None
+    warm_wru: int | None = None
+    warm_rru: int | None = None
+    customer_key: bool = False
+
+
+@dataclass(frozen=True)
+class Limit:
+    """One limit: what a task takes of it, what it holds, and the task rate at which it breaks."""
+
+    name: str
+    #: the quota's name in ``quotas.toml`` (raise it: ``deployment.quotas``), or ``setting:<manifest field>``
+    source: str
+    capacity: float
+    demand_per_task: float
+    unit: str
+    estimate: bool = False
+    sees: str = ""
+
+    @property
+    def max_rate(self) -> float:
+        return math.inf if self.demand_per_task <= 0 else self.capacity / self.demand_per_task
+
+    def demand(self, rate: float) -> float:
+        return self.demand_per_task * rate
+
+    @property
+    def is_quota(self) -> bool:
+        return not self.source.startswith("setting:")
+
+
+def unreserved_pool(quota: float, reserved: float, minimum: float) -> float:
+    """The executions functions without a reservation share: the quota less the reservations, but never less than
+    what AWS keeps unreserved (or the whole quota when it is smaller than that, as in a new account)."""
+    return max(quota - reserved, min(quota, minimum))
+
+
+def _concurrency_cap(actor: str, settings: Settings, quotas: Quotas) -> tuple[float, str]:
+    pollers = settings.pollers.get(actor)
+    if pollers:
+        return pollers * quotas["esm_sqs_provisioned_batches_per_poller"], f"setting:capacity (pollers of {actor})"
+    cap = settings.max_concurrency.get(actor)
+    if cap is not None:
+        return float(cap), f"setting:actors.{actor}.max_concurrency"
+    return quotas["esm_sqs_max_concurrency"], "esm_sqs_max_concurrency"
+
+
+def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Limit]:
+    """Every limit of a mesh whose tasks take ``demand`` each, ordered by the rate at which it breaks."""
+    a = quotas.assumptions
+    limits: list[Limit] = [
+        Limit(
+            "API Gateway stage throttle",
+            "setting:gateway.edge.throttle.rate_limit",
+            settings.stage_rate,
+            demand.stage_requests,
+            "requests/s",
+            sees="429 Too Many Requests from API Gateway; 4XXError and Count on the stage",
+        ),
+        Limit(
+            "API Gateway account request rate",
+            "apigw_account_rps",
+            quotas["apigw_account_rps"],
+            demand.stage_requests,
+            "requests/s",
+            sees="429 across every API of the account and region",
+        ),
+    ]
+    reserved = {k: v for k, v in settings.reserved_concurrency.items() if v}
+    if settings.stream_reserved:
+        reserved["stream"] = settings.stream_reserved
+    pool = unreserved_pool(quotas["lambda_concurrency"], sum(reserved.values()), quotas["lambda_unreserved_minimum"])
+    shared = sum(b for fn, b in demand.busy_seconds.items() if fn not in reserved)
+    limits.append(
+        Limit(
+            "Lambda account concurrency (unreserved pool)",
+            "lambda_concurrency",
+            pool,
+            shared,
+            "concurrent executions",
+            sees="Throttles on the functions; queues' ApproximateAgeOfOldestMessage grows; the gateway's 429/503",
+        )
+    )
+    for fn, reserved_cap in sorted(reserved.items()):
+        limits.append(
+            Limit(
+                f"reserved concurrency of {fn}",
+                f"setting:actors.{fn}.reserved_concurrency" if fn != "stream" else "setting:gateway",
+                float(reserved_cap),
+                demand.busy_seconds.get(fn, 0.0),
+                "concurrent executions",
+                sees=f"Throttles on {fn}",
+            )
+        )
+    for actor, busy in sorted(demand.busy_seconds.items()):
+        if actor in ("gateway", "stream"):
+            continue
+        cap, source = _concurrency_cap(actor, settings, quotas)
+        limits.append(
+            Limit(
+                f"event source concurrency of {actor}",
+                source,
+                cap,
+                busy,
+                "concurrent batches",
+                sees=f"{actor}'s queue backs up (ApproximateAgeOfOldestMessage); no throttles",
+            )
+        )
+        batch = demand.batch_size.get(actor, 1.0)
+        limits.append(
+            Limit(
+                f"SQS in-flight messages of {actor}",
+                "sqs_inflight",
+                quotas["sqs_inflight"],
+                busy * batch,
+                "messages in flight",
+                sees="OverLimit on ReceiveMessage; the event source stops receiving",
+            )
+        )
+    total_wru = demand.wru_table + sum(demand.wru_index.values())
+    limits += [
+        Limit(
+            "DynamoDB table write units",
+            "dynamodb_table_wru",
+            quotas["dynamodb_table_wru"],
+            demand.wru_table,
+            "WRU/s",
+            sees="ThrottledRequests and WriteThrottleEvents on the table; the gateway's 503 with Retry-After",
+        ),
+        Limit(
+            "DynamoDB table read units",
+            "dynamodb_table_rru",
+            quotas["dynamodb_table_rru"],
+            demand.rru,
+            "RRU/s",
+            sees="ReadThrottleEvents on the table",
+        ),
+        Limit(
+            "DynamoDB new-table write throughput (first burst)",
+            "dynamodb_new_table_wru" if settings.warm_wru is None else "setting:capacity (warm throughput)",
+            float(settings.warm_wru or quotas["dynamodb_new_table_wru"]),
+            total_wru,
+            "WRU/s",
+            sees="WriteThrottleEvents in the first minutes of a new peak, gone once the table has adapted",
+        ),
+        Limit(
+            "DynamoDB new-table read throughput (first burst)",
+            "dynamodb_new_table_rru" if settings.warm_rru is None else "setting:capacity (warm throughput)",
+            float(settings.warm_rru or quotas["dynamodb_new_table_rru"]),
+            demand.rru,
+            "RRU/s",
+            sees="ReadThrottleEvents in the first minutes of a new peak",
+        ),
+    ]
+    for index, wru in sorted(demand.wru_index.items()):
+        limits.append(
+            Limit(
+                f"DynamoDB index {index} write units",
+                "dynamodb_table_wru",
+                quotas["dynamodb_table_wru"],
+                wru,
+                "WRU/s",
+                sees=f"WriteThrottleEvents with the GlobalSecondaryIndexName {index} dimension; table writes throttle",
+            )
+        )
+    created = demand.wru_by_key.get(_CREATED, 0.0)
+    limits.append(
+        Limit(
+            "created-index shard (one partition of by_created)",
+            "dynamodb_partition_wcu",
+            quotas["dynamodb_partition_wcu"] * a.partition_headroom,
+            created * a.hash_skew / settings.index_shards,
+            "WCU/s per partition",
+            estimate=True,
+            sees="creates throttled on the index (WriteThrottleEvents, by_created) while the table has room",
+        )
+    )
+    limits.append(
+        Limit(
+            "outcome shard (one partition of by_outcome)",
+            "dynamodb_partition_wcu",
+            quotas["dynamodb_partition_wcu"] * a.partition_headroom,
+            a.failure_share * a.hash_skew / settings.index_shards,
+            "WCU/s per partition",
+            estimate=True,
+            sees="failed terminal writes throttled on by_outcome",
+        )
+    )
+    for prefix, puts in sorted(demand.s3_puts_by_prefix.items()):
+        limits.append(
+            Limit(
+                f"S3 PUT/s on {prefix}",
+                "s3_put_per_prefix",
+                quotas["s3_put_per_prefix"],
+                puts,
+                "PUT/s per prefix",
+                sees="503 SlowDown on PutObject (no metric without paid S3 request metrics)",
+            )
+        )
+    busy_total = sum(demand.busy_seconds.values())
+    if settings.customer_key:
+        limits.append(
+            Limit(
+                "KMS requests (customer-managed key)",
+                "kms_requests",
+                quotas["kms_requests"],
+                2 * busy_total / _KMS_DATA_KEY_REUSE_SECONDS,
+                "requests/s",
+                estimate=True,
+                sees="ThrottlingException from KMS on SQS sends and S3 PUTs",
+            )
+        )
+    return sorted(limits, key=lambda limit: (limit.max_rate, limit.name))
+
+
+def first_limit(limits: list[Limit]) -> Limit:
+    return min(limits, key=lambda limit: limit.max_rate)

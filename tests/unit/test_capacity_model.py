@@ -1,0 +1,114 @@
+"""The capacity model on the example mesh: the declared target's first limit, the refusal naming quotas, and
+``make capacity`` seeing the first limit move when a vector changes."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from asya.capacity import VECTORS_DIR, QuotaError, load_quotas, plan, raised_quotas, refusal
+from asya.manifest import Manifest, parse_manifest
+from bench import capacity as make_capacity
+
+pytestmark = pytest.mark.unit
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _example(target: float, quotas: dict[str, float] | None = None) -> Manifest:
+    data: dict[str, Any] = copy.deepcopy(yaml.safe_load((REPO / "asya.yaml").read_text(encoding="utf-8")))
+    data["capacity"] = {"target_rate": target, "mix": {"text-pipeline": 1.0}}
+    if quotas:
+        data.setdefault("deployment", {})["quotas"] = quotas
+    return parse_manifest(data, base_dir=REPO)
+
+
+def test_target_1000_is_served_by_default_quotas() -> None:
+    result = plan(_example(1000))
+    assert result.first.max_rate >= 1000
+    assert refusal(result) is None
+
+
+def test_target_10000_is_refused_with_default_quotas_naming_what_to_raise() -> None:
+    result = plan(_example(10_000))
+    message = refusal(result)
+    assert message is not None
+    assert "deployment.quotas.lambda_concurrency:" in message
+    assert "deployment.quotas.dynamodb_table_wru:" in message
+
+
+def test_target_10000_with_the_named_quotas_raised_is_served() -> None:
+    raised = raised_quotas(plan(_example(10_000)))
+    result = plan(_example(10_000, raised))
+    assert result.first.max_rate >= 10_000, result.first
+    assert refusal(result) is None
+
+
+def test_a_hard_limit_cannot_be_declared_raised() -> None:
+    with pytest.raises(QuotaError, match="s3_put_per_prefix"):
+        load_quotas({"s3_put_per_prefix": 10_000})
+
+
+def _first_at_100(report: str) -> tuple[str, float]:
+    row = next(line for line in report.splitlines() if line.startswith("| 100 |"))
+    cells = [cell.strip() for cell in row.split("|")]
+    return cells[2], float(cells[3].replace(",", ""))
+
+
+def test_make_capacity_sees_the_first_limit_move_with_a_changed_vector(tmp_path: Path) -> None:
+    vectors = tmp_path / "vectors"
+    shutil.copytree(VECTORS_DIR, vectors)
+    report = tmp_path / "REPORT.md"
+    report.write_text("# Report\n\nkept\n", encoding="utf-8")
+    assert make_capacity.main(["--report", str(report), "--vectors", str(vectors)]) == 0
+    before = _first_at_100(report.read_text(encoding="utf-8"))
+    assert before == ("API Gateway stage throttle", 125.0)  # the throttle derived for 100 tasks/s, with headroom
+    # normalize now makes 2,000 table writes per task: 12 s of calls per task, which no derived setting absorbs
+    path = vectors / "text-pipeline-1kb-off-unwatched.json"
+    document = json.loads(path.read_text(encoding="utf-8"))
+    document["requests"]["normalize|dynamodb|UpdateItem|table:TASK#{id}/TASK"] = 2000.0
+    path.write_text(json.dumps(document), encoding="utf-8")
+    assert make_capacity.main(["--report", str(report), "--vectors", str(vectors)]) == 0
+    text = report.read_text(encoding="utf-8")
+    name, rate = _first_at_100(text)
+    assert name == "Lambda account concurrency (unreserved pool)"
+    assert rate < before[1]
+    assert text.startswith("# Report\n\nkept\n") and text.count(make_capacity.BEGIN) == 1
+
+
+def test_a_new_account_with_ten_concurrent_executions_breaks_near_fourteen_tasks_per_second() -> None:
+    data: dict[str, Any] = copy.deepcopy(yaml.safe_load((REPO / "asya.yaml").read_text(encoding="utf-8")))
+    data.setdefault("deployment", {})["account_concurrency"] = 10
+    served = {}
+    for rate in (10, 20):
+        data["capacity"] = {"target_rate": rate, "mix": {"text-pipeline": 1.0}}
+        served[rate] = plan(parse_manifest(data, base_dir=REPO))
+    pool = next(limit for limit in served[10].limits if limit.source == "lambda_concurrency")
+    assert 13 < pool.max_rate < 16
+    assert refusal(served[10]) is None
+    message = refusal(served[20])
+    assert message is not None and "raise the quota lambda_concurrency from 10 to at least" in message
+
+
+def test_the_capacity_section_survives_a_bench_rerender() -> None:
+    section = f"{make_capacity.BEGIN}\n## Capacity\n\nrows\n{make_capacity.END}\n"
+    old = "# Report\n\nold body\n\n" + section
+    kept = make_capacity.capacity_section(old)
+    assert kept == section
+    assert make_capacity.splice("# Report\n\nnew body\n", kept) == "# Report\n\nnew body\n\n" + section
+    assert make_capacity.splice(old, section.replace("rows", "new rows")).count("new rows") == 1
+
+
+def test_a_declared_target_gives_the_gateway_its_retry_after_and_shards() -> None:
+    from asya.environment import capacity_environment
+    from asya.envnames import ENV
+
+    assert capacity_environment(parse_manifest(yaml.safe_load((REPO / "asya.yaml").read_text()), base_dir=REPO)) == {}
+    assert capacity_environment(_example(1000)) == {ENV.retry_after: "2", ENV.index_shards: "8"}
+    assert capacity_environment(_example(10_000)) == {ENV.retry_after: "1", ENV.index_shards: "32"}
