@@ -95,6 +95,39 @@ class SinkRuntime(CrewRuntime):
             return
         self._finish(record.message_id, prepared, checkpoint, context)
 
+    def _checkpoint_overloaded(self, record: SQSRecord, prepared: Parsed) -> None:
+        """P-SINK-8: S3 throttled the checkpoint of a finished root task. Its success is written now, without a
+        checkpoint, so the task never waits in ``running`` for a deadline while the record retries its PUT (or sits in
+        the DLQ); the delivery whose PUT goes through attaches the checkpoint. Best effort: the record fails anyway."""
+        envelope = prepared.envelope
+        headers = envelope.headers
+        if (
+            prepared.phase != Phase.SUCCEEDED.value
+            or envelope.parent_id
+            or hdr.is_stealth(headers)
+            or hdr.is_hook_copy(headers)
+            or hdr.FAN_IN in headers
+        ):
+            return
+        hydrated = prepared.hydrated or envelope
+        status = hydrated.status or Status()
+        try:
+            self._store.report_final(
+                _task_id(envelope),
+                status="succeeded",
+                result=hydrated.payload,
+                envelope_id=envelope.id,
+                created_at=status.created_at,
+                writer_id=record.message_id,
+            )
+        except Exception as exc:  # the record fails and comes back either way
+            self._log.warning("final status not written ahead of the checkpoint: %s", exc)
+            return
+        self._log.warning(
+            "checkpoint throttled: task ended succeeded, its checkpoint follows on a redelivery",
+            extra={"correlation_id": envelope.id},
+        )
+
     def _finish(self, writer_id: str, prepared: Parsed, checkpoint: CheckpointLine, context: Mapping[str, Any]) -> None:
         envelope, phase = prepared.envelope, prepared.phase
         hydrated = prepared.hydrated or envelope

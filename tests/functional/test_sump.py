@@ -71,9 +71,12 @@ def sump(mesh: Any) -> Sump:
     return Sump(mesh)
 
 
-def metrics(out: str) -> list[dict[str, Any]]:
+def metrics(out: str, name: str = "FailedEnvelopes") -> list[dict[str, Any]]:
+    """The EMF lines of metric ``name`` printed to ``out``."""
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return [line for line in lines if "_aws" in line]
+    return [
+        line for line in lines if "_aws" in line and line["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == name
+    ]
 
 
 def failed(env_id: str = "t1", *, reason: str = "RouteMismatch", payload: Any = None) -> dict[str, Any]:
@@ -201,8 +204,12 @@ def test_p_sump_4_a_failed_put_fails_every_record_it_holds(mesh: Any, capsys: py
     forwarded = failed("t3", reason="PolicyExhausted")
     forwarded["headers"]["x-asya-checkpointed"] = {"key": "failed/2026-03-01/k.jsonl", "line": 1}
     assert sump.run(failed("t1"), failed("t2"), forwarded)[0] == [0, 1]
-    [metric] = metrics(capsys.readouterr().out)  # the failed ones are counted once, when their retry succeeds
+    out = capsys.readouterr().out
+    [metric] = metrics(out)  # the failed ones are counted once, when their retry succeeds
     assert metric["Reason"] == "PolicyExhausted"
+    # the records handed back to SQS, for the mesh-level FailedRecords alarm (not Lambda errors)
+    [handed_back] = metrics(out, "FailedRecords")
+    assert handed_back["Namespace"] == "demo" and handed_back["FailedRecords"] in (2.0, [2.0])
 
 
 def test_p_ckpt_1_a_redelivered_record_lands_in_a_new_object(sump: Sump) -> None:

@@ -4,12 +4,14 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
 
 - ``TASK``, the hot item, kept under 1 KB (GW-DATA-8): ``id``, ``status``, ``status_order``, ``created_at``,
   ``updated_at``, ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message`` (<= 128 bytes),
-  ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``fly_from``/``fly_to``
-  (the numbers of the newest FLY flush), ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
+  ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``fly_from``/``fly_to`` (the
+  numbers of the newest FLY flush), ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
   ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
-  (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status); ``payload`` and ``result`` (JSON text)
-  when they fit (``asya.store.inline``, GW-DATA-8), in place of the two items below;
+  (GW-DATA-2), ``ctok`` (the token of the last create or claim, :data:`WRITE_TOKEN`: a write the SDK sent again after
+  its answer was lost finds its own token, GW-OVL-5), the index keys and ``ttl`` (30 days after a terminal status);
+  ``payload`` and ``result`` (JSON text) when they fit (``asya.store.inline``, GW-DATA-8 R3), in place of the two
+  items below;
 - ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``, only
   for an input too large for the task item;
 - ``RESULT``: ``result`` and/or ``error_details`` (or ``{field}_s3``), written by the holder of ``terminal_by``, only
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeGuard
@@ -62,6 +65,7 @@ __all__ = [
     "TASK_SK",
     "TERMINAL_TTL",
     "VIEW_INLINE_LIMIT",
+    "WRITE_TOKEN",
     "child_sk",
     "created_index_pk",
     "day_of",
@@ -81,6 +85,7 @@ __all__ = [
     "json_av",
     "key",
     "new_task_item",
+    "new_write_token",
     "num_av",
     "outcome_index_pk",
     "str_av",
@@ -88,6 +93,8 @@ __all__ = [
 ]
 
 TASK_SK: Final = "TASK"
+#: The attribute of a fence item that holds the token of the create or hop claim that wrote it last (GW-OVL-5).
+WRITE_TOKEN: Final = "ctok"
 BODY_SK: Final = "BODY"
 RESULT_SK: Final = "RESULT"
 PAUSE_SK: Final = "PAUSE"
@@ -210,6 +217,12 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
 
 
 # boto3 items are plain dicts: the exact test first spares the slow abc check of other mappings on the hot path
+def new_write_token() -> str:
+    """A fresh token for one conditional write (GW-OVL-5): 8 hex digits, unique enough among the writers of one
+    item."""
+    return secrets.token_hex(4)
+
+
 def get_str(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
     if type(value) is dict:
