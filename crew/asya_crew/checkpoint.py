@@ -2,7 +2,8 @@
 GW-DATA-7).
 
 - One object per crew invocation and per (``phase``, UTC date of ``status.updated_at``, now when absent or
-  unparseable) among its records: key ``{phase}/{YYYY-MM-DD}/{uuid4}.jsonl``, ``phase`` in ``succeeded``/``failed``.
+  unparseable) among its records: key ``{phase}/{shard}/{YYYY-MM-DD}/{uuid4}.jsonl`` (``shard``: GW-DATA-9),
+  ``phase`` in ``succeeded``/``failed``.
   The last part is a fresh UUID4 per object, never an id from the envelope, so no id can steer a key (P-CKPT-2).
 - Body: one line per envelope, in record order, each the whole envelope as compact JSON (the caller passes it with its
   payload rehydrated, P-LARGE-4), ``Content-Type: application/x-ndjson``; the bucket's default encryption applies
