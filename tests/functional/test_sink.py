@@ -58,11 +58,14 @@ class Sink:
         hooks: str = "",
         logger: Any = None,
         new_key_id: Callable[[], str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.bucket = bucket or mesh.resources.bucket
-        config = ActorConfig.from_env(actor_env(mesh, "x-sink", ASYA_BUCKET=self.bucket, ASYA_SINK_HOOKS=hooks))
+        config = ActorConfig.from_env(
+            actor_env(mesh, "x-sink", ASYA_BUCKET=self.bucket, ASYA_SINK_HOOKS=hooks, **(env or {}))
+        )
         self.runtime = SinkRuntime(
             config,
             sqs=self.sqs,

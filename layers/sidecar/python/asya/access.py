@@ -384,6 +384,12 @@ GATEWAY: Final = Role(
         ),
         Call("payloads.read", (_GET,), _PAYLOADS, "payload references the gateway reads back"),
         Call(
+            "checkpoint.read",
+            (_GET,),
+            Objects(tableschema.SUCCEEDED_PREFIX + "*"),
+            "a succeeded task's result, read from its checkpoint line with a ranged GET (GW-DATA-10)",
+        ),
+        Call(
             "history.read",
             (_GET,),
             _HISTORY,
