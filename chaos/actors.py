@@ -10,6 +10,12 @@ by :func:`activate`, one per mesh run) whether to raise a :class:`~chaos.faults.
 also asks whether to ``SET`` a crew actor into ``route.next`` (``crew_set``): P-ABI-15 refuses it with a
 ``ValueError`` thrown at the yield, which the wrapper catches and writes down (:func:`crew_sets`), then goes on with
 its route unchanged; a SET that was not refused is a violation. Without an active injector the actors just compute.
+
+``inc`` and ``double`` are the actors of the compiled flow ``calc`` (``chaos/mesh/flows/calc.py``; their plain
+computations :func:`inc_value` and :func:`double_value` serve the plain run, ``chaos.flowplain``). ``inc`` asks
+whether to ``SET`` (or ``DEL``) a header the layer owns (``layer_set``: P-HDR-5 refuses it with a ``ValueError`` at
+the yield; written down by :func:`layer_sets`, the handler goes on), and both ask whether to return a second payload
+(``second_payload``: P-FLOW-11 fails that hop, and nothing may run after it).
 """
 
 from __future__ import annotations
@@ -22,7 +28,23 @@ from typing import Any, Final
 
 from chaos.faults import ChaosError, Injector, Invocation, InvocationCrashError
 
-__all__ = ["CREW_TARGETS", "HandlerCall", "activate", "calls", "crew_sets", "deactivate", "slow", "split", "square"]
+__all__ = [
+    "CREW_TARGETS",
+    "LAYER_TARGETS",
+    "HandlerCall",
+    "activate",
+    "calls",
+    "crew_sets",
+    "deactivate",
+    "double",
+    "double_value",
+    "inc",
+    "inc_value",
+    "layer_sets",
+    "slow",
+    "split",
+    "square",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +63,13 @@ class HandlerCall:
 
 #: The crew actors a ``crew_set`` fault puts into ``route.next`` (P-ABI-15 refuses each).
 CREW_TARGETS: Final = ("x-sink", "x-sump", "x-deadline")
+#: The layer's headers a ``layer_set`` fault writes, with the value it tries (P-HDR-5 refuses each): a flow state that
+#: would restart the flow with its loop counters reset, a hop count reset, and the removal of the flow's state.
+LAYER_TARGETS: Final[tuple[tuple[str, Any], ...]] = (
+    ("x-asya-flow-state", {"flow": "calc", "pc": 0, "loops": {}}),
+    ("x-asya-hops", 0),
+    ("x-asya-flow-state", None),
+)
 
 
 class _Active:
@@ -50,6 +79,8 @@ class _Active:
         self.calls: list[HandlerCall] = []
         #: ``crew_set`` faults: ``(envelope id, crew name, refused)``; one not refused is a violation.
         self.crew_sets: list[tuple[str, str, bool]] = []
+        #: ``layer_set`` faults: ``(envelope id, header, refused)``; one not refused is a violation.
+        self.layer_sets: list[tuple[str, str, bool]] = []
 
 
 _ACTIVE = _Active()
@@ -61,6 +92,7 @@ def activate(injector: Injector) -> None:
         _ACTIVE.injector = injector
         _ACTIVE.calls = []
         _ACTIVE.crew_sets = []
+        _ACTIVE.layer_sets = []
 
 
 def deactivate() -> None:
@@ -78,6 +110,21 @@ def crew_sets() -> list[tuple[str, str, bool]]:
     """Every ``crew_set`` played since :func:`activate`: ``(envelope id, crew name, refused at the yield)``."""
     with _ACTIVE.lock:
         return list(_ACTIVE.crew_sets)
+
+
+def layer_sets() -> list[tuple[str, str, bool]]:
+    """Every ``layer_set`` played since :func:`activate`: ``(envelope id, header, refused at the yield)``."""
+    with _ACTIVE.lock:
+        return list(_ACTIVE.layer_sets)
+
+
+def _rolled(fault: str) -> Invocation | None:
+    """The current invocation when this call plays ``fault``."""
+    injector = _ACTIVE.injector
+    invocation = injector.current() if injector is not None else None
+    if injector is None or invocation is None or not injector.roll(fault, invocation):
+        return None
+    return invocation
 
 
 def _crew_target() -> tuple[str, str] | None:
@@ -152,3 +199,39 @@ def slow(payload: dict[str, Any]) -> dict[str, Any]:
     _play("slow")
     time.sleep(float(payload["sleep"]))
     return payload
+
+
+def inc_value(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "n": int(payload["n"]) + 1}
+
+
+def double_value(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "n": int(payload["n"]) * 2}
+
+
+def _flow_call(result: dict[str, Any]) -> Iterator[Any]:
+    """The one payload of a flow call, or two when ``second_payload`` is played (P-FLOW-11)."""
+    yield result
+    if _rolled("second_payload") is not None:
+        yield {**result, "second": True}
+
+
+def inc(payload: dict[str, Any]) -> Iterator[Any]:
+    _play("inc")
+    invocation = _rolled("layer_set")
+    if invocation is not None:
+        envelope_id = invocation.envelope_id or ""
+        header, value = LAYER_TARGETS[sum(map(ord, envelope_id)) % len(LAYER_TARGETS)]
+        refused = False
+        try:
+            yield ("DEL", f".headers.{header}") if value is None else ("SET", f".headers.{header}", value)
+        except ValueError:  # P-HDR-5: thrown at the yield; the handler goes on, the layer's header unchanged
+            refused = True
+        with _ACTIVE.lock:
+            _ACTIVE.layer_sets.append((envelope_id, header, refused))
+    yield from _flow_call(inc_value(payload))
+
+
+def double(payload: dict[str, Any]) -> Iterator[Any]:
+    _play("double")
+    yield from _flow_call(double_value(payload))

@@ -32,8 +32,16 @@ empty.
   run of a hop after its task ended is no copy: children may finish after their task (P-FAN-6). The window
   RELIABILITY.md documents as open is counted apart (:func:`runs_across_end`): a record received before the terminal
   write, whose handler ran after it (a fan-out child's claim is on its own item and does not re-read the task).
-- ``forged``: every forged crew-only status posted to the producer route was refused (GW-EVT-1/3), and every
-  ``SET`` of a crew actor into ``route.next`` was refused at its yield (P-ABI-15).
+- ``forged``: every forged crew-only status posted to the producer route was refused (GW-EVT-1/3), every
+  ``SET`` of a crew actor into ``route.next`` was refused at its yield (P-ABI-15), and so was every ``SET`` or
+  ``DEL`` of a header the layer owns (P-HDR-5).
+- ``flows``: every task of the compiled flow ``calc`` made the actor calls of the flow's plain-Python run
+  (``chaos.flowplain``), in order, one per hop (the handler runs of the task's own envelope by hop ``h``; a retried,
+  redelivered or duplicated hop counts once), and a succeeded one ended with the plain run's result. A failed one
+  made a prefix of those calls and is explained: an actor returned a second payload (P-FLOW-11; then no actor ran at
+  a later hop, on either payload), or a dead letter, exhausted retries or a late redelivery explain it as for ``fan``.
+  A second payload's hop fails as a handler error, so the mesh's retry policy may run it again and the task go on;
+  whatever the outcome, no actor ever runs an envelope of the task other than its own (``calc`` never fans out).
 """
 
 from __future__ import annotations
@@ -59,7 +67,8 @@ PROPERTIES: Final = {
     "followed": "SSE followers saw the terminal status",
     "children": "children wrote no task status",
     "after_end": "no handler run after its task ended (P-ACK-7)",
-    "forged": "forged crew statuses and crew SETs refused",
+    "forged": "forged crew statuses, crew and layer-header SETs refused",
+    "flows": "flow tasks = their plain-Python run (calls, result)",
 }
 _RANK: Final = {"pending": 0, "running": 1, "paused": 1}
 _TIMED_OUT: Final = "task timed out"
@@ -100,6 +109,8 @@ class History:
     flow_timeouts: Mapping[str, float] = field(default_factory=dict)
     #: ``crew_set`` faults played: ``(envelope id, crew name, refused at the yield)``.
     crew_sets: Sequence[tuple[str, str, bool]] = ()
+    #: ``layer_set`` faults played: ``(envelope id, header, refused at the yield)``.
+    layer_sets: Sequence[tuple[str, str, bool]] = ()
     #: Forged producer posts the gateway accepted (2xx), one line each.
     forged_accepted: Sequence[str] = ()
 
@@ -120,8 +131,66 @@ def check(history: History) -> dict[str, list[str]]:
             f"{crew} SET into the route of {env} was not refused"
             for env, crew, refused in history.crew_sets
             if not refused
+        ]
+        + [
+            f"{header} SET by the handler of {env} was not refused"
+            for env, header, refused in history.layer_sets
+            if not refused
         ],
+        "flows": _flows(history),
     }
+
+
+def _flows(history: History) -> list[str]:
+    from chaos.flowplain import plain_run  # loads the flow file only where a run has flow tasks
+
+    out = []
+    explained = _dead_tasks(history) | _exhausted_hops(history.calls)
+    late = _late_by_redelivery(history)
+    for task_id, plan in history.tasks.items():
+        if plan.flow != "calc":
+            continue
+        view = history.views.get(task_id) or {}
+        expected_calls, expected_result = plain_run(plan.payload)
+        by_hop: dict[int, str] = {}
+        last_attempt: dict[int, int] = {}
+        seconds: list[HandlerCall] = []
+        for call in sorted(history.calls, key=lambda c: c.hop):
+            if call.envelope_id != task_id:
+                if call.task_id == task_id:  # calc never fans out: another envelope of the task is a second payload
+                    out.append(f"{task_id}: {call.actor} ran {call.envelope_id}, a second payload, at hop {call.hop}")
+                continue
+            by_hop.setdefault(call.hop, call.actor)
+            last_attempt[call.hop] = max(last_attempt.get(call.hop, 0), call.attempt)
+            if "second_payload" in call.invocation.faults:
+                seconds.append(call)
+        # a second payload ends the task only on the hop's last attempt: an earlier one was retried by the policy
+        final = [c for c in seconds if c.attempt == last_attempt[c.hop]]
+        second = (final[0].hop, final[0].actor) if final else None
+        made = [by_hop[hop] for hop in sorted(by_hop)]
+        status = view.get("status")
+        if status == "succeeded":
+            if made != expected_calls:
+                out.append(f"{task_id}: called {made}, the plain run calls {expected_calls}")
+            elif view.get("result") != expected_result:
+                out.append(
+                    f"{task_id}: succeeded with {view.get('result')!r}, the plain run returns {expected_result!r}"
+                )
+            continue
+        if status != "failed":
+            continue  # terminal_once reports a task left running
+        if made != expected_calls[: len(made)]:
+            out.append(f"{task_id}: called {made}, not a start of the plain run's {expected_calls}")
+        if second is not None:
+            hop, actor = second
+            out += [
+                f"{task_id}: {by_hop[later]} ran at hop {later}, after {actor} returned two payloads at hop {hop}"
+                for later in sorted(by_hop)
+                if later > hop
+            ]
+        elif task_id not in explained and not (view.get("error") == _TIMED_OUT and task_id in late):
+            out.append(f"{task_id}: failed with nothing injected to explain it: {view.get('error')!r}")
+    return out
 
 
 def _ended_at(history: History) -> dict[str, float]:

@@ -20,7 +20,9 @@ Every fault is played by a real part of the local mesh (``asya_local.mesh.LocalM
   (:class:`ChaosError`, retried by the chaos mesh's policy), a crash before the sends, and a visibility timeout that
   expires mid-handler (the record is made visible again with ``ChangeMessageVisibility`` and the handler holds on, so
   another poller receives it while the first run still holds the hop), and a ``SET`` that puts a crew actor into
-  ``route.next`` (``crew_set``, refused at the yield under P-ABI-15; the handler goes on when it is).
+  ``route.next`` (``crew_set``, refused at the yield under P-ABI-15; the handler goes on when it is); and, in the
+  compiled flow ``calc``, a ``SET``/``DEL`` of a header the layer owns (``layer_set``, refused at the yield under
+  P-HDR-5) and a second payload from a flow call (``second_payload``: the hop fails under P-FLOW-11).
 
 A crash is a ``BaseException``: nothing in the layer catches it, the ESM emulator sees the invocation die and leaves
 its record to come back after its visibility timeout (P-ACK-5). Every decision is drawn from one seeded generator, and
@@ -86,6 +88,8 @@ class FaultRates:
     late_child_copy: float = 0.0
     forged_status: float = 0.0
     crew_set: float = 0.0
+    layer_set: float = 0.0
+    second_payload: float = 0.0
 
     def __post_init__(self) -> None:
         for item in fields(self):

@@ -29,7 +29,7 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
         "| scenario | rates | tasks | outcomes | faults played | conditional-check failures | "
         "handler calls (repeated runs; after a lease) | DLQ | "
         "client retries (creations cut after sending); SSE resumes | "
-        "late child copies (runs across the end, counted apart); forged posts; crew SETs | "
+        "late child copies (runs across the end, counted apart); forged posts; crew SETs; layer-header SETs | "
         + " | ".join(PROPERTIES.values())
         + " | seconds |",
         "|" + "---|" * (10 + len(PROPERTIES) + 1),
@@ -44,7 +44,8 @@ def render(results: Sequence[ScenarioResult], *, header: str, skipped: Sequence[
             f"{result.observed['conditional_check_failed']} | "
             f"{result.handler_calls} ({result.duplicate_runs}; {result.runs_after_lease}) | {result.dead_letters} | "
             f"{result.client_retries} ({result.ambiguous_creates}); {result.sse_resumes} | "
-            f"{result.late_copies} ({result.runs_across_end}); {result.forged_posts}; {result.crew_sets} | "
+            f"{result.late_copies} ({result.runs_across_end}); {result.forged_posts}; {result.crew_sets}; "
+            f"{result.layer_sets} | "
             f"{counts} | "
             f"{result.seconds:.0f} |"
         )

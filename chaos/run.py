@@ -78,6 +78,7 @@ class ScenarioResult:
     #: Forged producer posts sent, and crew SETs played.
     forged_posts: int = 0
     crew_sets: int = 0
+    layer_sets: int = 0
     violations: dict[str, list[str]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
@@ -160,6 +161,7 @@ def run_scenario(
         visibility_seconds=lease_seconds + _VISIBILITY_SLACK_SECONDS,
         flow_timeouts={name: flow.timeout for name, flow in manifest.flows.items()},
         crew_sets=actors.crew_sets(),
+        layer_sets=actors.layer_sets(),
         forged_accepted=[str(post) for post in forger.accepted()],
     )
     return ScenarioResult(
@@ -182,6 +184,7 @@ def run_scenario(
         runs_across_end=runs_across_end(history),
         forged_posts=len(forger.posts),
         crew_sets=len(history.crew_sets),
+        layer_sets=len(history.layer_sets),
         violations=check(history),
         errors=[*recorder.errors, *restarter.errors],
     )

@@ -3,8 +3,9 @@
 Rates are per opportunity: per handler call (handler errors, crashes before the sends, expired visibility), per
 send (send failures, duplicates, crashes after frame 0 left), per DynamoDB call of an actor (throttling: a hop makes
 about five), per x-sink ``PutObject``, per SSE follower whose stream went live (gateway restarts; a quarter of the
-tasks are followed), per child envelope sent (late child copies), per task created (forged producer posts) and per
-``split`` call (crew SETs). The all-faults row halves each single rate.
+tasks are followed), per child envelope sent (late child copies), per task created (forged producer posts), per
+``split`` call (crew SETs), per ``inc`` call (layer-header SETs) and per ``inc``/``double`` call (second
+payloads). The all-faults row halves each single rate.
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ SINGLE_RATES: Final = {
     "late_child_copy": 0.3,
     "forged_status": 0.2,
     "crew_set": 0.2,
+    "layer_set": 0.2,
+    "second_payload": 0.1,
 }
 
 

@@ -2,11 +2,13 @@
 status a client observed.
 
 A :class:`TaskPlan` is one task: ``fan`` (``split`` -> ``square``, 1..3 parts: fan-out children, retries under the
-injected handler errors) with its expected result, some of them canceled a moment after creation, and ``late``
-(``slow`` past a 2 s deadline). The :class:`Workload` creates the tasks (at most ``max_in_flight`` unfinished at a
-time), cancels those planned so, follows a share of them over SSE (``/api/v1/mesh/{id}/events``, one stream per
-follower) and polls every unfinished task with ``GET /api/v1/mesh/{id}``. Each status seen becomes an
-:class:`Observation`; the order of one stream (one SSE follower, or the GET poller) is the order it was seen in.
+injected handler errors) with its expected result, some of them canceled a moment after creation, ``late``
+(``slow`` past a 2 s deadline), and ``calc`` (the compiled flow ``chaos/mesh/flows/calc.py`` from ``{"n": 0..4}``,
+whose expected result is its plain-Python run, ``chaos.flowplain``). The :class:`Workload` creates the tasks (at
+most ``max_in_flight`` unfinished at a time), cancels those planned so, follows a share of them over SSE
+(``/api/v1/mesh/{id}/events``, one stream per follower) and polls every unfinished task with
+``GET /api/v1/mesh/{id}``. Each status seen becomes an :class:`Observation`; the order of one stream (one SSE
+follower, or the GET poller) is the order it was seen in.
 
 Clients behave as a careful client of a gateway that may restart (the gateway-restart fault): a request that got no
 HTTP answer is sent again after ``_RETRY_PAUSE`` (GET is safe and DELETE idempotent, GW-CANCEL-1). A creation cut
@@ -58,7 +60,13 @@ class TaskPlan:
 
     @property
     def expected(self) -> dict[str, Any] | None:
-        """The result a ``fan`` task must end with: frame 0's lineage, part 0 squared (P-FAN-6)."""
+        """The result a ``fan`` task must end with: frame 0's lineage, part 0 squared (P-FAN-6); a ``calc`` task's is
+        its flow's plain run."""
+        if self.flow == "calc":
+            from chaos.flowplain import plain_run  # loads the flow file only where a calc task is checked
+
+            result: dict[str, Any] = plain_run(self.payload)[1]
+            return result
         if self.flow != "fan":
             return None
         x = self.payload["x"]
@@ -66,14 +74,24 @@ class TaskPlan:
 
 
 def plan_tasks(
-    count: int, *, seed: int = 0, cancel_rate: float = 0.08, late_rate: float = 0.06, follow_rate: float = 0.25
+    count: int,
+    *,
+    seed: int = 0,
+    cancel_rate: float = 0.08,
+    late_rate: float = 0.06,
+    follow_rate: float = 0.25,
+    calc_rate: float = 0.2,
 ) -> list[TaskPlan]:
     """``count`` tasks, the same for the same seed."""
     draw = random.Random(seed)
     plans = []
     for index in range(count):
-        if draw.random() < late_rate:
+        kind = draw.random()
+        if kind < late_rate:
             plans.append(TaskPlan("late", {"sleep": 4}, follow=draw.random() < follow_rate))
+            continue
+        if kind < late_rate + calc_rate:
+            plans.append(TaskPlan("calc", {"n": draw.randint(0, 4)}, follow=draw.random() < follow_rate))
             continue
         cancel = draw.uniform(0.0, 0.4) if draw.random() < cancel_rate else None
         payload = {"x": index, "parts": draw.randint(1, 3)}

@@ -6,6 +6,8 @@ dropped, P-ACK-8); user actors as plain Python functions of the payload (an exce
 retries); a fan-in aggregator per flow keyed by the slice header's ``set`` that merges in index order and emits once
 (P-AGG-4..6); x-pause/x-resume with a shallow merge of a given resume input (P-RESUME-4); x-sink keeping the first
 terminal envelope of the task (P-STAT-2), where a failed slice outside a ``try`` fails its origin (P-SINK-3).
+A redeploy can happen between two envelopes (``redeploy``): from then on the runtimes hold the new program by name
+and, when retained, the old one by digest, as after a deploy with the program store (P-FLOWV-1..3).
 
 :func:`plain_run` runs the same flow module as plain Python with the actors as ordinary functions.
 """
@@ -25,6 +27,7 @@ from asya.abi import error_details
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.flows import STATE_HEADER, Program, continue_outgoing, on_failure, start
 from asya.flows.interp import set_pointer
+from asya.flows.versions import ProgramBook
 
 NOW = "2026-11-27T10:00:00Z"
 #: The error type of a failure of the flow itself (an expression, a loop guard), in either run.
@@ -58,11 +61,15 @@ def simulate(
     resume: Mapping[str, Any] | None = None,
     duplicate_every: bool = False,
     max_envelopes: int = 20_000,
+    redeploy: tuple[int, Program] | None = None,
+    retain: bool = True,
 ) -> Outcome:
     """Run ``program`` on ``payload`` through the simulated mesh. ``duplicate_every`` delivers every envelope twice
-    (a redelivery): the fences must absorb the copies and the outcome must not change."""
+    (a redelivery): the fences must absorb the copies and the outcome must not change. ``redeploy = (n, new)``
+    deploys ``new`` before the ``n``-th envelope is delivered; ``retain``: the program store still holds
+    ``program``."""
     task_id = "task-1"
-    programs = {program.flow: program}
+    programs = ProgramBook({program.flow: program})
     created = Envelope(
         id=task_id,
         route=Route(prev=[], curr="", next=[]),
@@ -78,6 +85,10 @@ def simulate(
     hops = 0
     while queue:
         hops += 1
+        if redeploy is not None and hops == redeploy[0]:
+            programs = ProgramBook({redeploy[1].flow: redeploy[1]})
+            if retain:
+                programs.add(program)
         if hops > max_envelopes:
             raise AssertionError("the simulated task did not end")
         out, is_copy = queue.popleft()

@@ -27,10 +27,13 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
 
 A slice header with ``set`` (a compiled flow's fan-out, P-FLOW-8) keys the fan-in state by it instead of by
 ``origin_id``; the merged envelope keeps the origin's identity. A merged envelope that ends its route while a
-compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6).
+compiled flow is in progress goes on as the flow's continuation, under the emission claim (P-FLOW-6), with the
+program of the task's digest, read from the program store when the aggregator does not hold it (P-FLOWV-3); a read
+that fails releases the claim and fails the record, a program nowhere fails the task (P-FLOWV-2).
 
-Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference) and read back from S3 for the
-merge (P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
+Slice payloads are stored as received (an offloaded ``__ref__`` stays a reference, checked against the slice's own
+envelope first: a reference of another task fails the task, P-LARGE-7) and read back from S3 for the merge
+(P-LARGE-4); the merged envelope goes through the offloading encoder like every send (P-LARGE-2).
 """
 
 from __future__ import annotations
@@ -38,20 +41,21 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Hashable, Mapping
-from datetime import timedelta
-from typing import Any, Final, Unpack
+from functools import partial
+from typing import Any, Unpack
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import routing
+from asya import prehop, routing
 from asya.abi import error_details
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.fanin import MAX_SLICES
 from asya.flows.mesh import continue_outgoing
+from asya.payloads import PayloadUnavailableError, reference_owners
 from asya.store import ChildOutcome
-from asya.timeutil import format_ts, parse_ts
+from asya.timeutil import format_ts
 from asya.transport import UnknownActorError
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
@@ -59,9 +63,6 @@ from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchErro
 from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed, Unparsed
 
 __all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
-
-_SLA_MARGIN: Final = timedelta(seconds=1)
-_FINISHED: Final = frozenset({"succeeded", "failed"})
 
 
 class FanInHeaderError(ValueError):
@@ -117,11 +118,9 @@ class AggregatorRuntime(CrewRuntime):
         env = prepared.envelope
         actor = self.config.actor
         trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
-        if (mismatch := routing.route_mismatch(env, actor)) is not None:
-            out = routing.sump_envelope(
-                reason=Reason.ROUTE_MISMATCH, message=mismatch, actor=actor, now=now, envelope=env, trace=trace
-            )
-            self._transport.send(out.actor, out.envelope)
+        decide = partial(prehop.decide, env, actor=actor, now=now, trace=trace, send=self._send, logger=self._log)
+        if (refused := prehop.refusal(env, actor)) is not None:
+            decide(refused)
             return
         try:
             header = _header(env)
@@ -130,16 +129,17 @@ class AggregatorRuntime(CrewRuntime):
             return
         statuses: dict[str, str] = getattr(self._batch, "statuses", {})
         status = None if hdr.is_stealth(env.headers) else statuses.get(header.origin)
-        if status in ("canceled", "paused"):
-            self._send(routing.preflight_envelope(env, status, actor=actor, now=now, trace=trace))
+        # a failed task: a failed slice already failed it (P-SINK-3)
+        verdict = prehop.preflight(env, status, actor=actor, now=now, trace=trace) or prehop.sla(
+            env, prehop.deadline_of(env), now_dt, actor=actor, now=now, trace=trace
+        )
+        if verdict is not None:
+            decide(verdict)
             return
-        if status in _FINISHED:
-            self._log.info("slice of a finished task: acked", extra={"task_status": status})
-            return
-        deadline = parse_ts(env.status.deadline_at) if env.status is not None else None
-        if deadline is not None and deadline - now_dt < _SLA_MARGIN:
-            self._send(routing.sla_envelope(env, actor=actor, now=now, trace=trace))
-            self._log.warning("SLA deadline expired: sent to x-sink")
+        try:  # a slice is stored as received, so its reference is checked against its own envelope now (P-LARGE-7)
+            self._payloads.check_owner(env.payload, reference_owners(env))
+        except PayloadUnavailableError as exc:
+            self._fail_merge(header.origin, env, str(exc), now, trace, payload=env.payload, state_key=header.state_key)
             return
         now_ms = int(now_dt.timestamp() * 1000)
         try:
@@ -172,9 +172,10 @@ class AggregatorRuntime(CrewRuntime):
             slices = self._state.read(header.state_key, header.count)
             parent = slices[0].parent or {}
             trace = routing.Trace.for_hop(parent.get("headers") or {}, enabled=self.config.tracing)
-            parent_payload = self._payloads.rehydrate(slices[0].payload)
+            # every slice's reference was checked against its own envelope when it was stored (P-LARGE-7)
+            parent_payload = self._payloads.rehydrate(slices[0].payload, owners=None)
             try:
-                payloads = [self._payloads.rehydrate(s.payload) for s in slices[1:]]
+                payloads = [self._payloads.rehydrate(s.payload, owners=None) for s in slices[1:]]
                 envelope, actor = merged_envelope(
                     header.origin, parent, parent_payload, header.key, payloads, aggregator=self.config.actor, now=now
                 )
@@ -190,8 +191,9 @@ class AggregatorRuntime(CrewRuntime):
                     state_key=header.state_key,
                 )
                 return
+            self._flows.load(envelope.headers)  # the task's program (P-FLOWV-3); a failed read fails the record
             try:
-                for out in continue_outgoing(self.config.flows, routing.Outgoing(actor, envelope), now=now):
+                for out in continue_outgoing(self._flows.book, routing.Outgoing(actor, envelope), now=now):
                     self._transport.send(out.actor, out.envelope)  # a compiled flow goes on here (P-FLOW-6)
             except UnknownActorError as exc:
                 self._unknown_destination(header.origin, envelope, exc, now, trace)

@@ -14,7 +14,8 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, S
 - the restored envelope goes on under the task's own id (P-RESUME-5): its route the stored ``next`` (x-sink with
   ``Completed`` when empty), its deadline ``now + x-asya-resume-timeout`` when that header is present;
 - a restored envelope whose route is exhausted while a compiled flow is in progress goes on as the flow's
-  continuation (P-FLOW-7), under the resume's fence;
+  continuation (P-FLOW-7), under the resume's fence, with the program the task started with (its digest, read from
+  the program store when x-resume does not hold it, P-FLOWV-3): a pause survives deploys;
 - after the send, the file is deleted (a delete failure is logged) and the record acked (P-RESUME-6). The delete is
   conditional on the ETag of the file it loaded (``IfMatch``): the restored envelope may reach a second ``x-pause``
   of the same task before this delete, and that pause's new file must stay.
@@ -88,7 +89,8 @@ class ResumeRuntime(RoutedCrewRuntime):
         now = format_ts(self._clock())
         if destination == naming.SINK and STATE_HEADER in out.headers:  # x-resume ran the hop that ends the route
             out.route = Route(prev=[*out.route.prev, out.route.curr], curr="", next=[])
-        for item in continue_outgoing(self.config.flows, routing.Outgoing(destination, out), now=now):
+        self._flows.load(out.headers)  # the program of the task's digest (P-FLOWV-3); a failed read fails the record
+        for item in continue_outgoing(self._flows.book, routing.Outgoing(destination, out), now=now):
             self._transport.send(item.actor, item.envelope)  # a compiled flow goes on here (P-FLOW-7)
         self._log.info("task resumed", extra={"destination": destination})
         self._delete(envelope.id, etag)

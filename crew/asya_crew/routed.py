@@ -1,5 +1,6 @@
 """What the routable crew (x-pause, x-resume) shares on top of :class:`asya_crew.runtime.CrewRuntime`: the layer's
-steps that apply to them (P-PROC-2 steps 1, 5, 6, 7 and 11, P-ACK-2, P-CREW-1).
+steps that apply to them (P-PROC-2 steps 1, 5, 6, 7 and 11, P-ACK-2, P-CREW-1). The
+route check, the pre-flight's verdict and the SLA check are the layer's own (``asya.prehop``).
 
 - a body that does not parse goes to x-sump as ``ParseError`` (P-ERR-4);
 - route check (P-ROUTE-1): an envelope for another actor goes to x-sump as ``RouteMismatch``;
@@ -15,18 +16,14 @@ Neither has checkpoints: :meth:`_checkpoint_phase` answers ``None``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
-from typing import Any, Final, NoReturn
+from typing import Any, NoReturn
 
-from asya import routing
+from asya import prehop, routing
 from asya.envelope import Envelope, Reason
-from asya.payloads import PayloadUnavailableError
-from asya.timeutil import parse_ts
+from asya.payloads import PayloadUnavailableError, reference_owners
 from asya_crew.runtime import CrewRuntime
 
 __all__ = ["RoutedCrewRuntime", "StopRecord", "status_of"]
-
-_SLA_MARGIN: Final = timedelta(seconds=1)
 
 
 class StopRecord(Exception):  # noqa: N818 - control flow, not an error: the record is decided and acked
@@ -43,25 +40,32 @@ class RoutedCrewRuntime(CrewRuntime):
         return routing.Trace.for_hop(envelope.headers, enabled=self.config.tracing)
 
     def _check_route(self, envelope: Envelope) -> None:
-        """P-ROUTE-1: raises :class:`StopRecord` after sending a ``RouteMismatch`` to x-sump."""
-        mismatch = routing.route_mismatch(envelope, self.config.actor)
-        if mismatch is None:
-            return
-        self._to_sump(envelope, Reason.ROUTE_MISMATCH, mismatch)
+        """P-ROUTE-1 (``asya.prehop.refusal``): raises :class:`StopRecord` after sending a ``RouteMismatch`` to
+        x-sump."""
+        self._stop_if(envelope, prehop.refusal(envelope, self.config.actor))
 
     def _to_sump(self, envelope: Envelope, reason: Reason, message: str) -> NoReturn:
-        out = routing.sump_envelope(
-            reason=reason,
-            message=message,
+        self._stop(
+            envelope,
+            prehop.Verdict(f"{reason.value}: sent to x-sump", level="error", reason=reason, message=message),
+        )
+
+    def _stop_if(self, envelope: Envelope, verdict: prehop.Verdict | None) -> None:
+        if verdict is not None:
+            self._stop(envelope, verdict)
+
+    def _stop(self, envelope: Envelope, verdict: prehop.Verdict) -> NoReturn:
+        """Apply a pre-hop verdict (``asya.prehop.decide``), then raise :class:`StopRecord`."""
+        prehop.decide(
+            envelope,
+            verdict,
             actor=self.config.actor,
             now=self._now(),
-            envelope=envelope,
             trace=self._hop_trace(envelope),
-            original_payload=envelope.payload,
+            send=lambda out: self._transport.send(out.actor, out.envelope),
+            logger=self._log,
             new_id=self._new_id,
         )
-        self._transport.send(out.actor, out.envelope)
-        self._log.error(f"{reason.value}: sent to x-sump", extra={"error": message})
         raise StopRecord
 
     def _reject(self, envelope: Envelope, message: str) -> NoReturn:
@@ -86,27 +90,23 @@ class RoutedCrewRuntime(CrewRuntime):
     def _stop_if_canceled(self, envelope: Envelope, status: str | None) -> None:
         """P-STAT-10: a canceled task's envelope goes to x-sink (which logs and acks it)."""
         if status == "canceled":
-            out = routing.preflight_envelope(
-                envelope, status, actor=self.config.actor, now=self._now(), trace=self._hop_trace(envelope)
+            trace = self._hop_trace(envelope)
+            self._stop_if(
+                envelope, prehop.preflight(envelope, status, actor=self.config.actor, now=self._now(), trace=trace)
             )
-            self._transport.send(out.actor, out.envelope)
-            self._log.info("task is canceled: sent to x-sink")
-            raise StopRecord
 
     def _check_sla(self, envelope: Envelope) -> None:
-        """P-TIME-3: less than 1 s to ``deadline_at``: x-sink with reason ``Timeout``; raises :class:`StopRecord`."""
-        deadline = parse_ts(envelope.status.deadline_at) if envelope.status is not None else None
-        if deadline is None or deadline - self._clock() >= _SLA_MARGIN:
-            return
-        out = routing.sla_envelope(envelope, actor=self.config.actor, now=self._now(), trace=self._hop_trace(envelope))
-        self._transport.send(out.actor, out.envelope)
-        self._log.warning("SLA deadline expired: sent to x-sink")
-        raise StopRecord
+        """P-TIME-3 (``asya.prehop.sla``): raises :class:`StopRecord` after sending the envelope to x-sink."""
+        deadline = prehop.deadline_of(envelope)
+        verdict = prehop.sla(
+            envelope, deadline, self._clock(), actor=self.config.actor, trace=self._hop_trace(envelope)
+        )
+        self._stop_if(envelope, verdict)
 
     def _payload(self, envelope: Envelope) -> Any:
         """The payload itself (P-LARGE-4); an unreadable reference goes to x-sump (``PayloadUnavailable``)."""
         try:
-            return self._payloads.rehydrate(envelope.payload)
+            return self._payloads.rehydrate(envelope.payload, owners=reference_owners(envelope))
         except PayloadUnavailableError as exc:
             self._to_sump(envelope, Reason.PAYLOAD_UNAVAILABLE, str(exc))
 

@@ -8,11 +8,12 @@ same phase and date and must be written before any final status write of its rec
    every later record fail unstarted and are made visible again at once, best effort); parse the body; when the
    subclass says the envelope needs a checkpoint (:meth:`CrewRuntime._checkpoint_phase`), rehydrate its payload;
 2. **checkpoint**: one PUT per (phase, date) object (``asya_crew.checkpoint``);
-3. **complete**, each record in batch order through Powertools ``BatchProcessor`` (``EventType.SQS``): a record whose
-   prepare step or checkpoint object failed fails here; otherwise the subclass's :meth:`CrewRuntime._complete` runs
-   with the record's :class:`~asya_crew.checkpoint.CheckpointLine`. A record that fails is reported in
-   ``batchItemFailures`` (with one WARNING line naming the error) and never affects the others; it comes back after
-   P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the queue's long visibility timeout.
+3. **complete**, each record in batch order through ``asya.batch.RecordBatch``, the Powertools ``BatchProcessor``
+   subclass the actor layer uses too: a record whose prepare step or checkpoint object failed fails here; otherwise
+   the subclass's :meth:`CrewRuntime._complete` runs with the record's :class:`~asya_crew.checkpoint.CheckpointLine`.
+   A record that fails is reported in ``batchItemFailures`` (with one WARNING line naming the error) and never
+   affects the others; it comes back after P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the
+   queue's long visibility timeout.
 
 Every crew runtime takes the same keyword options (:class:`CrewOptions`): injected clients (each created lazily when
 absent), clock, logger, environment (for the trace header), and the id factories of the envelopes it creates
@@ -31,17 +32,17 @@ from dataclasses import dataclass, replace
 from typing import Any, TypedDict
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import routing
-from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
+from asya import logkeys, routing
+from asya.batch import RecordBatch, UnstartedRecordError
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Status, parse_envelope
-from asya.exceptions import AsyaError, EnvelopeParseError
+from asya.exceptions import EnvelopeParseError
 from asya.infra import parse_failure_envelope
-from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference
+from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference, reference_owners
+from asya.programstore import FlowVersions, ProgramStore
 from asya.store import ChildFinish, ChildOutcome, TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS
 from asya.timeutil import Clock, format_ts, system_clock
@@ -116,6 +117,8 @@ class CrewRuntime:
         self._new_id = new_id
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
+        #: the compiled flows the aggregator and x-resume run continuations of, with the versions they read (P-FLOWV-3)
+        self._flows = FlowVersions(config.flows, store=ProgramStore(bucket=config.bucket or None, s3=s3))
         self._trace = trace_headers(config.tracing, environ)
         trace_header = self._trace.current if self._trace is not None else None
         self._transport = Transport(
@@ -128,18 +131,15 @@ class CrewRuntime:
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
         naming = {} if new_key_id is None else {"new_id": new_key_id}
         self._checkpoints = CheckpointWriter(bucket=config.bucket, s3=lambda: self.s3, clock=clock, **naming)
-        self._log_keys(actor=config.actor)
-
-    def _log_keys(self, **keys: object) -> None:
-        """Keys every later log line of this runtime carries (P-TRACE-4); a plain ``logging.Logger`` (tests) has
-        none."""
-        if isinstance(self._log, Logger):
-            self._log.append_keys(**keys)
+        if isinstance(self._log, Logger):  # a plain ``logging.Logger`` (tests) has no runtime-wide keys
+            self._log.append_keys(actor=config.actor)
+        logkeys.install(self._log)
 
     def _envelope_keys(self, envelope: Envelope) -> None:
-        """The log keys of one record (P-TRACE-4): correlation id = envelope id, attempt and phase."""
+        """The log keys of one record (P-TRACE-4, ``asya.logkeys``): correlation id = envelope id, attempt and
+        phase; they end with the record."""
         status = envelope.status
-        self._log_keys(
+        logkeys.update(
             correlation_id=envelope.id,
             attempt=status.attempt if status is not None else 1,
             phase=status.phase if status is not None else Phase.PENDING.value,
@@ -177,9 +177,11 @@ class CrewRuntime:
         checkpoint still says where the payload was; any other S3 error fails the record."""
         payload = envelope.payload
         try:
-            hydrated = self._payloads.rehydrate(payload)
+            owners = reference_owners(envelope)
+            hydrated = self._payloads.rehydrate(payload, owners=owners)
             if isinstance(hydrated, dict) and is_reference(hydrated.get("original_payload")):
-                hydrated = {**hydrated, "original_payload": self._payloads.rehydrate(hydrated["original_payload"])}
+                original = self._payloads.rehydrate(hydrated["original_payload"], owners=owners)
+                hydrated = {**hydrated, "original_payload": original}
         except PayloadUnavailableError as exc:
             self._log.warning("payload reference not readable: kept as it is", extra={"error": str(exc)})
             return envelope
@@ -189,69 +191,9 @@ class CrewRuntime:
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
-        start = StartRule(context)
-        prepared: dict[Hashable, Parsed | Unparsed | Exception] = {}
-        for raw in event.get("Records") or []:
-            record = SQSRecord(raw)
-            try:
-                start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle)
-                prepared[record.message_id] = self._prepare(record)
-            except Exception as exc:  # re-raised for this record alone in the complete pass (P-ACK-3)
-                prepared[record.message_id] = exc
-        entries = [
-            CheckpointEntry(ref, outcome.checkpoint_phase, outcome.hydrated)
-            for ref, outcome in prepared.items()
-            if isinstance(outcome, Parsed) and outcome.checkpoint_phase is not None and outcome.hydrated is not None
-        ]
-        written = self._checkpoints.write(entries) if entries else {}
-
-        def complete(record: SQSRecord) -> None:
-            outcome = prepared[record.message_id]
-            if isinstance(outcome, UnstartedRecordError):
-                raise outcome
-            try:
-                if isinstance(outcome, Exception):
-                    raise outcome
-                line = written.get(record.message_id)
-                if isinstance(line, CheckpointError):
-                    raise line
-                if self._trace is not None:
-                    self._trace.begin(record.raw_event)
-                if isinstance(outcome, Parsed):
-                    self._envelope_keys(outcome.envelope)
-                self._complete(record, outcome, line)
-            except Exception as exc:  # re-raised: the record fails (P-ACK-3)
-                log_failed_record(self._log, record.message_id, exc)
-                raise
-
-        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-        response = process_partial_response(
-            event=dict(event), record_handler=complete, processor=processor, context=context
+        return RecordBatch(_CrewBatch(self), actor=self.config.actor, transport=self._transport, logger=self._log).run(
+            event, context
         )
-        if start.unstarted:
-            self._release(start.unstarted)
-        failed = {str(item["itemIdentifier"]) for item in response.get("batchItemFailures", [])}
-        if failed:
-            self._back_off(event, failed, set(start.unstarted))
-        return dict(response)
-
-    def _back_off(self, event: Mapping[str, Any], failed: set[str], unstarted: set[str]) -> None:
-        """P-ACK-4: a started record that failed comes back after ``5 * 2^(n-1)`` s, not after the crew queue's
-        visibility timeout (six times a 310 s Lambda), which outlives task deadlines. Best effort, like the release."""
-        entries = [
-            (handle, seconds)
-            for handle, seconds in failed_visibilities(
-                event.get("Records") or [],
-                failed=failed,
-                unstarted=unstarted,
-                visibility_timeout=lambda: self._transport.visibility_timeout(self.config.actor),
-            )
-            if handle not in unstarted
-        ]
-        try:
-            self._transport.change_visibilities(self.config.actor, entries)
-        except AsyaError as exc:  # the records come back after the queue's visibility timeout anyway
-            self._log.warning("could not change the visibility of failed records", extra={"error": str(exc)})
 
     def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
         body = record.body or ""
@@ -355,12 +297,6 @@ class CrewRuntime:
         """Everything after the checkpoint; raising fails the record."""
         raise NotImplementedError
 
-    def _release(self, receipt_handles: list[str]) -> None:
-        try:
-            self._transport.change_visibility(self.config.actor, receipt_handles, 0)
-        except AsyaError as exc:  # best effort (P-TIME-6 SHOULD): the records come back after their timeout anyway
-            self._log.warning("could not release unstarted records", extra={"error": str(exc)})
-
 
 def failure_message(envelope: Envelope) -> str:
     """A failed envelope's error message: ``status.error.message``, else the error payload's ``error``."""
@@ -370,3 +306,59 @@ def failure_message(envelope: Envelope) -> str:
         return error
     payload = envelope.payload if isinstance(envelope.payload, dict) else {}
     return payload["error"] if isinstance(payload.get("error"), str) else "task failed"
+
+
+class _CrewBatch:
+    """The crew's steps of an ``asya.batch.RecordBatch`` (``asya.batch.BatchSteps``): the prepare pass and the
+    checkpoint objects before the first record completes (P-CKPT-1)."""
+
+    __slots__ = ("prepared", "runtime", "written")
+
+    def __init__(self, runtime: CrewRuntime) -> None:
+        self.runtime = runtime
+        self.prepared: dict[Hashable, Parsed | Unparsed | Exception] = {}
+        self.written: dict[Hashable, CheckpointLine | CheckpointError] = {}
+
+    def begin(self, batch: RecordBatch) -> Callable[[SQSRecord], None]:
+        for raw in batch.records:
+            record = SQSRecord(raw)
+            with logkeys.record():
+                try:
+                    batch.start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle)
+                    self.prepared[record.message_id] = self.runtime._prepare(record)
+                except Exception as exc:  # re-raised for this record alone when it completes (P-ACK-3)
+                    self.prepared[record.message_id] = exc
+        entries = [
+            CheckpointEntry(ref, outcome.checkpoint_phase, outcome.hydrated)
+            for ref, outcome in self.prepared.items()
+            if isinstance(outcome, Parsed) and outcome.checkpoint_phase is not None and outcome.hydrated is not None
+        ]
+        if entries:
+            self.written = self.runtime._checkpoints.write(entries)
+        return self._complete
+
+    def _complete(self, record: SQSRecord) -> None:
+        outcome = self.prepared[record.message_id]
+        if isinstance(outcome, Exception):
+            raise outcome
+        line = self.written.get(record.message_id)
+        if isinstance(line, CheckpointError):
+            raise line
+        runtime = self.runtime
+        if runtime._trace is not None:
+            runtime._trace.begin(record.raw_event)
+        if isinstance(outcome, Parsed):
+            runtime._envelope_keys(outcome.envelope)
+        runtime._complete(record, outcome, line)
+
+    def failed(self, message_id: str, error: BaseException) -> None:
+        """Crew records hold no claim the batch releases."""
+
+    def finish(self) -> list[tuple[str, BaseException | None]]:
+        return []  # crew sends are synchronous: no record fails after it ended
+
+    def late_failed(self, message_id: str) -> None:
+        """Never called: :meth:`finish` names no record."""
+
+    def end(self) -> None:
+        """Nothing is flushed after a crew batch."""

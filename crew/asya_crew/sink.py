@@ -6,7 +6,9 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
 - fan-in partial (``x-asya-fan-in``): phase ``failed`` becomes the final ``failed`` status of
   ``x-asya-fan-in.origin_id`` (unless stealth; ``CrewRuntime._fail_fan_in_origin``, which x-sump shares, P-SUMP-8)
   and is forwarded to x-sump; other phases are logged and acked (P-SINK-3);
-- phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4);
+- phases other than ``succeeded``/``failed``: logged at INFO and acked (P-SINK-4); a ``canceled`` fan-out child (not
+  stealth) is first marked finished ``canceled`` at the actor it stopped at (``TaskStore.finish_child``, P-FAN-7), so
+  the task's child tree stops reading ``running``;
 - ``succeeded``/``failed`` of a fan-out child (not stealth), before anything else: its child item is marked finished
   (``TaskStore.finish_child``, one write per child, P-ACK-7), with how it ended and the checkpoint line reserved
   for it in record order (``CheckpointWriter.plan``: the child tree, P-FAN-7/9); when another record finished
@@ -43,6 +45,7 @@ from asya import naming
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError
+from asya.store import ChildOutcome
 from asya.store.records import VIEW_INLINE_LIMIT
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed, failure_message
@@ -85,6 +88,8 @@ class SinkRuntime(CrewRuntime):
             if phase == Phase.FAILED.value:
                 self._transport.send(naming.SUMP, envelope)
             return
+        if phase == Phase.CANCELED.value:
+            self._finish_canceled_child(record.message_id, envelope, context)
         if hdr.FAN_IN in envelope.headers:
             self._fan_in_partial(record.message_id, envelope, phase, context)
             return
@@ -134,6 +139,18 @@ class SinkRuntime(CrewRuntime):
         if not self.config.result_in_checkpoint or span is None or span[1] > VIEW_INLINE_LIMIT:
             return None
         return span
+
+    def _finish_canceled_child(self, writer_id: str, envelope: Envelope, context: Mapping[str, Any]) -> None:
+        """A fan-out child stopped by its task's cancel ends here: its item reads ``canceled`` at the actor it stopped
+        at (P-FAN-7), on the finish write every child gets once (P-ACK-7), without a checkpoint (P-SINK-4)."""
+        if not envelope.parent_id or hdr.is_stealth(envelope.headers):
+            return
+        status = envelope.status or Status()
+        outcome = ChildOutcome(
+            writer_id=writer_id, phase=Phase.CANCELED.value, actor=status.actor, attempt=status.attempt
+        )
+        found = self._store.finish_child(envelope.id, envelope.parent_id, outcome)
+        self._log.info("canceled child finished", extra={**context, "child": found.value})
 
     def _fan_in_partial(self, writer_id: str, envelope: Envelope, phase: str, context: Mapping[str, Any]) -> None:
         if phase != Phase.FAILED.value:

@@ -13,7 +13,8 @@ Routes (GW-GEN table): ``POST``/``GET`` ``/api/v1/mesh`` and ``/api/v1/mesh/`` (
 ``GET /openapi.json``, the web console at ``/console/`` (:mod:`asya_gateway.webconsole`), MCP ``POST``/``DELETE
 /mcp`` (GW-MCP-1..9, :mod:`asya_gateway.mcp`), A2A ``POST /a2a/`` and the agent card at ``GET
 /.well-known/agent-card.json`` and ``/.well-known/agent.json`` (GW-A2A-1..14, :mod:`asya_gateway.a2a`). Middleware,
-outermost first: request id + access log + last-resort 500 (GW-GEN-4), CORS when ``gateway.cors_origins`` is set
+outermost first: request id + access log + last-resort 500 (GW-GEN-4), the head's size bound outside Lambda
+(GW-GEN-10, 431), CORS when ``gateway.cors_origins`` is set
 (GW-GEN-8), authentication (GW-AUTH-1..7). Errors are ``{"error": msg}`` (GW-GEN-2, GW-GEN-3).
 """
 
@@ -30,6 +31,7 @@ from starlette.routing import Mount, Route
 from asya import naming
 from asya.manifest import Manifest, load_manifest
 from asya.payloads import PayloadStore
+from asya.programstore import ProgramStore
 from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
@@ -39,6 +41,7 @@ from asya_gateway.bodytimeout import BodyTimeoutMiddleware
 from asya_gateway.config import GatewayConfig
 from asya_gateway.context import GatewayContext
 from asya_gateway.errors import HttpError, http_error_handler, starlette_http_exception_handler
+from asya_gateway.headerlimit import MAX_HEAD_BYTES, HeaderLimitMiddleware
 from asya_gateway.logs import configure_logging
 from asya_gateway.mcp import mcp_endpoint
 from asya_gateway.redrive import redrive_dlq
@@ -113,9 +116,9 @@ def create_app(
             clock=clock,
             index_shards=config.index_shards,
         )
+    payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's
-        payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
         transport = Transport(
             namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
         )
@@ -124,6 +127,8 @@ def create_app(
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
     middleware = [
         Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda),
+        # API Gateway bounds the head in AWS; locally the app does, with the same limit (GW-GEN-10)
+        Middleware(HeaderLimitMiddleware, limit=None if config.in_lambda else MAX_HEAD_BYTES),
         Middleware(BodyTimeoutMiddleware, timeout=config.body_read_timeout),
     ]
     if manifest.gateway.cors_origins:
@@ -163,7 +168,9 @@ def create_app(
         transport=transport,
         clock=clock,
         timers=timers,
+        payloads=payloads,
         cloudwatch=cloudwatch,
+        programs=ProgramStore(bucket=bucket, s3=s3),
     )
     return app
 

@@ -135,9 +135,9 @@ class EdgeAuthorizer:
             claims = self._tokens.verify(token)
         except TokenRefusedError:
             raise UnauthorizedError() from None
-        subject = str(claims.get("sub") or claims.get("client_id") or "")
+        subject = str(claims["sub"])  # verify refuses a token without one (GW-EDGE-10)
         scope = " ".join(sorted(token_scopes(claims)))
-        return _policy(subject or "token", f"{route.api_arn}/*/*", {"sub": subject, "scope": scope})
+        return _policy(subject, f"{route.api_arn}/*/*", {"sub": subject, "scope": scope})
 
 
 class _Current:

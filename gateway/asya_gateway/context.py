@@ -17,6 +17,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
 from asya.manifest import Manifest
+from asya.payloads import PayloadStore
+from asya.programstore import ProgramStore
 from asya.store import TaskStore
 from asya.timeutil import Clock
 from asya.transport import Transport
@@ -38,11 +40,15 @@ class GatewayContext:
     clock: Clock
     #: Arms deadline timers (GW-BACK-1) at create and resume.
     timers: DeadlineTimers
+    #: The bucket's offloaded payloads: a retry from a recorded step copies its input into the new task's folder.
+    payloads: PayloadStore
     #: CloudWatch client for the queue diagnostic (created on first use when ``None``).
     cloudwatch: Any = None
     #: Set when the server that runs this app is about to stop (:func:`asya_gateway.app.drain`): SSE streams end at
     #: their next poll, as at their 840 s limit, so clients resume with ``Last-Event-ID`` instead of being cut.
     draining: threading.Event = field(default_factory=threading.Event)
+    #: Keeps every flow program a task starts with (P-FLOWV-3); ``None``: nothing is kept (no bucket).
+    programs: ProgramStore | None = None
 
     @property
     def sse_settings(self) -> SseSettings:

@@ -12,7 +12,10 @@ armed for a task whose first send then fails finds the task failed (or deleted) 
 
 For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
-is answered 400.
+is answered 400. They run in a worker thread, bounded like any continuation (P-FLOW-21: value sizes, and a time
+budget of ``asya.flows.interp.TIME_BUDGET_SECONDS``), so an expensive start never holds the event loop. The program
+is kept by its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put that fails answers 503 with
+``Retry-After`` and creates nothing, so no task starts on a program that is not kept.
 
 A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
 the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
@@ -33,6 +36,7 @@ from asya import headers as hdr
 from asya.envelope import Envelope, Route, Status
 from asya.exceptions import SerializationError
 from asya.flows import Program, start
+from asya.programstore import ProgramStoreError
 from asya.store import StatusUpdate
 from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
@@ -112,7 +116,9 @@ async def start_task(
     destination = entry
     program = _program(ctx, target) if start_at is None else None
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
-        envelope, destination = _start_flow(program, envelope, format_ts(now))
+        await _keep_program(ctx, program)
+        # in a worker thread under the continuation's time budget: never on the event loop (P-FLOW-21)
+        envelope, destination = await ctx.call(_start_flow, program, envelope, format_ts(now))
         entry = envelope.route.curr or destination
     if not resume:
         await ctx.call(
@@ -148,6 +154,18 @@ def created_answer(task_id: str, deadline_at: str | None) -> dict[str, Any]:
 def _program(ctx: GatewayContext, target: CreateTarget) -> Program | None:
     spec = ctx.manifest.flows.get(target.flow) if target.flow is not None else None
     return spec.program if spec is not None else None
+
+
+async def _keep_program(ctx: GatewayContext, program: Program) -> None:
+    """P-FLOWV-3: the program is in the store before any task of it exists; a failed put creates nothing."""
+    if ctx.programs is None:
+        return
+    try:
+        await ctx.call(ctx.programs.publish, program)
+    except ProgramStoreError as exc:
+        _log.error("flow program not kept: %s", exc)
+        message = f"flow '{program.flow}' is not available: {exc.code}"
+        raise HttpError(503, message, headers={"Retry-After": "1"}) from None
 
 
 def _start_flow(program: Program, envelope: Envelope, now: str) -> tuple[Envelope, str]:

@@ -5,11 +5,13 @@ For each actor: its queue ``asya-{ns}-{actor}`` and DLQ ``asya-{ns}-{actor}-dlq`
 from the latest CloudWatch ``ApproximateAgeOfOldestMessage`` datapoint of the last 5 min (only when CloudWatch is
 enabled, i.e. in AWS; always null locally). A missing queue has ``exists: false`` and null counts; a failed call adds
 ``"error": "<AWS error code>"``. ``healthy`` is true when every queue and DLQ exists and every DLQ is empty.
+A name the manifest does not declare (an actor since removed, GW-OPS-5) is reported with ``declared: false``; it is
+healthy when nothing waits in its queue or its DLQ, whether or not they still exist.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import timedelta
 from typing import Any, Final
 
@@ -39,6 +41,16 @@ def diagnostic_actors(manifest: Manifest) -> list[str]:
     return names + [name for name in aggregators if name not in names]
 
 
+def _healthy(entry: dict[str, Any]) -> bool:
+    """A declared actor's queue and DLQ exist and its DLQ is empty; an undeclared name holds nothing: no envelope
+    waits in a queue left behind, nothing in its DLQ (GW-OPS-5)."""
+    queue, dlq = entry, entry["dlq"]
+    if entry["declared"]:
+        return bool(queue["exists"] and dlq["exists"] and dlq["depth"] == 0)
+    stranded = (queue.get(field) or 0 for field in ("depth", "in_flight", "delayed"))
+    return not any(stranded) and not dlq.get("depth")
+
+
 def _error_code(exc: Exception) -> str:
     if isinstance(exc, ClientError):
         return str(exc.response.get("Error", {}).get("Code") or type(exc).__name__)
@@ -53,13 +65,15 @@ class QueueDiagnostic:
         self._cloudwatch = cloudwatch
         self._use_cloudwatch = use_cloudwatch
 
-    def check(self, actors: Sequence[str]) -> dict[str, Any]:
+    def check(self, actors: Sequence[str], *, declared: Collection[str]) -> dict[str, Any]:
+        """Each of ``actors``; ``declared``: the names of the manifest (GW-OPS-5: any other is reported too)."""
         queues = []
         for actor in actors:
-            entry = {"actor": actor, **self._queue(naming.queue_name(self._namespace, actor), counts=True)}
+            entry = {"actor": actor, "declared": actor in declared}
+            entry.update(self._queue(naming.queue_name(self._namespace, actor), counts=True))
             entry["dlq"] = self._queue(naming.dlq_name(self._namespace, actor), counts=False)
             queues.append(entry)
-        healthy = all(q["exists"] and q["dlq"]["exists"] and q["dlq"]["depth"] == 0 for q in queues)
+        healthy = all(_healthy(q) for q in queues)
         return {
             "namespace": self._namespace,
             "checked_at": format_ts_ms(self._clock()),

@@ -54,6 +54,8 @@ _FETCH_TIMEOUT_SECONDS: Final = 5
 _MAX_JWKS_BYTES: Final = 1 << 20
 _AUTH_REQUIRED: Final = "authentication required"
 _INVALID: Final = "invalid credentials"
+#: GW-EDGE-10: every task and MCP session belongs to a subject; a token without one would act as nobody.
+_NO_SUBJECT: Final = "invalid credentials: the token has no 'sub' claim (the subject it acts as)"
 
 
 def _fetch_url(url: str) -> bytes:
@@ -149,7 +151,8 @@ def token_scopes(claims: Mapping[str, Any]) -> frozenset[str]:
 
 
 class TokenRefusedError(Exception):
-    """A bearer token that does not verify; ``str(error)`` is the 401 message, never a hint at why."""
+    """A bearer token that does not verify; ``str(error)`` is the 401 message: ``invalid credentials``, with no hint at
+    why, except for a signed token without a ``sub`` claim (GW-EDGE-10), which names it."""
 
 
 class JwtAuthenticator:
@@ -199,6 +202,9 @@ class JwtAuthenticator:
             raise TokenRefusedError(_INVALID)
         try:
             decoded = jwt.decode(token, key_set, algorithms=self._algorithms)
+            subject = decoded.claims.get("sub")
+            if not isinstance(subject, str) or not subject:  # signed by the issuer: naming what is missing is safe
+                raise TokenRefusedError(_NO_SUBJECT)
             registry = self._registry if "aud" in decoded.claims else self._access_registry
             registry.validate(decoded.claims)
         except (JoseError, ValueError):

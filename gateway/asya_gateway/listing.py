@@ -1,13 +1,14 @@
 """Query of ``GET /api/v1/mesh/`` (GW-LIST-1): strings to the arguments of ``TaskStore.list_tasks``.
 
-This module checks what only the HTTP layer sees (integers written as text, ``count`` spelled ``true``/``false``, a
-flow name's syntax); ranges, statuses, cursors and ``cursor`` with ``offset`` are checked by the store, whose
-``ListQueryError`` names the parameter too. Empty values count as absent; unknown parameters are ignored.
+This module checks what only the HTTP layer sees (integers written as text, ``count`` spelled ``true``/``false``, a flow
+name's syntax, and that the manifest declares the flow: GW-LIST-6); ranges, statuses, cursors and ``cursor`` with
+``offset`` are checked by the store, whose ``ListQueryError`` names the parameter too. Empty values count as absent;
+unknown parameters are ignored.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from asya import naming
@@ -27,7 +28,8 @@ def _integer(query: Mapping[str, str], name: str, hint: str) -> int | None:
     return value
 
 
-def parse_list_query(query: Mapping[str, str]) -> dict[str, Any]:
+def parse_list_query(query: Mapping[str, str], *, flows: Collection[str]) -> dict[str, Any]:
+    """``flows``: the manifest's flows, the only names ``flow`` may filter by (GW-LIST-6)."""
     kwargs: dict[str, Any] = {}
     status = query.get("status") or None
     if status is not None:
@@ -36,6 +38,8 @@ def parse_list_query(query: Mapping[str, str]) -> dict[str, Any]:
     if flow is not None:
         if naming.FLOW_NAME_RE.match(flow) is None:
             raise HttpError(400, f"flow: invalid value {flow!r}: not a flow name")
+        if flow not in flows:  # no task can match: answered now rather than after scanning every index page
+            raise HttpError(400, f"flow: unknown flow {flow!r} (flows: {', '.join(sorted(flows)) or 'none declared'})")
         kwargs["flow"] = flow
     limit = _integer(query, "limit", "use an integer between 1 and 100")
     if limit is not None:

@@ -5,7 +5,8 @@ one ``gateway.auth.mode`` configures: ``iam`` (SigV4 in ``Authorization``), ``ap
 (bearer token) or ``none``. Public paths (``/health``, ``/openapi.json``, the console's ``/console``, the agent
 card) carry no security requirement. Only routes this release serves are described; the
 JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's
-(``docs/agents.md``).
+(``docs/agents.md``). Every operation carries ``x-asya-owner``, how it keeps one subject's tasks from another
+(GW-EDGE-8, :mod:`asya_gateway.ownership`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,14 @@ from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
 from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, diagnostic_actors
+from asya_gateway.ownership import OPERATION_OWNERS, OWNER_EXTENSION
 from asya_gateway.validation import MAX_TIMEOUT_SECONDS
 
 __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
-_FLOW_PATTERN: Final = naming.FLOW_NAME_RE.pattern
+_ACTOR_PATTERN: Final = naming.ACTOR_NAME_RE.pattern
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +113,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
         "summary": "List tasks, newest first (GW-LIST-1)",
         "parameters": [
             _query("status", _or_empty({"type": "string", "enum": list(STATUSES)}), "Only tasks in this status"),
-            _query("flow", _or_empty({"type": "string", "pattern": _FLOW_PATTERN}), "Only tasks of this flow"),
+            _query("flow", _or_empty({"type": "string", "enum": flows}), "Only tasks of this flow (a declared one)"),
             _query("limit", _or_empty({"type": "integer", "minimum": 1, "maximum": 100}), "Page size (default 20)"),
             _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
             _query("offset", _or_empty({"type": "integer", "minimum": 0, "maximum": 10000}), "Skip this many tasks"),
@@ -244,7 +246,9 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
                             "actors": {
                                 "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
                                 "maxItems": MAX_DIAGNOSTIC_NAMES,
-                                "items": {"enum": actors},
+                                # the manifest's actors, or any other actor name: an undeclared one is reported
+                                # with declared: false (GW-OPS-5)
+                                "items": {"anyOf": [{"enum": actors}, {"type": "string", "pattern": _ACTOR_PATTERN}]},
                             }
                         },
                         "additionalProperties": False,
@@ -449,17 +453,32 @@ def _schemas() -> dict[str, Any]:
     }
 
 
+def _declare_owners(paths: dict[str, Any]) -> None:
+    """GW-EDGE-8: every operation says how it keeps one subject's tasks from another (``x-asya-owner``); an operation
+    without a declaration is a programming error, caught here rather than shipped unchecked."""
+    for path, item in paths.items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            kind = OPERATION_OWNERS.get((path, method))
+            if kind is None:
+                raise AssertionError(f"{method.upper()} {path} has no owner declaration (asya_gateway.ownership)")
+            operation[OWNER_EXTENSION] = kind
+
+
 def openapi_document(manifest: Manifest, *, version: str) -> dict[str, Any]:
     """The document for ``manifest``'s gateway (GW-OPS-2). Pure."""
     flows = sorted(manifest.flows)
     diagnosable = sorted(set(diagnostic_actors(manifest)) | naming.FIXED_CREW)
     schemes = _security(manifest.gateway.auth.mode)
+    # a task goes to a user actor only (crew is refused, GW-CREATE-2); the diagnostic takes every actor of the
+    # manifest and every crew name (GW-OPS-3)
+    paths = {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable), **_agent_paths()}
+    _declare_owners(paths)
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "info": {"title": f"asya gateway ({manifest.namespace})", "version": version},
-        # a task goes to a user actor only (crew is refused, GW-CREATE-2); the diagnostic takes every actor of the
-        # manifest and every crew name (GW-OPS-3)
-        "paths": {**_mesh_paths(flows, sorted(manifest.actors)), **_ops_paths(diagnosable), **_agent_paths()},
+        "paths": paths,
         "components": {"schemas": _schemas(), "securitySchemes": schemes},
     }
     if schemes:

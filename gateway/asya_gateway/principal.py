@@ -20,6 +20,7 @@ Outside ``jwt`` (and for requests without claims, such as the reporters') nothin
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Final
@@ -30,6 +31,7 @@ from asya_gateway.jwtauth import token_scopes
 
 __all__ = [
     "bind_claims",
+    "caller_principal",
     "check_owner",
     "current_claims",
     "is_visible",
@@ -62,6 +64,17 @@ def require_flow_scopes(auth: GatewayAuth, flow: str | None) -> None:
     for scope in required:
         if scope not in granted:
             raise HttpError(403, f"missing scope {scope!r} for flow {flow!r}")
+
+
+def caller_principal(auth: GatewayAuth, credential: str | None) -> str:
+    """Who the caller is, for what it opens and must alone use again (an MCP session, GW-EDGE-9): under ``jwt`` its
+    ``sub`` (a token refreshed for the same subject keeps its sessions), under ``api_key`` a SHA-256 of its key (never
+    the key itself), else ``""`` (no identity to tell apart: ``iam`` is checked by API Gateway, ``none`` not at all)."""
+    if auth.mode == "jwt":
+        return "sub:" + (_subject() or "")
+    if auth.mode == "api_key" and credential:
+        return "key:" + hashlib.sha256(credential.encode("utf-8", "surrogatepass")).hexdigest()
+    return ""
 
 
 def _subject() -> str | None:

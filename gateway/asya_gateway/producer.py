@@ -12,6 +12,7 @@ status-data extras of GW-TASK-2 are kept (the task item stays small, GW-DATA-8);
 event's message. Bounds (``asya.store.limits``, GW-DATA-8): a longer ``data.message`` (128 bytes) or ``data.error``
 (256 bytes) is cut with an ellipsis; a longer ``data.curr`` or ``data.failed_actor`` (256 characters), or extras over
 384 bytes as JSON, is a 400 naming it.
+``data`` that is a storage reference (``{"__ref__": ...}``) is 400 (GW-REF-1).
 ``{"type": "fly", "data"?: any}`` is one FLY value with ``actor`` null and ``envelope_id`` = the task id. Malformed
 input raises :class:`~asya_gateway.errors.HttpError` 400 naming the field.
 """
@@ -26,6 +27,7 @@ from asya.envelope import dumps
 from asya.progress import hop_progress
 from asya.store import FlyValue, StatusUpdate, StatusUpdateError
 from asya_gateway.errors import HttpError
+from asya_gateway.validation import refuse_reference
 
 __all__ = ["CREW_STATUSES", "EVENT_STATUSES", "parse_producer_event"]
 
@@ -54,6 +56,7 @@ def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate 
             raise HttpError(400, f"unknown field '{key}'")
     if kind is None:
         raise HttpError(400, "type: required: use 'status' or 'fly'")
+    refuse_reference(body.get("data"), "data")
     if kind == "fly":
         return FlyValue(payload=body.get("data"), actor=None, envelope_id=task_id)
     if kind != "status":

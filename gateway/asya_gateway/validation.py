@@ -9,7 +9,8 @@ Choices: an empty query value counts as absent; the reserved ``x-asya-`` prefix 
 ``X-Asya-Flow`` cannot pass as an ordinary header; ``x-asya-route-override`` must map declared user actors to declared
 user actors, never crew (P-ROUTE-7, GW-CREATE-5); a ``timeout`` must be a JSON integer (``10.0`` is refused). The
 payload, and each header value, are nested at most :data:`MAX_NESTING` containers deep (GW-CREATE-4: whatever the
-gateway accepts, the layer and the crew carry).
+gateway accepts, the layer and the crew carry). No client value may be a storage reference (:func:`refuse_reference`,
+GW-REF-1, GW-REF-2): the create payload, a resume input, the producer route's data, MCP and A2A inputs.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from asya import naming
 from asya.envelope import dumps
 from asya.headers import ROUTE_OVERRIDE, TRACEPARENT, TRACESTATE
 from asya.manifest import Manifest
-from asya.payloads import is_reference
+from asya.payloads import REFERENCE_KEY, is_reference
 from asya_gateway.errors import HttpError
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "nesting_exceeds",
     "parse_create_body",
     "parse_non_negative_int",
+    "reference_problem",
+    "refuse_reference",
     "resolve_target",
     "schema_violation",
     "validate_headers",
@@ -145,6 +148,27 @@ def parse_create_body(body: Mapping[str, Any], *, user_actors: Collection[str]) 
         headers=validate_headers(body.get("headers"), user_actors=user_actors),
         timeout=validate_timeout(body.get("timeout")),
     )
+
+
+def reference_problem(value: object, field: str, *, merged: bool = False) -> str | None:
+    """GW-REF-1, GW-REF-2: why a client-supplied ``value`` is refused as a storage reference (``{"__ref__":
+    "s3://..."}``, P-LARGE-4, which only the layer and the crew write), else ``None``. ``merged``: the value's members
+    are merged into the root of a stored payload (a resume input), so a ``__ref__`` member of any kind is refused."""
+    if merged and isinstance(value, dict) and REFERENCE_KEY in value:
+        return (
+            f"{field}: must not be or hold a storage reference: a member {REFERENCE_KEY!r} would land at the root "
+            "of the paused payload; only the mesh writes references"
+        )
+    if is_reference(value):
+        return f"{field}: must not be a storage reference ({REFERENCE_KEY!r}): only the mesh writes them"
+    return None
+
+
+def refuse_reference(value: object, field: str, *, merged: bool = False) -> None:
+    """:func:`reference_problem` as a 400."""
+    problem = reference_problem(value, field, merged=merged)
+    if problem is not None:
+        raise HttpError(400, problem)
 
 
 def nesting_exceeds(value: Any, limit: int) -> bool:

@@ -8,7 +8,8 @@ Commands::
     asya call   ... [--brief | --view]                                      one-line summary / the whole view
     asya status ID [--url URL]                                              the task view, pretty JSON
     asya resume ID (--input JSON | --input-file PATH) [--timeout S] [--url URL]   resume a paused task
-    asya watch  ID [ID...] [--url URL]                                      the SSE transcript as it arrives
+    asya watch  ID [ID...] [--url URL]                                      the run so far, then the SSE transcript
+                                                                            (asya_local.watch_cli)
     asya list | cancel ID | retry ID | checkpoint ID | history ID           task commands (asya_local.tasks_cli)
     asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T] [--port 8080]   the example flow end to end
     asya dlq    list [ACTOR] | show ACTOR | redrive ACTOR   [--local | --endpoint-url URL]   dead-letter queues
@@ -73,6 +74,7 @@ from asya_local.progress import ProgressView
 from asya_local.project_cli import add_project_parsers
 from asya_local.resume_cli import add_resume_parser, describe_pause, handle_pause
 from asya_local.tasks_cli import add_task_parsers
+from asya_local.watch_cli import watch as watch_task
 
 __all__ = ["DEFAULT_URL", "URL_ENV", "main"]
 
@@ -110,6 +112,7 @@ def main(
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     args.env = environment
+    args.cwd = cwd or Path.cwd()
     args.stdin = stdin or sys.stdin
     try:
         return int(args.run(args, io))
@@ -195,9 +198,11 @@ def _parser() -> argparse.ArgumentParser:
     status.add_argument("id", help="task id")
     status.set_defaults(run=_status)
 
-    watch = commands.add_parser("watch", parents=[remote], help="print a task's SSE events as they arrive")
+    watch = commands.add_parser(
+        "watch", parents=[remote], help="print a task's run so far, then its SSE events as they arrive"
+    )
     watch.add_argument("id", nargs="+", help="task id; several ids share one stream (events carry task_id)")
-    watch.set_defaults(run=_watch)
+    watch.set_defaults(run=watch_task)
 
     demo = commands.add_parser("demo", help="start the mesh, run the example flow, show progress and result")
     demo.add_argument("--manifest", default="asya.yaml", help="path of asya.yaml (default ./asya.yaml)")
@@ -308,33 +313,6 @@ def _status(args: argparse.Namespace, io: CliIo) -> int:
     io.print_json(view)
     if view.get("status") == "paused":
         io.err.write(describe_pause(view))
-    return 0
-
-
-def _watch(args: argparse.Namespace, io: CliIo) -> int:
-    with args.client() as client:
-        ids: list[str] = args.id
-        stream = client.events(ids[0]) if len(ids) == 1 else client.watch(ids)
-        # one task followed: its children's retries and failures as SSE comment lines (GW-TASK-9)
-        children = (
-            ChildWatch(lambda: client.get(ids[0]), lambda text: io.out.writelines((": ", text, "\n\n")))
-            if len(ids) == 1
-            else None
-        )
-        for event in stream.events():
-            if event.retry is not None:
-                io.out.write(f"retry: {event.retry}\n")
-            if event.id is not None:
-                io.out.write(f"id: {event.id}\n")
-            io.out.write(f"event: {event.event}\n")
-            io.out.writelines(f"data: {line}\n" for line in event.data.split("\n"))
-            io.out.write("\n")
-            if children is not None:
-                children.poll()
-            io.out.flush()
-        if children is not None:
-            children.update(client.get(ids[0]))
-            io.out.flush()
     return 0
 
 

@@ -10,12 +10,19 @@
   seconds (:class:`asya_local.reload.CodeWatcher`); on a change the loop logs the files and the modules it reloads,
   and each user actor's runtime is rebuilt before its next invocation (an invocation in progress finishes on the old
   code). A message redriven from a DLQ after a fix runs the new code.
-- **Manifest changes** (its modification time or size) restart the mesh: the new manifest is loaded and checked
-  first; when it is invalid the error is logged and the running mesh keeps serving the previous one. Otherwise the
+- **Manifest changes** (its modification time or size, or those of a flow file it names as ``source``: a flow
+  written as Python compiles when the manifest loads; the loop says which flow file changed) restart the mesh: the
+  new manifest is loaded and checked first (its flows compiled in a child process, P-FLOW-22); when it cannot be
+  used, for any reason, the error is logged and the running mesh keeps serving the previous one. Otherwise the
   actors' pollers, the backstop and the gateway stop, and a new mesh starts **against the same moto** on the same
   URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
   messages, DLQs and checkpoints are all still there, and new queues are created for new actors. The run history
   also survives, unless the namespace changed.
+- **Flow source changes** (a ``flows.<name>.source`` file) restart the mesh the same way, so the flow is compiled
+  again. A task started before keeps the program it started with, paused ones included: its flow state names the
+  program's digest, the gateway kept that program in the bucket (``flows/{digest}.json``, P-FLOWV-3), and the
+  restarted actors read it from there, exactly as in AWS after a deploy. Tasks created after the restart run the
+  new program.
 - The state file (``asya_local.localstate``) is written once the mesh is up, rewritten after a restart, and removed
   at the end.
 """
@@ -84,7 +91,7 @@ class DevLoop:
                 f"mesh {manifest.namespace!r} is up at {mesh.url} (web console: {mesh.url}/console/); "
                 "press Ctrl-C to stop"
             )
-            stamp = _stamp(self._manifest_path)
+            stamp = _sources_stamp(self._manifest_path, manifest)
             try:
                 while not self._stop.wait(self._options.check_interval):
                     problem = moto.problem()
@@ -98,11 +105,11 @@ class DevLoop:
                         self._note(f"code changed ({files}): reloading {modules} before each actor's next invocation")
                         for problem in syntax_problems(change.files, root=self._manifest_path.parent):
                             self._error(f"{problem} (actors using it fail until it is fixed)")
-                    current = _stamp(self._manifest_path)
-                    if current == stamp:
+                    current = _sources_stamp(self._manifest_path, manifest)
+                    if not self._say_changed(manifest, stamp, current):
                         continue
                     stamp = current
-                    replacement = self._reloaded_manifest()
+                    replacement = self.reloaded_manifest()
                     if replacement is None:
                         continue
                     if replacement.namespace != manifest.namespace:
@@ -116,23 +123,51 @@ class DevLoop:
                     state = stack.enter_context(contextlib.ExitStack())
                     state.enter_context(dev_state(mesh, self._state_file))
                     self._note(f"mesh {manifest.namespace!r} restarted at {mesh.url}; moto's state was kept")
+                    stamp = _sources_stamp(self._manifest_path, manifest)  # the new manifest may name other files
             except KeyboardInterrupt:
                 self._note("stopping")
         return 0
 
     def _load(self) -> Manifest:
-        manifest = load_manifest(self._options.manifest)
-        check_mesh(manifest, source=self._options.manifest, instantiate=True)
+        """The manifest, loaded and checked; any failure is a :class:`LocalModeError` naming the file, so neither the
+        start nor a reload ever ends in a traceback."""
+        try:
+            manifest = load_manifest(self._options.manifest)
+            check_mesh(manifest, source=self._options.manifest, instantiate=True)
+        except AsyaError:
+            raise
+        except Exception as exc:
+            raise LocalModeError(f"{self._options.manifest}: cannot be used: {type(exc).__name__}: {exc}") from exc
         return manifest
 
-    def _reloaded_manifest(self) -> Manifest | None:
+    def reloaded_manifest(self) -> Manifest | None:
+        """The changed manifest, loaded and checked; ``None`` (the error reported) when it cannot be used, whatever
+        the reason: the running mesh then keeps serving the previous one."""
         try:
             manifest = self._load()
-        except AsyaError as exc:
-            self._error(f"{self._options.manifest} changed but cannot be used; still serving the previous one:\n{exc}")
+        except Exception as exc:  # any failure of a new manifest must leave the running mesh (and moto) alone
+            detail = str(exc) if isinstance(exc, AsyaError) else f"{type(exc).__name__}: {exc}"
+            self._error(
+                f"{self._options.manifest} changed but cannot be used; still serving the previous one:\n{detail}"
+            )
             return None
-        self._note(f"{self._options.manifest} changed: restarting the mesh (moto and its state stay)")
+        self._note(
+            f"{self._options.manifest} or a flow source changed: restarting the mesh (moto and its state stay; "
+            "tasks started before keep the flow programs they started with)"
+        )
         return manifest
+
+    def _say_changed(self, manifest: Manifest, before: _Stamps, after: _Stamps) -> bool:
+        """Whether the manifest or a flow file changed; names each changed flow file (the manifest's own change is
+        said when it is reloaded)."""
+        changed = [path for path in before.keys() | after.keys() if before.get(path) != after.get(path)]
+        flows = {path: name for name, path in _flow_files(manifest)}
+        for path in sorted(p for p in changed if p in flows):
+            self._note(
+                f"{_shown(path, self._manifest_path.parent)} changed (flow {flows[path]!r}): recompiling it with "
+                f"{self._options.manifest}"
+            )
+        return bool(changed)
 
     def _mesh(
         self, manifest: Manifest, moto: MotoServer, history: RunHistory, watcher: CodeWatcher, *, port: int
@@ -159,6 +194,24 @@ class DevLoop:
 
 def _code_dirs(manifest: Manifest) -> list[Path]:
     return [manifest.code_dir(name) for name in manifest.actors]
+
+
+_Stamps = dict[Path, tuple[int, int] | None]
+
+
+def _flow_files(manifest: Manifest) -> list[tuple[str, Path]]:
+    """``(flow, file)`` of every flow written as Python: it compiles when the manifest loads, so it reloads with it."""
+    return [
+        (name, (manifest.base_dir / spec.source).resolve())
+        for name, spec in manifest.flows.items()
+        if spec.source is not None
+    ]
+
+
+def _sources_stamp(manifest_path: Path, manifest: Manifest) -> _Stamps:
+    """The stamps of the manifest and of its flow files."""
+    files = [manifest_path.resolve(), *(path for _, path in _flow_files(manifest))]
+    return {path: _stamp(path) for path in files}
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

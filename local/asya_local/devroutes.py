@@ -6,7 +6,7 @@
   call answer 500). Still public, as the gateway's is (GW-AUTH-2).
 - ``GET /api/v1/dev/history/{task_id}``: the local run history (:mod:`asya_local.history`), 404
   ``{"error": "not found"}`` for an id it does not know. Behind the gateway's authentication like every non-public
-  route.
+  route, and under ``owner_only`` its owner check (GW-EDGE-7): another subject's task is an unknown id.
 
 The routes are put in front of the gateway's own, so they go through its middleware (request ids, access log,
 authentication) as every route does.
@@ -14,17 +14,25 @@ authentication) as every route does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from asya_gateway.context import context_of
+from asya_gateway.errors import HttpError
+from asya_gateway.principal import owner_checks
+from asya_gateway.routes.tasks import load_view
 from asya_gateway.version import VERSION
 from asya_local.history import HISTORY_PATH, RunHistory
 
-__all__ = ["install_dev_routes"]
+__all__ = ["DEV_ROUTE_OWNERS", "install_dev_routes"]
+
+#: How each local route keeps one subject's tasks from another (GW-EDGE-8, the kinds of ``asya_gateway.ownership``):
+#: the routes are not in the deployed OpenAPI document, so they are declared here.
+DEV_ROUTE_OWNERS: Final[Mapping[tuple[str, str], str]] = {("/health", "get"): "public", (HISTORY_PATH, "get"): "task"}
 
 
 def install_dev_routes(app: Any, *, moto_problem: Callable[[], str | None], history: RunHistory | None) -> None:
@@ -42,7 +50,14 @@ def install_dev_routes(app: Any, *, moto_problem: Callable[[], str | None], hist
         recorded = history
 
         async def run_history(request: Request) -> Response:
-            found = recorded.get(str(request.path_params["task_id"]))
+            task_id = str(request.path_params["task_id"])
+            ctx = context_of(request)
+            if owner_checks(ctx.manifest.gateway.auth):
+                try:  # another subject's task is an unknown id here too (GW-EDGE-7)
+                    await load_view(ctx, task_id)
+                except HttpError:
+                    return JSONResponse({"error": "not found"}, status_code=404)
+            found = recorded.get(task_id)
             if found is None:
                 return JSONResponse({"error": "not found"}, status_code=404)
             return JSONResponse(found)

@@ -8,12 +8,15 @@ Two taps feed :class:`RunHistory`, both in the local mode's own process, so noth
   call); an invocation that raises records its error on each of its steps.
 - :meth:`RunHistory.attach` registers botocore hooks on the mesh's SQS client (``SendMessage`` and
   ``SendMessageBatch``, after the call, only the entries SQS accepted): each envelope sent is an *output* of the open
-  step whose envelope it continues: the one with the same id (the next hop, a retry, the hand-off to ``x-sink``) or
-  with the id of its ``parent_id`` (a fan-out child). A send with no open step, or of a ``pending`` envelope with an
+  step whose envelope it continues: the one with the same id (the next hop, a retry, the hand-off to ``x-sink``),
+  with the id of its ``parent_id`` (a fan-out child), or, for an envelope carrying an error, a fan-out slice's step
+  whose ``parent_id`` is its id (a flow going on for its task after a slice failed); the steps of the invocation
+  running in the sending thread are preferred. A send with no open step, or of a ``pending`` envelope with an
 empty ``route.prev`` (which SQS may deliver before the sender's call returns), is the gateway creating a task.
 
-A step's ``error`` comes from what it sent: a ``retrying`` or ``failed`` status's error, an ``x-sink``/``x-sump``
-envelope's ``error`` payload, or the crash of its invocation.
+A step's ``error`` comes from what it sent (``asya.history.output_error``, shared with the run history in S3): a
+``retrying`` or ``failed`` status's error, the error a flow's ``except`` caught (marked as caught), an
+``x-sink``/``x-sump`` envelope's ``error`` payload, or the crash of its invocation.
 
 Served as ``GET /api/v1/dev/history/{id}`` -> ``{"id", "steps": [{"actor", "attempt", "envelope_id", "parent_id",
 "message_id", "started_at", "duration_ms", "input", "outputs": [{"actor", "envelope_id", "payload"}], "error"}],
@@ -37,6 +40,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from asya.envelope import dumps
+from asya.history import output_error
 
 __all__ = ["HISTORY_PATH", "RunHistory"]
 
@@ -57,6 +61,8 @@ class _Step:
     outputs: list[dict[str, Any]] = field(default_factory=list)
     duration_ms: float | None = None
     error: str | None = None
+    #: the thread that runs the step's invocation, where its own sends happen
+    thread: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -185,6 +191,7 @@ class RunHistory:
             message_id=str(record.get("messageId", "")),
             started_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             input=self._bounded(envelope.get("payload")),
+            thread=threading.get_ident(),
         )
         with self._lock:
             task = self._task_for(step.envelope_id, step.parent_id)
@@ -209,6 +216,14 @@ class RunHistory:
         payload = envelope.get("payload")
         with self._lock:
             candidates = self._open.get(envelope_id, []) + (self._open.get(parent_id, []) if parent_id else [])
+            slices: list[_Step] = []
+            if _carries_error(envelope):
+                # a fan-out slice's step sending under its task's id: a flow's except, or its failure, going on for
+                # the task (P-FLOW-10, P-FLOW-13), while the task's own aggregator step may be open too
+                slices = [s for steps in self._open.values() for s in steps if s.parent_id == envelope_id]
+            # the sender runs in this thread: its invocation's steps come first
+            here = threading.get_ident()
+            candidates = [s for s in candidates + slices if s.thread == here] or candidates or slices
             step = None if _is_creation(envelope) else _sender(candidates, destination, envelope)
             if step is None:
                 self._task_for(envelope_id, parent_id)  # the gateway created a task: known from now on
@@ -300,17 +315,11 @@ def _str_or_none(value: object) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _error_of(destination: str, envelope: dict[str, Any]) -> str | None:
-    """The error an output reports: a retry's or failure's status error, or the error payload sent to the crew."""
+def _carries_error(envelope: dict[str, Any]) -> bool:
     status = envelope.get("status")
-    if isinstance(status, dict) and status.get("phase") in ("retrying", "failed"):
-        error = status.get("error")
-        if isinstance(error, dict):
-            kind, message = error.get("type"), error.get("message")
-            return f"{kind}: {message}" if kind and message else str(message or kind or error)
-        if error:
-            return str(error)
-    payload = envelope.get("payload")
-    if destination in ("x-sink", "x-sump") and isinstance(payload, dict) and isinstance(payload.get("error"), str):
-        return str(payload["error"])
-    return None
+    return isinstance(status, dict) and bool(status.get("error"))
+
+
+def _error_of(destination: str, envelope: dict[str, Any]) -> str | None:
+    status = envelope.get("status")
+    return output_error(destination, status if isinstance(status, dict) else None, envelope.get("payload"))

@@ -1,14 +1,15 @@
 """``LocalMesh``: a whole mesh in one process (and moto's server in its child), from its manifest (docs/local.md).
 
-Start order: moto's server on ``127.0.0.1`` in a child process (:class:`asya_local.moto_server.MotoServer`; not
-when ``endpoint_url`` points at an existing endpoint), the resources
-(:func:`asya_local.provision.provision`), one runtime per deployed actor, one event source mapping emulator per actor,
-the deadline backstop (:class:`asya_local.backstop_loop.BackstopLoop`, GW-BACK-1: the timers of ``x-deadline`` as
-they come due, and the ``long_deadlines`` sweep every ``backstop_interval`` seconds; ``None`` turns both off), then
-the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free port; ``url`` tells which; with
-``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy`` says so).
-``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order; the gateway drains first
-(its SSE streams end cleanly and their clients resume elsewhere), then gets 3 s for requests under way.
+Start order: moto's server on ``127.0.0.1`` in a child process (:class:`asya_local.moto_server.MotoServer`; not when
+``endpoint_url`` points at an existing endpoint), the resources (:func:`asya_local.provision.provision`), one runtime
+per deployed actor, one event source mapping emulator per actor, the deadline backstop
+(:class:`asya_local.backstop_loop.BackstopLoop`, GW-BACK-1: the timers of ``x-deadline`` as they come due, and the
+``long_deadlines`` sweep every ``backstop_interval`` seconds; ``None`` turns both off), the sweeper of queues an
+earlier manifest left behind (:class:`asya_local.orphans.OrphanSweeper`: their envelopes fail their tasks through
+x-sump, then the queues go), then the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free port;
+``url`` tells which; with ``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy``
+says so). ``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order; the gateway
+drains first (its SSE streams end cleanly and their clients resume elsewhere), then gets 3 s for requests under way.
 ``restart_gateway()`` replaces the gateway alone, on the same port (the chaos harness's gateway restart).
 
 The gateway app gets the local routes of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
@@ -62,6 +63,7 @@ from asya_local.history import RunHistory
 from asya_local.lambda_event import LambdaContext
 from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
+from asya_local.orphans import OrphanSweeper
 from asya_local.provision import MeshResources, provision
 from asya_local.reload import CodeWatcher, ReloadingHandler
 from asya_local.serving import UvicornThread
@@ -162,6 +164,7 @@ class LocalMesh(MeshLifecycle):
         self._esms: dict[str, EventSourceMapping] = {}
         self._gateway: UvicornThread | None = None
         self._backstop: BackstopLoop | None = None
+        self._orphans: OrphanSweeper | None = None
 
     # -- state -----------------------------------------------------------------------------------------------
 
@@ -269,6 +272,13 @@ class LocalMesh(MeshLifecycle):
         if self._backstop_interval is not None:
             self._backstop = self._build_backstop(resources, clients, self._backstop_interval)
             self._backstop.start()
+        # the queues of actors an earlier manifest declared: their envelopes fail their tasks now (LOCAL-ORPHAN-1)
+        self._orphans = OrphanSweeper(
+            namespace=self.manifest.namespace,
+            sqs=clients.sqs,
+            provisioned=[*resources.queue_urls.values(), *resources.dlq_urls.values()],
+        )
+        self._orphans.start()
         app = self._build_gateway(resources, clients)
         gateway = UvicornThread(
             app,
@@ -296,6 +306,9 @@ class LocalMesh(MeshLifecycle):
             except LocalModeError as exc:
                 errors.append(str(exc))
         self._esms.clear()
+        if self._orphans is not None:
+            self._orphans.stop()
+            self._orphans = None
         if self._backstop is not None:
             try:
                 self._backstop.stop(timeout=self._startup_timeout)

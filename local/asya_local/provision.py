@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DLQ_RETENTION_SECONDS",
+    "NAMESPACE_TAG",
     "QUEUE_RETENTION_SECONDS",
     "TIMER_MAX_RECEIVE_COUNT",
     "TIMER_VISIBILITY_SECONDS",
@@ -35,6 +36,9 @@ __all__ = [
 
 #: A source queue keeps messages 7 days (P-ACK-6; the CDK app: asya_cdk.actor.QUEUE_RETENTION).
 QUEUE_RETENTION_SECONDS: Final = 604_800
+#: Every queue is tagged with its mesh's namespace, so that another namespace whose name extends this one (``demo`` and
+#: ``demo-x`` share the prefix ``asya-demo-``) never has its queues taken for this mesh's (``asya_local.orphans``).
+NAMESPACE_TAG: Final = "asya-namespace"
 #: A DLQ keeps messages longer than its source queue (14 days, the SQS maximum): SQS keeps the original enqueue time.
 DLQ_RETENTION_SECONDS: Final = 1_209_600
 #: The timer queue's visibility timeout: at least the backstop function's timeout (55 s), as Lambda requires of an
@@ -86,9 +90,11 @@ def provision(
 def _create_queue_pair(
     sqs: SQSClient, manifest: Manifest, name: str, *, visibility_timeout: int, max_receive_count: int
 ) -> tuple[str, str]:
+    tags = {NAMESPACE_TAG: manifest.namespace}
     dlq_url = sqs.create_queue(
         QueueName=manifest.dlq_name(name),
         Attributes={"MessageRetentionPeriod": str(DLQ_RETENTION_SECONDS), "SqsManagedSseEnabled": "true"},
+        tags=tags,
     )["QueueUrl"]
     dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     queue_url = sqs.create_queue(
@@ -99,6 +105,7 @@ def _create_queue_pair(
             "SqsManagedSseEnabled": "true",
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}),
         },
+        tags=tags,
     )["QueueUrl"]
     return queue_url, dlq_url
 

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any, Final, Literal
 
+from asya_gateway.headerlimit import READ_HEAD_BYTES
 from asya_local.exceptions import LocalModeError
 
 __all__ = ["UvicornThread"]
@@ -96,6 +97,8 @@ class UvicornThread:
             access_log=False,
             lifespan=lifespan,
             timeout_graceful_shutdown=grace_seconds,
+            # read oversize heads whole, so the gateway answers them 431 (GW-GEN-10) instead of h11 resetting
+            h11_max_incomplete_event_size=READ_HEAD_BYTES,
         )
         self._server = _closing_server(config)
         self._thread = threading.Thread(

@@ -50,13 +50,17 @@ def draw_flow(base: str, out: Path) -> None:
         browser = playwright.chromium.launch(
             executable_path=chromium_or_skip(os.environ), args=list(CHROMIUM_FLAGS[1:]), headless=True
         )
-        # the console's CSP refuses inline styles; the picture's one style lifts the drawing's scroll box
+        # the console's CSP refuses inline styles; the picture's one style lifts the drawing's scroll box (and hides
+        # the button that does the same on the page)
         page = browser.new_page(viewport={"width": 620, "height": 1000}, bypass_csp=True)
         page.goto(f"{base}/console/#/task/{task_id}")
         card = page.locator("#flow")
         # drawn at once, redrawn with the path once the view and the run history are read: wait for the path's end
         card.locator(".flow-node.kind-end.visited").wait_for()
-        page.add_style_tag(content=".flow-drawing { max-height: none !important; overflow: visible !important; }")
+        page.add_style_tag(
+            content=".flow-drawing { max-height: none !important; overflow: visible !important; }"
+            " .flow-expand { display: none !important; }"
+        )
         card.screenshot(path=str(out))
         browser.close()
 

@@ -184,3 +184,77 @@ def test_forged_reports_an_accepted_forged_post_and_a_crew_set_not_refused() -> 
     assert _failing(_history(crew_sets=[("t1", "x-sink", False)], forged_accepted=["t1 paused client 204"])) == {
         "forged": ["forged post accepted: t1 paused client 204", "x-sink SET into the route of t1 was not refused"]
     }
+
+
+def test_forged_reports_a_layer_header_set_not_refused() -> None:
+    """P-HDR-5: a handler's SET of a layer header is refused at its yield."""
+    assert _failing(_history(layer_sets=[("t1", "x-asya-flow-state", True)])) == {}
+    assert _failing(_history(layer_sets=[("t1", "x-asya-hops", False)])) == {
+        "forged": ["x-asya-hops SET by the handler of t1 was not refused"]
+    }
+
+
+CALC = TaskPlan("calc", {"n": 1})
+
+
+def _flow_call(actor: str, hop: int, *faults: str, attempt: int = 1) -> HandlerCall:
+    invocation = Invocation(actor, "url", "m", "r", 1, {"id": "c1"}, faults=list(faults))
+    return HandlerCall(actor, "c1", "c1", hop, attempt, invocation)
+
+
+def _flow_history(calls: list[HandlerCall], view: dict[str, Any]) -> History:
+    return _history(
+        tasks={"c1": CALC},
+        observations=[Observation("c1", "get", "get", view["status"], 1.0)],
+        views={"c1": {"id": "c1", **view}},
+        calls=calls,
+        checkpoints={KEY: [{"id": "c1", "payload": CALC.expected}]},
+    )
+
+
+def test_flows_hold_when_a_flow_task_repeats_its_plain_run() -> None:
+    """``calc`` from ``{"n": 1}``: inc (2), even: double (4), the loop: inc (5), inc (6), done."""
+    from chaos.flowplain import plain_run
+
+    actors, result = plain_run({"n": 1})
+    assert actors == ["inc", "double", "inc", "inc"]
+    assert result == {"n": 6, "done": True}
+    assert CALC.expected == result
+    calls = [_flow_call(actor, hop) for hop, actor in enumerate(actors, start=1)]
+    calls.append(_flow_call("double", 2, attempt=2))  # a retried hop is still one call of the sequence
+    view = {"status": "succeeded", "result": result, "checkpoint_key": KEY, "checkpoint_line": 1}
+    assert _failing(_flow_history(calls, view)) == {}
+
+
+def test_flows_report_another_call_sequence_or_result_than_the_plain_run() -> None:
+    calls = [_flow_call("inc", 1), _flow_call("inc", 2)]
+    view = {"status": "succeeded", "result": {"n": 6, "done": True}, "checkpoint_key": KEY, "checkpoint_line": 1}
+    assert _failing(_flow_history(calls, view))["flows"] == [
+        "c1: called ['inc', 'inc'], the plain run calls ['inc', 'double', 'inc', 'inc']"
+    ]
+    calls = [_flow_call(actor, hop) for hop, actor in enumerate(["inc", "double", "inc", "inc"], start=1)]
+    view = {**view, "result": {"n": 7}}
+    assert _failing(_flow_history(calls, view))["flows"] == [
+        "c1: succeeded with {'n': 7}, the plain run returns {'n': 6, 'done': True}"
+    ]
+
+
+def test_flows_take_a_second_payload_as_the_failure_of_its_own_hop_only() -> None:
+    """P-FLOW-11: the task fails at the hop that returned two payloads, and nothing runs after it."""
+    failed = {"status": "failed", "error": "FlowError: actor 'double' returned more than one payload in flow 'calc'"}
+    calls = [_flow_call("inc", 1), _flow_call("double", 2, "second_payload")]
+    assert _failing(_flow_history(calls, failed)) == {}
+    calls.append(_flow_call("inc", 3))
+    assert _failing(_flow_history(calls, failed))["flows"] == [
+        "c1: inc ran at hop 3, after double returned two payloads at hop 2"
+    ]
+    retried = [_flow_call("inc", 1), _flow_call("double", 2, "second_payload"), _flow_call("double", 2, attempt=2)]
+    retried.append(_flow_call("inc", 3, "handler_error"))  # the retry went on; a later hop failed for its own reason
+    assert _failing(_flow_history([*retried, _flow_call("inc", 3, "handler_error", attempt=3)], failed)) == {}
+    leaked = HandlerCall("inc", "c1-child", "c1", 3, 1, Invocation("inc", "url", "m", "r", 1, {"id": "c1-child"}))
+    assert _failing(_flow_history([*calls[:2], leaked], failed))["flows"] == [
+        "c1: inc ran c1-child, a second payload, at hop 3"
+    ]
+    assert _failing(_flow_history([_flow_call("inc", 1)], {"status": "failed", "error": "boom"}))["flows"] == [
+        "c1: failed with nothing injected to explain it: 'boom'"
+    ]

@@ -82,6 +82,17 @@ def test_an_edited_handler_runs_at_the_next_invocation_and_a_manifest_change_kee
         ) in dev.stderr()
         assert _run_task(dev.url, "loud", {"text": "still"})["result"]["said"] == "STILL!"
 
+        # a flow that crashed the parser killed asya dev and moto with it; now it is refused like any error (P-FLOW-22)
+        deep = "\n".join(
+            ["def deep(state):", "    state = shout(state)"]
+            + [f"    {'if' if i == 0 else 'elif'} state['k'] == {i}:\n        state['v'] = {i}" for i in range(5000)]
+        )
+        _write(tmp_path / "deep.py", deep + "\n")
+        _write(manifest, _MANIFEST + "  deep: {source: deep.py}\n")
+        _wait_for(lambda: "nested too deeply" in dev.stderr(), "the deep flow's refusal")
+        assert "flows.deep.source: the flow does not compile" in dev.stderr()
+        assert _run_task(dev.url, "loud", {"text": "alive"})["result"]["said"] == "ALIVE!"
+
         _write(
             manifest,
             _MANIFEST.replace("flows:", "  echo: {handler: loop_actors.echo}\nflows:")
@@ -142,3 +153,106 @@ def test_fix_the_actor_then_redrive_its_dlq_and_the_new_code_runs(tmp_path: Path
         )
         view = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=10).json()
         assert view["result"] == {"said": "HI!", "version": 2}
+
+
+_DROPPED = """\
+namespace: drop
+actors:
+  shout: {handler: drop_actors.shout}
+  hold: {handler: drop_actors.hold, batch_size: 1}
+flows:
+  loud: {route: [shout], timeout: 60}
+"""
+_HOLD = (
+    "import pathlib, time\n"
+    "def shout(payload):\n    return {'said': payload['text'].upper()}\n"
+    "def hold(payload):\n"
+    "    while not pathlib.Path(payload['gate']).exists():\n        time.sleep(0.05)\n"
+    "    return payload\n"
+)
+
+
+def _gateway_down(url: str) -> bool:
+    try:
+        httpx.get(f"{url}/health", timeout=1)
+    except httpx.TransportError:
+        return True
+    return False
+
+
+def _status(url: str, task_id: str) -> dict[str, Any]:
+    return dict(httpx.get(f"{url}/api/v1/mesh/{task_id}", timeout=10).json())
+
+
+def test_local_orphan_1_a_restart_that_drops_an_actor_fails_the_tasks_waiting_in_its_queue(
+    tmp_path: Path, run_dev: Any
+) -> None:
+    """``hold`` runs one task at a time (one poller, batches of one); two more wait in its queue when the manifest
+    drops it. The restarted mesh fails those two at once (they have no deadline: they would have stayed ``running``
+    for ever), and the diagnostic reports the actor as undeclared and gone (LOCAL-ORPHAN-1, GW-OPS-5)."""
+    (tmp_path / "functions").mkdir()
+    _write(tmp_path / "functions" / "drop_actors.py", _HOLD)
+    manifest = tmp_path / "asya.yaml"
+    _write(manifest, _DROPPED)
+    gate = tmp_path / "gate"
+    with run_dev(manifest, cwd=tmp_path, log=tmp_path / "dev.stderr") as dev:
+        ids = []
+        for _ in range(3):
+            created = httpx.post(
+                f"{dev.url}/api/v1/mesh/", params={"actor": "hold"}, json={"payload": {"gate": str(gate)}}, timeout=10
+            )
+            assert created.status_code == 201, created.text
+            ids.append(created.json()["id"])
+        _wait_for(lambda: sum(_status(dev.url, i)["status"] == "running" for i in ids) == 1, "hold to take one task")
+        held = next(i for i in ids if _status(dev.url, i)["status"] == "running")
+        _write(manifest, _DROPPED.replace("  hold: {handler: drop_actors.hold, batch_size: 1}\n", ""))
+        # the held call may finish once the old gateway is down: the restart stops the pollers right after it, so
+        # they take nothing more from the queue
+        _wait_for(lambda: _gateway_down(dev.url), "the old mesh to stop")
+        gate.touch()
+        _wait_for(lambda: "restarted at" in dev.stderr(), "restart")
+        waiting = [i for i in ids if i != held]
+        _wait_for(lambda: all(_status(dev.url, i)["status"] == "failed" for i in waiting), "the waiting tasks to fail")
+        for task_id in waiting:
+            assert "actor 'hold' is no longer in the manifest" in _status(dev.url, task_id)["error"]
+        [hold] = httpx.post(f"{dev.url}/api/v1/system/mq-diagnostic", json={"actors": ["hold"]}, timeout=10).json()[
+            "queues"
+        ]
+        assert (hold["declared"], hold["exists"]) == (False, False)
+        assert _run_task(dev.url, "loud", {"text": "on"})["result"] == {"said": "ON"}
+
+
+_FLOW_MANIFEST = """\
+namespace: flowloop
+actors:
+  shout: {handler: loop_actors.shout}
+flows:
+  loud: {source: flows/loud.py, timeout: 60}
+"""
+_FLOW_V1 = "def loud(state):\n    state = shout(state)\n    return state\n"
+_FLOW_V2 = "def loud(state):\n    state = shout(state)\n    state['edited'] = True\n    return state\n"
+
+
+def test_an_edited_flow_file_is_recompiled_and_served_and_a_broken_one_refused(tmp_path: Path, run_dev: Any) -> None:
+    """A flow written as Python compiles when the manifest loads (docs/flows.md), so an edit of its file alone left
+    the old program running, silently. ``asya dev`` watches the flow files with the manifest and says which one
+    changed."""
+    (tmp_path / "functions").mkdir()
+    _write(tmp_path / "functions" / "loop_actors.py", _V1)
+    (tmp_path / "flows").mkdir()
+    flow = tmp_path / "flows" / "loud.py"
+    _write(flow, _FLOW_V1)
+    manifest = tmp_path / "asya.yaml"
+    _write(manifest, _FLOW_MANIFEST)
+    with run_dev(manifest, cwd=tmp_path, log=tmp_path / "dev.stderr") as dev:
+        assert _run_task(dev.url, "loud", {"text": "hi"})["result"] == {"said": "HI", "version": 1}
+
+        _write(flow, _FLOW_V2)
+        _wait_for(lambda: "restarted at" in dev.stderr(), "the restart")
+        assert f"asya dev: flows/loud.py changed (flow 'loud'): recompiling it with {manifest}" in dev.stderr()
+        assert _run_task(dev.url, "loud", {"text": "hi"})["result"] == {"said": "HI", "version": 1, "edited": True}
+
+        _write(flow, _FLOW_V2.replace("state = shout(state)", "state = whisper(state)"))
+        _wait_for(lambda: "cannot be used; still serving the previous one" in dev.stderr(), "the refusal")
+        assert "'whisper' is not an actor of the manifest" in dev.stderr()
+        assert _run_task(dev.url, "loud", {"text": "ok"})["result"]["edited"] is True

@@ -93,7 +93,7 @@ class Harness:
     """One actor runtime wired to the moto mesh, plus helpers to feed it and read the queues.
 
     ``handler`` names a function of ``module`` (in ``HANDLERS``); ``runtime`` holds extra ``ActorRuntime`` arguments
-    (``random``, ``environ``)."""
+    (``random``, ``environ``, an ``s3`` client in place of the mesh's)."""
 
     def __init__(
         self,
@@ -116,10 +116,9 @@ class Harness:
             config,
             sqs=self.sqs,
             dynamodb=mesh.aws.dynamodb,
-            s3=mesh.aws.s3,
             clock=clock,
             sleep=lambda _s: None,
-            **runtime,
+            **{"s3": mesh.aws.s3, **runtime},
         )
         self.store = TaskStore(
             table=mesh.resources.table,

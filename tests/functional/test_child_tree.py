@@ -241,3 +241,27 @@ def test_p_sump_8_a_fan_in_slice_failed_by_an_infrastructure_error_fails_its_par
     assert Sump(mesh).run(sent, other)[0] == []
     after = mesh.aws.dynamodb.get_item(TableName=mesh.resources.table, Key=task_key)["Item"]
     assert after == before
+
+
+@pytest.mark.parametrize("fan_in", [False, True], ids=["child", "fan-in-slice"])
+def test_p_fan_7_a_child_stopped_by_its_tasks_cancel_reads_canceled(mesh: Any, fan_in: bool) -> None:
+    """A child of a canceled task stops at its next pre-flight and reaches x-sink as ``canceled`` (P-FAN-5,
+    P-STAT-10). x-sink acked it without touching its item, which read ``running`` for ever in the view and the
+    console; its end at x-sink now finishes it ``canceled`` at the actor it stopped at, still with no checkpoint."""
+    h = actors.Harness(mesh, "echo", clock=lambda: NOW)
+    parent, child_id = f"t-cancel-{fan_in}", f"c-cancel-{fan_in}"
+    _running_child(h, parent, child_id)
+    assert h.store.cancel(parent) == "canceled"
+    child = actors.envelope(child_id, parent_id=parent, prev=["intake"], nxt=["merge"])
+    if fan_in:
+        child["headers"]["x-asya-fan-in"] = {"origin_id": parent, "index": 1, "count": 2}
+    response, _ = h.run(child)
+    assert response["batchItemFailures"] == []
+    [stopped] = h.drain("x-sink")
+    assert (stopped["status"]["phase"], stopped["status"]["reason"]) == ("canceled", "PreFlightCanceled")
+
+    assert run_sink(mesh, [stopped, stopped], clock=lambda: NOW)["batchItemFailures"] == []
+    node = _node(h, parent, child_id)
+    assert (node["status"], node["current_actor"], node["error"]) == ("canceled", stopped["status"]["actor"], None)
+    assert "checkpoint_key" not in node or node["checkpoint_key"] is None
+    assert h.store.get_task(parent)["status"] == "canceled"  # type: ignore[index]

@@ -155,9 +155,9 @@ def test_gw_edge_7_mcp_cancel_and_recall_of_another_subjects_call(
     client: httpx.Client,
     issuer: tuple[Issuer, str],  # noqa: F811
 ) -> None:
-    """GW-EDGE-7 (R3): with alice's session id, bob's ``notifications/cancelled`` naming her call leaves her task
-    running (as for a call with no task), and bob's re-sent ``tools/call`` with her request id runs as a new task of
-    his instead of following hers; alice's own notification cancels it."""
+    """GW-EDGE-7, GW-EDGE-9: alice's session id is hers: bob's re-sent ``tools/call`` and his
+    ``notifications/cancelled`` naming it are answered as for an unknown session (404), her task runs on and he gets
+    no task; alice's own notification cancels it."""
     idp, _ = issuer
     alice, bob = _as(idp, "alice"), _as(idp, "bob")
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}
@@ -172,10 +172,9 @@ def test_gw_edge_7_mcp_cancel_and_recall_of_another_subjects_call(
             assert r.status_code == 200
         assert _status(client, task_id, alice) == "pending"
         with client.stream("POST", "/mcp", json=call, headers={**bob, **streamed, "Mcp-Session-Id": session}) as r:
-            assert r.status_code == 200
-        (bobs,) = client.get("/api/v1/mesh/", headers=bob).json()["messages"]
-        assert bobs["id"] != task_id
-        assert client.post("/mcp", json=cancel, headers={**bob, "Mcp-Session-Id": session}).status_code == 202
+            assert r.status_code == 404
+        assert client.get("/api/v1/mesh/", headers=bob).json()["messages"] == []
+        assert client.post("/mcp", json=cancel, headers={**bob, "Mcp-Session-Id": session}).status_code == 404
         assert _status(client, task_id, alice) == "pending"
         assert client.post("/mcp", json=cancel, headers={**alice, "Mcp-Session-Id": session}).status_code == 202
         assert _status(client, task_id, alice) == "canceled"

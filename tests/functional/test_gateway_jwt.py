@@ -35,6 +35,7 @@ AUDIENCE = "asya-api"
 CHALLENGE = 'Bearer realm="asya-gateway"'
 #: Reached only after authentication passed: an unknown task answers 404.
 PROTECTED = "/api/v1/mesh/no-such-task"
+_NO_SUB = "invalid credentials: the token has no 'sub' claim (the subject it acts as)"
 
 
 class Issuer:
@@ -197,3 +198,12 @@ def test_gw_auth_5_manifest_validates_the_jwt_settings(auth: dict[str, Any], mes
     with pytest.raises(ManifestError) as info:
         parse_manifest(data)
     assert message in str(info.value)
+
+
+def test_gw_edge_10_a_token_without_sub_is_refused_with_a_clear_401(
+    client: httpx.Client, issuer: tuple[Issuer, str]
+) -> None:
+    idp, _ = issuer
+    with client:
+        assert _refused(_get(client, idp.token(idp.rsa, "RS256", sub=None)), _NO_SUB)
+        assert _refused(_get(client, idp.token(idp.rsa, "RS256", sub="")), _NO_SUB)

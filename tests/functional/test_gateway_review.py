@@ -93,7 +93,7 @@ def test_gw_ops_2_openapi_document_is_valid_and_describes_every_route(gw: Gw) ->
     actors = next(p for p in create["parameters"] if p["name"] == "actor")["schema"]["anyOf"][0]["enum"]
     assert actors == sorted(gw.mesh.manifest.actors)  # user actors only: crew is refused (GW-CREATE-2)
     diagnostic = document["paths"]["/api/v1/system/mq-diagnostic"]["post"]["requestBody"]["content"]
-    queues = diagnostic["application/json"]["schema"]["properties"]["actors"]["items"]["enum"]
+    queues = diagnostic["application/json"]["schema"]["properties"]["actors"]["items"]["anyOf"][0]["enum"]
     assert queues == [  # what the route accepts: every actor of the manifest and every crew name (GW-OPS-3)
         "analyze",
         "chunk",

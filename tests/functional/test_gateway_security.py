@@ -172,6 +172,9 @@ def test_trace_headers_cannot_be_forged_into_the_envelope_or_logs_gw_create_5(
                 json={},
                 headers={"X-API-Key": KEY, "traceparent": traceparent, "tracestate": tracestate},
             )
+            if len(traceparent) + len(tracestate) > 10 * 1024:
+                assert response.status_code == 431, "over the head's 10 KiB, as API Gateway (GW-GEN-10)"
+                continue
         if via_body and len(traceparent) + len(tracestate) > 16 * 1024:
             assert response.status_code == 400, "over the 16 KiB header cap: refused, nothing sent"
             assert response.json()["error"].endswith("over the limit of 16 KiB")
@@ -186,3 +189,15 @@ def test_trace_headers_cannot_be_forged_into_the_envelope_or_logs_gw_create_5(
         assert len(headers.get("tracestate", "")) <= 512
         assert len(headers["traceparent"]) <= 512
     assert not any("forged" in line for line in _log_lines(caplog))
+
+
+@pytest.mark.parametrize("size", [10_241 - len("Authorization: Bearer "), 200_000, 900_000])
+def test_gw_gen_10_headers_over_10_kib_answer_431(client: httpx.Client, size: int) -> None:
+    """GW-GEN-10: the request line and headers together are at most 10 KiB, as API Gateway enforces: over it the answer
+    is 431 naming the size, never a connection reset, whatever the header (here a bearer token)."""
+    response = client.get("/api/v1/mesh/", headers={"Authorization": "Bearer " + "a" * size})
+    assert response.status_code == 431, response.text
+    assert response.json()["error"].startswith("request headers are ")
+    assert response.json()["error"].endswith("bytes, over the limit of 10240 (API Gateway's)")
+    assert response.headers["x-request-id"]
+    assert client.get("/api/v1/mesh/", headers={"X-API-Key": KEY, "x-pad": "p" * 8000}).status_code == 200

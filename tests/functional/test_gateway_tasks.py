@@ -559,6 +559,7 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
     analyze, split = report["queues"]
     assert analyze == {
         "actor": "analyze",
+        "declared": True,
         "queue": "asya-demo-analyze",
         "exists": True,
         "depth": 1,
@@ -568,11 +569,14 @@ def test_mq_diagnostic_reports_queues_and_dlqs_gw_ops_3_4(gw: Gw) -> None:
         "dlq": {"queue": "asya-demo-analyze-dlq", "exists": True, "depth": 1, "oldest_age_seconds": None},
     }
     assert (split["exists"], split["depth"], split["in_flight"]) == (False, None, None)
-    bad = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["nope"]})
+    # an undeclared name is reported (GW-OPS-5); only a name that cannot be an actor is refused
+    [nope] = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["nope"]}).json()["queues"]
+    assert (nope["declared"], nope["exists"]) == (False, False)
+    bad = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["No Pe"]})
     assert (bad.status_code, bad.json()) == (
         400,
         {
-            "error": "actors: unknown actor 'nope' (actors: analyze, chunk, digest, normalize, publish, "
+            "error": "actors: 'No Pe' is not an actor name (actors: analyze, chunk, digest, normalize, publish, "
             "request-review, split, summarize, summarize-chunk, x-deadline, x-fanin-chunk, x-fanin-flow-triage, "
             "x-pause, x-resume, x-sink, x-sump)"
         },
@@ -592,3 +596,16 @@ def test_mq_diagnostic_names_are_deduplicated_and_capped_gw_ops_3(gw: Gw) -> Non
     many = gw.client.post("/api/v1/system/mq-diagnostic", json={"actors": ["analyze"] * 5000})
     assert (many.status_code, many.json()) == (400, {"error": "actors: at most 200 names, got 5000"})
     assert len(calls) == 4, "a refused request checks no queue"
+
+
+def test_gw_list_6_an_unknown_flow_filter_is_400_naming_the_flows(gw: Gw) -> None:
+    """GW-LIST-6: a flow the manifest does not declare has no tasks to find: answered at once, without a store read."""
+    reads: list[str] = []
+    gw.mesh.aws.dynamodb.meta.events.register("before-call.dynamodb.*", lambda model, **_: reads.append(model.name))
+    response = gw.client.get("/api/v1/mesh/?flow=nosuch")
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == (
+        "flow: unknown flow 'nosuch' (flows: documents, reviewed-text, sentences, text-pipeline, triage)"
+    )
+    assert reads == []
+    assert gw.client.get("/api/v1/mesh/?flow=sentences").status_code == 200

@@ -19,6 +19,7 @@ from asya.historyread import read_history
 from asya.payloads import PayloadStore
 from asya.tableschema import history_key
 from asya_local.moto_server import AwsClients
+from tests.caught import SHOWN, caught_envelopes
 
 pytestmark = pytest.mark.functional
 
@@ -160,3 +161,19 @@ def test_p_hist_5_the_walk_follows_prev_keys_and_adopts_children_at_any_depth(s3
     assert "h/elsewhere" not in loads
     cut = read_history("t", heads=["h/3"], load=load, max_objects=1)
     assert cut["truncated"] is True and [s["envelope_id"] for s in cut["steps"]] == ["c", "g"]
+
+
+@pytest.mark.parametrize("kind", ["call", "end", "slice"])
+def test_p_hist_2_a_call_whose_error_the_flow_caught_shows_its_error(s3: Any, kind: str) -> None:
+    """P-FLOW-9: what the ``except`` clause sends on is no ``failed`` status, so the failed call's line read as a
+    success; its error is on the line, marked as caught."""
+    history = InvocationHistory(bucket=BUCKET, s3=lambda: s3, clock=lambda: NOW, new_id=lambda: f"inv-{kind}")
+    entry, caught = caught_envelopes(kind, f"t-caught-{kind}", headers={hdr.HISTORY: "64"})
+    assert history.open(entry, actor="a", message_id="m1", payload=entry.payload, started_at="2026-11-27T12:00:00Z")
+    for out in caught:
+        history.encode(out.actor, out.envelope, lambda _a, e: e.to_json())
+    key = history.flush()
+    assert key is not None
+    [line] = _lines(s3, key)
+    assert [o["actor"] for o in line["outputs"]] == [out.actor for out in caught]
+    assert line["error"] == SHOWN

@@ -85,3 +85,4 @@ def test_p_hop_1_a_handler_cannot_reset_the_count(harness: Callable[..., Harness
     h.run(envelope("t-reset", headers={"x-asya-flow": "text-pipeline", HOPS: 41}))
     (out,) = h.drain("analyze")
     assert out["headers"][HOPS] == 42
+    assert "P-HDR-5" in out["payload"]["refused"]

@@ -532,3 +532,23 @@ def test_p_pause_5_redelivery_never_reads_the_paused_file(rig: Rig) -> None:
     with _NoBucketListing(rig, denied=("paused/",)):
         assert rig.run("x-pause", body) == []
     assert rig.paused_file(task_id) is not None
+
+
+def test_p_flowv_4_a_paused_task_keeps_its_payload_past_the_expiry_of_payloads(rig: Rig) -> None:
+    """x-pause stores the payload itself, read back from its ``payloads/`` reference, in ``paused/{id}.json``: the
+    reference's 15-day expiry (P-LARGE-6) never limits how long a task may stay paused."""
+    task_id, created = rig.create()
+    body = rig.at_pause(created)
+    key = f"payloads/{task_id}/0003-x-pause-0a1b2c3d.json"
+    s3, bucket = rig.mesh.aws.s3, rig.mesh.resources.bucket
+    s3.put_object(Bucket=bucket, Key=key, Body=json.dumps(body["payload"]))
+    body["payload"] = {"__ref__": f"s3://{bucket}/{key}"}
+    assert rig.run("x-pause", body) == []
+    document = rig.paused_file(task_id)
+    assert document is not None and document["payload"]["review"] == {"by": "bot"}
+    s3.delete_object(Bucket=bucket, Key=key)  # as the lifecycle rule does after 15 days
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    [resume_message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert rig.run("x-resume", resume_message) == []
+    [restored] = drain(rig.mesh.aws.sqs, rig.url("publish"))
+    assert restored["payload"]["sentiment"] == "positive" and restored["payload"]["approved"] is True

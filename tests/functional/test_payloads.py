@@ -82,9 +82,9 @@ def test_p_large_4_rehydrate_reads_the_stored_json_and_leaves_other_payloads_alo
     store = _store(mesh)
     payload = {"items": [{"n": i} for i in range(200)]}
     ref = parse_envelope(store.encode("summarize", _envelope(payload))).payload
-    assert store.rehydrate(ref) == payload
+    assert store.rehydrate(ref, owners=("task-1",)) == payload
     for plain in ({"text": "hi"}, {"__ref__": "http://example/x"}, {"__ref__": "s3://b/k", "other": 1}, [1], None):
-        assert store.rehydrate(plain) == plain
+        assert store.rehydrate(plain, owners=("task-1",)) == plain
 
 
 @pytest.mark.parametrize(
@@ -100,21 +100,21 @@ def test_p_large_4_references_outside_payloads_or_to_missing_objects_are_unavail
     mesh: Any, ref: str, reason: str
 ) -> None:
     with pytest.raises(PayloadUnavailableError, match=reason):
-        _store(mesh).rehydrate({"__ref__": ref.format(bucket=mesh.resources.bucket)})
+        _store(mesh).rehydrate({"__ref__": ref.format(bucket=mesh.resources.bucket)}, owners=("task-1",))
 
 
 def test_p_large_4_an_object_that_is_not_json_is_unavailable(mesh: Any) -> None:
     key = payload_key("task-1", hop=0, actor="analyze", token="ffffffff")
     mesh.aws.s3.put_object(Bucket=mesh.resources.bucket, Key=key, Body=b"{not json")
     with pytest.raises(PayloadUnavailableError, match="not JSON"):
-        _store(mesh).rehydrate({"__ref__": f"s3://{mesh.resources.bucket}/{key}"})
+        _store(mesh).rehydrate({"__ref__": f"s3://{mesh.resources.bucket}/{key}"}, owners=("task-1",))
 
 
 def test_p_large_4_other_s3_errors_propagate_so_the_record_is_retried(mesh: Any) -> None:
     mesh.aws.s3.delete_bucket(Bucket=mesh.resources.bucket)
     store = _store(mesh)
     with pytest.raises(Exception) as caught:
-        store.rehydrate({"__ref__": f"s3://{mesh.resources.bucket}/payloads/task-1/x.json"})
+        store.rehydrate({"__ref__": f"s3://{mesh.resources.bucket}/payloads/task-1/x.json"}, owners=("task-1",))
     assert not isinstance(caught.value, PayloadUnavailableError)
     assert caught.value.response["Error"]["Code"] == "NoSuchBucket"  # type: ignore[attr-defined]
 

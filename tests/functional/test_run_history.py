@@ -10,6 +10,7 @@ import pytest
 
 from asya_local.history import RunHistory
 from asya_local.moto_server import AwsClients
+from tests.caught import SHOWN, caught_envelopes
 
 pytestmark = pytest.mark.functional
 
@@ -126,3 +127,23 @@ def test_memory_is_bounded_by_tasks_steps_and_payload_size() -> None:
 def test_bad_bounds_name_the_values() -> None:
     with pytest.raises(ValueError, match=r"^history bounds must be >= 1, got max_tasks=0, max_steps=1, "):
         RunHistory(namespace="t", max_tasks=0, max_steps=1)
+
+
+@pytest.mark.parametrize("kind", ["call", "end", "slice"])
+def test_a_call_whose_error_the_flow_caught_shows_its_error(aws: AwsClients, queues: dict[str, str], kind: str) -> None:
+    """P-FLOW-9: the ``except`` clause's continuation goes on from the failed call's hop, so the step sent no
+    ``failed`` status: it looked like a success. Its error is on the step, marked as caught."""
+    history = RunHistory(namespace="t")
+    history.attach(aws.sqs)
+    entry, caught = caught_envelopes(kind, f"t-caught-{kind}")
+
+    def failing(event: dict[str, Any], context: Any) -> None:
+        for out in caught:
+            aws.sqs.send_message(QueueUrl=queues[out.actor], MessageBody=out.envelope.to_json())
+
+    history.wrap("a", failing)(_event(json.loads(entry.to_json())), None)
+    recorded = history.get(entry.parent_id or entry.id)  # a slice's steps are under its task
+    assert recorded is not None
+    [step] = [s for s in recorded["steps"] if s["envelope_id"] == entry.id]
+    assert [o["actor"] for o in step["outputs"]] == [out.actor for out in caught]
+    assert step["error"] == SHOWN

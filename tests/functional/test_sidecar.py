@@ -6,6 +6,7 @@ Each outcome is observed twice: as messages on the right queues and as ``batchIt
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -855,3 +856,16 @@ def test_p_trace_4_a_record_s_log_lines_carry_its_id_actor_attempt_and_phase(har
     assert (sla_line["actor"], sla_line["attempt"]) == ("normalize", 1)
     assert {error_line["phase"], sla_line["phase"]} <= PHASES
     assert error_line["level"] == sla_line["level"] == "WARNING"
+
+
+def test_p_trace_4_a_batch_level_line_after_a_record_carries_no_record_keys(harness: Callable[..., Harness]) -> None:
+    """P-TRACE-4: a record's ``correlation_id``, ``attempt`` and ``phase`` end with the record. A line logged by the
+    actor's logger after the batch (a batch-level line: history flush, backoff) carries ``actor`` and none of them."""
+    h = harness("echo")
+    with LogLines(h) as logs:
+        _, failed = h.run(envelope("t-log-scoped"))
+        logging.getLogger(h.runtime.config.queue_name).warning("batch-level line")
+    assert failed == []
+    [line] = [line for line in logs.lines if line["message"] == "batch-level line"]
+    assert line["actor"] == "normalize"
+    assert not {"correlation_id", "attempt", "phase"} & set(line), line

@@ -582,3 +582,18 @@ def test_p_ack_4_a_failed_checkpoint_comes_back_after_the_backoff_not_the_queue_
     assert sink.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", []) == []
     sqs_clock.advance(2)
     assert len(sink.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0).get("Messages", [])) == 1
+
+
+def test_p_trace_4_x_sink_record_keys_end_with_the_record(mesh: Any) -> None:
+    """A crew record's ``correlation_id``, ``attempt`` and ``phase`` are gone once its record ended: a line the
+    runtime's logger writes after the batch carries ``actor`` only."""
+    stream = io.StringIO()
+    logger = Logger(service=f"test-x-sink-{uuid.uuid4()}", logger_handler=logging.StreamHandler(stream))
+    sink = Sink(mesh, logger=logger)
+    sink.store.create_task(task_id="t-scoped", actor="normalize")
+    assert sink.run(envelope("t-scoped")) == []
+    logger.warning("batch-level line")
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    [line] = [line for line in lines if line["message"] == "batch-level line"]
+    assert line["actor"] == "x-sink"
+    assert not {"correlation_id", "attempt", "phase"} & set(line), line

@@ -237,8 +237,11 @@ def test_headers_and_status_stay_objects(path: str, value: Any) -> None:
 
 
 def test_set_whole_headers_and_status() -> None:
-    _, state, _ = run_commands(("SET", ".headers", {"only": 1}), ("SET", ".status", {"deadline_at": None}))
-    assert state.headers == {"only": 1}
+    # the layer's header stays as it was (P-HDR-5)
+    _, state, _ = run_commands(
+        ("SET", ".headers", {"x-asya-flow": "demo", "only": 1}), ("SET", ".status", {"deadline_at": None})
+    )
+    assert state.headers == {"x-asya-flow": "demo", "only": 1}
     assert state.status == {"deadline_at": None}
     assert state.deadline_at is None
 
@@ -308,10 +311,22 @@ def test_del_keys_and_indexes() -> None:
 
 
 def test_del_route_next_leaves_empty_list_and_headers_empty_object() -> None:
-    _, state, _ = run_commands(("DEL", ".route.next"), ("DEL", ".headers"), ("DEL", ".status"))
+    replies, state, _ = run_commands(
+        ("DEL", ".route.next"), ("DEL", ".headers"), ("DEL", ".headers.x-asya-flow"), ("DEL", ".status")
+    )
+    assert type(replies[1]) is ValueError  # it would remove the layer's x-asya-flow (P-HDR-5)
+    assert type(replies[2]) is ValueError
     assert state.next == []
-    assert state.headers == {}
+    assert state.headers["x-asya-flow"] == "demo"
     assert state.status == {}
+
+
+def test_del_headers_leaves_an_empty_object_without_layer_headers() -> None:
+    replies, state, _ = run_commands(("SET", ".headers", {"x-asya-flow": "demo"}), ("DEL", ".headers"))
+    assert type(replies[1]) is ValueError
+    state = AbiState(id="t", headers={"mine": 1})
+    state.delete(".headers")
+    assert state.headers == {}
 
 
 @pytest.mark.parametrize(

@@ -180,3 +180,14 @@ def test_gw_auth_5_the_app_and_the_edge_share_one_verify() -> None:
     assert authenticator.verify(_token())["sub"] == "user-1"
     with pytest.raises(TokenRefusedError):
         authenticator.verify(_token(aud="x"))
+
+
+@pytest.mark.parametrize("sub", [None, "", 7])
+def test_gw_edge_10_a_token_without_a_subject_is_refused_at_the_edge(sub: Any) -> None:
+    assert _refused(_authorizer(), _token_event(f"Bearer {_token(sub=sub)}"))
+    with pytest.raises(TokenRefusedError, match="the token has no 'sub' claim"):
+        JwtAuthenticator(
+            JwksKeys("https://idp.example.com/jwks", fetch=lambda url: json.dumps(KeySet([KEY]).as_dict()).encode()),
+            issuer=ISSUER,
+            audience=CLIENT_ID,
+        ).verify(_token(sub=sub))

@@ -145,3 +145,24 @@ def test_asya_flow_check_shows_warnings_with_file_line_col_and_does_not_fail(tmp
     lines = out.getvalue().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{flow}:4:13: warning: actor 'loop' can return more than one")
     assert err.getvalue().strip().endswith(": ok, 1 warning(s)")
+
+
+CANCEL_IDIOM = """
+def render(payload):
+    job = payload["job"]
+    while not job:
+        yield None  # a point where a cancel can land (docs/guide.md, Cancel)
+    for _ in range(3):
+        yield
+    yield payload
+"""
+
+
+def test_yield_none_in_a_loop_is_the_cancel_idiom_not_a_second_payload(tmp_path: Path) -> None:
+    """``yield None`` (or a bare ``yield``) sends no frame (P-ABI-8): a loop of them is where a cancel lands, and the
+    one payload after it is the only frame."""
+    code = tmp_path / "functions"
+    code.mkdir()
+    (code / "r.py").write_text(CANCEL_IDIOM)
+    flow = "@flow\ndef f(state):\n    state = render(state)\n    return state\n"
+    assert two_frame_warnings(flow, filename="f.py", actors={"render": HandlerSource("r.render", code)}) == []

@@ -73,7 +73,7 @@ def _cli(*argv: str, cwd: Path) -> tuple[int, str, str]:
 def test_asya_flow_check_reports_every_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("def f(state):\n    import os\n    for x in state['l']:\n        pass\n")
-    code, out, err = _cli("flow", "check", str(bad), "--manifest", str(tmp_path / "none.yaml"), cwd=tmp_path)
+    code, out, err = _cli("flow", "check", str(bad), "--no-manifest", cwd=tmp_path)
     assert code == 1
     assert out.splitlines() == [
         f"{bad}:2:5: `import` is not supported in a flow; fix: import at the top of the module, outside the flow "
@@ -131,3 +131,35 @@ def test_the_deployment_dump_of_a_manifest_loads_without_the_flow_file(tmp_path:
     again = parse_manifest(dumped, base_dir=elsewhere)
     assert again.flows["triage"].program == manifest.flows["triage"].program
     assert again.flows["triage"].route == ["normalize", "analyze"]
+
+
+_UNKNOWN_ACTOR_FLOW = "def f(state):\n    state = nope(state)\n    return state\n"
+
+
+def test_asya_flow_check_outside_a_project_does_not_pass_unchecked_actor_names(tmp_path: Path) -> None:
+    """With no manifest found, the actor names cannot be checked: the check says so and fails, never prints a bare
+    ``ok``; ``--no-manifest`` asks for the language check only and says what it skipped."""
+    flow = tmp_path / "f.py"
+    flow.write_text(_UNKNOWN_ACTOR_FLOW)
+    code, out, err = _cli("flow", "check", str(flow), cwd=tmp_path)
+    assert code == 1, err
+    assert "ok" not in err.split()
+    assert "actor names not checked: no asya.yaml" in err and "--manifest" in err and "--no-manifest" in err
+    code, out, err = _cli("flow", "check", str(flow), "--no-manifest", cwd=tmp_path)
+    assert code == 0 and out == ""
+    assert err.strip() == f"{flow}: ok (language only; actor names not checked: --no-manifest)"
+
+
+def test_asya_flow_check_finds_the_manifest_above_the_flow_file(tmp_path: Path) -> None:
+    """``asya flow check flows/f.py`` from elsewhere checks against the project's asya.yaml (the nearest one above the
+    file), and says which; a ``--manifest`` that does not exist is an error, not a silent skip."""
+    data = _manifest(tmp_path, _UNKNOWN_ACTOR_FLOW)
+    (tmp_path / "asya.yaml").write_text(json.dumps({k: v for k, v in data.items() if k != "flows"}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code, out, err = _cli("flow", "check", str(tmp_path / "flows" / "f.py"), cwd=elsewhere)
+    assert code == 1
+    assert "'nope' is not an actor of the manifest" in out
+    assert f"actor names checked against {tmp_path / 'asya.yaml'}" in err
+    code, out, err = _cli("flow", "check", str(tmp_path / "flows" / "f.py"), "--manifest", "missing.yaml", cwd=tmp_path)
+    assert code != 0 and "missing.yaml" in err

@@ -350,14 +350,19 @@ def test_traceparent_of_a_later_version_is_bounded_gw_create_5() -> None:
 
 
 def test_list_query_conversion_gw_list_1() -> None:
-    assert parse_list_query({}) == {}
-    assert parse_list_query({"status": "running", "flow": "text-pipeline", "limit": "5", "count": "true"}) == {
+    assert parse_list_query({}, flows=FLOWS) == {}
+    assert parse_list_query(
+        {"status": "running", "flow": "text-pipeline", "limit": "5", "count": "true"}, flows=FLOWS
+    ) == {
         "status": "running",
         "flow": "text-pipeline",
         "limit": 5,
         "count": True,
     }
-    assert parse_list_query({"offset": "10", "count": "false", "cursor": ""}) == {"offset": 10, "count": False}
+    assert parse_list_query({"offset": "10", "count": "false", "cursor": ""}, flows=FLOWS) == {
+        "offset": 10,
+        "count": False,
+    }
 
 
 @pytest.mark.parametrize(
@@ -367,10 +372,14 @@ def test_list_query_conversion_gw_list_1() -> None:
         ({"offset": "-1"}, "offset: invalid value '-1': use an integer between 0 and 10000"),
         ({"count": "1"}, "count: invalid value '1': use true or false"),
         ({"flow": "Text Pipeline"}, "flow: invalid value 'Text Pipeline': not a flow name"),
+        ({"flow": "nosuch"}, "flow: unknown flow 'nosuch' (flows: text-pipeline)"),
     ],
 )
 def test_list_query_errors_gw_list_1(query: dict[str, str], message: str) -> None:
-    assert http_error(parse_list_query, query) == (400, message)
+    assert http_error(lambda q: parse_list_query(q, flows=FLOWS), query) == (400, message)
+
+
+FLOWS = ("text-pipeline",)
 
 
 # ---------------------------------------------------------------- producer events

@@ -169,6 +169,26 @@ def test_p_resume_4_input_and_stored_payload_must_be_objects() -> None:
         merge_input(_document({"prompt": "p"}, payload="text"), {})
 
 
+@pytest.mark.parametrize(
+    ("metadata", "stored", "given"),
+    [
+        ({"prompt": "p", "fields": []}, {}, {"__ref__": "s3://b/payloads/other/x.json"}),
+        ({"prompt": "p", "fields": [], "merge": "deep"}, {}, {"__ref__": "s3://b/payloads/other/x.json"}),
+        (
+            {"prompt": "p", "fields": [{"name": "f", "payload_key": "/__ref__"}]},
+            {},
+            {"f": "s3://b/payloads/other/x.json"},
+        ),
+    ],
+)
+def test_p_resume_4_a_merge_that_ends_as_a_storage_reference_is_refused(
+    metadata: dict[str, Any], stored: dict[str, Any], given: dict[str, Any]
+) -> None:
+    """GW-REF-2: the gateway refuses such inputs; x-resume refuses the merged result too, whatever made it."""
+    with pytest.raises(ResumeMergeError, match="storage reference"):
+        merge_input(_document(metadata, payload=stored), given)
+
+
 def test_p_resume_5_restored_envelope_goes_on_under_the_same_id() -> None:
     destination, out = restored_envelope(
         _document({"prompt": "p"}), {"n": 2}, trace_headers={"traceparent": "new"}, now=NOW, timeout=60

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from chaos.actors import slow, split, square
+from chaos.actors import double, inc, slow, split, square
 
-__all__ = ["slow", "split", "square"]
+__all__ = ["double", "inc", "slow", "split", "square"]

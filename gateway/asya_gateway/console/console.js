@@ -400,9 +400,10 @@ async function taskPage(alive, id) {
   let historySteps = null;
   function renderFlow() {
     if (!graph) return;
-    const path = flowPath(graph, visitedActors(view, historySteps),
-      { ended: view.status === "succeeded", failedActor: view.status === "failed" ? view.failed_actor : null });
-    drawing.replaceChildren(el("h2", { text: "Flow " + view.flow }), el("div", { class: "flow-drawing" }, drawFlow(graph, view.flow, path)));
+    const path = flowPath(graph, visitedActors(view, historySteps), { ended: view.status === "succeeded",
+      paused: view.status === "paused", failedActor: view.status === "failed" ? view.failed_actor : null });
+    const whole = drawing.querySelector(".flow-drawing.whole") !== null;  // a redraw keeps the reader's choice
+    drawing.replaceChildren(el("h2", { text: "Flow " + view.flow }), flowDrawing(drawFlow(graph, view.flow, path), whole));
   }
   let flyCount = 0;
   let pausedForm = null;
@@ -664,6 +665,28 @@ async function retryTask(id, step) {
   }
 }
 
+// A flow drawing in its scroll box (at most 640 px high, console.css), with a button that shows it whole when it is
+// taller than the box, and folds it back.
+function flowDrawing(drawing, whole = false) {
+  const box = el("div", { class: "flow-drawing" + (whole ? " whole" : "") }, drawing);
+  const label = () => (box.classList.contains("whole") ? "Fold the flow" : "Show the whole flow");
+  const toggle = el("button", { type: "button", class: "flow-expand secondary", hidden: true, text: label(),
+    on: { click: () => { box.classList.toggle("whole"); toggle.textContent = label(); } } });
+  // known once the box is in the page: only a drawing that does not fit gets the button (a box never shown, because
+  // a newer drawing replaced it, stops asking after a second of frames)
+  let frames = 60;
+  const fit = () => {
+    if (!box.isConnected) {
+      if (--frames > 0) requestAnimationFrame(fit);
+      return;
+    }
+    const height = drawing ? Number(drawing.getAttribute("height")) : 0;
+    toggle.hidden = !(height > box.clientHeight + 1 || box.classList.contains("whole"));
+  };
+  requestAnimationFrame(fit);
+  return el("div", { class: "flow-box" }, toggle, box);
+}
+
 // The run history: the one recorded in S3 (history: steps, GW-HIST-1), else the local one of asya dev; null when
 // neither answers 200. `failed`: each step of the task's own envelope gets a "Retry from here" button. `onSteps` gets
 // the steps (the flow drawing marks the path they took).
@@ -882,7 +905,7 @@ async function meshPage(alive) {
     info.flows.length ? info.flows.map((flow) => el("div", { "data-flow": flow.name },
       el("h3", {}, flow.name, " ", el("a", { href: "#/new/" + encodeURIComponent(flow.name), text: "+ new task" })),
       flow.description ? el("p", { class: "muted", text: flow.description }) : null,
-      flow.graph ? el("div", { class: "flow-drawing" }, drawFlow(flow.graph, flow.name)) : routeRow(flow.route),
+      flow.graph ? flowDrawing(drawFlow(flow.graph, flow.name)) : routeRow(flow.route),
       el("p", { class: "muted", text: "timeout " + flow.timeout + " s · progress " + flow.progress + (flow.input_schema ? " · input_schema" : "") }))) :
       el("p", { class: "empty", text: "No flows declared." }));
 

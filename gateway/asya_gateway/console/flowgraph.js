@@ -1,12 +1,13 @@
 // The drawing of a flow written as Python (GW-MESH-1): an inline SVG laid out here from the graph the gateway sends
 // (nodes and edges of asya.flows.render, the model of `asya flow show`'s DOT and Mermaid), no renderer, no CDN, so
 // the console works offline. Layout: layers by longest path from `start` over the forward edges (a loop's back edge
-// is found by depth-first search and drawn on the right), nodes in a layer ordered by their parents' positions.
+// is found by depth-first search and drawn through the gaps between rows and a lane on the right, clear of every
+// node), nodes in a layer ordered by their parents' positions.
 // Labels are untrusted data: they go into SVG text nodes (textContent) only.
 //
 // flowPath() turns the actors a task visited, in order, into the nodes and edges to highlight: from where the task
-// is, the shortest way along the edges to the next node naming that actor, passing tests, mutations and empty
-// fan-outs but no other call. When two branches reach the same next actor with no call between, the drawing
+// is, the shortest way along the edges to the next node naming that actor, passing tests, mutations, pauses and
+// empty fan-outs but no other call. When two branches reach the same next actor with no call between, the drawing
 // cannot tell which test answer was taken and marks the first found (the flow state is not in the history).
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -137,13 +138,40 @@ function shape(kind, b) {
   return svg("rect", { x, y, width: w, height: h, rx: round });
 }
 
+// A polyline through `points` with its corners rounded (radius up to `r`, less where a leg is shorter).
+function rounded(points, r = 8) {
+  let d = `M ${points[0][0]} ${points[0][1]}`;
+  for (let i = 1; i < points.length - 1; i++) {
+    const [px, py] = points[i - 1];
+    const [x, y] = points[i];
+    const [nx, ny] = points[i + 1];
+    const inLen = Math.hypot(x - px, y - py);
+    const outLen = Math.hypot(nx - x, ny - y);
+    const k = Math.min(r, inLen / 2, outLen / 2);
+    const ax = x - ((x - px) / (inLen || 1)) * k;
+    const ay = y - ((y - py) / (inLen || 1)) * k;
+    const bx = x + ((nx - x) / (outLen || 1)) * k;
+    const by = y + ((ny - y) / (outLen || 1)) * k;
+    d += ` L ${ax} ${ay} Q ${x} ${y}, ${bx} ${by}`;
+  }
+  const [lx, ly] = points[points.length - 1];
+  return d + ` L ${lx} ${ly}`;
+}
+
 function edgePath(edge, from, to, back, right, boxes) {
   if (back || to.y <= from.y) {
-    // a loop's way back (or a jump up): out of the right side, round the drawing's right edge, into the right side
-    const bulge = right + 18 + (edge.index % 3) * 8;
-    const y1 = from.y + from.h / 2;
-    const y2 = to.y + to.h / 2;
-    return { d: `M ${from.x + from.w} ${y1} C ${bulge} ${y1}, ${bulge} ${y2}, ${to.x + to.w} ${y2}`, lx: bulge - 4, ly: (y1 + y2) / 2 };
+    // a loop's way back (or a jump up) keeps to the empty space: a step out of the right side, down into the gap
+    // under its row, along that gap to a lane right of every node, up that lane to the gap over the target's row,
+    // and down into the target's top; rows and lanes hold no node, so it never runs behind one
+    const lane = right + 18 + (edge.index % 3) * 8;
+    const gap = LAYER_GAP - NODE_H;
+    const step = from.x + from.w + Math.min(10, NODE_GAP / 3);
+    const below = from.y + from.h + gap / 4 + (edge.index % 3) * 3;
+    const above = to.y - gap / 4 - (edge.index % 3) * 3;
+    const into = to.x + to.w - Math.min(14, to.w / 4);
+    const d = rounded([[from.x + from.w, from.y + from.h / 2], [step, from.y + from.h / 2], [step, below], [lane, below],
+      [lane, above], [into, above], [into, to.y]]);
+    return { d, lx: lane + 4, ly: (below + above) / 2 };
   }
   const x1 = from.cx;
   const y1 = from.y + from.h;
@@ -215,8 +243,9 @@ export function visitedActors(view, steps) {
   return [];
 }
 
-// {nodes: Set of ids, edges: Set of edge indexes, at, failed} along `actors` from `start`; to `done` when `ended`.
-export function flowPath(graph, actors, { ended = false, failedActor = null } = {}) {
+// {nodes: Set of ids, edges: Set of edge indexes, at, failed} along `actors` from `start`; on to `done` when
+// `ended`, to the pause it waits at when `paused`.
+export function flowPath(graph, actors, { ended = false, paused = false, failedActor = null } = {}) {
   const path = { nodes: new Set(), edges: new Set(), at: null, failed: null };
   if (!valid(graph)) return path;
   const out = outgoing(graph);
@@ -238,8 +267,10 @@ export function flowPath(graph, actors, { ended = false, failedActor = null } = 
           for (let at = edge.to; at !== from; at = previous.get(at).from) steps.push(previous.get(at));
           return steps.reverse();
         }
+        // a pause is passed too: the recorded history holds the layer's hops only, never x-pause's or x-resume's,
+        // so a call after a pause follows the call before it
         const kind = kinds.get(edge.to).kind;
-        if (kind !== "call" && kind !== "end" && kind !== "pause") queue.push(edge.to);
+        if (kind !== "call" && kind !== "end") queue.push(edge.to);
       }
     }
     return null;
@@ -255,13 +286,16 @@ export function flowPath(graph, actors, { ended = false, failedActor = null } = 
     }
     at = steps[steps.length - 1].to;
   }
-  if (ended) {
-    const steps = reach(at, (id) => kinds.get(id).kind === "end");
+  const finish = (kind) => {
+    const steps = reach(at, (id) => kinds.get(id).kind === kind);
     for (const edge of steps || []) {
       path.edges.add(edge.index);
       path.nodes.add(edge.to);
     }
-  }
+    if (steps) at = steps[steps.length - 1].to;
+  };
+  if (ended) finish("end");
+  if (paused && kinds.get(at).kind !== "pause") finish("pause");
   if (failedActor && names(at).includes(failedActor)) path.failed = at;
   path.at = at;
   return path;

@@ -42,7 +42,7 @@ from asya_gateway.jsonrpc import INVALID_PARAMS, RpcError, RpcMessage, result_bo
 from asya_gateway.mcp.tools import text_result, tool_result
 from asya_gateway.principal import is_visible
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
-from asya_gateway.validation import CreateBody, CreateTarget, resolve_target, schema_violation
+from asya_gateway.validation import CreateBody, CreateTarget, reference_problem, resolve_target, schema_violation
 from asya_gateway.waiting import ends_wait
 
 __all__ = ["CallOptions", "call_tool"]
@@ -85,7 +85,7 @@ async def call_tool(ctx: GatewayContext, request: Request, message: RpcMessage, 
     assert isinstance(name, str)
     target = resolve_target({"flow": name}, ctx.manifest)
     schema = flow.input_schema if flow.input_schema is not None else {"type": "object"}
-    violation = schema_violation(arguments, schema)
+    violation = reference_problem(arguments, "$") or schema_violation(arguments, schema)
     if violation is not None:
         invalid = text_result(f"invalid arguments: {violation}", is_error=True)
         return JSONResponse(result_body(rid, options.finish(invalid)))

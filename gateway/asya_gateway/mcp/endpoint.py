@@ -21,6 +21,7 @@ request. Two eras are served (``asya_gateway.mcp.versions``):
 
 from __future__ import annotations
 
+import hmac
 import logging
 from collections.abc import Awaitable
 from typing import Any
@@ -28,6 +29,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from asya_gateway.auth import extract_credential
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.jsonrpc import (
     INTERNAL_ERROR,
@@ -53,6 +55,7 @@ from asya_gateway.mcp.versions import (
     VERSION_HEADER,
     is_modern_request,
 )
+from asya_gateway.principal import caller_principal
 from asya_gateway.version import VERSION
 
 __all__ = ["LOG_LEVELS", "PROTOCOL_VERSIONS", "mcp_endpoint"]
@@ -110,7 +113,7 @@ async def _dispatch(ctx: GatewayContext, sessions: SessionStore, request: Reques
         return Response(status_code=202)
     rid = message.id
     if message.method == "initialize":
-        return await _initialize(ctx, sessions, message)
+        return await _initialize(ctx, sessions, request, message)
     version = request.headers.get(VERSION_HEADER)
     if version is not None and version not in HANDSHAKE_VERSIONS:
         raise RpcError(
@@ -145,10 +148,11 @@ def _unchanged(result: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-async def _initialize(ctx: GatewayContext, sessions: SessionStore, message: RpcMessage) -> Response:
+async def _initialize(ctx: GatewayContext, sessions: SessionStore, request: Request, message: RpcMessage) -> Response:
+    principal = caller_principal(ctx.manifest.gateway.auth, extract_credential(request.headers))
     requested = message.params.get("protocolVersion")
     version = requested if requested in HANDSHAKE_VERSIONS else HANDSHAKE_VERSIONS[0]
-    session = await ctx.call(sessions.create, str(version))
+    session = await ctx.call(sessions.create, str(version), principal)
     result: dict[str, Any] = {
         "protocolVersion": version,
         "capabilities": {"tools": {"listChanged": False}, "logging": {}},
@@ -162,7 +166,8 @@ async def _session(ctx: GatewayContext, sessions: SessionStore, request: Request
     if not session_id:
         raise RpcError(INVALID_REQUEST, "Mcp-Session-Id header required", http_status=400, request_id=rid)
     session = await ctx.call(sessions.get, session_id)
-    if session is None:
+    principal = caller_principal(ctx.manifest.gateway.auth, extract_credential(request.headers))
+    if session is None or not hmac.compare_digest(session.principal, principal):  # GW-EDGE-9
         raise RpcError(
             INVALID_REQUEST, "session not found or expired: initialize again", http_status=404, request_id=rid
         )

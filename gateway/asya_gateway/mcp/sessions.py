@@ -1,6 +1,7 @@
 """MCP sessions in the task table (GW-MCP-2, GW-DATA-2): item ``pk = MCPSESSION#{id}``, ``sk = SESSION`` with
-``protocol_version``, ``log_level``, ``created_at`` and the table's TTL attribute ``ttl`` (epoch seconds), so
-DynamoDB deletes expired sessions.
+``protocol_version``, ``log_level``, ``principal`` (who opened it: the JWT ``sub``, or a SHA-256 of the API key;
+GW-EDGE-9), ``created_at`` and the table's TTL attribute ``ttl`` (epoch seconds), so DynamoDB deletes expired
+sessions.
 
 The expiry slides: a session expires 24 h after its last use. To keep a chatty client from paying one write per
 request, the expiry is pushed forward only when less than 23 h of it are left (at most one write per hour of use).
@@ -35,6 +36,8 @@ class McpSession:
     id: str
     protocol_version: str
     log_level: str
+    #: who opened it (``asya_gateway.principal.caller_principal``): nobody else may use it (GW-EDGE-9)
+    principal: str = ""
 
 
 def _key(session_id: str) -> dict[str, Any]:
@@ -51,8 +54,10 @@ class SessionStore:
     def _now(self) -> int:
         return int(self._clock().timestamp())
 
-    def create(self, protocol_version: str) -> McpSession:
-        session = McpSession(id=str(uuid.uuid4()), protocol_version=protocol_version, log_level="info")
+    def create(self, protocol_version: str, principal: str = "") -> McpSession:
+        session = McpSession(
+            id=str(uuid.uuid4()), protocol_version=protocol_version, log_level="info", principal=principal
+        )
         now = self._now()
         self._store.dynamodb.put_item(
             TableName=self._store.table,
@@ -60,6 +65,7 @@ class SessionStore:
                 **_key(session.id),
                 "protocol_version": {"S": protocol_version},
                 "log_level": {"S": session.log_level},
+                "principal": {"S": principal},
                 "created_at": {"N": str(now)},
                 TTL_ATTRIBUTE: {"N": str(now + SESSION_TTL_SECONDS)},
             },
@@ -79,7 +85,10 @@ class SessionStore:
         if int(item[TTL_ATTRIBUTE]["N"]) - now < _REFRESH_BELOW_SECONDS:
             self._touch(session_id, now)
         return McpSession(
-            id=session_id, protocol_version=item["protocol_version"]["S"], log_level=item["log_level"]["S"]
+            id=session_id,
+            protocol_version=item["protocol_version"]["S"],
+            log_level=item["log_level"]["S"],
+            principal=item.get("principal", {}).get("S", ""),
         )
 
     def _touch(self, session_id: str, now: int) -> None:

@@ -8,22 +8,25 @@
   headers ``x-asya-*`` are the mesh's, GW-CREATE-5). Body ``{"from"?: STEP, "timeout"?: seconds}``. Without
   ``from`` the new task starts as the old one did, with its input payload; with ``from`` (P-HIST-6) it starts at
   that recorded step: its route, its headers (a compiled flow's state), and the input the step received (by
-  reference when it was offloaded). 409 when the task has not ended or the step's input was cut without a stored
-  whole body; 400 for a STEP that does not parse or names no step (the message lists the choices). Answers 201
-  ``{"id", "status", "deadline_at"?, "retry_of", "from"?: {"hop", "actor", "attempt"}}``.
+  reference when it was offloaded: a copy in the new task's own folder, P-LARGE-7). 409 when the task has not ended
+  or the step's input was cut without a stored whole body; 400 for a STEP that does not parse or names no step (the
+  message lists the choices). Answers 201 ``{"id", "status", "deadline_at"?, "retry_of", "from"?: {"hop", "actor",
+  "attempt"}}``.
 """
 
 from __future__ import annotations
 
+import uuid
 from typing import Any, Final
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from asya import headers as hdr
+from asya import naming
 from asya.envelope import Route
 from asya.historyread import StepError, parse_step, read_history, select_step
-from asya.payloads import REFERENCE_KEY
+from asya.payloads import REFERENCE_KEY, PayloadUnavailableError
 from asya.store import TERMINAL
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
@@ -85,6 +88,9 @@ async def retry_task(request: Request) -> Response:
             list(route.get("prev") or []), str(route.get("curr") or chosen["actor"]), list(route.get("next") or [])
         )
         start_headers = {k: v for k, v in (chosen.get("headers") or {}).items() if k not in _FRESH}
+    new_id = str(uuid.uuid4())
+    if start_at is not None:
+        payload = await _own_copy(ctx, payload, new_id, start_at, str(raw_step))
     create = CreateBody(payload=payload, headers={}, timeout=timeout)
     answer = await start_task(
         ctx,
@@ -93,6 +99,7 @@ async def retry_task(request: Request) -> Response:
         start_at=start_at,
         start_headers=start_headers,
         extra_headers={RETRY_HEADER: task_id},
+        task_id=new_id,
     )
     answer["retry_of"] = task_id
     if chosen is not None:
@@ -110,12 +117,25 @@ async def _history(ctx: GatewayContext, task_id: str, view: dict[str, Any]) -> d
     return await ctx.call(read_history, task_id, heads=heads, load=ctx.store.history_object)
 
 
+async def _own_copy(ctx: GatewayContext, payload: Any, new_id: str, start_at: Route, raw: str) -> Any:
+    """An offloaded step input as a reference into the new task's own folder (P-LARGE-7: a runtime reads only its
+    task's references), by one ``CopyObject``; any other payload as it is."""
+    try:
+        return await ctx.call(
+            ctx.payloads.copy_for, payload, new_id, hop=len(start_at.prev), actor=start_at.curr or naming.SINK
+        )
+    except PayloadUnavailableError:
+        raise HttpError(
+            409, f"from {raw}: the step's offloaded input is gone (offloaded payloads expire after 15 days)"
+        ) from None
+
+
 def _step_input(step: dict[str, Any], raw: str) -> Any:
     """The input the step received: by reference when it was offloaded, else as recorded unless it was cut."""
     if isinstance(step.get("input_ref"), str):
         return {REFERENCE_KEY: step["input_ref"]}
     recorded = step.get("input")
-    if isinstance(recorded, dict) and set(recorded) == {"__truncated__"}:
+    if step.get("input_cut") is True:  # the flag, never the marker's shape: a payload may look like it (P-HIST-7)
         raise HttpError(
             409,
             f"from {raw}: the step's input ({step.get('input_bytes')} bytes) was cut at the flow's history_body_bytes "

@@ -47,10 +47,11 @@ async def mq_diagnostic(request: Request) -> Response:
         raise HttpError(400, f"actors: at most {MAX_DIAGNOSTIC_NAMES} names, got {len(actors)}")
     else:
         actors = list(dict.fromkeys(actors))
-    valid = set(known) | naming.FIXED_CREW
+    declared = set(known) | naming.FIXED_CREW
     for name in actors:
-        if name not in valid:
-            raise HttpError(400, f"actors: unknown actor '{name}' (actors: {', '.join(sorted(valid))})")
+        # an undeclared name is reported (declared: false): its queue may be one a removed actor left (GW-OPS-5)
+        if name not in declared and not naming.is_valid_actor_name(name):
+            raise HttpError(400, f"actors: {name!r} is not an actor name (actors: {', '.join(sorted(declared))})")
     diagnostic = QueueDiagnostic(
         namespace=ctx.manifest.namespace,
         sqs=ctx.transport.sqs,
@@ -58,4 +59,4 @@ async def mq_diagnostic(request: Request) -> Response:
         cloudwatch=ctx.cloudwatch,
         use_cloudwatch=ctx.config.in_lambda,
     )
-    return JSONResponse(await ctx.call(diagnostic.check, actors))
+    return JSONResponse(await ctx.call(diagnostic.check, actors, declared=declared))

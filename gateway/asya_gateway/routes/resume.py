@@ -8,6 +8,8 @@ Answers:
 - 409 ``{"error": "task is not paused (status: <s>)"}`` for a task that is not paused, and for a lost race with
   another resume or a cancel (the status found); 409 ``{"error": "task has no stored envelope to resume"}`` while
   x-pause has not stored ``paused/{id}.json`` yet (the client retries);
+- 400 ``{"error": "input: must not be or hold a storage reference: ..."}`` for an input that is a reference or has a
+  ``__ref__`` member, which the merge would put at the root of the paused payload (GW-REF-2);
 - 400 ``{"error": "missing required field '<name>'"}`` / ``{"error": "field '<name>' must be <type>"}`` against
   ``pause_metadata.fields`` (GW-RESUME-1, ``asya.pausing.input_problem``);
 - 202 ``{"id", "status": "running", "deadline_at"}`` after: ONE conditional write ``paused -> running`` (message
@@ -42,7 +44,7 @@ from asya_gateway.errors import HttpError
 from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
 from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
-from asya_gateway.validation import validate_timeout
+from asya_gateway.validation import refuse_reference, validate_timeout
 
 __all__ = ["NO_ENVELOPE", "resume_paused", "resume_task"]
 
@@ -87,6 +89,7 @@ async def resume_paused(
     "deadline_at"}``; raises :class:`HttpError` with the REST answer's status and message (404, 409, 400, 500)."""
     if not isinstance(given, dict):
         raise HttpError(400, "input must be an object")
+    refuse_reference(given, "input", merged=True)
     view = await load_view(ctx, task_id)
     if view["status"] != "paused":
         raise HttpError(409, f"task is not paused (status: {view['status']})")

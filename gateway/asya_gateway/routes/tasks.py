@@ -115,7 +115,7 @@ async def _create_once(
 
 async def list_tasks(request: Request) -> Response:
     ctx = context_of(request)
-    query = parse_list_query(request.query_params)
+    query = parse_list_query(request.query_params, flows=ctx.manifest.flows)
     try:
         page = await ctx.call(ctx.store.list_tasks, **query, owner=listing_owner(ctx.manifest.gateway.auth))
     except ListQueryError as exc:

@@ -402,6 +402,64 @@ def test_p_hist_5_the_run_history_is_written_and_read_under_the_declared_grants(
     assert all(s["key"].startswith("history/") for s in steps)
 
 
+def _flow_envelope(task_id: str, digest: str) -> dict[str, Any]:
+    """A triage task's envelope at ``analyze``, the end of the flow's first route segment (pc 2), on program
+    ``digest``."""
+    now = format_ts(datetime.now(UTC))
+    state = {"flow": "triage", "pc": 2, "owner": task_id, "digest": digest}
+    return {
+        "id": task_id,
+        "route": {"prev": ["normalize"], "curr": "analyze", "next": []},
+        "headers": {"x-asya-flow": "triage", "x-asya-flow-state": state},
+        "status": {"phase": "pending", "actor": "analyze", "attempt": 1, "max_attempts": 1, "created_at": now,
+                   "updated_at": now, "deadline_at": format_ts(datetime.now(UTC) + timedelta(seconds=120))},
+        "payload": {"text": "a good day"},
+    }  # fmt: skip
+
+
+def test_p_flowv_3_flow_programs_are_kept_and_read_under_the_declared_grants(artifact_mesh: ArtifactMesh) -> None:
+    """The gateway keeps the program of a created triage task in ``flows/`` (``programs.store``); ``analyze`` runs the
+    continuation of a task started on another version of the flow, reading that program from the bucket under the
+    actor role's ``programs.read``; a task whose program is nowhere fails with ``FlowVersionMissing``
+    (``programs.list`` tells the missing object from a denied one). No call is denied (P-FLOWV-1..3)."""
+    from asya.flows import compile_flow
+    from asya.manifest import load_manifest
+    from asya.tableschema import program_key
+
+    mesh = artifact_mesh
+    mesh.clear_denied()
+    repo = Path(__file__).resolve().parents[3]
+    manifest = load_manifest(repo / "asya.yaml")
+    current = manifest.flows["triage"].program
+    assert current is not None
+    created = _create(mesh, flow="triage", payload={"text": "a good day"})
+    assert _final(mesh, created)["status"] == "succeeded"
+    s3, bucket = mesh.clients.s3, mesh.resources.bucket
+    assert s3.get_object(Bucket=bucket, Key=program_key(current.digest))["Body"].read() == current.canonical()
+
+    source = (repo / "flows" / "triage.py").read_text(encoding="utf-8")
+    edited = source.replace(
+        "    state = analyze(state)\n    if", '    state = analyze(state)\n    state["v1"] = 1\n    if'
+    )
+    older = compile_flow(edited, flow="triage", filename="flows/triage.py", actors=set(manifest.actors))
+    s3.put_object(Bucket=bucket, Key=program_key(older.digest), Body=older.canonical())
+    store = TaskStore(table=mesh.resources.table, bucket=bucket, dynamodb=mesh.clients.dynamodb, s3=s3)
+    kept, lost = str(uuid.uuid4()), str(uuid.uuid4())
+    for task_id, digest in ((kept, older.digest), (lost, "0" * 64)):
+        store.create_task(task_id=task_id, actor="analyze", flow="triage", deadline_at=None)
+        body = json.dumps(_flow_envelope(task_id, digest))
+        mesh.clients.sqs.send_message(QueueUrl=mesh.resources.queue_urls["analyze"], MessageBody=body)
+    done = _final(mesh, kept)
+    assert (done["status"], done["result"]["v1"]) == ("succeeded", 1), done
+    failed = _final(mesh, lost)
+    assert failed["status"] == "failed" and "FlowVersionMissing" in failed["error"], failed
+    # the one 403 is S3's answer to a read of a missing key without ListBucket (the proxy records it as a denial);
+    # the listing of that key, under programs.list, that told it missing was allowed
+    denied = mesh.denied()
+    assert [d for d in denied if "missing key" not in d] == [], "a program was kept or read with a call not allowed"
+    assert len(denied) == 1 and "analyze" in denied[0] and "GetObject" in denied[0], denied
+
+
 def test_p_hop_1_the_deployed_mesh_counts_hops_and_names_each_actors_service(local_mesh: ArtifactMesh) -> None:
     """Issue 26 items 6 and 7 on what ``cdk deploy`` ships: every actor function logs under its own service name and
     carries the hop ceiling; a text-pipeline task reaches x-sink after 3 sends (normalize, analyze, summarize)."""
@@ -453,6 +511,13 @@ UNREACHED: dict[tuple[str, str], str] = {
     "test loads the page, not its list",
     ("gateway", "values.list"): _LISTS,
     ("x-resume", "paused.list"): _LISTS + " (a paused file is missing only for a resume delivered twice)",
+    **{
+        (role, call): f"asya.programstore:ProgramStore.fetch reads a program the {role} does not hold: only a task "
+        "started on another deployment of its flow names one, and the suite's flows with a fan-in or a pause are "
+        "static routes, never redeployed"
+        for role in ("aggregator", "x-resume")
+        for call in ("programs.read", "programs.list")
+    },
     ("x-pause", "mesh.send"): "asya_crew.routed:RoutedCrewRuntime._reject sends a rejected envelope to x-sink (and "
     "_stop_if_canceled a canceled one): the suite's pauses are valid and not canceled before x-pause runs",
     ("x-pause", "pause.metadata"): "asya.store.bodies:BodyCodec.encode stores pause metadata over 64 KiB apart: the "

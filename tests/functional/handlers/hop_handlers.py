@@ -13,6 +13,10 @@ def again(payload: Any) -> Iterator[Any]:
 
 
 def reset_hops(payload: Any) -> Iterator[Any]:
-    """Tries to reset the hop count; the layer owns the header (P-HDR-3)."""
-    yield ("SET", ".headers.x-asya-hops", 0)
+    """Tries to reset the hop count: refused at the yield (P-HDR-5), and the layer sets it on every send anyway
+    (P-HDR-3)."""
+    try:
+        yield ("SET", ".headers.x-asya-hops", 0)
+    except ValueError as exc:
+        payload = {**payload, "refused": str(exc)}
     yield payload

@@ -16,6 +16,9 @@ Rules enforced here:
   set but not an RFC 3339 timestamp (chosen: only ``deadline_at`` reaches frames, P-ABI-16);
 - a SET that puts crew other than x-pause (``naming.handler_may_route_to``) into ``route.next`` is refused with
   ``ValueError``, state unchanged (P-ABI-15); crew the layer spliced in before the call is not the SET's doing;
+- a SET or DEL that would add, change or remove a header the layer owns (``headers.is_layer_owned``: ``x-asya-*``
+  outside the allowlist, the trace headers) is refused with ``ValueError``, state unchanged (P-HDR-5); whole-object
+  writes of ``.headers`` included, so a handler may rewrite ``.headers`` as long as it keeps the layer's as they are;
 - DEL ``.route.next`` leaves ``[]``, DEL ``.headers`` and DEL ``.status`` leave ``{}`` (chosen).
 """
 
@@ -29,6 +32,7 @@ from asya import naming
 from asya.abi_paths import Segment, delete_value, get_value, parse_path, set_value
 from asya.envelope import Envelope, Status
 from asya.exceptions import AbiProtocolError, SerializationError
+from asya.headers import is_layer_owned
 from asya.serialize import copy_json, to_jsonable
 from asya.timeutil import parse_ts
 
@@ -192,10 +196,14 @@ class AbiState:
         elif len(segments) == 1:
             if not isinstance(value, dict):
                 raise ValueError(f"SET {path}: {member} must be an object, got {type(value).__name__}")
+            if member == "headers":
+                _check_layer_headers(self._ctx["headers"], value, path, "SET")
             if member == "status":
                 _check_deadline(value.get("deadline_at"), path)
             self._ctx[member] = value
         else:
+            if member == "headers":
+                _check_layer_header(segments[1], path, "SET")
             if member == "status" and segments[1] == "deadline_at":
                 if len(segments) > 2:
                     raise ValueError(f"SET {path}: status.deadline_at is a timestamp string, it has no members")
@@ -208,6 +216,11 @@ class AbiState:
         member = _writable_member(segments, path, "DEL")
         if isinstance(segments[-1], slice):
             raise AbiProtocolError(f"DEL {path}: a slice cannot be deleted (SET it to [] instead)")
+        if member == "headers":
+            if len(segments) == 1:
+                _check_layer_headers(self._ctx["headers"], {}, path, "DEL")
+            else:
+                _check_layer_header(segments[1], path, "DEL")
         if member == "next" and len(segments) == 2:
             self._ctx["route"]["next"] = []
         elif len(segments) == 1:
@@ -252,6 +265,22 @@ def _check_crew(candidate: list[str], current: list[str], path: str) -> None:
                 f"SET {path}: route.next would contain the crew actor {name!r}: a handler may route to "
                 f"{', '.join(sorted(naming.HANDLER_ROUTABLE_CREW))} only among crew (P-ABI-15)"
             )
+
+
+def _check_layer_header(name: Segment, path: str, verb: str) -> None:
+    """P-HDR-5: the layer's headers are the layer's; a handler may read them, never write them."""
+    if isinstance(name, str) and is_layer_owned(name):
+        raise ValueError(
+            f"{verb} {path}: header {name!r} belongs to the layer; a handler may write its own headers and, of "
+            "x-asya-*, only x-asya-route-override and x-asya-pause (P-HDR-5)"
+        )
+
+
+def _check_layer_headers(current: Mapping[str, Any], candidate: Mapping[str, Any], path: str, verb: str) -> None:
+    """P-HDR-5 for a write of the whole ``.headers`` object: every layer header stays as it is."""
+    for name in sorted(set(current) | set(candidate)):
+        if (name in current) != (name in candidate) or current.get(name) != candidate.get(name):
+            _check_layer_header(name, path, verb)
 
 
 def _check_deadline(value: Any, path: str) -> None:

@@ -201,6 +201,22 @@ _HISTORY_WRITE: Final = Call(
     "run history (P-HIST-2): one object per invocation that ran a hop of a history-on flow, named by day and UUID",
 )
 _PAUSED: Final = Objects(tableschema.paused_key("*"))
+_PROGRAMS: Final = Objects(tableschema.program_key("*"))
+_PROGRAMS_READ: Final = (
+    Call(
+        "programs.read",
+        (_GET,),
+        _PROGRAMS,
+        "flows/{digest}.json: the program a task started with, read when this deployment does not hold it (P-FLOWV-3)",
+    ),
+    Call(
+        "programs.list",
+        (_LIST,),
+        Listing((tableschema.PROGRAMS_PREFIX,)),
+        "a missing program (FlowVersionMissing, P-FLOWV-2) is told from a denied read by listing its key "
+        "(asya.missingkey)",
+    ),
+)
 
 
 def _value(field: str) -> Objects:
@@ -257,7 +273,8 @@ _KEY_USE: Final = Call(
 )
 
 ACTOR: Final = Role(
-    "actor", (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), _SEND_MESH, _HISTORY_WRITE, _KEY_USE)
+    "actor",
+    (_consume(), _TASK_RW, _PREFLIGHT, *_payloads(write=True), *_PROGRAMS_READ, _SEND_MESH, _HISTORY_WRITE, _KEY_USE),
 )
 AGGREGATOR: Final = Role(
     "aggregator",
@@ -272,6 +289,7 @@ AGGREGATOR: Final = Role(
             Objects(tableschema.fanin_slice_key("*", "*")),
             "fan-in slices too large for their items (P-AGG-8)",
         ),
+        *_PROGRAMS_READ,
         _SEND_MESH,
         _KEY_USE,
     ),
@@ -358,6 +376,7 @@ RESUME: Final = Role(
             "a missing paused file (an already delivered resume, P-RESUME-3) is told from a denied read by listing "
             "its key (asya.missingkey)",
         ),
+        *_PROGRAMS_READ,
         _SEND_MESH,
         _KEY_USE,
     ),
@@ -410,6 +429,12 @@ GATEWAY: Final = Role(
             (_GET, _DELETE),
             _PAUSED,
             "a resume checks paused/{id}.json exists (GW-RESUME-2); a cancel deletes it (GW-CANCEL-1)",
+        ),
+        Call(
+            "programs.store",
+            (_PUT,),
+            _PROGRAMS,
+            "flows/{digest}.json: each flow program a task starts with, written once, only if missing (P-FLOWV-3)",
         ),
         _SEND_MESH,
         Call(

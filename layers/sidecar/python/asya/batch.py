@@ -1,4 +1,5 @@
-"""Batch-level rules shared by the actor runtime (``asya.sidecar``) and the crew (``asya_crew.runtime``).
+"""One SQS batch, for the actor runtime (``asya.sidecar``) and the crew (``asya_crew.runtime``): the Powertools
+``BatchProcessor`` subclass :class:`RecordBatch` and the batch-level rules it applies.
 
 - Start rule (P-TIME-6): the first record of a batch always starts; a later one starts only while the Lambda's
   remaining time, minus the 5 s safety margin, still covers the record's budget (the actor's call limit; 0 for crew).
@@ -9,18 +10,32 @@
   ``error_type`` and ``error`` and no traceback (:func:`log_failed_record`): Powertools reports record failures at
   DEBUG only.
 
-No AWS calls; the callers apply the visibility changes.
+The only AWS calls here are the visibility changes of failed records, through the runtime's transport.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+import contextvars
+import inspect
+import sys
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
-from asya.exceptions import AsyaError
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from asya.exceptions import AsyaError, HopHeldError
 from asya.timeout import SAFETY_MARGIN_SECONDS
 
-__all__ = ["RECORD_FAILED", "StartRule", "UnstartedRecordError", "failed_visibilities", "log_failed_record"]
+__all__ = [
+    "RECORD_FAILED",
+    "BatchSteps",
+    "RecordBatch",
+    "StartRule",
+    "UnstartedRecordError",
+    "failed_visibilities",
+    "log_failed_record",
+]
 
 #: SQS's longest visibility timeout (12 hours).
 _MAX_VISIBILITY: Final = 43_200
@@ -106,3 +121,126 @@ def log_failed_record(logger: _Warns, message_id: str, error: BaseException | No
         kind = type(error)
         fields.update(error_type=f"{kind.__module__}.{kind.__qualname__}", error=str(error))
     logger.warning(RECORD_FAILED, extra=fields)
+
+
+class BatchSteps(Protocol):
+    """What a runtime plugs into :class:`RecordBatch`: the batch's preparation, one record, and the ends."""
+
+    def begin(self, batch: RecordBatch) -> Callable[[SQSRecord], object]:
+        """Parse and pre-flight the batch's records (``batch.records``, ``batch.start``); the record handler."""
+
+    def failed(self, message_id: str, error: BaseException) -> None:
+        """A record failed while it ran (a held hop included): release what it holds."""
+
+    def finish(self) -> list[tuple[str, BaseException | None]]:
+        """After the last record: the records that failed since they ended (the outbox's late frames), in order."""
+
+    def late_failed(self, message_id: str) -> None:
+        """A record of :meth:`finish` is failed: release what it holds."""
+
+    def end(self) -> None:
+        """After the response is known and the backoff applied (the run history's flush); never raises."""
+
+
+class RecordBatch(BatchProcessor):
+    """One SQS batch through Powertools (``EventType.SQS``, partial batch response, P-ACK-1), for the actor runtime
+    and the crew alike. The response is built here, never edited after the fact:
+
+    - ``_prepare``: the start rule (P-TIME-6) and the runtime's :meth:`BatchSteps.begin` (parse, pre-flight);
+    - each record in its own copy of the current ``contextvars`` context: its log keys (``asya.logkeys``) and trace
+      header (``asya.xray``) end with it, and records may later run as concurrent asyncio tasks
+      (:meth:`_async_process_record`, awaiting a coroutine record handler);
+    - ``failure_handler``: one WARNING line per failed record (P-ACK-3), the held hop's return time (P-ACK-8) and the
+      runtime's release;
+    - ``_clean``: the records that failed after they ended (:meth:`BatchSteps.finish`), the return time of every
+      failed record (P-ACK-4, :func:`failed_visibilities`, best effort), then :meth:`BatchSteps.end`.
+    """
+
+    def __init__(self, steps: BatchSteps, *, actor: str, transport: _Visibility, logger: Any) -> None:
+        super().__init__(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
+        self._steps = steps
+        self._actor = actor
+        self._transport = transport
+        self._log = logger
+        self.start = StartRule(None)
+        self.held: dict[str, int] = {}  # message id -> seconds until another run's lease ends (P-ACK-8)
+
+    def run(self, event: Mapping[str, Any], context: Any, *, concurrently: bool = False) -> dict[str, Any]:
+        """Process one SQS event; ``{"batchItemFailures": [...]}``. Records run one at a time in batch order
+        (P-PROC-1), or, ``concurrently``, as asyncio tasks of one event loop."""
+        self.lambda_context = context
+        self.records = list(event.get("Records") or [])
+        with self:
+            if concurrently:
+                self.async_process()
+            else:
+                self.process()
+        return {
+            "batchItemFailures": [{"itemIdentifier": f["itemIdentifier"]} for f in self.response()["batchItemFailures"]]
+        }
+
+    def _prepare(self) -> None:
+        super()._prepare()  # type: ignore[no-untyped-call]
+        self.start = StartRule(self.lambda_context)
+        self.held = {}
+        self.handler = self._steps.begin(self)
+        self._handler_accepts_lambda_context = False
+
+    def _process_record(self, record: dict[str, Any]) -> Any:
+        return contextvars.copy_context().run(super()._process_record, record)
+
+    async def _async_process_record(self, record: dict[str, Any]) -> Any:
+        # an asyncio task runs in its own copy of the context already
+        data = SQSRecord(record)
+        try:
+            result = self.handler(data)
+            if inspect.isawaitable(result):
+                result = await result
+            return self.success_handler(record=record, result=result)
+        except Exception:
+            return self.failure_handler(record=data, exception=sys.exc_info())
+
+    def failure_handler(self, record: SQSRecord, exception: Any) -> Any:
+        error = exception[1]
+        if isinstance(error, HopHeldError):
+            self.held[record.message_id] = error.remaining_seconds
+            self._log.info("hop held by another run: record comes back when its lease ends")
+        else:
+            log_failed_record(self._log, record.message_id, error)
+        self._steps.failed(record.message_id, error)
+        return super().failure_handler(record, exception)
+
+    def _clean(self) -> None:
+        super()._clean()  # type: ignore[no-untyped-call]
+        failures = self.batch_response["batchItemFailures"]
+        failed = {str(f["itemIdentifier"]) for f in failures}
+        for message_id, error in self._steps.finish():  # frames that failed after their record ended (P-ACK-2)
+            if message_id not in failed:
+                failed.add(message_id)
+                failures.append({"itemIdentifier": message_id})
+                log_failed_record(self._log, message_id, error)
+                self._steps.late_failed(message_id)
+        if failed:
+            self._back_off(failed)
+        self._steps.end()
+
+    def _back_off(self, failed: set[str]) -> None:
+        """Failed records come back at once when unstarted, when another run's lease ends when held, else after a
+        growing delay. Best effort: the records fail either way; only their return time is lost."""
+        try:
+            entries = failed_visibilities(
+                self.records,
+                failed=failed,
+                unstarted=set(self.start.unstarted),
+                visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
+                held=self.held,
+            )
+            self._transport.change_visibilities(self._actor, entries)
+        except Exception as exc:
+            self._log.warning("could not change the visibility of failed records", extra={"error": str(exc)})
+
+
+class _Visibility(Protocol):
+    def visibility_timeout(self, actor: str) -> int: ...
+
+    def change_visibilities(self, actor: str, entries: Sequence[tuple[str, int]]) -> None: ...

@@ -24,6 +24,11 @@ through the batch's outbox as the hop releases them (``asya.hop``), FLY values g
 A fan-in actor (``fan_in``) holds every frame until the handler returns (P-FANIN-2): on an error nothing was sent
 and the retry policy applies in full (P-FANIN-2); on success the ``N + 1`` slices of ``asya.fanin`` leave, slice 0 last.
 
+A call of a compiled flow (the entry carries ``x-asya-flow-state``) returns one payload (P-FLOW-11): its frame is held
+until the call ends too, and a second frame makes the call a handler error, ``FlowError: actor '<a>' returned more
+than one payload in flow '<f>'``, with nothing sent: neither payload goes on, and section 8 applies to the hop that
+sent them.
+
 ``run`` answers the number of frames on success and ``None`` after an error. A required send that fails raises, so
 the record fails (P-ACK-2).
 """
@@ -40,6 +45,8 @@ from asya.config import FanInConfig
 from asya.envelope import Envelope, Reason
 from asya.exceptions import EnvelopeParseError, SerializationError, TaskCanceledError
 from asya.fanin import FanInRouteError, slices
+from asya.flows.errors import FlowError
+from asya.flows.interp import STATE_HEADER
 from asya.hop import HopOutput, Ticker
 from asya.infra import InfraErrors
 from asya.outbox import Outbox, Ticket
@@ -109,6 +116,14 @@ def pristine_payload(item: RecordItem) -> Any:
     return json.loads(item.body).get("payload")
 
 
+class _SecondPayloadError(Exception):
+    """Raised out of ``on_frame`` at a flow call's second frame: the generator is closed there (P-FLOW-11)."""
+
+    def __init__(self, error: FlowError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class HandlerCall:
     """Runs one hop's handler and routes its outcome; one per actor runtime, reused across hops."""
 
@@ -147,10 +162,17 @@ class HandlerCall:
         )
 
         held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
+        flow_call = self._fan_in is None and STATE_HEADER in entry.headers
+        flow_frames: list[Frame] = []  # a flow call's one frame, held until the call returns (P-FLOW-11)
 
         def on_frame(frame: Frame) -> None:
             if self._fan_in is not None:
                 held.append(frame)
+                return
+            if flow_call:
+                flow_frames.append(frame)
+                if len(flow_frames) > 1:
+                    raise _SecondPayloadError(self._second_payload(entry))
                 return
             # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
             outgoing = routing.forward_frame(
@@ -177,6 +199,12 @@ class HandlerCall:
             failure = exc
         except TaskCanceledError:
             canceled = True
+        except _SecondPayloadError as exc:
+            failure = HandlerError(exc.error)
+        if flow_frames and failure is None and not canceled:
+            (frame,) = flow_frames
+            forwarded = routing.forward_frame(entry, frame, 0, actor=self._actor, now=self._now(), trace=hop.trace)
+            output.add_frame(forwarded)
         outbox.ended(hop.ticket)  # the last frames may wait for the batch's other records
         try:
             frames = output.close()  # frames yielded before an error are sent (P-RES-10)
@@ -217,6 +245,11 @@ class HandlerCall:
         else:
             outbox.release_first(hop.ticket)
         return frames
+
+    def _second_payload(self, entry: Envelope) -> FlowError:
+        state = entry.headers.get(STATE_HEADER)
+        flow = state.get("flow") if isinstance(state, dict) else None
+        return FlowError(f"actor '{self._actor}' returned more than one payload in flow '{flow or '?'}'")
 
     def _canceled(self, hop: Hop, outbox: Outbox, frames: int) -> None:
         """P-CANCEL-1..5: the handler stopped at a yield. Frames it yielded before leave (their next pre-flight stops

@@ -1,6 +1,8 @@
 """Header names the project reads or writes (docs/protocol.md section 8). Names are matched exactly (P-HDR-2).
 
-Also the two tracking predicates every runtime needs: stealth mode (P-STAT-12) and hook copies (P-STAT-13).
+Also the two tracking predicates every runtime needs: stealth mode (P-STAT-12) and hook copies (P-STAT-13), and
+which headers are the layer's (P-HDR-5): every ``x-asya-`` name except :data:`HANDLER_WRITABLE`, and the trace
+headers. Denying the prefix by default covers headers added later without touching this list.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ __all__ = [
     "FIRST_ATTEMPT",
     "FLOW",
     "GATEWAY_URL",
+    "HANDLER_WRITABLE",
     "HISTORY",
     "HISTORY_PREV",
     "HOPS",
@@ -32,6 +35,7 @@ __all__ = [
     "TRACEPARENT",
     "TRACESTATE",
     "is_hook_copy",
+    "is_layer_owned",
     "is_stealth",
 ]
 
@@ -62,6 +66,21 @@ HISTORY_PREV: Final = "x-asya-history-prev"
 HOPS: Final = "x-asya-hops"
 #: ``{"key", "line"}`` of the checkpoint x-sink wrote for a failure it forwards to x-sump (P-SINK-5 (e)).
 CHECKPOINTED: Final = "x-asya-checkpointed"
+
+
+#: (P-HDR-5) the ``x-asya-`` headers a handler may write: a route override (P-HDR-2) and a dynamic pause's metadata
+#: (x-pause shows it, P-PAUSE-3).
+HANDLER_WRITABLE: Final = frozenset({ROUTE_OVERRIDE, PAUSE})
+_MESH_PREFIX: Final = "x-asya-"
+_LAYER_OWNED_OTHERS: Final = frozenset({TRACEPARENT, TRACESTATE})
+
+
+def is_layer_owned(name: str) -> bool:
+    """A header a handler may not write (P-HDR-5): ``x-asya-*`` outside :data:`HANDLER_WRITABLE`, and the trace
+    headers the layer refreshes on every send (P-HDR-3)."""
+    if name.startswith(_MESH_PREFIX):
+        return name not in HANDLER_WRITABLE
+    return name in _LAYER_OWNED_OTHERS
 
 
 def is_stealth(headers: Mapping[str, Any]) -> bool:

@@ -11,15 +11,18 @@ Per invocation (one SQS batch) an :class:`InvocationHistory`:
   date, a fresh UUID4: no id from an envelope steers a key), chosen at the first recorded hop, before its claim;
 - :meth:`~InvocationHistory.open` starts one line per recorded hop right before its handler call (after the claim):
   ``{"v": 1, "envelope_id", "parent_id", "actor", "attempt", "hop", "message_id", "started_at", "duration_ms",
-  "input", "input_bytes", "input_ref", "route", "headers", "outputs", "error", "prev"}``; ``prev`` is the envelope's
-  ``x-asya-history-prev`` (the object that recorded the hop which sent it: the chain a reader walks backwards);
+  "input", "input_bytes", "input_cut", "input_ref", "route", "headers", "outputs", "error", "prev"}``; ``prev`` is
+  the envelope's ``x-asya-history-prev`` (the object that recorded the hop which sent it: the chain a reader walks
+  backwards);
 - :meth:`~InvocationHistory.encode` wraps the transport's encoder: every envelope sent for a recorded hop (same id:
-  the next hop, a retry, x-sink or x-sump; or a child whose ``parent_id`` is the hop's envelope) leaves with
+  the next hop, a retry, x-sink or x-sump; a child whose ``parent_id`` is the hop's envelope; or, from a fan-out
+  slice's hop, an envelope with the slice's ``parent_id`` as its id: a flow going on for its task) leaves with
   ``x-asya-history-prev`` = this invocation's key and is added to the hop's ``outputs`` as ``{"actor",
-  "envelope_id", "payload", "bytes", "ref"}``; its ``error`` is set from a ``retrying``/``failed`` status or an
-  x-sink/x-sump error payload;
+  "envelope_id", "payload", "bytes", "ref"}``; its ``error`` is set from a ``retrying``/``failed`` status, the error
+  a flow's ``except`` caught (:func:`output_error`), or an x-sink/x-sump error payload;
 - bodies (``input``, output ``payload``) over the cut size (the header's value) are kept as
-  ``{"__truncated__": "<n> bytes"}``; a payload offloaded to S3 (P-LARGE-2) keeps its reference in ``input_ref`` /
+  ``{"__truncated__": "<n> bytes"}``, and ``input_cut`` / the output's ``cut`` say so (P-HIST-7: a payload may look
+  like the marker); a payload offloaded to S3 (P-LARGE-2) keeps its reference in ``input_ref`` /
   ``ref`` (``s3://bucket/key``), so the whole body stays reachable while the payload object lives (P-LARGE-6);
 - :meth:`~InvocationHistory.flush`, at the end of the batch, writes every line in ONE ``PutObject`` through
   ``asya.jsonlines`` (the checkpoints' writer): at most one PUT per invocation, whatever the batch size, so at full
@@ -39,16 +42,28 @@ from typing import Any, Final
 
 from asya import headers as hdr
 from asya import naming, tableschema
-from asya.envelope import Envelope, dumps
+from asya.envelope import Envelope, Phase, dumps
 from asya.jsonlines import JsonlWriter, escape_line_breaks
 from asya.payloads import REFERENCE_KEY, is_reference
 
-__all__ = ["HistoryError", "HistoryMark", "InvocationHistory", "body_limit", "cut_body"]
+__all__ = [
+    "CAUGHT_SUFFIX",
+    "HistoryError",
+    "HistoryMark",
+    "InvocationHistory",
+    "body_limit",
+    "cut_body",
+    "output_error",
+    "was_cut",
+]
 
 #: The line format's version (``v``).
 VERSION: Final = 1
+_MARKER: Final = "__truncated__"
 _MIN_BODY: Final = 64
 _CREW_ERRORS: Final = frozenset({naming.SINK, naming.SUMP})
+#: After the error of a call that a flow's ``except`` caught: the step failed, the task went on.
+CAUGHT_SUFFIX: Final = "(caught by the flow's except)"
 
 #: ``(history_key, history_prev)``: what the hop claim stores on the task or child item.
 HistoryMark = tuple[str, str | None]
@@ -70,13 +85,28 @@ def body_limit(headers: Mapping[str, Any]) -> int | None:
         return _MIN_BODY
 
 
-def cut_body(value: Any, limit: int) -> tuple[Any, int]:
-    """``(value or its truncation marker, encoded size in bytes)``."""
+def cut_body(value: Any, limit: int) -> tuple[Any, int, bool]:
+    """``(value or its truncation marker, encoded size in bytes, whether it was cut)``: the flag, not the marker's
+    shape, says a body was cut, since a payload may look exactly like the marker (P-HIST-7)."""
     try:
         size = len(dumps(value).encode("utf-8"))
     except (TypeError, ValueError):
-        return {"__truncated__": "not JSON"}, 0
-    return (value if size <= limit else {"__truncated__": f"{size} bytes"}), size
+        return {_MARKER: "not JSON"}, 0, True
+    if size <= limit:
+        return value, size, False
+    return {_MARKER: f"{size} bytes"}, size, True
+
+
+def was_cut(line: Mapping[str, Any], body: str, size: str, flag: str) -> bool:
+    """Whether the body ``line[body]`` was cut (P-HIST-7): ``line[flag]`` when the writer set it, else, for a line
+    written before the flag existed, a body with the marker's shape whose recorded size (``line[size]``) is not its
+    own: a cut body's size is the whole body's, which the short marker never equals."""
+    recorded, flagged = line.get(body), line.get(flag)
+    if isinstance(flagged, bool):
+        return flagged
+    if not (isinstance(recorded, dict) and set(recorded) == {_MARKER}):
+        return False
+    return line.get(size) != len(dumps(recorded).encode("utf-8"))
 
 
 class _Line:
@@ -98,6 +128,7 @@ class InvocationHistory(JsonlWriter[str | None]):
         self._key: str | None = None
         self._lines: list[_Line] = []
         self._by_envelope: dict[str, _Line] = {}
+        self._by_parent: dict[str, _Line] = {}
         self._by_message: dict[str, _Line] = {}
         self._lock = threading.Lock()
 
@@ -118,7 +149,7 @@ class InvocationHistory(JsonlWriter[str | None]):
         limit = body_limit(envelope.headers)
         if self._bucket is None or limit is None:
             return False
-        body, size = cut_body(payload, limit)
+        body, size, cut = cut_body(payload, limit)
         prev = envelope.headers.get(hdr.HISTORY_PREV)
         route = envelope.route
         headers = {k: v for k, v in envelope.headers.items() if k not in (hdr.HISTORY_PREV, hdr.TRACEPARENT)}
@@ -134,6 +165,7 @@ class InvocationHistory(JsonlWriter[str | None]):
             "duration_ms": None,
             "input": body,
             "input_bytes": size,
+            "input_cut": cut,
             "input_ref": envelope.payload[REFERENCE_KEY] if is_reference(envelope.payload) else None,
             "route": route.to_dict(),
             "headers": headers,
@@ -146,6 +178,8 @@ class InvocationHistory(JsonlWriter[str | None]):
             self._object_key()
             self._lines.append(line)
             self._by_envelope[envelope.id] = line
+            if envelope.parent_id:
+                self._by_parent[envelope.parent_id] = line  # the latest child line opened under that parent
             self._by_message[message_id] = line
         return True
 
@@ -169,6 +203,10 @@ class InvocationHistory(JsonlWriter[str | None]):
             line = self._by_envelope.get(envelope.id)
             if line is None and envelope.parent_id:
                 line = self._by_envelope.get(envelope.parent_id)
+            if line is None:
+                # a fan-out slice's hop sending under its task's id: a flow's except, or its failure, going on for
+                # the task (P-FLOW-10, P-FLOW-13); sent while that hop runs, after its line was opened
+                line = self._by_parent.get(envelope.id)
             key = self._key
         if line is None or key is None:
             return inner(actor, envelope)
@@ -181,11 +219,11 @@ class InvocationHistory(JsonlWriter[str | None]):
             status=envelope.status,
         )
         body = inner(actor, marked)
-        payload, size = cut_body(envelope.payload, line.limit)
+        payload, size, cut = cut_body(envelope.payload, line.limit)
         ref = envelope.payload[REFERENCE_KEY] if is_reference(envelope.payload) else None
         if ref is None and size > line.limit and f'"{REFERENCE_KEY}"' in body:
             ref = _sent_reference(body)
-        output = {"actor": actor, "envelope_id": envelope.id, "payload": payload, "bytes": size, "ref": ref}
+        output = {"actor": actor, "envelope_id": envelope.id, "payload": payload, "bytes": size, "cut": cut, "ref": ref}
         with self._lock:
             line.data["outputs"].append(output)
             if line.data["error"] is None:
@@ -218,13 +256,28 @@ def _sent_reference(body: str) -> str | None:
 
 
 def _error_of(actor: str, envelope: Envelope) -> str | None:
-    """The error an output reports: a retry's or failure's status error, or the error payload sent to the crew."""
-    status = envelope.status
-    if status is not None and status.phase in ("retrying", "failed") and status.error:
-        error = status.error
-        kind, message = error.get("type"), error.get("message")
-        return f"{kind}: {message}" if kind and message else str(message or kind or error)
-    payload = envelope.payload
-    if actor in _CREW_ERRORS and isinstance(payload, dict) and isinstance(payload.get("error"), str):
+    status = envelope.status.to_dict() if envelope.status is not None else None
+    return output_error(actor, status, envelope.payload)
+
+
+def output_error(destination: str, status: Mapping[str, Any] | None, payload: Any) -> str | None:
+    """The error an output sent to ``destination`` reports (both run histories, this one and ``asya dev``'s): a
+    retry's or failure's status error; the error a flow's ``except`` caught, which its continuation carries on an
+    otherwise ``pending`` or ``succeeded`` status (P-FLOW-9), marked as caught; or the error payload sent to the
+    crew."""
+    phase = status.get("phase") if status is not None else None
+    error = status.get("error") if status is not None else None
+    if error and phase in (Phase.RETRYING.value, Phase.FAILED.value):
+        return _error_text(error)
+    if error and phase in (Phase.PENDING.value, Phase.SUCCEEDED.value):
+        return f"{_error_text(error)} {CAUGHT_SUFFIX}"
+    if destination in _CREW_ERRORS and isinstance(payload, dict) and isinstance(payload.get("error"), str):
         return str(payload["error"])
     return None
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, Mapping):
+        kind, message = error.get("type"), error.get("message")
+        return f"{kind}: {message}" if kind and message else str(message or kind or dict(error))
+    return str(error)

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from asya.exceptions import AsyaError
+from asya.history import was_cut
 
 __all__ = ["StepError", "StepRef", "parse_step", "read_history", "select_step"]
 
@@ -182,7 +183,12 @@ def _parse(raw: str) -> dict[str, Any] | None:
 def _served(line: dict[str, Any], key: str) -> dict[str, Any]:
     step = {name: line.get(name) for name in _SERVED}
     outputs = line.get("outputs")
-    step["outputs"] = [dict(o) for o in outputs if isinstance(o, dict)] if isinstance(outputs, list) else []
+    step["input_cut"] = was_cut(line, "input", "input_bytes", "input_cut")
+    step["outputs"] = (
+        [{**o, "cut": was_cut(o, "payload", "bytes", "cut")} for o in outputs if isinstance(o, dict)]
+        if isinstance(outputs, list)
+        else []
+    )
     step["key"] = key
     return step
 

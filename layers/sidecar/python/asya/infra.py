@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from aws_lambda_powertools import Logger
 
-from asya import routing
+from asya import logkeys, routing
 from asya.envelope import Envelope, Reason, salvage_envelope
 from asya.reporting import HopRef, Reporter
 from asya.transport import Transport, UnknownActorError
@@ -101,7 +101,7 @@ class InfraErrors:
             body, error, actor=self._actor, now=now, new_id=self._new_id, tracing=self._tracing
         )
         status = out.envelope.status
-        self._log.append_keys(correlation_id=out.envelope.id, attempt=status.attempt if status else 1, phase="failed")
+        logkeys.update(correlation_id=out.envelope.id, attempt=status.attempt if status else 1, phase="failed")
         self.send(out)
         self._log.error("body is not a valid envelope: sent to x-sump", extra={"error": str(error)})
 

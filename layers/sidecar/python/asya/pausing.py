@@ -27,6 +27,7 @@ from asya import headers as hdr
 from asya import naming, tableschema
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.exceptions import AsyaError
+from asya.payloads import is_reference
 from asya.timeutil import format_ts, parse_ts
 
 __all__ = [
@@ -207,7 +208,15 @@ def paused_document(
 
 
 def merge_input(document: Mapping[str, Any], value: object) -> Any:
-    """P-RESUME-4: the stored payload with the resume input merged in."""
+    """P-RESUME-4: the stored payload with the resume input merged in. A merge that ends as a storage reference is
+    refused (GW-REF-2): the gateway refuses such inputs, and this holds whatever produced one."""
+    merged = _merged(document, value)
+    if is_reference(merged):
+        raise ResumeMergeError("the merged payload is a storage reference ('__ref__'): only the mesh writes them")
+    return merged
+
+
+def _merged(document: Mapping[str, Any], value: object) -> Any:
     stored = document.get("payload")
     if not isinstance(value, dict):
         raise ResumeMergeError(f"resume input must be an object, got {type(value).__name__}")

@@ -14,9 +14,13 @@
   (P-LARGE-3). A failed S3 write is a :class:`~asya.transport.TransportError`, like a failed SQS send.
 - :meth:`PayloadStore.rehydrate` replaces a reference (P-LARGE-4: an object with exactly one key ``__ref__`` whose
   value starts with ``s3://``) by the stored JSON. Only references into the project bucket under ``payloads/`` are
-  honoured: another bucket or prefix, a missing object or an object that is not JSON is
-  :class:`PayloadUnavailableError` (the record goes to x-sump). Other S3 errors propagate, so the record fails and
-  SQS delivers it again.
+  honoured, and only in the folder of an id the reference may belong to (P-LARGE-7, :func:`reference_owners`): the
+  envelope's own id, its parent's, or its origin's (``x-asya-origin-id``, an aggregator's merged output). Another
+  bucket, prefix or folder, a missing object or an object that is not JSON is :class:`PayloadUnavailableError` (the
+  record goes to x-sump): a reference that a client or a handler smuggled in never reads another task's payload.
+  Other S3 errors propagate, so the record fails and SQS delivers it again.
+- :meth:`PayloadStore.copy_for` copies a referenced object into another task's folder (the gateway's retry from a
+  recorded step, whose input was offloaded under the old task's id).
 - Objects under ``payloads/`` expire after 15 days through the bucket's lifecycle rule (P-LARGE-6; CDK
   ``asya_cdk.storage``, local ``asya_local.provision``).
 
@@ -29,11 +33,12 @@ import hashlib
 import json
 import re
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from asya import headers as hdr
 from asya.envelope import Envelope, dumps
 from asya.exceptions import AsyaError
 from asya.missingkey import is_missing
@@ -47,6 +52,7 @@ __all__ = [
     "PayloadUnavailableError",
     "is_reference",
     "payload_key",
+    "reference_owners",
 ]
 
 DEFAULT_THRESHOLD_KB: Final = 240
@@ -66,6 +72,15 @@ def is_reference(payload: object) -> bool:
         return False
     ref = payload.get(REFERENCE_KEY)
     return isinstance(ref, str) and ref.startswith(_SCHEME)
+
+
+def reference_owners(envelope: Envelope) -> tuple[str, ...]:
+    """P-LARGE-7: the ids whose ``payloads/{id}/`` folder ``envelope``'s references may name: its own id (what its
+    sender offloaded, and a resent input, P-LARGE-5), its parent's (a child handed its parent's reference) and its
+    origin's (an aggregator's merged output carries the origin task's id in ``x-asya-origin-id``)."""
+    origin = envelope.headers.get(hdr.ORIGIN_ID)
+    found = (envelope.id, envelope.parent_id, origin if isinstance(origin, str) else None)
+    return tuple(dict.fromkeys(owner for owner in found if owner))
 
 
 def payload_key(envelope_id: str, *, hop: int, actor: str, token: str) -> str:
@@ -137,12 +152,16 @@ class PayloadStore:
 
     # -- receiving -------------------------------------------------------------------------------------------------
 
-    def rehydrate(self, payload: Any) -> Any:
-        """``payload`` itself, or the stored value when it is a reference (P-LARGE-4)."""
+    def rehydrate(self, payload: Any, *, owners: Collection[str] | None) -> Any:
+        """``payload`` itself, or the stored value when it is a reference (P-LARGE-4) in the folder of one of
+        ``owners`` (P-LARGE-7, usually :func:`reference_owners` of the envelope that carries it). ``owners=None``
+        only for a value whose owner was checked when it was stored (a fan-in slice, :meth:`check_owner`)."""
         if not is_reference(payload):
             return payload
         ref: str = payload[REFERENCE_KEY]
         key = self._key_of(ref)
+        if owners is not None:
+            self._check_folder(ref, key, owners)
         try:
             data = self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].read()
         except ClientError as exc:
@@ -153,6 +172,39 @@ class PayloadStore:
             return json.loads(data)
         except ValueError as exc:
             raise PayloadUnavailableError(f"payload reference {ref!r}: the object is not JSON ({exc})") from None
+
+    def check_owner(self, payload: Any, owners: Collection[str]) -> None:
+        """Raise :class:`PayloadUnavailableError` when ``payload`` is a reference that ``owners`` may not read
+        (P-LARGE-4, P-LARGE-7), without reading it."""
+        if is_reference(payload):
+            ref: str = payload[REFERENCE_KEY]
+            self._check_folder(ref, self._key_of(ref), owners)
+
+    def copy_for(self, payload: Any, envelope_id: str, *, hop: int, actor: str) -> Any:
+        """``payload``, or for a reference a new reference to a copy of its object in ``envelope_id``'s folder
+        (``payloads/{id}/{hop}-{actor}-{token}.json``, one ``CopyObject``): so a task started with another task's
+        offloaded input reads it as its own (P-LARGE-7). A missing object is :class:`PayloadUnavailableError`."""
+        if not is_reference(payload):
+            return payload
+        ref: str = payload[REFERENCE_KEY]
+        source = self._key_of(ref)
+        key = payload_key(envelope_id, hop=hop, actor=actor, token=self._token())
+        try:
+            self.s3.copy_object(Bucket=self.bucket, Key=key, CopySource={"Bucket": self.bucket, "Key": source})
+        except ClientError as exc:
+            if is_missing(self.s3, str(self.bucket), source, exc):
+                raise PayloadUnavailableError(f"payload reference {ref!r}: the object does not exist") from None
+            raise
+        return {REFERENCE_KEY: f"{_SCHEME}{self.bucket}/{key}"}
+
+    @staticmethod
+    def _check_folder(ref: str, key: str, owners: Collection[str]) -> None:
+        folder = key[len(PAYLOADS_PREFIX) :].split("/", 1)[0]
+        if not any(folder == _id_segment(owner) for owner in owners):
+            raise PayloadUnavailableError(
+                f"payload reference {ref!r} belongs to another task: an envelope reads only references under "
+                "payloads/ of its own id, its parent's or its origin's; not honoured"
+            )
 
     def _key_of(self, ref: str) -> str:
         bucket, _, key = ref[len(_SCHEME) :].partition("/")

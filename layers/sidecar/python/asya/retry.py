@@ -61,7 +61,7 @@ class Retrier:
         flows: Mapping[str, Program] | None = None,
     ) -> None:
         self._actor = actor
-        self._flows = flows or {}
+        self._flows = flows if flows is not None else {}
         self._policies = policies
         self._transport = transport
         self._reporter = reporter
@@ -149,7 +149,7 @@ class Retrier:
     ) -> bool:
         """P-FLOW-9: a final failure of a compiled flow's call that an ``except`` clause catches is sent on as that
         clause's continuation instead (``True``); ``False`` when nothing catches it."""
-        if not self._flows or STATE_HEADER not in entry.headers:
+        if STATE_HEADER not in entry.headers:
             return False
         now = format_ts(self._clock())
         out = routing.failure_envelope(

@@ -1,7 +1,11 @@
 """The actor Lambda entry point: one SQS batch in, partial batch failures out (docs/protocol.md sections 3-6, 12).
 
 ``lambda_handler(event, context)`` builds an :class:`ActorRuntime` from ``os.environ`` on its first call (variables:
-``asya.config``) and answers ``{"batchItemFailures": [...]}`` through Powertools ``BatchProcessor`` (P-ACK-1).
+``asya.config``) and answers ``{"batchItemFailures": [...]}`` through ``asya.batch.RecordBatch``, the Powertools
+``BatchProcessor`` subclass the crew uses too (P-ACK-1); this module's ``_Batch`` is the actor's steps of it. The
+steps before the handler call that the crew shares (route and hop ceiling, pre-flight verdict, SLA) are
+``asya.prehop``'s; a record's log keys end with it (``asya.logkeys``). docs/internals.md, "The life of a record",
+walks the code in order.
 
 Per batch: every body is parsed first, and the pre-flight reads of all fenced records (their task items, and for
 children their child fence items) are made with one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8).
@@ -27,7 +31,9 @@ retries) stay per record:
    ``failed``);
 8. entry update (P-PROC-4); 9. ``received``; 10. handler loaded? (``HandlerLoadError`` to x-sump, P-ABI-2);
 11. a payload reference is read back from S3 (``asya.payloads``, P-LARGE-4): ``PayloadUnavailable`` to x-sump,
-    another S3 error fails the record;
+    another S3 error fails the record; a compiled flow's program named by a digest this runtime does not hold is
+    read from the program store (``asya.programstore``, P-FLOWV-3): a read that fails fails the record, a program
+    nowhere fails the task at once with ``FlowVersionMissing`` (P-FLOWV-2), its handler not called;
 12. the last SLA guard, the same check again just before the call;
 13. the hop claim (P-ACK-8): a duplicate (a higher fence, a finished task, or a second copy of a hop this invocation
     already claimed) is acked; a hop another run holds under a live lease fails the record, which comes back when
@@ -70,35 +76,34 @@ import os
 import random
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Final
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
-from asya import routing
+from asya import logkeys, prehop, routing
 from asya.abi import Handler, error_details, load_handler
-from asya.batch import StartRule, UnstartedRecordError, failed_visibilities, log_failed_record
+from asya.batch import RecordBatch, UnstartedRecordError
 from asya.cancelwatch import CancelWatch
-from asya.claims import ClaimBook, Claimed, HopClaims, fence_of
+from asya.claims import Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
-from asya.flows.mesh import continue_outgoing
+from asya.flows.mesh import continue_outgoing, flow_failure
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.history import HistoryError, InvocationHistory
 from asya.hop import Ticker
-from asya.hops import ceiling_message, over_ceiling
 from asya.infra import InfraErrors
 from asya.outbox import Outbox
-from asya.payloads import PayloadStore, PayloadUnavailableError
+from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owners
+from asya.programstore import FlowVersions, ProgramStore
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
-from asya.timeutil import Clock, format_ts, format_ts_ms, parse_ts, system_clock
+from asya.timeutil import Clock, format_ts, format_ts_ms, system_clock
 from asya.transport import Transport, UnknownActorError
 
 if TYPE_CHECKING:
@@ -111,32 +116,59 @@ if TYPE_CHECKING:
 
 __all__ = ["SAFETY_MARGIN_SECONDS", "ActorRuntime", "UnstartedRecordError", "lambda_handler"]
 
-#: P-TIME-3: less than this left before ``deadline_at`` and the handler is not called.
-_SLA_MARGIN: Final = timedelta(seconds=1)
-
 
 class _Batch:
-    # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here
-    __slots__ = ("cancels", "claims", "context", "history", "items", "outbox", "start")
+    """One invocation's state and the runtime's steps of its ``asya.batch.RecordBatch`` (``asya.batch.BatchSteps``).
+    A plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here."""
 
-    def __init__(
-        self,
-        *,
-        context: Any,
-        items: dict[str, RecordItem],
-        outbox: Outbox,
-        start: StartRule,
-        claims: ClaimBook,
-        history: InvocationHistory,
-        cancels: CancelWatch | None,
-    ) -> None:
-        self.cancels = cancels  # None with the HTTP reporter: actors outside AWS read no task item (P-STAT-18)
-        self.context = context
-        self.items = items
-        self.outbox = outbox
-        self.start = start
-        self.claims = claims
-        self.history = history
+    __slots__ = ("cancels", "claims", "context", "history", "items", "outbox", "runtime", "start")
+
+    def __init__(self, runtime: ActorRuntime) -> None:
+        self.runtime = runtime
+
+    def begin(self, batch: RecordBatch) -> Callable[[SQSRecord], None]:
+        """Every body parsed, the batch's pre-flight reads in one ``BatchGetItem`` (``asya.claims``)."""
+        rt = self.runtime
+        records = batch.records
+        self.context = batch.lambda_context
+        self.start = batch.start
+        self.items = {r["messageId"]: rt._parse(r["messageId"], r.get("body", "")) for r in records}
+        self.outbox = Outbox(
+            transport=rt._transport,
+            ticker=rt._ticker,
+            monotonic=rt._monotonic,
+            logger=rt._log,
+            # every actor: one dropped from a flow still finishes the hops of tasks started before (P-FLOWV-1)
+            continuation=rt._continue_flow,
+        )
+        envelopes = [item.envelope for item in self.items.values() if item.envelope is not None]
+        rt._history = self.history = rt._new_history()
+        self.claims = rt._claims.book(envelopes, self.context)
+        # None with the HTTP reporter: actors outside AWS read no task item (P-STAT-18)
+        self.cancels = (
+            None if rt._http is not None else CancelWatch(read=rt._store.task_status, monotonic=rt._monotonic)
+        )
+        return self._record
+
+    def _record(self, record: SQSRecord) -> None:
+        if self.runtime._trace is not None:
+            self.runtime._trace.begin(record.raw_event)
+        self.runtime._record(record, self)
+
+    def failed(self, message_id: str, error: BaseException) -> None:
+        if not isinstance(error, HopHeldError):
+            self.runtime._claims.release(self.claims, message_id)
+        self.history.fail(message_id, error)
+
+    def finish(self) -> list[tuple[str, BaseException | None]]:
+        return [(rid, self.outbox.failure(rid)) for rid in self.outbox.finish()]
+
+    def late_failed(self, message_id: str) -> None:
+        self.runtime._claims.release(self.claims, message_id)
+
+    def end(self) -> None:
+        self.runtime._history = None  # the next invocation names its own object
+        self.runtime._flush_history(self.history)
 
 
 class ActorRuntime:
@@ -167,7 +199,9 @@ class ActorRuntime:
         self._ts_text = ""
         self._log = Logger(service=config.queue_name, level=config.log_level or None)
         self._log.append_keys(actor=config.actor)
+        logkeys.install(self._log)
         self._payloads = PayloadStore(bucket=config.bucket or None, threshold_kb=config.offload_threshold_kb, s3=s3)
+        self._flows = FlowVersions(config.flows, store=ProgramStore(bucket=config.bucket or None, s3=s3))
         self._trace: TraceHeaders | None = None
         if config.tracing:
             # deferred: most actors run with tracing off and then never need the module
@@ -206,7 +240,7 @@ class ActorRuntime:
             logger=self._log,
             clock=clock,
             random=random,
-            flows=config.flows,
+            flows=self._flows.book,
         )
         self._claims = HopClaims(
             store=self._store,
@@ -253,7 +287,7 @@ class ActorRuntime:
 
     def _continue_flow(self, outgoing: routing.Outgoing) -> list[routing.Outgoing]:
         """P-FLOW-4: a compiled flow's continuation on a frame the outbox stages (``asya.flows.mesh``)."""
-        return continue_outgoing(self.config.flows, outgoing, now=self._ts(self._clock()))
+        return continue_outgoing(self._flows.book, outgoing, now=self._ts(self._clock()))
 
     def _ts(self, moment: datetime) -> str:
         """``format_ts(moment)``, formatted once per second: every hop stamps several envelopes with "now"."""
@@ -277,61 +311,9 @@ class ActorRuntime:
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
-        records = event.get("Records", [])
-        items = {r["messageId"]: self._parse(r["messageId"], r.get("body", "")) for r in records}
-        outbox = Outbox(
-            transport=self._transport,
-            ticker=self._ticker,
-            monotonic=self._monotonic,
-            logger=self._log,
-            continuation=self._continue_flow if self.config.flows else None,
+        return RecordBatch(_Batch(self), actor=self._actor, transport=self._transport, logger=self._log).run(
+            event, context
         )
-        envelopes = [item.envelope for item in items.values() if item.envelope is not None]
-        self._history = history = self._new_history()
-        batch = _Batch(
-            context=context,
-            items=items,
-            outbox=outbox,
-            start=StartRule(context),
-            claims=self._claims.book(envelopes, context),
-            history=history,
-            cancels=None
-            if self._http is not None
-            else CancelWatch(read=self._store.task_status, monotonic=self._monotonic),
-        )
-        processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
-
-        def record_handler(record: SQSRecord) -> None:
-            if self._trace is not None:
-                self._trace.begin(record.raw_event)
-            try:
-                self._record(record, batch)
-            except Exception as exc:  # re-raised: the record fails (P-ACK-3)
-                if isinstance(exc, HopHeldError):
-                    batch.claims.held[record.message_id] = exc.remaining_seconds
-                    self._log.info("hop held by another run: record comes back when its lease ends")
-                else:
-                    log_failed_record(self._log, record.message_id, exc)
-                    self._claims.release(batch.claims, record.message_id)
-                batch.history.fail(record.message_id, exc)
-                raise
-
-        response = process_partial_response(
-            event=dict(event), record_handler=record_handler, processor=processor, context=context
-        )
-        failures = [{"itemIdentifier": f["itemIdentifier"]} for f in response["batchItemFailures"]]
-        failed = {f["itemIdentifier"] for f in failures}
-        # frames that failed after their record's handler call ended fail that record too (P-ACK-2)
-        for rid in batch.outbox.finish():
-            if rid not in failed:
-                failures.append({"itemIdentifier": rid})
-                log_failed_record(self._log, rid, batch.outbox.failure(rid))
-                self._claims.release(batch.claims, rid)
-        self._history = None  # the next invocation names its own object
-        self._flush_history(history)
-        result: dict[str, Any] = {"batchItemFailures": failures}
-        self._backoff(event, result, batch)
-        return result
 
     # -- batch level --------------------------------------------------------------------------------------------
 
@@ -345,24 +327,6 @@ class ActorRuntime:
             error = EnvelopeParseError(f"body could not be parsed: {type(exc).__name__}: {exc}")
             return RecordItem(body=body, message_id=message_id, error=error)
 
-    def _backoff(self, event: Mapping[str, Any], response: Mapping[str, Any], batch: _Batch) -> None:
-        """Failed records come back at once when unstarted, when another run's lease ends when held, else after a
-        growing delay (``asya.batch``). Best effort: the records fail either way; only their return time is lost."""
-        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-        if not failed:
-            return
-        try:
-            entries = failed_visibilities(
-                event.get("Records", []),
-                failed=failed,
-                unstarted=set(batch.start.unstarted),
-                visibility_timeout=lambda: self._transport.visibility_timeout(self._actor),
-                held=batch.claims.held,
-            )
-            self._transport.change_visibilities(self._actor, entries)
-        except Exception as exc:
-            self._log.warning("could not change the visibility of failed records", extra={"error": str(exc)})
-
     # -- one record ---------------------------------------------------------------------------------------------
 
     def _record(self, record: SQSRecord, batch: _Batch) -> None:
@@ -375,12 +339,12 @@ class ActorRuntime:
             self._errors.parse_failure(item.body, item.error, self._ts(now))
             return
         budget = self.config.actor_timeout
-        deadline = _deadline(env)
+        deadline = prehop.deadline_of(env)
         if deadline is not None:
             budget = min(budget, (deadline - now).total_seconds())
         batch.start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle, budget_seconds=budget)
         status = env.status
-        self._log.append_keys(
+        logkeys.update(
             correlation_id=env.id,
             attempt=status.attempt if status else 1,
             phase=status.phase if status else "pending",
@@ -400,12 +364,12 @@ class ActorRuntime:
         report = None if untracked or env.parent_id else _hop_ref(env)
         trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
 
-        refusal = _refusal(env, actor, self.config.max_hops)  # step 5
+        refusal = prehop.refusal(env, actor, self.config.max_hops)  # step 5
         if refusal is not None:
-            reason, message = refusal
+            assert refusal.reason is not None  # a refusal goes to x-sump
             self._errors.report(
-                reason,
-                message,
+                refusal.reason,
+                refusal.message,
                 env,
                 report,
                 now,
@@ -440,7 +404,7 @@ class ActorRuntime:
             )
             return
         try:  # step 11: the handler gets the payload itself; resends keep the reference (P-LARGE-4, P-LARGE-5)
-            entry.payload = self._payloads.rehydrate(env.payload)
+            entry.payload = self._payloads.rehydrate(env.payload, owners=reference_owners(env))
         except PayloadUnavailableError as exc:
             self._errors.report(
                 Reason.PAYLOAD_UNAVAILABLE,
@@ -452,6 +416,12 @@ class ActorRuntime:
                 trace=trace,
                 writer_id=item.message_id,
             )
+            return
+        self._flows.load(env.headers)  # step 11: the program of the task's digest (P-FLOWV-3)
+        missing = self._flows.missing(env.headers)
+        if missing is not None:  # P-FLOWV-2: no other program may run for this task
+            self._errors.send(flow_failure(entry, missing, now=now))
+            self._log.error("flow program missing: task failed", extra={"error": str(missing)})
             return
         if not hook and self._sla_expired(env, deadline, self._clock(), trace):  # step 12: the last guard
             return
@@ -507,22 +477,21 @@ class ActorRuntime:
     def _decided(self, env: Envelope, verdict: Claimed | None, now: str, trace: routing.Trace) -> bool:
         """Act on a pre-flight or claim verdict that decides the record: canceled/paused to x-sink, a duplicate acked
         (P-STAT-10, P-ACK-8). False when the record goes on."""
-        if verdict is Claimed.DUPLICATE:
-            self._log.info("duplicate delivery: acked without a handler call")
-            return True
-        if verdict is Claimed.CANCELED or verdict is Claimed.PAUSED:
-            self._errors.send(routing.preflight_envelope(env, verdict.value, actor=self._actor, now=now, trace=trace))
-            self._log.info("task is not running: sent to x-sink", extra={"task_status": verdict.value})
-            return True
-        return False
+        if verdict is None or verdict is Claimed.CLAIMED or verdict is Claimed.UNTRACKED:
+            return False
+        decided = prehop.preflight(env, verdict.value, actor=self._actor, now=now, trace=trace)
+        return decided is not None and self._act(decided)
 
     def _sla_expired(self, env: Envelope, deadline: datetime | None, now: datetime, trace: routing.Trace) -> bool:
-        """SLA check (P-TIME-3): less than 1 s to ``deadline_at``: x-sink with reason Timeout, which writes the final
-        status (one write fewer than the layer writing it too, and the checkpoint is linked)."""
-        if deadline is None or deadline - now >= _SLA_MARGIN:
-            return False
-        self._errors.send(routing.sla_envelope(env, actor=self._actor, now=self._ts(now), trace=trace))
-        self._log.warning("SLA deadline expired: sent to x-sink")
+        """The SLA check (P-TIME-3, ``asya.prehop.sla``); True when the envelope went to x-sink."""
+        decided = prehop.sla(env, deadline, now, actor=self._actor, trace=trace)
+        return decided is not None and self._act(decided)
+
+    def _act(self, verdict: prehop.Verdict) -> bool:
+        """Send a pre-hop verdict's x-sink envelope (required, P-ACK-2) and log it; the record is decided."""
+        if verdict.out is not None:
+            self._errors.send(verdict.out)
+        getattr(self._log, verdict.level)(verdict.log, extra=verdict.extra)
         return True
 
     def _call_limit(self, deadline: datetime | None, context: Any) -> CallLimit:
@@ -542,20 +511,6 @@ def _hop_ref(env: Envelope) -> HopRef:
         envelope_id=env.id,
         created_at=env.status.created_at if env.status is not None else None,
     )
-
-
-def _refusal(env: Envelope, actor: str, max_hops: int) -> tuple[Reason, str] | None:
-    """Step 5's reason to send ``env`` to x-sump unrun, with its message, or None when it may run here."""
-    mismatch = routing.route_mismatch(env, actor)  # P-ROUTE-1
-    if mismatch is not None:
-        return Reason.ROUTE_MISMATCH, mismatch
-    if over_ceiling(env.headers, max_hops):  # P-HOP-1: a runaway loop stops here
-        return Reason.HOP_CEILING, ceiling_message(max_hops)
-    return None
-
-
-def _deadline(env: Envelope) -> datetime | None:
-    return parse_ts(env.status.deadline_at) if env.status is not None else None
 
 
 _RUNTIME: ActorRuntime | None = None

@@ -6,7 +6,8 @@ same in AWS and on moto. The item layout is in ``asya.store.records``.
 Every object key the runtime writes or reads is built here (or, for offloaded payloads, from :data:`PAYLOADS_PREFIX`
 in ``asya.payloads``): ``payloads/{id}/{hop}-{actor}-{token}.json``, ``fanin/{origin}/slice-{i}.json``,
 ``tasks/{id}/{field}.json``, ``paused/{id}.json``, ``{succeeded|failed}/{shard}/{day}/{name}.jsonl`` (checkpoints),
-``history/{shard}/{day}/{name}.jsonl`` (run history) and ``unparsed/{day}/sqs-{message id}.txt``.
+``history/{shard}/{day}/{name}.jsonl`` (run history), ``flows/{digest}.json`` (flow programs by digest) and
+``unparsed/{day}/sqs-{message id}.txt``.
 
 Checkpoints and run history are the objects the mesh writes at the task rate. S3 serves about 3,500 writes per second
 per prefix, so their keys carry a shard, :func:`key_shard` of the object's own name (one of :data:`KEY_SHARDS` hex
@@ -38,6 +39,7 @@ __all__ = [
     "PAUSED_PREFIX",
     "PAYLOADS_PREFIX",
     "PAYLOADS_RETENTION_DAYS",
+    "PROGRAMS_PREFIX",
     "SHARDED_PREFIXES",
     "SORT_KEY",
     "SUCCEEDED_PREFIX",
@@ -52,6 +54,7 @@ __all__ = [
     "history_key",
     "key_shard",
     "paused_key",
+    "program_key",
     "task_value_key",
     "task_values_prefix",
     "unparsed_key",
@@ -70,6 +73,9 @@ TASKS_PREFIX: Final = "tasks/"
 TASKS_RETENTION_DAYS: Final = 30
 #: Paused envelopes (P-PAUSE-4), one per paused task, deleted by the resume (P-RESUME-6) or a cancel.
 PAUSED_PREFIX: Final = "paused/"
+#: Compiled flow programs by digest (P-FLOWV-3): kept across deploys, never expired by a lifecycle rule (a paused
+#: task may need its program at any time); only ``asya flow gc`` deletes them.
+PROGRAMS_PREFIX: Final = "flows/"
 #: Crew checkpoints (P-SINK-4, P-SUMP-4): one prefix per final phase.
 SUCCEEDED_PREFIX: Final = "succeeded/"
 FAILED_PREFIX: Final = "failed/"
@@ -104,6 +110,11 @@ def task_values_prefix(task_id: str) -> str:
 def paused_key(task_id: str) -> str:
     """``paused/{id}.json``: a paused envelope (P-PAUSE-4, GW-DATA-7)."""
     return f"{PAUSED_PREFIX}{task_id}.json"
+
+
+def program_key(digest: str) -> str:
+    """``flows/{digest}.json``: a compiled flow program, its canonical JSON (P-FLOWV-3)."""
+    return f"{PROGRAMS_PREFIX}{digest}.json"
 
 
 def fanin_slice_key(origin_id: str, index: int | str) -> str:

@@ -7,13 +7,14 @@
 - Bodies are the envelope's JSON (:meth:`Envelope.to_json`), produced by an injectable ``encoder(actor, envelope)``:
   the claim-check offload (P-LARGE-2) plugs in there. A body over the SQS limit of 1 MiB is a
   :class:`~asya.exceptions.SerializationError` (P-LARGE-3).
-- :meth:`Transport.send_batch` uses ``SendMessageBatch``: consecutive items for one queue are grouped, at most 10
-  entries and 1 MiB per call. Failed entries are retried up to 3 times with backoff 100, 200, 400 ms (P-ROUTE-10);
-  if one still fails, :class:`TransportError` is raised and names the items that did go out (they stay sent).
-- :meth:`Transport.prepare` resolves and encodes one item ahead of its send (so a bad body or an unknown
-  destination is known when the item is produced); :meth:`Transport.send_prepared` sends prepared items grouped
-  per queue and never raises for an entry: each result carries its own ``failure``, so one failing entry leaves
-  the others' outcomes intact.
+- One chunked send path, :meth:`Transport.send_prepared`: items prepared by :meth:`Transport.prepare` (resolved and
+  encoded ahead of their send, so a bad body or an unknown destination is known when the item is produced) leave
+  with ``SendMessageBatch``, grouped per queue (order kept within a queue), at most 10 entries and 1 MiB per call.
+  Failed entries are retried up to 3 times with backoff 100, 200, 400 ms (P-ROUTE-10); it never raises for an entry:
+  each result carries its own ``failure``, so one failing entry leaves the others' outcomes intact.
+  :meth:`Transport.send_batch` prepares every item first (nothing is sent when one body cannot be), sends them
+  through it, and raises :class:`TransportError` naming the items that did go out (they stay sent) when an entry
+  still failed.
 - X-Ray (P-TRACE-3): with ``trace_header=`` (a callable, given only when tracing is on, ``asya.xray``) every message
   sent carries the SQS system attribute ``AWSTraceHeader`` with the value it returns (per entry in
   ``SendMessageBatch``), read when the item is sent or, for :meth:`Transport.prepare`, prepared; no value, no
@@ -25,7 +26,7 @@ No client is created before the first send; pass ``sqs=`` to inject one.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -64,8 +65,6 @@ _NO_QUEUE_CODES: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "
 Encoder = Callable[[str, Envelope], str]
 #: The ``AWSTraceHeader`` of the sends made now (P-TRACE-3), ``None`` for none.
 TraceHeader = Callable[[], str | None]
-#: (item index, queue url, body, body size in bytes, AWSTraceHeader or None)
-_Entry = tuple[int, str, str, int, str | None]
 
 
 class UnknownActorError(AsyaError):
@@ -212,29 +211,17 @@ class Transport:
         return response["MessageId"]
 
     def send_batch(self, items: Sequence[tuple[str, Envelope]]) -> list[SendResult]:
-        """Send ``(actor, envelope)`` items in order with ``SendMessageBatch``; one result per item.
+        """Send ``(actor, envelope)`` items with ``SendMessageBatch`` (:meth:`send_prepared`); one result per item.
 
         An unknown destination gives a result with ``error`` set and does not stop the others. Raises
         :class:`SerializationError` (before anything is sent) when a body cannot be sent, and :class:`TransportError`
-        when an entry still fails after the retries.
+        when an entry still fails after the retries; its ``results`` say which items went out (they stay sent).
         """
-        results: list[SendResult | None] = [None] * len(items)
-        pending: list[_Entry] = []
-        header = self._header()
-        for index, (actor, envelope) in enumerate(items):
-            try:
-                url = self.queue_url(actor)
-            except UnknownActorError as exc:
-                results[index] = SendResult(actor=actor, error=exc)
-                continue
-            body, size = self._encode_sized(actor, envelope)
-            pending.append((index, url, body, size, header))
-        for chunk in _chunks(pending):
-            failure = self._send_chunk(chunk, items, results)
-            if failure is not None:
-                done = [r if r is not None else SendResult(actor=items[i][0]) for i, r in enumerate(results)]
-                raise TransportError(str(failure), done)
-        return [r for r in results if r is not None]
+        results = self.send_prepared([self.prepare(actor, envelope) for actor, envelope in items])
+        failure = next((r.failure for r in results if r.failure is not None), None)
+        if failure is not None:
+            raise TransportError(str(failure), [SendResult(actor=r.actor) if r.failure else r for r in results])
+        return results
 
     def prepare(self, actor: str, envelope: Envelope) -> Prepared:
         """Resolve and encode one item; raises :class:`SerializationError` or :class:`TransportError`."""
@@ -246,23 +233,23 @@ class Transport:
         return Prepared(actor=actor, url=url, body=body, size=size, trace_header=self._header())
 
     def send_prepared(self, items: Sequence[Prepared]) -> list[SendResult]:
-        """Send prepared items, grouped per queue (order kept within a queue); one result per item, in order.
+        """Send prepared items, grouped per queue (order kept within a queue), at most 10 entries and 1 MiB per call;
+        one result per item, in order. The one chunked send path of the transport.
 
         Never raises for an entry: an unknown destination sets ``error``, an entry still failing after its retries
         sets ``failure``, and the other chunks are still sent."""
         results: list[SendResult | None] = [None] * len(items)
-        pending: list[_Entry] = []
+        pending: list[int] = []
         for index, item in enumerate(items):
             if item.error is not None:
                 results[index] = SendResult(actor=item.actor, error=item.error)
             else:
-                pending.append((index, item.url, item.body, item.size, item.trace_header))
-        pending.sort(key=lambda entry: entry[1])  # stable: per-queue order stays the items' order
-        actors = [(item.actor, None) for item in items]
-        for chunk in _chunks(pending):
-            failure = self._send_chunk(chunk, actors, results)
+                pending.append(index)
+        pending.sort(key=lambda index: items[index].url)  # stable: per-queue order stays the items' order
+        for chunk in _chunks(items, pending):
+            failure = self._send_chunk(chunk, items, results)
             if failure is not None:
-                for index, *_ in chunk:
+                for index in chunk:
                     if results[index] is None:
                         results[index] = SendResult(actor=items[index].actor, failure=failure)
         return [r for r in results if r is not None]
@@ -301,28 +288,26 @@ class Transport:
         return value
 
     def _send_chunk(
-        self,
-        chunk: list[_Entry],
-        items: Sequence[tuple[str, Envelope | None]],
-        results: list[SendResult | None],
+        self, chunk: list[int], items: Sequence[Prepared], results: list[SendResult | None]
     ) -> TransportError | None:
-        """Send one chunk with retries; the failure of the entries still failing after them, else ``None``."""
-        url = chunk[0][1]
-        waiting = {str(pos): entry for pos, entry in enumerate(chunk)}
+        """Send one chunk (indexes of ``items``, one queue) with retries; the failure of the entries still failing
+        after them, else ``None``."""
+        url = items[chunk[0]].url
+        waiting = {str(pos): index for pos, index in enumerate(chunk)}
         failures: dict[str, str] = {}
         for attempt in range(_RETRIES + 1):
             if attempt:
                 self._sleep(_INITIAL_BACKOFF * 2 ** (attempt - 1))
-            entries: list[Any] = [{"Id": key, "MessageBody": entry[2]} for key, entry in waiting.items()]
+            entries: list[Any] = [{"Id": key, "MessageBody": items[index].body} for key, index in waiting.items()]
             if self._trace_header is not None:  # tracing on (P-TRACE-3): each entry carries its own record's header
-                for request, entry in zip(entries, waiting.values(), strict=True):
-                    if entry[4]:
-                        request["MessageSystemAttributes"] = _system_attributes(entry[4])
+                for request, index in zip(entries, waiting.values(), strict=True):
+                    if header := items[index].trace_header:
+                        request["MessageSystemAttributes"] = _system_attributes(header)
             try:
                 response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
             except ClientError as exc:
                 if exc.response.get("Error", {}).get("Code") in _NO_QUEUE_CODES:
-                    self._mark_unknown(waiting, items, results)
+                    self._mark_unknown(waiting.values(), items, results)
                     return None
                 failures = {key: str(exc) for key in waiting}
                 continue
@@ -330,49 +315,46 @@ class Transport:
                 failures = {key: str(exc) for key in waiting}
                 continue
             for ok in response.get("Successful", []):
-                index = waiting.pop(ok["Id"])[0]
-                results[index] = SendResult(actor=items[index][0], message_id=ok["MessageId"])
+                index = waiting.pop(ok["Id"])
+                results[index] = SendResult(actor=items[index].actor, message_id=ok["MessageId"])
             failures = {f["Id"]: f"{f.get('Code', '')}: {f.get('Message', '')}" for f in response.get("Failed", [])}
             if not waiting:
                 return None
-        first = next(iter(waiting.values()))[0]
+        first = next(iter(waiting.values()))
         return TransportError(
-            f"SendMessageBatch to {items[first][0]!r}: {len(waiting)} entries still failing after {_RETRIES} "
+            f"SendMessageBatch to {items[first].actor!r}: {len(waiting)} entries still failing after {_RETRIES} "
             f"retries: {sorted(failures.values())[:3]}"
         )
 
     def _mark_unknown(
-        self,
-        waiting: dict[str, _Entry],
-        items: Sequence[tuple[str, Envelope | None]],
-        results: list[SendResult | None],
+        self, indexes: Iterable[int], items: Sequence[Prepared], results: list[SendResult | None]
     ) -> None:
-        for index, *_ in waiting.values():
-            actor = items[index][0]
+        for index in indexes:
+            actor = items[index].actor
             self._urls.pop(actor, None)
             results[index] = SendResult(
                 actor=actor, error=UnknownActorError(actor, f"unknown actor {actor!r}: its queue does not exist")
             )
 
 
-def _chunks(pending: list[_Entry]) -> list[list[_Entry]]:
-    """Consecutive runs for one queue, cut at 10 entries or 1 MiB of bodies."""
-    out: list[list[_Entry]] = []
+def _chunks(items: Sequence[Prepared], pending: list[int]) -> list[list[int]]:
+    """Consecutive runs of ``pending`` (indexes of ``items``) for one queue, cut at 10 entries or 1 MiB of bodies."""
+    out: list[list[int]] = []
     size = 0
-    for entry in pending:
-        body_size = entry[3]
+    for index in pending:
+        item = items[index]
         current = out[-1] if out else None
         if (
             current is None
-            or current[0][1] != entry[1]
+            or items[current[0]].url != item.url
             or len(current) >= MAX_BATCH_ENTRIES
-            or size + body_size > MAX_BATCH_BYTES
+            or size + item.size > MAX_BATCH_BYTES
         ):
-            out.append([entry])
-            size = body_size
+            out.append([index])
+            size = item.size
         else:
-            current.append(entry)
-            size += body_size
+            current.append(index)
+            size += item.size
     return out
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
@@ -47,13 +48,14 @@ def trace_headers(tracing: bool, environ: Mapping[str, str] | None = None) -> Tr
 
 
 class TraceHeaders:
-    """The trace header of the record being processed; one per runtime (records run one at a time, P-PROC-1)."""
+    """The trace header of the record being processed; one per runtime. The value lives in a context variable: each
+    record runs in its own copy of the context (``asya.batch.RecordBatch``), so records never see each other's."""
 
     __slots__ = ("_current", "_environ")
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         self._environ = environ
-        self._current: str | None = None
+        self._current: ContextVar[str | None] = ContextVar("asya_trace_header", default=None)
 
     def begin(self, record: Mapping[str, Any]) -> None:
         """A record (the Lambda SQS record mapping) begins: its sends carry its ``AWSTraceHeader``, else the
@@ -62,24 +64,24 @@ class TraceHeaders:
         header = attributes.get(RECORD_ATTRIBUTE) if isinstance(attributes, Mapping) else None
         if not isinstance(header, str) or not header:
             header = self._environ.get(TRACE_ID_ENV) or None
-        self._current = header
+        self._current.set(header)
 
     def current(self) -> str | None:
         """The header of the current record's sends."""
-        return self._current
+        return self._current.get()
 
     @contextmanager
     def using(self, header: str | None) -> Iterator[None]:
         """Sends made inside carry ``header`` (a record's, when its sends happen after it ended)."""
-        saved, self._current = self._current, header
+        token = self._current.set(header)
         try:
             yield
         finally:
-            self._current = saved
+            self._current.reset(token)
 
     def bound(self, fn: Callable[_P, _R]) -> Callable[_P, _R]:
         """``fn``, whose sends carry the header current now, whenever it is called."""
-        header = self._current
+        header = self._current.get()
 
         def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
             with self.using(header):

@@ -8,20 +8,30 @@ reported at once (:class:`~asya.flows.errors.FlowCompileError`).
 Actors: a called name ``x`` names actor ``x`` when it is one of ``actors``, else ``x`` with ``_`` replaced by ``-``;
 with ``actors`` given, a name that is neither is an error; without it (``asya flow check`` outside a project) every
 called name is taken as an actor.
+
+Limits are compile errors too (P-FLOW-22): a source over :data:`MAX_SOURCE_BYTES`, an integer literal over the
+bound of evaluation (``asya.flows.expr.MAX_INT_BITS``), a string literal over ``MAX_VALUE_BYTES``, a float literal
+that is not finite, and a file nested deeper than the parser or this compiler can follow (a long ``elif`` chain, a
+long sum): ``RecursionError`` and ``MemoryError`` become a problem at line 1. A deep parse can still crash the
+interpreter outright, so tools compile in a child process (``asya.flows.isolated``).
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Collection, Iterable
+import math
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from asya.flows.errors import FlowCompileError, Problem
-from asya.flows.expr import FUNCTIONS
+from asya.flows.expr import FUNCTIONS, MAX_INT_BITS, MAX_VALUE_BYTES
 from asya.flows.ir import DEFAULT_MAX_ITERATIONS, Program
 
-__all__ = ["check_source", "compile_flow", "flow_functions"]
+__all__ = ["MAX_SOURCE_BYTES", "check_source", "compile_flow", "flow_functions"]
+
+#: P-FLOW-22: the largest flow file the compiler reads.
+MAX_SOURCE_BYTES: Final = 1024 * 1024
 
 _BIN: Final = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%"}
 _CMP: Final = {
@@ -519,9 +529,22 @@ class _Compiler:
 
     def _expr(self, node: ast.expr) -> list[Any]:
         if isinstance(node, ast.Constant):
-            if isinstance(node.value, bytes | complex) or node.value is Ellipsis:
-                self.err(node, f"the literal {node.value!r} is not JSON", "use numbers, strings, True, False, None")
-            return ["const", node.value]
+            value = node.value
+            if isinstance(value, bytes | complex) or value is Ellipsis:
+                self.err(node, f"the literal {value!r} is not JSON", "use numbers, strings, True, False, None")
+            elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() >= MAX_INT_BITS:
+                self.err(
+                    node,
+                    f"integer literal of {value.bit_length()} bits, over the limit of 2**{MAX_INT_BITS} (P-FLOW-21)",
+                    "keep large numbers in the payload as strings",
+                )
+                return ["const", 0]
+            elif isinstance(value, float) and not math.isfinite(value):
+                self.err(node, f"the literal {value!r} is not JSON", "use a finite number")
+            elif isinstance(value, str) and len(value) > MAX_VALUE_BYTES:
+                self.err(node, f"string literal of {len(value)} characters, over the limit of a flow value", "")
+                return ["const", ""]
+            return ["const", value]
         if isinstance(node, ast.Name):
             if node.id == self.param:
                 return ["state"]
@@ -726,8 +749,43 @@ def _compile_function(
     return program, []
 
 
+def _limit_problem(filename: str, exc: BaseException) -> Problem:
+    return Problem(
+        filename,
+        1,
+        1,
+        f"the flow is nested too deeply for the compiler ({type(exc).__name__})",
+        "split long elif chains into nested ifs or separate actors, and long expressions into several mutations",
+    )
+
+
+def _size_problem(source: str, filename: str) -> Problem | None:
+    size = len(source.encode("utf-8", "surrogatepass"))
+    if size <= MAX_SOURCE_BYTES:
+        return None
+    return Problem(
+        filename, 1, 1, f"the file is {size} bytes, over the limit of {MAX_SOURCE_BYTES}", "split the flow file"
+    )
+
+
+def _guarded(fn: Callable[[], Any], filename: str) -> Any:
+    """``fn()``, with the parser's and the compiler's depth limits (and memory) as one compile error."""
+    try:
+        return fn()
+    except (RecursionError, MemoryError) as exc:
+        raise FlowCompileError([_limit_problem(filename, exc)]) from None
+
+
 def compile_flow(source: str, *, flow: str, filename: str = "<flow>", actors: Collection[str] | None = None) -> Program:
     """Compile flow ``flow`` of ``source``; raises :class:`FlowCompileError` with every problem of the file."""
+    too_big = _size_problem(source, filename)
+    if too_big is not None:
+        raise FlowCompileError([too_big])
+    program: Program = _guarded(lambda: _compile_flow(source, flow=flow, filename=filename, actors=actors), filename)
+    return program
+
+
+def _compile_flow(source: str, *, flow: str, filename: str, actors: Collection[str] | None) -> Program:
     tree, problems = _parse(source, filename)
     if tree is None:
         raise FlowCompileError(problems)
@@ -752,6 +810,17 @@ def compile_flow(source: str, *, flow: str, filename: str = "<flow>", actors: Co
 
 def check_source(source: str, *, filename: str = "<flow>", actors: Collection[str] | None = None) -> list[Problem]:
     """Every problem of a flow file, sorted by position (``asya flow check``); ``[]`` when it compiles."""
+    too_big = _size_problem(source, filename)
+    if too_big is not None:
+        return [too_big]
+    try:
+        problems: list[Problem] = _guarded(lambda: _check_source(source, filename=filename, actors=actors), filename)
+    except FlowCompileError as exc:
+        return list(exc.problems)
+    return problems
+
+
+def _check_source(source: str, *, filename: str, actors: Collection[str] | None) -> list[Problem]:
     tree, problems = _parse(source, filename)
     if tree is None:
         return problems

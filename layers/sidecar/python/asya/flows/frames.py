@@ -3,7 +3,8 @@
 A call from a compiled flow must return one payload; a second frame fails the hop at run time. Where the handler's
 source tells (read with ``ast``, never imported or run), :func:`two_frame_warnings` warns at each call of such an
 actor in the flow, as a :class:`~asya.flows.errors.Problem` whose message starts with ``warning:``. It can tell
-when the handler is a generator that yields a payload (anything but a command tuple such as ``("FLY", ...)``)
+when the handler is a generator that yields a payload (anything but ``None``, which sends nothing, or a command tuple
+such as ``("FLY", ...)``)
 
 - inside a ``for`` or ``while`` loop,
 - with ``yield from`` (the frames of another generator), or
@@ -79,8 +80,11 @@ def _handler_function(source: HandlerSource) -> ast.FunctionDef | ast.AsyncFunct
 
 
 def _is_payload(node: ast.Yield) -> bool:
-    """A yield that sends a frame: not a command tuple ``(VERB, ...)`` with a string literal verb."""
+    """A yield that sends a frame: not ``yield None`` or a bare ``yield`` (ignored, P-ABI-8: the cancel point of a
+    long loop), nor a command tuple ``(VERB, ...)`` with a string literal verb."""
     value = node.value
+    if value is None or (isinstance(value, ast.Constant) and value.value is None):
+        return False
     return not (
         isinstance(value, ast.Tuple)
         and value.elts

@@ -9,31 +9,40 @@ in the header, and what the suspension needs (a route segment, fan-out slices, p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
 from asya.flows.errors import FlowError
-from asya.flows.expr import copy_json, evaluate
+from asya.flows.expr import MAX_VALUE_BYTES, copy_json, encoded_size, evaluate
 from asya.flows.ir import Program
 from asya.resiliency import RetryRule
 from asya.timeutil import format_ts, parse_ts
 
-__all__ = ["STATE_HEADER", "FlowState", "Step", "advance", "dispatch"]
+__all__ = ["MAX_ASSIGNED_BYTES", "STATE_HEADER", "TIME_BUDGET_SECONDS", "FlowState", "Step", "advance", "dispatch"]
 
 #: P-FLOW-1: the header that carries a compiled flow's position.
 STATE_HEADER: Final = "x-asya-flow-state"
 #: Instructions one continuation may execute; loops are bounded by max_iterations already, this bounds the rest.
 _MAX_STEPS: Final = 100_000
+#: P-FLOW-21: what one continuation may assign in all, its values measured as encoded.
+MAX_ASSIGNED_BYTES: Final = 16 * 1024 * 1024
+#: P-FLOW-21: the time one continuation may run, wherever it runs (the gateway at create, a layer, the crew).
+TIME_BUDGET_SECONDS: Final = 5.0
 _NO_BASE: Final[Any] = object()
+#: A program digest (P-FLOWV-1): the SHA-256 of its canonical JSON, lowercase hex.
+_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
 class FlowState:
     """``pc``: where to resume; ``owner``: the envelope id whose lineage the flow is (P-FLOW-11); ``loops``: iteration
     counts; ``tries``: ``[try pc, deadlines depth]`` innermost last; ``deadlines``: saved deadlines; ``base``: the
-    state before a fan-out inside a try, carried by its slices (P-FLOW-10)."""
+    state before a fan-out inside a try, carried by its slices (P-FLOW-10); ``digest``: the program the task runs
+    (P-FLOWV-1), empty on a task started before programs were versioned."""
 
     flow: str
     pc: int = 0
@@ -42,9 +51,12 @@ class FlowState:
     tries: tuple[tuple[int, int], ...] = ()
     deadlines: tuple[str | None, ...] = ()
     base: Any = _NO_BASE
+    digest: str = ""
 
     def to_header(self) -> dict[str, Any]:
         out: dict[str, Any] = {"flow": self.flow, "pc": self.pc, "owner": self.owner}
+        if self.digest:
+            out["digest"] = self.digest
         if self.loops:
             out["loops"] = dict(self.loops)
         if self.tries:
@@ -68,6 +80,9 @@ class FlowState:
             loops = raw.get("loops", {})
             tries = raw.get("try", [])
             deadlines = raw.get("deadlines", [])
+            digest = raw.get("digest", "")
+            if not isinstance(digest, str) or (digest and not _DIGEST.fullmatch(digest)):
+                raise ValueError(f"digest must be 64 lowercase hex digits, got {digest!r}")
             state = cls(
                 flow=str(raw["flow"]),
                 pc=int(raw["pc"]),
@@ -76,6 +91,7 @@ class FlowState:
                 tries=tuple((int(t[0]), int(t[1])) for t in tries),
                 deadlines=tuple(d if isinstance(d, str) else None for d in deadlines),
                 base=raw.get("base", _NO_BASE),
+                digest=digest,
             )
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             raise FlowError(f"{STATE_HEADER} is malformed: {exc}") from exc
@@ -138,16 +154,24 @@ def advance(
     deadline_at: str | None,
     now: datetime,
     trace: list[int] | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
+    budget_seconds: float = TIME_BUDGET_SECONDS,
 ) -> Step:
     """Run ``program`` from ``state.pc`` on ``payload`` to the next suspension; raises :class:`FlowError`.
-    ``trace`` (the benchmark's) receives the position of every instruction executed."""
+    ``trace`` (the benchmark's) receives the position of every instruction executed. The run is bounded (P-FLOW-21):
+    each assigned value by ``MAX_VALUE_BYTES``, their total by :data:`MAX_ASSIGNED_BYTES`, the time by
+    ``budget_seconds`` of ``monotonic``."""
     code = program.code
     pc = state.pc
     loops = dict(state.loops)
     tries = list(state.tries)
     deadlines = list(state.deadlines)
     payload = copy_json(payload)
+    assigned = 0
+    give_up = monotonic() + budget_seconds
     for _ in range(_MAX_STEPS):
+        if monotonic() > give_up:
+            raise FlowError(f"flow '{program.flow}' ran past its time budget of {budget_seconds:g} s")
         if pc >= len(code):
             return _step("end", payload, state, pc, loops, tries, deadlines, deadline_at)
         ins = code[pc]
@@ -164,7 +188,16 @@ def advance(
         if op == "return":
             return _step("end", payload, state, len(code), loops, tries, deadlines, deadline_at)
         if op == "set":
-            payload = _set(payload, ins["path"], copy_json(evaluate(ins["expr"], payload, line=line)), line)
+            value = evaluate(ins["expr"], payload, line=line)
+            size = encoded_size(value, MAX_VALUE_BYTES)
+            if size > MAX_VALUE_BYTES:
+                raise FlowError(f"assignment at line {line} stores a value of more than {MAX_VALUE_BYTES} bytes")
+            assigned += size
+            if assigned > MAX_ASSIGNED_BYTES:
+                raise FlowError(
+                    f"flow '{program.flow}' assigned more than {MAX_ASSIGNED_BYTES} bytes in one continuation"
+                )
+            payload = _set(payload, ins["path"], copy_json(value), line)
         elif op == "test":
             if not evaluate(ins["expr"], payload, line=line):
                 pc = ins["else"]
@@ -229,7 +262,13 @@ def _step(  # noqa: PLR0917 - one call per suspension kind, all positional for b
     **members: Any,
 ) -> Step:
     new_state = FlowState(
-        flow=state.flow, pc=pc, owner=state.owner, loops=loops, tries=tuple(tries), deadlines=tuple(deadlines)
+        flow=state.flow,
+        pc=pc,
+        owner=state.owner,
+        loops=loops,
+        tries=tuple(tries),
+        deadlines=tuple(deadlines),
+        digest=state.digest,
     )
     return Step(kind=kind, payload=payload, state=new_state, deadline_at=deadline_at, **members)
 
@@ -254,6 +293,7 @@ def dispatch(
                     loops=dict(state.loops),
                     tries=tuple(tries),
                     deadlines=tuple(deadlines[:depth]),
+                    digest=state.digest,
                 )
                 return resumed, restored
     return None

@@ -24,12 +24,19 @@ op             members                                                     effec
 =============  ==========================================================  ================================
 
 The end of ``code`` is an implicit ``return``.
+
+A program is versioned by its content (P-FLOWV-1): :attr:`Program.digest` is the SHA-256 of its canonical JSON
+(:meth:`Program.canonical`: sorted keys, no spaces, UTF-8), the same bytes the program store keeps
+(``asya.programstore``), so a reader checks what it read against the name it asked for.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Final
 
 __all__ = ["DEFAULT_MAX_ITERATIONS", "SUSPENDING_OPS", "Program", "aggregator_name"]
@@ -73,6 +80,16 @@ class Program:
             "actors": list(self.actors),
             "code": [dict(ins) for ins in self.code],
         }
+
+    def canonical(self) -> bytes:
+        """The program's canonical JSON (sorted keys, compact, UTF-8): what its digest is taken of."""
+        text = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return text.encode("utf-8")
+
+    @cached_property
+    def digest(self) -> str:
+        """64 lowercase hex digits: the SHA-256 of :meth:`canonical` (P-FLOWV-1)."""
+        return hashlib.sha256(self.canonical()).hexdigest()
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Program:

@@ -9,7 +9,10 @@ x-resume turn a flow's :class:`~asya.flows.interp.Step` into envelopes. Pure: no
   continuation (P-FLOW-9, P-FLOW-10); ``None`` when nothing catches it.
 
 A :class:`~asya.flows.errors.FlowError` (an expression, a loop guard, a second frame, an unknown flow) becomes a
-failure envelope to x-sink under the flow's owner id: phase ``failed``, reason ``RuntimeError`` (P-FLOW-13).
+failure envelope to x-sink under the flow's owner id: phase ``failed``, reason ``RuntimeError`` (P-FLOW-13). So does
+any other exception the interpreter raises (``RecursionError`` on a deep copy, ``MemoryError``, a bug), as a
+``FlowError`` naming it: a continuation never fails the record, which would run the handler before it again
+(P-FLOW-20).
 """
 
 from __future__ import annotations
@@ -26,9 +29,10 @@ from asya.fanin import fan_in_header
 from asya.flows.errors import FlowError
 from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch
 from asya.flows.ir import Program, aggregator_name
+from asya.flows.versions import FlowVersionMissingError, resolve
 from asya.timeutil import parse_ts
 
-__all__ = ["TIMEOUT_ERROR", "continue_outgoing", "is_flow_end", "on_failure", "start"]
+__all__ = ["TIMEOUT_ERROR", "continue_outgoing", "flow_failure", "is_flow_end", "on_failure", "start"]
 
 #: How a ``HandlerTimeout`` is matched by ``except`` clauses (P-FLOW-9): Python's ``TimeoutError``.
 TIMEOUT_ERROR: Final = {"type": "TimeoutError", "mro": ["OSError", "Exception"]}
@@ -61,7 +65,7 @@ def start(program: Program, envelope: Envelope, *, now: str) -> list[routing.Out
     """The envelope(s) that start ``program`` for a created task (P-FLOW-5); ``envelope`` is the gateway's envelope
     whose route is replaced."""
     headers = dict(envelope.headers)
-    headers[STATE_HEADER] = FlowState(flow=program.flow, pc=0, owner=envelope.id).to_header()
+    headers[STATE_HEADER] = FlowState(flow=program.flow, pc=0, owner=envelope.id, digest=program.digest).to_header()
     status = envelope.status or Status()
     begun = Envelope(
         id=envelope.id,
@@ -93,11 +97,11 @@ def continue_outgoing(programs: Programs, outgoing: routing.Outgoing, *, now: st
                 f"actor '{(env.status.actor if env.status else None) or '?'}' returned more than one payload in flow "
                 f"'{state.flow}'"
             )
-        program = _program(programs, state.flow)
+        program = resolve(programs, state)
         step = advance(program, env.payload, state, deadline_at=_deadline(env), now=_now(now))
-    except FlowError as exc:
-        return [_failed(env, exc, now=now)]
-    return _emit(env, step, program, now=now, error=None)
+        return _emit(env, step, program, now=now, error=None)
+    except Exception as exc:  # every continuation error fails the task, never the record (P-FLOW-20)
+        return [_failed(env, _flow_error(exc), now=now)]
 
 
 def on_failure(
@@ -112,11 +116,16 @@ def on_failure(
         return None
     try:
         state = FlowState.from_header(raw)
-        program = _program(programs, state.flow)
+        program = resolve(programs, state)
+    except FlowVersionMissingError as exc:  # its except clauses are unknown: the task fails as it would anywhere
+        return [_failed(env, exc, now=now)]
     except FlowError:
         return None
     error = TIMEOUT_ERROR if status.reason == Reason.HANDLER_TIMEOUT.value else status.error
-    caught = dispatch(program, state, error, deadline_at=status.deadline_at)
+    try:
+        caught = dispatch(program, state, error, deadline_at=status.deadline_at)
+    except Exception as exc:  # as in continue_outgoing (P-FLOW-20)
+        return [_failed(env, _flow_error(exc), now=now)]
     if caught is None:
         return None
     resumed, deadline_at = caught
@@ -146,16 +155,23 @@ def on_failure(
     )
     try:
         step = advance(program, payload, resumed, deadline_at=deadline_at, now=_now(now))
-    except FlowError as exc:
-        return [_failed(caught_env, exc, now=now)]
-    return _emit(caught_env, step, program, now=now, error=dict(status.error))
+        out = _emit(caught_env, step, program, now=now, error=dict(status.error))
+    except Exception as exc:  # as in continue_outgoing (P-FLOW-20)
+        return [_failed(caught_env, _flow_error(exc), now=now)]
+    for item in out:
+        # whatever the clause does next (a call, the end, a fan-out, a pause), the task's own envelope carries the
+        # caught error, so the run histories show the failed call as failed, not as a success
+        if item.envelope.id == env_id and item.envelope.status is not None and item.envelope.status.error is None:
+            item.envelope.status.error = dict(status.error)
+    return out
 
 
-def _program(programs: Programs, flow: str) -> Program:
-    program = programs.get(flow)
-    if program is None:
-        raise FlowError(f"flow '{flow}' is not a compiled flow of this deployment")
-    return program
+def _flow_error(exc: Exception) -> FlowError:
+    """P-FLOW-20: what the interpreter raised, as the flow's error; a ``FlowError`` as it is, anything else named."""
+    if isinstance(exc, FlowError):
+        return exc
+    detail = str(exc)
+    return FlowError(f"continuation failed: {type(exc).__name__}" + (f": {detail}" if detail else ""))
 
 
 def _deadline(env: Envelope) -> str | None:
@@ -229,6 +245,7 @@ def _fields(state: FlowState) -> dict[str, Any]:
         "loops": state.loops,
         "tries": state.tries,
         "deadlines": state.deadlines,
+        "digest": state.digest,
     }
 
 
@@ -272,6 +289,12 @@ def _final(
     )
 
 
+def flow_failure(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
+    """The x-sink envelope that fails ``env``'s task with ``exc`` (P-FLOW-13), as a continuation would: for a runtime
+    that finds, before a hop, that the hop's flow cannot go on (P-FLOWV-2)."""
+    return _failed(env, exc, now=now)
+
+
 def _failed(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
     """P-FLOW-13: the task fails with ``FlowError`` under the flow's owner id."""
     status_in = env.status or Status()
@@ -284,6 +307,9 @@ def _failed(env: Envelope, exc: FlowError, *, now: str) -> routing.Outgoing:
         "type": "asya.flows.errors.FlowError",
         "mro": ["asya.exceptions.AsyaError", "Exception"],
     }
+    if isinstance(exc, FlowVersionMissingError):  # named apart: no other program may run for it (P-FLOWV-2)
+        details["type"] = "asya.flows.versions.FlowVersionMissingError"
+        details["mro"] = ["asya.flows.errors.FlowError", *details["mro"]]
     status = _final(
         status_in, Phase.FAILED, Reason.RUNTIME_ERROR, now=now, deadline_at=status_in.deadline_at, error=details
     )

@@ -132,7 +132,9 @@ class Manifest(_Model):
 
     def _compile_flow(self, flow_name: str, flow: Flow, field: str) -> None:
         """P-FLOW-1: compile ``source`` once; the program and its initial route are stored on the flow."""
-        from asya.flows import FlowCompileError, compile_flow  # the compiler is needed only where a manifest loads
+        # the compiler is needed only where a manifest loads, and runs in a child process there (P-FLOW-22)
+        from asya.flows import FlowCompileError
+        from asya.flows.isolated import compile_isolated
 
         assert flow.source is not None
         if flow.compiled is not None:  # a deployment's dump of an already validated manifest
@@ -146,8 +148,10 @@ class Manifest(_Model):
             source = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise ValueError(f"{field}.source: cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{field}.source: {str(path)!r} is not UTF-8 text: {exc.reason}") from None
         try:
-            program = compile_flow(source, flow=flow_name, filename=flow.source, actors=set(self.actors))
+            program = compile_isolated(source, flow=flow_name, filename=flow.source, actors=set(self.actors))
         except FlowCompileError as exc:
             lines = "\n    ".join(map(str, exc.problems))
             raise ValueError(f"{field}.source: the flow does not compile:\n    {lines}") from None

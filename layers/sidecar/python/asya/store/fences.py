@@ -14,7 +14,8 @@ A hop claim that is not at the same time a running status, and the other writes 
 - :meth:`Fences.advance`: the retry's fence ``(h, n + 1)`` with ``lease_until = 0`` when the stored fence is exactly
   ``(h, n)`` (P-RES-8), for fence items whose envelope writes no status (children, progress ``final``);
 - :meth:`Fences.finish`: a fan-out child's last hop reached x-sink or a fan-in aggregator (P-ACK-7), or its
-  failure ended at x-sump (P-SUMP-7); :class:`ChildOutcome` says how. Its child
+  failure ended at x-sump (P-SUMP-7), or its task's cancel stopped it (x-sink, ``canceled``); :class:`ChildOutcome`
+  says how. Its child
   item gets the fence ``(FINISHED_HOP, 0)``, above any hop's, with ``lease_until = 0`` and ``done_by`` (the SQS message
   id of the record that finished it). Condition: the item exists and has no ``done_by``, or the same one (the
   record's own redelivery). Every later copy of any hop of the child then finds a higher fence (a duplicate, at the
@@ -59,8 +60,9 @@ CHILD_ERROR_LIMIT_BYTES: Final = 300
 @dataclass(frozen=True, slots=True)
 class ChildOutcome:
     """How a fan-out child ended, for :meth:`Fences.finish`: ``writer_id`` is the SQS message id of the record that
-    finished it; ``phase`` (``succeeded``/``failed``), ``actor``, ``attempt`` and ``error`` are how it ended (the fence
-    no longer tells the attempt); ``checkpoint`` the key and line of its checkpoint (P-FAN-7, P-FAN-9)."""
+    finished it; ``phase`` (``succeeded``/``failed``/``canceled``), ``actor``, ``attempt`` and ``error`` are how it
+    ended (the fence no longer tells the attempt); ``checkpoint`` the key and line of its checkpoint (P-FAN-7,
+    P-FAN-9)."""
 
     writer_id: str
     phase: str | None = None

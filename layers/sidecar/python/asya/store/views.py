@@ -144,7 +144,8 @@ def task_view(
 
 def child_entry(child: Mapping[str, Any]) -> dict[str, Any]:
     """One node of the task's child tree (P-FAN-7), from its child item: ``id``; ``status`` (``running``,
-    ``retrying``, ``succeeded``, ``failed``; ``finished`` for an item finished before the tree was recorded);
+    ``retrying``, ``succeeded``, ``failed``, ``canceled``; ``finished`` for an item finished before the tree was
+    recorded);
     ``current_actor`` (the actor of its last claim, or where it ended); ``attempt`` (of its current or last hop, or
     the one it ended with);
     ``hop``; ``error`` (its last handler error, or ``null``); once finished at x-sink, ``checkpoint_key`` and

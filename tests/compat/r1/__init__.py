@@ -1,0 +1,4 @@
+"""A frozen copy of release 1's readers of what crosses a deploy (docs/protocol.md, "Compatibility"): the envelope
+(``envelope.py``, from ``asya.envelope``) and the compiled flow's state header (``flowstate.py``, from
+``asya.flows.interp``), and the goldens that release wrote (``goldens/``). Never edit these files: a later release
+must read the goldens unchanged and must write nothing these readers refuse (tests/unit/test_compat.py)."""
