@@ -4,9 +4,10 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
 
 - ``TASK``, the hot item, kept under 1 KB (GW-DATA-8): ``id``, ``status``, ``status_order``, ``created_at``,
   ``updated_at``, ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message`` (<= 128 bytes),
-  ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``fly_from``/``fly_to`` (the
-  numbers of the newest FLY flush), ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
-  ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
+  ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``fly_from``/``fly_to``
+  (the numbers of the newest FLY flush), ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
+  ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``result_span`` (``{offset}+{length}`` of the checkpoint
+  line holding a succeeded task's result, GW-DATA-10), ``remaining_seconds``, ``context_id``, the hop fence
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
   (GW-DATA-2), ``ctok`` (the token of the last create or claim, :data:`WRITE_TOKEN`: a write the SDK sent again after
   its answer was lost finds its own token, GW-OVL-5), the index keys and ``ttl`` (30 days after a terminal status);
@@ -15,7 +16,7 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
 - ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``, only
   for an input too large for the task item;
 - ``RESULT``: ``result`` and/or ``error_details`` (or ``{field}_s3``), written by the holder of ``terminal_by``, only
-  for values not on the task item;
+  for values neither on the task item nor, for a result, in the checkpoint line the task item names;
 - ``PAUSE``: ``pause_metadata`` and the pause fence (P-PAUSE-5);
 - ``EV#{last number:012d}``: a FLY flush (``first_seq``, ``values``, ``actor``, ``envelope_id``, ``ttl`` 24 h);
 - ``CHILD#{id}``: the hop fence of a fan-out child of this task (``fence_h``, ``fence_a``, ``lease_until``,
@@ -88,6 +89,8 @@ __all__ = [
     "new_write_token",
     "num_av",
     "outcome_index_pk",
+    "parse_span",
+    "span_text",
     "str_av",
     "task_pk",
 ]
@@ -127,6 +130,20 @@ INDEX_SHARDS: Final = 8
 _SEQ_DIGITS: Final = 12
 _MAX_PARTITION_KEY_BYTES: Final = 2048
 _MAX_SORT_KEY_BYTES: Final = 1024
+
+
+def span_text(span: tuple[int, int]) -> str:
+    """``result_span`` as stored: ``{offset}+{length}`` (GW-DATA-10)."""
+    offset, length = span
+    return f"{offset}+{length}"
+
+
+def parse_span(text: str | None) -> tuple[int, int] | None:
+    """A stored ``result_span`` back as ``(offset, length)``; ``None`` for none or a malformed one."""
+    offset, plus, length = (text or "").partition("+")
+    if not plus or not offset.isdigit() or not length.isdigit():
+        return None
+    return int(offset), int(length)
 
 
 def task_pk(task_id: str) -> str:

@@ -444,6 +444,7 @@ class TaskStore:
         failed_actor: str | None = None,
         checkpoint_key: str | None = None,
         checkpoint_line: int | None = None,
+        result_span: tuple[int, int] | None = None,
         message: str | None = None,
         envelope_id: str | None = None,
         created_at: str | None = None,
@@ -454,7 +455,9 @@ class TaskStore:
         redelivery of its message, writes the result item (GW-DATA-2).
 
         ``error`` and ``message`` over the store's limits are clipped (``asya.store.limits``), never refused: the
-        final status must be written, and the whole error text stays in ``error_details``."""
+        final status must be written, and the whole error text stays in ``error_details``. ``result_span`` names the
+        bytes of the checkpoint line whose ``payload`` is the result: a result too large for the task item is then
+        read from there, not written to a result item (GW-DATA-10)."""
         update = StatusUpdate(
             status=status,
             result=result,
@@ -463,6 +466,7 @@ class TaskStore:
             failed_actor=None if failed_actor is None else failed_actor[:NAME_LIMIT],
             checkpoint_key=checkpoint_key,
             checkpoint_line=checkpoint_line,
+            result_span=result_span,
             message=None if message is None else clip_text(message, MESSAGE_LIMIT_BYTES),
             envelope_id=envelope_id,
             created_at_hint=created_at,
