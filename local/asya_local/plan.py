@@ -1,7 +1,7 @@
 """``asya plan OLD NEW``: what a deploy from manifest OLD to manifest NEW means for work in flight, read from the two
 manifests alone (docs/deploy.md "Upgrading a mesh").
 
-:func:`diff` compares two validated manifests and returns a :class:`Plan`:
+:func:`deploy_plan` compares two validated manifests and returns a :class:`DeployPlan`:
 
 - actors (crew included) removed and added. A deploy deletes a removed actor's queue and DLQ with the messages in
   them, so the tasks routed to it end only at their deadline. A rename is a removal plus an addition; a removed and an
@@ -23,10 +23,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from asya import naming
 from asya.exceptions import ManifestError
 from asya.manifest import DeployedActor, Flow, Manifest, load_manifest
 
-__all__ = ["ActorRemoval", "FlowChange", "Plan", "SettingChange", "diff", "load_side", "render"]
+__all__ = ["ActorRemoval", "DeployPlan", "FlowChange", "SettingChange", "deploy_plan", "load_side", "render_plan"]
 
 _MANIFEST_NAME: Final = "asya.yaml"
 
@@ -85,7 +86,7 @@ class SettingChange:
 
 
 @dataclass(frozen=True, slots=True)
-class Plan:
+class DeployPlan:
     """What a deploy from OLD to NEW changes, statically."""
 
     removed: tuple[ActorRemoval, ...] = ()
@@ -134,7 +135,7 @@ def load_side(path: Path | str) -> Manifest:
     return load_manifest(where)
 
 
-def diff(old: Manifest, new: Manifest) -> Plan:
+def deploy_plan(old: Manifest, new: Manifest) -> DeployPlan:
     """What deploying ``new`` over ``old`` changes for work in flight."""
     old_actors = {a.name: a for a in old.deployed_actors()}
     new_actors = {a.name: a for a in new.deployed_actors()}
@@ -156,7 +157,7 @@ def diff(old: Manifest, new: Manifest) -> Plan:
             flows.append(change)
         if name in old.flows and name in new.flows:
             settings += _flow_settings(name, old.flows[name], new.flows[name])
-    return Plan(removed=removed, added=added, flows=tuple(flows), settings=tuple(settings))
+    return DeployPlan(removed=removed, added=added, flows=tuple(flows), settings=tuple(settings))
 
 
 def _rename_of(actor: DeployedActor, new_actors: dict[str, DeployedActor], added: tuple[str, ...]) -> str | None:
@@ -257,7 +258,7 @@ def _flow_identity(flow: Flow | None) -> tuple[str | None, tuple[str, ...] | Non
     return None, tuple(flow.route)
 
 
-def render(plan: Plan) -> list[str]:
+def render_plan(plan: DeployPlan) -> list[str]:
     """The plan as text lines, most consequential first."""
     if plan.empty:
         return ["no change to actors, flows or settings"]
@@ -266,6 +267,8 @@ def render(plan: Plan) -> list[str]:
         lines.append("actors removed (their queue and DLQ are deleted with the messages in them):")
         for removal in plan.removed:
             kind = " (crew)" if removal.crew else ""
+            if removal.name == naming.RESUME:
+                kind += ": paused tasks can no longer be resumed"
             rename = (
                 f"; renamed to {removal.renamed_to}? (same handler; its queue is a new, empty one)"
                 if removal.renamed_to

@@ -15,7 +15,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from asya_local.cliio import CliIo
-from asya_local.plan import diff, load_side, render
+from asya_local.plan import deploy_plan, load_side, render_plan
 
 if TYPE_CHECKING:
     _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -34,10 +34,10 @@ def add_plan_parser(commands: _Commands) -> None:
 
 
 def _plan(args: argparse.Namespace, io: CliIo) -> int:
-    result = diff(load_side(args.old), load_side(args.new))
+    result = deploy_plan(load_side(args.old), load_side(args.new))
     if args.json:
         io.print_json(result.to_json())
     else:
-        for line in render(result):
+        for line in render_plan(result):
             io.line(line)
     return 1 if result.removes_actors else 0

@@ -11,7 +11,7 @@ import pytest
 
 from asya.exceptions import ManifestError
 from asya_local.cli import main
-from asya_local.plan import diff, load_side, render
+from asya_local.plan import deploy_plan, load_side, render_plan
 
 _FLOW_V1 = """
 from asya.flows import flow
@@ -55,26 +55,26 @@ def _project(root: Path, manifest: str = _MANIFEST, flow: str = _FLOW_V1) -> Pat
 def test_identical_manifests_plan_nothing(tmp_path: Path) -> None:
     old = load_side(_project(tmp_path / "v1"))
     new = load_side(tmp_path / "v1")  # the directory holding asya.yaml is accepted too
-    plan = diff(old, new)
+    plan = deploy_plan(old, new)
     assert plan.empty and not plan.removes_actors
-    assert render(plan) == ["no change to actors, flows or settings"]
+    assert render_plan(plan) == ["no change to actors, flows or settings"]
 
 
 def test_a_renamed_actor_is_a_removal_paired_with_its_addition(tmp_path: Path) -> None:
     v2 = _MANIFEST.replace("  publish:\n    handler: text.publish", "  release:\n    handler: text.publish")
     flow_v2 = _FLOW_V1.replace("publish(state)", "release(state)")
-    plan = diff(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2, flow_v2)))
+    plan = deploy_plan(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2, flow_v2)))
     assert plan.removes_actors
     assert [(r.name, r.crew, r.renamed_to) for r in plan.removed] == [("publish", False, "release")]
     assert plan.added == ("release",)
-    text = "\n".join(render(plan))
+    text = "\n".join(render_plan(plan))
     assert "- publish; renamed to release?" in text
 
 
 def test_a_removed_actor_with_another_handler_is_not_called_a_rename(tmp_path: Path) -> None:
     v2 = _MANIFEST.replace("  publish:\n    handler: text.publish", "  archive:\n    handler: text.analyze")
     flow_v2 = _FLOW_V1.replace("publish(state)", "archive(state)")
-    plan = diff(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2, flow_v2)))
+    plan = deploy_plan(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2, flow_v2)))
     assert [(r.name, r.renamed_to) for r in plan.removed] == [("publish", None)]
 
 
@@ -83,7 +83,7 @@ def test_a_changed_flow_shows_both_digests_and_a_changed_route_both_routes(tmp_p
     flow_v2 = _FLOW_V1.replace("    state = publish(state)", "    state = analyze(state)\n    state = publish(state)")
     v2 = _MANIFEST.replace("route: [analyze]", "route: [analyze, publish]")
     new = load_side(_project(tmp_path / "v2", v2, flow_v2))
-    plan = diff(old, new)
+    plan = deploy_plan(old, new)
     assert not plan.removes_actors
     by_name = {f.name: f for f in plan.flows}
     review = by_name["review"]
@@ -93,12 +93,12 @@ def test_a_changed_flow_shows_both_digests_and_a_changed_route_both_routes(tmp_p
     assert review.old_digest != review.new_digest
     quick = by_name["quick"]
     assert (quick.old_route, quick.new_route) == (("analyze",), ("analyze", "publish"))
-    assert f"program {review.old_digest[:12]} -> program {review.new_digest[:12]}" in "\n".join(render(plan))  # type: ignore[index]
+    assert f"program {review.old_digest[:12]} -> program {review.new_digest[:12]}" in "\n".join(render_plan(plan))  # type: ignore[index]
 
 
 def test_flows_added_and_removed(tmp_path: Path) -> None:
     v2 = _MANIFEST.replace("  quick:\n    route: [analyze]", "  slow:\n    route: [publish]")
-    plan = diff(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2)))
+    plan = deploy_plan(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2)))
     assert [(f.name, f.kind, f.old_route, f.new_route) for f in plan.flows] == [
         ("quick", "removed", ("analyze",), None),
         ("slow", "added", None, ("publish",)),
@@ -116,7 +116,7 @@ def test_settings_that_change_how_work_runs(tmp_path: Path) -> None:
             "      rules: [{errors: [TimeoutError], policy: slow}]",
         )
     )
-    plan = diff(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2)))
+    plan = deploy_plan(load_side(_project(tmp_path / "v1")), load_side(_project(tmp_path / "v2", v2)))
     changes = {(s.scope, s.setting): (s.old, s.new) for s in plan.settings}
     assert changes[("actors.analyze", "batch_size")] == (10, 2)
     assert changes[("actors.publish", "max_receive_count")] == (5, 9)
@@ -125,7 +125,7 @@ def test_settings_that_change_how_work_runs(tmp_path: Path) -> None:
     assert changes[("actors.analyze", "resiliency")][0] is None
     assert changes[("actors.analyze", "resiliency")][1]["policies"]["slow"]["max_attempts"] == 7
     assert changes[("actors.analyze", "env")] == (None, ["SECRET_MODE"])
-    text = "\n".join(render(plan))
+    text = "\n".join(render_plan(plan))
     assert "actors.analyze.env: changed: SECRET_MODE" in text
     assert "xyzzy" not in text  # names only, never values
     assert not plan.removes_actors and not plan.flows
@@ -134,8 +134,18 @@ def test_settings_that_change_how_work_runs(tmp_path: Path) -> None:
 def test_a_crew_actor_dropped_is_a_removal(tmp_path: Path) -> None:
     """x-pause and x-resume exist only while something pauses: a deploy that stops pausing removes them."""
     v1 = _MANIFEST.replace("route: [analyze]", "route: [analyze, x-pause, publish]")
-    plan = diff(load_side(_project(tmp_path / "v1", v1)), load_side(_project(tmp_path / "v2")))
+    plan = deploy_plan(load_side(_project(tmp_path / "v1", v1)), load_side(_project(tmp_path / "v2")))
     assert sorted((r.name, r.crew) for r in plan.removed) == [("x-pause", True), ("x-resume", True)]
+    assert "  - x-resume (crew): paused tasks can no longer be resumed" in render_plan(plan)
+
+
+def test_a_route_turned_into_a_compiled_flow(tmp_path: Path) -> None:
+    v2 = _MANIFEST.replace("route: [analyze]", "source: flows/review.py")
+    new = load_side(_project(tmp_path / "v2", v2))
+    plan = deploy_plan(load_side(_project(tmp_path / "v1")), new)
+    [quick] = [f for f in plan.flows if f.name == "quick"]
+    assert (quick.kind, quick.old_route, quick.old_digest, quick.new_route) == ("changed", ("analyze",), None, None)
+    assert quick.new_digest == new.flows["quick"].program.digest  # type: ignore[union-attr]
 
 
 def test_a_directory_without_a_manifest_is_refused_by_name(tmp_path: Path) -> None:
