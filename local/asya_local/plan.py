@@ -19,7 +19,7 @@ holds it, so OLD can be a checkout of the deployed version.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -92,7 +92,7 @@ class DeployPlan:
     removed: tuple[ActorRemoval, ...] = ()
     added: tuple[str, ...] = ()
     flows: tuple[FlowChange, ...] = ()
-    settings: tuple[SettingChange, ...] = field(default=())
+    settings: tuple[SettingChange, ...] = ()
 
     @property
     def removes_actors(self) -> bool:
