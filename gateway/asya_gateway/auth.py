@@ -123,9 +123,9 @@ class SecretsManagerKeys:
 
     def _fetch(self) -> tuple[str, ...]:
         if self._client is None:
-            import boto3
+            from asya.awsclients import GATEWAY_BUDGET, aws_client
 
-            self._client = boto3.client("secretsmanager")
+            self._client = aws_client("secretsmanager", GATEWAY_BUDGET)
         secret = self._client.get_secret_value(SecretId=self._secret_id)["SecretString"]
         keys = parse_key_array(secret, what=f"secret {self._secret_id!r} (gateway.auth.api_key_secret)")
         if keys is not None:
