@@ -129,7 +129,7 @@ class SumpRuntime(CrewRuntime):
 
     def _checkpoint_overloaded(self, record: SQSRecord, prepared: Parsed) -> None:
         """P-SINK-8 for x-sump: S3 throttled the checkpoint of an infrastructure error whose task only x-sump can fail
-        (P-SUMP-6 (R3)): ``failed`` is written now, without a checkpoint, so the task never waits for its deadline
+        (P-SUMP-6): ``failed`` is written now, without a checkpoint, so the task never waits for its deadline
         while the record retries its PUT; the delivery whose PUT goes through attaches the line. Best effort."""
         envelope = prepared.envelope
         headers = envelope.headers

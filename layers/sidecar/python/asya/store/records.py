@@ -11,7 +11,7 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
   (GW-DATA-2), ``ctok`` (the token of the last create or claim, :data:`WRITE_TOKEN`: a write the SDK sent again after
   its answer was lost finds its own token, GW-OVL-5), the index keys and ``ttl`` (30 days after a terminal status);
-  ``payload`` and ``result`` (JSON text) when they fit (``asya.store.inline``, GW-DATA-8 R3), in place of the two
+  ``payload`` and ``result`` (JSON text) when they fit (``asya.store.inline``, GW-DATA-8), in place of the two
   items below;
 - ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``, only
   for an input too large for the task item;
