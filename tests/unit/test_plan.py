@@ -13,6 +13,8 @@ from asya.exceptions import ManifestError
 from asya_local.cli import main
 from asya_local.plan import deploy_plan, load_side, render_plan
 
+pytestmark = pytest.mark.unit
+
 _FLOW_V1 = """
 from asya.flows import flow
 
