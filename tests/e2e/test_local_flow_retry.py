@@ -112,7 +112,6 @@ def _failed_task(mesh: LocalMesh) -> str:
     return task_id
 
 
-@pytest.mark.xfail(strict=True, reason="a replayed flow state still names the old task as its owner")
 def test_a_replay_that_fails_again_fails_at_once_under_the_new_id(mesh: LocalMesh, project: Path) -> None:
     """Replayed from bump's second run, the flow reaches merge, which yields two payloads again: the new task fails
     with that error, under its own id, long before its 600 s deadline (the wait gives up after 60 s)."""
@@ -124,7 +123,6 @@ def test_a_replay_that_fails_again_fails_at_once_under_the_new_id(mesh: LocalMes
     assert _DOUBLE in str(view["error"]) and "timed out" not in str(view["error"]), view
 
 
-@pytest.mark.xfail(strict=True, reason="a replayed flow state still names the old task as its owner")
 def test_a_replay_from_an_earlier_step_with_the_actor_fixed_succeeds_under_the_new_id(
     mesh: LocalMesh, project: Path
 ) -> None:
@@ -139,5 +137,29 @@ def test_a_replay_from_an_earlier_step_with_the_actor_fixed_succeeds_under_the_n
             view = wait_for(_ended(mesh, new["id"]), f"the retry {body} to end")
             assert view["status"] == "succeeded", (body, view)
             assert view["result"] == {"prepped": True, "rounds": 2, "merged": True}, (body, view)
+            if body:
+                _assert_own_state(mesh, old, new["id"])
     finally:
         (project / "functions" / "merge.fixed").unlink(missing_ok=True)
+
+
+def _recorded(mesh: LocalMesh, task_id: str) -> list[dict[str, Any]]:
+    """The task's steps in the run history the actors wrote to S3 (GW-HIST-1), once its first step is there."""
+
+    def steps() -> list[dict[str, Any]] | None:
+        answer = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}/history", timeout=10)
+        found: list[dict[str, Any]] = answer.json().get("steps", []) if answer.status_code == 200 else []
+        return found or None
+
+    found: list[dict[str, Any]] = wait_for(steps, f"the recorded steps of {task_id}")
+    return found
+
+
+def _assert_own_state(mesh: LocalMesh, old: str, new: str) -> None:
+    """The replay's first step carries a flow state owned by the new task, on the old task's program, and no header
+    but ``retry_of`` names the old task."""
+    old_state = _recorded(mesh, old)[0]["headers"]["x-asya-flow-state"]
+    first = _recorded(mesh, new)[0]["headers"]
+    state = first["x-asya-flow-state"]
+    assert state["owner"] == new and state["digest"] == old_state["digest"], state
+    assert [k for k, v in first.items() if old in str(v)] == ["retry_of"], first
