@@ -78,7 +78,6 @@ def test_p_hist_6_unknown_ambiguous_or_missing_steps_are_refused_with_the_choice
         select_step({"id": "u", "steps": []}, parse_step("0"))
 
 
-@pytest.mark.xfail(strict=True, reason="a slice's actor is reported as having run no step")
 def test_p_hist_6_an_actor_that_ran_only_in_fan_out_slices_is_refused_naming_the_hop_that_sent_them() -> None:
     """A slice is not a starting point (its aggregator waits for its siblings): the refusal says so and names the
     task's hop that sent the slices, the replay that reruns them all."""
