@@ -5,6 +5,7 @@ the replay fails again."""
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import httpx
 import pytest
 
 from asya.manifest import load_manifest
+from asya_local.cli import main
 from asya_local.history import RunHistory
 from asya_local.mesh import LocalMesh
 from tests.waiting import wait_for
@@ -127,7 +129,8 @@ def test_a_replay_from_an_earlier_step_with_the_actor_fixed_succeeds_under_the_n
     mesh: LocalMesh, project: Path
 ) -> None:
     """From bump's second run (inside the loop, one round counted) and from merge (inside the try): the flow goes
-    on from there with the step's loop counters and try stack; a plain retry starts the flow anew."""
+    on from there with the step's loop counters and try stack; a plain retry starts the flow anew; ``asya retry
+    --from 3`` (merge's hop index) as well."""
     (project / "functions" / "merge.fixed").unlink(missing_ok=True)
     old = _failed_task(mesh)
     (project / "functions" / "merge.fixed").write_text("", encoding="utf-8")
@@ -139,6 +142,12 @@ def test_a_replay_from_an_earlier_step_with_the_actor_fixed_succeeds_under_the_n
             assert view["result"] == {"prepped": True, "rounds": 2, "merged": True}, (body, view)
             if body:
                 _assert_own_state(mesh, old, new["id"])
+        # the CLI, from a hop index: hop 3 is merge's (prep 0, bump 1 and 2)
+        out, err = io.StringIO(), io.StringIO()
+        code = main(["retry", old, "--from", "3"], env={"ASYA_URL": mesh.url}, stdout=out, stderr=err)
+        assert (code, err.getvalue()) == (0, "")
+        view = wait_for(_ended(mesh, out.getvalue().strip()), "the CLI's retry to end")
+        assert view["status"] == "succeeded" and view["result"]["merged"] is True, view
     finally:
         (project / "functions" / "merge.fixed").unlink(missing_ok=True)
 
