@@ -43,7 +43,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import headers as hdr
 from asya.envelope import Envelope, Route, Status
 from asya.exceptions import SerializationError
-from asya.flows import Program, start
+from asya.flows import STATE_HEADER, FlowError, FlowState, Program, start
 from asya.programstore import ProgramStoreError
 from asya.routing import Outgoing
 from asya.store import StatusUpdate
@@ -103,6 +103,8 @@ async def start_task(
     headers = _envelope_headers(ctx, target, create, traceparent=traceparent, tracestate=tracestate)
     headers.update(start_headers or {})
     headers.update(extra_headers or {})
+    if start_at is not None and STATE_HEADER in headers:
+        headers[STATE_HEADER] = _replayed_state(headers[STATE_HEADER], task_id, deadline_at)
     entry = target.route[0] if target.route else ""  # a compiled flow may start with a test (P-FLOW-5)
     route = Route(prev=[], curr=entry, next=list(target.route[1:]))
     if start_at is not None:
@@ -154,6 +156,15 @@ async def start_task(
             exc.kept = not await _undo_create(ctx, task_id)
         raise
     return created_answer(task_id, deadline_at)
+
+
+def _replayed_state(raw: object, task_id: str, deadline_at: str | None) -> dict[str, Any]:
+    """P-HIST-8: the recorded flow state rebound to the new task; one that does not parse creates no task (a task
+    started on it could only fail later, under an id that is not its own)."""
+    try:
+        return FlowState.from_header(raw).replayed(task_id, deadline_at).to_header()
+    except FlowError as exc:
+        raise HttpError(409, f"the step's flow state cannot be replayed: {exc}") from None
 
 
 def deadline_of(target: CreateTarget, create: CreateBody, now: datetime) -> str | None:
