@@ -10,8 +10,15 @@ PYTEST_ARGS ?=
 # that end-of-life notice for Node 20 is silenced (a comma-separated list of major versions); any other Node warning
 # and every error still shows. Set it empty to see the notice again.
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
+# pytest's report of the slowest setups, calls and teardowns (where the suite's time goes)
+DURATIONS ?= --durations=30
+# `$(call timed,PHASE,COMMAND)`: runs COMMAND and prints how long PHASE took (also when it fails), so every run of
+# `make test` says where its time went: install, lint, mypy, pytest, artifact suite.
+comma := ,
+timed = start=$$(date +%s%N); ( $(2) ); rc=$$?; \
+	echo "make: $(1) took $$(( ($$(date +%s%N) - start) / 1000000000 )) s (exit $$rc)"; exit $$rc
 
-.PHONY: install chromium demo demo-flow test e2e-aws lint format synth lock bench capacity calibrate vectors chaos clean
+.PHONY: install chromium demo demo-flow test coverage e2e-aws lint format synth lock bench capacity calibrate vectors chaos clean
 
 install: $(STAMP)
 
@@ -25,11 +32,12 @@ chromium:
 	fi
 
 $(STAMP): pyproject.toml
-	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required, found " + sys.version'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[cdk,local,dev]"
-	rm -f $(VENV)/.installed-* && touch $@
+	@$(call timed,install,set -e; \
+		$(PYTHON) -c 'import sys; assert sys.version_info >= (3$(comma) 11)$(comma) "Python 3.11+ is required: " + sys.version'; \
+		test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); \
+		$(BIN)/python -m pip install --quiet --upgrade pip; \
+		$(BIN)/python -m pip install --quiet -e ".[cdk$(comma)local$(comma)dev]"; \
+		rm -f $(VENV)/.installed-* && touch $@)
 
 ## Run the example flow on a local mesh (moto + ESM emulators + gateway), live progress, final result.
 ## DEMO_ARGS passes options to `asya demo`, e.g. make demo DEMO_ARGS="--port 9000 --flow documents".
@@ -45,8 +53,16 @@ demo-flow: install
 ## (tests/e2e/artifact: one synth and one artifact mesh, 16 interpreters) on its own, so its pollers do not load the
 ## other tiers' timing.
 test: install chromium lint
-	$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadgroup $(PYTEST_ARGS) --ignore=tests/e2e/artifact tests
-	$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(PYTEST_ARGS) tests/e2e/artifact
+	@$(call timed,pytest,$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope $(DURATIONS) $(PYTEST_ARGS) \
+		--ignore=tests/e2e/artifact tests)
+	@$(call timed,artifact suite,$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(DURATIONS) $(PYTEST_ARGS) \
+		tests/e2e/artifact)
+
+## Line and branch coverage of the pytest phase of `make test` (not the artifact suite, whose code runs in child
+## interpreters): the total, and per file the lines and branches not run -> terminal, .coverage.
+coverage: install chromium
+	@$(call timed,pytest with coverage,$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope $(PYTEST_ARGS) \
+		--cov --cov-report=term-missing:skip-covered --ignore=tests/e2e/artifact tests)
 
 ## The artifact suite against a throwaway deployment in a real account (docs/deploy.md, "The real-AWS run"): AWS
 ## credentials and a region needed; without them it prints why and exits 0. Cleans up after itself.
@@ -57,9 +73,8 @@ e2e-aws: install
 	fi
 
 lint: install
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
-	$(BIN)/mypy $(PACKAGES) cdk/app.py bench chaos
+	@$(call timed,lint,$(BIN)/ruff check . && $(BIN)/ruff format --check .)
+	@$(call timed,mypy,$(BIN)/mypy $(PACKAGES) cdk/app.py bench chaos)
 
 format: install
 	$(BIN)/ruff format .
@@ -98,4 +113,4 @@ chaos: install
 	$(BIN)/python -m chaos --budget 900
 
 clean:
-	rm -rf cdk.out .cdk.staging .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results
+	rm -rf cdk.out .cdk.staging .asya/cdk-out .coverage .pytest_cache .mypy_cache .ruff_cache .hypothesis bench/results

@@ -97,7 +97,8 @@ def _wru(results: Mapping[str, Any]) -> str | None:
     text += f" ({parts}). " if parts else ". "
     return text + (
         "The budget counts the create's task item and its `by_created` entry (2), the body (1), one claim per "
-        "actor (3) and x-sink's terminal update and result item (2); more means an item passed 1 KB or a write "
+        "actor (3) and x-sink's terminal update (1; a result too large for the task item is read from its checkpoint "
+        "line, not written again); more means an item passed 1 KB or a write "
         "the budget leaves out (FLY values, progress `detailed`, a retry) happened."
     )
 

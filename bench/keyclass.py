@@ -7,8 +7,8 @@ every call with the class of key it hits rather than the key itself:
   ``table:IDEMP#{hash}/IDEMP``...) and, for a write, every index partition it writes (:func:`index_classes`):
   ``by_created:TASKS#{day}#{shard}`` (the created-index shard), ``by_outcome:OUTCOME#{status}#{day}#{shard}`` (the
   outcome shard), ``long_deadlines:LONGDL#{shard}`` (the long-deadline shard); a query names the index it reads;
-- S3: ``s3:{prefix template}`` (``s3:succeeded/{day}/``, ``s3:history/{flow}/{day}/``...), ids, days and numbers
-  replaced by placeholders;
+- S3: ``s3:{prefix template}`` (``s3:succeeded/{shard}/{day}/``, ``s3:history/{shard}/{day}/``...), ids, days and
+  numbers replaced by placeholders, and the shard of a sharded prefix (GW-DATA-9) by ``{shard}``;
 - SQS: ``queue:{actor}`` (the namespace prefix dropped; ``queue:x-deadline`` is the timer queue).
 """
 
@@ -33,6 +33,9 @@ _INDEX_TEMPLATES: Final = {
 }
 _INDEX_BY_NAME: Final = {gsi.name: gsi.partition_key for gsi in tableschema.GSIS}
 _STATUS: Final = re.compile(r"OUTCOME#[a-z]+#")
+_SHARDED: Final = re.compile(
+    rf"^({'|'.join(re.escape(p) for p in tableschema.SHARDED_PREFIXES)})[{''.join(tableschema.KEY_SHARDS)}]/"
+)
 
 
 def key_template(value: str) -> str:
@@ -73,7 +76,7 @@ def index_classes(operation: str, params: Mapping[str, Any]) -> tuple[str, ...]:
 def s3_prefix(key: str) -> str:
     """The prefix template of an S3 key: its directory part, templated."""
     directory = key.rsplit("/", 1)[0] + "/" if "/" in key else ""
-    return key_template(directory)
+    return key_template(_SHARDED.sub(r"\1{shard}/", directory))
 
 
 def sqs_queue(queue_url: str, namespace: str) -> str:

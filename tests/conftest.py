@@ -18,8 +18,9 @@ import boto3
 import pytest
 
 from asya.manifest import Manifest, load_manifest
-from asya_local.provision import MeshResources, provision
+from asya_local.provision import MeshResources
 from asya_local.serving import UvicornThread
+from tests.sharedmoto import SharedMoto
 
 REPO = Path(__file__).resolve().parent.parent
 REGION = "us-east-1"
@@ -66,13 +67,26 @@ class AwsClients:
     s3: Any
 
 
-@pytest.fixture
-def aws(aws_env: None) -> Iterator[AwsClients]:
-    """In-process moto with one set of clients."""
-    from moto import mock_aws
+@pytest.fixture(scope="session")
+def _shared_moto() -> Iterator[SharedMoto]:
+    """This worker's moto: its boto3 session and the example mesh provisioned in it (``tests/sharedmoto.py``)."""
+    shared = SharedMoto(region=REGION)
+    yield shared
+    shared.close()
 
-    with mock_aws():
-        session = boto3.Session(region_name=REGION)
+
+@pytest.fixture
+def _mesh_kept(_shared_moto: SharedMoto) -> SharedMoto:
+    """Asked for by ``mesh`` only: its presence among a test's fixtures tells ``aws`` to keep moto's data."""
+    return _shared_moto
+
+
+@pytest.fixture
+def aws(aws_env: None, _shared_moto: SharedMoto, request: pytest.FixtureRequest) -> Iterator[AwsClients]:
+    """In-process moto with one set of clients, new for each test. Under ``mesh`` moto keeps the worker's mesh
+    (reset by ``mesh``); otherwise it starts empty, as ``with mock_aws():`` does."""
+    with _shared_moto.mocked(keep="_mesh_kept" in request.fixturenames):
+        session = _shared_moto.boto3_session()
         yield AwsClients(
             session=session,
             sqs=session.client("sqs"),
@@ -107,16 +121,18 @@ class Mesh:
 
 
 @pytest.fixture
-def mesh(aws: AwsClients, example_manifest: Manifest) -> Mesh:
-    """The example mesh's queues, DLQs, table and bucket, created in moto."""
-    resources = provision(example_manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, region=REGION)
+def mesh(aws: AwsClients, example_manifest: Manifest, _mesh_kept: SharedMoto) -> Mesh:
+    """The example mesh's queues, DLQs, table and bucket in moto: provisioned once per worker, and before each test
+    returned to that state (no message, item or object; see ``tests/sharedmoto.py``)."""
+    resources = _mesh_kept.reset_mesh(example_manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
     return Mesh(manifest=example_manifest, resources=resources, aws=aws)
 
 
 @pytest.fixture
 def serve_asgi() -> Iterator[Any]:
     """``serve(app) -> base_url``: runs an ASGI app with uvicorn in a thread on 127.0.0.1 (a free port) until the
-    test ends, so tests can talk real HTTP (and read streamed responses as they are written) with ``httpx``."""
+    test ends, so tests can talk real HTTP (and read streamed responses as they are written) with ``httpx``. A test
+    that reads whole responses calls the app in-process instead (``tests.asgi.asgi_client``: no server to start)."""
     servers: list[UvicornThread] = []
 
     def serve(app: Any) -> str:

@@ -37,6 +37,7 @@ role is not created and its cdk-nag acknowledgment is not added.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -52,6 +53,7 @@ from constructs import Construct
 from asya import publicroutes
 from asya.envnames import ENV
 from asya.manifest import GatewayAuth, GatewayEdge
+from asya.overload import DEFAULT_RETRY_AFTER_SECONDS
 from asya_cdk.edgeauth import EDGE_MODES, EdgeAuth, attach_domain, attach_waf, check_edge, reporter_secret
 from asya_cdk.errors import DeploymentError
 from asya_cdk.nag import acknowledge
@@ -228,6 +230,8 @@ class Gateway(Construct):
                 tracing_enabled=tracing,
             ),
         )
+        # the gateway's own Retry-After (a declared capacity sets it, docs/capacity.md), else the default
+        self._add_overload_responses(int(environment.get(ENV.retry_after) or DEFAULT_RETRY_AFTER_SECONDS))
         integration, streaming = (
             apigw.LambdaIntegration(
                 function,
@@ -284,6 +288,25 @@ class Gateway(Construct):
             attach_waf(self, self._api.deployment_stage, edge.waf_web_acl_arn)
         self._domain = attach_domain(self._api, edge)
         self._acknowledge_api_findings(auth, waf=edge.waf_web_acl_arn is not None)
+
+    def _add_overload_responses(self, retry_after_seconds: int) -> None:
+        """GW-OVL-6: API Gateway's own refusals under load say so. Its stage throttle answers 429, and a gateway
+        function it could not invoke (a Lambda throttle, a full account) or any other 5xx of its own answers 503,
+        both with ``Retry-After`` and the gateway's error shape, so a client tells overload from a bug."""
+        retry_after = f"'{retry_after_seconds}'"
+        for id_, kind, status, why in (
+            ("Throttled", apigw.ResponseType.THROTTLED, "429", "API Gateway throttled the request"),
+            ("IntegrationFailure", apigw.ResponseType.INTEGRATION_FAILURE, "503", "the gateway could not be invoked"),
+            ("Default5xx", apigw.ResponseType.DEFAULT_5_XX, "503", "the gateway did not answer"),
+        ):
+            message = f"the mesh is overloaded ({why}); retry after {retry_after_seconds} s"
+            self._api.add_gateway_response(
+                f"Overload{id_}",
+                type=kind,
+                status_code=status,
+                response_headers={"Retry-After": retry_after},
+                templates={"application/json": json.dumps({"error": message})},
+            )
 
     def _guard(self, auth: GatewayAuth) -> dict[str, Any]:
         """The authorization of every non-public method (module docstring)."""

@@ -8,6 +8,8 @@ backstop alarms of :mod:`asya_cdk.observability`:
   failures included) above :data:`API_5XX_RATE` in :data:`FUNCTION_ALARM_MINUTES` of :data:`EVALUATION_MINUTES`.
 - ``TableThrottles``: the task table's ``ReadThrottleEvents`` plus ``WriteThrottleEvents`` above zero in
   :data:`FUNCTION_ALARM_MINUTES` of :data:`EVALUATION_MINUTES` minutes.
+- the mesh-level limit alarms of :mod:`asya_cdk.limit_alarms` (429/503 answers, index throttles, timed-out tasks,
+  failed records of partial batch responses);
 - ``TimerAgeAlarm``: the timer queue's oldest message older than :data:`TIMER_AGE_ALARM_SECONDS` for 5 minutes (a
   timer may wait up to 900 s by design, so its threshold is the actors' plus 900 s).
 
@@ -31,8 +33,10 @@ from constructs import Construct
 
 from asya import naming
 from asya_cdk.actor import AGE_ALARM_SECONDS, Actor
+from asya_cdk.alarmshape import threshold_alarm
 from asya_cdk.backstop import Backstop
 from asya_cdk.gateway import Gateway
+from asya_cdk.limit_alarms import LimitAlarms
 
 __all__ = [
     "API_5XX_RATE",
@@ -53,31 +57,6 @@ API_5XX_RATE: Final = 0.05
 TIMER_AGE_ALARM_SECONDS: Final = 900 + AGE_ALARM_SECONDS
 _PERIOD: Final = Duration.minutes(1)
 _AGE_MINUTES: Final = 5
-
-
-def threshold_alarm(
-    scope: Construct,
-    id: str,
-    *,
-    description: str,
-    metric: cloudwatch.IMetric,
-    minutes: int,
-    of_minutes: int,
-    threshold: float = 0,
-) -> cloudwatch.Alarm:
-    """An alarm raised when ``metric`` is above ``threshold`` in ``minutes`` of the last ``of_minutes`` periods.
-    Missing data is not breaching: an idle mesh publishes no datapoints for an empty queue or an unused function."""
-    return cloudwatch.Alarm(
-        scope,
-        id,
-        alarm_description=description,
-        metric=metric,
-        threshold=threshold,
-        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluation_periods=of_minutes,
-        datapoints_to_alarm=minutes,
-        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-    )
 
 
 def function_alarm(scope: Construct, id: str, function: lambda_.IFunction, label: str) -> cloudwatch.Alarm:
@@ -178,6 +157,7 @@ class OperatorAlarms(Construct):
             minutes=FUNCTION_ALARM_MINUTES,
             of_minutes=EVALUATION_MINUTES,
         )
+        self._limits = LimitAlarms(self, "Limits", namespace=namespace, gateway=gateway)
         timer_queue = naming.queue_name(namespace, naming.DEADLINE)
         self._timer_age = threshold_alarm(
             self,
@@ -218,4 +198,9 @@ class OperatorAlarms(Construct):
     @property
     def alarms(self) -> list[cloudwatch.Alarm]:
         """Every alarm of this construct."""
-        return [*self._functions.values(), self._api, self._table, self._timer_age]
+        return [*self._functions.values(), self._api, self._table, self._timer_age, *self._limits.alarms.values()]
+
+    @property
+    def limit_alarms(self) -> Mapping[str, cloudwatch.Alarm]:
+        """The mesh-level limit alarms (``asya_cdk.limit_alarms``) by name."""
+        return self._limits.alarms

@@ -2,7 +2,8 @@
 GW-DATA-7).
 
 - One object per crew invocation and per (``phase``, UTC date of ``status.updated_at``, now when absent or
-  unparseable) among its records: key ``{phase}/{YYYY-MM-DD}/{uuid4}.jsonl``, ``phase`` in ``succeeded``/``failed``.
+  unparseable) among its records: key ``{phase}/{shard}/{YYYY-MM-DD}/{uuid4}.jsonl`` (``shard``: GW-DATA-9),
+  ``phase`` in ``succeeded``/``failed``.
   The last part is a fresh UUID4 per object, never an id from the envelope, so no id can steer a key (P-CKPT-2).
 - Body: one line per envelope, in record order, each the whole envelope as compact JSON (the caller passes it with its
   payload rehydrated, P-LARGE-4), ``Content-Type: application/x-ndjson``; the bucket's default encryption applies
@@ -26,7 +27,7 @@ GW-DATA-7).
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
 
@@ -59,10 +60,12 @@ class CheckpointError(AsyaError):
 
 @dataclass(frozen=True, slots=True)
 class CheckpointLine:
-    """Where one envelope was checkpointed: the object key and its 1-based line (P-CKPT-4)."""
+    """Where one envelope was checkpointed: the object key and its 1-based line (P-CKPT-4) and, once written, the
+    line's bytes in the object as ``(offset, length)``, newline excluded: one ranged GET reads it back (GW-DATA-10)."""
 
     key: str
     line: int
+    span: tuple[int, int] | None = field(default=None, compare=False)
 
     def header(self) -> dict[str, Any]:
         """The ``x-asya-checkpointed`` header value (P-SINK-5 (e))."""
@@ -141,12 +144,17 @@ class CheckpointWriter(JsonlWriter[str]):
                 gap = CheckpointError(f"checkpoint {key}: the planned lines are not 1..{len(members)} in record order")
                 out.update((entry.ref, gap) for entry in members)
                 continue
+            texts = [checkpoint_text(entry.envelope) for entry in members]
             try:
-                self._put(self._bucket, key, [checkpoint_text(entry.envelope) for entry in members])
+                self._put(self._bucket, key, texts)
             except CheckpointError as exc:
                 out.update((entry.ref, exc) for entry in members)
                 continue
-            out.update((entry.ref, CheckpointLine(key, line)) for line, entry in enumerate(members, start=1))
+            offset = 0
+            for number, (entry, text) in enumerate(zip(members, texts, strict=True), start=1):
+                length = len(text.encode("utf-8"))
+                out[entry.ref] = CheckpointLine(key, number, (offset, length))
+                offset += length + 1  # the newline
         return out
 
 

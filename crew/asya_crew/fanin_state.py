@@ -117,9 +117,9 @@ class FanInState:
     @property
     def dynamodb(self) -> Any:
         if self._dynamodb is None:
-            import boto3
+            from asya.awsclients import ACTOR_BUDGET, aws_client
 
-            self._dynamodb = boto3.client("dynamodb")
+            self._dynamodb = aws_client("dynamodb", ACTOR_BUDGET)
         return self._dynamodb
 
     # ------------------------------------------------------------------ storing and counting

@@ -10,7 +10,8 @@ same phase and date and must be written before any final status write of its rec
 2. **checkpoint**: one PUT per (phase, date) object (``asya_crew.checkpoint``);
 3. **complete**, each record in batch order through ``asya.batch.RecordBatch``, the Powertools ``BatchProcessor``
    subclass the actor layer uses too: a record whose prepare step or checkpoint object failed fails here; otherwise
-   the subclass's :meth:`CrewRuntime._complete` runs with the record's :class:`~asya_crew.checkpoint.CheckpointLine`.
+   the subclass's :meth:`CrewRuntime._complete` runs with the record's :class:`~asya_crew.checkpoint.CheckpointLine`
+   (a record whose checkpoint S3 throttled first gets :meth:`CrewRuntime._checkpoint_overloaded`, P-SINK-8).
    A record that fails is reported in ``batchItemFailures`` (with one WARNING line naming the error) and never
    affects the others; it comes back after P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the
    queue's long visibility timeout.
@@ -41,6 +42,7 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Status, parse_envelope
 from asya.exceptions import EnvelopeParseError
 from asya.infra import parse_failure_envelope
+from asya.overload import overload_of
 from asya.payloads import PayloadStore, PayloadUnavailableError, is_reference, reference_owners
 from asya.programstore import FlowVersions, ProgramStore
 from asya.store import ChildFinish, ChildOutcome, TaskStore
@@ -162,9 +164,9 @@ class CrewRuntime:
     @property
     def s3(self) -> Any:
         if self._s3 is None:
-            import boto3
+            from asya.awsclients import ACTOR_BUDGET, aws_client
 
-            self._s3 = boto3.client("s3")
+            self._s3 = aws_client("s3", ACTOR_BUDGET)
         return self._s3
 
     def _now(self) -> str:
@@ -191,9 +193,13 @@ class CrewRuntime:
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; ``{"batchItemFailures": [...]}`` (P-ACK-1)."""
-        return RecordBatch(_CrewBatch(self), actor=self.config.actor, transport=self._transport, logger=self._log).run(
-            event, context
-        )
+        return RecordBatch(
+            _CrewBatch(self),
+            actor=self.config.actor,
+            transport=self._transport,
+            logger=self._log,
+            metrics_namespace=self.config.namespace,
+        ).run(event, context)
 
     def _prepare(self, record: SQSRecord) -> Parsed | Unparsed:
         body = record.body or ""
@@ -297,6 +303,10 @@ class CrewRuntime:
         """Everything after the checkpoint; raising fails the record."""
         raise NotImplementedError
 
+    def _checkpoint_overloaded(self, record: SQSRecord, prepared: Parsed) -> None:
+        """The record's checkpoint PUT was throttled or S3 was unavailable; the record fails after this and comes
+        back for its checkpoint. A subclass may write what must not wait for it (x-sink: P-SINK-8)."""
+
 
 def failure_message(envelope: Envelope) -> str:
     """A failed envelope's error message: ``status.error.message``, else the error payload's ``error``."""
@@ -343,6 +353,8 @@ class _CrewBatch:
             raise outcome
         line = self.written.get(record.message_id)
         if isinstance(line, CheckpointError):
+            if isinstance(outcome, Parsed) and overload_of(line) is not None:
+                self.runtime._checkpoint_overloaded(record, outcome)
             raise line
         runtime = self.runtime
         if runtime._trace is not None:

@@ -18,11 +18,13 @@ Per record, after parsing (a body that does not parse goes to x-sump as ``ParseE
   JSON Lines object for its phase and date (``asya_crew.checkpoint``), written before any status write; a failed PUT
   fails every record of that object; (c) unless ``parent_id`` is set or the envelope is in stealth mode, the final
   status of ``x-asya-origin-id`` (else ``id``) with ``checkpoint_key``, ``checkpoint_line`` and ``writer_id`` = the
-  record's SQS message id; an unknown task is a no-op, a stale write is fine (it attaches the checkpoint to a terminal
-  task that has none, P-STAT-2), a write error fails the record; (d) one copy per ``ASYA_SINK_HOOKS`` actor for a
-  root envelope (P-SINK-6), each sent even when another fails; (e) phase ``failed``: the envelope to x-sump with header
-  ``x-asya-checkpointed = {"key", "line"}``, so x-sump does not checkpoint it again (P-SUMP-4); (f) ack once every
-  send succeeded.
+  record's SQS message id, and for a succeeded one the line's bytes (``result_span``): a result too large for the
+  task item is read from the line, not written to a result item (GW-DATA-10), unless ``ASYA_RESULT_IN_CHECKPOINT``
+  is ``false`` or the line is over 4 MiB; an unknown task is a no-op, a stale write is fine (it attaches the
+  checkpoint to a terminal task that has none, P-STAT-2), a write error fails the record; (d) one copy per
+  ``ASYA_SINK_HOOKS`` actor for a root envelope (P-SINK-6), each sent even when another fails; (e) phase ``failed``:
+  the envelope to x-sump with header ``x-asya-checkpointed = {"key", "line"}``, so x-sump does not checkpoint it
+  again (P-SUMP-4); (f) ack once every send succeeded.
 
 Payload references (``__ref__``, P-LARGE-4) are read back before (b) and (c): the checkpoint and the task's result hold
 the payload itself (and ``payload.original_payload`` of a failed envelope); hooks and x-sump get the envelope as it
@@ -44,6 +46,7 @@ from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError
 from asya.store import ChildOutcome
+from asya.store.records import VIEW_INLINE_LIMIT
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed, failure_message
 
@@ -95,6 +98,39 @@ class SinkRuntime(CrewRuntime):
             return
         self._finish(record.message_id, prepared, checkpoint, context)
 
+    def _checkpoint_overloaded(self, record: SQSRecord, prepared: Parsed) -> None:
+        """P-SINK-8: S3 throttled the checkpoint of a finished root task. Its success is written now, without a
+        checkpoint, so the task never waits in ``running`` for a deadline while the record retries its PUT (or sits in
+        the DLQ); the delivery whose PUT goes through attaches the checkpoint. Best effort: the record fails anyway."""
+        envelope = prepared.envelope
+        headers = envelope.headers
+        if (
+            prepared.phase != Phase.SUCCEEDED.value
+            or envelope.parent_id
+            or hdr.is_stealth(headers)
+            or hdr.is_hook_copy(headers)
+            or hdr.FAN_IN in headers
+        ):
+            return
+        hydrated = prepared.hydrated or envelope
+        status = hydrated.status or Status()
+        try:
+            self._store.report_final(
+                _task_id(envelope),
+                status="succeeded",
+                result=hydrated.payload,
+                envelope_id=envelope.id,
+                created_at=status.created_at,
+                writer_id=record.message_id,
+            )
+        except Exception as exc:  # the record fails and comes back either way
+            self._log.warning("final status not written ahead of the checkpoint: %s", exc)
+            return
+        self._log.warning(
+            "checkpoint throttled: task ended succeeded, its checkpoint follows on a redelivery",
+            extra={"correlation_id": envelope.id},
+        )
+
     def _finish(self, writer_id: str, prepared: Parsed, checkpoint: CheckpointLine, context: Mapping[str, Any]) -> None:
         envelope, phase = prepared.envelope, prepared.phase
         hydrated = prepared.hydrated or envelope
@@ -121,12 +157,21 @@ class SinkRuntime(CrewRuntime):
                 result=envelope.payload,
                 checkpoint_key=checkpoint.key,
                 checkpoint_line=checkpoint.line,
+                result_span=self._result_span(checkpoint),
                 envelope_id=envelope.id,
                 created_at=status.created_at,
                 writer_id=writer_id,
             )
             return
         self._report_failed(task_id, envelope, checkpoint, writer_id)
+
+    def _result_span(self, checkpoint: CheckpointLine) -> tuple[int, int] | None:
+        """The checkpoint line's bytes when the task's result may be read from there (GW-DATA-10): the checkpoints
+        outlive the task record, and the line is no larger than a view reads inline; else ``None``, a result item."""
+        span = checkpoint.span
+        if not self.config.result_in_checkpoint or span is None or span[1] > VIEW_INLINE_LIMIT:
+            return None
+        return span
 
     def _finish_canceled_child(self, writer_id: str, envelope: Envelope, context: Mapping[str, Any]) -> None:
         """A fan-out child stopped by its task's cancel ends here: its item reads ``canceled`` at the actor it stopped

@@ -127,6 +127,28 @@ class SumpRuntime(CrewRuntime):
         status = envelope.status
         self._metric(status.actor if status is not None and status.actor else "unknown", reason or "None")
 
+    def _checkpoint_overloaded(self, record: SQSRecord, prepared: Parsed) -> None:
+        """P-SINK-8 for x-sump: S3 throttled the checkpoint of an infrastructure error whose task only x-sump can fail
+        (P-SUMP-6): ``failed`` is written now, without a checkpoint, so the task never waits for its deadline
+        while the record retries its PUT; the delivery whose PUT goes through attaches the line. Best effort."""
+        envelope = prepared.envelope
+        headers = envelope.headers
+        if (
+            prepared.phase != Phase.FAILED.value
+            or hdr.CHECKPOINTED in headers
+            or hdr.FAN_IN in headers
+            or hdr.is_hook_copy(headers)
+            or _reason(envelope) == _PARTIAL_FAILURE
+            or envelope.parent_id
+            or hdr.is_stealth(headers)
+            or not routing.sump_writes_final(envelope)
+        ):
+            return
+        try:
+            self._fail_task(envelope, None, writer_id=record.message_id)
+        except Exception as exc:  # the record fails and comes back either way
+            self._log.warning("failed status not written ahead of the checkpoint: %s", exc)
+
     def _attach(self, envelope: Envelope, checkpoint: CheckpointLine, *, writer_id: str) -> None:
         """P-STAT-2: the task the layer failed (or is about to fail) for this infrastructure error points at the
         line; when the layer could not fail it (P-SUMP-6), the final ``failed`` status and the line are one
@@ -139,7 +161,7 @@ class SumpRuntime(CrewRuntime):
         if not self._store.attach_checkpoint(envelope.id, key=checkpoint.key, line=checkpoint.line):
             self._log.debug("task unknown or already checkpointed: not attached", extra={"correlation_id": envelope.id})
 
-    def _fail_task(self, envelope: Envelope, checkpoint: CheckpointLine, *, writer_id: str) -> None:
+    def _fail_task(self, envelope: Envelope, checkpoint: CheckpointLine | None, *, writer_id: str) -> None:
         status = envelope.status
         assert status is not None and status.error is not None  # sump_writes_final read them
         error = {k: v for k, v in status.error.items() if k in ("message", "type")}
@@ -149,8 +171,8 @@ class SumpRuntime(CrewRuntime):
             error=str(error.get("message", "infrastructure error")),
             error_details=error,
             failed_actor=status.actor,
-            checkpoint_key=checkpoint.key,
-            checkpoint_line=checkpoint.line,
+            checkpoint_key=None if checkpoint is None else checkpoint.key,
+            checkpoint_line=None if checkpoint is None else checkpoint.line,
             envelope_id=envelope.id,
             created_at=status.created_at,
             writer_id=writer_id,

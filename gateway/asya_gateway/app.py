@@ -29,6 +29,7 @@ from starlette.middleware.cors import CORSMiddleware
 from starlette.routing import Mount, Route
 
 from asya import naming
+from asya.awsclients import GATEWAY_BUDGET
 from asya.manifest import Manifest, load_manifest
 from asya.payloads import PayloadStore
 from asya.programstore import ProgramStore
@@ -36,6 +37,7 @@ from asya.store import TaskStore
 from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
 from asya_gateway.a2a import CARD_PATHS, a2a_endpoint, agent_card
+from asya_gateway.admission import Admission
 from asya_gateway.auth import AuthMiddleware, build_authenticator, build_reporter_authenticator
 from asya_gateway.bodytimeout import BodyTimeoutMiddleware
 from asya_gateway.config import GatewayConfig
@@ -115,18 +117,25 @@ def create_app(
             s3=s3,
             clock=clock,
             index_shards=config.index_shards,
+            budget=GATEWAY_BUDGET,
         )
-    payloads = PayloadStore(bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3)
+    payloads = PayloadStore(
+        bucket=bucket, threshold_kb=manifest.storage.offload_threshold_kb, s3=s3, budget=GATEWAY_BUDGET
+    )
     if transport is None:
         # large payloads travel as S3 references (P-LARGE-2), like every other sender's
         transport = Transport(
-            namespace=manifest.namespace, sqs=sqs, encoder=payloads.encode, account_id=config.account_id
+            namespace=manifest.namespace,
+            sqs=sqs,
+            encoder=payloads.encode,
+            account_id=config.account_id,
+            budget=GATEWAY_BUDGET,
         )
     if timers is None:
         timers = DeadlineTimers(namespace=manifest.namespace, sqs=sqs, account_id=config.account_id, clock=clock)
     authenticator = build_authenticator(manifest.gateway.auth, config, secretsmanager=secretsmanager)
     middleware = [
-        Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda),
+        Middleware(RequestIdMiddleware, trust_request_context=config.in_lambda, retry_after=config.retry_after_seconds),
         # API Gateway bounds the head in AWS; locally the app does, with the same limit (GW-GEN-10)
         Middleware(HeaderLimitMiddleware, limit=None if config.in_lambda else MAX_HEAD_BYTES),
         Middleware(BodyTimeoutMiddleware, timeout=config.body_read_timeout),
@@ -150,7 +159,7 @@ def create_app(
                     "Mcp-Name",
                 ],
                 # a browser MCP client must read the session id initialize answers
-                expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id"],
+                expose_headers=["Location", "X-Request-Id", "Mcp-Session-Id", "Retry-After"],
             )
         )
     reporter = build_reporter_authenticator(config, secretsmanager=secretsmanager)
@@ -171,6 +180,11 @@ def create_app(
         payloads=payloads,
         cloudwatch=cloudwatch,
         programs=ProgramStore(bucket=bucket, s3=s3),
+        admission=(
+            Admission(transport, config.admission_drain_rates, retry_after=config.retry_after_seconds)
+            if config.admission_drain_rates
+            else None
+        ),
     )
     return app
 

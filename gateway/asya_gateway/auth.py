@@ -112,6 +112,10 @@ class SecretsManagerKeys:
             if self._provider is None:
                 from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
+                if self._client is None:
+                    from asya.awsclients import GATEWAY_BUDGET, aws_client
+
+                    self._client = aws_client("secretsmanager", GATEWAY_BUDGET)
                 self._provider = SecretsProvider(boto3_client=self._client)
             secret = self._provider.get(self._secret_id, max_age=self._max_age)
         if not isinstance(secret, str):

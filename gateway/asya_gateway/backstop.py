@@ -38,6 +38,7 @@ from typing import Any, Final, Literal
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import BotoCoreError, ClientError
 
+from asya.awsclients import BACKSTOP_BUDGET
 from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
 from asya.store import StoreError, TaskStore
@@ -321,8 +322,8 @@ def lambda_handler(event: Any, context: Any) -> dict[str, Any]:
         config = GatewayConfig.from_env()
         manifest = load_manifest(config.manifest_path)
         _BACKSTOP = Backstop(
-            TaskStore(table=config.table or manifest.table_name),
+            TaskStore(table=config.table or manifest.table_name, budget=BACKSTOP_BUDGET),
             namespace=manifest.namespace,
-            timers=DeadlineTimers(namespace=manifest.namespace, account_id=config.account_id),
+            timers=DeadlineTimers(namespace=manifest.namespace, account_id=config.account_id, budget=BACKSTOP_BUDGET),
         )
     return _BACKSTOP.handle(event, context)

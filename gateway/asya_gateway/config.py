@@ -16,6 +16,11 @@ Environment variables:
 | ``ASYA_ACCOUNT_ID`` | AWS account of the queues: queue URLs built without ``GetQueueUrl`` (GW-CREATE-7) | unset |
 | ``ASYA_SSE_MAX_SECONDS`` | longest SSE response before the server ends it (GW-SSE-9) | ``840`` |
 | ``ASYA_BODY_READ_TIMEOUT`` | longest wait for the next part of a request body, then 400 (GW-GEN-5) | ``5`` |
+| ``ASYA_RETRY_AFTER_SECONDS`` | the ``Retry-After`` of a 429/503 answered for AWS throttling or unavailability
+  (GW-OVL-2), whole seconds 1..3600 | ``2`` |
+| ``ASYA_ADMISSION_DRAIN_RATES`` | admission (GW-OVL-7): a JSON object of actor name -> tasks per second its queue
+  drains; a create for a flow whose first actor is listed is refused 429 while that actor's backlog would outlast
+  half the task's timeout | unset (no admission check) |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
 The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
@@ -27,12 +32,16 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from asya.config import ENV, ConfigError, positive_number
+from asya.overload import DEFAULT_RETRY_AFTER_SECONDS
 
-__all__ = ["GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
+__all__ = ["DEFAULT_RETRY_AFTER_SECONDS", "GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
+
+
+_RETRY_AFTER_MAX: Final = 3600
 
 
 class GatewayConfigError(ConfigError):
@@ -51,6 +60,8 @@ class _EnvNames:
     account_id: str = "ASYA_ACCOUNT_ID"
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
     index_shards: str = ENV.index_shards
+    retry_after_seconds: str = ENV.retry_after
+    admission_drain_rates: str = "ASYA_ADMISSION_DRAIN_RATES"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
@@ -90,6 +101,11 @@ class GatewayConfig:
     body_read_timeout: float = 5.0
     #: partitions per day of the created index this gateway writes and lists (docs/capacity.md); at least 8
     index_shards: int = 8
+    #: GW-OVL-2: the ``Retry-After`` (seconds) of an overload answer; the default until the deployment derives it
+    #: from the manifest's declared capacity.
+    retry_after_seconds: int = DEFAULT_RETRY_AFTER_SECONDS
+    #: GW-OVL-7: tasks per second each listed actor's queue drains (empty: no admission check)
+    admission_drain_rates: Mapping[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -115,6 +131,8 @@ class GatewayConfig:
                 source, GATEWAY_ENV.body_read_timeout, 5.0, unit="a number of seconds", error=GatewayConfigError
             ),
             index_shards=_index_shards(source.get(GATEWAY_ENV.index_shards, "")),
+            retry_after_seconds=_retry_after(source.get(GATEWAY_ENV.retry_after_seconds)),
+            admission_drain_rates=_drain_rates(source.get(GATEWAY_ENV.admission_drain_rates)),
         )
 
 
@@ -148,3 +166,38 @@ def _api_keys(raw: str, name: str = GATEWAY_ENV.api_keys) -> tuple[str, ...]:
     if keys is not None:
         return keys
     return tuple(key.strip() for key in raw.split(",") if key.strip())
+
+
+def _retry_after(raw: str | None) -> int:
+    if raw is None or not raw.strip():
+        return DEFAULT_RETRY_AFTER_SECONDS
+    name = GATEWAY_ENV.retry_after_seconds
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise GatewayConfigError(
+            f"environment variable {name} must be a whole number of seconds, got {raw!r}"
+        ) from None
+    if not 1 <= value <= _RETRY_AFTER_MAX:
+        raise GatewayConfigError(f"environment variable {name} must be 1..{_RETRY_AFTER_MAX}, got {raw!r}")
+    return value
+
+
+def _drain_rates(raw: str | None) -> dict[str, float]:
+    if raw is None or not raw.strip():
+        return {}
+    name = GATEWAY_ENV.admission_drain_rates
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        raise GatewayConfigError(f"environment variable {name} must be a JSON object, got {raw!r}") from None
+    if not isinstance(parsed, dict):
+        raise GatewayConfigError(f"environment variable {name} must be a JSON object, got {raw!r}")
+    rates: dict[str, float] = {}
+    for actor, rate in parsed.items():
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not rate > 0:
+            raise GatewayConfigError(
+                f"environment variable {name}: {actor} must be a number of tasks/s > 0, got {rate!r}"
+            )
+        rates[str(actor)] = float(rate)
+    return rates

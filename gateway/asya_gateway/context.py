@@ -22,6 +22,7 @@ from asya.programstore import ProgramStore
 from asya.store import TaskStore
 from asya.timeutil import Clock
 from asya.transport import Transport
+from asya_gateway.admission import Admission
 from asya_gateway.config import GatewayConfig
 from asya_gateway.sse import SseSettings
 from asya_gateway.timers import DeadlineTimers
@@ -49,6 +50,8 @@ class GatewayContext:
     draining: threading.Event = field(default_factory=threading.Event)
     #: Keeps every flow program a task starts with (P-FLOWV-3); ``None``: nothing is kept (no bucket).
     programs: ProgramStore | None = None
+    #: GW-OVL-7: refuses creates behind a backlog their deadline cannot wait out (``None``: no drain rates configured)
+    admission: Admission | None = None
 
     @property
     def sse_settings(self) -> SseSettings:

@@ -12,14 +12,22 @@ armed for a task whose first send then fails finds the task failed (or deleted) 
 
 For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
-is answered 400. They run in a worker thread, bounded like any continuation (P-FLOW-21: value sizes, and a time
-budget of ``asya.flows.interp.TIME_BUDGET_SECONDS``), so an expensive start never holds the event loop. The program
-is kept by its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put that fails answers 503 with
+is answered 400. Any construct may come first (P-FLOW-30): the create then sends a fan-out's slices (children first,
+the task's own slice 0 to the flow's aggregator last), the envelope to x-pause, or the finished task to x-sink.
+They run in a worker thread, bounded like any continuation (P-FLOW-21: value sizes, and a time budget of
+``asya.flows.interp.TIME_BUDGET_SECONDS``), so an expensive start never holds the event loop. The program is kept by
+its digest in the bucket first (P-FLOWV-3, ``asya.programstore``): a put that fails answers 503 with
 ``Retry-After`` and creates nothing, so no task starts on a program that is not kept.
 
 A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-8); any other send failure marks
 the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
 dispatch message`` (an :class:`HttpError` whose ``reason`` MCP and A2A report).
+
+A timer or send refused by AWS throttling or unavailability (GW-OVL-4) is not a failed task: nothing has started,
+so the record is deleted again and the request answered 429/503 with ``Retry-After`` (:class:`OverloadError`), and a
+retry creates the task afresh. When the delete fails too, the task stays ``pending`` (``OverloadError.kept``): a
+retry with the same ``Idempotency-Key`` resumes it (sends what is missing), and its deadline timer, when it was
+armed, ends it otherwise. A resumed creation (``resume=True``) never deletes: the task is the first request's.
 """
 
 from __future__ import annotations
@@ -35,13 +43,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from asya import headers as hdr
 from asya.envelope import Envelope, Route, Status
 from asya.exceptions import SerializationError
-from asya.flows import Program, start
+from asya.flows import STATE_HEADER, FlowError, FlowState, Program, start
 from asya.programstore import ProgramStoreError
+from asya.routing import Outgoing
 from asya.store import StatusUpdate
 from asya.timeutil import format_ts
 from asya.transport import TransportError, UnknownActorError
 from asya_gateway.context import GatewayContext
-from asya_gateway.errors import HttpError
+from asya_gateway.errors import HttpError, OverloadError, overload_error
 from asya_gateway.principal import owner_of_new_task, require_flow_scopes
 from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
@@ -94,6 +103,8 @@ async def start_task(
     headers = _envelope_headers(ctx, target, create, traceparent=traceparent, tracestate=tracestate)
     headers.update(start_headers or {})
     headers.update(extra_headers or {})
+    if start_at is not None and STATE_HEADER in headers:
+        headers[STATE_HEADER] = _replayed_state(headers[STATE_HEADER], task_id, deadline_at)
     entry = target.route[0] if target.route else ""  # a compiled flow may start with a test (P-FLOW-5)
     route = Route(prev=[], curr=entry, next=list(target.route[1:]))
     if start_at is not None:
@@ -113,14 +124,18 @@ async def start_task(
             deadline_at=deadline_at,
         ),
     )
-    destination = entry
+    sends = [Outgoing(actor=entry, envelope=envelope)]
     program = _program(ctx, target) if start_at is None else None
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
         await _keep_program(ctx, program)
         # in a worker thread under the continuation's time budget: never on the event loop (P-FLOW-21)
-        envelope, destination = await ctx.call(_start_flow, program, envelope, format_ts(now))
-        entry = envelope.route.curr or destination
+        sends = await ctx.call(_start_flow, program, envelope, format_ts(now))
+        entry = sends[-1].envelope.route.curr or sends[-1].actor
+    destination = sends[-1].actor  # the queue the task's own envelope waits in: admission reads its depth
     if not resume:
+        if ctx.admission is not None and destination:
+            timeout = create.timeout if create.timeout is not None else target.default_timeout
+            await ctx.call(ctx.admission.check, destination, timeout)
         await ctx.call(
             ctx.store.create_task,
             task_id=task_id,
@@ -131,10 +146,25 @@ async def start_task(
             context_id=context_id,
             owner=owner_of_new_task(auth),
         )
-    if deadline_at is not None:
-        await _arm_deadline(ctx, task_id, deadline_at)
-    await _dispatch(ctx, task_id, destination, envelope)
+    try:
+        if deadline_at is not None:
+            await _arm_deadline(ctx, task_id, deadline_at)
+        for outgoing in sends:  # a fan-out's slices first, the task's own envelope (slice 0) last (P-FLOW-30)
+            await _dispatch(ctx, task_id, outgoing.actor, outgoing.envelope)
+    except OverloadError as exc:
+        if not resume:
+            exc.kept = not await _undo_create(ctx, task_id)
+        raise
     return created_answer(task_id, deadline_at)
+
+
+def _replayed_state(raw: object, task_id: str, deadline_at: str | None) -> dict[str, Any]:
+    """P-HIST-8: the recorded flow state rebound to the new task; one that does not parse creates no task (a task
+    started on it could only fail later, under an id that is not its own)."""
+    try:
+        return FlowState.from_header(raw).replayed(task_id, deadline_at).to_header()
+    except FlowError as exc:
+        raise HttpError(409, f"the step's flow state cannot be replayed: {exc}") from None
 
 
 def deadline_of(target: CreateTarget, create: CreateBody, now: datetime) -> str | None:
@@ -168,16 +198,17 @@ async def _keep_program(ctx: GatewayContext, program: Program) -> None:
         raise HttpError(503, message, headers={"Retry-After": "1"}) from None
 
 
-def _start_flow(program: Program, envelope: Envelope, now: str) -> tuple[Envelope, str]:
-    """P-FLOW-5: the envelope the compiled flow starts with and its destination; a flow error is the client's 400
-    (the payload does not fit the flow). The compiler rejects flows that could start with a fan-out or a pause."""
+def _start_flow(program: Program, envelope: Envelope, now: str) -> list[Outgoing]:
+    """P-FLOW-5: the envelopes the compiled flow starts with, the task's own last: one to the first actor, x-pause
+    or x-sink, or a fan-out's slices with slice 0 to the aggregator (P-FLOW-30). A flow error is the client's 400
+    (the payload does not fit the flow)."""
     outs = start(program, envelope, now=now)
     first = outs[-1]
     status = first.envelope.status
     if status is not None and status.phase == "failed":
         message = (status.error or {}).get("message", "flow error")
         raise HttpError(400, f"flow '{program.flow}' cannot start: {message}")
-    return first.envelope, first.actor
+    return outs
 
 
 def _envelope_headers(
@@ -204,10 +235,24 @@ def _envelope_headers(
     return headers
 
 
+async def _undo_create(ctx: GatewayContext, task_id: str) -> bool:
+    """Delete a task that an overload kept from starting (GW-OVL-4); False when the delete failed too."""
+    try:
+        await ctx.call(ctx.store.delete_task, task_id)
+    except (ClientError, BotoCoreError) as exc:
+        _log.warning("task %s kept pending: its undo after an overload failed: %s", task_id, exc)
+        return False
+    return True
+
+
 async def _arm_deadline(ctx: GatewayContext, task_id: str, deadline_at: str) -> None:
     try:
         await ctx.call(ctx.timers.arm, task_id, deadline_at)
     except TimerError as exc:
+        overload = overload_error(exc, ctx.config.retry_after_seconds)
+        if overload is not None:
+            _log.warning("deadline timer of task %s not armed (overload): %s", task_id, exc)
+            raise overload from exc
         _log.error("deadline timer of task %s not armed: %s", task_id, exc)
         update = StatusUpdate(status="failed", error=f"dispatch failed: {exc.code}", envelope_id=task_id)
         await ctx.call(ctx.store.apply_status, task_id, update)
@@ -222,6 +267,10 @@ async def _dispatch(ctx: GatewayContext, task_id: str, actor: str, envelope: Env
         message = f"actor not found: {actor}"
         raise DispatchError(404, message, reason=message, task_id=task_id) from None
     except (TransportError, SerializationError) as exc:
+        overload = overload_error(exc, ctx.config.retry_after_seconds)
+        if overload is not None:
+            _log.warning("dispatch of task %s to %s refused (overload): %s", task_id, actor, exc)
+            raise overload from exc
         code = aws_error_code(exc)
         _log.error("dispatch of task %s to %s failed: %s", task_id, actor, exc)
         update = StatusUpdate(status="failed", error=f"dispatch failed: {code}", envelope_id=task_id)

@@ -108,9 +108,9 @@ class QueueDiagnostic:
 
     def _oldest_age(self, name: str) -> int | None:
         if self._cloudwatch is None:
-            import boto3
+            from asya.awsclients import GATEWAY_BUDGET, aws_client
 
-            self._cloudwatch = boto3.client("cloudwatch")
+            self._cloudwatch = aws_client("cloudwatch", GATEWAY_BUDGET)
         now = self._clock()
         points = self._cloudwatch.get_metric_statistics(
             Namespace="AWS/SQS",

@@ -11,7 +11,10 @@ One conditional put per request that carries the header, none without it:
 - the put succeeds (no item, or an expired one): this request creates the task with the reserved id;
 - the put fails and the stored fingerprint differs: 422;
 - it fails, the fingerprint matches and the task exists: the first 201 again (same body, same ``Location``);
-- it fails, the fingerprint matches and the task does not exist yet: 409, the first request is still being created.
+- it fails, the fingerprint matches and the task does not exist yet: 409 with ``Retry-After``, the first request is
+  still being created;
+- it fails and the stored item names this request's own task id: the SDK retried a put whose first attempt wrote
+  but whose answer was lost (a read timeout), and the reservation is this request's (GW-OVL-5).
   A reservation older than :data:`ABANDONED_AFTER` without its task (the gateway died between the two writes) is
   taken over by a put conditioned on the old task id.
 
@@ -52,6 +55,8 @@ WINDOW_SECONDS: Final = 24 * 3600
 #: A reservation this old whose task does not exist was abandoned by a gateway that died mid-create.
 ABANDONED_AFTER: Final = 60
 _SK: Final = "IDEMP"
+#: Seconds a client should wait before asking again about a key whose first request is still being created.
+_IN_PROGRESS_RETRY_AFTER: Final = 2
 _KEY_LIMIT: Final = 255
 #: visible ASCII, as the draft's sf-string allows (a quoted string or a bare token)
 _KEY_CHARS: Final = re.compile(r"[\x21-\x7e]{1,255}")
@@ -84,6 +89,20 @@ class Claim:
     answer: dict[str, Any] | None = None
 
 
+def _own(old: Mapping[str, Any], item: Mapping[str, Any]) -> bool:
+    """Whether the item that refused a put is this very put's earlier write: the task id, fresh per request, is the
+    token (GW-OVL-5)."""
+    return rec.get_str(old, "task_id") == rec.get_str(item, "task_id")
+
+
+def _in_progress() -> HttpError:
+    return HttpError(
+        409,
+        f"a request with this {HEADER} is still being processed; retry later",
+        headers={"Retry-After": str(_IN_PROGRESS_RETRY_AFTER)},
+    )
+
+
 class IdempotencyKeys:
     """Keys of one caller's creates, in the task table; ``dynamodb`` is the store's client."""
 
@@ -114,7 +133,7 @@ class IdempotencyKeys:
             "ttl": rec.num_av(epoch + WINDOW_SECONDS),
         }
         old = self._put(item, "attribute_not_exists(pk) OR expires_at <= :now", {":now": rec.num_av(epoch)})
-        if old is None:
+        if old is None or _own(old, item):
             return Claim(task_id)
         if rec.get_str(old, "fingerprint") != print_:
             raise HttpError(422, f"{HEADER} was already used with another request body")
@@ -123,11 +142,11 @@ class IdempotencyKeys:
         if self._task_exists(first_id):
             return Claim(first_id, answer=stored)
         if epoch - (rec.get_int(old, "reserved_at") or 0) < ABANDONED_AFTER:
-            raise HttpError(409, f"a request with this {HEADER} is still being processed; retry later")
+            raise _in_progress()
         taken = self._put(item, "task_id = :old", {":old": rec.str_av(first_id)})
-        if taken is None:
+        if taken is None or _own(taken, item):
             return Claim(task_id)
-        raise HttpError(409, f"a request with this {HEADER} is still being processed; retry later")
+        raise _in_progress()
 
     def _put(self, item: dict[str, Any], condition: str, values: dict[str, Any]) -> dict[str, Any] | None:
         """The conditional put; ``None`` when it wrote, else the item that refused it."""

@@ -6,6 +6,10 @@ non-string ``method`` is -32600. A message without ``id`` is a notification; one
 ``result``/``error`` is a response sent by the client. :class:`RpcError` carries a code, a message and the HTTP status
 it travels with (and an optional ``data`` member); :func:`error_body` and :func:`result_body` build the wire
 objects.
+
+AWS throttling or unavailability behind a request (GW-OVL-3) is answered by :func:`overload_rpc_error`: the
+JSON-RPC error :data:`OVERLOADED` (``data``: ``retry_after`` seconds and ``reason``), sent with HTTP 429 or 503 and
+``Retry-After``, as the REST routes answer it, on MCP and on A2A alike.
 """
 
 from __future__ import annotations
@@ -18,17 +22,19 @@ from starlette.requests import Request
 
 from asya.exceptions import AsyaError
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
-from asya_gateway.errors import HttpError
+from asya_gateway.errors import HttpError, overload_error
 
 __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "OVERLOADED",
     "PARSE_ERROR",
     "RpcError",
     "RpcMessage",
     "error_body",
+    "overload_rpc_error",
     "read_message",
     "result_body",
 ]
@@ -38,13 +44,23 @@ INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
+#: GW-OVL-3: AWS throttled the request or did not answer in time (a code of JSON-RPC's implementation-defined server
+#: error range; neither MCP nor A2A defines one for overload).
+OVERLOADED: Final = -32000
 
 
 class RpcError(AsyaError):
     """A JSON-RPC error answer; ``http_status`` is the status it is sent with (200 unless the transport says so)."""
 
     def __init__(
-        self, code: int, message: str, *, http_status: int = 200, request_id: Any = None, data: Any = None
+        self,
+        code: int,
+        message: str,
+        *,
+        http_status: int = 200,
+        request_id: Any = None,
+        data: Any = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
@@ -52,6 +68,22 @@ class RpcError(AsyaError):
         self.http_status = http_status
         self.request_id = request_id
         self.data = data
+        self.headers = dict(headers or {})
+
+
+def overload_rpc_error(exc: BaseException, retry_after: int, request_id: Any = None) -> RpcError | None:
+    """The JSON-RPC answer to AWS throttling or unavailability behind ``exc`` (GW-OVL-3), else ``None``."""
+    overload = overload_error(exc, retry_after)
+    if overload is None:
+        return None
+    return RpcError(
+        OVERLOADED,
+        overload.message,
+        http_status=overload.status,
+        request_id=request_id,
+        data={"retry_after": overload.retry_after, "reason": overload.kind.value},
+        headers=overload.headers,
+    )
 
 
 @dataclass(frozen=True, slots=True)

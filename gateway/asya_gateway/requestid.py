@@ -8,9 +8,10 @@ stored in the ASGI scope (``scope["state"]["request_id"]``, i.e. ``request.state
 access line per request.
 
 An exception that escapes the app is logged with the id and answered 500 ``{"error": "internal error"}`` when the
-response has not started yet. A client that disconnects before the app answered (Starlette's ``ClientDisconnect``,
-say mid-body) is the client's doing: one INFO access line with status :data:`CLIENT_CLOSED` (nginx's 499), no
-traceback, and nothing sent.
+response has not started yet, unless it is AWS throttling or unavailability: that is answered 429 or 503 with
+``Retry-After`` (GW-OVL-2) and logged as a warning, since nothing is broken. A client that disconnects before the
+app answered (Starlette's ``ClientDisconnect``, say mid-body) is the client's doing: one INFO access line with
+status :data:`CLIENT_CLOSED` (nginx's 499), no traceback, and nothing sent.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from starlette.datastructures import Headers
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from asya_gateway.errors import INTERNAL_ERROR, error_response
+from asya_gateway.config import DEFAULT_RETRY_AFTER_SECONDS
+from asya_gateway.errors import INTERNAL_ERROR, error_response, overload_error
 
 __all__ = [
     "CLIENT_CLOSED",
@@ -66,9 +68,16 @@ def _printable_ascii(text: str) -> bool:
 class RequestIdMiddleware:
     """Outermost middleware of the app: request id, access log, 500 for escaped exceptions."""
 
-    def __init__(self, app: ASGIApp, *, trust_request_context: bool = False) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        trust_request_context: bool = False,
+        retry_after: int = DEFAULT_RETRY_AFTER_SECONDS,
+    ) -> None:
         self.app = app
         self._trust_request_context = trust_request_context
+        self._retry_after = retry_after
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -94,13 +103,31 @@ class RequestIdMiddleware:
         except ClientDisconnect:
             # the client is gone: there is no one to answer, and nothing on our side failed
             status = status if started else CLIENT_CLOSED
-        except Exception:
-            _log.exception("unhandled error in %s %s", scope["method"], scope["path"], extra={"request_id": request_id})
+        except Exception as exc:
+            overload = overload_error(exc, self._retry_after)
+            if overload is not None:
+                _log.warning(
+                    "%s %s: %s (%s)",
+                    scope["method"],
+                    scope["path"],
+                    overload.message,
+                    exc,
+                    extra={"request_id": request_id},
+                )
+            else:
+                _log.exception(
+                    "unhandled error in %s %s", scope["method"], scope["path"], extra={"request_id": request_id}
+                )
             if started:
                 # Headers are gone; the server closes the connection, which is all the client can be told.
                 raise
-            status = 500
-            response = error_response(500, INTERNAL_ERROR, {REQUEST_ID_HEADER: request_id})
+            if overload is not None:
+                status = overload.status
+                headers = {**overload.headers, REQUEST_ID_HEADER: request_id}
+                response = error_response(status, overload.message, headers)
+            else:
+                status = 500
+                response = error_response(500, INTERNAL_ERROR, {REQUEST_ID_HEADER: request_id})
             await response(scope, receive, send)
         _log.info(
             "%s %s %d",

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import naming
+from asya.awsclients import GATEWAY_BUDGET, ClientBudget, aws_client
 from asya.exceptions import AsyaError
 from asya.store import LONG_DEADLINE_SECONDS
 from asya.timeutil import Clock, parse_ts, system_clock
@@ -119,9 +120,11 @@ class DeadlineTimers:
         sqs: SQSClient | None = None,
         account_id: str | None = None,
         clock: Clock = system_clock,
+        budget: ClientBudget = GATEWAY_BUDGET,
     ) -> None:
         self._queue_name = naming.queue_name(namespace, naming.DEADLINE)
         self._sqs = sqs
+        self._budget = budget
         self._account_id = account_id or None
         self._clock = clock
         self._url: str | None = None
@@ -129,9 +132,7 @@ class DeadlineTimers:
     @property
     def sqs(self) -> SQSClient:
         if self._sqs is None:
-            import boto3
-
-            self._sqs = boto3.client("sqs")
+            self._sqs = aws_client("sqs", self._budget)
         return self._sqs
 
     @property

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from asya_local.lambda_event import LambdaContext, sqs_event, sqs_record
     from asya_local.mesh import LocalMesh, runtime_entry_point, runtime_environment
     from asya_local.moto_server import AwsClients, MotoServer, make_clients
+    from asya_local.plan import DeployPlan, deploy_plan, render_plan
     from asya_local.preflight import check_mesh, mesh_problems
     from asya_local.provision import MeshResources, provision
     from asya_local.reload import CodeChange, CodeWatcher, ReloadingHandler
@@ -44,6 +45,7 @@ _MODULES = {
     "CodeChange": "asya_local.reload",
     "CodeWatcher": "asya_local.reload",
     "DeadLetters": "asya_local.dlq",
+    "DeployPlan": "asya_local.plan",
     "DevLoop": "asya_local.devloop",
     "DevOptions": "asya_local.devloop",
     "DlqError": "asya_local.dlq",
@@ -69,12 +71,14 @@ _MODULES = {
     "Target": "asya_local.discovery",
     "batch_failures": "asya_local.esm",
     "check_mesh": "asya_local.preflight",
+    "deploy_plan": "asya_local.plan",
     "discover": "asya_local.discovery",
     "gateway_auth": "asya_local.auth",
     "make_clients": "asya_local.moto_server",
     "mesh_problems": "asya_local.preflight",
     "parse_lines": "asya_local.sse",
     "provision": "asya_local.provision",
+    "render_plan": "asya_local.plan",
     "run_mesh": "asya_local.testing",
     "runtime_entry_point": "asya_local.mesh",
     "runtime_environment": "asya_local.mesh",
@@ -90,6 +94,7 @@ __all__ = [
     "CodeChange",
     "CodeWatcher",
     "DeadLetters",
+    "DeployPlan",
     "DevLoop",
     "DevOptions",
     "DlqError",
@@ -115,12 +120,14 @@ __all__ = [
     "Target",
     "batch_failures",
     "check_mesh",
+    "deploy_plan",
     "discover",
     "gateway_auth",
     "make_clients",
     "mesh_problems",
     "parse_lines",
     "provision",
+    "render_plan",
     "run_mesh",
     "runtime_entry_point",
     "runtime_environment",

@@ -14,6 +14,8 @@ Commands::
     asya demo   [--manifest asya.yaml] [--flow text-pipeline] [--text T] [--port 8080]   the example flow end to end
     asya dlq    list [ACTOR] | show ACTOR | redrive ACTOR   [--local | --endpoint-url URL]   dead-letter queues
     asya init DIR | synth | deploy | destroy                                a project and its deployment
+    asya plan   OLD NEW [--json]                                            what a deploy from OLD to NEW changes
+                                                                            for work in flight (asya_local.plan_cli)
 
 ``--url``, else the running ``asya dev`` of ``--manifest`` (its state file), else env ``ASYA_URL``, else
 ``http://127.0.0.1:8080`` picks the gateway (``asya_local.discovery``); ``asya_local.auth`` picks how to authenticate
@@ -69,6 +71,7 @@ from asya_local.discovery import DEFAULT_URL, URL_ENV, discover
 from asya_local.dlq_cli import add_dlq_parser
 from asya_local.exceptions import GatewayHttpError, GatewayUnreachableError, LocalModeError, SseStreamError
 from asya_local.flow_cli import add_flow_parser
+from asya_local.plan_cli import add_plan_parser
 from asya_local.preflight import check_mesh
 from asya_local.progress import ProgressView
 from asya_local.project_cli import add_project_parsers
@@ -216,6 +219,7 @@ def _parser() -> argparse.ArgumentParser:
     add_project_parsers(commands)
     add_agent_parsers(commands, remote=remote)
     add_flow_parser(commands)
+    add_plan_parser(commands)
     return parser
 
 

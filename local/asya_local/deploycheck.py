@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from asya import naming
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya.manifest import Manifest
 from asya_local.exceptions import LocalModeError
 
@@ -93,7 +94,10 @@ def check_before_deploy(
             import boto3
 
             session = boto3.session.Session(region_name=region)
-            clients = {"dynamodb": session.client("dynamodb"), "cloudformation": session.client("cloudformation")}
+            clients = {
+                "dynamodb": aws_client("dynamodb", LOCAL_BUDGET, session=session),
+                "cloudformation": aws_client("cloudformation", LOCAL_BUDGET, session=session),
+            }
         problem = retained_table_problem(
             manifest, dynamodb=clients["dynamodb"], cloudformation=clients["cloudformation"]
         )

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 import boto3
 from botocore.exceptions import NoRegionError
 
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya.manifest import load_manifest
 from asya.store import TaskStore
 from asya_local.cliargs import check_http_url, count, http_url, seconds
@@ -166,7 +167,9 @@ def _clients(endpoint: str | None, region: str | None) -> tuple[Any, Any]:
         return clients.sqs, clients.dynamodb
     try:
         session = boto3.Session(region_name=region)
-        return session.client("sqs", endpoint_url=endpoint), session.client("dynamodb", endpoint_url=endpoint)
+        return aws_client("sqs", LOCAL_BUDGET, session=session, endpoint_url=endpoint), aws_client(
+            "dynamodb", LOCAL_BUDGET, session=session, endpoint_url=endpoint
+        )
     except NoRegionError:
         raise DlqError("no AWS region configured: pass --region or set AWS_REGION") from None
 

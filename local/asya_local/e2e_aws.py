@@ -39,6 +39,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from asya import naming
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya_local.artifact.apifront import RequestSigner
 from asya_local.exceptions import LocalModeError
 from asya_local.moto_server import AwsClients
@@ -161,7 +162,7 @@ def delete_leftovers(session: Any, namespace: str, *, log: Callable[[str], None]
 
     deleted: list[str] = []
     stack = f"asya-{namespace}"
-    cloudformation = session.client("cloudformation")
+    cloudformation = aws_client("cloudformation", LOCAL_BUDGET, session=session)
     try:
         status = cloudformation.describe_stacks(StackName=stack)["Stacks"][0]["StackStatus"]
     except ClientError as exc:
@@ -173,7 +174,7 @@ def delete_leftovers(session: Any, namespace: str, *, log: Callable[[str], None]
         cloudformation.delete_stack(StackName=stack)
         cloudformation.get_waiter("stack_delete_complete").wait(StackName=stack)
         deleted.append(f"stack {stack}")
-    dynamodb = session.client("dynamodb")
+    dynamodb = aws_client("dynamodb", LOCAL_BUDGET, session=session)
     table = naming.table_name(namespace)
     try:
         dynamodb.update_table(TableName=table, DeletionProtectionEnabled=False)
@@ -183,12 +184,12 @@ def delete_leftovers(session: Any, namespace: str, *, log: Callable[[str], None]
     except ClientError as exc:
         if _code(exc) != "ResourceNotFoundException":
             raise
-    s3 = session.client("s3")
+    s3 = aws_client("s3", LOCAL_BUDGET, session=session)
     for bucket in (b["Name"] for b in s3.list_buckets().get("Buckets", [])):
         if bucket.startswith(f"asya-{namespace}-"):
             _delete_bucket(s3, bucket)
             deleted.append(f"bucket {bucket}")
-    logs = session.client("logs")
+    logs = aws_client("logs", LOCAL_BUDGET, session=session)
     for prefix in (f"asya-{namespace}-", f"/aws/lambda/asya-{namespace}-", f"/aws/apigateway/asya-{namespace}-"):
         for page in logs.get_paginator("describe_log_groups").paginate(logGroupNamePrefix=prefix):
             for group in page.get("logGroups", []):
@@ -274,9 +275,9 @@ class AwsTarget:
         self._signer.start()
         self.url = f"{self._signer.url}/{stage}"
         self.clients = AwsClients(
-            sqs=session.client("sqs"),
-            dynamodb=session.client("dynamodb"),
-            s3=session.client("s3"),
+            sqs=aws_client("sqs", LOCAL_BUDGET, session=session),
+            dynamodb=aws_client("dynamodb", LOCAL_BUDGET, session=session),
+            s3=aws_client("s3", LOCAL_BUDGET, session=session),
             endpoint_url=None,
             region=region,
         )
@@ -290,7 +291,7 @@ class AwsTarget:
         """The event source mappings' configuration by actor (the function's ``ASYA_ACTOR``; the backstop's timer
         queue under ``asya.naming.DEADLINE``), read from Lambda once."""
         if self._esms is None:
-            client = self._session.client("lambda")
+            client = aws_client("lambda", LOCAL_BUDGET, session=self._session)
             found: dict[str, _MappingView] = {}
             prefix = f"asya-{self.namespace}-"
             for page in client.get_paginator("list_functions").paginate():

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 import boto3
 from botocore.config import Config
 
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya_local.exceptions import LocalModeError
 
 if TYPE_CHECKING:
@@ -79,9 +80,9 @@ def make_clients(endpoint_url: str | None, *, region: str = DEFAULT_REGION) -> A
         # A bare host:port cannot carry virtual-hosted bucket names.
         s3_config = Config(s3={"addressing_style": "path"})
     return AwsClients(
-        sqs=session.client("sqs", **kwargs),
-        dynamodb=session.client("dynamodb", **kwargs),
-        s3=session.client("s3", config=s3_config, **kwargs),
+        sqs=aws_client("sqs", LOCAL_BUDGET, session=session, **kwargs),
+        dynamodb=aws_client("dynamodb", LOCAL_BUDGET, session=session, **kwargs),
+        s3=aws_client("s3", LOCAL_BUDGET, session=session, config=s3_config, **kwargs),
         endpoint_url=endpoint_url,
         region=region,
     )

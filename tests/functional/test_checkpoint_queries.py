@@ -22,6 +22,7 @@ import duckdb
 import pytest
 import sqlglot
 
+from asya import tableschema
 from asya.config import ActorConfig
 from asya_crew.sump import SumpRuntime
 from tests.functional.actors import actor_env, deliver, queue_arn
@@ -112,12 +113,13 @@ def test_the_readme_athena_ddl_parses_and_projects_the_keys_the_crew_writes(writ
     assert create.this.this.name == TABLE
     columns = {c.name: c for c in create.this.expressions}
     partitions = [c.name for c in create.find(sqlglot.exp.PartitionedByProperty).this.expressions]
-    assert partitions == ["phase", "dt"]
+    assert partitions == ["phase", "shard", "dt"]
     serde = create.find(sqlglot.exp.RowFormatSerdeProperty)
     assert serde.this.name == "org.apache.hive.hcatalog.data.JsonSerDe", "the deterministic JSON SerDe"
     props = {p.name: p.text("value") for p in create.find_all(sqlglot.exp.Property) if type(p) is sqlglot.exp.Property}
     assert props["projection.enabled"] == "true"
     assert set(props["projection.phase.values"].split(",")) == {"succeeded", "failed"}
+    assert props["projection.shard.values"].split(",") == list(tableschema.KEY_SHARDS)
     assert (props["projection.dt.type"], props["projection.dt.format"]) == ("date", "yyyy-MM-dd")
     # the location template, read as a pattern, matches every key the crew wrote, and the partition values it binds
     # are the phase and date of the lines in that object
@@ -127,11 +129,13 @@ def test_the_readme_athena_ddl_parses_and_projects_the_keys_the_crew_writes(writ
     pattern = (
         re.escape(template[len(location) :])
         .replace(r"\$\{phase\}", "(?P<phase>[^/]+)")
+        .replace(r"\$\{shard\}", "(?P<shard>[^/]+)")
         .replace(r"\$\{dt\}", "(?P<dt>[^/]+)")
     )
     for key in written["keys"]:
         match = re.match(pattern + r"[^/]+\.jsonl$", key)
         assert match, key
+        assert match["shard"] in tableschema.KEY_SHARDS, key
         for line in (written["dir"] / key).read_text(encoding="utf-8").splitlines():
             env = json.loads(line)
             assert env["status"]["phase"] == match["phase"] and env["status"]["updated_at"][:10] == match["dt"]
@@ -144,8 +148,8 @@ def test_the_readme_athena_query_runs_on_duckdb_over_the_crew_s_objects(written:
     line is counted once; x-sink's forwards to x-sump were not checkpointed again; x-sump's own line is there."""
     _, query = _readme_sql()
     source = (
-        "(SELECT *, split_part(filename, '/', -3) AS phase, split_part(filename, '/', -2) AS dt "
-        f"FROM read_json_auto('{written['dir']}/*/*/*.jsonl', filename = true, union_by_name = true, "
+        "(SELECT *, split_part(filename, '/', -4) AS phase, split_part(filename, '/', -2) AS dt "
+        f"FROM read_json_auto('{written['dir']}/*/*/*/*.jsonl', filename = true, union_by_name = true, "
         f"format = 'newline_delimited')) AS {TABLE}"
     )
     assert query.count(f"FROM {TABLE}\n") == 1

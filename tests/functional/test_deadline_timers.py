@@ -24,6 +24,7 @@ from asya_gateway import GatewayConfig, create_app
 from asya_gateway.backstop import Backstop
 from asya_gateway.timers import DeadlineTimers, Timer
 from asya_local.lambda_event import sqs_event
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock, SqsClock
 
 pytestmark = pytest.mark.functional
@@ -339,7 +340,7 @@ class Gw:
 
 
 @pytest.fixture
-def gw(env: Env, serve_asgi: Any) -> Iterator[Gw]:
+def gw(env: Env) -> Iterator[Gw]:
     app = create_app(
         GatewayConfig(account_id="123456789012"),
         manifest=env.mesh.manifest,
@@ -347,7 +348,7 @@ def gw(env: Env, serve_asgi: Any) -> Iterator[Gw]:
         sqs=env.mesh.aws.sqs,
         clock=env.clock,
     )
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    with asgi_client(app) as client:
         yield Gw(client=client, env=env)
 
 

@@ -12,6 +12,7 @@ import pytest
 from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.mcp.sessions import SESSION_TTL_SECONDS, SessionStore
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
@@ -60,11 +61,9 @@ def test_gw_mcp_2_sessions_slide_their_24_h_expiry(mesh: Any, store: TaskStore, 
     assert sessions.get("x" * 200) is None
 
 
-def test_gw_mcp_2_an_expired_session_answers_404_over_http(
-    mesh: Any, store: TaskStore, clock: ManualClock, serve_asgi: Any
-) -> None:
+def test_gw_mcp_2_an_expired_session_answers_404_over_http(mesh: Any, store: TaskStore, clock: ManualClock) -> None:
     app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    with asgi_client(app) as client:
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-03-26"}}
         answer = client.post("/mcp", json=init)
         assert answer.json()["result"]["protocolVersion"] == "2025-03-26"
@@ -95,15 +94,13 @@ def _call_text_pipeline(client: httpx.Client, version: str) -> dict[str, Any]:
     return result
 
 
-def test_gw_mcp_6_a_creation_failure_is_a_tool_error(
-    mesh: Any, store: TaskStore, clock: ManualClock, serve_asgi: Any
-) -> None:
+def test_gw_mcp_6_a_creation_failure_is_a_tool_error(mesh: Any, store: TaskStore, clock: ManualClock) -> None:
     """The flow's first queue is gone: the task is removed again (GW-CREATE-8) and the call answers
     ``dispatch failed: ...`` with ``isError`` (GW-MCP-6); A2A answers -32603 with the same reason."""
     sqs = mesh.aws.sqs
     sqs.delete_queue(QueueUrl=sqs.get_queue_url(QueueName="asya-demo-normalize")["QueueUrl"])
     app = create_app(FAST, manifest=mesh.manifest, store=store, sqs=sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    with asgi_client(app) as client:
         result = _call_text_pipeline(client, "2025-11-25")
         assert result == {
             "content": [{"type": "text", "text": "dispatch failed: actor not found: normalize"}],
@@ -126,13 +123,13 @@ def test_gw_mcp_6_a_creation_failure_is_a_tool_error(
 
 
 def test_gw_mcp_8_gw_a2a_8_waits_end_at_the_long_response_limit(
-    mesh: Any, store: TaskStore, clock: ManualClock, serve_asgi: Any
+    mesh: Any, store: TaskStore, clock: ManualClock
 ) -> None:
     """No actor runs here, so the task stays ``pending``: the MCP call answers the timeout result and A2A's blocking
     send the Task as it is, once the limit (840 s deployed, 0.3 s here) has passed."""
     config = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05, sse_max_seconds=0.3)
     app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app), timeout=10) as client:
+    with asgi_client(app, timeout=10) as client:
         result = _call_text_pipeline(client, "2025-06-18")
         task_id = result["_meta"]["asya/task_id"]
         assert result["isError"] is True

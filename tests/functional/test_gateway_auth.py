@@ -12,6 +12,7 @@ import pytest
 from asya.manifest import GatewayAuth, Manifest
 from asya.manifest import GatewayConfig as ManifestGateway
 from asya_gateway import GatewayConfig, create_app
+from tests.asgi import asgi_client
 
 pytestmark = pytest.mark.functional
 
@@ -23,7 +24,7 @@ def _with_auth(manifest: Manifest, auth: GatewayAuth) -> Manifest:
     return manifest.model_copy(update={"gateway": ManifestGateway(auth=auth)})
 
 
-def _client(mesh: Any, serve_asgi: Any, config: GatewayConfig, auth: GatewayAuth, **clients: Any) -> httpx.Client:
+def _client(mesh: Any, config: GatewayConfig, auth: GatewayAuth, **clients: Any) -> httpx.Client:
     app = create_app(
         config,
         manifest=_with_auth(mesh.manifest, auth),
@@ -32,13 +33,13 @@ def _client(mesh: Any, serve_asgi: Any, config: GatewayConfig, auth: GatewayAuth
         s3=mesh.aws.s3,
         **clients,
     )
-    return httpx.Client(base_url=serve_asgi(app))
+    return asgi_client(app)
 
 
-def test_api_key_from_env_gw_auth_4_7(mesh: Any, serve_asgi: Any) -> None:
+def test_api_key_from_env_gw_auth_4_7(mesh: Any) -> None:
     config = GatewayConfig.from_env({"ASYA_API_KEYS": "k1, k2"})
     auth = GatewayAuth(mode="api_key", api_key_secret=SECRET)
-    with _client(mesh, serve_asgi, config, auth) as client:
+    with _client(mesh, config, auth) as client:
         anonymous = client.get("/api/v1/mesh/some-id")
         assert (anonymous.status_code, anonymous.json()) == (401, {"error": "authentication required"})
         assert anonymous.headers["www-authenticate"] == CHALLENGE
@@ -62,11 +63,11 @@ def test_api_key_from_env_gw_auth_4_7(mesh: Any, serve_asgi: Any) -> None:
         assert client.get("/health").status_code == 200  # public (GW-AUTH-2)
 
 
-def test_api_key_from_secrets_manager_is_cached_gw_auth_4(mesh: Any, serve_asgi: Any) -> None:
+def test_api_key_from_secrets_manager_is_cached_gw_auth_4(mesh: Any) -> None:
     secrets = mesh.aws.session.client("secretsmanager")
     secrets.create_secret(Name=SECRET, SecretString=json.dumps(["s1", "s2"]))
     auth = GatewayAuth(mode="api_key", api_key_secret=SECRET)
-    with _client(mesh, serve_asgi, GatewayConfig(), auth, secretsmanager=secrets) as client:
+    with _client(mesh, GatewayConfig(), auth, secretsmanager=secrets) as client:
         assert client.get("/api/v1/mesh/x", headers={"X-API-Key": "s2"}).status_code == 404
         assert client.get("/api/v1/mesh/x", headers={"X-API-Key": "nope"}).status_code == 401
         secrets.put_secret_value(SecretId=SECRET, SecretString="rotated")
@@ -76,18 +77,18 @@ def test_api_key_from_secrets_manager_is_cached_gw_auth_4(mesh: Any, serve_asgi:
 
 
 @pytest.mark.parametrize("key", ["only-key", "12345"])  # a numeric key is JSON too, but still one plain key
-def test_plain_string_secret_is_one_key_gw_auth_4(mesh: Any, serve_asgi: Any, key: str) -> None:
+def test_plain_string_secret_is_one_key_gw_auth_4(mesh: Any, key: str) -> None:
     secrets = mesh.aws.session.client("secretsmanager")
     secrets.create_secret(Name=SECRET, SecretString=key)
     auth = GatewayAuth(mode="api_key", api_key_secret=SECRET)
-    with _client(mesh, serve_asgi, GatewayConfig(), auth, secretsmanager=secrets) as client:
+    with _client(mesh, GatewayConfig(), auth, secretsmanager=secrets) as client:
         assert client.get("/api/v1/mesh/x", headers={"Authorization": f"bearer {key}"}).status_code == 404
         assert client.get("/api/v1/mesh/x", headers={"Authorization": f"Basic {key}"}).status_code == 401
 
 
-def test_none_and_iam_modes_do_not_check_gw_auth_3_6(mesh: Any, serve_asgi: Any, caplog: Any) -> None:
+def test_none_and_iam_modes_do_not_check_gw_auth_3_6(mesh: Any, caplog: Any) -> None:
     for auth in (GatewayAuth(mode="none", allow_unauthenticated=True), GatewayAuth(mode="iam")):
-        with _client(mesh, serve_asgi, GatewayConfig(), auth) as client:
+        with _client(mesh, GatewayConfig(), auth) as client:
             assert client.get("/api/v1/mesh/x").status_code == 404
     assert any("not authenticated" in record.getMessage() for record in caplog.records)
 

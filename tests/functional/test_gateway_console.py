@@ -14,6 +14,7 @@ import pytest
 from asya.manifest import Manifest
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.routes.system import mesh_summary_of
+from tests.asgi import asgi_client
 
 pytestmark = pytest.mark.functional
 
@@ -21,7 +22,7 @@ KEY = "functional-key"
 
 
 @pytest.fixture
-def gateway(mesh: Any, serve_asgi: Any) -> Callable[..., httpx.Client]:
+def gateway(mesh: Any) -> Callable[..., httpx.Client]:
     clients: list[httpx.Client] = []
 
     def start(manifest: Manifest | None = None, api_keys: tuple[str, ...] | None = None) -> httpx.Client:
@@ -32,7 +33,7 @@ def gateway(mesh: Any, serve_asgi: Any) -> Callable[..., httpx.Client]:
             dynamodb=mesh.aws.dynamodb,
             s3=mesh.aws.s3,
         )
-        client = httpx.Client(base_url=serve_asgi(app))
+        client = asgi_client(app)
         clients.append(client)
         return client
 

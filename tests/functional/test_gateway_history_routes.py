@@ -13,6 +13,7 @@ import pytest
 
 from asya.store import StatusUpdate
 from asya_gateway import GatewayConfig, create_app
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 from tests.functional.test_gateway_tasks import START
 
@@ -20,10 +21,10 @@ pytestmark = pytest.mark.functional
 
 
 @pytest.fixture
-def client(mesh: Any, serve_asgi: Any) -> Iterator[httpx.Client]:
+def client(mesh: Any) -> Iterator[httpx.Client]:
     clock = ManualClock(START)
     app = create_app(GatewayConfig(), manifest=mesh.manifest, store=mesh.store(clock), sqs=mesh.aws.sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app)) as http:
+    with asgi_client(app) as http:
         yield http
 
 

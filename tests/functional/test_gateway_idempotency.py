@@ -19,6 +19,7 @@ import pytest
 from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.idempotency import ABANDONED_AFTER, WINDOW_SECONDS
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
@@ -45,11 +46,11 @@ class Gw:
 
 
 @pytest.fixture
-def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
+def gw(mesh: Any) -> Iterator[Gw]:
     clock = ManualClock(START)
     store = mesh.store(clock)
     app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app), timeout=60) as client:
+    with asgi_client(app, timeout=60) as client:
         yield Gw(client, store, clock, mesh)
 
 
@@ -191,19 +192,20 @@ class _CutOnce(httpx.HTTPTransport):
         return response
 
 
-def test_gw_create_r3_asya_call_retries_a_cut_create_with_the_same_key(gw: Gw) -> None:
+def test_gw_create_r3_asya_call_retries_a_cut_create_with_the_same_key(gw: Gw, serve_asgi: Any) -> None:
     """``asya call`` (``GatewayClient.create``): the first create committed but its answer was lost; the client sends
-    it again with the same key and gets the first task."""
+    it again with the same key and gets the first task (over a real connection, which the transport cuts)."""
     from asya_local.client import GatewayClient
 
+    app = create_app(GatewayConfig(), manifest=gw.mesh.manifest, store=gw.store, sqs=gw.mesh.aws.sqs, clock=gw.clock)
     transport = _CutOnce()
-    with GatewayClient(str(gw.client.base_url), http=httpx.Client(transport=transport, timeout=60)) as client:
+    with GatewayClient(serve_asgi(app), http=httpx.Client(transport=transport, timeout=60)) as client:
         created = client.create(flow="text-pipeline", payload={"text": "hi"})
     assert transport.cut == 1
     assert [item["id"]["S"] for item in gw.tasks()] == [created["id"]]
 
 
-def test_gw_create_r3_an_mcp_call_sent_again_in_its_session_follows_its_first_task(mesh: Any, serve_asgi: Any) -> None:
+def test_gw_create_r3_an_mcp_call_sent_again_in_its_session_follows_its_first_task(mesh: Any) -> None:
     """MCP's key is what the call already has, its session and request id (the task id derives from them), so a
     ``tools/call`` sent again after a cut connection follows the task it created, with no extra write; the same id
     reused for other arguments (MCP forbids it) still runs, under a fresh id."""
@@ -211,7 +213,7 @@ def test_gw_create_r3_an_mcp_call_sent_again_in_its_session_follows_its_first_ta
     store = mesh.store(clock)
     config = GatewayConfig(sse_poll_fast=0.01, sse_poll_slow=0.01, sse_gap_wait=0.05, sse_max_seconds=0.3)
     app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app), timeout=30) as client:
+    with asgi_client(app, timeout=30) as client:
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18"}}
         headers = {"Mcp-Session-Id": client.post("/mcp", json=init).headers["mcp-session-id"]}
 
@@ -232,13 +234,13 @@ def test_gw_create_r3_an_mcp_call_sent_again_in_its_session_follows_its_first_ta
         assert other != first and len(gw.tasks()) == 2
 
 
-def test_gw_create_r3_an_a2a_message_sent_again_answers_its_first_task(mesh: Any, serve_asgi: Any) -> None:
+def test_gw_create_r3_an_a2a_message_sent_again_answers_its_first_task(mesh: Any) -> None:
     """A2A's key is the client's ``messageId`` (scoped per credential): the same message sent again after a cut
     connection answers the task it created; the id reused for another message is -32602."""
     clock = ManualClock(START)
     store = mesh.store(clock)
     app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app), timeout=30) as client:
+    with asgi_client(app, timeout=30) as client:
 
         def send(text: str) -> dict[str, Any]:
             message = {"messageId": "msg-1", "role": "ROLE_USER", "parts": [{"data": {"text": text}}]}

@@ -27,6 +27,7 @@ from asya.manifest import GatewayAuth, Manifest, parse_manifest
 from asya.manifest import GatewayConfig as ManifestGateway
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.jwtauth import JwksKeys, JwtAuthenticator
+from tests.asgi import asgi_client
 
 pytestmark = pytest.mark.functional
 
@@ -65,12 +66,12 @@ def issuer(serve_asgi: Callable[[Any], str]) -> tuple[Issuer, str]:
 
 
 @pytest.fixture
-def client(mesh: Any, serve_asgi: Callable[[Any], str], issuer: tuple[Issuer, str]) -> httpx.Client:
+def client(mesh: Any, issuer: tuple[Issuer, str]) -> httpx.Client:
     _, jwks_url = issuer
     auth = GatewayAuth(mode="jwt", jwks_url=jwks_url, issuer=ISSUER, audience=AUDIENCE)
     manifest: Manifest = mesh.manifest.model_copy(update={"gateway": ManifestGateway(auth=auth)})
     app = create_app(GatewayConfig(), manifest=manifest, sqs=mesh.aws.sqs, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
-    return httpx.Client(base_url=serve_asgi(app))
+    return asgi_client(app)
 
 
 def _get(client: httpx.Client, token: str | None) -> httpx.Response:

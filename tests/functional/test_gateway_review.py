@@ -16,6 +16,7 @@ import pytest
 
 from asya.store import StatusUpdate, TaskStore
 from asya_gateway import GatewayConfig, create_app
+from tests.asgi import asgi_client
 
 pytestmark = pytest.mark.functional
 
@@ -43,7 +44,7 @@ class Gw:
 
 
 @pytest.fixture
-def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
+def gw(mesh: Any) -> Iterator[Gw]:
     store = TaskStore(
         table=mesh.resources.table,
         bucket=mesh.resources.bucket,
@@ -54,7 +55,7 @@ def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
     config = GatewayConfig(reporter_keys=(REPORTER_KEY,))
     app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=lambda: NOW)
     # the producer route takes the reporter key (GW-EVT-1 R3); the other routes ignore it (auth mode none)
-    with httpx.Client(base_url=serve_asgi(app), headers={"X-Asya-Reporter-Key": REPORTER_KEY}) as client:
+    with asgi_client(app, headers={"X-Asya-Reporter-Key": REPORTER_KEY}) as client:
         yield Gw(client=client, store=store, mesh=mesh)
 
 

@@ -29,6 +29,7 @@ from asya_gateway import GatewayConfig, create_app
 from asya_gateway.auth import PUBLIC_PATHS, is_producer_route
 from asya_gateway.logs import JsonFormatter
 from asya_gateway.webconsole import is_console_path
+from tests.asgi import asgi_client
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.functional
@@ -50,8 +51,8 @@ def app(mesh: Any) -> Any:
 
 
 @pytest.fixture
-def client(app: Any, serve_asgi: Any) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=serve_asgi(app), timeout=30) as http:
+def client(app: Any) -> Iterator[httpx.Client]:
+    with asgi_client(app, timeout=30) as http:
         yield http
 
 

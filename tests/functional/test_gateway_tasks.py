@@ -17,6 +17,7 @@ from asya.manifest import StorageConfig
 from asya.store import StatusUpdate, TaskStore
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.tracing import is_valid_traceparent
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
@@ -46,13 +47,13 @@ class Gw:
 
 
 @pytest.fixture
-def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
+def gw(mesh: Any) -> Iterator[Gw]:
     clock = ManualClock(START)
     store = mesh.store(clock)
     config = GatewayConfig(reporter_keys=(REPORTER_KEY,))
     app = create_app(config, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
     # the producer route takes the reporter key (GW-EVT-1 R3); the other routes ignore it (auth mode none)
-    with httpx.Client(base_url=serve_asgi(app), headers={"X-Asya-Reporter-Key": REPORTER_KEY}) as client:
+    with asgi_client(app, headers={"X-Asya-Reporter-Key": REPORTER_KEY}) as client:
         yield Gw(client=client, store=store, clock=clock, mesh=mesh)
 
 
@@ -262,14 +263,14 @@ def test_missing_queue_deletes_record_and_answers_404_gw_create_8(gw: Gw) -> Non
     assert items == []
 
 
-def test_send_failure_marks_task_failed_gw_create_8(mesh: Any, serve_asgi: Any) -> None:
+def test_send_failure_marks_task_failed_gw_create_8(mesh: Any) -> None:
     # With a 1 KiB offload threshold (P-LARGE-1) a 10 KiB payload must travel as an S3 reference while the task
     # record still holds it inline (GW-DATA-6: 64 KiB); with the bucket gone that send cannot happen.
     manifest = mesh.manifest.model_copy(update={"storage": StorageConfig(offload_threshold_kb=1)})
     store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
     app = create_app(GatewayConfig(), manifest=manifest, store=store, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
     mesh.aws.s3.delete_bucket(Bucket=mesh.resources.bucket)
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    with asgi_client(app) as client:
         response = client.post("/api/v1/mesh/?actor=analyze", json={"payload": "x" * (10 * 1024)})
     assert (response.status_code, response.json()) == (500, {"error": "failed to dispatch message"})
     [task] = store.list_tasks()["messages"]
@@ -498,12 +499,12 @@ def test_unknown_path_and_wrong_method_gw_gen_3(gw: Gw) -> None:
     assert "POST" in wrong_events.headers["allow"]
 
 
-def test_request_id_on_every_response_gw_gen_4(gw: Gw, mesh: Any, serve_asgi: Any) -> None:
+def test_request_id_on_every_response_gw_gen_4(gw: Gw, mesh: Any) -> None:
     """In Lambda the adapter's request context names the id; locally the same header is the client's and is never
     trusted (issue 18 defect 7)."""
     context = json.dumps({"requestId": "apigw-req-1", "stage": "prod"})
     in_lambda = create_app(GatewayConfig(in_lambda=True), manifest=mesh.manifest, store=gw.store, sqs=mesh.aws.sqs)
-    with httpx.Client(base_url=serve_asgi(in_lambda)) as client:
+    with asgi_client(in_lambda) as client:
         tagged = client.get("/health", headers={"x-amzn-request-context": context})
     assert tagged.headers["x-request-id"] == "apigw-req-1"
     forged = gw.client.get("/health", headers={"x-amzn-request-context": context})
@@ -514,10 +515,10 @@ def test_request_id_on_every_response_gw_gen_4(gw: Gw, mesh: Any, serve_asgi: An
     assert local.headers["x-request-id"] != gw.client.get("/health").headers["x-request-id"]
 
 
-def test_unexpected_failure_is_500_internal_error_gw_gen_4(mesh: Any, serve_asgi: Any) -> None:
+def test_unexpected_failure_is_500_internal_error_gw_gen_4(mesh: Any) -> None:
     store = TaskStore(table="asya-demo-missing", dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
     app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs)
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    with asgi_client(app) as client:
         response = client.get("/api/v1/mesh/some-id")
     assert (response.status_code, response.json()) == (500, {"error": "internal error"})
     assert response.headers["x-request-id"]

@@ -6,6 +6,7 @@ walk that never lists the bucket; plus the metered mesh (bench) with history on:
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from asya.envelope import Envelope, Route, Status
 from asya.history import HistoryError, InvocationHistory
 from asya.historyread import read_history
 from asya.payloads import PayloadStore
+from asya.tableschema import history_key
 from asya_local.moto_server import AwsClients
 from tests.caught import SHOWN, caught_envelopes
 
@@ -54,6 +56,11 @@ def _lines(s3: Any, key: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in body.splitlines()]
 
 
+#: GW-DATA-9: the object of the invocation ``inv-1``, in its shard; the previous one, ``old``, was written before keys
+#: had shards and is still followed
+NEW_KEY = history_key("2026-11-27", "inv-1")
+
+
 def test_p_hist_2_one_put_per_invocation_and_the_chain_header_on_every_output(s3: Any) -> None:
     """Three recorded hops (two tasks and a child) in one invocation: one object, three lines; each send of a
     recorded hop carries the object's key; a child's send is its parent's output; unrecorded envelopes are left
@@ -64,7 +71,7 @@ def test_p_hist_2_one_put_per_invocation_and_the_chain_header_on_every_output(s3
     first = _envelope("t1", {"n": 1}, curr="a", prev=[], headers={hdr.HISTORY_PREV: "history/2026-11-26/old.jsonl"})
     other = _envelope("t2", {"n": 2}, curr="a", prev=["z"])
     plain = Envelope(id="t3", route=Route([], "a", []), payload={}, headers={})
-    assert history.mark(first) == ("history/2026-11-27/inv-1.jsonl", "history/2026-11-26/old.jsonl")
+    assert history.mark(first) == (NEW_KEY, "history/2026-11-26/old.jsonl")
     assert history.mark(plain) is None
     for env, message in ((first, "m1"), (other, "m2")):
         assert history.open(env, actor="a", message_id=message, payload=env.payload, started_at="2026-11-27T12:00:00Z")
@@ -75,12 +82,12 @@ def test_p_hist_2_one_put_per_invocation_and_the_chain_header_on_every_output(s3
         history.encode("b", plain, lambda _a, e: e.to_json()),
     ]
     sent = [json.loads(body).get("headers", {}) for body in bodies]
-    assert [h.get(hdr.HISTORY_PREV) for h in sent] == ["history/2026-11-27/inv-1.jsonl"] * 2 + [None]
+    assert [h.get(hdr.HISTORY_PREV) for h in sent] == [NEW_KEY] * 2 + [None]
     history.close("m1", 12.5)
     history.fail("m2", RuntimeError("lost the table"))
     assert puts == []  # nothing is written before the end of the invocation
-    assert history.flush() == "history/2026-11-27/inv-1.jsonl"
-    assert puts == ["history/2026-11-27/inv-1.jsonl"]
+    assert history.flush() == NEW_KEY
+    assert puts == [NEW_KEY]
     one, two = _lines(s3, puts[0])
     assert (one["envelope_id"], one["prev"], one["duration_ms"], one["hop"]) == (
         "t1", "history/2026-11-26/old.jsonl", 12.5, 0)  # fmt: skip
@@ -114,7 +121,8 @@ def test_p_hist_2_bodies_are_cut_and_offloaded_ones_kept_by_reference(s3: Any) -
 def test_p_hist_2_a_failed_put_is_a_history_error_naming_the_object(aws: AwsClients) -> None:
     history = InvocationHistory(bucket="no-such-bucket", s3=lambda: aws.s3, clock=lambda: NOW, new_id=lambda: "x")
     history.open(_envelope("t1", {}, curr="a", prev=[]), actor="a", message_id="m", payload={}, started_at="t")
-    with pytest.raises(HistoryError, match=r"^history s3://no-such-bucket/history/2026-11-27/x\.jsonl could not be "):
+    key = re.escape(history_key("2026-11-27", "x"))
+    with pytest.raises(HistoryError, match=rf"^history s3://no-such-bucket/{key} could not be "):
         history.flush()
 
 

@@ -504,3 +504,44 @@ def test_a_secret_named_by_name_is_judged_on_its_full_arn(mesh: Mesh) -> None:
         (other_arn, Decision.IMPLICIT_DENY),
         (missing_arn, Decision.IMPLICIT_DENY),
     ]
+
+
+@pytest.mark.parametrize(
+    ("service", "rule", "call"),
+    [
+        (
+            "dynamodb",
+            "dynamodb:PutItem:ProvisionedThroughputExceededException:400",
+            lambda c: c.put_item(TableName=TABLE, Item={"pk": {"S": "t9"}}),
+        ),
+        (
+            "sqs",
+            "sqs:SendMessage:RequestThrottled:400",
+            lambda c: c.send_message(QueueUrl=_queue_url(c), MessageBody="x"),
+        ),
+        ("s3", "s3:PutObject:SlowDown:503", lambda c: c.put_object(Bucket=BUCKET, Key="tasks/t9.json", Body=b"{}")),
+    ],
+)
+def test_a_fault_rule_answers_allowed_calls_with_the_aws_throttling_error(
+    mesh: Mesh, service: str, rule: str, call: Any
+) -> None:
+    """GW-OVL on the artifact mesh: the rule's calls fail with the throttling code botocore sees from AWS, then the
+    next call reaches moto again; a call of another principal or action is not touched."""
+    from asya_local.iam import FaultRule
+
+    action, code, status = rule.rsplit(":", 2)
+    client = mesh.client(service, "AKIDWRITER")
+    mesh.proxy.faults.add(FaultRule(action=action, code=code, status=int(status), principal="Writer", times=1))
+    try:
+        with pytest.raises(ClientError) as error:
+            call(client)
+        assert _code(error) == code
+        call(client)  # the rule is used up: the call goes through
+        assert mesh.proxy.faults.played == [("Writer", action, code)]
+    finally:
+        mesh.proxy.faults.clear()
+        mesh.proxy.faults.played.clear()
+
+
+def _queue_url(client: Any) -> str:
+    return str(client.get_queue_url(QueueName="asya-iam-a")["QueueUrl"])

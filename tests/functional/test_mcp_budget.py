@@ -20,6 +20,7 @@ from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.mcp import call_task_id
 from bench.meter import WRITE_OPERATIONS, Meter
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
@@ -30,7 +31,7 @@ ENVELOPE = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextp
 
 
 @pytest.fixture
-def metered(mesh: Any, serve_asgi: Any) -> Iterator[tuple[httpx.Client, Meter]]:
+def metered(mesh: Any) -> Iterator[tuple[httpx.Client, Meter]]:
     dynamodb = mesh.aws.session.client("dynamodb")
     meter = Meter(shadow_dynamodb=mesh.aws.dynamodb)
     meter.attach(dynamodb)
@@ -39,7 +40,7 @@ def metered(mesh: Any, serve_asgi: Any) -> Iterator[tuple[httpx.Client, Meter]]:
         table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=dynamodb, s3=mesh.aws.s3, clock=clock
     )
     app = create_app(CONFIG, manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs, clock=clock)
-    with httpx.Client(base_url=serve_asgi(app), timeout=30) as client:
+    with asgi_client(app, timeout=30) as client:
         yield client, meter
 
 

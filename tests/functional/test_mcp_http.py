@@ -21,6 +21,7 @@ import pytest
 
 from asya_gateway import GatewayConfig, create_app
 from asya_gateway.mcp import call_task_id
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 from tests.waiting import wait_for
 
@@ -99,13 +100,13 @@ def test_gw_cancel_1_a_handshake_era_client_that_closes_a_call_leaves_its_task_r
     assert _status(base_url, task_id) == "pending"
 
 
-def test_gw_mcp_9_a_browser_may_send_the_2026_routing_headers(mesh: Any, serve_asgi: Any) -> None:
+def test_gw_mcp_9_a_browser_may_send_the_2026_routing_headers(mesh: Any) -> None:
     """With ``gateway.cors_origins`` set, a preflight for the headers every 2026-07-28 request carries is allowed."""
     gateway = mesh.manifest.gateway.model_copy(update={"cors_origins": ["https://app.example.com"]})
     manifest = mesh.manifest.model_copy(update={"gateway": gateway})
     app = create_app(CONFIG, manifest=manifest, dynamodb=mesh.aws.dynamodb, sqs=mesh.aws.sqs, s3=mesh.aws.s3)
     asked = "mcp-protocol-version, mcp-method, mcp-name, content-type"
-    with httpx.Client(base_url=serve_asgi(app), timeout=10) as client:
+    with asgi_client(app, timeout=10) as client:
         preflight = client.options(
             "/mcp",
             headers={

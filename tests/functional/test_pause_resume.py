@@ -26,6 +26,7 @@ from asya_gateway import GatewayConfig, create_app
 from asya_gateway.backstop import Backstop
 from asya_gateway.timers import DeadlineTimers
 from bench.meter import Meter, Usage
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 from tests.functional.actors import Context, actor_env, deliver, drain, queue_arn
 
@@ -127,7 +128,7 @@ class Rig:
 
 
 @pytest.fixture
-def rig(mesh: Any, serve_asgi: Any) -> Iterator[Rig]:
+def rig(mesh: Any) -> Iterator[Rig]:
     clock = ManualClock(START)
     aws = mesh.aws
     meter = Meter(shadow_dynamodb=aws.session.client("dynamodb"))
@@ -142,7 +143,7 @@ def rig(mesh: Any, serve_asgi: Any) -> Iterator[Rig]:
         return ActorConfig.from_env(actor_env(mesh, actor, ASYA_ACTOR_TIMEOUT="30"))
 
     clients = {"sqs": aws.sqs, "dynamodb": aws.dynamodb, "s3": aws.s3, "clock": clock}
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    with asgi_client(app) as client:
         yield Rig(
             mesh=mesh,
             clock=clock,

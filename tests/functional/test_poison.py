@@ -35,6 +35,7 @@ from asya_local.dlq import DeadLetters
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.lambda_event import LambdaContext
 from asya_local.provision import MeshResources, provision
+from tests.asgi import asgi_client
 
 pytestmark = pytest.mark.functional
 
@@ -113,7 +114,7 @@ def _runtime(
 
 
 @pytest.fixture
-def poison(aws: Any, serve_asgi: Any) -> Iterator[PoisonMesh]:
+def poison(aws: Any) -> Iterator[PoisonMesh]:
     manifest = load_manifest(POISON / "asya.yaml")
     resources = provision(manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3, region=REGION)
     aws.sqs.set_queue_attributes(QueueUrl=resources.queue_urls["fragile"], Attributes={"VisibilityTimeout": "0"})
@@ -137,7 +138,7 @@ def poison(aws: Any, serve_asgi: Any) -> Iterator[PoisonMesh]:
         return EventSourceMapping(config, handler, sqs=aws.sqs)
 
     app = create_app(GatewayConfig(), manifest=manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
-    with httpx.Client(base_url=serve_asgi(app)) as gateway:
+    with asgi_client(app) as gateway:
         yield PoisonMesh(
             manifest=manifest,
             resources=resources,

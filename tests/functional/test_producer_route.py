@@ -17,6 +17,7 @@ import pytest
 from asya.manifest import GatewayAuth
 from asya.store import TaskStore
 from asya_gateway import GatewayConfig, create_app
+from tests.asgi import asgi_client
 from tests.clocks import ManualClock
 
 pytestmark = pytest.mark.functional
@@ -60,13 +61,13 @@ class Gw:
 
 
 @pytest.fixture
-def gw(mesh: Any, serve_asgi: Any) -> Iterator[Gw]:
+def gw(mesh: Any) -> Iterator[Gw]:
     store = mesh.store(ManualClock(START))
     auth = GatewayAuth(mode="api_key", api_key_secret="unused-keys-from-config")
     manifest = mesh.manifest.model_copy(update={"gateway": mesh.manifest.gateway.model_copy(update={"auth": auth})})
     config = GatewayConfig(api_keys=(CLIENT_KEY,), reporter_keys=(REPORTER_KEY,))
     app = create_app(config, manifest=manifest, store=store, sqs=mesh.aws.sqs)
-    with httpx.Client(base_url=serve_asgi(app), headers={"X-API-Key": CLIENT_KEY}) as client:
+    with asgi_client(app, headers={"X-API-Key": CLIENT_KEY}) as client:
         yield Gw(client=client, store=store)
 
 
@@ -144,11 +145,11 @@ def test_gw_evt_1_r3_a_reporter_posts_running_and_fly(gw: Gw) -> None:
     assert [event["data"]["payload"] for event in snap.fly] == [{"token": "a"}]
 
 
-def test_gw_evt_1_r3_without_reporter_keys_the_route_refuses_everyone(mesh: Any, serve_asgi: Any) -> None:
+def test_gw_evt_1_r3_without_reporter_keys_the_route_refuses_everyone(mesh: Any) -> None:
     """GW-EVT-1 (R3): the secure default: no reporter key configured (auth mode none) means no reporter."""
     store = mesh.store(ManualClock(START))
     app = create_app(GatewayConfig(), manifest=mesh.manifest, store=store, sqs=mesh.aws.sqs)
-    with httpx.Client(base_url=serve_asgi(app)) as client:
+    with asgi_client(app) as client:
         task_id = client.post("/api/v1/mesh/?actor=analyze", json={"payload": {}}).json()["id"]
         for headers in ({}, {"X-Asya-Reporter-Key": "guess"}):
             response = client.post(f"/api/v1/mesh/{task_id}/events", json={"type": "fly", "data": 1}, headers=headers)

@@ -22,6 +22,7 @@ from asya.config import ActorConfig
 from asya.headers import is_hook_copy
 from asya.store import TaskStore
 from asya.store.limits import ERROR_LIMIT_BYTES
+from asya.tableschema import checkpoint_key, key_shard
 from asya_crew.sink import SinkRuntime
 from tests.clocks import SqsClock
 from tests.functional.actors import Context, actor_env, deliver, drain, queue_arn
@@ -29,10 +30,20 @@ from tests.functional.actors import Context, actor_env, deliver, drain, queue_ar
 pytestmark = pytest.mark.functional
 
 NOW = datetime(2026, 3, 2, 8, 0, 0, tzinfo=UTC)
-#: P-CKPT-1, P-CKPT-2: ``{phase}/{YYYY-MM-DD}/{uuid4}.jsonl``; nothing of an envelope in the last part
+#: P-CKPT-1, P-CKPT-2, GW-DATA-9: ``{phase}/{shard}/{YYYY-MM-DD}/{uuid4}.jsonl``; nothing of an envelope in the
+#: last part
 KEY = re.compile(
-    r"(succeeded|failed)/\d{4}-\d{2}-\d{2}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl"
+    r"(succeeded|failed)/[0-9a-f]/\d{4}-\d{2}-\d{2}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl"
 )
+
+
+def _unsharded(key: str) -> str:
+    """``key`` without its shard (GW-DATA-9), which must be the one its name hashes to."""
+    phase, shard, day, name = key.split("/")
+    assert shard == key_shard(name.removesuffix(".jsonl")), key
+    return f"{phase}/{day}/{name}"
+
+
 ERROR = {"message": "model returned no text", "type": "myapp.errors.EmptyOutput", "mro": ["ValueError", "Exception"]}
 
 
@@ -47,11 +58,14 @@ class Sink:
         hooks: str = "",
         logger: Any = None,
         new_key_id: Callable[[], str] | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.mesh = mesh
         self.sqs = mesh.aws.sqs
         self.bucket = bucket or mesh.resources.bucket
-        config = ActorConfig.from_env(actor_env(mesh, "x-sink", ASYA_BUCKET=self.bucket, ASYA_SINK_HOOKS=hooks))
+        config = ActorConfig.from_env(
+            actor_env(mesh, "x-sink", ASYA_BUCKET=self.bucket, ASYA_SINK_HOOKS=hooks, **(env or {}))
+        )
         self.runtime = SinkRuntime(
             config,
             sqs=self.sqs,
@@ -165,7 +179,7 @@ def test_p_sink_5_succeeded_checkpoint_and_final_status(sink: Sink) -> None:
     env = envelope()
     assert sink.run(env) == []
     [key] = sink.keys()
-    assert KEY.fullmatch(key) and key.startswith("succeeded/2026-03-01/")
+    assert KEY.fullmatch(key) and _unsharded(key).startswith("succeeded/2026-03-01/")
     lines, content_type = sink.object(key)
     assert content_type == "application/x-ndjson"
     assert lines == [env]
@@ -187,7 +201,7 @@ def test_p_sink_5_failed_reports_error_and_forwards_to_sump_with_x_asya_checkpoi
     env = failed_envelope()
     assert sink.run(env) == []
     [key] = sink.keys()
-    assert KEY.fullmatch(key) and key.startswith("failed/2026-03-01/")
+    assert KEY.fullmatch(key) and _unsharded(key).startswith("failed/2026-03-01/")
     assert sink.object(key)[0] == [env]
     view = sink.store.get_task("t1")
     assert view is not None
@@ -223,7 +237,7 @@ def test_p_ckpt_1_a_batch_of_mixed_phases_and_dates_makes_one_object_per_phase_a
     assert sink.run(*batch) == []
     keys = sink.keys()
     assert len(keys) == 4 and all(KEY.fullmatch(key) for key in keys)
-    by_prefix = {key.rsplit("/", 1)[0]: sink.object(key) for key in keys}
+    by_prefix = {_unsharded(key).rsplit("/", 1)[0]: sink.object(key) for key in keys}
     assert by_prefix == {
         "succeeded/2026-03-01": ([batch[0], batch[4]], "application/x-ndjson"),
         "succeeded/2026-03-02": ([batch[2], batch[8]], "application/x-ndjson"),
@@ -246,11 +260,12 @@ def test_p_ckpt_1_a_failed_put_fails_every_record_it_holds_and_nothing_else(mesh
     not overwritten."""
     taken = "0f0e0d0c-0b0a-4909-8807-060504030201"
     sink = Sink(mesh, new_key_id=key_ids(taken, str(uuid.uuid4())))
-    mesh.aws.s3.put_object(Bucket=sink.bucket, Key=f"succeeded/2026-03-01/{taken}.jsonl", Body=b'{"id": "victim"}\n')
+    victim = checkpoint_key("succeeded", "2026-03-01", taken)
+    mesh.aws.s3.put_object(Bucket=sink.bucket, Key=victim, Body=b'{"id": "victim"}\n')
     for task_id in ("t1", "t2", "t3"):
         sink.store.create_task(task_id=task_id, actor="normalize")
     assert sink.run(envelope("t1"), failed_envelope("t2"), envelope("t3")) == [0, 2]
-    assert sink.object(f"succeeded/2026-03-01/{taken}.jsonl")[0] == [{"id": "victim"}]
+    assert sink.object(victim)[0] == [{"id": "victim"}]
     assert sink.store.get_task("t1")["status"] == "pending"  # type: ignore[index]
     assert sink.store.get_task("t3")["status"] == "pending"  # type: ignore[index]
     view = sink.store.get_task("t2")

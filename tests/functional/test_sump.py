@@ -22,7 +22,9 @@ pytestmark = pytest.mark.functional
 
 NOW = datetime(2026, 3, 2, 8, 0, 0, tzinfo=UTC)
 LOGGER = "test.x-sump"
-KEY = re.compile(r"failed/\d{4}-\d{2}-\d{2}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl")
+KEY = re.compile(
+    r"failed/[0-9a-f]/\d{4}-\d{2}-\d{2}/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.jsonl"
+)
 
 
 class Sump:
@@ -71,9 +73,12 @@ def sump(mesh: Any) -> Sump:
     return Sump(mesh)
 
 
-def metrics(out: str) -> list[dict[str, Any]]:
+def metrics(out: str, name: str = "FailedEnvelopes") -> list[dict[str, Any]]:
+    """The EMF lines of metric ``name`` printed to ``out``."""
     lines = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    return [line for line in lines if "_aws" in line]
+    return [
+        line for line in lines if "_aws" in line and line["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == name
+    ]
 
 
 def failed(env_id: str = "t1", *, reason: str = "RouteMismatch", payload: Any = None) -> dict[str, Any]:
@@ -101,7 +106,8 @@ def test_p_sump_4_checkpoints_failed_envelope_and_p_sump_2_metric(
     env = failed()
     with caplog.at_level(logging.INFO, logger=LOGGER):
         assert sump.run(env)[0] == []
-    assert sump.keys()[0].startswith("failed/2026-03-01/")
+    phase, _, day, _ = sump.keys()[0].split("/")
+    assert (phase, day) == ("failed", "2026-03-01")
     assert sump.checkpoint() == [env]
     [metric] = metrics(capsys.readouterr().out)
     definition = metric["_aws"]["CloudWatchMetrics"][0]
@@ -201,8 +207,12 @@ def test_p_sump_4_a_failed_put_fails_every_record_it_holds(mesh: Any, capsys: py
     forwarded = failed("t3", reason="PolicyExhausted")
     forwarded["headers"]["x-asya-checkpointed"] = {"key": "failed/2026-03-01/k.jsonl", "line": 1}
     assert sump.run(failed("t1"), failed("t2"), forwarded)[0] == [0, 1]
-    [metric] = metrics(capsys.readouterr().out)  # the failed ones are counted once, when their retry succeeds
+    out = capsys.readouterr().out
+    [metric] = metrics(out)  # the failed ones are counted once, when their retry succeeds
     assert metric["Reason"] == "PolicyExhausted"
+    # the records handed back to SQS, for the mesh-level FailedRecords alarm (not Lambda errors)
+    [handed_back] = metrics(out, "FailedRecords")
+    assert handed_back["Namespace"] == "demo" and handed_back["FailedRecords"] in (2.0, [2.0])
 
 
 def test_p_ckpt_1_a_redelivered_record_lands_in_a_new_object(sump: Sump) -> None:

@@ -1,4 +1,5 @@
-"""Infra fixtures: the example mesh synthesized once per session (with cdk-nag), and manifests written to tmp_path.
+"""Infra fixtures: the example mesh synthesized (with cdk-nag) once for both workers, the artifact suite and later
+runs while its inputs are unchanged (``tests/synthcache.py``), and manifests written to tmp_path.
 
 The first synthesis on a machine builds the dependency layers with pip (cached under ``.cdk.staging/``).
 """
@@ -20,12 +21,18 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="session")
 def example_synth(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedMesh:
-    """The repository's ``asya.yaml``, synthesized with cdk-nag (synthesis fails on an unacknowledged finding)."""
+    """The repository's ``asya.yaml``, synthesized with cdk-nag (synthesis fails on an unacknowledged finding): once
+    for both workers and the artifact suite, and again only when its inputs change (``tests/synthcache.py``)."""
     # Imported here, not at the top: this conftest loads before the root conftest's pytest_configure has run when
     # pytest is given tests/infra, and importing aws_cdk starts jsii's Node process.
     from asya_cdk.testing import synthesize_mesh
+    from tests.synthcache import cached_cdk_out, load_synthesized
 
-    return synthesize_mesh(REPO / "asya.yaml", repo_root=REPO, outdir=tmp_path_factory.mktemp("cdk-example"))
+    manifest = REPO / "asya.yaml"
+    cdk_out, synth = cached_cdk_out(manifest, lambda outdir: synthesize_mesh(manifest, repo_root=REPO, outdir=outdir))
+    if synth is not None:
+        return synth
+    return load_synthesized(cdk_out, manifest=manifest, scratch=tmp_path_factory.mktemp("cdk-example"))
 
 
 @pytest.fixture

@@ -155,3 +155,12 @@ def test_call_names_are_unique_within_a_role() -> None:
 )
 def test_pattern_matching_is_iam_s(pattern: str, value: str, matches: bool) -> None:
     assert access.pattern_matches(pattern, value) is matches
+
+
+def test_gw_data_9_the_gateway_reads_history_and_checkpoints_of_both_key_layouts() -> None:
+    """Objects written before keys had a shard stay readable: a history chain, or a task view, may name them."""
+    for key in (tableschema.history_key("2026-01-02", "u"), "history/2026-01-02/u.jsonl"):
+        assert [c.name for c in access.GATEWAY.matching("s3:GetObject", Objects(key))] == ["history.read"], key
+    for key in (tableschema.checkpoint_key("succeeded", "2026-01-02", "u"), "succeeded/2026-01-02/u.jsonl"):
+        assert [c.name for c in access.GATEWAY.matching("s3:GetObject", Objects(key))] == ["checkpoint.read"], key
+    assert not access.GATEWAY.matching("s3:GetObject", Objects(tableschema.checkpoint_key("failed", "2026-01-02", "u")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from asya.tableschema import checkpoint_key, history_key
 from bench.keyclass import call_class, key_template
 
 pytestmark = pytest.mark.unit
@@ -43,6 +44,13 @@ def test_queues_and_prefixes() -> None:
     assert call_class("sqs", "SendMessage", {"QueueUrl": url}, namespace="demo") == "queue:x-deadline"
     key = f"succeeded/2026-12-07/{ID}.jsonl"
     assert call_class("s3", "PutObject", {"Bucket": "b", "Key": key}, namespace="demo") == "s3:succeeded/{day}/"
+    for key in (checkpoint_key("failed", "2026-12-07", ID), history_key("2026-12-07", ID)):
+        sharded = key.split("/")[0] + "/{shard}/{day}/"
+        assert call_class("s3", "PutObject", {"Bucket": "b", "Key": key}, namespace="demo") == f"s3:{sharded}"
+    # a prefix that is not sharded keeps its first part as it is
+    assert call_class("s3", "PutObject", {"Bucket": "b", "Key": f"payloads/a/{ID}.json"}, namespace="x") == (
+        "s3:payloads/a/"
+    )
 
 
 def test_a_batch_get_names_every_item_class_it_reads() -> None:

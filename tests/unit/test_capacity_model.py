@@ -55,6 +55,23 @@ def test_a_hard_limit_cannot_be_declared_raised() -> None:
         load_quotas({"s3_put_per_prefix": 10_000})
 
 
+@pytest.mark.parametrize("history", ["off", "steps"])
+@pytest.mark.parametrize("payload", ["100 B", "1 KB", "10 KB"])
+def test_gw_data_9_no_s3_prefix_limits_the_mesh_before_100000_tasks_per_second(history: str, payload: str) -> None:
+    """Checkpoints and run history are spread over the key shards: every S3 prefix limit of the measured vectors lies
+    past 100,000 tasks/s (one day's prefix alone broke at 35,000)."""
+    data: dict[str, Any] = copy.deepcopy(yaml.safe_load((REPO / "asya.yaml").read_text(encoding="utf-8")))
+    data["flows"]["text-pipeline"]["history"] = history
+    data["capacity"] = {"target_rate": 100_000, "mix": {"text-pipeline": 1.0}, "payload_bytes": _BYTES[payload]}
+    result = plan(parse_manifest(data, base_dir=REPO))
+    s3 = [limit for limit in result.limits if limit.source == "s3_put_per_prefix"]
+    assert s3 and all("{shard}" in limit.name for limit in s3), [limit.name for limit in s3]
+    assert min(limit.max_rate for limit in s3) >= 100_000, [(limit.name, limit.max_rate) for limit in s3]
+
+
+_BYTES = {"100 B": 100, "1 KB": 1024, "10 KB": 10_240}
+
+
 def _first_at_100(report: str) -> tuple[str, float]:
     row = next(line for line in report.splitlines() if line.startswith("| 100 |"))
     cells = [cell.strip() for cell in row.split("|")]

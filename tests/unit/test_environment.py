@@ -122,3 +122,27 @@ def test_an_unknown_log_level_is_refused_naming_the_variable() -> None:
         ConfigError, match="POWERTOOLS_LOG_LEVEL must be DEBUG, INFO, WARNING, ERROR or CRITICAL, got 'verbose'"
     ):
         ActorConfig.from_env(env)
+
+
+@pytest.mark.parametrize(
+    ("checkpoints", "in_checkpoint"),
+    [
+        ({}, True),
+        ({"expire_days": 400}, True),
+        ({"expire_days": 30}, True),
+        ({"transition_days": 1, "transition_class": "GLACIER_IR"}, True),
+        ({"transition_days": 90, "transition_class": "DEEP_ARCHIVE"}, True),
+        ({"expire_days": 7}, False),
+        ({"transition_days": 10, "transition_class": "GLACIER"}, False),
+    ],
+)
+def test_gw_data_10_x_sink_reads_results_from_checkpoints_only_when_they_outlive_the_task(
+    checkpoints: dict[str, Any], in_checkpoint: bool
+) -> None:
+    """A checkpoint that may expire, or need a restore, before its task record does (30 days) cannot hold the task's
+    result: x-sink is told to write the result item instead."""
+    raw = {"namespace": "shop", "actors": {"pay": {"handler": "billing.pay"}}, "flows": {"main": {"route": ["pay"]}}}
+    manifest = parse_manifest({**raw, "storage": {"checkpoints": checkpoints}}, base_dir="/srv/mesh")
+    env = actor_environment(manifest, _actors(manifest)["x-sink"], table="t", bucket="b")
+    assert ActorConfig.from_env(env).result_in_checkpoint is in_checkpoint
+    assert ("ASYA_RESULT_IN_CHECKPOINT" in env) is not in_checkpoint

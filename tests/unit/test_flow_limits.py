@@ -62,7 +62,7 @@ def test_p_flow_22_asya_flow_check_prints_the_error_without_a_traceback(tmp_path
     path = tmp_path / "deep.py"
     path.write_text(elif_chain(5000))
     out, err = io.StringIO(), io.StringIO()
-    code = main(["flow", "check", str(path), "--manifest", str(tmp_path / "none.yaml")], env={}, stdout=out, stderr=err)
+    code = main(["flow", "check", str(path), "--no-manifest"], env={}, stdout=out, stderr=err)
     assert code == 1
     assert "Traceback" not in out.getvalue() + err.getvalue()
     assert f"{path}:1:1:" in out.getvalue() and "nested too deeply" in out.getvalue()

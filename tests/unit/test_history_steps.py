@@ -70,9 +70,25 @@ def test_p_hist_6_unknown_ambiguous_or_missing_steps_are_refused_with_the_choice
         select_step(HISTORY, parse_step("review"))
     with pytest.raises(StepError, match=r"has no recorded hop 7 \(hops: 0, 1, 2, 3\)$"):
         select_step(HISTORY, parse_step("7"))
-    with pytest.raises(StepError, match=r"actor 'echo' ran no step of task t \(actors: draft, review\)$"):
-        select_step(HISTORY, parse_step("echo"))  # a child's step is not a starting point
+    with pytest.raises(StepError, match=r"actor 'publish' ran no step of task t \(actors: draft, review\)$"):
+        select_step(HISTORY, parse_step("publish"))
     with pytest.raises(StepError, match=r"'review' ran 2 time\(s\) in task t, not 3$"):
         select_step(HISTORY, parse_step("review#3"))
     with pytest.raises(StepError, match=r"task u has no recorded step: is its flow's history on"):
         select_step({"id": "u", "steps": []}, parse_step("0"))
+
+
+def test_p_hist_6_an_actor_that_ran_only_in_fan_out_slices_is_refused_naming_the_hop_that_sent_them() -> None:
+    """A slice is not a starting point (its aggregator waits for its siblings): the refusal says so and names the
+    task's hop that sent the slices, the replay that reruns them all."""
+    sender = {**_step(2, "draft"), "outputs": [{"actor": "echo", "envelope_id": "child"}]}
+    history = {**HISTORY, "steps": [sender if s["hop"] == 2 and s["actor"] == "draft" else s for s in HISTORY["steps"]]}
+    with pytest.raises(
+        StepError,
+        match=r"^--from echo#1: 'echo' ran only in fan-out slices of task t \(1 run\(s\)\): a slice is not a starting "
+        r"point; retry from the hop that sent them \(2\)$",
+    ):
+        select_step(history, parse_step("echo#1"))
+    with pytest.raises(StepError, match=r"ran only in fan-out slices of task t \(1 run\(s\)\): a slice is not a "
+                       r"starting point; retry from the step that fanned out$"):  # fmt: skip
+        select_step(HISTORY, parse_step("echo"))

@@ -53,9 +53,11 @@ from asya_gateway.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     METHOD_NOT_FOUND,
+    OVERLOADED,
     RpcError,
     RpcMessage,
     error_body,
+    overload_rpc_error,
     read_message,
     result_body,
 )
@@ -84,9 +86,11 @@ async def a2a_endpoint(request: Request) -> Response:
         return await _dispatch(ctx, message, caller=extract_credential(request.headers) or "")
     except RpcError as exc:
         # GW-A2A-3: JSON-RPC errors travel with HTTP 200, framing errors included; only a body over the limit keeps
-        # its 413 (authentication failures never get here: 401, GW-AUTH-7)
-        status = 413 if exc.http_status == 413 else 200
-        return JSONResponse(error_body(exc.code, exc.message, exc.request_id), status_code=status)
+        # its 413, and an overload its 429/503 with Retry-After (GW-OVL-3) (authentication failures never get here:
+        # 401, GW-AUTH-7)
+        status = exc.http_status if exc.http_status == 413 or exc.code == OVERLOADED else 200
+        body = error_body(exc.code, exc.message, exc.request_id, exc.data if exc.code == OVERLOADED else None)
+        return JSONResponse(body, status_code=status, headers=exc.headers)
 
 
 class _Call:
@@ -141,7 +145,11 @@ async def _dispatch(ctx: GatewayContext, message: RpcMessage, *, caller: str = "
     except RpcError as exc:
         exc.request_id = rid
         raise
-    except Exception:
+    except Exception as exc:
+        overload = overload_rpc_error(exc, ctx.config.retry_after_seconds, rid)
+        if overload is not None:
+            _log.warning("A2A %s refused (overload): %s", method, exc)
+            raise overload from None
         _log.exception("A2A %s failed", method)
         raise RpcError(INTERNAL_ERROR, "internal error", request_id=rid) from None
     if call.push:

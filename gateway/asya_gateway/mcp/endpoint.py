@@ -36,9 +36,11 @@ from asya_gateway.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
+    OVERLOADED,
     RpcError,
     RpcMessage,
     error_body,
+    overload_rpc_error,
     read_message,
     result_body,
 )
@@ -65,7 +67,7 @@ _log = logging.getLogger("asya_gateway.mcp")
 
 def _error(exc: RpcError) -> JSONResponse:
     body = error_body(exc.code, exc.message, exc.request_id, exc.data)
-    return JSONResponse(body, status_code=exc.http_status)
+    return JSONResponse(body, status_code=exc.http_status, headers=exc.headers)
 
 
 async def mcp_endpoint(request: Request) -> Response:
@@ -84,23 +86,29 @@ async def mcp_endpoint(request: Request) -> Response:
         return _error(exc)
     if is_modern_request(message.method, message.params, request.headers):
         try:
-            return await _guarded(serve_modern(ctx, request, message), message.id)
+            return await _guarded(ctx, serve_modern(ctx, request, message), message.id)
         except RpcError as exc:
-            exc.http_status = http_status(exc.code)
+            if exc.code != OVERLOADED:  # an overload keeps its 429/503 (GW-OVL-3)
+                exc.http_status = http_status(exc.code)
             return _error(exc)
     try:
-        return await _guarded(_dispatch(ctx, sessions, request, message), message.id)
+        return await _guarded(ctx, _dispatch(ctx, sessions, request, message), message.id)
     except RpcError as exc:
         return _error(exc)
 
 
-async def _guarded(answer: Awaitable[Response], rid: Any) -> Response:
-    """An unexpected failure is -32603 ``internal error`` (logged), never a traceback on the wire."""
+async def _guarded(ctx: GatewayContext, answer: Awaitable[Response], rid: Any) -> Response:
+    """An unexpected failure is -32603 ``internal error`` (logged), never a traceback on the wire; AWS throttling or
+    unavailability is the overload error with ``Retry-After`` (GW-OVL-3)."""
     try:
         return await answer
     except RpcError:
         raise
-    except Exception:
+    except Exception as exc:
+        overload = overload_rpc_error(exc, ctx.config.retry_after_seconds, rid)
+        if overload is not None:
+            _log.warning("MCP request refused (overload): %s", exc)
+            raise overload from None
         _log.exception("MCP request failed")
         raise RpcError(INTERNAL_ERROR, "internal error", request_id=rid) from None
 

@@ -7,11 +7,11 @@
 - The retry route creates a new task from a finished one, linked by the ordinary header ``retry_of: <id>`` (client
   headers ``x-asya-*`` are the mesh's, GW-CREATE-5). Body ``{"from"?: STEP, "timeout"?: seconds}``. Without
   ``from`` the new task starts as the old one did, with its input payload; with ``from`` (P-HIST-6) it starts at
-  that recorded step: its route, its headers (a compiled flow's state), and the input the step received (by
-  reference when it was offloaded: a copy in the new task's own folder, P-LARGE-7). 409 when the task has not ended
-  or the step's input was cut without a stored whole body; 400 for a STEP that does not parse or names no step (the
-  message lists the choices). Answers 201 ``{"id", "status", "deadline_at"?, "retry_of", "from"?: {"hop", "actor",
-  "attempt"}}``.
+  that recorded step: its route, its headers (a compiled flow's state, rebound to the new task, P-HIST-8), and the
+  input the step received (by reference when it was offloaded: a copy in the new task's own folder, P-LARGE-7).
+  409 when the task has not ended, the step's input was cut without a stored whole body, or the step's flow state
+  does not parse; 400 for a STEP that does not parse or names no step (the message lists the choices). Answers 201
+  ``{"id", "status", "deadline_at"?, "retry_of", "from"?: {"hop", "actor", "attempt"}}``.
 """
 
 from __future__ import annotations
@@ -40,8 +40,24 @@ __all__ = ["RETRY_HEADER", "retry_task", "task_history"]
 #: The header linking a retried task to the one it retries (not ``x-asya-*``: reserved, GW-CREATE-5).
 RETRY_HEADER: Final = "retry_of"
 _NO_HISTORY: Final = "no recorded history: the task's flow records none (set history: steps on the flow)"
-#: Headers of a recorded step that a new task must not inherit: the mesh sets its own.
-_FRESH: Final = frozenset({hdr.HISTORY_PREV, hdr.TRACEPARENT, hdr.TRACESTATE, RETRY_HEADER})
+#: Headers of a recorded step that a new task must not inherit (P-HIST-8): the mesh sets its own, and the rest name
+#: the old task or its clock (its A2A task, a pending resume, its checkpoint, its origin, a retry's delay and budget).
+_FRESH: Final = frozenset(
+    {
+        hdr.HISTORY_PREV,
+        hdr.TRACEPARENT,
+        hdr.TRACESTATE,
+        RETRY_HEADER,
+        hdr.A2A_TASK_ID,
+        hdr.A2A_CONTEXT_ID,
+        hdr.RESUME_TASK,
+        hdr.RESUME_TIMEOUT,
+        hdr.CHECKPOINTED,
+        hdr.ORIGIN_ID,
+        hdr.DELAY_UNTIL,
+        hdr.FIRST_ATTEMPT,
+    }
+)
 
 
 async def task_history(request: Request) -> Response:

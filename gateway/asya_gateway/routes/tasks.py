@@ -18,7 +18,7 @@ from asya_gateway.auth import extract_credential
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.creation import aws_error_code, created_answer, deadline_of, start_task
-from asya_gateway.errors import HttpError
+from asya_gateway.errors import HttpError, OverloadError
 from asya_gateway.idempotency import HEADER, IdempotencyKeys, fingerprint, parse_key
 from asya_gateway.listing import parse_list_query
 from asya_gateway.principal import check_owner, listing_owner, owner_checks
@@ -108,6 +108,10 @@ async def _create_once(
             traceparent=traces["traceparent"],
             tracestate=traces["tracestate"],
         )
+    except OverloadError as exc:
+        if not exc.kept:  # a kept task is resumed by the retry with this key (GW-OVL-4)
+            await ctx.call(keys.release, caller=caller, key=key, task_id=task_id)
+        raise
     except Exception:
         await ctx.call(keys.release, caller=caller, key=key, task_id=task_id)
         raise

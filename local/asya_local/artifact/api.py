@@ -70,6 +70,7 @@ def start_api(
         stage=_STAGE,
         api_arn=api_arn,
         authorizers=authorizers,
+        limits=spec.edge_limits,
     )
     front_server = UvicornThread(front, port=0, name="asya-artifact-api")
     front_server.start()

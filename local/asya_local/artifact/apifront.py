@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 from urllib.parse import urlsplit
@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from asya_local.artifact.authorizers import EdgeAuthorizers, check_supported
+from asya_local.artifact.edgelimits import EdgeLimits, GatewayAnswer, TokenBucket
 from asya_local.artifact.model import ApiMethod
 from asya_local.artifact.sigv4 import MISSING_TOKEN, sign, verify
 from asya_local.exceptions import LocalModeError
@@ -79,6 +80,14 @@ async def _respond(send: Send, status: int, body: dict[str, Any], headers: Mappi
     await send({"type": "http.response.body", "body": data})
 
 
+async def _gateway_answer(send: Send, answer: GatewayAnswer) -> None:
+    """A gateway response as API Gateway sends it: its status, static headers and JSON body."""
+    headers = [(b"content-type", b"application/json")]
+    headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in answer.headers.items()]
+    await send({"type": "http.response.start", "status": answer.status, "headers": headers})
+    await send({"type": "http.response.body", "body": answer.body.encode()})
+
+
 class _Relaying:
     """What both ASGI apps share: the ASGI entry point (the lifespan, then each HTTP request to ``_http``), and the
     relay of one request, a transport error answered 502. The relay client is closed at the lifespan's shutdown:
@@ -114,6 +123,7 @@ class _Relaying:
         body: bytes,
         query: str,
         failed: Callable[[httpx.TransportError], str],
+        answer_failure: Callable[[Send, httpx.TransportError], Awaitable[None]] | None = None,
     ) -> None:
         if self._client is None:
             self._client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
@@ -123,7 +133,10 @@ class _Relaying:
         try:
             await _relay(self._client, request, send)
         except httpx.TransportError as exc:
-            await _respond(send, 502, {"message": failed(exc)})
+            if answer_failure is not None:
+                await answer_failure(send, exc)
+            else:
+                await _respond(send, 502, {"message": failed(exc)})
 
 
 async def _relay(client: httpx.AsyncClient, request: httpx.Request, send: Send) -> None:
@@ -172,7 +185,10 @@ class ApiFront(_Relaying):
         stage: str,
         api_arn: str,
         authorizers: EdgeAuthorizers | None = None,
+        limits: EdgeLimits | None = None,
     ) -> None:
+        """``limits``: the stage throttle and gateway responses to play (GW-OVL-6); none: unthrottled, AWS's
+        default answers."""
         for method in methods:
             if method.authorization not in ("NONE", "AWS_IAM") and authorizers is not None:
                 check_supported(method)
@@ -190,6 +206,10 @@ class ApiFront(_Relaying):
         self._stage = stage
         self._api_arn = api_arn
         self._authorizers = authorizers
+        self._limits = limits or EdgeLimits()
+        self._bucket = TokenBucket(self._limits.throttle) if self._limits.throttle is not None else None
+        #: requests refused by the stage throttle
+        self.throttled = 0
         self.denied: list[str] = []
         #: (function ARN, ``METHOD /path``) of every request passed to a function, in order
         self.relayed: list[tuple[str, str]] = []
@@ -224,6 +244,10 @@ class ApiFront(_Relaying):
         body = await _read_body(receive)
         if method is None:
             await _respond(send, 403, {"message": MISSING_TOKEN})
+            return
+        if self._bucket is not None and not self._bucket.take():
+            self.throttled += 1
+            await _gateway_answer(send, self._limits.answer("THROTTLED"))
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         query = scope.get("query_string", b"").decode("latin-1")
@@ -263,6 +287,7 @@ class ApiFront(_Relaying):
             body=body,
             query=query,
             failed=lambda exc: f"Internal server error ({type(exc).__name__})",
+            answer_failure=lambda reply, _exc: _gateway_answer(reply, self._limits.answer("INTEGRATION_FAILURE")),
         )
 
     def _authorize(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from asya_local.artifact.edgelimits import EdgeLimits, read_edge_limits
 from asya_local.artifact.template import Assembly, Resource, Stack, TemplateError
 
 __all__ = [
@@ -54,13 +55,15 @@ EMULATED_TYPES: Final = frozenset(
         "AWS::IAM::ManagedPolicy",
         "AWS::CloudFormation::Stack",
         "AWS::SecretsManager::Secret",
+        # API Gateway's answers under load: asya_local.artifact.edgelimits
+        "AWS::ApiGateway::GatewayResponse",
     }
 )
 #: Accepted by name: no effect on a local run. Resource policies of queues and the bucket only deny plain-HTTP
 #: access (``aws:SecureTransport``), which a local endpoint cannot offer; API Gateway's deployment, stage and account
-#: only publish the methods read from the template; the VPC, its endpoints and security groups only route what runs
-#: over loopback here (a function's ``VpcConfig`` is not read); the others are observability, backup or deployment
-#: plumbing.
+#: only publish the methods read from the template (the stage's throttle is read apart, ``edgelimits``); the VPC,
+#: its endpoints and security groups only route what runs over loopback here (a function's ``VpcConfig`` is not
+#: read); the others are observability, backup or deployment plumbing.
 INERT_TYPES: Final = frozenset(
     {
         "AWS::CloudWatch::Alarm",
@@ -273,6 +276,8 @@ class MeshSpec:
     inert: dict[str, int] = field(default_factory=dict)
     #: secrets the templates create (the reporter keys, GW-EDGE-2): their names, created with a random value
     secrets: list[str] = field(default_factory=list)
+    #: the stage throttle and the gateway responses the API front plays (GW-OVL-6)
+    edge_limits: EdgeLimits = field(default_factory=EdgeLimits)
 
     def function_named(self, name: str) -> FunctionSpec:
         for function in self.functions.values():
@@ -321,6 +326,7 @@ def read_mesh(assembly: Assembly) -> MeshSpec:
                 case "AWS::Events::Rule":
                     spec.schedules.append(_schedule(resource))
         spec.methods.extend(_methods(stack))
+    spec.edge_limits = read_edge_limits(stacks)
     for source in spec.event_sources:
         if source.queue_arn not in spec.queues:
             raise TemplateError(f"event source {source.logical_id}: {source.queue_arn} is no queue of the assembly")

@@ -1,7 +1,8 @@
 """One Lambda function as one child interpreter (:class:`FunctionProcess`), and the environment Lambda gives it.
 
-The child is this machine's Python started with ``-I -S`` on the script ``_bootstrap.py`` (no ``PYTHON*`` variable,
-no site-packages, not even the script's own directory: the source tree is never on its path). Its ``sys.path`` is
+The child is this machine's Python started with ``-I -S -B`` on the script ``_bootstrap.py`` (no ``PYTHON*`` variable,
+no site-packages, not even the script's own directory: the source tree is never on its path; no bytecode written
+next to the staged code, which Lambda keeps read-only). Its ``sys.path`` is
 the function's staged code directory, then each layer as Lambda lays it out (``<layer>/python``; a dependency layer
 replaced by its host restaging), then the runtime's boto3 directory. :meth:`FunctionProcess.invoke` sends one event
 and waits for the answer; an answer that does not come within the function's timeout kills the process and starts a
@@ -149,7 +150,7 @@ class FunctionProcess:
     def _spawn(self) -> None:
         config = json.dumps({"path": self._sys_path, "handler": self._handler})
         process = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(BOOTSTRAP), config],
+            [sys.executable, "-I", "-S", "-B", str(BOOTSTRAP), config],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log if self._log is not None else None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya_local.artifact.model import BucketSpec, MeshSpec
 
 if TYPE_CHECKING:
@@ -48,8 +49,10 @@ def provision_spec(spec: MeshSpec, *, sqs: SQSClient, dynamodb: DynamoDBClient, 
         from asya_local.moto_server import FAKE_CREDENTIALS
 
         # the deployer's client, as the others: the sqs client's endpoint, fake credentials
-        client = boto3.Session().client(
+        client = aws_client(
             "secretsmanager",
+            LOCAL_BUDGET,
+            session=boto3.Session(),
             region_name=region,
             endpoint_url=sqs.meta.endpoint_url,
             aws_access_key_id=FAKE_CREDENTIALS["aws_access_key_id"],

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Final
 
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya_local.artifact.functions import FunctionPool, ScheduleTrigger
 from asya_local.artifact.model import MeshSpec
 from asya_local.artifact.process import Credentials
@@ -49,8 +50,10 @@ def start_event_source(
     keys = credentials[function.arn]
     import boto3
 
-    sqs = boto3.Session().client(
+    sqs = aws_client(
         "sqs",
+        LOCAL_BUDGET,
+        session=boto3.Session(),
         region_name=region,
         endpoint_url=endpoint,
         aws_access_key_id=keys.access_key_id,

@@ -7,9 +7,10 @@ directory, with ``sh``) with the function's Lambda environment, and polls ``http
 template's unless it is taken here; then a free port is used (the template's value is what the function listens on
 inside its own Lambda sandbox, where no other process competes for it).
 
-The script runs ``python``: a ``python`` on its ``PATH`` starts this machine's interpreter with ``-S`` (no
-site-packages, so the source tree never joins its path); ``PYTHONPATH`` carries the layers (``<layer>/python``,
-dependency layers restaged) as ``/opt/python`` would, and ``LAMBDA_RUNTIME_DIR`` the runtime's boto3.
+The script runs ``python``: a ``python`` on its ``PATH`` starts this machine's interpreter with ``-S -B`` (no
+site-packages, so the source tree never joins its path; no bytecode written into the staged code, which Lambda keeps
+read-only); ``PYTHONPATH`` carries the layers (``<layer>/python``, dependency layers restaged) as ``/opt/python``
+would, and ``LAMBDA_RUNTIME_DIR`` the runtime's boto3.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ class WebAdapterProcess:
         if not script.is_file():
             raise LocalModeError(f"{self.name}: handler script {script} not found in the staged code")
         python = self._shim / "python"
-        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n', encoding="utf-8")
+        python.write_text(f'#!/bin/sh\nexec "{sys.executable}" -S -B "$@"\n', encoding="utf-8")
         python.chmod(0o755)
         env = {
             **self._env,

@@ -10,6 +10,7 @@ from typing import Final, Protocol
 from urllib.parse import parse_qs, urlsplit
 
 from asya_local.iam.denials import denial_response
+from asya_local.iam.faults import FaultRules, fault_answer
 from asya_local.iam.model import MISSING_KEY, UNMODELLED, AccessRecord, RequestContext
 from asya_local.iam.policy import Decision, PolicySet
 from asya_local.iam.requests import authorize_request
@@ -46,6 +47,9 @@ class HandlerOwner(Protocol):
     def secret_arn(self, secret_id: str) -> str | None: ...
 
     def deny_message(self, record: AccessRecord) -> str: ...
+
+    @property
+    def faults(self) -> FaultRules: ...
 
 
 def make_handler(proxy: HandlerOwner) -> type[BaseHTTPRequestHandler]:
@@ -112,6 +116,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         refused = next((record for record in judged if not record.decision.allowed), None)
         if refused is not None:
             self._deny(credential, headers, refused)
+            return
+        fault = proxy.faults.take(principal, [check.action for check in checks])
+        if fault is not None:
+            answer = fault_answer(credential.service, "x-amz-target" in headers, fault)
+            self._relay(
+                (answer.status, http.HTTPStatus(answer.status).phrase, list(answer.headers.items()), answer.body)
+            )
             return
         response = self._forward_or_502(body)
         if response is None:

@@ -35,8 +35,10 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from asya.awsclients import LOCAL_BUDGET, aws_client
 from asya_local.iam._handler import make_handler
 from asya_local.iam.denials import denial_message
+from asya_local.iam.faults import FaultRules
 from asya_local.iam.model import ALWAYS_ALLOWED, UNMODELLED, AccessRecord, RequestContext
 from asya_local.iam.policy import Decision, Evaluation, PolicySet
 from asya_local.iam.sigv4 import Credential
@@ -101,6 +103,7 @@ class PolicyProxy:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
         self._secrets: Any = None
+        self._faults = FaultRules()
 
     @property
     def url(self) -> str:
@@ -171,6 +174,12 @@ class PolicyProxy:
         with self._lock:
             return set(self._used)
 
+    @property
+    def faults(self) -> FaultRules:
+        """The fault rules (``asya_local.iam.faults``): ``proxy.faults.add(FaultRule(...))`` makes the next
+        matching allowed calls fail as AWS throttling does."""
+        return self._faults
+
     def judge(self, principal: str, policies: PolicySet, checks: list[RequestContext]) -> list[AccessRecord]:
         """Every (action, resource) of ``checks``, evaluated (not yet recorded)."""
         judged: list[AccessRecord] = []
@@ -206,8 +215,10 @@ class PolicyProxy:
 
                 host, port = self._upstream
                 # a key no principal has: moto's own view, unchecked, as AWS resolves a name before it authorizes
-                self._secrets = boto3.Session().client(
+                self._secrets = aws_client(
                     "secretsmanager",
+                    LOCAL_BUDGET,
+                    session=boto3.Session(),
                     region_name=self.region,
                     endpoint_url=f"http://{host}:{port}",
                     aws_access_key_id="proxy-resolver",

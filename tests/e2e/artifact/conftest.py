@@ -1,21 +1,21 @@
-"""The suite's target: by default the artifact mesh, the example mesh synthesized once per session into a temporary
-``cdk.out`` and run by :class:`asya_local.artifact.mesh.ArtifactMesh` (one interpreter per function, moto behind the
-IAM proxy, the API front with SigV4); with ``ASYA_E2E_TARGET=aws`` (``make e2e-aws``) a throwaway deployment of the
-same mesh in a real account (:class:`asya_local.e2e_aws.AwsDeployment`), skipped with the reason when no credentials
-or region are configured. The fixtures ``local_mesh`` and ``gateway`` are overridden here, so the e2e tests imported
-into this directory run unchanged against either target; each test then asserts that no call was denied
-(``denied()``). Tests that need the artifact mesh's internals (its pools, policies, schedules) ask for
-``artifact_mesh``, which skips on the real-AWS target.
+"""The suite's target: by default the artifact mesh, the example mesh's ``cdk.out`` (from ``tests/synthcache.py``:
+shared with the infra tier, synthesized only when its inputs changed) run by
+:class:`asya_local.artifact.mesh.ArtifactMesh` (one interpreter per function, moto behind the IAM proxy, the API
+front with SigV4); with ``ASYA_E2E_TARGET=aws`` (``make e2e-aws``) a throwaway deployment of the same mesh in a real
+account (:class:`asya_local.e2e_aws.AwsDeployment`), skipped with the reason when no credentials or region are
+configured. The fixtures ``local_mesh`` and ``gateway`` are overridden here, so the e2e tests imported into this
+directory run unchanged against either target; each test then asserts that no call was denied (``denied()``). Tests
+that need the artifact mesh's internals (its pools, policies, schedules) ask for ``artifact_mesh``, which skips on
+the real-AWS target.
 
-The synthesized assembly and the mesh are shared by every test of the session: the build (a synth, 16 interpreters,
-the gateway's import) is paid once. Restaged layers are cached under ``.asya/artifact-cache`` in the repository.
+The assembly and the mesh are shared by every test of the session: the build (16 interpreters, the gateway's import,
+and a synth when the cache has none) is paid once. Restaged layers are cached under ``.asya/artifact-cache`` in the
+repository.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -28,6 +28,7 @@ import yaml
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.e2e_aws import AwsDeployment, aws_unavailable_reason, target_name
 from tests.e2e.conftest import Gateway
+from tests.synthcache import SYNTH_SECONDS, cached_cdk_out, synthesize
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".asya" / "artifact-cache"
@@ -35,20 +36,8 @@ CACHE = REPO / ".asya" / "artifact-cache"
 _TIMINGS: dict[str, float] = {}
 
 
-def synthesize(outdir: Path, *, manifest: Path | None = None) -> Path:
-    """``cdk/app.py`` into ``outdir`` (a child process: jsii's Node process stays out of the test session)."""
-    command = [sys.executable, str(REPO / "cdk" / "app.py")]
-    if manifest is not None:
-        command += ["-c", f"manifest={manifest}"]
-    result = subprocess.run(
-        command, cwd=REPO, env={**os.environ, "CDK_OUTDIR": str(outdir)}, capture_output=True, text=True, check=False
-    )
-    assert result.returncode == 0, f"synth failed:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
-    return outdir
-
-
 def _synthesized(outdir: Path, *, timing: str, manifest: Path | None = None) -> Path:
-    """:func:`synthesize`, its cost kept under ``timing`` for the end-of-run report."""
+    """:func:`tests.synthcache.synthesize`, its cost kept under ``timing`` for the end-of-run report."""
     started = time.monotonic()
     out = synthesize(outdir, manifest=manifest)
     _TIMINGS[timing] = time.monotonic() - started
@@ -65,8 +54,13 @@ def _started(cdk_out: Path, *, log_dir: Path, timing: str) -> Iterator[ArtifactM
 
 
 @pytest.fixture(scope="session")
-def cdk_out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _synthesized(tmp_path_factory.mktemp("cdk") / "cdk.out", timing="synth")
+def cdk_out() -> Path:
+    """The example's assembly, shared with the infra tier and earlier runs (``tests/synthcache.py``); synthesized
+    here only when none of this content exists yet."""
+    manifest = REPO / "asya.yaml"
+    out, _ = cached_cdk_out(manifest, lambda outdir: synthesize(outdir, manifest=manifest))
+    _TIMINGS["synth"] = SYNTH_SECONDS.get("asya", 0.0)
+    return out
 
 
 HERE = Path(__file__).resolve().parent

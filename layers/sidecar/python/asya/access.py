@@ -191,6 +191,9 @@ _SEND: Final = ("sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
 
 _PAYLOADS: Final = Objects(tableschema.PAYLOADS_PREFIX + "*")
 _HISTORY: Final = Objects(tableschema.history_key("*", "*"))
+#: What a history walk may read: objects of this layout and of the one before the shard (``history/{day}/...``,
+#: GW-DATA-9), which a chain written before an upgrade still names.
+_HISTORY_READ: Final = Objects(tableschema.HISTORY_PREFIX + "*.jsonl")
 _HISTORY_WRITE: Final = Call(
     "history.write",
     (_PUT,),
@@ -403,9 +406,15 @@ GATEWAY: Final = Role(
         ),
         Call("payloads.read", (_GET,), _PAYLOADS, "payload references the gateway reads back"),
         Call(
+            "checkpoint.read",
+            (_GET,),
+            Objects(tableschema.SUCCEEDED_PREFIX + "*"),
+            "a succeeded task's result, read from its checkpoint line with a ranged GET (GW-DATA-10)",
+        ),
+        Call(
             "history.read",
             (_GET,),
-            _HISTORY,
+            _HISTORY_READ,
             "the run history's objects, walked backwards from the task item's chain head (P-HIST-5)",
         ),
         Call(

@@ -24,6 +24,7 @@ from typing import Any, Final, Protocol
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from asya.batchmetrics import record_failed_records
 from asya.exceptions import AsyaError, HopHeldError
 from asya.timeout import SAFETY_MARGIN_SECONDS
 
@@ -156,9 +157,20 @@ class RecordBatch(BatchProcessor):
       failed record (P-ACK-4, :func:`failed_visibilities`, best effort), then :meth:`BatchSteps.end`.
     """
 
-    def __init__(self, steps: BatchSteps, *, actor: str, transport: _Visibility, logger: Any) -> None:
+    def __init__(
+        self,
+        steps: BatchSteps,
+        *,
+        actor: str,
+        transport: _Visibility,
+        logger: Any,
+        metrics_namespace: str | None = None,
+    ) -> None:
+        """``metrics_namespace``: the mesh's namespace, for the ``FailedRecords`` metric (``asya.batchmetrics``) of
+        a batch that hands records back; ``None``: no metric."""
         super().__init__(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
         self._steps = steps
+        self._metrics_namespace = metrics_namespace
         self._actor = actor
         self._transport = transport
         self._log = logger
@@ -175,9 +187,10 @@ class RecordBatch(BatchProcessor):
                 self.async_process()
             else:
                 self.process()
-        return {
-            "batchItemFailures": [{"itemIdentifier": f["itemIdentifier"]} for f in self.response()["batchItemFailures"]]
-        }
+        failures = [{"itemIdentifier": f["itemIdentifier"]} for f in self.response()["batchItemFailures"]]
+        if self._metrics_namespace is not None:
+            record_failed_records(self._metrics_namespace, len(failures))
+        return {"batchItemFailures": failures}
 
     def _prepare(self) -> None:
         super()._prepare()  # type: ignore[no-untyped-call]

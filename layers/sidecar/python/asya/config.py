@@ -13,6 +13,9 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
 | ``ASYA_ACTOR_TIMEOUT`` | per-call handler timeout in seconds (P-MAN-1) | ``60`` |
 | ``ASYA_OFFLOAD_THRESHOLD_KB`` | claim-check threshold (P-LARGE-1) | ``240`` |
 | ``ASYA_SINK_HOOKS`` | comma-separated hook actors (x-sink only, P-SINK-6) | ``""`` |
+| ``ASYA_RESULT_IN_CHECKPOINT`` | ``false``: x-sink writes a succeeded task's result item rather than naming the
+  result's bytes in its checkpoint (set when ``storage.checkpoints`` lets checkpoints go before task records,
+  GW-DATA-10) | ``true`` |
 | ``ASYA_RESILIENCY`` | JSON of the actor's ``resiliency`` section (P-RES-1, ``asya.resiliency``) | no retries |
 | ``ASYA_FAN_IN`` | JSON ``{"aggregator": <name>, "key": <JSON Pointer>}`` of a fan-in actor (P-FANIN-1): the layer
   holds its frames and sends ``N + 1`` slices (``asya.fanin``) | unset: not a fan-in actor |
@@ -101,6 +104,8 @@ class ActorConfig:
     actor_timeout: float = 60.0
     offload_threshold_kb: int = 240
     sink_hooks: tuple[str, ...] = ()
+    #: x-sink: a succeeded task's result is read from its checkpoint line, not written to a result item (GW-DATA-10)
+    result_in_checkpoint: bool = True
     resiliency: RetryPolicies = field(default_factory=RetryPolicies)
     tracing: bool = False
     max_hops: int = DEFAULT_MAX_HOPS
@@ -145,6 +150,7 @@ class ActorConfig:
             actor_timeout=positive_number(source, ENV.actor_timeout, 60.0),
             offload_threshold_kb=int(positive_number(source, ENV.offload_threshold_kb, 240)),
             sink_hooks=tuple(h.strip() for h in source.get(ENV.sink_hooks, "").split(",") if h.strip()),
+            result_in_checkpoint=source.get(ENV.result_in_checkpoint, "").strip().lower() not in ("0", "false", "no"),
             resiliency=_resiliency(source),
             tracing=source.get(ENV.tracing, "").strip().lower() in ("1", "true", "yes"),
             max_hops=_max_hops(source),

@@ -136,6 +136,8 @@ def actor_environment(
         env[ENV.code_dir] = str(code_dir)
     if actor.name == naming.SINK:
         env[ENV.sink_hooks] = ",".join(manifest.crew.sink_hooks)
+        if not manifest.storage.checkpoints.serves_results:
+            env[ENV.result_in_checkpoint] = "false"
     if actor.resiliency is not None:
         env[ENV.resiliency] = json.dumps(actor.resiliency.model_dump(mode="json"), separators=(",", ":"))
     if actor.tracing:

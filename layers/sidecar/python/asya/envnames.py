@@ -45,6 +45,9 @@ class _EnvNames:
     actor_timeout: Final = "ASYA_ACTOR_TIMEOUT"
     offload_threshold_kb: Final = "ASYA_OFFLOAD_THRESHOLD_KB"
     sink_hooks: Final = "ASYA_SINK_HOOKS"
+    #: ``false`` when checkpoints may expire or become unreadable before a task record does: x-sink then writes a
+    #: succeeded task's result item instead of naming its checkpoint line (GW-DATA-10)
+    result_in_checkpoint: Final = "ASYA_RESULT_IN_CHECKPOINT"
     resiliency: Final = "ASYA_RESILIENCY"
     tracing: Final = "ASYA_TRACING"
     manifest: Final = "ASYA_MANIFEST"

@@ -7,8 +7,8 @@ the header: no object, no header, no attribute.
 
 Per invocation (one SQS batch) an :class:`InvocationHistory`:
 
-- names ONE object ``history/{YYYY-MM-DD}/{uuid4}.jsonl`` (``asya.tableschema.history_key``, today's UTC date, a fresh
-  UUID4: no id from an envelope steers a key), chosen at the first recorded hop, before its claim;
+- names ONE object ``history/{shard}/{YYYY-MM-DD}/{uuid4}.jsonl`` (``asya.tableschema.history_key``, today's UTC
+  date, a fresh UUID4: no id from an envelope steers a key), chosen at the first recorded hop, before its claim;
 - :meth:`~InvocationHistory.open` starts one line per recorded hop right before its handler call (after the claim):
   ``{"v": 1, "envelope_id", "parent_id", "actor", "attempt", "hop", "message_id", "started_at", "duration_ms",
   "input", "input_bytes", "input_cut", "input_ref", "route", "headers", "outputs", "error", "prev"}``; ``prev`` is

@@ -106,6 +106,11 @@ def select_step(history: dict[str, Any], ref: StepRef) -> dict[str, Any]:
     runs = [first[hop] for hop in hops if first[hop].get("actor") == ref.actor]
     actors = sorted({str(step.get("actor")) for step in own})
     if not runs:
+        slices = [
+            s for s in history.get("steps") or [] if s.get("actor") == ref.actor and s.get("envelope_id") != task_id
+        ]
+        if slices:
+            raise StepError(_slice_refusal(ref, str(task_id), own, slices))
         raise StepError(
             f"--from {ref}: actor {ref.actor!r} ran no step of task {task_id} (actors: {', '.join(actors)})"
         )
@@ -119,6 +124,20 @@ def select_step(history: dict[str, Any], ref: StepRef) -> dict[str, Any]:
     if ref.nth > len(runs):
         raise StepError(f"--from {ref}: {ref.actor!r} ran {len(runs)} time(s) in task {task_id}, not {ref.nth}")
     return runs[ref.nth - 1]
+
+
+def _slice_refusal(ref: StepRef, task_id: str, own: list[dict[str, Any]], slices: list[dict[str, Any]]) -> str:
+    """Why a fan-out slice is not a starting point (its aggregator waits for the slice's siblings), and the task's
+    hop(s) that sent the slices: replaying from there runs every slice again."""
+    ids = {s.get("envelope_id") for s in slices}
+    senders = sorted(
+        {int(s.get("hop") or 0) for s in own for out in s.get("outputs") or [] if out.get("envelope_id") in ids}
+    )
+    where = f"the hop that sent them ({_listing(senders)})" if senders else "the step that fanned out"
+    return (
+        f"--from {ref}: {ref.actor!r} ran only in fan-out slices of task {task_id} ({len(slices)} run(s)): a slice is "
+        f"not a starting point; retry from {where}"
+    )
 
 
 def read_history(

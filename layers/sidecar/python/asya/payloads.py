@@ -39,6 +39,7 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import headers as hdr
+from asya.awsclients import ACTOR_BUDGET, ClientBudget, aws_client
 from asya.envelope import Envelope, dumps
 from asya.exceptions import AsyaError
 from asya.missingkey import is_missing
@@ -111,20 +112,20 @@ class PayloadStore:
         threshold_kb: int = DEFAULT_THRESHOLD_KB,
         s3: Any = None,
         token: Callable[[], str] = _token,
+        budget: ClientBudget = ACTOR_BUDGET,
     ) -> None:
         if not 1 <= threshold_kb <= 1024:
             raise ValueError(f"offload threshold must be 1..1024 KiB, got {threshold_kb!r}")
         self.bucket = bucket or None
         self.threshold_bytes = threshold_kb * 1024
         self._s3 = s3
+        self._budget = budget
         self._token = token
 
     @property
     def s3(self) -> Any:
         if self._s3 is None:
-            import boto3
-
-            self._s3 = boto3.client("s3")
+            self._s3 = aws_client("s3", self._budget)
         return self._s3
 
     # -- sending ---------------------------------------------------------------------------------------------------

@@ -71,9 +71,9 @@ class ProgramStore:
     @property
     def s3(self) -> Any:
         if self._s3 is None:
-            import boto3
+            from asya.awsclients import ACTOR_BUDGET, aws_client
 
-            self._s3 = boto3.client("s3")
+            self._s3 = aws_client("s3", ACTOR_BUDGET)
         return self._s3
 
     def publish(self, program: Program) -> None:

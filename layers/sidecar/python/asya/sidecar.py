@@ -311,9 +311,13 @@ class ActorRuntime:
 
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
-        return RecordBatch(_Batch(self), actor=self._actor, transport=self._transport, logger=self._log).run(
-            event, context
-        )
+        return RecordBatch(
+            _Batch(self),
+            actor=self._actor,
+            transport=self._transport,
+            logger=self._log,
+            metrics_namespace=self.config.namespace,
+        ).run(event, context)
 
     # -- batch level --------------------------------------------------------------------------------------------
 

@@ -5,9 +5,15 @@ same in AWS and on moto. The item layout is in ``asya.store.records``.
 
 Every object key the runtime writes or reads is built here (or, for offloaded payloads, from :data:`PAYLOADS_PREFIX`
 in ``asya.payloads``): ``payloads/{id}/{hop}-{actor}-{token}.json``, ``fanin/{origin}/slice-{i}.json``,
-``tasks/{id}/{field}.json``, ``paused/{id}.json``, ``{succeeded|failed}/{day}/{name}.jsonl`` (checkpoints),
-``history/{day}/{name}.jsonl`` (run history), ``flows/{digest}.json`` (flow programs by digest) and
+``tasks/{id}/{field}.json``, ``paused/{id}.json``, ``{succeeded|failed}/{shard}/{day}/{name}.jsonl`` (checkpoints),
+``history/{shard}/{day}/{name}.jsonl`` (run history), ``flows/{digest}.json`` (flow programs by digest) and
 ``unparsed/{day}/sqs-{message id}.txt``.
+
+Checkpoints and run history are the objects the mesh writes at the task rate. S3 serves about 3,500 writes per second
+per prefix, so their keys carry a shard, :func:`key_shard` of the object's own name (one of :data:`KEY_SHARDS` hex
+digits), before the day: the writes of a day spread over 16 prefixes that stay the same from one day to the next, so
+S3 splits them once (GW-DATA-9). Readers never build these keys: they read the key the task item names, so objects
+written before the shard was added stay readable.
 ``asya.access`` declares who may touch which by calling the same builders
 with ``*`` (tests/unit/test_access.py fails on a key built anywhere else).
 
@@ -18,6 +24,7 @@ update never costs an index write. Readers fetch what they list with ``BatchGetI
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -27,11 +34,13 @@ __all__ = [
     "FANIN_PREFIX",
     "GSIS",
     "HISTORY_PREFIX",
+    "KEY_SHARDS",
     "PARTITION_KEY",
     "PAUSED_PREFIX",
     "PAYLOADS_PREFIX",
     "PAYLOADS_RETENTION_DAYS",
     "PROGRAMS_PREFIX",
+    "SHARDED_PREFIXES",
     "SORT_KEY",
     "SUCCEEDED_PREFIX",
     "TASKS_PREFIX",
@@ -43,6 +52,7 @@ __all__ = [
     "checkpoint_key",
     "fanin_slice_key",
     "history_key",
+    "key_shard",
     "paused_key",
     "program_key",
     "task_value_key",
@@ -74,6 +84,17 @@ CHECKPOINT_PREFIXES: Final = {"succeeded": SUCCEEDED_PREFIX, "failed": FAILED_PR
 UNPARSED_PREFIX: Final = "unparsed/"
 #: Run history (P-HIST-1): one JSON Lines object per actor invocation that ran a hop of a history-on flow.
 HISTORY_PREFIX: Final = "history/"
+#: The prefixes whose keys carry a shard, and the shards: one hex digit (GW-DATA-9).
+SHARDED_PREFIXES: Final = (SUCCEEDED_PREFIX, FAILED_PREFIX, HISTORY_PREFIX)
+KEY_SHARDS: Final = tuple("0123456789abcdef")
+
+
+def key_shard(name: str) -> str:
+    """The shard of an object named ``name``: the first hex digit of its SHA-256, so any name (a UUID4, or a test's
+    fixed one) spreads evenly; ``*`` (a key pattern of ``asya.access``) stays ``*``."""
+    if name == "*":
+        return "*"
+    return hashlib.sha256(name.encode("utf-8")).hexdigest()[0]
 
 
 def task_value_key(task_id: str, field: str) -> str:
@@ -102,13 +123,13 @@ def fanin_slice_key(origin_id: str, index: int | str) -> str:
 
 
 def checkpoint_key(phase: str, day: str, name: str) -> str:
-    """``{phase}/{day}/{name}.jsonl``: one crew checkpoint object; ``phase`` is ``succeeded`` or ``failed``."""
-    return f"{CHECKPOINT_PREFIXES[phase]}{day}/{name}.jsonl"
+    """``{phase}/{shard}/{day}/{name}.jsonl``: one crew checkpoint object; ``phase`` is ``succeeded`` or ``failed``."""
+    return f"{CHECKPOINT_PREFIXES[phase]}{key_shard(name)}/{day}/{name}.jsonl"
 
 
 def history_key(day: str, name: str) -> str:
-    """``history/{day}/{name}.jsonl``: the run-history lines of one actor invocation (P-HIST-2)."""
-    return f"{HISTORY_PREFIX}{day}/{name}.jsonl"
+    """``history/{shard}/{day}/{name}.jsonl``: the run-history lines of one actor invocation (P-HIST-2)."""
+    return f"{HISTORY_PREFIX}{key_shard(name)}/{day}/{name}.jsonl"
 
 
 def unparsed_key(day: str, message_id: str) -> str:

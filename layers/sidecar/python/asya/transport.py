@@ -30,10 +30,10 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import naming
+from asya.awsclients import ACTOR_BUDGET, ClientBudget, aws_client
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError, NamingError, SerializationError
 
@@ -128,12 +128,15 @@ class Transport:
         sleep: Callable[[float], None] = time.sleep,
         trace_header: TraceHeader | None = None,
         account_id: str = "",
+        budget: ClientBudget = ACTOR_BUDGET,
     ) -> None:
         """``account_id``: the AWS account of the queues; with it queue URLs are built from the client's endpoint,
-        without a ``GetQueueUrl`` call (GW-CREATE-7), and a missing queue shows at the send."""
+        without a ``GetQueueUrl`` call (GW-CREATE-7), and a missing queue shows at the send. ``budget``: the retry
+        mode and timeouts of the client made when ``sqs`` is not given (GW-OVL-1)."""
         self._namespace = naming.validate_namespace(namespace)
         self._account_id = account_id
         self._sqs = sqs
+        self._budget = budget
         self._encoder = encoder
         self._sleep = sleep
         self._trace_header = trace_header
@@ -143,7 +146,7 @@ class Transport:
     @property
     def sqs(self) -> SQSClient:
         if self._sqs is None:
-            self._sqs = boto3.client("sqs")
+            self._sqs = aws_client("sqs", self._budget)
         return self._sqs
 
     def queue_url(self, actor: str) -> str:

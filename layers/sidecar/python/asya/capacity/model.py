@@ -4,7 +4,8 @@ limits break, and the first. Pure arithmetic.
 Every limit is linear in the rate: a task takes ``demand`` of a resource whose capacity is ``capacity``, so the
 limit breaks at ``capacity / demand`` tasks/s (:attr:`Limit.max_rate`). Concurrency follows Little's law: a
 function busy ``b`` seconds per task needs ``rate x b`` concurrent executions. Per-partition limits divide a
-partition class's demand over its shards and multiply by the hash skew.
+partition class's demand over its shards and multiply by the hash skew; so does an S3 prefix whose keys carry a shard
+(``{shard}`` in its template, ``asya.tableschema.KEY_SHARDS``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from asya import tableschema
 from asya.capacity.quotas import Quotas
 from asya.capacity.vectors import TaskDemand
 
@@ -225,13 +227,16 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
         )
     )
     for prefix, puts in sorted(demand.s3_puts_by_prefix.items()):
+        sharded = "{shard}" in prefix
         limits.append(
             Limit(
-                f"S3 PUT/s on {prefix}",
+                f"S3 PUT/s on one shard of {prefix}" if sharded else f"S3 PUT/s on {prefix}",
                 "s3_put_per_prefix",
-                quotas["s3_put_per_prefix"],
-                puts,
+                quotas["s3_put_per_prefix"] * (a.partition_headroom if sharded else 1.0),
+                puts * a.hash_skew / len(tableschema.KEY_SHARDS) if sharded else puts,
                 "PUT/s per prefix",
+                # S3 splits a busy key range into prefixes of their own over minutes, not at once
+                estimate=sharded,
                 sees="503 SlowDown on PutObject (no metric without paid S3 request metrics)",
             )
         )

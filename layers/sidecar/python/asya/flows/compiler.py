@@ -691,40 +691,11 @@ def _parse(source: str, filename: str) -> tuple[ast.Module | None, list[Problem]
         ]
 
 
-def _check_start(compiler: _Compiler) -> None:
-    """P-FLOW-5: from the start, a call must come before any fan-out or pause (the gateway sends one envelope)."""
-    code, seen, todo = compiler.code, set(), [0]
-    while todo:
-        pc = todo.pop()
-        if pc in seen or pc >= len(code):
-            continue
-        seen.add(pc)
-        ins = code[pc]
-        op = ins["op"]
-        if op in ("call", "return"):
-            continue
-        if op in ("fanout", "map", "pause"):
-            compiler.problems.append(
-                Problem(
-                    compiler.filename, ins.get("line", 0), 1, f"a flow cannot start with a {op}", "call an actor first"
-                )
-            )
-            continue
-        if op == "jump":
-            todo.append(ins["to"])
-        elif op == "test":
-            todo += [pc + 1, ins["else"]]
-        else:
-            todo.append(pc + 1)
-
-
 def _compile_function(
     fn: ast.FunctionDef | ast.AsyncFunctionDef, *, filename: str, flow: str, actors: Collection[str] | None
 ) -> tuple[Program | None, list[Problem]]:
     compiler = _Compiler(filename, flow, actors)
     compiler.function(fn)
-    if not compiler.problems:
-        _check_start(compiler)
     if compiler.problems:
         return None, compiler.problems
     code = tuple(compiler.code)

@@ -67,6 +67,12 @@ class FlowState:
             out["base"] = self.base
         return out
 
+    def replayed(self, owner: str, deadline_at: str | None) -> FlowState:
+        """The state a new task starts with when it replays this recorded one (P-HIST-8): the same position, loop
+        counters, try stack and program, bound to the new task: ``owner`` is its id, and every saved outer deadline
+        is its own ``deadline_at`` (the recorded ones are the old task's clock)."""
+        return replace(self, owner=owner, deadlines=tuple(deadline_at for _ in self.deadlines))
+
     @property
     def has_base(self) -> bool:
         return self.base is not _NO_BASE

@@ -17,6 +17,7 @@ from asya.manifest.problems import MemberError
 
 __all__ = [
     "MIN_TRANSITION_DAYS",
+    "READABLE_CLASSES",
     "STORAGE_CLASSES",
     "BackupConfig",
     "CheckpointLifecycle",
@@ -27,6 +28,11 @@ __all__ = [
 STORAGE_CLASSES: Final = ("STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR", "GLACIER", "DEEP_ARCHIVE")
 #: S3 refuses a transition to the infrequent-access classes before an object is 30 days old.
 MIN_TRANSITION_DAYS: Final = {"STANDARD_IA": 30, "ONEZONE_IA": 30}
+#: The storage classes S3 serves a GET from without a restore: a checkpoint moved to one of these still gives a task
+#: its result (GW-DATA-10).
+READABLE_CLASSES: Final = frozenset({"STANDARD_IA", "ONEZONE_IA", "INTELLIGENT_TIERING", "GLACIER_IR"})
+#: A task record lives this long after its end (GW-DATA-7); ``asya.tableschema.TASKS_RETENTION_DAYS``.
+_TASK_RECORD_DAYS: Final = 30
 #: An EventBridge-style cron expression, as AWS Backup takes it: ``cron(min hour day month weekday year)``.
 _CRON_RE: Final = re.compile(r"^cron\((\S+ ){5}\S+\)$")
 _VPC_ID_RE: Final = re.compile(r"^vpc-[0-9a-f]{8,17}$")
@@ -82,6 +88,18 @@ class CheckpointLifecycle(_Block):
     @property
     def active(self) -> bool:
         return self.expire_days is not None or self.transition_days is not None
+
+    @property
+    def serves_results(self) -> bool:
+        """Whether a checkpoint stays readable with one GET for as long as its task record lives (30 days), so a
+        task's result may be read from its checkpoint line instead of a result item (GW-DATA-10)."""
+        if self.expire_days is not None and self.expire_days < _TASK_RECORD_DAYS:
+            return False
+        return (
+            self.transition_days is None
+            or self.transition_days >= _TASK_RECORD_DAYS
+            or self.transition_class in READABLE_CLASSES
+        )
 
 
 class BackupConfig(_Block):

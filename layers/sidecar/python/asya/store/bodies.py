@@ -5,13 +5,20 @@ like the others. Otherwise, up to 64 KiB encoded they are JSON text on the task'
 above, the JSON is written to ``s3://{bucket}/tasks/{id}/{field}.json`` and the body item holds ``{field}_s3`` = the
 key. Readers get them back in client form: the value inline (S3 objects up to 4 MiB are read back), else
 ``{field}_url``, a presigned GET valid 15 minutes.
+
+A succeeded task whose result is not on its task item may name the bytes of its checkpoint line instead of a result
+item (``result_span``, GW-DATA-10): :meth:`BodyCodec.checkpoint_result` reads that line with one ranged GET and gives
+its ``payload``, the envelope's payload as x-sink received it, which is the result.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
+
+from botocore.exceptions import ClientError
 
 from asya import tableschema
 from asya.envelope import dumps
@@ -21,6 +28,10 @@ from asya.store.errors import StoreError
 __all__ = ["PRESIGN_SECONDS", "BodyCodec"]
 
 PRESIGN_SECONDS: Final = 900
+#: A checkpoint that is gone, or in a storage class that needs a restore first.
+_UNREADABLE: Final = frozenset({"NoSuchKey", "InvalidObjectState"})
+
+_log = logging.getLogger(__name__)
 
 
 class BodyCodec:
@@ -76,6 +87,25 @@ class BodyCodec:
             if object_key is not None:
                 out.update(self._read(field, object_key))
         return out
+
+    def checkpoint_result(self, object_key: str, span: tuple[int, int]) -> dict[str, Any]:
+        """``{"result": ...}`` from the checkpoint line at ``span`` of ``object_key`` (GW-DATA-10); ``{}`` when the
+        object is gone or archived (x-sink names lines only of checkpoints kept as long as the task record, so this
+        means someone removed it: logged)."""
+        offset, length = span
+        try:
+            response = self._s3().get_object(
+                Bucket=self._bucket, Key=object_key, Range=f"bytes={offset}-{offset + length - 1}"
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] not in _UNREADABLE:
+                raise
+            _log.warning("the checkpoint %s holding a task's result cannot be read: %s", object_key, exc)
+            return {}
+        line = json.loads(response["Body"].read())
+        if not isinstance(line, dict) or "payload" not in line:
+            raise StoreError(f"checkpoint {object_key} bytes {offset}+{length}: not an envelope with a payload")
+        return {"result": line["payload"]}
 
     def _read(self, field: str, object_key: str) -> dict[str, Any]:
         s3 = self._s3()

@@ -111,6 +111,8 @@ class Fences:
         spec.set("fence_h", rec.num_av(claim[0]))
         spec.set("fence_a", rec.num_av(claim[1]))
         spec.set("lease_until", rec.num_av(claim[2]))
+        token = rec.new_write_token()
+        spec.set(rec.WRITE_TOKEN, rec.str_av(token))
         if history is not None:
             upd.history_clauses(spec, history)
         child = bool(parent_id)
@@ -138,6 +140,8 @@ class Fences:
             stored = stored_state(old)
             if child:  # a child item has no status: only its fence speaks
                 stored = StoredState(status="running", fence=stored.fence, lease_until=stored.lease_until)
+            if rec.get_str(old, rec.WRITE_TOKEN) == token:  # the SDK resent a claim that wrote (GW-OVL-5)
+                return ApplyResult(Outcome.ACCEPTED)
             refused = refused_claim(stored, claim, now_ms)
             # every other failure of a plain fence condition is a race with a concurrent claim: that run holds it
             return refused or ApplyResult(Outcome.HELD, stored.status, lease_until=stored.lease_until)

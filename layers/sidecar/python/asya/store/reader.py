@@ -6,9 +6,10 @@
   task item, which returns the fly items, ``PAUSE``, ``RESULT`` and ``TASK`` (nothing else sorts between them);
 - pre-flight (``preflight``): one strongly consistent ``BatchGetItem`` per 100 keys; a read error answers ``{}``.
 
-Items whose ``ttl`` passed are ignored (GW-DATA-5). A terminal task item that announces its result item
-(``has_result``) before the item exists is between its writer's two writes: the reader re-reads the result item for
-up to 2 s (GW-DATA-2).
+A succeeded task item that names its result's checkpoint bytes (``result_span``) has no result item: the result is
+read from the checkpoint with one ranged GET (GW-DATA-10). Items whose ``ttl`` passed are ignored (GW-DATA-5). A
+terminal task item that announces its result item (``has_result``) before the item exists is between its writer's two
+writes: the reader re-reads the result item for up to 2 s (GW-DATA-2).
 """
 
 from __future__ import annotations
@@ -106,6 +107,10 @@ class TaskReader:
         values: dict[str, Any] = self._bodies.decode_item(item)
         for extra in (items.get(rec.BODY_SK), result, items.get(rec.PAUSE_SK)):
             values.update(self._bodies.decode_item(extra))
+        span = rec.parse_span(rec.get_str(item, "result_span"))
+        checkpoint = rec.get_str(item, "checkpoint_key")
+        if span is not None and checkpoint and "result" not in values and rec.get_str(item, "status") == "succeeded":
+            values.update(self._bodies.checkpoint_result(checkpoint, span))
         return values
 
     def _await_result(self, task_id: str) -> dict[str, Any] | None:

@@ -6,14 +6,17 @@ Partition ``pk = TASK#{id}`` holds, by ``sk``:
   ``updated_at``, ``flow``, ``actor``, ``current_actor``, ``step``, ``progress_percent``, ``message`` (<= 128 bytes),
   ``deadline_at``, ``last_seq``, ``status_seq`` (the number of the latest status change), ``fly_from``/``fly_to``
   (the numbers of the newest FLY flush), ``data`` (JSON of the small extra status data), ``error`` (<= 256 bytes),
-  ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``remaining_seconds``, ``context_id``, the hop fence
+  ``failed_actor``, ``checkpoint_key``, ``checkpoint_line``, ``result_span`` (``{offset}+{length}`` of the checkpoint
+  line holding a succeeded task's result, GW-DATA-10), ``remaining_seconds``, ``context_id``, the hop fence
   ``fence_h``/``fence_a`` with ``lease_until`` (epoch milliseconds, P-ACK-8), ``terminal_by`` and ``has_result``
-  (GW-DATA-2), the index keys and ``ttl`` (30 days after a terminal status); ``payload`` and ``result`` (JSON text)
-  when they fit (``asya.store.inline``, GW-DATA-8), in place of the two items below;
+  (GW-DATA-2), ``ctok`` (the token of the last create or claim, :data:`WRITE_TOKEN`: a write the SDK sent again after
+  its answer was lost finds its own token, GW-OVL-5), the index keys and ``ttl`` (30 days after a terminal status);
+  ``payload`` and ``result`` (JSON text) when they fit (``asya.store.inline``, GW-DATA-8), in place of the two
+  items below;
 - ``BODY``: the input ``payload`` as JSON text (or ``payload_s3``), written once at creation with its ``ttl``, only
   for an input too large for the task item;
 - ``RESULT``: ``result`` and/or ``error_details`` (or ``{field}_s3``), written by the holder of ``terminal_by``, only
-  for values not on the task item;
+  for values neither on the task item nor, for a result, in the checkpoint line the task item names;
 - ``PAUSE``: ``pause_metadata`` and the pause fence (P-PAUSE-5);
 - ``EV#{last number:012d}``: a FLY flush (``first_seq``, ``values``, ``actor``, ``envelope_id``, ``ttl`` 24 h);
 - ``CHILD#{id}``: the hop fence of a fan-out child of this task (``fence_h``, ``fence_a``, ``lease_until``,
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import secrets
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeGuard
@@ -62,6 +66,7 @@ __all__ = [
     "TASK_SK",
     "TERMINAL_TTL",
     "VIEW_INLINE_LIMIT",
+    "WRITE_TOKEN",
     "child_sk",
     "created_index_pk",
     "day_of",
@@ -81,13 +86,18 @@ __all__ = [
     "json_av",
     "key",
     "new_task_item",
+    "new_write_token",
     "num_av",
     "outcome_index_pk",
+    "parse_span",
+    "span_text",
     "str_av",
     "task_pk",
 ]
 
 TASK_SK: Final = "TASK"
+#: The attribute of a fence item that holds the token of the create or hop claim that wrote it last (GW-OVL-5).
+WRITE_TOKEN: Final = "ctok"
 BODY_SK: Final = "BODY"
 RESULT_SK: Final = "RESULT"
 PAUSE_SK: Final = "PAUSE"
@@ -120,6 +130,20 @@ INDEX_SHARDS: Final = 8
 _SEQ_DIGITS: Final = 12
 _MAX_PARTITION_KEY_BYTES: Final = 2048
 _MAX_SORT_KEY_BYTES: Final = 1024
+
+
+def span_text(span: tuple[int, int]) -> str:
+    """``result_span`` as stored: ``{offset}+{length}`` (GW-DATA-10)."""
+    offset, length = span
+    return f"{offset}+{length}"
+
+
+def parse_span(text: str | None) -> tuple[int, int] | None:
+    """A stored ``result_span`` back as ``(offset, length)``; ``None`` for none or a malformed one."""
+    offset, plus, length = (text or "").partition("+")
+    if not plus or not offset.isdigit() or not length.isdigit():
+        return None
+    return int(offset), int(length)
 
 
 def task_pk(task_id: str) -> str:
@@ -210,6 +234,12 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
 
 
 # boto3 items are plain dicts: the exact test first spares the slow abc check of other mappings on the hot path
+def new_write_token() -> str:
+    """A fresh token for one conditional write (GW-OVL-5): 8 hex digits, unique enough among the writers of one
+    item."""
+    return secrets.token_hex(4)
+
+
 def get_str(item: Mapping[str, Any], name: str) -> str | None:
     value = item.get(name)
     if type(value) is dict:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import tableschema
+from asya.awsclients import ACTOR_BUDGET, ClientBudget, aws_client
 from asya.envelope import dumps
 from asya.missingkey import is_missing
 from asya.progress import hop_progress
@@ -92,10 +93,13 @@ class TaskStore:
         clock: Clock = system_clock,
         list_window_days: int = 30,
         index_shards: int = rec.INDEX_SHARDS,
+        budget: ClientBudget = ACTOR_BUDGET,
     ) -> None:
+        """``budget``: the retry mode and timeouts of the clients made when ``dynamodb``/``s3`` are not given."""
         if index_shards < rec.INDEX_SHARDS:
             raise ValueError(f"index_shards must be >= {rec.INDEX_SHARDS}, got {index_shards!r}")
         self.table = table
+        self._budget = budget
         #: partitions per day of ``by_created`` written and listed (never below 8, so every earlier day stays listed)
         self.index_shards = index_shards
         self.bucket = bucket
@@ -111,16 +115,12 @@ class TaskStore:
     @property
     def dynamodb(self) -> Any:
         if self._dynamodb is None:
-            import boto3
-
-            self._dynamodb = boto3.client("dynamodb")
+            self._dynamodb = aws_client("dynamodb", self._budget)
         return self._dynamodb
 
     def _s3_client(self) -> Any:
         if self._s3 is None:
-            import boto3
-
-            self._s3 = boto3.client("s3")
+            self._s3 = aws_client("s3", self._budget)
         return self._s3
 
     # ------------------------------------------------------------------ creation
@@ -139,6 +139,11 @@ class TaskStore:
         """Write the task record ``pending``, which is event 1 ``Task created`` (GW-CREATE-7); the task view.
 
         Raises :class:`TaskExistsError` when the id is taken.
+
+        A payload that does not fit the task item goes to its ``BODY`` item first, so a failed body write (a
+        throttle) leaves no task behind, and nothing has to be undone (GW-OVL-4); a body item left by a failed task
+        write expires with its ``ttl``. The task item's conditional put recognises its own earlier write when the
+        SDK retried it after a lost answer: the item that refused it carries the put's own token (GW-OVL-5).
         """
         now = self._clock()
         now_ms = format_ts_ms(now)
@@ -153,6 +158,8 @@ class TaskStore:
             index_shards=self.index_shards,
             long_deadline=deadline_at is not None and is_long_deadline(deadline_at, now),
         )
+        token = rec.new_write_token()
+        item[rec.WRITE_TOKEN] = rec.str_av(token)
         stored: dict[str, Any] = {}
         body: dict[str, Any] | None = None
         text = dumps(payload) if payload is not None else None
@@ -168,26 +175,43 @@ class TaskStore:
                 name: value,
                 "ttl": rec.num_av(rec.epoch(expires + rec.BODY_TTL_EXTRA)),
             }
-        try:
-            self.dynamodb.put_item(TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)")
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                raise TaskExistsError(f"task {task_id!r} already exists") from None
-            raise
         if body is not None:
-            try:
-                self.dynamodb.put_item(TableName=self.table, Item=body)
-            except (ClientError, BotoCoreError):
-                # a task without its payload must not stay visible: the caller sees the create fail
-                self._undo_create(task_id)
+            self._put_body(task_id, body)
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
+            old: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+            if rec.get_str(old, rec.WRITE_TOKEN) != token:
+                raise TaskExistsError(f"task {task_id!r} already exists") from None
         return task_view(item, self._bodies.urls(stored), bucket=self.bucket)
 
-    def _undo_create(self, task_id: str) -> None:
+    def _put_body(self, task_id: str, body: dict[str, Any]) -> None:
+        """Write a new task's ``BODY`` item, never over the body of another create of the same id (MCP and A2A
+        derive ids from the client's request, so two creates may race): a body already there is taken when it holds
+        the same value, or is a leftover of a create whose task item was never written."""
         try:
-            self.dynamodb.delete_item(TableName=self.table, Key=rec.key(task_id, rec.TASK_SK))
-        except (ClientError, BotoCoreError) as exc:
-            _log.warning("could not delete task %s after its body write failed: %s", task_id, exc)
+            self.dynamodb.put_item(
+                TableName=self.table,
+                Item=body,
+                ConditionExpression="attribute_not_exists(pk)",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            old: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+            if {k: v for k, v in old.items() if k != "ttl"} == {k: v for k, v in body.items() if k != "ttl"}:
+                return
+            if self._get_item(task_id, rec.TASK_SK) is not None:
+                raise TaskExistsError(f"task {task_id!r} already exists") from None
+            self.dynamodb.put_item(TableName=self.table, Item=body)
 
     def delete_task(self, task_id: str) -> None:
         """Delete the task, its body, its events and its S3 values (GW-CREATE-8: the first send found no queue)."""
@@ -420,6 +444,7 @@ class TaskStore:
         failed_actor: str | None = None,
         checkpoint_key: str | None = None,
         checkpoint_line: int | None = None,
+        result_span: tuple[int, int] | None = None,
         message: str | None = None,
         envelope_id: str | None = None,
         created_at: str | None = None,
@@ -430,7 +455,9 @@ class TaskStore:
         redelivery of its message, writes the result item (GW-DATA-2).
 
         ``error`` and ``message`` over the store's limits are clipped (``asya.store.limits``), never refused: the
-        final status must be written, and the whole error text stays in ``error_details``."""
+        final status must be written, and the whole error text stays in ``error_details``. ``result_span`` names the
+        bytes of the checkpoint line whose ``payload`` is the result: a result too large for the task item is then
+        read from there, not written to a result item (GW-DATA-10)."""
         update = StatusUpdate(
             status=status,
             result=result,
@@ -439,6 +466,7 @@ class TaskStore:
             failed_actor=None if failed_actor is None else failed_actor[:NAME_LIMIT],
             checkpoint_key=checkpoint_key,
             checkpoint_line=checkpoint_line,
+            result_span=result_span,
             message=None if message is None else clip_text(message, MESSAGE_LIMIT_BYTES),
             envelope_id=envelope_id,
             created_at_hint=created_at,

@@ -95,6 +95,9 @@ class StatusUpdate:
     failed_actor: str | None = None
     checkpoint_key: str | None = None
     checkpoint_line: int | None = None
+    #: ``(offset, length)`` of the checkpoint line that holds this succeeded update's result as its ``payload``: a
+    #: result too large for the task item is read from there, and no result item is written (GW-DATA-10)
+    result_span: tuple[int, int] | None = None
     pause_metadata: Mapping[str, Any] | None = None
     remaining_seconds: int | None = None
     resume: bool = False
@@ -143,6 +146,8 @@ class StatusUpdate:
             raise StatusUpdateError(f"pause_metadata: a paused update needs an object, got {self.pause_metadata!r}")
         if self.result is not MISSING and self.status != "succeeded":
             raise StatusUpdateError(f"result: only a succeeded update has a result (status {self.status!r})")
+        if self.result_span is not None and (self.result is MISSING or self.checkpoint_key is None):
+            raise StatusUpdateError("result_span: names a result's checkpoint line: needs result and checkpoint_key")
 
     def _check_sizes(self, encoded_data: str) -> None:
         # long text is cut, never refused (GW-DATA-8): the whole error stays in error_details

@@ -234,14 +234,18 @@ def _clauses(
         if update.inline_result is not None:
             # a result that fits rides on this write: no result item (GW-DATA-8)
             spec.set("result", rec.str_av(update.inline_result))
+        elif update.status == "succeeded" and update.result_span is not None:
+            # the checkpoint line this write names holds the result: no result item (GW-DATA-10)
+            spec.set("result_span", rec.str_av(rec.span_text(update.result_span)))
         elif has_result(update):
             spec.set("has_result", {"BOOL": True})
 
 
 def has_result(update: StatusUpdate) -> bool:
     """Whether a terminal update has values for the task's result item (GW-DATA-2); a result kept on the task item
-    (GW-DATA-8) has none."""
-    return (update.status == "succeeded" and update.result is not MISSING and update.inline_result is None) or (
+    (GW-DATA-8) or read from its checkpoint line (GW-DATA-10) has none."""
+    kept = update.inline_result is not None or update.result_span is not None
+    return (update.status == "succeeded" and update.result is not MISSING and not kept) or (
         update.status == "failed" and update.error_details is not None
     )
 

@@ -91,7 +91,10 @@ class StatusWriter:
         hint = parse_ts(update.created_at_hint)
         day = (hint or now).date().isoformat()
         spec = upd.blind_update(update, task_id=task_id, now=now, now_ms=now_ms, day=day)
+        token = rec.new_write_token() if update.claim is not None else None
         for _ in range(_MAX_ATTEMPTS):
+            if token is not None:
+                spec.set(rec.WRITE_TOKEN, rec.str_av(token))
             try:
                 response = self.dynamodb.update_item(**spec.request(self.table, task_id))
             except ClientError as exc:
@@ -101,22 +104,25 @@ class StatusWriter:
                 if not old or rec.is_expired(old, now):
                     return ApplyResult(Outcome.NOT_FOUND)
                 stored = stored_state(old)
-                if update.claim is not None:
-                    refused = refused_claim(stored, update.claim, rec.epoch_ms(now))
-                    if refused is not None:
-                        return refused
-                decision = decide(stored, update)
-                if decision.verdict is Verdict.STALE:
-                    if update.terminal and stored.status in TERMINAL:
+                if token is None or rec.get_str(old, rec.WRITE_TOKEN) != token:
+                    if update.claim is not None:
+                        refused = refused_claim(stored, update.claim, rec.epoch_ms(now))
+                        if refused is not None:
+                            return refused
+                    decision = decide(stored, update)
+                    if decision.verdict is Verdict.STALE:
+                        if update.terminal and stored.status in TERMINAL:
+                            self._complete_result(task_id, stored, update, now)
+                        return ApplyResult(Outcome.STALE, stored.status)
+                    if decision.verdict is Verdict.ATTACH_CHECKPOINT:
                         self._complete_result(task_id, stored, update, now)
-                    return ApplyResult(Outcome.STALE, stored.status)
-                if decision.verdict is Verdict.ATTACH_CHECKPOINT:
-                    self._complete_result(task_id, stored, update, now)
-                    return self.attach(task_id, update.checkpoint_key or "", update.checkpoint_line, stored.status)
-                spec = upd.exact_update(
-                    update, stored, task_id=task_id, now=now, now_ms=now_ms, progress=decision.progress
-                )
-                continue
+                        return self.attach(task_id, update.checkpoint_key or "", update.checkpoint_line, stored.status)
+                    spec = upd.exact_update(
+                        update, stored, task_id=task_id, now=now, now_ms=now_ms, progress=decision.progress
+                    )
+                    continue
+                # the SDK retried a claim whose first attempt wrote (GW-OVL-5): it is ours, not a held lease
+                response = {"Attributes": old}
             new = response["Attributes"]
             if update.terminal and upd.has_result(update):
                 self._put_result(task_id, update, now)

@@ -1,0 +1,88 @@
+"""Overload in the synthesized example mesh: API Gateway's own refusals under load (docs/http.md GW-OVL-6; its stage
+throttle answers 429, a gateway function it could not invoke and any other 5xx of its own answer 503, each with
+``Retry-After`` and the ``{"error": ...}`` shape of GW-GEN-2), and one mesh-level alarm per limit (docs/deploy.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from asya import tableschema
+from asya.overload import DEFAULT_RETRY_AFTER_SECONDS
+from asya_cdk.testing import SynthesizedMesh
+
+pytestmark = pytest.mark.infra
+
+
+def test_gw_ovl_6_gateway_responses_answer_overload_with_retry_after(example_synth: SynthesizedMesh) -> None:
+    responses = {
+        res["Properties"]["ResponseType"]: res["Properties"]
+        for res in example_synth.of_type("AWS::ApiGateway::GatewayResponse").values()
+    }
+    expected = {"THROTTLED": "429", "INTEGRATION_FAILURE": "503", "DEFAULT_5XX": "503"}
+    assert {kind: responses[kind]["StatusCode"] for kind in expected} == expected
+    for kind in expected:
+        props = responses[kind]
+        assert props["ResponseParameters"] == {
+            "gatewayresponse.header.Retry-After": f"'{DEFAULT_RETRY_AFTER_SECONDS}'"
+        }, kind
+        body = json.loads(props["ResponseTemplates"]["application/json"])
+        assert list(body) == ["error"] and "overloaded" in body["error"], kind
+
+
+def _resources(synth: SynthesizedMesh, cfn_type: str) -> list[dict[str, Any]]:
+    """Resources of ``cfn_type`` in the stack and its nested stacks (the operator's alarms are nested)."""
+    found = list(synth.of_type(cfn_type).values())
+    for path in synth.outdir.glob("*.nested.template.json"):
+        template = json.loads(path.read_text(encoding="utf-8"))
+        found += [res for res in template["Resources"].values() if res["Type"] == cfn_type]
+    return found
+
+
+def _metric_names(alarm: dict[str, Any]) -> set[str]:
+    props = alarm["Properties"]
+    if "MetricName" in props:
+        return {props["MetricName"]}
+    return {m["MetricStat"]["Metric"]["MetricName"] for m in props.get("Metrics", []) if "MetricStat" in m}
+
+
+def test_every_limit_has_one_mesh_level_alarm(example_synth: SynthesizedMesh) -> None:
+    """429/503 answers, index throttles, timed-out tasks and failed records of partial batch responses: one alarm
+    each for the whole mesh, none per actor."""
+    alarms = _resources(example_synth, "AWS::CloudWatch::Alarm")
+    by_metric = {
+        name: [a for a in alarms if name in _metric_names(a)]
+        for name in ("OverloadAnswers-demo", "TasksTimedOut", "FailedRecords")
+    }
+    assert {name: len(found) for name, found in by_metric.items()} == {
+        "OverloadAnswers-demo": 1,
+        "TasksTimedOut": 1,
+        "FailedRecords": 1,
+    }
+    for name in ("TasksTimedOut", "FailedRecords"):
+        (alarm,) = by_metric[name]
+        assert alarm["Properties"]["Dimensions"] == [{"Name": "Namespace", "Value": "demo"}]
+    (index,) = [
+        a
+        for a in alarms
+        if "ReadThrottleEvents" in _metric_names(a)
+        and any(
+            d["Name"] == "GlobalSecondaryIndexName"
+            for m in a["Properties"]["Metrics"]
+            if "MetricStat" in m
+            for d in m["MetricStat"]["Metric"]["Dimensions"]
+        )
+    ]
+    indexes = {
+        d["Value"]
+        for m in index["Properties"]["Metrics"]
+        if "MetricStat" in m
+        for d in m["MetricStat"]["Metric"]["Dimensions"]
+        if d["Name"] == "GlobalSecondaryIndexName"
+    }
+    assert indexes == {gsi.name for gsi in tableschema.GSIS}
+    (flt,) = _resources(example_synth, "AWS::Logs::MetricFilter")
+    assert flt["Properties"]["MetricTransformations"][0]["MetricName"] == "OverloadAnswers-demo"
+    assert "429" in flt["Properties"]["FilterPattern"] and "503" in flt["Properties"]["FilterPattern"]
