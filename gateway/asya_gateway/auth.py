@@ -31,8 +31,7 @@ import hmac
 import logging
 import re
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
 from starlette.concurrency import run_in_threadpool
@@ -95,38 +94,32 @@ class StaticKeys:
 
 
 class SecretsManagerKeys:
-    """Keys from a Secrets Manager secret (a string, or a JSON array of strings), cached for ``ttl`` seconds."""
+    """Keys from a Secrets Manager secret (a string, or a JSON array of strings), cached for ``ttl`` seconds.
 
-    def __init__(
-        self,
-        secret_id: str,
-        *,
-        client: Any = None,
-        ttl: float = 300.0,
-        monotonic: Callable[[], float] = time.monotonic,
-    ) -> None:
+    Powertools Parameters' ``SecretsProvider`` reads and caches the secret; it is built on the first read, over the
+    injected client or a default one, so constructing this object touches no AWS client.
+    """
+
+    def __init__(self, secret_id: str, *, client: Any = None, ttl: float = 300.0) -> None:
         self._secret_id = secret_id
         self._client = client
-        self._ttl = ttl
-        self._monotonic = monotonic
-        self._cached: tuple[str, ...] | None = None
-        self._fetched_at = 0.0
+        self._max_age = max(0, int(ttl))
+        self._provider: Any = None
         self._lock = threading.Lock()
 
     def keys(self) -> tuple[str, ...]:
         with self._lock:
-            now = self._monotonic()
-            if self._cached is None or now - self._fetched_at >= self._ttl:
-                self._cached = self._fetch()
-                self._fetched_at = now
-            return self._cached
+            if self._provider is None:
+                from aws_lambda_powertools.utilities.parameters import SecretsProvider
 
-    def _fetch(self) -> tuple[str, ...]:
-        if self._client is None:
-            from asya.awsclients import GATEWAY_BUDGET, aws_client
+                if self._client is None:
+                    from asya.awsclients import GATEWAY_BUDGET, aws_client
 
-            self._client = aws_client("secretsmanager", GATEWAY_BUDGET)
-        secret = self._client.get_secret_value(SecretId=self._secret_id)["SecretString"]
+                    self._client = aws_client("secretsmanager", GATEWAY_BUDGET)
+                self._provider = SecretsProvider(boto3_client=self._client)
+            secret = self._provider.get(self._secret_id, max_age=self._max_age)
+        if not isinstance(secret, str):
+            raise TypeError(f"secret {self._secret_id!r} (gateway.auth.api_key_secret) is binary, expected a string")
         keys = parse_key_array(secret, what=f"secret {self._secret_id!r} (gateway.auth.api_key_secret)")
         if keys is not None:
             return keys

@@ -36,6 +36,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from asya.exceptions import AsyaError
 from asya.manifest import Manifest
+from asya.redrive import REDRIVE_VISIBILITY, RedriveError, copy_back
 from asya.store import TaskStore
 
 __all__ = [
@@ -55,13 +56,11 @@ RedriveMethod = Literal["auto", "copy", "move-task"]
 PEEK_VISIBILITY: Final = 30
 #: Seconds a message being copied stays hidden: long enough for one send + delete round trip, short enough that a
 #: message whose send failed is soon back in the DLQ.
-REDRIVE_VISIBILITY: Final = 60
 _BATCH: Final = 10
 _WAIT_SECONDS: Final = 1
 _MOVE_TASK_POLL_SECONDS: Final = 2.0
 _MOVE_TASK_ACTIVE: Final = frozenset({"RUNNING", "CANCELLING"})
 _NO_QUEUE: Final = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
-_ATTRIBUTE_KEYS: Final = ("DataType", "StringValue", "BinaryValue")
 
 
 class DlqError(AsyaError):
@@ -207,29 +206,28 @@ class DeadLetters:
         return self._copy(name, limit)
 
     def _copy(self, name: str, limit: int | None) -> RedriveResult:
-        dlq_url, dlq = self._dlq_url(name), self.manifest.dlq_name(name)
-        queue_url, queue = self._queue_url(name), self.manifest.queue_name(name)
+        dlq, queue = self.manifest.dlq_name(name), self.manifest.queue_name(name)
         cap = limit if limit is not None else self.depths(name)[0].visible
-        moved = failed = not_deleted = 0
-        while moved + failed < cap:
-            batch = self._receive(dlq_url, dlq, min(_BATCH, cap - moved - failed), REDRIVE_VISIBILITY)
-            if not batch:
-                break
-            entries = [_send_entry(str(index), message) for index, message in enumerate(batch)]
-            try:
-                sent = self._sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
-            except (ClientError, BotoCoreError) as exc:
+        try:
+            done = copy_back(
+                self._sqs,
+                dlq_url=self._dlq_url(name),
+                dlq=dlq,
+                queue_url=self._queue_url(name),
+                queue=queue,
+                limit=cap,
+                wait_seconds=_WAIT_SECONDS,
+            )
+        except RedriveError as exc:
+            if exc.operation == "SendMessageBatch":
                 raise DlqError(
-                    f"redrive of {dlq} stopped after {moved} messages: SendMessageBatch to {queue} failed: "
-                    f"{_code(exc)}; the unsent messages stay in the DLQ"
+                    f"redrive of {dlq} stopped after {exc.moved} messages: SendMessageBatch to {queue} failed: "
+                    f"{exc.code}; the unsent messages stay in the DLQ"
                 ) from exc
-            ok = {entry["Id"] for entry in sent.get("Successful", [])}
-            failed += len(sent.get("Failed", []))
-            # Delete only what the actor queue confirmed: a crash here duplicates a message, never loses one.
-            confirmed = [message for index, message in enumerate(batch) if str(index) in ok]
-            not_deleted += self._delete(dlq_url, dlq, confirmed)
-            moved += len(confirmed)
-        return RedriveResult(actor=name, method="copy", moved=moved, failed=failed, not_deleted=not_deleted)
+            raise DlqError(str(exc)) from exc
+        return RedriveResult(
+            actor=name, method="copy", moved=done.moved, failed=done.failed, not_deleted=done.not_deleted
+        )
 
     def _move_task(self, name: str, wait_seconds: float) -> RedriveResult:
         dlq = self.manifest.dlq_name(name)
@@ -280,19 +278,6 @@ class DeadLetters:
                 for index, message in enumerate(chunk)
             ]
             self._call(queue, self._sqs.change_message_visibility_batch, QueueUrl=url, Entries=entries)
-
-    def _delete(self, url: str, queue: str, messages: Sequence[dict[str, Any]]) -> int:
-        """Delete ``messages``; the number that could not be deleted."""
-        if not messages:
-            return 0
-        entries = [
-            {"Id": str(index), "ReceiptHandle": message["ReceiptHandle"]} for index, message in enumerate(messages)
-        ]
-        try:
-            response = self._sqs.delete_message_batch(QueueUrl=url, Entries=entries)
-        except (ClientError, BotoCoreError):
-            return len(messages)
-        return len(response.get("Failed", []))
 
     def _describe(self, actor: str, messages: Sequence[dict[str, Any]]) -> list[DlqMessage]:
         parsed = [(message, _envelope_fields(message.get("Body", ""))) for message in messages]
@@ -354,21 +339,6 @@ class DeadLetters:
         except (ClientError, BotoCoreError) as exc:
             name = "".join(part.title() for part in operation.__name__.split("_"))
             raise DlqError(f"{name} on {queue} failed: {_code(exc)}") from exc
-
-
-def _send_entry(entry_id: str, message: dict[str, Any]) -> dict[str, Any]:
-    """A ``SendMessageBatch`` entry carrying ``message`` unchanged: body, message attributes, trace header."""
-    entry: dict[str, Any] = {"Id": entry_id, "MessageBody": message["Body"]}
-    attributes = {
-        key: {field: value[field] for field in _ATTRIBUTE_KEYS if field in value}
-        for key, value in (message.get("MessageAttributes") or {}).items()
-    }
-    if attributes:
-        entry["MessageAttributes"] = attributes
-    trace = (message.get("Attributes") or {}).get("AWSTraceHeader")
-    if trace:
-        entry["MessageSystemAttributes"] = {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
-    return entry
 
 
 def _envelope_fields(body: str) -> dict[str, str | None]:

@@ -91,3 +91,15 @@ def test_none_and_iam_modes_do_not_check_gw_auth_3_6(mesh: Any, caplog: Any) -> 
         with _client(mesh, GatewayConfig(), auth) as client:
             assert client.get("/api/v1/mesh/x").status_code == 404
     assert any("not authenticated" in record.getMessage() for record in caplog.records)
+
+
+def test_secret_keys_are_cached_for_their_age_then_reread_gw_auth_4(mesh: Any) -> None:
+    """Both keys of a rotation (old and new) hold while both are in the secret; a cache age of 0 rereads each time."""
+    from asya_gateway.auth import SecretsManagerKeys
+
+    secrets = mesh.aws.session.client("secretsmanager")
+    secrets.create_secret(Name=SECRET, SecretString=json.dumps(["old"]))
+    cached, fresh = SecretsManagerKeys(SECRET, client=secrets), SecretsManagerKeys(SECRET, client=secrets, ttl=0)
+    assert cached.keys() == fresh.keys() == ("old",)
+    secrets.put_secret_value(SecretId=SECRET, SecretString=json.dumps(["old", "new"]))
+    assert (cached.keys(), fresh.keys()) == (("old",), ("old", "new"))

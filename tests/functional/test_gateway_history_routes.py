@@ -94,3 +94,25 @@ def test_gw_dlq_1_redrive_moves_dlq_messages_back_to_the_actors_queue(client: ht
     )
     bad = client.post("/api/v1/system/dlq/analyze/redrive", json={"limit": 0})
     assert bad.status_code == 400 and bad.json()["error"] == "limit: a whole number 1..1000, got 0"
+
+
+def test_gw_dlq_1_the_route_redrives_like_asya_dlq_keeping_the_trace_header(client: httpx.Client, mesh: Any) -> None:
+    """The route runs the same copy as ``asya dlq redrive`` (:func:`asya.redrive.copy_back`): attributes and the
+    X-Ray trace header travel with the body."""
+    sqs = mesh.aws.sqs
+    dlq_url = sqs.get_queue_url(QueueName="asya-demo-analyze-dlq")["QueueUrl"]
+    trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1"
+    sqs.send_message(
+        QueueUrl=dlq_url,
+        MessageBody=json.dumps({"n": 9}),
+        MessageAttributes={"kind": {"DataType": "String", "StringValue": "envelope"}},
+        MessageSystemAttributes={"AWSTraceHeader": {"DataType": "String", "StringValue": trace}},
+    )
+    sent: list[dict[str, Any]] = []
+    sqs.meta.events.register(
+        "provide-client-params.sqs.SendMessageBatch", lambda params, **_: sent.extend(params["Entries"])
+    )
+    assert client.post("/api/v1/system/dlq/analyze/redrive", json={}).json()["moved"] == 1
+    # moto drops MessageSystemAttributes in SendMessageBatch (AWS keeps them): check the request
+    assert sent[0]["MessageSystemAttributes"] == {"AWSTraceHeader": {"DataType": "String", "StringValue": trace}}
+    assert sent[0]["MessageAttributes"] == {"kind": {"DataType": "String", "StringValue": "envelope"}}

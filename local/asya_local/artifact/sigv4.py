@@ -1,18 +1,21 @@
-"""SigV4 for the API front: sign a request as botocore does (a test principal's client), and verify one.
+"""SigV4 for the API front: sign a request as a test principal's client does, and verify one.
 
-Both sides build the canonical request the same way botocore's ``SigV4Auth`` does for non-S3 services: the path as
-sent, quoted with ``/~`` safe; the query pairs sorted as sent; the signed headers' values trimmed; the payload's
-sha256. :func:`verify` answers ``None`` for a valid signature, else API Gateway's error message.
+Both sides use botocore's ``SigV4Auth`` for the canonical request and the signature, so the front checks exactly what
+an AWS SDK signs. A verification rebuilds the request with only the headers the client says it signed, signs it with
+the secret the access key id maps to, and compares the two signatures in constant time. :func:`verify` answers
+``None`` for a valid signature, else API Gateway's error message.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Final
-from urllib.parse import quote
+
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
 
 __all__ = ["ALGORITHM", "sign", "verify"]
 
@@ -20,33 +23,28 @@ ALGORITHM: Final = "AWS4-HMAC-SHA256"
 MISSING_TOKEN: Final = "Missing Authentication Token"
 
 
-def _hmac(key: bytes, text: str) -> bytes:
-    return hmac.new(key, text.encode("utf-8"), hashlib.sha256).digest()
+def _signed(
+    *,
+    method: str,
+    path: str,
+    query: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    access_key_id: str,
+    secret: str,
+    region: str,
+    service: str,
+) -> tuple[SigV4Auth, AWSRequest, str]:
+    """botocore's signature of the request carrying exactly ``headers`` (``host`` and ``x-amz-date`` among them).
 
-
-def _canonical(
-    *, method: str, path: str, query: str, headers: Mapping[str, str], signed: list[str], body: bytes
-) -> str:
-    pairs = sorted(tuple(pair.partition("=")[::2]) for pair in query.split("&")) if query else []
-    canonical_query = "&".join(f"{k}={v}" for k, v in pairs)
-    lines = [f"{name}:{' '.join(headers.get(name, '').split())}" for name in signed]
-    return "\n".join(
-        [
-            method.upper(),
-            quote(path or "/", safe="/~"),
-            canonical_query,
-            "\n".join(lines) + "\n",
-            ";".join(signed),
-            hashlib.sha256(body).hexdigest(),
-        ]
-    )
-
-
-def _signature(secret: str, amz_date: str, scope: str, canonical: str) -> str:
-    date, region, service, _ = scope.split("/")
-    key = _hmac(_hmac(_hmac(_hmac(f"AWS4{secret}".encode(), date), region), service), "aws4_request")
-    to_sign = "\n".join([ALGORITHM, amz_date, scope, hashlib.sha256(canonical.encode()).hexdigest()])
-    return hmac.new(key, to_sign.encode(), hashlib.sha256).hexdigest()
+    The URL is plain http so botocore always hashes the payload, as it does for every execute-api call.
+    """
+    url = f"http://{headers.get('host', '')}{path or '/'}" + (f"?{query}" if query else "")
+    request = AWSRequest(method=method.upper(), url=url, headers=dict(headers), data=body)
+    request.context["timestamp"] = headers.get("x-amz-date", "")
+    auth = SigV4Auth(Credentials(access_key_id, secret), service, region)
+    string_to_sign = auth.string_to_sign(request, auth.canonical_request(request))
+    return auth, request, auth.signature(string_to_sign, request)
 
 
 def sign(
@@ -64,16 +62,23 @@ def sign(
     now: datetime | None = None,
 ) -> dict[str, str]:
     """The headers to add to the request: ``host``, ``x-amz-date`` and ``authorization``."""
-    moment = now or datetime.now(UTC)
-    amz_date = moment.strftime("%Y%m%dT%H%M%SZ")
-    scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
-    all_headers = {k.lower(): v for k, v in headers.items()}
-    all_headers.update({"host": host, "x-amz-date": amz_date})
-    signed = sorted({"host", "x-amz-date", *(k for k in all_headers if k == "content-type")})
-    canonical = _canonical(method=method, path=path, query=query, headers=all_headers, signed=signed, body=body)
-    signature = _signature(secret, amz_date, scope, canonical)
+    amz_date = (now or datetime.now(UTC)).strftime("%Y%m%dT%H%M%SZ")
+    signed = {k.lower(): v for k, v in headers.items() if k.lower() == "content-type"}
+    signed.update({"host": host, "x-amz-date": amz_date})
+    auth, request, signature = _signed(
+        method=method,
+        path=path,
+        query=query,
+        headers=signed,
+        body=body,
+        access_key_id=access_key_id,
+        secret=secret,
+        region=region,
+        service=service,
+    )
     authorization = (
-        f"{ALGORITHM} Credential={access_key_id}/{scope}, SignedHeaders={';'.join(signed)}, Signature={signature}"
+        f"{ALGORITHM} Credential={access_key_id}/{auth.credential_scope(request)}, "
+        f"SignedHeaders={auth.signed_headers(auth.headers_to_sign(request))}, Signature={signature}"
     )
     return {"host": host, "x-amz-date": amz_date, "authorization": authorization}
 
@@ -96,6 +101,7 @@ def verify(
     )
     try:
         access_key_id, scope = fields["Credential"].split("/", 1)
+        _, region, service, _ = scope.split("/")
         signed = fields["SignedHeaders"].split(";")
         given = fields["Signature"]
     except (KeyError, ValueError):
@@ -103,9 +109,18 @@ def verify(
     secret = secret_of(access_key_id)
     if secret is None:
         return access_key_id, "The security token included in the request is invalid."
-    amz_date = headers.get("x-amz-date", "")
-    canonical = _canonical(method=method, path=path, query=query, headers=headers, signed=signed, body=body)
-    if not hmac.compare_digest(_signature(secret, amz_date, scope, canonical), given):
+    _, _, expected = _signed(
+        method=method,
+        path=path,
+        query=query,
+        headers={name: headers.get(name, "") for name in signed},
+        body=body,
+        access_key_id=access_key_id,
+        secret=secret,
+        region=region,
+        service=service,
+    )
+    if not hmac.compare_digest(expected, given):
         return access_key_id, (
             "The request signature we calculated does not match the signature you provided. Check your AWS Secret "
             "Access Key and signing method."
