@@ -121,10 +121,11 @@ class _MotoSession:
         self._endpoint = endpoint_url
         self.stacks = _Stacks()
 
-    def client(self, service: str) -> Any:
+    def client(self, service: str, **kwargs: Any) -> Any:
+        """``kwargs``: what :func:`asya.awsclients.aws_client` passes a session (its ``config``)."""
         if service == "cloudformation":
             return self.stacks
-        return self._session.client(service, endpoint_url=self._endpoint)  # type: ignore[call-overload]
+        return self._session.client(service, endpoint_url=self._endpoint, **kwargs)  # type: ignore[call-overload]
 
 
 @pytest.fixture(scope="module")
