@@ -67,14 +67,14 @@ coverage: install chromium
 ## The artifact suite against a throwaway deployment in a real account (docs/deploy.md, "The real-AWS run"): AWS
 ## credentials and a region needed; without them it prints why and exits 0. Cleans up after itself.
 e2e-aws: install
-	@if $(BIN)/python -m asya_local.e2e_aws check; then \
+	@if $(BIN)/python -m tests.e2e.artifact.aws_target check; then \
 		ASYA_E2E_TARGET=aws $(BIN)/python -m pytest -p no:cacheprovider -n 0 -rs -W ignore::ResourceWarning \
 			$(PYTEST_ARGS) tests/e2e/artifact; \
 	fi
 
 lint: install
 	@$(call timed,lint,$(BIN)/ruff check . && $(BIN)/ruff format --check .)
-	@$(call timed,mypy,$(BIN)/mypy $(PACKAGES) cdk/app.py bench chaos)
+	@$(call timed,mypy,$(BIN)/mypy $(PACKAGES) cdk/app.py bench chaos tests/e2e/artifact/aws_target.py)
 
 format: install
 	$(BIN)/ruff format .

@@ -1,4 +1,4 @@
-"""The real-AWS run's own code (``asya_local.e2e_aws``, issue 24 item 4) where it can run here: the credentials check
+"""The real-AWS run's own code (``tests/e2e/artifact/aws_target.py``) where it can run here: the credentials check
 (environment and config files only), the staged project, the cleanup of what a namespace leaves (against moto), and
 ``make e2e-aws`` without credentials (skips, saying why, exit 0). The target itself is exercised against the artifact
 mesh by ``tests/e2e/artifact`` (``test_the_aws_target_signs_with_botocore_and_relays_sse``)."""
@@ -15,7 +15,9 @@ import pytest
 from botocore.exceptions import ClientError
 
 from asya.manifest import load_manifest
-from asya_local.e2e_aws import (
+from asya_local.exceptions import LocalModeError
+from asya_local.moto_server import FAKE_CREDENTIALS, MotoServer
+from tests.e2e.artifact.aws_target import (
     ENV_TARGET,
     aws_unavailable_reason,
     delete_leftovers,
@@ -23,8 +25,6 @@ from asya_local.e2e_aws import (
     target_name,
     throwaway_namespace,
 )
-from asya_local.exceptions import LocalModeError
-from asya_local.moto_server import FAKE_CREDENTIALS, MotoServer
 
 REPO = Path(__file__).resolve().parents[2]
 REGION = "eu-west-1"
@@ -121,10 +121,11 @@ class _MotoSession:
         self._endpoint = endpoint_url
         self.stacks = _Stacks()
 
-    def client(self, service: str) -> Any:
+    def client(self, service: str, **kwargs: Any) -> Any:
+        """``kwargs``: what :func:`asya.awsclients.aws_client` passes a session (its ``config``)."""
         if service == "cloudformation":
             return self.stacks
-        return self._session.client(service, endpoint_url=self._endpoint)  # type: ignore[call-overload]
+        return self._session.client(service, endpoint_url=self._endpoint, **kwargs)  # type: ignore[call-overload]
 
 
 @pytest.fixture(scope="module")

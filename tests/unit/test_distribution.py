@@ -3,6 +3,7 @@ with SPDX licence metadata, and installs the whole ``asya`` command without extr
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 
@@ -34,3 +35,17 @@ def test_licence_is_an_spdx_expression_and_local_mode_needs_no_extra() -> None:
     assert project["license"] == "Apache-2.0"  # type: ignore[index]
     assert any(dep.startswith("moto[server]==") for dep in project["dependencies"])  # type: ignore[index]
     assert project["scripts"] == {"asya": "asya_local.cli:main"}  # type: ignore[index]
+
+
+def test_no_shipped_module_depends_on_the_test_tree() -> None:
+    """Test infrastructure (the real-AWS target of ``make e2e-aws`` among it) lives under ``tests/``: nothing the wheel
+    ships imports from there, or an installed ``asya`` would fail without a checkout."""
+    setuptools = _project()["tool"]["setuptools"]  # type: ignore[index]
+    importing = re.compile(r"^\s*(?:from|import)\s+tests\b", re.MULTILINE)
+    offenders = [
+        str(module.relative_to(REPO))
+        for directory in setuptools["package-dir"].values()
+        for module in sorted((REPO / directory).rglob("*.py"))
+        if importing.search(module.read_text(encoding="utf-8"))
+    ]
+    assert offenders == []

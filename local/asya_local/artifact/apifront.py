@@ -321,8 +321,8 @@ class RequestSigner(Protocol):
 class SigningClient(_Relaying):
     """ASGI app: signs every request it gets with one principal's credentials and relays it to ``upstream``.
 
-    ``signer`` replaces the built-in signature with the static ``access_key_id``/``secret`` (the real-AWS target signs
-    with a botocore session's credentials, session token included: ``asya_local.e2e_aws``)."""
+    ``signer`` replaces the built-in signature with the static ``access_key_id``/``secret`` (the test suite's real-AWS
+    target signs with a botocore session's credentials, session token included)."""
 
     def __init__(
         self,

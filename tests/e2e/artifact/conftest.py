@@ -2,8 +2,8 @@
 shared with the infra tier, synthesized only when its inputs changed) run by
 :class:`asya_local.artifact.mesh.ArtifactMesh` (one interpreter per function, moto behind the IAM proxy, the API
 front with SigV4); with ``ASYA_E2E_TARGET=aws`` (``make e2e-aws``) a throwaway deployment of the same mesh in a real
-account (:class:`asya_local.e2e_aws.AwsDeployment`), skipped with the reason when no credentials or region are
-configured. The fixtures ``local_mesh`` and ``gateway`` are overridden here, so the e2e tests imported into this
+account (:class:`tests.e2e.artifact.aws_target.AwsDeployment`), skipped with the reason when no credentials or region
+are configured. The fixtures ``local_mesh`` and ``gateway`` are overridden here, so the e2e tests imported into this
 directory run unchanged against either target; each test then asserts that no call was denied (``denied()``). Tests
 that need the artifact mesh's internals (its pools, policies, schedules) ask for ``artifact_mesh``, which skips on
 the real-AWS target.
@@ -26,7 +26,7 @@ import pytest
 import yaml
 
 from asya_local.artifact.mesh import ArtifactMesh
-from asya_local.e2e_aws import AwsDeployment, aws_unavailable_reason, target_name
+from tests.e2e.artifact.aws_target import AwsDeployment, aws_unavailable_reason, target_name
 from tests.e2e.conftest import Gateway
 from tests.synthcache import SYNTH_SECONDS, cached_cdk_out, synthesize
 

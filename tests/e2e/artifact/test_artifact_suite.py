@@ -32,8 +32,8 @@ from asya.timeutil import format_ts
 from asya_local.artifact.drift import unused_calls
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.client import GatewayClient
-from asya_local.e2e_aws import AwsTarget
 from asya_local.sse import terminal_status
+from tests.e2e.artifact.aws_target import AwsTarget
 from tests.e2e.artifact.edge import deployer_client
 from tests.e2e.test_local_agents import test_mcp_sdk_auto_mode_adopts_2026_07_28_by_discover_gw_mcp_1
 from tests.e2e.test_local_fanin import test_documents_flow_merges_the_chunk_summaries_in_order_under_the_task_id
@@ -247,10 +247,10 @@ def test_p_abi_2_a_module_missing_from_the_layers_lock_fails_the_task_naming_it(
 
 
 def test_the_aws_target_signs_with_botocore_and_relays_sse(artifact_mesh: ArtifactMesh) -> None:
-    """The real-AWS target's own code (:class:`asya_local.e2e_aws.AwsTarget`: its botocore SigV4 signer with a
-    session token, the signing client relaying to the API, the stack outputs) pointed at this mesh's API front as if
-    it were API Gateway: a signed task runs and its SSE stream arrives through it, and the front accepts botocore's
-    signature (a mismatch would be its 403)."""
+    """The real-AWS target's own code (:class:`tests.e2e.artifact.aws_target.AwsTarget`: its botocore SigV4 signer
+    with a session token, the signing client relaying to the API, the stack outputs) pointed at this mesh's API front
+    as if it were API Gateway: a signed task runs and its SSE stream arrives through it, and the front accepts
+    botocore's signature (a mismatch would be its 403)."""
     tester = artifact_mesh.tester_credentials
     session = boto3.Session(
         aws_access_key_id=tester.access_key_id,

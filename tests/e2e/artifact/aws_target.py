@@ -13,8 +13,9 @@ The suite in ``tests/e2e/artifact`` runs against a *target*: the artifact mesh (
   cleans up) runs ``asya destroy --delete-data --yes`` and then :func:`delete_leftovers`.
 - :func:`delete_leftovers` deletes what a namespace may leave whatever happened before: the stack if it still
   exists, the task table (deletion protection off first), the buckets named ``asya-{ns}-*`` (every object version and
-  delete marker, then the bucket) and the log groups named after the stack. ``python -m asya_local.e2e_aws cleanup
-  NAMESPACE`` runs it by hand (docs/deploy.md, "The real-AWS run").
+  delete marker, then the bucket) and the log groups named after the stack.
+  ``python -m tests.e2e.artifact.aws_target cleanup NAMESPACE``, from the repository root, runs it by hand
+  (docs/deploy.md, "The real-AWS run").
 - :class:`AwsTarget` offers what the suite reads of the artifact mesh: ``url`` (a local signing client that signs
   each plain request with SigV4 for ``execute-api`` with the session's credentials and relays it, streaming, to API
   Gateway), ``api_url`` (API Gateway itself), ``clients`` (boto3 clients of the session, for inspection),
@@ -365,7 +366,7 @@ class AwsDeployment:
         atexit.register(self.stop)
         self._log(
             f"e2e-aws: namespace {self.namespace} in {self.region}; if this run is interrupted, clean up with "
-            f"`python -m asya_local.e2e_aws cleanup {self.namespace} --region {self.region}`"
+            f"`python -m tests.e2e.artifact.aws_target cleanup {self.namespace} --region {self.region}`"
         )
         stage_project(self.project, namespace=self.namespace, repo=self.repo)
         context = ["-c", f"asya:region={self.region}", "-c", "asya:deleteData=true"]
@@ -402,11 +403,11 @@ class AwsDeployment:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m asya_local.e2e_aws check`` (exit 0 when the run can run, else 1 printing why not) or
-    ``python -m asya_local.e2e_aws cleanup NAMESPACE [--region R]`` (delete what a run left)."""
+    """``python -m tests.e2e.artifact.aws_target check`` (exit 0 when the run can run, else 1 printing why not) or
+    ``python -m tests.e2e.artifact.aws_target cleanup NAMESPACE [--region R]`` (delete what a run left)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m asya_local.e2e_aws")
+    parser = argparse.ArgumentParser(prog="python -m tests.e2e.artifact.aws_target")
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("check", help="exit 0 if the real-AWS run can run here, else 1 saying why (no network)")
     cleanup = commands.add_parser("cleanup", help="delete what a run under NAMESPACE left")
