@@ -1,5 +1,5 @@
 """One generator of flow programs of the documented subset (docs/flows.md, The language), shared by the equivalence
-tests (tests/unit/test_flow_programs.py, tests/e2e/test_local_flow_programs.py) and the fuzz tier
+tests (tests/unit/test_flow_generated.py, tests/e2e/test_local_flow_programs.py) and the fuzz tier
 (tests/fuzz/test_flow_fuzz.py).
 
 :func:`flow_programs` is a hypothesis strategy of :class:`FlowProgram`: the source text of a flow module whose flow

@@ -517,7 +517,7 @@ def test_a_secret_named_by_name_is_judged_on_its_full_arn(mesh: Mesh) -> None:
         (
             "sqs",
             "sqs:SendMessage:RequestThrottled:400",
-            lambda c: c.send_message(QueueUrl=_queue_url(c), MessageBody="x"),
+            lambda c: c.send_message(QueueUrl=_queue_a_url(c), MessageBody="x"),
         ),
         ("s3", "s3:PutObject:SlowDown:503", lambda c: c.put_object(Bucket=BUCKET, Key="tasks/t9.json", Body=b"{}")),
     ],
@@ -543,5 +543,5 @@ def test_a_fault_rule_answers_allowed_calls_with_the_aws_throttling_error(
         mesh.proxy.faults.played.clear()
 
 
-def _queue_url(client: Any) -> str:
+def _queue_a_url(client: Any) -> str:
     return str(client.get_queue_url(QueueName="asya-iam-a")["QueueUrl"])
