@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -583,3 +584,18 @@ def test_gw_task_10_the_view_omits_the_paused_state_until_x_pause_stored_it(rig:
     view = rig.view(task_id)
     assert view["status"] == "paused"
     assert "paused_state" not in view and "paused_state_url" not in view
+
+
+def test_gw_task_10_a_paused_state_over_4_mib_is_a_presigned_url_of_the_paused_envelope(rig: Rig) -> None:
+    """Above the view's inline limit the state is not read back: the view names the paused envelope instead."""
+    task_id, _ = _pause(rig)
+    document = rig.paused_file(task_id)
+    assert document is not None
+    document["payload"] = {"text": "x" * (4 * 1024 * 1024 + 1)}
+    key = f"paused/{task_id}.json"
+    rig.mesh.aws.s3.put_object(Bucket=rig.mesh.resources.bucket, Key=key, Body=json.dumps(document).encode())
+    view = rig.view(task_id)
+    assert "paused_state" not in view
+    url = urlsplit(view["paused_state_url"])  # moto runs in process: the URL is checked, not fetched
+    assert url.path.endswith(f"/{key}") or url.path == f"/{rig.mesh.resources.bucket}/{key}"
+    assert "Signature" in url.query
