@@ -319,6 +319,10 @@ def test_gw_resume_1_paused_task_resumes_from_the_form(page: Any, console: Conso
     form = page.locator("#resume-form")
     form.wait_for()
     assert "Approve the text about spring?" in form.text_content()
+    state = page.locator("#paused-state")  # what is approved: the state at the pause, not the input (GW-TASK-10)
+    state.wait_for()
+    assert "The text about spring." in state.text_content()
+    assert "The text about spring." not in page.locator("#payload").text_content()
     page.click("#resume-form button[type=submit]")  # nothing chosen: the browser refuses the form, nothing is sent
     assert page.locator("#field-approved").evaluate("node => node.validity.valueMissing") is True
     assert httpx.get(f"{console.mesh.url}/api/v1/mesh/{task_id}").json()["status"] == "paused"

@@ -4,6 +4,8 @@ after it sets and restores the deadline (P-FLOW-12)."""
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +13,7 @@ import httpx
 import pytest
 
 from asya.manifest import load_manifest
+from asya_local.cli import main
 from asya_local.mesh import LocalMesh
 from tests.e2e.conftest import E2E_DIR, Gateway
 from tests.waiting import wait_for
@@ -41,6 +44,13 @@ def test_p_flow_7_pause_in_a_branch_then_resume_runs_the_rest_of_the_flow(pause_
     assert paused["pause_metadata"]["prompt"] == "Publish it?"
     assert [f["name"] for f in paused["pause_metadata"]["fields"]] == ["approved"]
     wait_for(lambda: _paused_object(pause_mesh, task_id), "x-pause to store the paused envelope")
+    # what the reviewer approves: the state the flow reached (analyze's sentiment), not the input (GW-TASK-10)
+    out, err = io.StringIO(), io.StringIO()
+    assert main(["status", task_id, "--url", pause_mesh.url], env={}, stdout=out, stderr=err) == 0, err.getvalue()
+    shown = json.loads(out.getvalue())
+    assert shown["payload"] == {"text": "a good day"}
+    assert shown["paused_state"]["text"] == "a good day" and shown["paused_state"]["sentiment"] != "negative"
+    assert "Publish it?" in err.getvalue()
     answer = httpx.post(
         f"{pause_mesh.url}/api/v1/mesh/{task_id}/resume", json={"input": {"approved": True}}, timeout=10
     )

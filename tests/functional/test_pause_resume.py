@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -553,3 +554,48 @@ def test_p_flowv_4_a_paused_task_keeps_its_payload_past_the_expiry_of_payloads(r
     assert rig.run("x-resume", resume_message) == []
     [restored] = drain(rig.mesh.aws.sqs, rig.url("publish"))
     assert restored["payload"]["sentiment"] == "positive" and restored["payload"]["approved"] is True
+
+
+def test_gw_task_10_a_paused_task_view_shows_the_state_at_the_pause(rig: Rig) -> None:
+    """The route's actors changed the payload before x-pause stored it: the view keeps the original input in
+    ``payload`` and shows the stored state in ``paused_state``; it is gone once the task is resumed."""
+    task_id, body = _pause(rig)
+    view = rig.view(task_id)
+    assert view["payload"] == {"text": "a good day"}
+    assert (
+        view["paused_state"]
+        == body["payload"]
+        == {
+            "text": "a good day",
+            "sentiment": "positive",
+            "review": {"by": "bot"},
+        }
+    )
+    assert "paused_state" not in view["data"], "the status data object stays small (SSE frames)"
+
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    assert "paused_state" not in rig.view(task_id)
+
+
+def test_gw_task_10_the_view_omits_the_paused_state_until_x_pause_stored_it(rig: Rig) -> None:
+    """x-pause writes the paused status before its file: a view in between has no ``paused_state`` (not a null)."""
+    task_id, _ = _pause(rig)
+    rig.mesh.aws.s3.delete_object(Bucket=rig.mesh.resources.bucket, Key=f"paused/{task_id}.json")
+    view = rig.view(task_id)
+    assert view["status"] == "paused"
+    assert "paused_state" not in view and "paused_state_url" not in view
+
+
+def test_gw_task_10_a_paused_state_over_4_mib_is_a_presigned_url_of_the_paused_envelope(rig: Rig) -> None:
+    """Above the view's inline limit the state is not read back: the view names the paused envelope instead."""
+    task_id, _ = _pause(rig)
+    document = rig.paused_file(task_id)
+    assert document is not None
+    document["payload"] = {"text": "x" * (4 * 1024 * 1024 + 1)}
+    key = f"paused/{task_id}.json"
+    rig.mesh.aws.s3.put_object(Bucket=rig.mesh.resources.bucket, Key=key, Body=json.dumps(document).encode())
+    view = rig.view(task_id)
+    assert "paused_state" not in view
+    url = urlsplit(view["paused_state_url"])  # moto runs in process: the URL is checked, not fetched
+    assert url.path.endswith(f"/{key}") or url.path == f"/{rig.mesh.resources.bucket}/{key}"
+    assert "Signature" in url.query

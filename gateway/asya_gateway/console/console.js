@@ -459,6 +459,13 @@ async function taskPage(alive, id) {
     // one form per paused spell: a refresh (the paused status event triggers one) must not discard what the reviewer
     // already typed or checked
     pausedForm = view.status === "paused" ? pausedForm || resumeForm(view) : null;
+    if (view.status === "paused" && ("paused_state" in view || "paused_state_url" in view)) {
+      // what the reviewer approves is the payload as it reached the pause, not the input (GW-TASK-10)
+      const state = "paused_state_url" in view
+        ? el("a", { href: safeUrl(view.paused_state_url), rel: "noreferrer", text: "paused envelope (presigned URL; the state is its payload)" })
+        : el("pre", { id: "paused-state", text: json(view.paused_state) });
+      parts.push(el("div", { class: "card", id: "paused-state-card" }, el("h2", { text: "State at the pause" }), state));
+    }
     if (pausedForm) parts.push(pausedForm);
     if (view.checkpoint_key || view.checkpoint_uri) {
       parts.push(el("div", { class: "card", id: "checkpoint" }, el("h2", { text: "Checkpoint" }),

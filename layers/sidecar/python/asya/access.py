@@ -428,7 +428,8 @@ GATEWAY: Final = Role(
             "paused.check",
             (_GET, _DELETE),
             _PAUSED,
-            "a resume checks paused/{id}.json exists (GW-RESUME-2); a cancel deletes it (GW-CANCEL-1)",
+            "a resume checks paused/{id}.json exists (GW-RESUME-2); a paused task's view reads its state "
+            "(GW-TASK-10); a cancel deletes it (GW-CANCEL-1)",
         ),
         Call(
             "programs.store",

@@ -37,7 +37,8 @@ def review(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def ask(payload: dict[str, Any]) -> Iterator[Any]:
-    """The pause metadata x-pause shows next (P-PAUSE-3): one required boolean field."""
+    """The pause metadata x-pause shows next (P-PAUSE-3): one required boolean field; the payload gains the draft the
+    reviewer approves, so the page must show the state at the pause, not the input (GW-TASK-10)."""
     yield (
         "SET",
         ".headers.x-asya-pause",
@@ -48,7 +49,7 @@ def ask(payload: dict[str, Any]) -> Iterator[Any]:
             ],
         },
     )
-    yield payload
+    yield {**payload, "draft": f"The text about {payload.get('topic')!s}."}
 
 
 def linger(payload: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,10 @@ key. Readers get them back in client form: the value inline (S3 objects up to 4 
 A succeeded task whose result is not on its task item may name the bytes of its checkpoint line instead of a result
 item (``result_span``, GW-DATA-10): :meth:`BodyCodec.checkpoint_result` reads that line with one ranged GET and gives
 its ``payload``, the envelope's payload as x-sink received it, which is the result.
+
+A paused task's state is the payload x-pause stored in ``paused/{id}.json`` (P-PAUSE-4), already rehydrated there:
+:meth:`BodyCodec.paused_state` reads it for the task view (GW-TASK-10), inline up to 4 MiB like the values above, else
+as ``paused_state_url``, a presigned GET of the whole paused envelope (the state is its ``payload`` member).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from botocore.exceptions import ClientError
 
 from asya import tableschema
 from asya.envelope import dumps
+from asya.missingkey import is_missing
 from asya.store import records as rec
 from asya.store.errors import StoreError
 
@@ -106,6 +111,28 @@ class BodyCodec:
         if not isinstance(line, dict) or "payload" not in line:
             raise StoreError(f"checkpoint {object_key} bytes {offset}+{length}: not an envelope with a payload")
         return {"result": line["payload"]}
+
+    def paused_state(self, task_id: str) -> dict[str, Any]:
+        """``{"paused_state": payload}`` of the task's paused envelope, ``{"paused_state_url": url}`` above 4 MiB, or
+        ``{}`` when there is none (x-pause writes its status before the file, GW-TASK-10): one ``GetObject``."""
+        if not self._bucket:
+            return {}
+        key = tableschema.paused_key(task_id)
+        s3 = self._s3()
+        try:
+            found = s3.get_object(Bucket=self._bucket, Key=key)
+        except ClientError as exc:
+            if is_missing(s3, self._bucket, key, exc):
+                return {}
+            raise
+        body = found["Body"]
+        if int(found["ContentLength"]) > rec.VIEW_INLINE_LIMIT:
+            body.close()
+            return {"paused_state_url": self.presign(key)}
+        document = json.loads(body.read())
+        if not isinstance(document, dict) or "payload" not in document:
+            raise StoreError(f"{key}: not a paused envelope with a payload")
+        return {"paused_state": document["payload"]}
 
     def _read(self, field: str, object_key: str) -> dict[str, Any]:
         s3 = self._s3()

@@ -230,7 +230,8 @@ class TaskStore:
     def get_task(self, task_id: str, *, enforce_deadline: bool = True) -> dict[str, Any] | None:
         """The task view (GW-TASK-1), strongly consistent; ``None`` for an unknown or expired id.
 
-        With ``enforce_deadline`` a ``pending``/``running`` task past its deadline is failed first (GW-BACK-3).
+        With ``enforce_deadline`` a ``pending``/``running`` task past its deadline is failed first (GW-BACK-3). A paused
+        task's view adds the state stored at the pause (``paused_state``, GW-TASK-10): one S3 read more.
         """
         items = self._reader.view_items(task_id)
         item = items.get(rec.TASK_SK)
@@ -245,6 +246,8 @@ class TaskStore:
             if item is None:
                 return None
         values = self._reader.values(task_id, item, items)
+        if rec.get_str(item, "status") == "paused":
+            values.update(self._bodies.paused_state(task_id))  # GW-TASK-10
         children = [child for sk, child in items.items() if sk.startswith(rec.CHILD_PREFIX)]
         return task_view(item, values, bucket=self.bucket, children=children)
 

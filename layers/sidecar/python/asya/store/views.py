@@ -120,6 +120,9 @@ def task_view(
     if status == "paused":
         view["remaining_seconds"] = rec.get_int(item, "remaining_seconds")
         _copy_body(view, body, "pause_metadata")
+        # absent, not null, while x-pause has not stored its file (it writes the status first): a reader tells
+        # "not stored yet" from a state of null (GW-TASK-10)
+        _copy_body(view, body, "paused_state")
     _copy_body(view, body, "payload")
     if "payload" not in view and "payload_url" not in view:
         view["payload"] = None
