@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -189,7 +189,6 @@ def test_p_ack_7_r3_x_sink_writes_no_failed_line_for_a_child_it_already_finished
     assert mesh.aws.sqs.receive_message(QueueUrl=mesh.resources.queue_urls["x-sump"]).get("Messages") is None
 
 
-@pytest.mark.xfail(strict=True, reason="a failed pre-flight read lets a child's claim decide without the task")
 def test_p_stat_10_r3_a_child_copy_of_an_ended_task_runs_no_handler_when_the_pre_flight_read_fails(
     mesh: Any, clock: list[datetime]
 ) -> None:
@@ -208,6 +207,30 @@ def test_p_stat_10_r3_a_child_copy_of_an_ended_task_runs_no_handler_when_the_pre
     _calls().clear()
     clock[0] = NOW + timedelta(seconds=30)  # the copy comes back after the lease, as a crashed record does
 
+    failed = _with_preflight_throttled(mesh, lambda: after.handle(child))
+    assert _calls() == []
+    assert after.drain("x-sink") == []
+    assert failed == [0]  # SQS redelivers it
+
+    assert after.handle(child) == []  # the redelivery's pre-flight reads: a copy, acked
+    assert _calls() == []
+    assert after.drain("x-sink") == []
+
+
+def test_p_stat_10_a_root_envelope_goes_on_to_its_claim_when_the_pre_flight_read_fails(
+    mesh: Any, clock: list[datetime]
+) -> None:
+    """A root's claim reads its own task item's status in its condition: a failed pre-flight read does not hold it."""
+    split = Harness(mesh, "fan_out", clock)
+    split.store.create_task(task_id="t-throttled-root", actor="normalize", payload={"text": "x"})
+
+    assert _with_preflight_throttled(mesh, lambda: split.handle(envelope("t-throttled-root"))) == []
+    assert len(_calls()) == 1
+    assert any(m["id"] == "t-throttled-root" for m in split.drain("analyze"))
+
+
+def _with_preflight_throttled(mesh: Any, act: Callable[[], list[int]]) -> list[int]:
+    """``act()`` with every ``BatchGetItem`` of the mesh's DynamoDB client throttled; asserts one was."""
     throttled: list[str] = []
 
     def throttle(**_: Any) -> None:
@@ -219,14 +242,8 @@ def test_p_stat_10_r3_a_child_copy_of_an_ended_task_runs_no_handler_when_the_pre
     events = mesh.aws.dynamodb.meta.events
     events.register("provide-client-params.dynamodb.BatchGetItem", throttle, unique_id="throttle-preflight")
     try:
-        failed = after.handle(child)
+        out = act()
     finally:
         events.unregister("provide-client-params.dynamodb.BatchGetItem", unique_id="throttle-preflight")
     assert throttled, "the pre-flight read was never throttled: the test did not play its fault"
-    assert _calls() == []
-    assert after.drain("x-sink") == []
-    assert failed == [0]  # SQS redelivers it
-
-    assert after.handle(child) == []  # the redelivery's pre-flight reads: a copy, acked
-    assert _calls() == []
-    assert after.drain("x-sink") == []
+    return out
