@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 
 from tests.functional import actors
 from tests.functional.actors import NOW, Context, envelope, run_sink
@@ -186,3 +187,63 @@ def test_p_ack_7_r3_x_sink_writes_no_failed_line_for_a_child_it_already_finished
     assert run_sink(mesh, [failed], clock=lambda: clock[0])["batchItemFailures"] == []
     assert [phase for phase, _ in _lines(mesh, child["id"])] == ["succeeded"]
     assert mesh.aws.sqs.receive_message(QueueUrl=mesh.resources.queue_urls["x-sump"]).get("Messages") is None
+
+
+def test_p_stat_10_r3_a_child_copy_of_an_ended_task_runs_no_handler_when_the_pre_flight_read_fails(
+    mesh: Any, clock: list[datetime]
+) -> None:
+    """P-STAT-10: a child's claim is on its own item and does not read the task, so only the pre-flight knows the task
+    ended. When that read fails (throttled), the copy of a claimed child hop must not be claimed and run again after
+    its lease: the record fails and SQS brings it back to a pre-flight that reads (the chaos run's re-run of a child
+    hop 3.9 s after its task ended)."""
+    split, after, child = _fan_out(mesh, clock, "t-throttled-kid")
+    short = Context()
+    short.remaining_ms = 15_000  # the chaos mesh's Lambda: a 25 s lease, well inside the task's deadline
+    first = after.event(child)
+    assert after.runtime.handle(first, short)["batchItemFailures"] == []
+    after.sqs.delete_message(QueueUrl=after.url(after.actor), ReceiptHandle=first["Records"][0]["receiptHandle"])
+    after.drain("x-sink")  # x-sink has not taken the child yet: it is not marked finished
+    assert split.store.report_final("t-throttled-kid", status="succeeded", result={"ok": True}, writer_id="m-1")
+    _calls().clear()
+    clock[0] = NOW + timedelta(seconds=30)  # the copy comes back after the lease, as a crashed record does
+
+    failed = _with_preflight_throttled(mesh, lambda: after.handle(child))
+    assert _calls() == []
+    assert after.drain("x-sink") == []
+    assert failed == [0]  # SQS redelivers it
+
+    assert after.handle(child) == []  # the redelivery's pre-flight reads: a copy, acked
+    assert _calls() == []
+    assert after.drain("x-sink") == []
+
+
+def test_p_stat_10_a_root_envelope_goes_on_to_its_claim_when_the_pre_flight_read_fails(
+    mesh: Any, clock: list[datetime]
+) -> None:
+    """A root's claim reads its own task item's status in its condition: a failed pre-flight read does not hold it."""
+    split = Harness(mesh, "fan_out", clock)
+    split.store.create_task(task_id="t-throttled-root", actor="normalize", payload={"text": "x"})
+
+    assert _with_preflight_throttled(mesh, lambda: split.handle(envelope("t-throttled-root"))) == []
+    assert len(_calls()) == 1
+    assert any(m["id"] == "t-throttled-root" for m in split.drain("analyze"))
+
+
+def _with_preflight_throttled(mesh: Any, act: Callable[[], list[int]]) -> list[int]:
+    """``act()`` with every ``BatchGetItem`` of the mesh's DynamoDB client throttled; asserts one was."""
+    throttled: list[str] = []
+
+    def throttle(**_: Any) -> None:
+        throttled.append("BatchGetItem")
+        raise ClientError(
+            {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "throttled"}}, "BatchGetItem"
+        )
+
+    events = mesh.aws.dynamodb.meta.events
+    events.register("provide-client-params.dynamodb.BatchGetItem", throttle, unique_id="throttle-preflight")
+    try:
+        out = act()
+    finally:
+        events.unregister("provide-client-params.dynamodb.BatchGetItem", unique_id="throttle-preflight")
+    assert throttled, "the pre-flight read was never throttled: the test did not play its fault"
+    return out

@@ -6,7 +6,11 @@ fence ``(h, a)``: ``h = len(route.prev) + 1``, ``a`` the attempt after the entry
 :class:`ClaimBook` holds:
 
 - the pre-flight items: the task item of every fenced record (its own id, or its parent's for a child, P-FAN-5) and
-  each child's own fence item, read with ONE strongly consistent ``BatchGetItem`` (:meth:`HopClaims.preflight`);
+  each child's own fence item, read with ONE strongly consistent ``BatchGetItem`` (:meth:`HopClaims.preflight`),
+  and whether that read answered (``read``). A root envelope whose read failed goes on: its claim's condition reads
+  its task item's status itself. A child's claim is on its own item and never reads the task, so a child whose read
+  failed is failed (``PreflightReadError``) and comes back to a read that answers: otherwise a copy of a claimed hop
+  of an ended task, back after its lease, would claim and run again;
 - the lease every claim of the invocation stores: the invocation's hard deadline (Lambda's remaining time at its
   start) + 10 s;
 - what this invocation claimed (to release the lease of a record that fails without a crash, and to treat a second
@@ -23,16 +27,19 @@ that errors propagates: the record fails.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Any, Final
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from asya import headers as hdr
 from asya import routing
 from asya.envelope import Envelope
-from asya.exceptions import HopHeldError
+from asya.exceptions import HopHeldError, PreflightReadError
 from asya.reporting import Fence, HopRef, ProgressMode, Reporter
-from asya.store import Outcome, TaskStore
+from asya.store import IncompleteReadError, Outcome, TaskStore
 from asya.timeutil import Clock
 
 __all__ = ["ClaimBook", "Claimed", "HopClaims", "fence_of", "preflight_id"]
@@ -43,6 +50,8 @@ _FINISHED: Final = frozenset({"succeeded", "failed"})
 _STOPPED: Final = frozenset({"canceled", "paused"})
 
 _Items = dict[tuple[str, str], dict[str, Any]]
+
+_log = logging.getLogger(__name__)
 
 
 class Claimed(StrEnum):
@@ -59,11 +68,12 @@ class ClaimBook:
     """One SQS batch's claims (see the module docstring)."""
 
     # a plain class, not a dataclass: generating a dataclass's methods costs cold-start time
-    __slots__ = ("claimed", "held", "lease_until", "preflight", "seen")
+    __slots__ = ("claimed", "held", "lease_until", "preflight", "read", "seen")
 
-    def __init__(self, *, lease_until: int, preflight: _Items) -> None:
+    def __init__(self, *, lease_until: int, preflight: _Items, read: bool = True) -> None:
         self.lease_until = lease_until  # epoch ms
         self.preflight = preflight
+        self.read = read  # False: the pre-flight read failed, ``preflight`` is empty
         self.claimed: dict[str, Fence] = {}  # record id -> the fence this invocation claimed for it
         self.seen: set[tuple[str, str, int, int]] = set()  # fence items and fences claimed in this invocation
         self.held: dict[str, int] = {}  # record id -> seconds until another run's lease ends
@@ -111,10 +121,15 @@ class HopClaims:
         remaining = getattr(context, "get_remaining_time_in_millis", None)
         left_ms = remaining() if remaining is not None else int(self._actor_timeout * 1000)
         lease_until = self._now_ms() + int(left_ms) + _LEASE_MARGIN_MS
-        return ClaimBook(lease_until=lease_until, preflight=self.preflight(envelopes))
+        try:
+            items = self.preflight(envelopes)
+        except (ClientError, BotoCoreError, IncompleteReadError) as exc:
+            _log.warning("pre-flight read failed: roots go on to their claim, children come back: %s", exc)
+            return ClaimBook(lease_until=lease_until, preflight={}, read=False)
+        return ClaimBook(lease_until=lease_until, preflight=items)
 
     def preflight(self, envelopes: Iterable[Envelope]) -> _Items:
-        """P-STAT-10's one read; a read error leaves every item unknown (the claim decides)."""
+        """P-STAT-10's one read; raises when the store's read fails or leaves keys unread."""
         if self._reader is not None:
             return self._reader(envelopes)
         keys: list[dict[str, Any]] = []
@@ -125,10 +140,13 @@ class HopClaims:
             keys.append(self._store.fence_key(task_id, None))
             if env.parent_id:
                 keys.append(self._store.fence_key(env.id, env.parent_id))
-        return self._store.preflight(keys) if keys else {}
+        return self._store.preflight(keys, strict=True) if keys else {}
 
     def screen(self, env: Envelope, fence: Fence, book: ClaimBook) -> Claimed | None:
-        """Step 6 (P-STAT-10): the verdict of the pre-flight read, ``None`` to go on."""
+        """Step 6 (P-STAT-10): the verdict of the pre-flight read, ``None`` to go on. Raises
+        ``PreflightReadError`` for a child when the read failed (see the module docstring)."""
+        if not book.read and env.parent_id:
+            raise PreflightReadError(f"pre-flight read failed: child {env.id!r} of task {env.parent_id!r} comes back")
         task = book.preflight.get(_key(self._store.fence_key(env.parent_id or env.id, None)))
         status = _status(task)
         if status == "canceled":

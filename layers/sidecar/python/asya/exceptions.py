@@ -10,6 +10,7 @@ __all__ = [
     "HopHeldError",
     "ManifestError",
     "NamingError",
+    "PreflightReadError",
     "SerializationError",
     "TaskCanceledError",
 ]
@@ -50,6 +51,12 @@ class HopHeldError(AsyaError):
     def __init__(self, message: str, *, remaining_seconds: int) -> None:
         super().__init__(message)
         self.remaining_seconds = remaining_seconds
+
+
+class PreflightReadError(AsyaError):
+    """The batch's pre-flight read failed, and this envelope is a fan-out child: its claim is on its own item and
+    does not read the task, so without the pre-flight a copy of a claimed hop of an ended task would run again
+    (P-STAT-10). The record fails and comes back to a pre-flight that reads."""
 
 
 class TaskCanceledError(AsyaError):

@@ -85,11 +85,11 @@ def batch_delete(dynamodb: Any, table: str, keys: Sequence[dict[str, Any]]) -> N
 
 
 def preflight_items(
-    dynamodb: Any, table: str, keys: Sequence[dict[str, Any]], *, now: datetime
+    dynamodb: Any, table: str, keys: Sequence[dict[str, Any]], *, now: datetime, complete: bool = False
 ) -> list[dict[str, Any]]:
     """The unexpired items found for ``keys`` (task items and child fence items), read whole with one strongly
-    consistent ``BatchGetItem`` per 100 keys (P-STAT-10, GW-DATA-8)."""
-    return [item for item in batch_get(dynamodb, table, keys) if not rec.is_expired(item, now)]
+    consistent ``BatchGetItem`` per 100 keys (P-STAT-10, GW-DATA-8); ``complete`` as for :func:`batch_get`."""
+    return [item for item in batch_get(dynamodb, table, keys, complete=complete) if not rec.is_expired(item, now)]
 
 
 def batch_get(

@@ -147,16 +147,22 @@ class TaskReader:
             fly_range=(rec.get_int(item, "fly_from") or 0, rec.get_int(item, "fly_to") or 0),
         )
 
-    def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    def preflight(
+        self, keys: Sequence[dict[str, Any]], *, strict: bool = False
+    ) -> dict[tuple[str, str], dict[str, Any]]:
         """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` (task items, child fence items), by ``(pk,
         sk)``, from one strongly consistent ``BatchGetItem`` per 100 keys. A read error is logged and answers ``{}``:
-        every item unknown, processing continues and the claim decides."""
+        every item unknown, processing continues and the claim decides. ``strict``: a read error, or keys left
+        unprocessed (``IncompleteReadError``), raise instead, for a caller that must tell "not found" from
+        "not read"."""
+        if strict:
+            return _by_key(q.preflight_items(self.dynamodb, self._table, keys, now=self._clock(), complete=True))
         try:
             items = q.preflight_items(self.dynamodb, self._table, keys, now=self._clock())
         except (ClientError, BotoCoreError) as exc:
             _log.warning("pre-flight read failed, treating %d keys as unknown: %s", len(keys), exc)
             return {}
-        return {(rec.get_str(i, "pk") or "", rec.get_str(i, "sk") or ""): i for i in items}
+        return _by_key(items)
 
     def statuses(self, ids: Sequence[str]) -> dict[str, str]:
         """``{id: status}`` of the ids that have a task record, from one consistent read per 100 ids (best effort: a
@@ -167,3 +173,7 @@ class TaskReader:
             for item in found.values()
             if (task_id := rec.get_str(item, "id")) is not None and (status := rec.get_str(item, "status")) is not None
         }
+
+
+def _by_key(items: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(rec.get_str(i, "pk") or "", rec.get_str(i, "sk") or ""): i for i in items}

@@ -315,10 +315,13 @@ class TaskStore:
             **query,
         )
 
-    def preflight(self, keys: Sequence[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    def preflight(
+        self, keys: Sequence[dict[str, Any]], *, strict: bool = False
+    ) -> dict[tuple[str, str], dict[str, Any]]:
         """Pre-flight (P-STAT-10): the unexpired items found for ``keys`` by ``(pk, sk)``, one strongly consistent
-        ``BatchGetItem`` per 100 keys; a read error answers ``{}`` (every item unknown, the claim decides)."""
-        return self._reader.preflight(keys)
+        ``BatchGetItem`` per 100 keys; a read error answers ``{}`` (every item unknown, the claim decides), or with
+        ``strict`` raises (``ClientError``, ``BotoCoreError``, ``IncompleteReadError``)."""
+        return self._reader.preflight(keys, strict=strict)
 
     def unstarted(self, task_id: str) -> bool:
         """True when the task is ``pending`` and no actor has claimed a hop of it yet (no ``fence_h``): its first
