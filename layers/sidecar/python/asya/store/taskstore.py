@@ -177,6 +177,14 @@ class TaskStore:
             }
         if body is not None:
             self._put_body(task_id, body)
+        old = self._put_new(item)
+        if old is not None and rec.get_str(old, rec.WRITE_TOKEN) != token:
+            raise TaskExistsError(f"task {task_id!r} already exists")
+        return task_view(item, self._bodies.urls(stored), bucket=self.bucket)
+
+    def _put_new(self, item: dict[str, Any]) -> dict[str, Any] | None:
+        """Put ``item`` only where no item has its key: ``None`` when written, else the item already there (a write
+        the SDK sent again after its answer was lost finds its own)."""
         try:
             self.dynamodb.put_item(
                 TableName=self.table,
@@ -187,30 +195,19 @@ class TaskStore:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            old: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
-            if rec.get_str(old, rec.WRITE_TOKEN) != token:
-                raise TaskExistsError(f"task {task_id!r} already exists") from None
-        return task_view(item, self._bodies.urls(stored), bucket=self.bucket)
+            return exc.response.get("Item") or {}  # type: ignore[return-value]
+        return None
 
     def _put_body(self, task_id: str, body: dict[str, Any]) -> None:
         """Write a new task's ``BODY`` item, never over the body of another create of the same id (MCP and A2A
         derive ids from the client's request, so two creates may race): a body already there is taken when it holds
         the same value, or is a leftover of a create whose task item was never written."""
-        try:
-            self.dynamodb.put_item(
-                TableName=self.table,
-                Item=body,
-                ConditionExpression="attribute_not_exists(pk)",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            old: dict[str, Any] = exc.response.get("Item") or {}  # type: ignore[assignment]
+        old = self._put_new(body)
+        if old is not None:
             if {k: v for k, v in old.items() if k != "ttl"} == {k: v for k, v in body.items() if k != "ttl"}:
                 return
             if self._get_item(task_id, rec.TASK_SK) is not None:
-                raise TaskExistsError(f"task {task_id!r} already exists") from None
+                raise TaskExistsError(f"task {task_id!r} already exists")
             self.dynamodb.put_item(TableName=self.table, Item=body)
 
     def delete_task(self, task_id: str) -> None:
