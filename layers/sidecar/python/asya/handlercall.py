@@ -36,7 +36,8 @@ the record fails (P-ACK-2).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from asya import routing
@@ -124,6 +125,60 @@ class _SecondPayloadError(Exception):
         self.error = error
 
 
+class _Call:
+    """One handler call in progress: its output buffer, its ABI state and what the call ended with."""
+
+    __slots__ = ("canceled", "failure", "flow_call", "flow_frames", "held", "hop", "outbox", "output", "owner", "state")
+
+    def __init__(self, owner: HandlerCall, handler: Handler, hop: Hop, outbox: Outbox) -> None:
+        entry, fly_id = hop.entry, hop.fly_id
+        reporter = owner._reporter
+        self.owner = owner
+        self.hop = hop
+        self.outbox = outbox
+        self.output = HopOutput(
+            send_frames=lambda frames: outbox.stage(hop.ticket, frames),
+            send_fly=None if fly_id is None else (lambda values: reporter.fly(fly_id, entry.id, values)),
+            ticker=owner._ticker,
+            schedule_first=handler.kind in ("generator", "async_generator"),
+            monotonic=owner._monotonic,
+        )
+        self.held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
+        self.flow_call = owner._fan_in is None and STATE_HEADER in entry.headers
+        self.flow_frames: list[Frame] = []  # a flow call's one frame, held until the call returns (P-FLOW-11)
+        self.state = AbiState.from_envelope(entry)
+        self.failure: _Failure | None = None
+        self.canceled = False
+
+    def on_frame(self, frame: Frame) -> None:
+        owner, entry = self.owner, self.hop.entry
+        if owner._fan_in is not None:
+            self.held.append(frame)
+            return
+        if self.flow_call:
+            self.flow_frames.append(frame)
+            if len(self.flow_frames) > 1:
+                raise _SecondPayloadError(owner._second_payload(entry))
+            return
+        # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
+        outgoing = routing.forward_frame(
+            entry, frame, frame.index, actor=owner._actor, now=owner._now(), trace=self.hop.trace
+        )
+        self.output.add_frame(outgoing)
+
+    @contextmanager
+    def outcome(self) -> Iterator[None]:
+        """Around the handler call: keep how it ended."""
+        try:
+            yield
+        except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
+            self.failure = exc
+        except TaskCanceledError:
+            self.canceled = True
+        except _SecondPayloadError as exc:
+            self.failure = HandlerError(exc.error)
+
+
 class HandlerCall:
     """Runs one hop's handler and routes its outcome; one per actor runtime, reused across hops."""
 
@@ -150,57 +205,41 @@ class HandlerCall:
 
     def run(self, handler: Handler, hop: Hop, outbox: Outbox) -> int | None:
         """Run the handler and route its output; the number of frames on success, ``None`` after an error."""
-        entry = hop.entry
-        fly_id = hop.fly_id
-        send_fly = None if fly_id is None else (lambda values: self._reporter.fly(fly_id, entry.id, values))
-        output = HopOutput(
-            send_frames=lambda frames: outbox.stage(hop.ticket, frames),
-            send_fly=send_fly,
-            ticker=self._ticker,
-            schedule_first=handler.kind in ("generator", "async_generator"),
-            monotonic=self._monotonic,
-        )
-
-        held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
-        flow_call = self._fan_in is None and STATE_HEADER in entry.headers
-        flow_frames: list[Frame] = []  # a flow call's one frame, held until the call returns (P-FLOW-11)
-
-        def on_frame(frame: Frame) -> None:
-            if self._fan_in is not None:
-                held.append(frame)
-                return
-            if flow_call:
-                flow_frames.append(frame)
-                if len(flow_frames) > 1:
-                    raise _SecondPayloadError(self._second_payload(entry))
-                return
-            # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
-            outgoing = routing.forward_frame(
-                entry, frame, frame.index, actor=self._actor, now=self._now(), trace=hop.trace
-            )
-            output.add_frame(outgoing)
-
-        state = AbiState.from_envelope(entry)
-        failure: HandlerError | SerializationError | HandlerTimeoutError | None = None
-        canceled = False
-        try:
-            # copy_result=False: a returned plain value is encoded (Outbox.stage) by output.close() below, before any
-            # handler code runs again, so it needs no copy
+        call = _Call(self, handler, hop, outbox)
+        with call.outcome():
+            # copy_result=False: a returned plain value is encoded (Outbox.stage) by output.close() in _route, before
+            # any handler code runs again (a concurrent record's included: _route does not await), so it needs no copy
             handler.run(
-                entry.payload,
-                state,
-                on_frame=on_frame,
-                on_fly=output.add_fly,
+                hop.entry.payload,
+                call.state,
+                on_frame=call.on_frame,
+                on_fly=call.output.add_fly,
                 guard=CallGuard(hop.limit),
                 copy_result=False,
                 cancel=hop.cancel,
             )
-        except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
-            failure = exc
-        except TaskCanceledError:
-            canceled = True
-        except _SecondPayloadError as exc:
-            failure = HandlerError(exc.error)
+        return self._route(call)
+
+    async def arun(self, handler: Handler, hop: Hop, outbox: Outbox) -> int | None:
+        """:meth:`run` for an async handler, awaited in a task of the handler's running loop (P-PROC-1): the other
+        records of the batch run while it waits."""
+        call = _Call(self, handler, hop, outbox)
+        with call.outcome():
+            await handler.arun(
+                hop.entry.payload,
+                call.state,
+                on_frame=call.on_frame,
+                on_fly=call.output.add_fly,
+                guard=CallGuard(hop.limit),
+                copy_result=False,
+                cancel=hop.cancel,
+            )
+        return self._route(call)
+
+    def _route(self, call: _Call) -> int | None:
+        """After the call: send or hold its frames and route its outcome (the module docstring)."""
+        hop, outbox, output, state, entry = call.hop, call.outbox, call.output, call.state, call.hop.entry
+        failure, canceled, flow_frames, held = call.failure, call.canceled, call.flow_frames, call.held
         if flow_frames and failure is None and not canceled:
             (frame,) = flow_frames
             forwarded = routing.forward_frame(entry, frame, 0, actor=self._actor, now=self._now(), trace=hop.trace)
