@@ -66,18 +66,21 @@ def measure(concurrency: int, *, batches: int, wait_seconds: float = WAIT_SECOND
         context = _Context()
         busy: list[float] = []
         cpu: list[float] = []
-        for index in range(batches + 1):
-            event = make_event({"wait_s": wait_seconds})
-            if index == 1:
-                aws.reset()
-            wall, process = time.perf_counter(), time.process_time()
-            response = runtime.handle(event, context)
-            wall, process = time.perf_counter() - wall, time.process_time() - process
-            if response["batchItemFailures"]:
-                raise RuntimeError(f"records benchmark: records failed: {response}")
-            if index:
-                busy.append(wall * 1000 / BATCH_SIZE)
-                cpu.append(process * 1000 / BATCH_SIZE)
+        try:
+            for index in range(batches + 1):
+                event = make_event({"wait_s": wait_seconds})
+                if index == 1:
+                    aws.reset()
+                wall, process = time.perf_counter(), time.process_time()
+                response = runtime.handle(event, context)
+                wall, process = time.perf_counter() - wall, time.process_time() - process
+                if response["batchItemFailures"]:
+                    raise RuntimeError(f"records benchmark: records failed: {response}")
+                if index:
+                    busy.append(wall * 1000 / BATCH_SIZE)
+                    cpu.append(process * 1000 / BATCH_SIZE)
+        finally:
+            runtime.close()
     records = batches * BATCH_SIZE
     return {
         "record_concurrency": concurrency,

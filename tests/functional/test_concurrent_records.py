@@ -73,12 +73,17 @@ def _module() -> Any:
 
 @pytest.fixture
 def make(mesh: Any) -> Iterator[Callable[..., Harness]]:
+    """``make(handler, concurrency=N)``; teardown closes the handlers' event loops."""
     clock = [NOW]
+    made: list[Harness] = []
 
     def build(handler: str = "barrier", *, concurrency: int = 4, **kwargs: Any) -> Harness:
-        return Harness(mesh, handler, clock, concurrency=concurrency, **kwargs)
+        made.append(Harness(mesh, handler, clock, concurrency=concurrency, **kwargs))
+        return made[-1]
 
     yield build
+    for h in made:
+        h.runtime.close()
 
 
 def _tasks(h: Harness, *ids: str, **payload: Any) -> list[dict[str, Any]]:
@@ -177,7 +182,9 @@ def _local_manifest(tmp_path: Path, namespace: str, handler: str) -> Manifest:
     return load_manifest(path)
 
 
-def test_p_proc_1_the_local_event_source_runs_a_batch_concurrently(mesh: Any, tmp_path: Path) -> None:
+def test_p_proc_1_the_local_event_source_runs_a_batch_concurrently(
+    mesh: Any, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     """Local mode wires an actor as the CDK app does (``asya_local.mesh``): the actor's environment, its Lambda
     timeout by rounds (P-MAN-4) and one batch of its queue through the ESM emulator."""
     manifest = _local_manifest(tmp_path, mesh.resources.namespace, "concurrent_handlers.barrier")
@@ -199,6 +206,7 @@ def test_p_proc_1_the_local_event_source_runs_a_batch_concurrently(mesh: Any, tm
             QueueUrl=queue, MessageBody=json.dumps(envelope(task_id, payload={"text": task_id}, nxt=["analyze"]))
         )
     _module().reset(4)
+    request.addfinalizer(runtime.close)
     esm = EventSourceMapping(
         EsmConfig(
             function_name=manifest.queue_name("normalize"),

@@ -319,6 +319,11 @@ class ActorRuntime:
         """The HTTP reporter (P-STAT-18) when configured; its ``gateway.close()`` ends its threads and connections."""
         return self._http
 
+    def close(self) -> None:
+        """Close the async handler's event loop (tests and benchmarks; a Lambda container never calls it)."""
+        if self._handler is not None:
+            self._handler.close()
+
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         """Process one SQS batch; returns the partial batch response (P-ACK-1). With ``record_concurrency`` over 1
         the records run as tasks of the async handler's own loop, that many at a time (P-PROC-1)."""
