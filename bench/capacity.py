@@ -197,9 +197,8 @@ def render(manifest: Manifest, *, vectors: Mapping[str, Vector] | None = None) -
         "With concurrent records (`record_concurrency` = `batch_size` on every user actor, async handlers, P-PROC-1), "
         "a batch's handler time overlaps: "
         + ", ".join(f"{fn} {seconds * 1000:,.0f} ms" for fn, seconds in sorted(on.demand.busy_seconds.items()))
-        + f". The Lambda account concurrency limit moves from {_fmt(_pool(off))} to {_fmt(_pool(on))} tasks/s; the "
-        f"first limit at {RATES[1]:,} tasks/s is then {on.first.name} at {_fmt(on.first.max_rate)} tasks/s "
-        f"(records one at a time: {off.first.name} at {_fmt(off.first.max_rate)}).",
+        + f". With the default quotas the Lambda account concurrency limit moves from {_fmt(_pool(off))} tasks/s "
+        f"(records one at a time) to {_fmt(_pool(on))} tasks/s.",
     ]
     out += ["", "Ramp from 0 to the rate in 60 s, then 60 s at the rate (1 s steps; an estimate):", ""]
     for label, result, variant in plans:

@@ -5,8 +5,10 @@ through :func:`bench.handlers.wait`, an ``async def`` handler that awaits :data:
 of the capacity model's 0.2 s handler time), once with ``record_concurrency`` 1 and once with 10. Per batch the wall
 time of the invocation (what Lambda bills and what holds one unit of concurrency) is divided by its 10 records: the
 busy time per task of this actor's hop, the figure the capacity model multiplies by the rate (Little's law). The CPU
-time per record and the AWS calls per record are taken too: running records at once must not change the calls a
-record makes (the per-task request vectors stay as they are).
+time per record and the AWS calls per record are taken too. A record makes the same pre-flight read share and claim
+either way; only the sends can differ: the outbox holds a frame at most 1 s, so ten records one after another at
+0.2 s each need two ``SendMessageBatch`` calls, ten that end together one (the per-task request vectors, metered with
+handlers that take no time, hold for both).
 """
 
 from __future__ import annotations

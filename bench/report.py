@@ -387,7 +387,9 @@ def _records(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[st
         f"{fmt(data['wait_seconds'] * 1000, 0)} ms per record, batches of {data['batch_size']}, on the real layer",
         "with calls answered in memory (`bench/records.py`). Busy time: the invocation's wall time over its records,",
         "what one task's hop holds of the actor's concurrency (the capacity model's `busy`); `record_concurrency` 1",
-        "runs the records one after another (the default), the batch size runs them at once (P-PROC-1).",
+        "runs the records one after another (the default), the batch size runs them at once (P-PROC-1). The calls",
+        "differ in sends only: the outbox holds a frame at most 1 s, so ten sequential records need two",
+        "`SendMessageBatch` calls and ten that end together one.",
         "",
     ]
     rows = []

@@ -1,6 +1,6 @@
-"""The concurrent-records benchmark runs the real layer (``bench/records.py``, docs/protocol.md P-PROC-1): records
-run at once make the same AWS calls each as records run one at a time, so the per-task request vectors hold for
-both settings."""
+"""The concurrent-records benchmark runs the real layer (``bench/records.py``, docs/protocol.md P-PROC-1): with
+handlers that take no time (as the per-task request vectors are metered), records run at once make the same AWS calls
+each as records run one at a time, so the vectors hold for both settings."""
 
 from __future__ import annotations
 
