@@ -52,8 +52,8 @@ class Harness(actors.Harness):
                 self.sqs.delete_message(QueueUrl=self.url(self.actor), ReceiptHandle=record["receiptHandle"])
         return failed
 
-    def fence(self, task_id: str) -> tuple[int, int]:
-        key = {"pk": {"S": f"TASK#{task_id}"}, "sk": {"S": "TASK"}}
+    def fence(self, task_id: str, sk: str = "TASK") -> tuple[int, int]:
+        key = {"pk": {"S": f"TASK#{task_id}"}, "sk": {"S": sk}}
         item = self.mesh.aws.dynamodb.get_item(TableName=self.mesh.resources.table, Key=key)["Item"]
         return int(item["fence_h"]["N"]), int(item["fence_a"]["N"])
 
@@ -150,6 +150,28 @@ def test_p_ack_8_a_held_hop_fails_alone_and_two_copies_run_the_handler_once(make
     assert h.handle(held, twice, twice, other) == [0]  # the held hop fails and comes back when the lease ends
     assert sorted(_module().STARTED) == ["t-other", "t-twice"]  # the second copy was acked as a duplicate
     assert sorted(m["id"] for m in h.drain("analyze")) == ["t-other", "t-twice"]
+
+
+def test_p_fan_3_a_fan_outs_slices_in_one_batch_run_at_once_each_under_its_own_claim(
+    make: Callable[..., Harness],
+) -> None:
+    split = make("fan_out", concurrency=1, module="claim_handlers")
+    [env] = _tasks(split, "t-slices")
+    assert split.handle(env) == []
+    slices = split.drain("analyze")  # frame 0 and two children
+    assert len(slices) == 3
+
+    h = make(concurrency=3, actor="analyze")
+    _module().reset(3)
+    assert h.handle(*slices) == []
+    assert len(_module().STARTED) == 3  # all three were running before any proceeded
+    children = [m for m in slices if m["id"] != "t-slices"]
+    assert h.fence("t-slices") == (2, 1)
+    assert all(h.fence("t-slices", f"CHILD#{child['id']}") == (2, 1) for child in children)
+
+    _module().reset(3)
+    assert h.handle(*slices) == [0, 1, 2]  # copies while the claims are live: held, never run again
+    assert _module().STARTED == []
 
 
 def test_p_abi_2_concurrent_records_refuse_a_sync_handler(make: Callable[..., Harness]) -> None:

@@ -25,7 +25,7 @@ def reset(expected: int) -> None:
 
 async def barrier(payload: dict[str, Any]) -> dict[str, Any]:
     expected, all_started = _BARRIER[0]
-    STARTED.append(payload["text"])
+    STARTED.append(payload.get("text", payload))
     LOG.info("started")
     if len(STARTED) >= expected:
         all_started.set()
