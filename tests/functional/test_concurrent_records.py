@@ -174,6 +174,16 @@ def test_p_fan_3_a_fan_outs_slices_in_one_batch_run_at_once_each_under_its_own_c
     assert _module().STARTED == []
 
 
+def test_p_time_7_a_record_past_its_limit_is_cancelled_alone(make: Callable[..., Harness]) -> None:
+    h = make("hang_or_echo", concurrency=2, env={"ASYA_ACTOR_TIMEOUT": "1"})
+    [stuck] = _tasks(h, "t-stuck", hang=True)
+    [fine] = _tasks(h, "t-fine")
+    assert h.handle(stuck, fine) == []
+    assert [m["id"] for m in h.drain("analyze")] == ["t-fine"]
+    [sump] = h.drain("x-sump")
+    assert (sump["id"], sump["status"]["reason"]) == ("t-stuck", "HandlerTimeout")
+
+
 def test_p_abi_2_concurrent_records_refuse_a_sync_handler(make: Callable[..., Harness]) -> None:
     h = make("echo", concurrency=2, module="claim_handlers")
     [env] = _tasks(h, "t-sync")

@@ -34,3 +34,10 @@ async def barrier(payload: dict[str, Any]) -> dict[str, Any]:
     if payload.get("fail"):
         raise ValueError("this record fails")
     return {**payload, "seen": True}
+
+
+async def hang_or_echo(payload: dict[str, Any]) -> dict[str, Any]:
+    """Never returns for a payload with ``"hang": true`` (its time limit ends it); else the payload, seen."""
+    if payload.get("hang"):
+        await asyncio.Event().wait()
+    return {**payload, "seen": True}
