@@ -21,10 +21,10 @@ import yaml
 
 from asya import logkeys
 from asya.config import ActorConfig
-from asya.environment import actor_environment
 from asya.exceptions import ManifestError
 from asya.manifest import Manifest, load_manifest, parse_manifest
 from asya.sidecar import ActorRuntime
+from asya_deploy.environment import actor_environment
 from asya_local.esm import EsmConfig, EventSourceMapping
 from asya_local.preflight import mesh_problems
 from tests.functional import actors
