@@ -127,6 +127,30 @@ def test_p_trace_4_concurrent_records_never_see_each_others_correlation_id(make:
     }
 
 
+def test_p_trace_3_concurrent_records_send_each_with_their_own_trace_header(make: Callable[..., Harness]) -> None:
+    traces = {
+        "t-trace-a": "Root=1-67a1b2c3-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1",
+        "t-trace-b": "Root=1-67a1b2c3-fedcba9876543210fedcba98;Parent=1111222233334444;Sampled=1",
+    }
+    h = make(concurrency=2, env={"ASYA_TRACING": "true"}, environ={})
+    _module().reset(2)
+    sent: list[dict[str, Any]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.extend(params.get("Entries", []))
+
+    h.sqs.meta.events.register("before-parameter-build.sqs.SendMessageBatch", record, unique_id="concur-trace")
+    try:
+        event = h.event(*_tasks(h, *traces), traces=list(traces.values()))
+        assert h.runtime.handle(event, Context()) == {"batchItemFailures": []}
+    finally:
+        h.sqs.meta.events.unregister("before-parameter-build.sqs.SendMessageBatch", unique_id="concur-trace")
+    by_id = {
+        json.loads(m["MessageBody"])["id"]: m["MessageSystemAttributes"]["AWSTraceHeader"]["StringValue"] for m in sent
+    }
+    assert by_id == traces
+
+
 def test_p_ack_3_a_failing_record_does_not_fail_the_others(make: Callable[..., Harness]) -> None:
     h = make(concurrency=3)
     _module().reset(3)
