@@ -1,4 +1,4 @@
-"""Reading a task's run history in tests: the mesh records it in S3 (P-HIST-9) and the gateway serves it
+"""Reading a task's run history in tests: the mesh records it in S3 (P-HIST-10) and the gateway serves it
 (``GET /api/v1/mesh/{id}/history``). An invocation writes its lines when its batch ends, which may be after the task's
 terminal status, so a test reads until no object of the task's chain is missing (a bound, not a timing assertion)."""
 

@@ -23,7 +23,7 @@ Environment variables:
   half the task's timeout | unset (no admission check) |
 | ``ASYA_HISTORY_ALL_TASKS`` | record the run history (P-HIST-1) of every task, static routes and ``?actor=`` tasks
   included, keeping bodies up to this many bytes (64..262144); ``asya dev`` sets it, so ``asya history`` answers for
-  every local task (P-HIST-9). A flow's own ``history: steps`` keeps its ``history_body_bytes`` | unset (only flows
+  every local task (P-HIST-10). A flow's own ``history: steps`` keeps its ``history_body_bytes`` | unset (only flows
   with ``history: steps``) |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
@@ -112,7 +112,7 @@ class GatewayConfig:
     retry_after_seconds: int = DEFAULT_RETRY_AFTER_SECONDS
     #: GW-OVL-7: tasks per second each listed actor's queue drains (empty: no admission check)
     admission_drain_rates: Mapping[str, float] = field(default_factory=dict)
-    #: P-HIST-9: the body cut of the run history recorded for every task (``None``: only flows with ``history: steps``)
+    #: P-HIST-10: the body cut of the run history recorded for every task (``None``: only flows with ``history: steps``)
     history_all_tasks: int | None = None
 
     @classmethod

@@ -113,7 +113,7 @@ class GatewayClient:
 
     def history(self, task_id: str) -> dict[str, Any]:
         """``GET /api/v1/mesh/{id}/history``: the run history recorded in S3 (GW-HIST-1), in AWS for a flow with
-        ``history: steps``, locally for every task (P-HIST-9)."""
+        ``history: steps``, locally for every task (P-HIST-10)."""
         return self._json(self._request("GET", f"/api/v1/mesh/{quote(task_id, safe='')}/history"))
 
     def retry(self, task_id: str, *, step: str | None = None, timeout: int | None = None) -> dict[str, Any]:

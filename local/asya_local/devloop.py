@@ -16,7 +16,7 @@
   used, for any reason, the error is logged and the running mesh keeps serving the previous one. Otherwise the
   actors' pollers, the backstop and the gateway stop, and a new mesh starts **against the same moto** on the same
   URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
-  messages, DLQs, checkpoints and the run history (in the bucket, P-HIST-9) are all still there, and new queues are
+  messages, DLQs, checkpoints and the run history (in the bucket, P-HIST-10) are all still there, and new queues are
   created for new actors.
 - **Flow source changes** (a ``flows.<name>.source`` file) restart the mesh the same way, so the flow is compiled
   again. A task started before keeps the program it started with, paused ones included: its flow state names the

@@ -6,7 +6,7 @@ holds every queue, table and object of the mesh: 200 ``{"status": "ok", "version
 answer 500). Still public, as the gateway's is (GW-AUTH-2).
 
 The route is put in front of the gateway's own, so it goes through its middleware (request ids, access log) as every
-route does. The run history is not a local route: ``asya dev`` records every task in S3 (P-HIST-9) and the gateway's
+route does. The run history is not a local route: ``asya dev`` records every task in S3 (P-HIST-10) and the gateway's
 own ``GET /api/v1/mesh/{id}/history`` serves it, with the owner check of every task route.
 """
 

@@ -15,7 +15,7 @@ drains first (its SSE streams end cleanly and their clients resume elsewhere), t
 The gateway app gets the local route of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
 process is gone (:meth:`LocalMesh.moto_problem`). With ``record_history`` (``asya dev`` sets it) the gateway gets
 ``ASYA_HISTORY_ALL_TASKS``, so every task's run history is recorded in the mesh's bucket and served by
-``GET /api/v1/mesh/{id}/history``, as in AWS (P-HIST-9). With a :class:`~asya_local.reload.CodeWatcher`, user
+``GET /api/v1/mesh/{id}/history``, as in AWS (P-HIST-10). With a :class:`~asya_local.reload.CodeWatcher`, user
 actors' runtimes are rebuilt (their handler code imported afresh) before the first invocation after a code change.
 
 Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.CREW_ENTRY_POINTS``): ``x-sink`` ->

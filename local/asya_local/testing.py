@@ -86,7 +86,7 @@ class MeshClient:
 
     def history(self, task_id: str) -> dict[str, Any]:
         """What each actor received and sent for ``task_id`` (``GET /api/v1/mesh/{id}/history``: the mesh records
-        every task's run history, P-HIST-9). Read it once the task has ended; an invocation still writing its line is
+        every task's run history, P-HIST-10). Read it once the task has ended; an invocation still writing its line is
         counted in ``missing_objects``."""
         return self._client.history(task_id)
 

@@ -364,7 +364,7 @@ def test_history_of_an_unknown_task_is_404(tasks_mesh: LocalMesh, workdir: Path)
 
 
 def test_a_static_route_task_of_a_mesh_that_records_every_task_has_a_history(tasks_mesh: LocalMesh) -> None:
-    """P-HIST-9: the local mesh records every task, not only flows with ``history: steps``: an ``?actor=`` task's
+    """P-HIST-10: the local mesh records every task, not only flows with ``history: steps``: an ``?actor=`` task's
     history answers from S3 through the gateway's own route, as a flow's does in AWS."""
     task_id = _create_at(tasks_mesh, "echo", {"part": 7})
     _wait_status(tasks_mesh, task_id, {"succeeded"})
@@ -535,7 +535,7 @@ def test_retry_from_an_ambiguous_or_unknown_step_names_the_choices(tasks_mesh: L
 
 
 def test_history_route_of_a_flow_without_history_is_404(local_mesh: LocalMesh) -> None:
-    """GW-HIST-1: on a mesh that does not record every task (P-HIST-9), a task of a flow that records nothing answers
+    """GW-HIST-1: on a mesh that does not record every task (P-HIST-10), a task of a flow that records nothing answers
     404 with the setting to change."""
     task_id = _create(local_mesh, "text-pipeline", {"text": "hello there"})
     _wait_status(local_mesh, task_id, {"succeeded"})
