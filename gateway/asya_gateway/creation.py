@@ -229,6 +229,8 @@ def _envelope_headers(
             headers[hdr.HISTORY] = str(spec.history_body_bytes)
         if target.progress is not None:
             headers[hdr.PROGRESS] = target.progress
+    if hdr.HISTORY not in headers and ctx.config.history_all_tasks is not None:
+        headers[hdr.HISTORY] = str(ctx.config.history_all_tasks)  # every task is recorded (P-HIST-10, asya dev)
     callback_url = ctx.manifest.gateway.callback_url
     if callback_url:
         headers[hdr.GATEWAY_URL] = callback_url

@@ -694,19 +694,15 @@ function flowDrawing(drawing, whole = false) {
   return el("div", { class: "flow-box" }, toggle, box);
 }
 
-// The run history: the one recorded in S3 (history: steps, GW-HIST-1), else the local one of asya dev; null when
-// neither answers 200. `failed`: each step of the task's own envelope gets a "Retry from here" button. `onSteps` gets
-// the steps (the flow drawing marks the path they took).
+// The run history recorded in S3 (GW-HIST-1: a flow with history: steps in AWS, every task under asya dev); null
+// when it does not answer 200. `failed`: each step of the task's own envelope gets a "Retry from here" button.
+// `onSteps` gets the steps (the flow drawing marks the path they took).
 async function history(id, failed, onSteps = () => {}) {
   let body = null;
-  let source = "recorded";
-  for (const path of ["api/v1/mesh/" + encodeURIComponent(id) + "/history", "api/v1/dev/history/" + encodeURIComponent(id)]) {
-    try {
-      body = await api("GET", path);
-      break;
-    } catch {
-      source = "asya dev";
-    }
+  try {
+    body = await api("GET", "api/v1/mesh/" + encodeURIComponent(id) + "/history");
+  } catch {
+    return null;
   }
   if (!body || !Array.isArray(body.steps)) return null;
   onSteps(body.steps);
@@ -722,10 +718,11 @@ async function history(id, failed, onSteps = () => {}) {
     el("td", { class: "error-text", text: step.error ? (typeof step.error === "string" ? step.error : json(step.error)) : "" }),
     el("td", {}, replayable(step) ? el("button", { type: "button", class: "retry-from", "data-hop": String(step.hop),
       text: "Retry from here", on: { click: () => retryTask(id, step.hop) } }) : null)));
-  return el("div", { class: "card timeline", "data-testid": "timeline" }, el("h2", { text: "Step timeline (" + source + ")" }),
+  return el("div", { class: "card timeline", "data-testid": "timeline" }, el("h2", { text: "Step timeline" }),
     el("table", {}, el("thead", {}, el("tr", {}, ["#", "Actor", "Started", "Duration", "Input", "Outputs", "Error", ""].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows)),
-    body.truncated ? el("p", { class: "muted", text: "History truncated: older steps were dropped." }) : null);
+    body.truncated ? el("p", { class: "muted", text: "History truncated: older steps were dropped." }) : null,
+    body.missing_objects ? el("p", { class: "muted", text: body.missing_objects + " invocation(s) still writing or lost: reload to see their steps." }) : null);
 }
 
 // ---------------------------------------------------------------- resume (pause_metadata fields, P-PAUSE-3)

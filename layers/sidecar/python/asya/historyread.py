@@ -12,7 +12,7 @@ counted. At most ``max_objects`` objects are read per request (default 500); ``t
 there.
 
 The answer: ``{"id", "steps": [...], "truncated", "missing_objects"}``, steps sorted by ``started_at`` then ``hop``.
-Each step has the local dev history's fields (``asya_local.history``: ``actor``, ``attempt``, ``envelope_id``,
+Each step has the fields ``actor``, ``attempt``, ``envelope_id``,
 ``parent_id``, ``message_id``, ``started_at``, ``duration_ms``, ``input``, ``outputs`` [``{"actor", "envelope_id",
 "payload"}``], ``error``) plus ``hop``, ``input_bytes``, ``input_ref``, ``route``, ``headers``, ``key``.
 
