@@ -39,11 +39,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
-from asya.manifest import load_manifest
+from asya.manifest import Manifest, load_manifest
+from asya.timeutil import system_clock
+from asya_local.cliargs import http_url
 from asya_local.cliio import CliIo
 from asya_local.deploycheck import check_before_deploy, deploy_region
 from asya_local.exceptions import LocalModeError
+from asya_local.plan import deploy_plan, load_side, render_plan
 from asya_local.preflight import check_mesh
+from asya_local.preview import drain_removed, drained_lines, read_deployed, refusal, render_live
 from asya_local.scaffold import scaffold
 
 if TYPE_CHECKING:
@@ -73,6 +77,8 @@ def add_project_parsers(commands: _Commands) -> None:
         command.add_argument(
             "-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="CDK context, e.g. asya:region"
         )
+        if name == "deploy":
+            _add_preview_arguments(command)
         if name == "destroy":
             command.add_argument(
                 "--delete-data",
@@ -82,6 +88,24 @@ def add_project_parsers(commands: _Commands) -> None:
             command.add_argument("--yes", action="store_true", help="with --delete-data: do not ask (for scripts)")
         command.add_argument("cdk_args", nargs=argparse.REMAINDER, help="after --: more arguments for the CDK CLI")
         command.set_defaults(run=_cdk, cdk_command=name)
+
+
+def _add_preview_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--plan", action="store_true", help="print the deploy preview and stop; nothing is changed")
+    command.add_argument(
+        "--force",
+        action="store_true",
+        help="remove actors whose queue or DLQ holds messages: fail those messages' tasks through x-sump first",
+    )
+    command.add_argument(
+        "--deployed",
+        metavar="OLD",
+        help="also compare with the deployed version's manifest (asya.yaml or its directory), as `asya plan OLD .`",
+    )
+    command.add_argument("--bucket", help="the deployed storage bucket (default: the stack's BucketName output)")
+    command.add_argument(
+        "--endpoint-url", type=http_url, help="with --plan: read the mesh at this loopback (moto) endpoint instead"
+    )
 
 
 def _init(args: argparse.Namespace, io: CliIo) -> int:
@@ -130,6 +154,9 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
     if not getattr(args, "delete_data", False):
         command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
         if args.cdk_command == "deploy":
+            stop = _preview(args, manifest, io)
+            if stop is not None:
+                return stop
             note = check_before_deploy(manifest, region=deploy_region(args.context, args.env))
             if note is not None:
                 io.note(f"asya deploy: {note}")
@@ -142,6 +169,39 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
         if code != 0:
             return code
     return 0
+
+
+def _preview(args: argparse.Namespace, manifest: Manifest, io: CliIo) -> int | None:
+    """Print the deploy preview; the exit code when the deploy stops here (``--plan``, a refused removal), else
+    ``None`` after ``--force`` drained what the removal would lose."""
+    if args.endpoint_url is not None and not args.plan:
+        raise LocalModeError("--endpoint-url reads a local mesh for --plan; a deploy goes to AWS: add --plan")
+    if args.deployed is not None:
+        io.line("manifest OLD -> NEW (static, as `asya plan`):")
+        for line in render_plan(deploy_plan(load_side(args.deployed), manifest)):
+            io.line(f"  {line}")
+    state, clients = read_deployed(
+        manifest,
+        region=deploy_region(args.context, args.env),
+        endpoint_url=args.endpoint_url,
+        bucket=args.bucket,
+        now=system_clock(),
+    )
+    for line in render_live(state):
+        io.line(line)
+    problem = refusal(state)
+    if args.plan:
+        if problem is not None:
+            io.note(f"asya deploy would refuse: {problem}")
+        return 1 if problem is not None else 0
+    if problem is None:
+        return None
+    if not args.force:
+        io.error(f"asya deploy: {problem}")
+        return 1
+    for line in drained_lines(drain_removed(state, sqs=clients.sqs, clock=system_clock)):
+        io.note(f"asya deploy {line}")
+    return None
 
 
 def confirm_deletion(namespace: str, *, stdin: TextIO, err: TextIO) -> bool:
