@@ -4,7 +4,8 @@
 
     asya init    DIR [--namespace NS]                          scaffold a project (asya_local.scaffold)
     asya synth   [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    CloudFormation into DIR/cdk.out, no AWS account
-    asya deploy  [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    deploy with your AWS credentials
+    asya deploy  [--dir .] [-c KEY=VALUE ...] [--plan] [--force] [--deployed OLD] [--bucket B] [-- CDK ARGS]
+                                                               deploy with your AWS credentials, after its preview
     asya destroy [--dir .] [-c KEY=VALUE ...] [--delete-data [--yes]] [-- CDK ARGS]
                                                                remove the stack (the table and bucket are retained)
 
@@ -23,8 +24,14 @@ is the CDK CLI's; 2 when the project or Node.js is missing.
 auto-delete custom resource, the table's deletion protection off), then destroys it with ``--force``. A table or
 bucket the manifest reuses (``deployment.existing_table`` / ``existing_bucket``) is not the stack's and stays.
 
-``deploy`` first looks for a task table a deleted stack retained (``asya_local.deploycheck``, two read-only calls
-with your credentials) and stops with the fix instead of letting CloudFormation fail on it.
+``deploy`` first prints the deploy preview of the mesh deployed now (``asya_local.livestate``, read with your
+credentials; ``asya_local.preview``): the actors it removes with the messages of their queues and DLQs, the flows with
+tasks in flight on another program, the queue settings it changes, and with ``--deployed OLD`` the static plan of
+``asya plan OLD .``. ``--plan`` stops there (exit 1 when the deploy would be refused, else 0; ``--endpoint-url`` reads
+a local moto mesh instead). A deploy that removes an actor whose queue or DLQ holds messages is refused (exit 1,
+before the CDK CLI runs) unless ``--force``, which first fails those messages' tasks through x-sump. Then it looks for
+a task table a deleted stack retained (``asya_local.deploycheck``, two read-only calls) and stops with the fix instead
+of letting CloudFormation fail on it.
 """
 
 from __future__ import annotations
