@@ -34,7 +34,7 @@ from botocore.exceptions import ClientError
 
 from asya import headers as hdr
 from asya import naming
-from asya.flows import STATE_HEADER, Program
+from asya.flows import STATE_HEADER
 from asya.manifest import Manifest
 from asya.programstore import state_digest
 from asya.store import TaskStore
@@ -312,14 +312,16 @@ def _kept_programs(
             out.setdefault(current[digest], []).append(KeptProgram(digest, entry.get("LastModified")))
             continue
         try:
-            program = Program.from_json(json.loads(s3.get_object(Bucket=bucket, Key=entry["Key"])["Body"].read()))
+            document = json.loads(s3.get_object(Bucket=bucket, Key=entry["Key"])["Body"].read())
         except ClientError as exc:
             if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
                 continue  # collected since the listing
             raise
-        except (ValueError, KeyError, TypeError):
-            continue  # not a program this release reads: no task of this release runs it
-        out.setdefault(program.flow, []).append(KeptProgram(digest, entry.get("LastModified")))
+        except ValueError:
+            continue  # not a program: no task runs it
+        flow = document.get("flow") if isinstance(document, dict) else None
+        if isinstance(flow, str):
+            out.setdefault(flow, []).append(KeptProgram(digest, entry.get("LastModified")))
     return out
 
 

@@ -102,7 +102,8 @@ def _add_preview_arguments(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--force",
         action="store_true",
-        help="remove actors whose queue or DLQ holds messages: fail those messages' tasks through x-sump first",
+        help="remove actors whose queue or DLQ holds messages: fail those messages' tasks through x-sump first "
+        "(not with --plan, which changes nothing)",
     )
     command.add_argument(
         "--deployed",
@@ -159,8 +160,11 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
     if getattr(args, "yes", False) and not getattr(args, "delete_data", False):
         raise LocalModeError("--yes only confirms --delete-data; add --delete-data or drop --yes")
     if not getattr(args, "delete_data", False):
+        deploying = args.cdk_command == "deploy"
+        if deploying and args.plan:  # the preview alone needs no Node.js
+            return _preview(args, manifest, io) or 0
         command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
-        if args.cdk_command == "deploy":
+        if deploying:
             stop = _preview(args, manifest, io)
             if stop is not None:
                 return stop
