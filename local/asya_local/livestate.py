@@ -374,8 +374,8 @@ def _flows(
         new_digest = spec.program.digest if spec is not None and spec.program is not None else None
         programs = {k.digest: k for k in kept.get(name, [])}
         new_kept = programs.pop(new_digest, None) if new_digest is not None else None
-        for flow, digest in paused:
-            if flow == name and digest is not None and digest != new_digest and digest not in programs:
+        for paused_flow, digest in paused:
+            if paused_flow == name and digest is not None and digest != new_digest and digest not in programs:
                 programs[digest] = KeptProgram(digest, None)  # collected already: its tasks cannot resume
         kept_here = tuple(
             KeptProgram(k.digest, k.stored_at, paused.get((name, k.digest), 0))
