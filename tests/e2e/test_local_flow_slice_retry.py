@@ -31,6 +31,7 @@ actors:
 flows:
   document: {source: flows/document.py, timeout: 600, history: steps}
   checks: {source: flows/checks.py, timeout: 600, history: steps}
+  digest: {source: flows/digest.py, timeout: 600, history: steps}
 """
 # summarize-chunk fails on the chunk "two" and tone fails, until the file `fixed` exists beside them; every run of
 # either is logged, so a test sees which slices ran again
@@ -93,6 +94,17 @@ async def checks(state):
     state["done"] = True
     return state
 """
+_DIGEST = """\
+# ruff: noqa: F821
+from asya.flows import flow
+
+
+@flow
+async def digest(state):
+    state["summaries"] = [summarize_chunk(part) for part in state["parts"]]
+    state = await join(state)
+    return state
+"""
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +116,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "functions" / "slice_actors.py").write_text(_ACTORS, encoding="utf-8")
     (root / "flows" / "document.py").write_text(_DOCUMENT, encoding="utf-8")
     (root / "flows" / "checks.py").write_text(_CHECKS, encoding="utf-8")
+    (root / "flows" / "digest.py").write_text(_DIGEST, encoding="utf-8")
     return root
 
 
@@ -212,3 +225,23 @@ def test_p_hist_9_a_fan_out_the_gateway_sent_at_create_replays_from_its_slice(me
     assert done["status"] == "succeeded", done
     assert done["result"] == {"text": "hello", "reviews": [{"ok": True, "of": "hello"}, {"tone": "calm"}], "done": True}
     assert _runs(functions)[len(before) :] == ["tone"]
+
+
+def test_p_hist_9_a_map_the_gateway_sent_at_create_replays_from_its_slice(mesh: LocalMesh, functions: Path) -> None:
+    """The flow's first statement is a map: no hop recorded the state it started from, and the slices got items, so
+    the gateway runs the flow's first instructions again on the task's input (the same program) to get it."""
+    old = _create(mesh, "digest", {"parts": ["one", "two", "three"]})
+    view = wait_for(_ended(mesh, old), "the digest to fail at chunk two")
+    assert view["status"] == "failed" and "chunk two is unreadable" in str(view["error"]), view
+    _steps(mesh, old, "summarize-chunk", 3)
+    (functions / "fixed").write_text("", encoding="utf-8")
+    before = _runs(functions)
+    created = _retry(mesh, old, "summarize-chunk#2")
+    done = wait_for(_ended(mesh, created["id"]), "the replay of chunk two to end")
+    assert done["status"] == "succeeded", done
+    assert done["result"] == {
+        "parts": ["one", "two", "three"],
+        "summaries": ["ONE", "TWO", "THREE"],
+        "summary": "ONE TWO THREE",
+    }
+    assert _runs(functions)[len(before) :] == ["summarize:two"]

@@ -99,6 +99,10 @@ def test_p_hist_9_slice_0_unrecorded_is_the_slices_input_for_a_fan_out_of_calls_
     assert plan.state == "b"
     with pytest.raises(SliceReplayError, match=r"^the state the map started from was not recorded"):
         plan_slice_replay(history, history["steps"][1], state_is_input=lambda: False)
+    computed = plan_slice_replay(
+        history, history["steps"][1], state_is_input=lambda: False, state_at_create=lambda: (True, STATE)
+    )
+    assert computed.state == STATE
 
 
 def test_p_hist_9_a_slice_of_another_fan_out_is_not_mixed_in() -> None:

@@ -28,12 +28,13 @@ from starlette.responses import JSONResponse, Response
 
 from asya import headers as hdr
 from asya import naming
-from asya.envelope import Route
-from asya.flows import STATE_HEADER
+from asya.envelope import Envelope, Route, Status
+from asya.flows import STATE_HEADER, Program, start
 from asya.historyread import StepError, parse_step, read_history, select_step
 from asya.historyslices import SliceReplay, SliceReplayError, plan_slice_replay, slice_header
 from asya.payloads import REFERENCE_KEY, PayloadUnavailableError
 from asya.store import TERMINAL
+from asya.timeutil import format_ts
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.creation import start_task
@@ -110,7 +111,7 @@ async def retry_task(request: Request) -> Response:
             raise HttpError(400, str(exc)) from None
         start_headers = {k: v for k, v in (chosen.get("headers") or {}).items() if k not in _FRESH}
         if chosen.get("envelope_id") != task_id and slice_header(chosen) is not None:
-            plan = _slice_plan(ctx, history, chosen, str(raw_step))
+            plan = await ctx.call(_slice_plan, ctx, history, chosen, view, str(raw_step))
             payload, start_at = plan.state, plan.route
             start_headers = own_headers(plan, start_headers, new_id)
         else:
@@ -147,25 +148,61 @@ async def retry_task(request: Request) -> Response:
     return JSONResponse(answer, status_code=201, headers={"Location": f"/api/v1/mesh/{answer['id']}"})
 
 
-def _slice_plan(ctx: GatewayContext, history: dict[str, Any], chosen: dict[str, Any], raw: str) -> SliceReplay:
-    """P-HIST-9: the fan-out that replays the chosen slice; 409 when something it needs was not recorded whole."""
+def _slice_plan(
+    ctx: GatewayContext, history: dict[str, Any], chosen: dict[str, Any], view: dict[str, Any], raw: str
+) -> SliceReplay:
+    """P-HIST-9: the fan-out that replays the chosen slice; 409 when something it needs was not recorded whole. Runs
+    in a worker thread: a fan-out sent at create is computed again with the flow's continuation (P-FLOW-21)."""
+    flow_state = (chosen.get("headers") or {}).get(STATE_HEADER)
+    program = _recorded_program(ctx, flow_state)
 
     def state_is_input() -> bool:
         # no hop recorded slice 0: a fan-out of calls sent the state itself to every slice, a map sent items
-        state = (chosen.get("headers") or {}).get(STATE_HEADER)
-        if not isinstance(state, dict):
+        pc = flow_state.get("pc") if isinstance(flow_state, dict) else None
+        if program is None or not isinstance(pc, int) or not 1 <= pc <= len(program.code):
             return False
-        spec = ctx.manifest.flows.get(str(state.get("flow")))
-        program = spec.program if spec is not None else None
-        pc = state.get("pc")
-        if program is None or program.digest != state.get("digest") or not isinstance(pc, int) or pc < 1:
-            return False
-        return bool(program.code[pc - 1].get("op") == "fanout") if pc <= len(program.code) else False
+        return bool(program.code[pc - 1].get("op") == "fanout")
+
+    def state_at_create() -> tuple[bool, Any]:
+        return _state_at_create(program, history, chosen, view, now=format_ts(ctx.clock()))
 
     try:
-        return plan_slice_replay(history, chosen, state_is_input=state_is_input)
+        return plan_slice_replay(history, chosen, state_is_input=state_is_input, state_at_create=state_at_create)
     except SliceReplayError as exc:
         raise HttpError(409, f"from {raw}: {exc}") from None
+
+
+def _recorded_program(ctx: GatewayContext, flow_state: object) -> Program | None:
+    """The deployed program a recorded flow state names by digest, ``None`` when it is not the deployed one."""
+    if not isinstance(flow_state, dict):
+        return None
+    spec = ctx.manifest.flows.get(str(flow_state.get("flow")))
+    program = spec.program if spec is not None else None
+    return program if program is not None and program.digest == flow_state.get("digest") else None
+
+
+def _state_at_create(
+    program: Program | None, history: dict[str, Any], chosen: dict[str, Any], view: dict[str, Any], *, now: str
+) -> tuple[bool, Any]:
+    """The state of a fan-out the gateway sent at create (P-FLOW-30, its set ``{id}/0``): the flow's first
+    instructions run again on the task's input with the same program, a pure function of them (P-FLOW-2). Used only
+    when the slice it recomputes for the chosen step equals the input that step recorded."""
+    fan_in = slice_header(chosen) or {}
+    if program is None or not str(fan_in.get("set", "")).endswith("/0") or "payload" not in view:
+        return False, None
+    if chosen.get("input_cut") is True or isinstance(chosen.get("input_ref"), str):
+        return False, None
+    task_id = str(history.get("id"))
+    begun = Envelope(
+        id=task_id, route=Route([], "", []), payload=view["payload"], headers={}, status=Status(phase="pending")
+    )
+    sends = start(program, begun, now=now)
+    index = fan_in.get("slice_index")
+    slices = {o.envelope.headers.get(hdr.FAN_IN, {}).get("slice_index"): o.envelope for o in sends}
+    own, again = slices.get(0), slices.get(index)
+    if own is None or again is None or own.id != task_id or again.payload != chosen.get("input"):
+        return False, None
+    return True, own.payload
 
 
 async def _history(ctx: GatewayContext, task_id: str, view: dict[str, Any]) -> dict[str, Any]:

@@ -8,8 +8,9 @@ would wait for siblings that never come. The new task replays the whole fan-out 
   id (an output of that hop's line). When no actor hop sent it (a fan-out the gateway ran at create, x-resume after a
   pause, or the aggregator right after another fan-in), the state is the ``base`` the slices of a fan-out inside a
   ``try`` carry (P-FLOW-10), else the slice's own input when the fan-out is a list literal or ``gather`` of the state
-  (``state_is_input``, decided by the caller from the program); for a map it was not recorded, and the retry is
-  refused;
+  (``state_is_input``, decided by the caller from the program), else, for a fan-out the gateway sent at create, the
+  state the caller computes again from the task's input (``state_at_create``); otherwise it was not recorded, and the
+  retry is refused;
 - the chosen slice runs again from the chosen step, with the input and the headers it had;
 - every sibling whose result reached the aggregator (an output of its lineage to the aggregator) sends that result
   straight to the aggregator, as its last actor would have: its actor does not run again;
@@ -76,11 +77,16 @@ def slice_header(step: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def plan_slice_replay(
-    history: Mapping[str, Any], chosen: Mapping[str, Any], *, state_is_input: Callable[[], bool]
+    history: Mapping[str, Any],
+    chosen: Mapping[str, Any],
+    *,
+    state_is_input: Callable[[], bool],
+    state_at_create: Callable[[], tuple[bool, Any]] = lambda: (False, None),
 ) -> SliceReplay:
-    """The fan-out that replays ``chosen`` (a step of a slice, see the module docstring). ``state_is_input()`` says
-    whether the fan-out sent the state itself to every slice (a list literal or ``gather``, not a map); it is asked
-    only when no hop recorded slice 0."""
+    """The fan-out that replays ``chosen`` (a step of a slice, see the module docstring). Asked only when no hop
+    recorded slice 0: ``state_is_input()`` says whether the fan-out sent the state itself to every slice (a list
+    literal or ``gather``, not a map); ``state_at_create()`` is ``(True, state)`` when the caller could compute the
+    state of a fan-out the gateway sent at create (the flow's first instructions run again on the task's input)."""
     task_id = str(history.get("id"))
     fan_in = slice_header(chosen)
     if fan_in is None:
@@ -105,7 +111,7 @@ def plan_slice_replay(
         fan_in=fan_in,
         index=int(fan_in["slice_index"]),
         route=route,
-        state=_state(steps, lineages, (task_id, aggregator), first, state_is_input),
+        state=_state(steps, lineages, (task_id, aggregator), first, (state_is_input, state_at_create)),
         members=members,
     )
 
@@ -162,7 +168,7 @@ def _state(
     lineages: Mapping[int, list[Mapping[str, Any]]],
     sent_as: tuple[str, str],
     first: Mapping[str, Any],
-    state_is_input: Callable[[], bool],
+    fallbacks: tuple[Callable[[], bool], Callable[[], tuple[bool, Any]]],
 ) -> Any:
     task_id, aggregator = sent_as  # slice 0 left the sending hop under the task's id, to the aggregator
     children = {str(s.get("envelope_id")) for lineage in lineages.values() for s in lineage}
@@ -176,11 +182,16 @@ def _state(
     flow_state = (first.get("headers") or {}).get(STATE_HEADER)
     if isinstance(flow_state, Mapping) and "base" in flow_state:  # a fan-out inside a try carries it (P-FLOW-10)
         return flow_state["base"]
+    state_is_input, state_at_create = fallbacks
     if state_is_input():
         return _body(first, "input", "input_cut", "input_ref", "the state at the fan-out")
+    computed, state = state_at_create()
+    if computed:
+        return state
     raise SliceReplayError(
-        "the state the map started from was not recorded (no actor hop sent it: the map ran at the task's create, "
-        "after a pause, or right after another fan-in): retry the whole task, or from a step before the map"
+        "the state the map started from was not recorded (no actor hop sent it: the map ran after a pause, right after "
+        "another fan-in, or at the create of a task whose program is no longer deployed): retry the whole task, or "
+        "from a step before the map"
     )
 
 
