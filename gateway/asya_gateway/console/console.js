@@ -662,6 +662,8 @@ function followWithFetch(url, dispatch) {
 // POST /api/v1/mesh/{id}/retry (GW-HIST-2), the route `asya retry` uses, after a confirmation; then the new task.
 async function retryTask(id, step) {
   const what = step === null ? "Start a new task with this task's input, from the start?"
+    : typeof step === "string" ? "Start a new task that runs this fan-out slice again with the input it received " +
+      "(the other slices' results are reused)?"
     : "Start a new task from step " + step + " with the input that step received?";
   if (!window.confirm(what)) return;
   try {
