@@ -1,7 +1,8 @@
 """``retry --from`` a fan-out slice on the local mesh (P-HIST-9, GW-HIST-2): ``ACTOR#n`` counts a map's slices, and
 a child's id names one. The new task runs that slice again with its recorded input and flow state, reuses its
 siblings' recorded results (their actors do not run again), merges at the aggregator, and the flow goes on as after
-the original fan-out, under the new task's id."""
+the original fan-out, under the new task's id. The same holds for a slice of an actor declared ``fan_in`` on a
+static route."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ actors:
   join: {handler: slice_actors.join, code: functions}
   grammar: {handler: slice_actors.grammar, code: functions}
   tone: {handler: slice_actors.tone, code: functions}
+  splitter: {handler: slice_actors.splitter, code: functions, fan_in: {key: /summaries}}
 flows:
+  static: {route: [splitter, summarize-chunk, x-fanin-splitter, join], timeout: 600, history: steps}
   document: {source: flows/document.py, timeout: 600, history: steps}
   checks: {source: flows/checks.py, timeout: 600, history: steps}
   digest: {source: flows/digest.py, timeout: 600, history: steps}
@@ -55,6 +58,10 @@ def summarize(part):
     if not _run("summarize:" + part) and part == "two":
         raise ValueError("chunk two is unreadable")
     return part.upper()
+
+
+def splitter(payload):
+    yield from payload["text"].split()
 
 
 def join(payload):
@@ -244,4 +251,20 @@ def test_p_hist_9_a_map_the_gateway_sent_at_create_replays_from_its_slice(mesh: 
         "summaries": ["ONE", "TWO", "THREE"],
         "summary": "ONE TWO THREE",
     }
+    assert _runs(functions)[len(before) :] == ["summarize:two"]
+
+
+def test_p_hist_9_a_slice_of_a_declared_fan_in_actor_replays_the_same_way(mesh: LocalMesh, functions: Path) -> None:
+    """A static route through a fan-in actor (P-FANIN-3): slice 0 is the fan-in actor's input, recorded as its output
+    to the aggregator; the replayed slice's result joins its siblings' recorded ones, and the route goes on."""
+    old = _create(mesh, "static", {"text": "one two three"})
+    view = wait_for(_ended(mesh, old), "the static route to fail at chunk two")
+    assert view["status"] == "failed" and "chunk two is unreadable" in str(view["error"]), view
+    _steps(mesh, old, "summarize-chunk", 3)
+    (functions / "fixed").write_text("", encoding="utf-8")
+    before = _runs(functions)
+    created = _retry(mesh, old, "summarize-chunk#2")
+    done = wait_for(_ended(mesh, created["id"]), "the replay of chunk two to end")
+    assert done["status"] == "succeeded", done
+    assert done["result"]["summaries"] == ["ONE", "TWO", "THREE"] and done["result"]["summary"] == "ONE TWO THREE"
     assert _runs(functions)[len(before) :] == ["summarize:two"]
