@@ -45,6 +45,7 @@ SECTIONS: Final = (
     "streammem",
     "flows",
     "cancelreads",
+    "records",
 )
 
 
@@ -85,6 +86,10 @@ def _runner(name: str) -> Callable[[bool], Any]:
         from bench import cancelreads
 
         return lambda quick: cancelreads.run(quick=quick)
+    if name == "records":
+        from bench import records
+
+        return lambda quick: records.run(quick=quick)
     if name == "streammem":
         from bench import streammem
 

@@ -60,6 +60,20 @@ def _at_rate(manifest: Manifest, rate: float, quotas: Mapping[str, float] | None
     return parse_manifest(data, base_dir=manifest.base_dir, source="capacity variant")
 
 
+def _pool(result: CapacityPlan) -> float:
+    """The rate at which the account's shared concurrency pool runs out."""
+    return next((limit.max_rate for limit in result.limits if limit.source == "lambda_concurrency"), math.inf)
+
+
+def _records_at_once(manifest: Manifest) -> Manifest:
+    """The manifest with every user actor running its batch's records at once (``record_concurrency`` =
+    ``batch_size``, async handlers, P-PROC-1)."""
+    data = copy.deepcopy(manifest.model_dump(mode="json", exclude_none=True, exclude_unset=True))
+    for name, spec in manifest.actors.items():
+        data["actors"][name]["record_concurrency"] = spec.batch_size
+    return parse_manifest(data, base_dir=manifest.base_dir, source="capacity variant")
+
+
 def _fmt(value: float) -> str:
     if math.isinf(value):
         return "none"
@@ -173,10 +187,18 @@ def render(manifest: Manifest, *, vectors: Mapping[str, Vector] | None = None) -
             f"| ${costs['traffic']:,.2f} | ${costs['pollers']:,.2f} | ${costs['warm_once']:,.2f} |"
         )
     busy = plans[0][1].demand.busy_seconds
+    off = plan(_at_rate(manifest, RATES[1]), vectors=vectors)
+    on = plan(_records_at_once(_at_rate(manifest, RATES[1])), vectors=vectors)
     out += [
         "",
         "Busy time per task by function (Little's law: concurrency = rate x busy; handler time plus the calls' "
         "latency, an estimate): " + ", ".join(f"{fn} {seconds * 1000:,.0f} ms" for fn, seconds in sorted(busy.items())),
+        "",
+        "With concurrent records (`record_concurrency` = `batch_size` on every user actor, async handlers, P-PROC-1), "
+        "a batch's handler time overlaps: "
+        + ", ".join(f"{fn} {seconds * 1000:,.0f} ms" for fn, seconds in sorted(on.demand.busy_seconds.items()))
+        + f". With the default quotas the Lambda account concurrency limit moves from {_fmt(_pool(off))} tasks/s "
+        f"(records one at a time) to {_fmt(_pool(on))} tasks/s.",
     ]
     out += ["", "Ramp from 0 to the rate in 60 s, then 60 s at the rate (1 s steps; an estimate):", ""]
     for label, result, variant in plans:

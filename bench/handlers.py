@@ -5,11 +5,12 @@ They do no work of their own, so what a benchmark measures around them is the la
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["DRIP_CLOCK", "drip", "echo", "pause"]
+__all__ = ["DRIP_CLOCK", "drip", "echo", "pause", "wait"]
 
 
 def echo(payload: Any) -> Any:
@@ -21,6 +22,13 @@ def pause(payload: Any) -> Any:
     """Sleep ``payload["sleep_s"]`` seconds, then return the payload: a handler of known duration (the capacity
     calibration, ``bench.calibrate``)."""
     time.sleep(float(payload["sleep_s"]))
+    return payload
+
+
+async def wait(payload: Any) -> Any:
+    """Await ``payload["wait_s"]`` seconds (a model or API call), then return the payload: an async handler whose
+    records can overlap (``record_concurrency``, the concurrent-records benchmark ``bench.records``)."""
+    await asyncio.sleep(float(payload["wait_s"]))
     return payload
 
 

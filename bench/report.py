@@ -374,6 +374,39 @@ def _cancel_reads(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> li
     return out
 
 
+def _records(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    """Section 3's busy time per task of an async actor, records one at a time and at once (``bench/records.py``,
+    P-PROC-1)."""
+    data = results.get("records")
+    if not data:
+        return []
+    out = [
+        "### Busy time per task with concurrent records",
+        "",
+        "An `async def` handler awaiting "
+        f"{fmt(data['wait_seconds'] * 1000, 0)} ms per record, batches of {data['batch_size']}, on the real layer",
+        "with calls answered in memory (`bench/records.py`). Busy time: the invocation's wall time over its records,",
+        "what one task's hop holds of the actor's concurrency (the capacity model's `busy`); `record_concurrency` 1",
+        "runs the records one after another (the default), the batch size runs them at once (P-PROC-1). The calls",
+        "differ in sends only: the outbox holds a frame at most 1 s, so ten sequential records need two",
+        "`SendMessageBatch` calls and ten that end together one.",
+        "",
+    ]
+    rows = []
+    for key, row in data["settings"].items():
+        calls = sum(row["calls_per_record"].values())
+        rows.append(
+            [
+                key,
+                fmt_spread(row["busy_ms_per_task"]),
+                fmt_spread(row["cpu_ms_per_task"]),
+                fmt(calls, 1),
+            ]
+        )
+    out += table(["record_concurrency", "busy ms per task", "CPU ms per task", "AWS calls per record"], rows)
+    return out
+
+
 def _latency(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
     out = ["## 4. Local latency and throughput", ""]
     data = results.get("latency")
@@ -664,6 +697,7 @@ def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
         _traffic,
         _cost,
         _cancel_reads,
+        _records,
         _latency,
         _coldstart,
         _memory,

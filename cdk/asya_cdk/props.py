@@ -17,7 +17,7 @@ __all__ = ["OWNED_FIELDS", "check_props", "given_fields"]
 OWNED_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "queue_props": {
         "queue_name": "queue names follow P-NAME-4",
-        "visibility_timeout": "the manifest's timeout and batch_size size it (P-MAN-4)",
+        "visibility_timeout": "the manifest's timeout, batch_size and record_concurrency size it (P-MAN-4)",
         "dead_letter_queue": "every queue has its DLQ; the manifest's max_receive_count sets the count",
         "encryption": "set by storage.kms_key_arn in the manifest",
         "encryption_master_key": "set by storage.kms_key_arn in the manifest",
@@ -37,7 +37,7 @@ OWNED_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
         "report_batch_item_failures": "always on (P-ACK-1)",
     },
     "lambda_function_props": {
-        "timeout": "the manifest's timeout and batch_size size it (P-MAN-4)",
+        "timeout": "the manifest's timeout, batch_size and record_concurrency size it (P-MAN-4)",
         "memory_size": "the manifest's memory",
         "environment": "asya_deploy.environment builds it; use the manifest's env map",
         "log_group": "the mesh creates it with the manifest's log retention",

@@ -142,6 +142,8 @@ def actor_environment(
         env[ENV.resiliency] = json.dumps(actor.resiliency.model_dump(mode="json"), separators=(",", ":"))
     if actor.tracing:
         env[ENV.tracing] = "true"
+    if actor.record_concurrency > 1:
+        env[ENV.record_concurrency] = str(actor.record_concurrency)
     if actor.fan_in is not None:
         env[ENV.fan_in] = json.dumps(
             {"aggregator": actor.fan_in.aggregator, "key": actor.fan_in.key}, separators=(",", ":")

@@ -42,6 +42,7 @@ _ACTOR_FIELDS: Final[dict[str, str]] = {
     "max_concurrency": "how many invocations drain the queue at once",
     "reserved_concurrency": "how many invocations drain the queue at once",
     "max_receive_count": "deliveries before a message moves to the DLQ, messages already in the queue included",
+    "record_concurrency": "records of a batch running at once; the Lambda and visibility timeouts follow",
     "memory": "",
     "tracing": "",
     "lambda_timeout": "",

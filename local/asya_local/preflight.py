@@ -5,7 +5,8 @@
 - each route entry, ``on_exhausted`` target and sink hook naming crew this release cannot run
   (``asya.naming.undeployed_crew``; x-pause and the declared fan-in aggregators run);
 - each user actor whose ``code`` directory does not exist;
-- each user actor whose handler cannot be loaded from its code directory (``actors.<name>.handler: <why>``).
+- each user actor whose handler cannot be loaded from its code directory (``actors.<name>.handler: <why>``), or is
+  not async although the actor sets ``record_concurrency`` above 1 (P-PROC-1).
 
 Handlers are checked one of two ways. ``instantiate=True`` (``asya dev``, ``asya demo``) loads each exactly as the
 Lambda runtime does (``asya.abi.load_handler``: import, attribute, signature, and the class instantiated for
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 import inspect
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from asya import naming
-from asya.abi import check_instantiable, import_handler_module, load_handler
+from asya.abi import check_instantiable, check_record_concurrency, handler_kind, import_handler_module, load_handler
 from asya.exceptions import HandlerLoadError
 from asya.manifest import Manifest
 from asya.suggest import did_you_mean_attribute
@@ -52,9 +54,10 @@ def mesh_problems(manifest: Manifest, *, instantiate: bool) -> list[str]:
             continue
         try:
             if instantiate:
-                load_handler(spec.handler, code_dir=str(directory))
+                kind = load_handler(spec.handler, code_dir=str(directory)).kind
             else:
-                _check_statically(spec.handler, directory)
+                kind = handler_kind(_check_statically(spec.handler, directory))
+            check_record_concurrency(spec.handler, kind, spec.record_concurrency)
         except HandlerLoadError as exc:
             problems.append(f"actors.{name}.handler: {exc}")
     return problems
@@ -69,8 +72,9 @@ def check_mesh(manifest: Manifest, *, source: str, instantiate: bool) -> None:
         raise LocalModeError(f"{source}: {count}, nothing started:\n  " + "\n  ".join(problems))
 
 
-def _check_statically(spec: str, directory: Path) -> None:
-    """``load_handler``'s checks without instantiating a class; raises ``HandlerLoadError`` with the same wording."""
+def _check_statically(spec: str, directory: Path) -> Callable[..., Any]:
+    """``load_handler``'s checks without instantiating a class; raises ``HandlerLoadError`` with the same wording.
+    The function (or the class's method) the handler calls, for its kind."""
     parts = spec.split(".")
     if len(parts) < 2 or not all(part.isidentifier() for part in parts):
         raise HandlerLoadError(
@@ -91,12 +95,14 @@ def _check_statically(spec: str, directory: Path) -> None:
             hint = did_you_mean_attribute(klass, rest[1])
             raise HandlerLoadError(f"handler {spec!r}: class {klass.__qualname__} has no attribute {rest[1]!r}{hint}")
         if isinstance(raw, staticmethod | classmethod):
-            _check_signature(getattr(klass, rest[1]), spec, args=1)
-        elif callable(raw):
+            method: Callable[..., Any] = getattr(klass, rest[1])
+            _check_signature(method, spec, args=1)
+            return method
+        if callable(raw):
             _check_signature(raw, spec, args=2)  # self and the payload
-        else:
-            raise HandlerLoadError(f"handler {spec!r} is not callable: it is a value of type {type(raw).__name__}")
-        return
+            function: Callable[..., Any] = raw
+            return function
+        raise HandlerLoadError(f"handler {spec!r} is not callable: it is a value of type {type(raw).__name__}")
     target = _attribute(module, rest[0], spec)
     if isinstance(target, type):
         raise HandlerLoadError(
@@ -105,6 +111,8 @@ def _check_statically(spec: str, directory: Path) -> None:
     if not callable(target):
         raise HandlerLoadError(f"handler {spec!r} is not callable: it is a value of type {type(target).__name__}")
     _check_signature(target, spec, args=1)
+    called: Callable[..., Any] = target
+    return called
 
 
 def _attribute(module: ModuleType, name: str, spec: str) -> Any:

@@ -1,7 +1,7 @@
 """A mesh exercising the optional settings: max_concurrency, env, resiliency, sink hooks, api_key auth with CORS,
 and context overrides (region, Lambda Web Adapter version). SynthesizedMesh once, with cdk-nag.
 
-Spec: PROTOCOL P-MAN-2, P-MAN-4, P-ACK-1, P-SINK-6; GATEWAY GW-AUTH-4, GW-GEN-8.
+Spec: PROTOCOL P-MAN-2, P-MAN-4, P-PROC-1, P-ACK-1, P-SINK-6; GATEWAY GW-AUTH-4, GW-GEN-8.
 """
 
 from __future__ import annotations
@@ -37,7 +37,13 @@ MANIFEST: dict[str, Any] = {
                 "rules": [{"errors": ["ValueError"], "policy": "default"}],
             },
         },
-        "ship": {"handler": "text.normalize", "code": str(REPO / "functions"), "max_receive_count": 3},
+        # cdk never imports a handler: the kind record_concurrency needs is checked by `asya synth`'s preflight
+        "ship": {
+            "handler": "text.normalize",
+            "code": str(REPO / "functions"),
+            "max_receive_count": 3,
+            "record_concurrency": 2,
+        },
     },
     "flows": {"order": {"route": ["pay", "ship"]}, "big": {"source": "big.py"}},
     "crew": {"sink_hooks": ["ship"]},
@@ -91,6 +97,14 @@ def test_p_man_4_sizing_from_defaults(shop: SynthesizedMesh) -> None:
     assert fn["MemorySize"] == 512
     assert _queue(shop, "asya-shop-pay")["VisibilityTimeout"] == 6 * 50
     assert _queue(shop, "asya-shop-ship")["RedrivePolicy"]["maxReceiveCount"] == 3
+
+
+def test_p_man_4_concurrent_records_size_the_timeout_by_rounds(shop: SynthesizedMesh) -> None:
+    ship = _function_by_actor(shop, "ship")
+    assert ship["Timeout"] == 1 * 20 + 10  # batch 2, both records at once: one round of the 20 s timeout
+    assert _queue(shop, "asya-shop-ship")["VisibilityTimeout"] == 6 * 30
+    assert ship["Environment"]["Variables"]["ASYA_RECORD_CONCURRENCY"] == "2"
+    assert "ASYA_RECORD_CONCURRENCY" not in _function_by_actor(shop, "pay")["Environment"]["Variables"]
 
 
 def test_p_ack_1_max_concurrency_and_batch_size_on_the_event_source(shop: SynthesizedMesh) -> None:

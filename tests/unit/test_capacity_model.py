@@ -129,3 +129,21 @@ def test_a_declared_target_gives_the_gateway_its_retry_after_and_shards() -> Non
     assert capacity_environment(parse_manifest(yaml.safe_load((REPO / "asya.yaml").read_text()), base_dir=REPO)) == {}
     assert capacity_environment(_example(1000)) == {ENV.retry_after: "2", ENV.index_shards: "8"}
     assert capacity_environment(_example(10_000)) == {ENV.retry_after: "1", ENV.index_shards: "32"}
+
+
+def test_p_proc_1_concurrent_records_raise_the_account_concurrency_limit() -> None:
+    """An actor that overlaps its batch's records holds its execution for one handler time per round, not per
+    record: the user actors' busy time per task falls, and the shared pool serves more tasks per second."""
+    data: dict[str, Any] = copy.deepcopy(yaml.safe_load((REPO / "asya.yaml").read_text(encoding="utf-8")))
+    data["capacity"] = {"target_rate": 1000, "mix": {"text-pipeline": 1.0}}
+    off = plan(parse_manifest(data, base_dir=REPO))
+    data["defaults"]["record_concurrency"] = data["defaults"]["batch_size"]
+    on = plan(parse_manifest(data, base_dir=REPO))
+    for actor in ("normalize", "analyze", "summarize"):
+        assert on.demand.busy_seconds[actor] < off.demand.busy_seconds[actor] / 3
+    assert on.demand.busy_seconds["x-sink"] == off.demand.busy_seconds["x-sink"]
+
+    def pool(result: Any) -> float:
+        return next(limit.max_rate for limit in result.limits if limit.source == "lambda_concurrency")
+
+    assert pool(on) > 3 * pool(off)

@@ -146,3 +146,20 @@ def test_gw_data_10_x_sink_reads_results_from_checkpoints_only_when_they_outlive
     env = actor_environment(manifest, _actors(manifest)["x-sink"], table="t", bucket="b")
     assert ActorConfig.from_env(env).result_in_checkpoint is in_checkpoint
     assert ("ASYA_RESULT_IN_CHECKPOINT" in env) is not in_checkpoint
+
+
+def test_p_proc_1_record_concurrency_reaches_the_config_and_sizes_the_lambda_timeout() -> None:
+    manifest = _manifest(batch_size=10, record_concurrency=4, timeout=20)
+    pay = _actors(manifest)["pay"]
+    assert pay.lambda_timeout == 3 * 20 + 10  # 10 records, 4 at a time: three rounds
+    assert pay.visibility_timeout == 6 * 70
+    env = actor_environment(manifest, pay, table="t", bucket="b")
+    assert env["ASYA_RECORD_CONCURRENCY"] == "4"
+    assert ActorConfig.from_env(env).record_concurrency == 4
+    assert _actors(manifest)["x-sink"].record_concurrency == 1  # the crew runs its records one at a time
+    assert "ASYA_RECORD_CONCURRENCY" not in actor_environment(
+        manifest, _actors(manifest)["x-sink"], table="t", bucket="b"
+    )
+    for bad in ("0", "11", "2.5", "many"):
+        with pytest.raises(ConfigError, match="ASYA_RECORD_CONCURRENCY"):
+            ActorConfig.from_env({**env, "ASYA_RECORD_CONCURRENCY": bad})

@@ -127,8 +127,103 @@ def test_async_path_runs_coroutine_records_concurrently_each_with_its_own_keys()
 
     steps = Steps(handle, late=[])
     batch = RecordBatch(steps, actor="a", transport=Visibility(), logger=logger)
-    response = batch.run(_event("r1", "r2"), None, concurrently=True)
+    loop = asyncio.new_event_loop()
+    try:
+        response = batch.run(_event("r1", "r2"), None, concurrency=2, loop=loop)
+    finally:
+        loop.close()
     assert response == {"batchItemFailures": [{"itemIdentifier": "r2"}]}
     assert sorted(r.__dict__["correlation_id"] for r in lines.records if r.getMessage() == "in record") == ["r1", "r2"]
     [failed] = [r for r in lines.records if r.getMessage() == RECORD_FAILED]
     assert (failed.__dict__["message_id"], failed.__dict__["correlation_id"]) == ("r2", "r2")
+
+
+class Remaining:
+    """A Lambda context whose remaining time the test sets."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return int(self.seconds * 1000)
+
+
+def _run(batch: RecordBatch, event: dict[str, Any], context: Any, concurrency: int) -> dict[str, Any]:
+    loop = asyncio.new_event_loop()
+    try:
+        return batch.run(event, context, concurrency=concurrency, loop=loop)
+    finally:
+        loop.close()
+
+
+def test_p_proc_1_at_most_n_records_run_at_once_started_in_batch_order() -> None:
+    running: list[str] = []
+    started: list[str] = []
+    most = [0]
+
+    async def handle(record: SQSRecord) -> None:
+        started.append(record.body)
+        running.append(record.body)
+        most[0] = max(most[0], len(running))
+        for _ in range(3):  # hand the loop to the other records a few times
+            await asyncio.sleep(0)
+        running.remove(record.body)
+
+    batch = RecordBatch(Steps(handle, late=[]), actor="a", transport=Visibility(), logger=logging.getLogger("t"))
+    assert _run(batch, _event("a", "b", "c", "d", "e"), None, concurrency=2) == {"batchItemFailures": []}
+    assert started == ["a", "b", "c", "d", "e"]
+    assert most[0] == 2
+
+
+def test_p_time_6_under_concurrency_a_record_starts_only_while_its_budget_fits() -> None:
+    context = Remaining(100.0)
+    visibility = Visibility()
+    both = asyncio.Event()
+    started: list[str] = []
+
+    def admit(batch: RecordBatch, record: SQSRecord) -> None:
+        batch.start.admit(message_id=record.message_id, receipt_handle=record.receipt_handle, budget_seconds=30)
+
+    class Timed(Steps):
+        def begin(self, batch: RecordBatch) -> Callable[[SQSRecord], Any]:
+            async def handle(record: SQSRecord) -> None:
+                admit(batch, record)  # judged when the record starts, as the layer's record steps do
+                started.append(record.body)
+                if len(started) == 2:
+                    both.set()
+                await both.wait()
+                context.seconds = 20.0  # the first round used the time up: 20 - 5 no longer covers 30
+
+            return handle
+
+    batch = RecordBatch(Timed(lambda _r: None, late=[]), actor="a", transport=visibility, logger=logging.getLogger("t"))
+    response = _run(batch, _event("r1", "r2", "r3", "r4"), context, concurrency=2)
+    assert response == {"batchItemFailures": [{"itemIdentifier": "r3"}, {"itemIdentifier": "r4"}]}
+    assert started == ["r1", "r2"]
+    assert visibility.changes == [("h-r3", 0), ("h-r4", 0)]  # unstarted: back at once
+
+
+class Crash(BaseException):
+    pass
+
+
+def test_p_ack_5_a_crash_of_one_concurrent_record_ends_the_invocation_and_its_other_records() -> None:
+    ended: list[str] = []
+
+    async def handle(record: SQSRecord) -> None:
+        try:
+            if record.body == "crash":
+                raise Crash
+            await asyncio.Event().wait()  # never set: only the crash ends it
+        finally:
+            ended.append(record.body)
+
+    batch = RecordBatch(Steps(handle, late=[]), actor="a", transport=Visibility(), logger=logging.getLogger("t"))
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(Crash):
+            batch.run(_event("slow", "crash"), None, concurrency=2, loop=loop)
+        assert not [t for t in asyncio.all_tasks(loop) if not t.done()]  # nothing lives on into the next batch
+    finally:
+        loop.close()
+    assert sorted(ended) == ["crash", "slow"]

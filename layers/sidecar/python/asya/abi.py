@@ -22,7 +22,8 @@ not crash). A class is instantiated once, with no arguments (P-ABI-3).
   yield time (P-ABI-9, P-ABI-10); FLY values reach ``on_fly`` converted by ``to_jsonable``;
 - the kind is decided by what the call returns (a coroutine, a generator or an async generator), so decorated
   handlers behave like the function they wrap; async handlers run on one event loop per ``Handler``, created on first
-  use and reused across calls (P-ABI-4);
+  use and reused across calls (P-ABI-4): ``run`` runs the coroutine to its end on it, ``arun`` awaits it from a task
+  already running there (the concurrent records of P-PROC-1);
 - ``state`` is mutated in place: after ``run`` it holds the final ``route.next`` and headers (P-ROUTE-5).
 
 Outcomes of ``run``: it returns ``None`` on success. An ``Exception`` raised by the handler (including ABI errors it
@@ -78,7 +79,9 @@ __all__ = [
     "HandlerError",
     "HandlerKind",
     "check_instantiable",
+    "check_record_concurrency",
     "error_details",
+    "handler_kind",
     "import_handler_module",
     "load_handler",
     "to_jsonable",
@@ -118,6 +121,11 @@ class Handler:
     def __repr__(self) -> str:
         return f"Handler({self.spec!r}, kind={self.kind!r})"
 
+    @property
+    def is_async(self) -> bool:
+        """Declared ``async def`` or as an async generator function: its records may run concurrently (P-PROC-1)."""
+        return self.kind in ("async", "async_generator")
+
     def run(
         self,
         payload: Any,
@@ -130,8 +138,44 @@ class Handler:
         cancel: CancelCheck | None = None,
     ) -> None:
         """One handler call; see the module docstring for frames, commands, errors, ``guard``, ``copy_result`` and
-        ``cancel``."""
-        convert_result = to_jsonable if copy_result else as_jsonable
+        ``cancel``. A coroutine runs to its end on this handler's own event loop."""
+        pending, result, on_frame = self._begin(payload, state, on_frame, on_fly, guard=guard, cancel=cancel)
+        if pending is not None:
+            result = self._run_async(pending, guard)
+        if result is not None:
+            on_frame(state.frame(_result_payload(result, to_jsonable if copy_result else as_jsonable), 0))
+
+    async def arun(
+        self,
+        payload: Any,
+        state: AbiState,
+        *,
+        on_frame: OnFrame,
+        on_fly: OnFly,
+        guard: CallGuard | None = None,
+        copy_result: bool = True,
+        cancel: CancelCheck | None = None,
+    ) -> None:
+        """:meth:`run` from inside a task of the running loop (:meth:`event_loop`): a coroutine or async generator is
+        awaited there, so other tasks run while it waits (the concurrent records of P-PROC-1)."""
+        pending, result, on_frame = self._begin(payload, state, on_frame, on_fly, guard=guard, cancel=cancel)
+        if pending is not None:
+            result = await (pending if guard is None else guard.bounded(pending))
+        if result is not None:
+            on_frame(state.frame(_result_payload(result, to_jsonable if copy_result else as_jsonable), 0))
+
+    def _begin(
+        self,
+        payload: Any,
+        state: AbiState,
+        on_frame: OnFrame,
+        on_fly: OnFly,
+        *,
+        guard: CallGuard | None,
+        cancel: CancelCheck | None,
+    ) -> tuple[Coroutine[Any, Any, Any] | None, Any, OnFrame]:
+        """The synchronous part of a call: ``(what is left to await, else None; the return value so far; on_frame)``,
+        a sync generator already driven to its end."""
         if guard is not None:
             on_frame, on_fly = guard.shielded(on_frame), guard.shielded(on_fly)
             if cancel is not None:
@@ -149,17 +193,14 @@ class Handler:
 
         result = sync_part() if guard is None else guard.call(sync_part)
         if isinstance(result, AsyncGeneratorType) and self.kind == "async_generator":
-            self._run_async(_drive_async(result, state, on_frame, on_fly, cancel), guard)
-        elif isinstance(result, CoroutineType):
-            value = self._run_async(_await_handler(result), guard)
-            if value is not None:
-                on_frame(state.frame(_result_payload(value, convert_result), 0))
-        elif result is not None:
-            on_frame(state.frame(_result_payload(result, convert_result), 0))
+            return _drive_async(result, state, on_frame, on_fly, cancel), None, on_frame
+        if isinstance(result, CoroutineType):
+            return _await_handler(result), None, on_frame
+        return None, result, on_frame
 
     def _run_async(self, coro: Coroutine[Any, Any, Any], guard: CallGuard | None) -> Any:
         # The loop thread is never interrupted asynchronously: async code is bounded by cancelling its task.
-        return self._event_loop().run_until_complete(coro if guard is None else guard.bounded(coro))
+        return self.event_loop().run_until_complete(coro if guard is None else guard.bounded(coro))
 
     def close(self) -> None:
         """Close the event loop of async handlers (tests; a Lambda container never calls this)."""
@@ -170,7 +211,8 @@ class Handler:
             finally:
                 loop.close()
 
-    def _event_loop(self) -> asyncio.AbstractEventLoop:
+    def event_loop(self) -> asyncio.AbstractEventLoop:
+        """This handler's event loop, created on first use and kept across calls (P-ABI-4)."""
         if self._loop is None:
             import asyncio  # only async handlers pay for the import (cold start)
 
@@ -453,6 +495,22 @@ def _check_one_positional(target: Callable[..., Any], spec: str) -> None:
         raise HandlerLoadError(
             f"handler {spec!r} must take exactly one positional argument (the payload); its signature is {signature}"
         ) from None
+
+
+def check_record_concurrency(spec: str, kind: HandlerKind, record_concurrency: int) -> None:
+    """Raise :class:`HandlerLoadError` when ``record_concurrency`` asks concurrent records of a handler that cannot
+    await: only an ``async def`` or async generator lets other records run while it waits (P-PROC-1)."""
+    if record_concurrency > 1 and kind not in ("async", "async_generator"):
+        raise HandlerLoadError(
+            f"record_concurrency {record_concurrency} needs an async handler (async def or async generator "
+            f"function); {spec!r} is a {'sync function' if kind == 'function' else kind}: make it async or set "
+            "record_concurrency to 1"
+        )
+
+
+def handler_kind(target: Callable[..., Any]) -> HandlerKind:
+    """The kind ``target`` is declared as (:class:`Handler`'s ``kind``), without loading it as a handler."""
+    return _static_kind(target)
 
 
 def _static_kind(target: Callable[..., Any]) -> HandlerKind:

@@ -1,9 +1,12 @@
 """One SQS batch, for the actor runtime (``asya.sidecar``) and the crew (``asya_crew.runtime``): the Powertools
 ``BatchProcessor`` subclass :class:`RecordBatch` and the batch-level rules it applies.
 
+- Records run one at a time in batch order, or, for an actor with ``record_concurrency`` N over 1 (async handlers
+  only), as tasks of the handler's event loop, at most N at once, started in batch order as slots free up (P-PROC-1).
 - Start rule (P-TIME-6): the first record of a batch always starts; a later one starts only while the Lambda's
-  remaining time, minus the 5 s safety margin, still covers the record's budget (the actor's call limit; 0 for crew).
-  Once one record does not fit, it and every later record fail unstarted and are made visible again at once.
+  remaining time, minus the 5 s safety margin, still covers the record's budget (the actor's call limit; 0 for crew),
+  judged at the moment it would start. Once one record does not fit, it and every later record fail unstarted and
+  are made visible again at once.
 - Return time of failed records (P-ACK-4): unstarted ones at once, others after
   ``min(queue visibility timeout, 5 * 2^(n-1))`` seconds, ``n`` = ``ApproximateReceiveCount``.
 - Each failed record is logged once at WARNING, ``record failed: SQS delivers it again`` with ``message_id``,
@@ -19,7 +22,7 @@ import contextvars
 import inspect
 import sys
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -27,6 +30,9 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from asya.batchmetrics import record_failed_records
 from asya.exceptions import AsyaError, HopHeldError
 from asya.timeout import SAFETY_MARGIN_SECONDS
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "RECORD_FAILED",
@@ -149,8 +155,8 @@ class RecordBatch(BatchProcessor):
 
     - ``_prepare``: the start rule (P-TIME-6) and the runtime's :meth:`BatchSteps.begin` (parse, pre-flight);
     - each record in its own copy of the current ``contextvars`` context: its log keys (``asya.logkeys``) and trace
-      header (``asya.xray``) end with it, and records may later run as concurrent asyncio tasks
-      (:meth:`_async_process_record`, awaiting a coroutine record handler);
+      header (``asya.xray``) end with it, and concurrent records (asyncio tasks of one loop, each started with its
+      own copy, :meth:`_async_process_record` awaiting a coroutine record handler) never see each other's;
     - ``failure_handler``: one WARNING line per failed record (P-ACK-3), the held hop's return time (P-ACK-8) and the
       runtime's release;
     - ``_clean``: the records that failed after they ended (:meth:`BatchSteps.finish`), the return time of every
@@ -176,15 +182,25 @@ class RecordBatch(BatchProcessor):
         self._log = logger
         self.start = StartRule(None)
         self.held: dict[str, int] = {}  # message id -> seconds until another run's lease ends (P-ACK-8)
+        self.concurrency = 1  # records running at once (P-PROC-1), set by run() before BatchSteps.begin
 
-    def run(self, event: Mapping[str, Any], context: Any, *, concurrently: bool = False) -> dict[str, Any]:
-        """Process one SQS event; ``{"batchItemFailures": [...]}``. Records run one at a time in batch order
-        (P-PROC-1), or, ``concurrently``, as asyncio tasks of one event loop."""
+    def run(
+        self,
+        event: Mapping[str, Any],
+        context: Any,
+        *,
+        concurrency: int = 1,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> dict[str, Any]:
+        """Process one SQS event; ``{"batchItemFailures": [...]}``. Records run one at a time in batch order, or,
+        with ``concurrency`` over 1 and a ``loop`` (an async handler's own, not running), as tasks of that loop, at
+        most ``concurrency`` at once, started in batch order (P-PROC-1)."""
         self.lambda_context = context
         self.records = list(event.get("Records") or [])
+        self.concurrency = concurrency if loop is not None else 1
         with self:
-            if concurrently:
-                self.async_process()
+            if loop is not None and self.concurrency > 1:
+                loop.run_until_complete(self._run_bounded(self.concurrency))
             else:
                 self.process()
         failures = [{"itemIdentifier": f["itemIdentifier"]} for f in self.response()["batchItemFailures"]]
@@ -201,6 +217,32 @@ class RecordBatch(BatchProcessor):
 
     def _process_record(self, record: dict[str, Any]) -> Any:
         return contextvars.copy_context().run(super()._process_record, record)
+
+    async def _run_bounded(self, limit: int) -> None:
+        """Every record as a task, at most ``limit`` running: the next starts when one ends. Tasks start in batch
+        order and each runs its steps before the handler's first await without a pause, so the start rule
+        (P-TIME-6), the pre-flight and the hop claim of the records are taken in batch order."""
+        import asyncio  # only actors with concurrent records pay for the import (cold start)
+
+        running: set[asyncio.Task[Any]] = set()
+        try:
+            for record in self.records:
+                if len(running) >= limit:
+                    done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                    for task in done:
+                        task.result()  # a record's failure is answered already; only a crash is raised (P-ACK-5)
+                running.add(asyncio.create_task(self._async_process_record(record)))
+            while running:
+                done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    task.result()
+        except BaseException:
+            # a crash ends the invocation: no record task may live on into the loop's next invocation
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.wait(running)
+            raise
 
     async def _async_process_record(self, record: dict[str, Any]) -> Any:
         # an asyncio task runs in its own copy of the context already

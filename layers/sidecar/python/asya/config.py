@@ -29,6 +29,8 @@ Environment variables (set by the CDK app in AWS and by the local mode in-proces
   Lambda's active tracing): a new span id per hop (P-TRACE-1), and every send carries the SQS ``AWSTraceHeader`` of
   its record, else the invocation's ``_X_AMZN_TRACE_ID`` (P-TRACE-3, ``asya.xray``) | ``false`` |
 | ``ASYA_MAX_HOPS`` | the per-task hop ceiling (P-HOP-1, manifest ``max_hops``, ``asya.hops``) | ``1000`` |
+| ``ASYA_RECORD_CONCURRENCY`` | records of one batch an async handler runs at the same time (P-PROC-1, manifest
+  ``record_concurrency``, 1..10); over 1 with a sync handler is a ``HandlerLoadError`` (P-ABI-2) | ``1`` |
 | ``POWERTOOLS_LOG_LEVEL``, else ``LOG_LEVEL`` | level of the runtime's Powertools logger (the same precedence as
   Powertools; read here so the local mode honours an actor's ``env`` map too) | ``INFO`` |
 
@@ -81,6 +83,8 @@ class ConfigError(AsyaError, ValueError):
 #: The HTTP reporter's variables (P-STAT-18): mode, default gateway base, API key (reads), reporter key (posts).
 REPORTER_ENV: Final = ("ASYA_REPORTER", "ASYA_GATEWAY_URL", "ASYA_GATEWAY_API_KEY", "ASYA_GATEWAY_REPORTER_KEY")
 _REPORTERS: Final = ("store", "http")
+#: An SQS batch of a standard queue holds at most 10 records without a batching window.
+_MAX_BATCH: Final = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +113,8 @@ class ActorConfig:
     resiliency: RetryPolicies = field(default_factory=RetryPolicies)
     tracing: bool = False
     max_hops: int = DEFAULT_MAX_HOPS
+    #: records of one batch run at the same time (``ASYA_RECORD_CONCURRENCY``, P-PROC-1); 1: one after another
+    record_concurrency: int = 1
     #: ``""``: Powertools' default (INFO).
     log_level: str = ""
     #: the AWS account of the mesh's queues: queue URLs are then built without ``GetQueueUrl``
@@ -154,6 +160,7 @@ class ActorConfig:
             resiliency=_resiliency(source),
             tracing=source.get(ENV.tracing, "").strip().lower() in ("1", "true", "yes"),
             max_hops=_max_hops(source),
+            record_concurrency=_record_concurrency(source),
             log_level=_log_level(source),
             account_id=source.get(ENV.account_id, "").strip(),
             fan_in=_fan_in(source),
@@ -193,6 +200,16 @@ def _max_hops(env: Mapping[str, str]) -> int:
     value = positive_number(env, ENV.max_hops, float(DEFAULT_MAX_HOPS), unit="a whole number of hops")
     if not value.is_integer():
         raise ConfigError(f"environment variable {ENV.max_hops} must be a whole number of hops, got {value!r}")
+    return int(value)
+
+
+def _record_concurrency(env: Mapping[str, str]) -> int:
+    value = positive_number(env, ENV.record_concurrency, 1.0, unit="a whole number of records")
+    if not value.is_integer() or value > _MAX_BATCH:
+        raise ConfigError(
+            f"environment variable {ENV.record_concurrency} must be a whole number of records from 1 to {_MAX_BATCH}, "
+            f"got {env.get(ENV.record_concurrency)!r}"
+        )
     return int(value)
 
 

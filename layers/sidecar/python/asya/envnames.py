@@ -13,7 +13,7 @@ to learn a variable's name. This module imports nothing and does nothing at impo
 | ``ASYA_ACCOUNT_ID`` | every function | the account that owns the mesh's queues, so queue URLs are built without
   ``GetQueueUrl`` (GW-CREATE-7); CloudFormation's ``AWS::AccountId`` in AWS, moto's ``123456789012`` locally |
 | ``ASYA_ACTOR_TIMEOUT``, ``ASYA_OFFLOAD_THRESHOLD_KB``, ``ASYA_SINK_HOOKS``, ``ASYA_RESILIENCY``, ``ASYA_TRACING``,
-  ``ASYA_MAX_HOPS`` |
+  ``ASYA_MAX_HOPS``, ``ASYA_RECORD_CONCURRENCY`` |
   actors | see ``asya.config`` |
 | ``ASYA_MANIFEST`` | gateway, backstop | path of the manifest JSON it serves |
 | ``ASYA_INDEX_SHARDS`` | gateway | partitions per day of ``by_created`` it writes and lists (default 8), from
@@ -43,6 +43,8 @@ class _EnvNames:
     account_id: Final = "ASYA_ACCOUNT_ID"
     fan_in: Final = "ASYA_FAN_IN"
     actor_timeout: Final = "ASYA_ACTOR_TIMEOUT"
+    #: records of one batch an async handler runs at the same time (P-PROC-1), the manifest's ``record_concurrency``
+    record_concurrency: Final = "ASYA_RECORD_CONCURRENCY"
     offload_threshold_kb: Final = "ASYA_OFFLOAD_THRESHOLD_KB"
     sink_hooks: Final = "ASYA_SINK_HOOKS"
     #: ``false`` when checkpoints may expire or become unreadable before a task record does: x-sink then writes a

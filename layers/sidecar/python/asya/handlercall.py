@@ -40,7 +40,8 @@ the record fails (P-ACK-2).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from asya import routing
@@ -126,6 +127,50 @@ class _SecondPayloadError(Exception):
         self.error = error
 
 
+class _Call:
+    """One handler call in progress: its ABI state, the frames it holds and what the call ended with."""
+
+    __slots__ = ("canceled", "failure", "flow_call", "flow_frames", "held", "hop", "outbox", "owner", "state")
+
+    def __init__(self, owner: HandlerCall, hop: Hop, outbox: Outbox) -> None:
+        self.owner = owner
+        self.hop = hop
+        self.outbox = outbox
+        self.held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
+        self.flow_call = owner._fan_in is None and STATE_HEADER in hop.entry.headers
+        self.flow_frames: list[Frame] = []  # a flow call's one frame, held until the call returns (P-FLOW-11)
+        self.state = AbiState.from_envelope(hop.entry)
+        self.failure: _Failure | None = None
+        self.canceled = False
+
+    def on_frame(self, frame: Frame) -> None:
+        owner = self.owner
+        if owner._fan_in is not None:
+            self.held.append(frame)
+            return
+        if self.flow_call:
+            self.flow_frames.append(frame)
+            if len(self.flow_frames) > 1:
+                raise _SecondPayloadError(owner._second_payload(self.hop.entry))
+            return
+        owner._stage(self.outbox, self.hop, [owner._forward(self.hop, frame, frame.index)])
+
+    def on_fly(self, value: Any) -> None:
+        self.outbox.fly(self.hop.ticket, value)
+
+    @contextmanager
+    def outcome(self) -> Iterator[None]:
+        """Around the handler call: keep how it ended."""
+        try:
+            yield
+        except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
+            self.failure = exc
+        except TaskCanceledError:
+            self.canceled = True
+        except _SecondPayloadError as exc:
+            self.failure = HandlerError(exc.error)
+
+
 class HandlerCall:
     """Runs one hop's handler and routes its outcome; one per actor runtime, reused across hops."""
 
@@ -148,44 +193,42 @@ class HandlerCall:
 
     def run(self, handler: Handler, hop: Hop, outbox: Outbox) -> int | None:
         """Run the handler and route its output; the number of frames on success, ``None`` after an error."""
-        entry, ticket = hop.entry, hop.ticket
-
-        held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
-        flow_call = self._fan_in is None and STATE_HEADER in entry.headers
-        flow_frames: list[Frame] = []  # a flow call's one frame, held until the call returns (P-FLOW-11)
-
-        def on_frame(frame: Frame) -> None:
-            if self._fan_in is not None:
-                held.append(frame)
-                return
-            if flow_call:
-                flow_frames.append(frame)
-                if len(flow_frames) > 1:
-                    raise _SecondPayloadError(self._second_payload(entry))
-                return
-            self._stage(outbox, hop, [self._forward(hop, frame, frame.index)])
-
-        state = AbiState.from_envelope(entry)
-        failure: HandlerError | SerializationError | HandlerTimeoutError | None = None
-        canceled = False
-        try:
+        call = _Call(self, hop, outbox)
+        with call.outcome():
             # copy_result=False: a returned plain value is encoded by Outbox.stage in on_frame, before any handler
-            # code runs again, so it needs no copy
+            # code runs again (a concurrent record's included: on_frame runs before this record awaits again), so it
+            # needs no copy
             handler.run(
-                entry.payload,
-                state,
-                on_frame=on_frame,
-                on_fly=lambda value: outbox.fly(ticket, value),
+                hop.entry.payload,
+                call.state,
+                on_frame=call.on_frame,
+                on_fly=call.on_fly,
                 guard=CallGuard(hop.limit),
                 copy_result=False,
                 cancel=hop.cancel,
             )
-        except (HandlerError, SerializationError, HandlerTimeoutError) as exc:
-            failure = exc
-        except TaskCanceledError:
-            canceled = True
-        except _SecondPayloadError as exc:
-            failure = HandlerError(exc.error)
+        return self._route(call)
+
+    async def arun(self, handler: Handler, hop: Hop, outbox: Outbox) -> int | None:
+        """:meth:`run` for an async handler, awaited in a task of the handler's running loop (P-PROC-1): the other
+        records of the batch run while it waits."""
+        call = _Call(self, hop, outbox)
+        with call.outcome():
+            await handler.arun(
+                hop.entry.payload,
+                call.state,
+                on_frame=call.on_frame,
+                on_fly=call.on_fly,
+                guard=CallGuard(hop.limit),
+                copy_result=False,
+                cancel=hop.cancel,
+            )
+        return self._route(call)
+
+    def _route(self, call: _Call) -> int | None:
+        """After the call: send or hold its frames and route its outcome (the module docstring)."""
+        hop, outbox, state, entry, ticket = call.hop, call.outbox, call.state, call.hop.entry, call.hop.ticket
+        failure, canceled, flow_frames, held = call.failure, call.canceled, call.flow_frames, call.held
         if flow_frames and failure is None and not canceled:
             self._stage(outbox, hop, [self._forward(hop, flow_frames[0], 0)])
         try:

@@ -8,15 +8,17 @@ steps before the handler call that the crew shares (route and hop ceiling, pre-f
 walks the code in order.
 
 Per batch: every body is parsed first, and the pre-flight reads of all fenced records (their task items, and for
-children their child fence items) are made with one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8).
-Then records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2. Right before the handler
-call, a fenced envelope's hop is claimed with ONE conditional write (P-ACK-8, ``asya.reporting.Reporter.claim``):
-for a tracked root that write is the hop's running status too; the lease runs to the invocation's hard deadline
-(Lambda's remaining time at its start) + 10 s. Frames go through the batch's ``asya.outbox.Outbox``, one buffer for
-every record: a frame waits at most 1 s, or until 10 wait for one queue, or the end of the batch; frame 0 leaves last,
-after every other frame of its call (P-ROUTE-9), so a batch of one-frame records costs one ``SendMessageBatch`` per
-destination. Other sends (x-sink, x-sump,
-retries) stay per record:
+children their child fence items) are made with one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8). Then
+records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2; an actor with ``record_concurrency``
+N over 1 (``ASYA_RECORD_CONCURRENCY``; its handler must be async, else every record is a ``HandlerLoadError``) runs them
+as tasks of the handler's own event loop, N at a time, started in batch order: each record's steps before and after its
+call run without a pause, so records overlap only while a handler awaits. Right before the handler call, a fenced
+envelope's hop is claimed with ONE conditional write (P-ACK-8, ``asya.reporting.Reporter.claim``): for a tracked root
+that write is the hop's running status too; the lease runs to the invocation's hard deadline (Lambda's remaining time at
+its start) + 10 s. Frames go through the batch's ``asya.outbox.Outbox``, one buffer for every record: a frame waits at
+most 1 s, or until 10 wait for one queue, or the end of the batch; frame 0 leaves last, after every other frame of its
+call (P-ROUTE-9), so a batch of one-frame records costs one ``SendMessageBatch`` per destination. Other sends (x-sink,
+x-sump, retries) stay per record:
 
 1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
 2. start rule (P-TIME-6): the first record always starts; a record whose budget no longer fits the Lambda's remaining
@@ -84,7 +86,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
 from asya import logkeys, prehop, routing
-from asya.abi import Handler, error_details, load_handler
+from asya.abi import Handler, check_record_concurrency, error_details, load_handler
 from asya.batch import RecordBatch, UnstartedRecordError
 from asya.cancelwatch import CancelWatch
 from asya.claims import Claimed, HopClaims, fence_of
@@ -125,8 +127,9 @@ class _Batch:
     def __init__(self, runtime: ActorRuntime) -> None:
         self.runtime = runtime
 
-    def begin(self, batch: RecordBatch) -> Callable[[SQSRecord], None]:
-        """Every body parsed, the batch's pre-flight reads in one ``BatchGetItem`` (``asya.claims``)."""
+    def begin(self, batch: RecordBatch) -> Callable[[SQSRecord], object]:
+        """Every body parsed, the batch's pre-flight reads in one ``BatchGetItem`` (``asya.claims``); the record
+        handler, a coroutine function when records run concurrently (P-PROC-1)."""
         rt = self.runtime
         records = batch.records
         self.context = batch.lambda_context
@@ -148,12 +151,17 @@ class _Batch:
         self.cancels = (
             None if rt._http is not None else CancelWatch(read=rt._store.task_status, monotonic=rt._monotonic)
         )
-        return self._record
+        return self._arecord if batch.concurrency > 1 else self._record
 
     def _record(self, record: SQSRecord) -> None:
         if self.runtime._trace is not None:
             self.runtime._trace.begin(record.raw_event)
         self.runtime._record(record, self)
+
+    async def _arecord(self, record: SQSRecord) -> None:
+        if self.runtime._trace is not None:
+            self.runtime._trace.begin(record.raw_event)
+        await self.runtime._arecord(record, self)
 
     def failed(self, message_id: str, error: BaseException) -> None:
         if not isinstance(error, HopHeldError):
@@ -261,7 +269,9 @@ class ActorRuntime:
         self._handler: Handler | None = None
         self._load_error: HandlerLoadError | None = None
         try:
-            self._handler = load_handler(config.handler, code_dir=config.code_dir)
+            handler = load_handler(config.handler, code_dir=config.code_dir)
+            check_record_concurrency(handler.spec, handler.kind, config.record_concurrency)  # P-PROC-1
+            self._handler = handler
         except HandlerLoadError as exc:  # remembered: every record becomes HandlerLoadError (P-ABI-2)
             self._load_error = exc
             self._log.error("handler could not be loaded", extra={"handler": config.handler, "error": str(exc)})
@@ -307,15 +317,25 @@ class ActorRuntime:
         """The HTTP reporter (P-STAT-18) when configured; its ``gateway.close()`` ends its threads and connections."""
         return self._http
 
+    def close(self) -> None:
+        """Close the async handler's event loop (tests and benchmarks; a Lambda container never calls it)."""
+        if self._handler is not None:
+            self._handler.close()
+
     def handle(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        """Process one SQS batch; returns the partial batch response (P-ACK-1)."""
-        return RecordBatch(
+        """Process one SQS batch; returns the partial batch response (P-ACK-1). With ``record_concurrency`` over 1
+        the records run as tasks of the async handler's own loop, that many at a time (P-PROC-1)."""
+        batch = RecordBatch(
             _Batch(self),
             actor=self._actor,
             transport=self._transport,
             logger=self._log,
             metrics_namespace=self.config.namespace,
-        ).run(event, context)
+        )
+        handler = self._handler
+        if handler is not None and self.config.record_concurrency > 1:
+            return batch.run(event, context, concurrency=self.config.record_concurrency, loop=handler.event_loop())
+        return batch.run(event, context)
 
     # -- batch level --------------------------------------------------------------------------------------------
 
@@ -332,6 +352,21 @@ class ActorRuntime:
     # -- one record ---------------------------------------------------------------------------------------------
 
     def _record(self, record: SQSRecord, batch: _Batch) -> None:
+        ready = self._ready(record, batch)
+        if ready is not None:
+            assert self._handler is not None  # _ready returns a call only with a loaded handler
+            self._called(ready, self._handler_call.run(self._handler, ready.hop, batch.outbox), batch)
+
+    async def _arecord(self, record: SQSRecord, batch: _Batch) -> None:
+        """:meth:`_record` as a task of the handler's loop: every step before and after the call runs without a
+        pause, so the batch's other records interleave only while this handler awaits (P-PROC-1)."""
+        ready = self._ready(record, batch)
+        if ready is not None:
+            assert self._handler is not None
+            self._called(ready, await self._handler_call.arun(self._handler, ready.hop, batch.outbox), batch)
+
+    def _ready(self, record: SQSRecord, batch: _Batch) -> _Ready | None:
+        """Steps 1-13 of P-PROC-2: the hop to call the handler with, or ``None`` when a step decided the record."""
         item = batch.items[record.message_id]
         now = self._clock()
         env = item.envelope
@@ -339,7 +374,7 @@ class ActorRuntime:
             assert item.error is not None  # _parse sets one of the two
             batch.start.start_unchecked()
             self._errors.parse_failure(item.body, item.error, self._ts(now))
-            return
+            return None
         budget = self.config.actor_timeout
         deadline = prehop.deadline_of(env)
         if deadline is not None:
@@ -351,14 +386,14 @@ class ActorRuntime:
             attempt=status.attempt if status else 1,
             phase=status.phase if status else "pending",
         )
-        self._process(item, env, batch, now, deadline)
+        return self._before_call(item, env, batch, now, deadline)
 
-    def _process(
+    def _before_call(
         self, item: RecordItem, env: Envelope, batch: _Batch, now_dt: datetime, deadline: datetime | None
-    ) -> None:
-        """Steps 3-15 of P-PROC-2; ``deadline`` is ``env``'s parsed ``status.deadline_at``."""
+    ) -> _Ready | None:
+        """Steps 3-13 of P-PROC-2; ``deadline`` is ``env``'s parsed ``status.deadline_at``."""
         if self._retrier.defer(env, now_dt):  # step 3: chained retry delay (P-RES-9)
-            return
+            return None
         actor = self._actor
         now = self._ts(now_dt)
         hook = hdr.is_hook_copy(env.headers)
@@ -379,12 +414,12 @@ class ActorRuntime:
                 trace=trace,
                 writer_id=item.message_id,
             )
-            return
+            return None
         fence = None if untracked else fence_of(env, actor)
         if fence is not None and self._decided(env, self._claims.screen(env, fence, batch.claims), now, trace):
-            return  # step 6 (P-STAT-10)
+            return None  # step 6 (P-STAT-10)
         if not hook and self._sla_expired(env, deadline, now_dt, trace):  # step 7
-            return
+            return None
 
         entry = routing.entry_update(env, actor, now)
         mode = ProgressMode.of(env.headers)
@@ -404,7 +439,7 @@ class ActorRuntime:
                 trace=trace,
                 writer_id=item.message_id,
             )
-            return
+            return None
         try:  # step 11: the handler gets the payload itself; resends keep the reference (P-LARGE-4, P-LARGE-5)
             entry.payload = self._payloads.rehydrate(env.payload, owners=reference_owners(env))
         except PayloadUnavailableError as exc:
@@ -418,15 +453,15 @@ class ActorRuntime:
                 trace=trace,
                 writer_id=item.message_id,
             )
-            return
+            return None
         self._flows.load(env.headers)  # step 11: the program of the task's digest (P-FLOWV-3)
         missing = self._flows.missing(env.headers)
         if missing is not None:  # P-FLOWV-2: no other program may run for this task
             self._errors.send(flow_failure(entry, missing, now=now))
             self._log.error("flow program missing: task failed", extra={"error": str(missing)})
-            return
+            return None
         if not hook and self._sla_expired(env, deadline, self._clock(), trace):  # step 12: the last guard
-            return
+            return None
         if fence is not None:  # step 13: the hop claim (P-ACK-8), with the history's chain head (P-HIST-4)
             claimed = self._claims.claim(
                 item.message_id,
@@ -438,7 +473,7 @@ class ActorRuntime:
                 history=batch.history.mark(env),
             )
             if self._decided(env, claimed, self._ts(self._clock()), trace):
-                return
+                return None
             if claimed is Claimed.UNTRACKED:
                 fence = None  # no task record (P-STAT-14): the call goes on unclaimed
         fly_id = None if untracked else (env.parent_id or env.id)
@@ -458,12 +493,15 @@ class ActorRuntime:
         recorded = batch.history.open(
             env, actor=actor, message_id=item.message_id, payload=entry.payload, started_at=self._ts_ms(self._clock())
         )
-        started = self._monotonic()
-        frames = self._handler_call.run(self._handler, hop, batch.outbox)
-        if recorded:
-            batch.history.close(item.message_id, round((self._monotonic() - started) * 1000, 1))
+        return _Ready(hop, mode=mode, recorded=recorded, started=self._monotonic())
+
+    def _called(self, ready: _Ready, frames: int | None, batch: _Batch) -> None:
+        """Steps 14-15 after the call: the hop's history line, then ``completed`` once its frames left."""
+        hop = ready.hop
+        if ready.recorded:
+            batch.history.close(hop.item.message_id, round((self._monotonic() - ready.started) * 1000, 1))
         if frames is not None:
-            batch.outbox.complete(ticket, mode, int((self._monotonic() - started) * 1000), frames)
+            batch.outbox.complete(hop.ticket, ready.mode, int((self._monotonic() - ready.started) * 1000), frames)
 
     def _decided(self, env: Envelope, verdict: Claimed | None, now: str, trace: routing.Trace) -> bool:
         """Act on a pre-flight or claim verdict that decides the record: canceled/paused to x-sink, a duplicate acked
@@ -493,6 +531,18 @@ class ActorRuntime:
             deadline_left=(deadline - self._clock()).total_seconds() if deadline is not None else None,
             lambda_left=remaining() / 1000 if remaining is not None else None,
         )
+
+
+class _Ready:
+    """A record about to call its handler (step 13 of P-PROC-2 done): its hop, and what the end of the call needs."""
+
+    __slots__ = ("hop", "mode", "recorded", "started")
+
+    def __init__(self, hop: Hop, *, mode: ProgressMode, recorded: bool, started: float) -> None:
+        self.hop = hop
+        self.mode = mode
+        self.recorded = recorded  # the hop has a line in the run history (P-HIST-2)
+        self.started = started  # monotonic time of the call's start
 
 
 def _hop_ref(env: Envelope) -> HopRef:

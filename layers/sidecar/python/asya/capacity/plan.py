@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from asya.capacity.model import Limit, Settings, evaluate, first_limit
 from asya.capacity.quotas import Quotas, load_quotas
-from asya.capacity.vectors import TaskDemand, Vector, demand_of, load_vector, vector_name
+from asya.capacity.vectors import TaskDemand, Vector, demand_of, load_vector, overlapped, vector_name
 
 __all__ = [
     "HEADROOM",
@@ -79,8 +79,11 @@ def _payload(size: int) -> str:
     return next((name for limit, name in _SIZES if size <= limit), _SIZES[-1][1])
 
 
-def _flow_demand(base: TaskDemand, route: list[str] | None) -> TaskDemand:
-    """A flow priced as ``route``'s user actors each costing the measured flow's mean actor hop (estimate)."""
+def _flow_demand(
+    base: TaskDemand, route: list[str] | None, *, handler_seconds: float, record_concurrency: Mapping[str, int]
+) -> TaskDemand:
+    """A flow priced as ``route``'s user actors each costing the measured flow's mean actor hop (estimate), less the
+    handler time an actor's concurrent records overlap (``base`` is priced with records one after another)."""
     if route is None:
         return base
     measured = [a for a in base.busy_seconds if a not in ("gateway", "stream") and not a.startswith("x-")]
@@ -92,10 +95,15 @@ def _flow_demand(base: TaskDemand, route: list[str] | None) -> TaskDemand:
         out.busy_seconds.pop(a, None)
         out.invocations.pop(a, None)
         out.batch_size.pop(a, None)
+    hop_records = sum(base.invocations.get(a, 0.0) * base.batch_size.get(a, 1.0) for a in measured)
+    hop_records /= max(len(measured), 1)
+    batch = max(base.batch_size.values(), default=1.0)
+    handler = hop_records * handler_seconds
     for actor in route:
-        out.busy_seconds[actor] = out.busy_seconds.get(actor, 0.0) + hop_busy
+        saved = handler - overlapped(handler, batch, record_concurrency.get(actor, 1))
+        out.busy_seconds[actor] = out.busy_seconds.get(actor, 0.0) + hop_busy - saved
         out.invocations[actor] = out.invocations.get(actor, 0.0) + hop_inv
-        out.batch_size[actor] = max(base.batch_size.values(), default=1.0)
+        out.batch_size[actor] = batch
     out.wru_table = base.wru_table * factor
     out.rru = base.rru * factor
     out.sqs_requests = base.sqs_requests * factor
@@ -109,6 +117,7 @@ def mesh_demand(
     """Per-task demand of the manifest's mix, and the tightest deadline of its flows (seconds)."""
     target = manifest.capacity
     flows = list(manifest.flows)
+    concurrency = {name: int(getattr(spec, "record_concurrency", 1)) for name, spec in manifest.actors.items()}
     total = TaskDemand()
     deadline = math.inf
     for flow, share in target.shares(flows).items():
@@ -120,12 +129,18 @@ def mesh_demand(
                 continue
             name = vector_name(MEASURED_FLOW, _payload(target.payload_bytes), history, watched)
             vector = (vectors or {}).get(name) or load_vector(name)
-            parts.append(demand_of(vector, quotas.assumptions).scaled(weight))
+            # the measured flow's own actors overlap their records as the manifest says; any other flow is priced
+            # from the measured hops one after another, then overlapped per actor of its route (_flow_demand)
+            measured = concurrency if flow == MEASURED_FLOW else None
+            parts.append(demand_of(vector, quotas.assumptions, record_concurrency=measured).scaled(weight))
         base = parts[0]
         for part in parts[1:]:
             base.add(part)
         route = None if flow == MEASURED_FLOW else (list(spec.route) if spec.route else None)
-        total.add(_flow_demand(base, route).scaled(share))
+        flow_demand = _flow_demand(
+            base, route, handler_seconds=quotas.assumptions.handler_seconds, record_concurrency=concurrency
+        )
+        total.add(flow_demand.scaled(share))
         deadline = min(deadline, float(spec.timeout))
     return total, deadline
 

@@ -23,6 +23,7 @@ __all__ = [
     "Vector",
     "demand_of",
     "load_vector",
+    "overlapped",
     "vector_name",
 ]
 
@@ -132,14 +133,28 @@ class TaskDemand:
             self.batch_size[k] = max(self.batch_size.get(k, 0.0), v)
 
 
+def overlapped(handler_seconds: float, batch: float, record_concurrency: int) -> float:
+    """``handler_seconds`` of records run ``record_concurrency`` at a time in batches of ``batch`` records on average:
+    an invocation holds its execution for the longest record of each round, not their sum (P-PROC-1)."""
+    return handler_seconds / max(1.0, min(float(record_concurrency), batch))
+
+
 def _split(key: str) -> tuple[str, str, str, str]:
     component, service, operation, key_class = key.split("|", 3)
     return component, service, operation, key_class
 
 
-def demand_of(vector: Vector, assumptions: Assumptions, *, handler_seconds: float | None = None) -> TaskDemand:
+def demand_of(
+    vector: Vector,
+    assumptions: Assumptions,
+    *,
+    handler_seconds: float | None = None,
+    record_concurrency: Mapping[str, int] | None = None,
+) -> TaskDemand:
     """The per-task demand of ``vector``. Busy time: each record of a batch runs after the one before (P-PROC-1), so
-    an actor's invocation holds one unit of concurrency for ``records x handler time`` plus its calls' latency."""
+    an actor's invocation holds one unit of concurrency for ``records x handler time`` plus its calls' latency; an
+    actor with ``record_concurrency`` N (async handlers) overlaps the handler time of up to N records of a batch, so
+    that part shrinks by ``min(N, records per batch)`` (:func:`overlapped`). The calls stay one after another."""
     handler = assumptions.handler_seconds if handler_seconds is None else handler_seconds
     calls: dict[str, float] = defaultdict(float)
     out = TaskDemand()
@@ -184,8 +199,9 @@ def demand_of(vector: Vector, assumptions: Assumptions, *, handler_seconds: floa
         records = float(figures["records"])
         invocations = float(figures["invocations"])
         per_record = 0.0 if actor.startswith(_CREW_NO_HANDLER) else handler
-        out.busy_seconds[actor] = records * per_record + calls.get(actor, 0.0)
         batch = records / invocations if invocations else 1.0
+        concurrency = (record_concurrency or {}).get(actor, 1)
+        out.busy_seconds[actor] = overlapped(records * per_record, batch, concurrency) + calls.get(actor, 0.0)
         out.batch_size[actor] = batch
         # a record waits on average for half the batch before it, then runs
         busy_per_record = out.busy_seconds[actor] / records if records else 0.0

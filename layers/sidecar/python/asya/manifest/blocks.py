@@ -68,7 +68,7 @@ __all__ = [
 
 
 HANDLER_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$")
-#: Seconds added to ``batch_size * timeout`` for the Lambda timeout (P-MAN-4).
+#: Seconds added to the batch's handler time for the Lambda timeout (P-MAN-4).
 LAMBDA_SLACK_SECONDS: Final = 10
 LAMBDA_MAX_SECONDS: Final = 900
 VISIBILITY_MAX_SECONDS: Final = 43200
@@ -181,6 +181,10 @@ class ActorSettings(_Model):
     #: Lambda reserved concurrency of the actor's function; unset: none (it shares the account's unreserved pool).
     reserved_concurrency: int | None = Field(None, ge=1, strict=True)
     max_receive_count: int = Field(5, ge=1, le=1000, strict=True)
+    #: How many records of one batch an async handler runs at the same time (P-PROC-1); 1: one after another.
+    #: Over 1 needs an ``async def`` or async generator handler (a sync handler then fails to load, P-ABI-2) and at
+    #: most ``batch_size``; the Lambda timeout shrinks with it (P-MAN-4).
+    record_concurrency: int = Field(1, ge=1, le=10, strict=True)
     env: dict[str, str] = Field(default_factory=dict)
     resiliency: Resiliency | None = None
     #: AWS X-Ray active tracing of the actor's Lambda and ``AWSTraceHeader`` on its sends (P-TRACE-3); off by
@@ -190,6 +194,12 @@ class ActorSettings(_Model):
 
     @model_validator(mode="after")
     def _concurrency(self) -> ActorSettings:
+        if self.record_concurrency > self.batch_size:
+            raise MemberError(
+                "record_concurrency",
+                f"{self.record_concurrency} is over batch_size {self.batch_size}: an invocation holds at most "
+                "batch_size records; lower record_concurrency or raise batch_size",
+            )
         cap, reserved = self.max_concurrency, self.reserved_concurrency
         if cap is not None and reserved is not None and cap > reserved:
             raise MemberError(
@@ -517,6 +527,8 @@ class DeployedActor(_Model):
     reserved_concurrency: int | None = Field(None, ge=1)
     max_receive_count: int
     env: dict[str, str]
+    #: records of one batch run at the same time (P-PROC-1); 1 for the crew
+    record_concurrency: int = Field(1, ge=1, le=10)
     resiliency: Resiliency | None = None
     tracing: bool = False
     #: a fan-in actor's declaration with its aggregator name resolved (P-FANIN-1); ``None`` otherwise
@@ -524,7 +536,7 @@ class DeployedActor(_Model):
 
     @property
     def lambda_timeout(self) -> int:
-        return lambda_timeout(self.batch_size, self.timeout)
+        return lambda_timeout(self.batch_size, self.timeout, self.record_concurrency)
 
     @property
     def visibility_timeout(self) -> int:
@@ -542,9 +554,11 @@ CREW_SETTINGS: Final[Mapping[str, Any]] = {
 }
 
 
-def lambda_timeout(batch_size: int, timeout: float) -> int:
-    """Deployed Lambda timeout in seconds: ``min(900, batch_size * timeout + 10)`` (P-MAN-4)."""
-    return int(min(LAMBDA_MAX_SECONDS, -(-batch_size * timeout // 1) + LAMBDA_SLACK_SECONDS))
+def lambda_timeout(batch_size: int, timeout: float, record_concurrency: int = 1) -> int:
+    """Deployed Lambda timeout in seconds: ``min(900, ceil(batch_size / record_concurrency) * timeout + 10)``
+    (P-MAN-4): the batch runs in that many rounds of concurrent records, each at most one handler timeout."""
+    rounds = -(-batch_size // max(1, record_concurrency))
+    return int(min(LAMBDA_MAX_SECONDS, -(-rounds * timeout // 1) + LAMBDA_SLACK_SECONDS))
 
 
 def visibility_timeout(lambda_timeout_seconds: int) -> int:

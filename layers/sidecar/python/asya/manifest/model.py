@@ -258,6 +258,7 @@ class Manifest(_Model):
                 max_concurrency=spec.max_concurrency,
                 reserved_concurrency=spec.reserved_concurrency,
                 max_receive_count=spec.max_receive_count,
+                record_concurrency=spec.record_concurrency,
                 env=dict(spec.env),
                 resiliency=spec.resiliency,
                 tracing=spec.tracing,
