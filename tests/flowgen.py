@@ -5,16 +5,16 @@ tests (tests/unit/test_flow_generated.py, tests/e2e/test_local_flow_programs.py)
 :func:`flow_programs` is a hypothesis strategy of :class:`FlowProgram`: the source text of a flow module whose flow
 function uses actor calls, mutations (plain and augmented), ``if``/``elif``/``else``, bounded ``while`` loops (with a
 counter, or ``while True`` with ``break``; ``continue`` and ``break`` under tests), ``try``/``except`` around actors
-that raise (tests/flowgen_actors.py), fan-outs (list literals), maps (comprehensions over ``state["items"]``),
-bounded maps (``map(act, state["items"], max_concurrency=K)``, and ``@flow(max_concurrency=K)`` bounding every
-fan-out of a program), pauses (resumed with :data:`RESUME`), ``timeout`` blocks and ``return``. ``lead``, ``middle``
-and ``tail`` force a construct into the first, a middle or the last top-level position. :func:`payloads` draws the payloads the
-programs are written for; ``wild=True`` (the fuzz tier) also draws partial expressions (a missing key, a division
-by a payload value), loop bounds past ``max_iterations`` and payloads of any shape, where the compiled run may fail
-with ``FlowError`` where plain Python does not.
+that raise (tests/flowgen_actors.py), fan-outs (list literals), maps (comprehensions over ``state["items"]``), bounded
+maps (``map(act, state["items"], max_concurrency=K)``, and ``@flow(max_concurrency=K)`` bounding every fan-out of a
+program), pauses (resumed with :data:`RESUME`), ``timeout`` blocks and ``return``. ``lead``, ``middle`` and ``tail``
+force a construct into the first, a middle or the last top-level position. :func:`payloads` draws the payloads the
+programs are written for; ``wild=True`` (the fuzz tier) also draws partial expressions (a missing key, a division by a
+payload value), loop bounds past ``max_iterations`` and payloads of any shape, where the compiled run may fail with
+``FlowError`` where plain Python does not.
 
-Every program terminates as plain Python: loops are bounded by a counter in the state, and a fan-out inside a loop
-is reduced to its length, so the state stays small.
+Every program terminates as plain Python: loops are bounded by a counter in the state, and a fan-out inside a loop is
+reduced to its length, so the state stays small.
 """
 
 from __future__ import annotations
