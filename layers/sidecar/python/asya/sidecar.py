@@ -7,16 +7,17 @@ steps before the handler call that the crew shares (route and hop ceiling, pre-f
 ``asya.prehop``'s; a record's log keys end with it (``asya.logkeys``). docs/internals.md, "The life of a record",
 walks the code in order.
 
-Per batch: every body is parsed first, and the pre-flight reads of all fenced records (their task items, and for
-children their child fence items) are made with one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8).
-Then records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2. Right before the handler
-call, a fenced envelope's hop is claimed with ONE conditional write (P-ACK-8, ``asya.reporting.Reporter.claim``):
-for a tracked root that write is the hop's running status too; the lease runs to the invocation's hard deadline
-(Lambda's remaining time at its start) + 10 s. Frames go through the batch's ``asya.outbox.Outbox``: while a handler
-runs they leave as the hop releases them (``asya.hop``); frame 0 leaves last, after every other frame of its call
-(P-ROUTE-9), then waits for the other records' frames (at most 1 s, or until 10 wait for one queue, or the end of the
-batch), so a batch of one-frame records costs one ``SendMessageBatch`` per destination. Other sends (x-sink, x-sump,
-retries) stay per record:
+Per batch: every body is parsed first; the child slices of a fan-out beyond the first of each fan-out are re-sent to the
+own queue and acked, so that other invocations run them at the same time (P-MAP-3, ``asya.spread``); the pre-flight
+reads of all fenced records (their task items, and for children their child fence items) are made with one strongly
+consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8). Then records run one at a time in batch order (P-PROC-1) through the
+steps of P-PROC-2. Right before the handler call, a fenced envelope's hop is claimed with ONE conditional write
+(P-ACK-8, ``asya.reporting.Reporter.claim``): for a tracked root that write is the hop's running status too; the lease
+runs to the invocation's hard deadline (Lambda's remaining time at its start) + 10 s. Frames go through the batch's
+``asya.outbox.Outbox``: while a handler runs they leave as the hop releases them (``asya.hop``); frame 0 leaves last,
+after every other frame of its call (P-ROUTE-9), then waits for the other records' frames (at most 1 s, or until 10 wait
+for one queue, or the end of the batch), so a batch of one-frame records costs one ``SendMessageBatch`` per destination.
+Other sends (x-sink, x-sump, retries) stay per record:
 
 1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
 2. start rule (P-TIME-6): the first record always starts; a record whose budget no longer fits the Lambda's remaining
@@ -75,7 +76,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -101,10 +102,11 @@ from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owner
 from asya.programstore import FlowVersions, ProgramStore
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
+from asya.spread import spread
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, format_ts_ms, system_clock
-from asya.transport import Transport, UnknownActorError
+from asya.transport import Prepared, Transport, UnknownActorError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -121,7 +123,7 @@ class _Batch:
     """One invocation's state and the runtime's steps of its ``asya.batch.RecordBatch`` (``asya.batch.BatchSteps``).
     A plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here."""
 
-    __slots__ = ("cancels", "claims", "context", "history", "items", "outbox", "runtime", "start")
+    __slots__ = ("cancels", "claims", "context", "handed_back", "history", "items", "outbox", "runtime", "start")
 
     def __init__(self, runtime: ActorRuntime) -> None:
         self.runtime = runtime
@@ -141,7 +143,12 @@ class _Batch:
             # every actor: one dropped from a flow still finishes the hops of tasks started before (P-FLOWV-1)
             continuation=rt._continue_flow,
         )
-        envelopes = [item.envelope for item in self.items.values() if item.envelope is not None]
+        self.handed_back = rt._hand_back(records, self.items)  # before any record starts (P-MAP-3)
+        envelopes = [
+            item.envelope
+            for item in self.items.values()
+            if item.envelope is not None and item.message_id not in self.handed_back
+        ]
         rt._history = self.history = rt._new_history()
         self.claims = rt._claims.book(envelopes, self.context)
         # None with the HTTP reporter: actors outside AWS read no task item (P-STAT-18)
@@ -151,6 +158,8 @@ class _Batch:
         return self._record
 
     def _record(self, record: SQSRecord) -> None:
+        if record.message_id in self.handed_back:
+            return  # re-sent to the own queue for another invocation: acked (P-MAP-3)
         if self.runtime._trace is not None:
             self.runtime._trace.begin(record.raw_event)
         self.runtime._record(record, self)
@@ -284,6 +293,34 @@ class ActorRuntime:
             history.flush()
         except HistoryError as exc:
             self._log.warning("run history not written", extra={"error": str(exc)})
+
+    def _hand_back(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, RecordItem]) -> frozenset[str]:
+        """P-MAP-3 (``asya.spread``): the records re-sent to the own queue, unchanged, so that other invocations run
+        them; the batch acks them without running them. Best effort: a record whose copy did not go out runs here."""
+        chosen = spread(records, {message_id: item.envelope for message_id, item in items.items()})
+        if not chosen:
+            return frozenset()
+        bodies = {str(r.get("messageId")): r for r in records}
+        try:
+            url = self._transport.queue_url(self._actor)
+            sent = self._transport.send_prepared(
+                [
+                    Prepared(
+                        actor=self._actor,
+                        url=url,
+                        body=items[message_id].body,
+                        size=len(items[message_id].body.encode("utf-8")),
+                        trace_header=_trace_attribute(bodies[message_id]) if self.config.tracing else None,
+                    )
+                    for message_id in chosen
+                ]
+            )
+        except Exception as exc:  # the slices run here, in turn: slower, never lost
+            self._log.warning("fan-out slices not handed back", extra={"error": str(exc)})
+            return frozenset()
+        handed = frozenset(message_id for message_id, result in zip(chosen, sent, strict=True) if result.ok)
+        self._log.info("fan-out slices handed back to the queue", extra={"count": len(handed)})
+        return handed
 
     def _continue_flow(self, outgoing: routing.Outgoing) -> list[routing.Outgoing]:
         """P-FLOW-4: a compiled flow's continuation on a frame the outbox stages (``asya.flows.mesh``)."""
@@ -506,6 +543,12 @@ class ActorRuntime:
             deadline_left=(deadline - self._clock()).total_seconds() if deadline is not None else None,
             lambda_left=remaining() / 1000 if remaining is not None else None,
         )
+
+
+def _trace_attribute(record: Mapping[str, Any]) -> str | None:
+    attributes = record.get("attributes")
+    value = attributes.get("AWSTraceHeader") if isinstance(attributes, Mapping) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _hop_ref(env: Envelope) -> HopRef:
