@@ -1,5 +1,6 @@
 """Cost of a flow written as Python (P-FLOW-2..8): hops, Lambda invocations and DynamoDB write units per
-task, measured on the local mesh, against the same flow built from upstream-style router actors.
+task, measured on the local mesh, against the same flow built from upstream-style router actors; and the wall time of
+a map of 10 slices run at the same time (``bench.maps``).
 
 One task of ``flows/bench_cost.py`` (a branch, a loop of 3 iterations, a 3-way fan-out) on a fresh ``LocalMesh``
 with the example's actors; the pollers are stopped and each actor is driven with ``poll_once`` in route order, its
@@ -25,6 +26,7 @@ from asya.flows import mesh as flow_mesh
 from asya.flows.interp import advance
 from asya.manifest import Manifest, parse_manifest
 from asya.store import TaskStore
+from bench import maps
 from bench.meshes import MANIFEST_PATH, running_mesh, statuses, stop_pollers
 from bench.meter import WRITE_OPERATIONS, Meter
 from bench.traffic import POLLER_OPERATIONS
@@ -122,4 +124,5 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         f"upstream-style routers: {hops + routers} hops, {invocations + routers} invocations, "
         f"{wru + routers * per_hop_wru:.0f} write units ({routers} control nodes run inside the layer)"
     )
+    result["parallel_map"] = maps.run()  # the wall time of a map whose slices run at the same time
     return result
