@@ -14,7 +14,9 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
 6. the slice is stored and counted once (``asya_crew.fanin_state``, P-AGG-3; that is the aggregator's hop fence,
    P-ACK-8); a ``slice_count`` other than the stored one fails the task (P-AGG-2, P-AGG-9);
    a child slice (index 1..N) then marks its child item finished (``TaskStore.finish_child``, one write, P-ACK-7),
-   so a late copy of the hop that produced it is acked without a handler call;
+   so a late copy of the hop that produced it is acked without a handler call; a slice of a bounded fan-out
+   (``window`` in its header) of a set not yet emitted sends the children it starts (P-MAP-2: slice 0 the first
+   ``window``, child ``i`` child ``i + window``), built from stored slice 0 and the task's program;
 7. a delivery that leaves the set incomplete is acked, sending and writing nothing more (P-AGG-7); one that finds
    it complete and not emitted claims the emission (conditional on no claim younger than the queue's visibility
    timeout), reads every slice back in numeric order, merges (``asya_crew.fanin_merge``), sends the merged envelope
