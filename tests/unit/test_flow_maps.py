@@ -207,15 +207,16 @@ def test_p_map_3_the_first_slice_of_each_fan_out_starts_and_later_first_deliveri
     rows = [
         _slice("m1", "t", 1),
         _slice("m2", "t", 2),
-        _slice("m3", "u", 1, group=None),  # a fan-in actor's slices: keyed by origin
+        _slice("m3", "u", 1, group=None),  # a fan-in actor's frames keep their batch
         _slice("m4", "t", 3, receives=2),  # delivered again: runs where it lands
         _slice("m5", "t", 4, group="t/7"),  # another fan-out of the same task
         _slice("m6", "u", 2, group=None),
+        _slice("m10", "t", 5, group="t/7"),
         _slice("m7", "t", 0),  # slice 0 goes to the aggregator, never to an actor, but is no child either
     ]
     plain = Envelope(id="p", route=Route(prev=[], curr="b", next=[]), payload={})
     records = [r for r, _ in rows] + [{"messageId": "m8"}, {"messageId": "m9"}]
     envelopes: dict[str, Envelope | None] = {r["messageId"]: e for r, e in rows}
     envelopes.update({"m8": plain, "m9": None})
-    assert spread(records, envelopes) == ["m2", "m6"]
+    assert spread(records, envelopes) == ["m2", "m10"]
     assert spread(records[:1], envelopes) == []

@@ -1,13 +1,14 @@
 """Spreading a fan-out's slices across invocations (P-MAP-3): pure, no I/O.
 
 Records of one batch run one after another (P-PROC-1), so the slices of one fan-out that SQS hands to one invocation
-would run in turn, however many invocations the actor may run at once. :func:`spread` picks the records an
-invocation hands back before it starts any: of the child slices (``x-asya-fan-in`` with ``slice_index`` 1 or more)
-of one fan-out (its ``origin_id`` and ``set``), the first in batch order starts here and every later one is re-sent
-to the actor's own queue and acked, so that other invocations receive it. Only first deliveries are handed back
-(``ApproximateReceiveCount`` 1): a record SQS delivers again runs where it lands, so handing back never spends a
-record's receives, which count towards its dead-letter queue (P-ACK-6). A re-sent copy is a new message and may be
-handed back again by the invocation that receives it with a sibling; each invocation starts one slice of the fan-out,
+would run in turn, however many invocations the actor may run at once. :func:`spread` picks the records an invocation
+hands back before it starts any: of the child slices (``x-asya-fan-in`` with ``slice_index`` 1 or more) of one compiled
+flow's fan-out (its ``origin_id`` and ``set``), the first in batch order starts here and every later one is re-sent to
+the actor's own queue and acked, so that other invocations receive it. The frames of a fan-in actor (P-FANIN-3, no
+``set``) keep their batches: they are often many small items, where a batch saves invocations. Only first deliveries are
+handed back (``ApproximateReceiveCount`` 1): a record SQS delivers again runs where it lands, so handing back never
+spends a record's receives, which count towards its dead-letter queue (P-ACK-6). A re-sent copy is a new message and may
+be handed back again by the invocation that receives it with a sibling; each invocation starts one slice of the fan-out,
 so the copies end.
 """
 
@@ -40,16 +41,18 @@ def spread(records: Sequence[Mapping[str, Any]], envelopes: Mapping[str, Envelop
 
 
 def _fan_out(envelope: Envelope | None) -> tuple[str, str] | None:
-    """``(origin_id, set)`` of a child slice, else ``None``."""
+    """``(origin_id, set)`` of a child slice of a compiled flow's fan-out, else ``None``."""
     if envelope is None:
         return None
     header = envelope.headers.get(hdr.FAN_IN)
     if not isinstance(header, Mapping):
         return None
     origin, index, group = header.get("origin_id"), header.get("slice_index"), header.get("set")
-    if not isinstance(origin, str) or not isinstance(index, int) or isinstance(index, bool) or index < 1:
+    if not isinstance(origin, str) or not isinstance(group, str):
         return None
-    return origin, group if isinstance(group, str) else ""
+    if not isinstance(index, int) or isinstance(index, bool) or index < 1:
+        return None
+    return origin, group
 
 
 def _receives(record: Mapping[str, Any]) -> int:
