@@ -14,6 +14,9 @@ Two taps feed :class:`RunHistory`, both in the local mode's own process, so noth
   running in the sending thread are preferred. A send with no open step, or of a ``pending`` envelope with an
 empty ``route.prev`` (which SQS may deliver before the sender's call returns), is the gateway creating a task.
 
+A flow's fan-out slice that an invocation sends back, unchanged, to its own queue for another invocation (P-MAP-3)
+drops that delivery's step: it ran nothing; the copy's delivery is the slice's step.
+
 A step's ``error`` comes from what it sent (``asya.history.output_error``, shared with the run history in S3): a
 ``retrying`` or ``failed`` status's error, the error a flow's ``except`` caught (marked as caught), an
 ``x-sink``/``x-sump`` envelope's ``error`` payload, or the crash of its invocation.
@@ -215,6 +218,8 @@ class RunHistory:
         parent_id = _str_or_none(envelope.get("parent_id"))
         payload = envelope.get("payload")
         with self._lock:
+            if self._drop_handed_back(destination, envelope):
+                return
             candidates = self._open.get(envelope_id, []) + (self._open.get(parent_id, []) if parent_id else [])
             slices: list[_Step] = []
             if _carries_error(envelope):
@@ -233,6 +238,31 @@ class RunHistory:
                 step.error = _error_of(destination, envelope)
             if parent_id and envelope_id != step.envelope_id:
                 self._link(envelope_id, self._roots.get(step.envelope_id, step.envelope_id))
+
+    def _drop_handed_back(self, destination: str, envelope: dict[str, Any]) -> bool:
+        """A flow's fan-out slice the invocation running in this thread sent back, unchanged, to its own queue for
+        another invocation (P-MAP-3): that delivery ran nothing and is no step; the copy's delivery will be. Holds the
+        lock."""
+        status, headers = envelope.get("status"), envelope.get("headers")
+        fan_in = headers.get("x-asya-fan-in") if isinstance(headers, dict) else None
+        if not (isinstance(fan_in, dict) and fan_in.get("set") and isinstance(status, dict)):
+            return False
+        if status.get("phase") != "pending":
+            return False
+        here = threading.get_ident()
+        envelope_id = str(envelope.get("id"))
+        steps = self._open.get(envelope_id, [])
+        mine = [s for s in steps if s.actor == destination and s.thread == here and not s.outputs]
+        if not mine:
+            return False
+        step = mine[-1]
+        steps.remove(step)
+        if not steps:
+            self._open.pop(envelope_id, None)
+        task = self._task_for(step.envelope_id, step.parent_id)
+        if step in task.steps:
+            task.steps.remove(step)
+        return True
 
     def _task_for(self, envelope_id: str, parent_id: str | None) -> _Task:
         """The task an envelope belongs to (its root's, for a child), created and made most recent. Holds the lock."""
