@@ -147,3 +147,36 @@ def test_a_call_whose_error_the_flow_caught_shows_its_error(aws: AwsClients, que
     [step] = [s for s in recorded["steps"] if s["envelope_id"] == entry.id]
     assert [o["actor"] for o in step["outputs"]] == [out.actor for out in caught]
     assert step["error"] == SHOWN
+
+
+def test_p_map_3_a_slice_handed_back_to_its_queue_is_no_step(aws: AwsClients, queues: dict[str, str]) -> None:
+    """An invocation that sends a flow's fan-out slice back, unchanged, for another invocation ran nothing for it:
+    only the slice it ran, and later the copy's delivery, are steps."""
+    history = RunHistory(namespace="t")
+    history.attach(aws.sqs)
+    fan_in = {"origin_id": "t3", "slice_count": 3, "aggregation_key": "/r", "set": "t3/1"}
+    one, two = (
+        _envelope(
+            f"c{i}",
+            {"n": i},
+            prev=["a"],
+            curr="b",
+            parent_id="t3",
+            headers={"x-asya-fan-in": {**fan_in, "slice_index": i}},
+        )
+        for i in (1, 2)
+    )
+
+    def handler(event: dict[str, Any], context: Any) -> None:
+        aws.sqs.send_message(QueueUrl=queues["b"], MessageBody=json.dumps(two))  # handed back
+        done = {**one, "route": {"prev": ["a", "b"], "curr": "", "next": []}}
+        aws.sqs.send_message(QueueUrl=queues["x-sink"], MessageBody=json.dumps(done))
+
+    history.wrap("b", handler)(_event(one, two), None)
+    recorded = history.get("t3")
+    assert recorded is not None
+    assert [s["envelope_id"] for s in recorded["steps"]] == ["c1"]
+    history.wrap("b", lambda event, context: None)(_event(two), None)
+    recorded = history.get("t3")
+    assert recorded is not None
+    assert [s["envelope_id"] for s in recorded["steps"]] == ["c1", "c2"]
