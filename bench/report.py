@@ -554,6 +554,12 @@ def _flows(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]
     ]
     out += table(["per task", "hops", "Lambda invocations", "write units"], rows)
     out += [f"Control nodes run inside the layer: {data['control_nodes_run']}; extra hops for them: 0.", ""]
+    if data.get("handed_back"):
+        out += [
+            f"The fan-out's slices run in invocations of their own (P-MAP-3): {data['handed_back']} records were "
+            "handed back to their queue, which counts in the invocations, not in the hops.",
+            "",
+        ]
     parallel = data.get("parallel_map")
     if parallel:
         out += [
