@@ -158,7 +158,10 @@ class _Compiler:
                     and type(value.value) is int
                     and value.value >= 1
                 ):
-                    setattr(self, kw.arg, value.value)
+                    if kw.arg == "max_iterations":
+                        self.max_iterations = value.value
+                    else:
+                        self.max_concurrency = value.value
                 else:
                     self.err(
                         kw.value if kw.arg in ("max_iterations", "max_concurrency") else deco, _FLOW_OPTIONS, _FLOW_FIX
