@@ -163,8 +163,11 @@ def test_p_map_2_release_without_a_fan_out_at_the_position_fails_the_task() -> N
 @pytest.mark.parametrize("is_async", [False, True])
 def test_p_map_2_a_bounded_map_in_a_try_agrees_with_plain_python(is_async: bool) -> None:
     wait = "await " if is_async else ""
+    fanout = "await asyncio.gather(inc(state), dbl(state))" if is_async else "[inc(state), dbl(state)]"
     source = textwrap.dedent(
         f"""
+        import asyncio
+
         from asya.flows import flow, map
 
 
@@ -172,7 +175,7 @@ def test_p_map_2_a_bounded_map_in_a_try_agrees_with_plain_python(is_async: bool)
         {"async def" if is_async else "def"} g(state):
             try:
                 state["m"] = {wait}map(check, state["items"], max_concurrency=2)
-                state["r"] = [inc(state), dbl(state)]
+                state["r"] = {fanout}
             except ValueError:
                 state["caught"] = True
             return state
