@@ -39,6 +39,10 @@ def _meet(item: dict[str, Any]) -> None:
         ) from None
 
 
+def prep(state: dict[str, Any]) -> dict[str, Any]:
+    return state
+
+
 def gate(item: dict[str, Any]) -> dict[str, Any]:
     _meet(item)
     return {**item, "passed": True}
