@@ -38,14 +38,33 @@ def test_p_map_3_ten_slices_of_a_batch_size_10_actor_run_at_the_same_time(maps_m
 
 
 def test_p_map_2_a_bounded_map_runs_at_most_its_bound_at_once(maps_mesh: LocalMesh, tmp_path: Path) -> None:
-    run = str(uuid.uuid4())
-    items = [{"run": run, "i": i, "parties": 2, "dir": str(tmp_path)} for i in range(6)]
+    import maps_actors  # the module the mesh's handlers run in this process (the actors' code directory)
+
+    run, bound, count = str(uuid.uuid4()), 2, 8
+    items = [{"run": run, "i": i, "bound": bound, "dir": str(tmp_path)} for i in range(count)]
+    barrier, release = maps_actors.hold(run, bound)
     client = Gateway(maps_mesh.url)
     task_id = client.create(flow="bounded", payload={"items": items})
+    try:
+        barrier.wait(timeout=60)  # the first `bound` slices are in their handlers, held there
+        running = maps_actors.in_flight(run)
+        sent = _messages(maps_mesh, "counted")
+    finally:
+        release.set()
+    # while they are held, only they were sent (plus, at most, the originals of copies handed back, P-MAP-3): the
+    # aggregator starts the others as these finish, where an unbounded map sends all 8 at once
+    assert running == bound
+    assert sent <= 2 * bound - 1, sent
     events = client.follow(task_id)
     task = client.get(task_id)
     assert terminal_status(events[-1]) == "succeeded", task.get("error")
     assert task["result"]["results"] == [{**item, "counted": True} for item in items]
-    assert task["result"]["done"] == 6
-    # the slices met in pairs (so 2 ran at once) and no third handler ever ran beside them
-    assert (tmp_path / "max_in_flight").read_text() == "2"
+    assert task["result"]["done"] == count
+    assert (tmp_path / "max_in_flight").read_text() == str(bound)
+
+
+def _messages(mesh: LocalMesh, actor: str) -> int:
+    """The messages in ``actor``'s queue, received or not."""
+    names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+    found = mesh.clients.sqs.get_queue_attributes(QueueUrl=mesh.resources.queue_urls[actor], AttributeNames=names)
+    return sum(int(found["Attributes"][name]) for name in names)

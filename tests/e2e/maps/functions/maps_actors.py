@@ -4,8 +4,9 @@
 - ``gate``: proceeds only when ``parties`` slices of its run have started, so its run succeeds only when they all run
   at the same time; slices run one after another leave the first waiting until ``wait_seconds`` (an upper guard, never
   what a passing run waits for) and then raise, which fails the task.
-- ``counted``: the same meeting in groups of ``parties``, counting the handlers of its run in flight; the most seen is
-  written to ``{dir}/max_in_flight``.
+- ``counted``: counts the handlers of its run in flight (the most seen is written to ``{dir}/max_in_flight``); the
+  first ``bound`` of them meet the test at a barrier (:func:`hold`) and wait until it lets them go, so the test sees
+  what was sent while they run.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ _lock = threading.Lock()
 _barriers: dict[str, threading.Barrier] = {}
 _in_flight: dict[str, int] = {}
 _most: dict[str, int] = {}
+_holds: dict[str, tuple[threading.Barrier, threading.Event]] = {}
 
 
 class SlicesNotTogetherError(RuntimeError):
@@ -48,13 +50,33 @@ def gate(item: dict[str, Any]) -> dict[str, Any]:
     return {**item, "passed": True}
 
 
+def hold(run: str, bound: int) -> tuple[threading.Barrier, threading.Event]:
+    """The first ``bound`` slices of ``run``'s ``counted`` map meet the caller (the test) at the barrier, then wait
+    for the event; every slice that starts after the event is set runs straight through."""
+    with _lock:
+        return _holds.setdefault(run, (threading.Barrier(bound + 1), threading.Event()))
+
+
+def in_flight(run: str) -> int:
+    with _lock:
+        return _in_flight.get(run, 0)
+
+
 def counted(item: dict[str, Any]) -> dict[str, Any]:
     run = str(item["run"])
+    barrier, release = hold(run, int(item["bound"]))
     with _lock:
         _in_flight[run] = _in_flight.get(run, 0) + 1
         _most[run] = max(_most.get(run, 0), _in_flight[run])
     try:
-        _meet(item)
+        if not release.is_set():
+            guard = float(item.get("wait_seconds", 30))
+            try:
+                barrier.wait(timeout=guard)
+            except threading.BrokenBarrierError:
+                raise SlicesNotTogetherError(f"slice {item.get('i')}: the first slices did not meet") from None
+            if not release.wait(timeout=guard):
+                raise SlicesNotTogetherError(f"slice {item.get('i')}: never released")
     finally:
         with _lock:
             _in_flight[run] -= 1
