@@ -25,6 +25,7 @@ from asya.flows import aggregator_name
 from asya.flows import mesh as flow_mesh
 from asya.flows.interp import advance
 from asya.manifest import Manifest, parse_manifest
+from asya.sidecar import ActorRuntime
 from asya.store import TaskStore
 from bench import maps
 from bench.meshes import MANIFEST_PATH, running_mesh, statuses, stop_pollers
@@ -47,27 +48,28 @@ def _manifest() -> Manifest:
     return parse_manifest(data, base_dir=MANIFEST_PATH.parent, source=f"{MANIFEST_PATH.name} (flow bench variant)")
 
 
-def _drive(mesh: Any, meter: Meter, probe: Any) -> int:
-    """Deliver every queue in route order until all are empty; the records an actor handed back to its own queue
-    (P-MAP-3: the driven actors send nothing else there), counted on ``probe``, an unmetered SQS client."""
-    handed_back = 0
+def _drive(mesh: Any, meter: Meter) -> None:
     for _ in range(_MAX_ROUNDS):
         delivered = 0
         for actor in _DRIVE:
-            url = mesh.resources.queue_urls[actor]
             with meter.component(actor):
-                while (waiting := _depth(probe, url)) and (received := mesh.esms[actor].poll_once(wait_seconds=0)):
+                while (received := mesh.esms[actor].poll_once(wait_seconds=0)) > 0:
                     delivered += received
-                    if actor in _ACTORS:
-                        handed_back += _depth(probe, url) - (waiting - received)
         if delivered == 0:
-            return handed_back
+            return
     raise RuntimeError(f"flow benchmark: queues still not empty after {_MAX_ROUNDS} rounds")
 
 
-def _depth(sqs: Any, url: str) -> int:
-    attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
-    return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+def _counting_hand_back(counter: list[int]) -> Any:
+    """``ActorRuntime._hand_back`` that adds the records it handed back (P-MAP-3) to ``counter[0]``."""
+    original = ActorRuntime._hand_back
+
+    def counted(self: ActorRuntime, records: Any, items: Any) -> frozenset[str]:
+        handed = original(self, records, items)
+        counter[0] += len(handed)
+        return handed
+
+    return counted
 
 
 def run(*, quick: bool = False) -> dict[str, Any]:
@@ -82,10 +84,14 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     namespace = vars(flow_mesh)  # the continuations call asya.flows.mesh's advance: count what they run
     original = namespace["advance"]
     namespace["advance"] = functools.partial(advance, trace=trace)
+    handed: list[int] = [0]  # the records the fan-out's actor handed back to its queue: no hops (P-MAP-3)
+    hand_back = ActorRuntime._hand_back
+    ActorRuntime._hand_back = _counting_hand_back(handed)  # type: ignore[method-assign]
     try:
         with running_mesh(manifest) as mesh, httpx.Client(timeout=60) as http:
             stop_pollers(mesh)
-            shadow = make_clients(mesh.clients.endpoint_url).dynamodb
+            unmetered = make_clients(mesh.clients.endpoint_url)
+            shadow = unmetered.dynamodb
             meter = Meter(shadow_dynamodb=shadow)
             for client in (mesh.clients.sqs, mesh.clients.dynamodb, mesh.clients.s3):
                 meter.attach(client)
@@ -98,12 +104,17 @@ def run(*, quick: bool = False) -> dict[str, Any]:
             if response.status_code != 201:
                 raise RuntimeError(f"creating a {FLOW} task failed: {response.status_code} {response.text}")
             task_id = str(response.json()["id"])
-            handed_back = _drive(mesh, meter, make_clients(mesh.clients.endpoint_url).sqs)
-            store = TaskStore(table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=shadow)
+            _drive(mesh, meter)
+            # the task's result may be in its checkpoint object: read from moto's S3, never a default client
+            store = TaskStore(
+                table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=shadow, s3=unmetered.s3
+            )
             status = statuses(store, [task_id])[task_id]
             stats = {actor: mesh.esms[actor].stats for actor in _DRIVE}
     finally:
         namespace["advance"] = original
+        ActorRuntime._hand_back = hand_back  # type: ignore[method-assign]
+    handed_back = handed[0]
     if status != "succeeded":
         raise RuntimeError(f"flow benchmark: the task ended {status}")
     usage = meter.snapshot()
