@@ -7,17 +7,16 @@ steps before the handler call that the crew shares (route and hop ceiling, pre-f
 ``asya.prehop``'s; a record's log keys end with it (``asya.logkeys``). docs/internals.md, "The life of a record",
 walks the code in order.
 
-Per batch: every body is parsed first; the child slices of a fan-out beyond the first of each fan-out are re-sent to the
-own queue and acked, so that other invocations run them at the same time (P-MAP-3, ``asya.spread``); the pre-flight
-reads of all fenced records (their task items, and for children their child fence items) are made with one strongly
-consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8). Then records run one at a time in batch order (P-PROC-1) through the
-steps of P-PROC-2. Right before the handler call, a fenced envelope's hop is claimed with ONE conditional write
-(P-ACK-8, ``asya.reporting.Reporter.claim``): for a tracked root that write is the hop's running status too; the lease
-runs to the invocation's hard deadline (Lambda's remaining time at its start) + 10 s. Frames go through the batch's
-``asya.outbox.Outbox``: while a handler runs they leave as the hop releases them (``asya.hop``); frame 0 leaves last,
-after every other frame of its call (P-ROUTE-9), then waits for the other records' frames (at most 1 s, or until 10 wait
-for one queue, or the end of the batch), so a batch of one-frame records costs one ``SendMessageBatch`` per destination.
-Other sends (x-sink, x-sump, retries) stay per record:
+Per batch: every body is parsed first; the child slices of a flow fan-out beyond the first of each fan-out are re-sent
+to the own queue and acked, so that other invocations run them at the same time (P-MAP-3, ``asya.spread``); the
+pre-flight reads of all other fenced records (their task items, and for children their child fence items) are made with
+one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8). Then records run one at a time in batch order
+(P-PROC-1) through the steps of P-PROC-2. Right before the handler call, a fenced envelope's hop is claimed with ONE
+conditional write (P-ACK-8, ``asya.reporting.Reporter.claim``): for a tracked root that write is the hop's running
+status too; the lease runs to the invocation's hard deadline (Lambda's remaining time at its start) + 10 s. Frames go
+through the batch's ``asya.outbox.Outbox``, one buffer for every record: a frame waits at most 1 s, or until 10 wait for
+one queue, or the end of the batch; frame 0 leaves last, after every other frame of its call (P-ROUTE-9), so a batch of
+one-frame records costs one ``SendMessageBatch`` per destination. Other sends (x-sink, x-sump, retries) stay per record:
 
 1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
 2. start rule (P-TIME-6): the first record always starts; a record whose budget no longer fits the Lambda's remaining
@@ -40,8 +39,8 @@ Other sends (x-sink, x-sump, retries) stay per record:
     already claimed) is acked; a hop another run holds under a live lease fails the record, which comes back when
     that lease ends; canceled/paused go to x-sink; then the handler call under its time limit ``T = min(actor
     timeout, deadline_at - now, Lambda remaining time - 5 s)`` (P-TIME-5, ``asya.timeout``);
-14. its outcome (``asya.handlercall``): frames leave as they come (``asya.hop``, ``asya.outbox``) and FLY values go to
-    the task's log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, P-RES-1..12);
+14. its outcome (``asya.handlercall``): frames leave as they come (``asya.outbox``) and FLY values go to the task's
+    log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, P-RES-1..12);
     ``SerializationError``, unknown destinations and ``HandlerTimeout``: x-sump; an error after a frame: a partial
     failure (P-RES-10); then ``completed`` (progress ``detailed``, once the hop's frames left). A fenced generator
     handler is asked between yields whether its task was canceled (``asya.cancelwatch``: one eventually consistent
@@ -92,12 +91,11 @@ from asya.claims import Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
-from asya.flows.mesh import continue_outgoing, flow_failure
+from asya.flows.mesh import flow_failure
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.history import HistoryError, InvocationHistory
-from asya.hop import Ticker
 from asya.infra import InfraErrors
-from asya.outbox import Outbox
+from asya.outbox import Outbox, Ticker
 from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owners
 from asya.programstore import FlowVersions, ProgramStore
 from asya.reporting import HopRef, ProgressMode, Reporter
@@ -106,7 +104,7 @@ from asya.spread import spread
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, format_ts_ms, system_clock
-from asya.transport import Prepared, Transport, UnknownActorError
+from asya.transport import Prepared, Transport
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -137,11 +135,12 @@ class _Batch:
         self.items = {r["messageId"]: rt._parse(r["messageId"], r.get("body", "")) for r in records}
         self.outbox = Outbox(
             transport=rt._transport,
+            errors=rt._errors,
+            reporter=rt._reporter,
             ticker=rt._ticker,
+            now=rt._now,
             monotonic=rt._monotonic,
             logger=rt._log,
-            # every actor: one dropped from a flow still finishes the hops of tasks started before (P-FLOWV-1)
-            continuation=rt._continue_flow,
         )
         self.handed_back = rt._hand_back(records, self.items)  # before any record starts (P-MAP-3)
         envelopes = [
@@ -170,7 +169,7 @@ class _Batch:
         self.history.fail(message_id, error)
 
     def finish(self) -> list[tuple[str, BaseException | None]]:
-        return [(rid, self.outbox.failure(rid)) for rid in self.outbox.finish()]
+        return list(self.outbox.finish())
 
     def late_failed(self, message_id: str) -> None:
         self.runtime._claims.release(self.claims, message_id)
@@ -261,10 +260,8 @@ class ActorRuntime:
         self._ticker = Ticker(monotonic=monotonic)
         self._handler_call = HandlerCall(
             actor=config.actor,
-            now=lambda: self._ts(self._clock()),
-            monotonic=monotonic,
-            ticker=self._ticker,
-            reporter=self._reporter,
+            now=self._now,
+            flows=self._flows.book,
             errors=self._errors,
             retrier=self._retrier,
             fan_in=config.fan_in,
@@ -306,7 +303,8 @@ class ActorRuntime:
             sent = self._transport.send_prepared(
                 [
                     Prepared(
-                        actor=self._actor,
+                        self._actor,
+                        _parsed(items[message_id]),
                         url=url,
                         body=items[message_id].body,
                         size=len(items[message_id].body.encode("utf-8")),
@@ -322,9 +320,9 @@ class ActorRuntime:
         self._log.info("fan-out slices handed back to the queue", extra={"count": len(handed)})
         return handed
 
-    def _continue_flow(self, outgoing: routing.Outgoing) -> list[routing.Outgoing]:
-        """P-FLOW-4: a compiled flow's continuation on a frame the outbox stages (``asya.flows.mesh``)."""
-        return continue_outgoing(self._flows.book, outgoing, now=self._ts(self._clock()))
+    def _now(self) -> str:
+        """The envelope timestamp of now."""
+        return self._ts(self._clock())
 
     def _ts(self, moment: datetime) -> str:
         """``format_ts(moment)``, formatted once per second: every hop stamps several envelopes with "now"."""
@@ -482,22 +480,12 @@ class ActorRuntime:
                 fence = None  # no task record (P-STAT-14): the call goes on unclaimed
         fly_id = None if untracked else (env.parent_id or env.id)
         limit = self._call_limit(None if hook else deadline, batch.context)  # hooks run past it (P-TIME-4)
-
-        def on_unknown(lost: list[tuple[routing.Outgoing, UnknownActorError]]) -> None:
-            self._errors.unknown_destinations(
-                lost, entry=hop.entry, report=hop.report, now=self._ts(self._clock()), trace=hop.trace
-            )
-
-        # the outbox may find them after this record ended: its x-sump sends keep this record's trace header
-        ticket = batch.outbox.ticket(
-            item.message_id, env.id, self._trace.bound(on_unknown) if self._trace is not None else on_unknown
-        )
+        ticket = batch.outbox.ticket(item.message_id, entry=entry, report=report, trace=trace, fly_id=fly_id)
         hop = Hop(
             item=item,
             entry=entry,
             trace=trace,
             report=report,
-            fly_id=fly_id,
             limit=limit,
             fence=fence,
             ticket=ticket,
@@ -511,9 +499,8 @@ class ActorRuntime:
         frames = self._handler_call.run(self._handler, hop, batch.outbox)
         if recorded:
             batch.history.close(item.message_id, round((self._monotonic() - started) * 1000, 1))
-        if frames is not None and report is not None:
-            duration_ms = int((self._monotonic() - started) * 1000)
-            batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))
+        if frames is not None:
+            batch.outbox.complete(ticket, mode, int((self._monotonic() - started) * 1000), frames)
 
     def _decided(self, env: Envelope, verdict: Claimed | None, now: str, trace: routing.Trace) -> bool:
         """Act on a pre-flight or claim verdict that decides the record: canceled/paused to x-sink, a duplicate acked
@@ -543,6 +530,12 @@ class ActorRuntime:
             deadline_left=(deadline - self._clock()).total_seconds() if deadline is not None else None,
             lambda_left=remaining() / 1000 if remaining is not None else None,
         )
+
+
+def _parsed(item: RecordItem) -> Envelope:
+    """The envelope of a record :func:`asya.spread.spread` chose (it chooses parsed ones only)."""
+    assert item.envelope is not None
+    return item.envelope
 
 
 def _trace_attribute(record: Mapping[str, Any]) -> str | None:
