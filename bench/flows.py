@@ -1,5 +1,6 @@
 """Cost of a flow written as Python (P-FLOW-2..8): hops, Lambda invocations and DynamoDB write units per
-task, measured on the local mesh, against the same flow built from upstream-style router actors.
+task, measured on the local mesh, against the same flow built from upstream-style router actors; and the wall time of
+a map of 10 slices run at the same time (``bench.maps``).
 
 One task of ``flows/bench_cost.py`` (a branch, a loop of 3 iterations, a 3-way fan-out) on a fresh ``LocalMesh``
 with the example's actors; the pollers are stopped and each actor is driven with ``poll_once`` in route order, its
@@ -24,7 +25,9 @@ from asya.flows import aggregator_name
 from asya.flows import mesh as flow_mesh
 from asya.flows.interp import advance
 from asya.manifest import Manifest, parse_manifest
+from asya.sidecar import ActorRuntime
 from asya.store import TaskStore
+from bench import maps
 from bench.meshes import MANIFEST_PATH, running_mesh, statuses, stop_pollers
 from bench.meter import WRITE_OPERATIONS, Meter
 from bench.traffic import POLLER_OPERATIONS
@@ -57,6 +60,18 @@ def _drive(mesh: Any, meter: Meter) -> None:
     raise RuntimeError(f"flow benchmark: queues still not empty after {_MAX_ROUNDS} rounds")
 
 
+def _counting_hand_back(counter: list[int]) -> Any:
+    """``ActorRuntime._hand_back`` that adds the records it handed back (P-MAP-3) to ``counter[0]``."""
+    original = ActorRuntime._hand_back
+
+    def counted(self: ActorRuntime, records: Any, items: Any) -> frozenset[str]:
+        handed = original(self, records, items)
+        counter[0] += len(handed)
+        return handed
+
+    return counted
+
+
 def run(*, quick: bool = False) -> dict[str, Any]:
     """One task (``quick`` changes nothing: the figures are counts); prints the comparison."""
     del quick
@@ -69,10 +84,14 @@ def run(*, quick: bool = False) -> dict[str, Any]:
     namespace = vars(flow_mesh)  # the continuations call asya.flows.mesh's advance: count what they run
     original = namespace["advance"]
     namespace["advance"] = functools.partial(advance, trace=trace)
+    handed: list[int] = [0]  # the records the fan-out's actor handed back to its queue: no hops (P-MAP-3)
+    hand_back = ActorRuntime._hand_back
+    ActorRuntime._hand_back = _counting_hand_back(handed)  # type: ignore[method-assign]
     try:
         with running_mesh(manifest) as mesh, httpx.Client(timeout=60) as http:
             stop_pollers(mesh)
-            shadow = make_clients(mesh.clients.endpoint_url).dynamodb
+            unmetered = make_clients(mesh.clients.endpoint_url)
+            shadow = unmetered.dynamodb
             meter = Meter(shadow_dynamodb=shadow)
             for client in (mesh.clients.sqs, mesh.clients.dynamodb, mesh.clients.s3):
                 meter.attach(client)
@@ -86,20 +105,26 @@ def run(*, quick: bool = False) -> dict[str, Any]:
                 raise RuntimeError(f"creating a {FLOW} task failed: {response.status_code} {response.text}")
             task_id = str(response.json()["id"])
             _drive(mesh, meter)
-            store = TaskStore(table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=shadow)
+            # the task's result may be in its checkpoint object: read from moto's S3, never a default client
+            store = TaskStore(
+                table=mesh.resources.table, bucket=mesh.resources.bucket, dynamodb=shadow, s3=unmetered.s3
+            )
             status = statuses(store, [task_id])[task_id]
             stats = {actor: mesh.esms[actor].stats for actor in _DRIVE}
     finally:
         namespace["advance"] = original
+        ActorRuntime._hand_back = hand_back  # type: ignore[method-assign]
+    handed_back = handed[0]
     if status != "succeeded":
         raise RuntimeError(f"flow benchmark: the task ended {status}")
     usage = meter.snapshot()
     wru = sum(v.wru for (_, _, op), v in usage.items() if op in WRITE_OPERATIONS)
     hop_wru = sum(v.wru for (c, _, op), v in usage.items() if c in _ACTORS and op in WRITE_OPERATIONS)
     requests = sum(v.requests for (_, _, op), v in usage.items() if op not in POLLER_OPERATIONS)
-    hops = sum(stats[a].records for a in (*_ACTORS, _AGGREGATOR))
+    # a record handed back to its queue (P-MAP-3) ran nothing: no hop, though its invocation counts
+    hops = sum(stats[a].records for a in (*_ACTORS, _AGGREGATOR)) - handed_back
     invocations = sum(s.invocations for s in stats.values())
-    actor_hops = sum(stats[a].records for a in _ACTORS)
+    actor_hops = sum(stats[a].records for a in _ACTORS) - handed_back
     routers = sum(1 for pc in trace if program.code[pc]["op"] in _ROUTER_OPS)
     per_hop_wru = hop_wru / actor_hops if actor_hops else 0.0
     result = {
@@ -107,6 +132,7 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         "invocations": invocations,
         "wru": wru,
         "requests": requests,
+        "handed_back": handed_back,
         "control_nodes_run": routers,
         "instructions_run": len(trace),
         "wru_per_actor_hop": per_hop_wru,
@@ -122,4 +148,5 @@ def run(*, quick: bool = False) -> dict[str, Any]:
         f"upstream-style routers: {hops + routers} hops, {invocations + routers} invocations, "
         f"{wru + routers * per_hop_wru:.0f} write units ({routers} control nodes run inside the layer)"
     )
+    result["parallel_map"] = maps.run()  # the wall time of a map whose slices run at the same time
     return result

@@ -10,7 +10,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["DRIP_CLOCK", "drip", "echo", "pause", "wait"]
+__all__ = ["DRIP_CLOCK", "drip", "echo", "pause", "timed", "wait"]
 
 
 def echo(payload: Any) -> Any:
@@ -30,6 +30,14 @@ async def wait(payload: Any) -> Any:
     records can overlap (``record_concurrency``, the concurrent-records benchmark ``bench.records``)."""
     await asyncio.sleep(float(payload["wait_s"]))
     return payload
+
+
+def timed(payload: Any) -> Any:
+    """Sleep ``payload["sleep_s"]`` seconds; the payload with the wall-clock ``started`` and ``ended`` of the call (in
+    seconds since the epoch): when the slices of a map ran (``bench.maps``)."""
+    started = time.time()
+    time.sleep(float(payload["sleep_s"]))
+    return {**payload, "started": started, "ended": time.time()}
 
 
 #: The fake monotonic clock of the cancel-read benchmark (``bench.cancelreads``): ``drip`` moves it, the runtime

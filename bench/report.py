@@ -587,6 +587,26 @@ def _flows(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]
     ]
     out += table(["per task", "hops", "Lambda invocations", "write units"], rows)
     out += [f"Control nodes run inside the layer: {data['control_nodes_run']}; extra hops for them: 0.", ""]
+    if data.get("handed_back"):
+        out += [
+            f"The fan-out's slices run in invocations of their own (P-MAP-3): {data['handed_back']} records were "
+            "handed back to their queue, which counts in the invocations, not in the hops.",
+            "",
+        ]
+    parallel = data.get("parallel_map")
+    if parallel:
+        out += [
+            f"A map of {parallel['slices']} slices of a {fmt(parallel['slice_seconds'], 1)} s handler whose "
+            f"`batch_size` is {parallel['batch_size']} (`flows/bench_map.py`, `bench/maps.py`; P-MAP-3): the slices "
+            "run at the same time in separate invocations.",
+            "",
+        ]
+        rows = [
+            ["in turn (one invocation, before P-MAP-3)", fmt(parallel["in_turn_seconds"], 2)],
+            ["at the same time", fmt(parallel["wall_seconds"], 2)],
+            ["bounded, `max_concurrency=5` (P-MAP-2)", fmt(parallel["bounded_5_wall_seconds"], 2)],
+        ]
+        out += table(["map of 10 slices", "wall time (s), first start to last end"], rows)
     return out
 
 

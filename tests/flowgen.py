@@ -5,15 +5,16 @@ tests (tests/unit/test_flow_generated.py, tests/e2e/test_local_flow_programs.py)
 :func:`flow_programs` is a hypothesis strategy of :class:`FlowProgram`: the source text of a flow module whose flow
 function uses actor calls, mutations (plain and augmented), ``if``/``elif``/``else``, bounded ``while`` loops (with a
 counter, or ``while True`` with ``break``; ``continue`` and ``break`` under tests), ``try``/``except`` around actors
-that raise (tests/flowgen_actors.py), fan-outs (list literals), maps (comprehensions over ``state["items"]``),
-pauses (resumed with :data:`RESUME`), ``timeout`` blocks and ``return``. ``lead``, ``middle`` and ``tail`` force a
-construct into the first, a middle or the last top-level position. :func:`payloads` draws the payloads the
-programs are written for; ``wild=True`` (the fuzz tier) also draws partial expressions (a missing key, a division
-by a payload value), loop bounds past ``max_iterations`` and payloads of any shape, where the compiled run may fail
-with ``FlowError`` where plain Python does not.
+that raise (tests/flowgen_actors.py), fan-outs (list literals), maps (comprehensions over ``state["items"]``), bounded
+maps (``map(act, state["items"], max_concurrency=K)``, and ``@flow(max_concurrency=K)`` bounding every fan-out of a
+program), pauses (resumed with :data:`RESUME`), ``timeout`` blocks and ``return``. ``lead``, ``middle`` and ``tail``
+force a construct into the first, a middle or the last top-level position. :func:`payloads` draws the payloads the
+programs are written for; ``wild=True`` (the fuzz tier) also draws partial expressions (a missing key, a division by a
+payload value), loop bounds past ``max_iterations`` and payloads of any shape, where the compiled run may fail with
+``FlowError`` where plain Python does not.
 
-Every program terminates as plain Python: loops are bounded by a counter in the state, and a fan-out inside a loop
-is reduced to its length, so the state stays small.
+Every program terminates as plain Python: loops are bounded by a counter in the state, and a fan-out inside a loop is
+reduced to its length, so the state stays small.
 """
 
 from __future__ import annotations
@@ -28,7 +29,20 @@ from asya.flows import Program, compile_flow
 from tests.flowgen_actors import ACTORS, RAISING, SAFE
 
 #: Every construct a program can have, as named by ``lead``/``middle``/``tail``.
-CONSTRUCTS: Final = ("call", "set", "if", "while", "try", "fanout", "map", "pause", "timeout", "pass", "return")
+CONSTRUCTS: Final = (
+    "call",
+    "set",
+    "if",
+    "while",
+    "try",
+    "fanout",
+    "map",
+    "bmap",
+    "pause",
+    "timeout",
+    "pass",
+    "return",
+)
 #: What the plain run and the mesh merge in at a pause (a shallow merge, P-RESUME-4).
 RESUME: Final = {"approved": True}
 MAX_ITERATIONS: Final = 4
@@ -129,7 +143,7 @@ class _Writer:
         return [line for _ in range(count) for line in self.statement(depth, in_loop=in_loop)]
 
     def statement(self, depth: int, *, in_loop: bool, kind: str | None = None) -> list[str]:
-        simple = ["call", "call", "set", "set", "fanout", "timeout", "pass"]
+        simple = ["call", "call", "set", "set", "fanout", "bmap", "timeout", "pass"]
         if not self.is_async:  # a comprehension of calls is a map only where plain Python calls them: a sync flow
             simple.append("map")
         if self.allow_pause:
@@ -238,6 +252,11 @@ class _Writer:
         (actor,) = self._slice_actors(1)
         return [f'state["m"] = [{actor.replace("-", "_")}(x) for x in state["items"]]']
 
+    def _bmap(self, depth: int, *, in_loop: bool) -> list[str]:
+        (actor,) = self._slice_actors(1)
+        bound = self.draw(st.integers(1, 3))
+        return [f'state["m"] = {self.wait}map({actor.replace("-", "_")}, state["items"], max_concurrency={bound})']
+
     def _pause(self, depth: int, *, in_loop: bool) -> list[str]:
         self.pauses = True
         return [f'state = {self.wait}pause(state, prompt="Go on?", fields=[{{"name": "approved", "type": "boolean"}}])']
@@ -279,14 +298,15 @@ def flow_programs(
         body.append(
             draw(st.sampled_from(["return state", *([f"return {writer.wait}inc(state)"] if tail is None else [])]))
         )
+    bound = draw(st.sampled_from(["", ", max_concurrency=1", ", max_concurrency=2"]))
     source = "\n".join(
         [
             "import asyncio",
             "",
-            "from asya.flows import flow, pause, timeout",
+            "from asya.flows import flow, map, pause, timeout",
             "",
             "",
-            f"@flow(max_iterations={MAX_ITERATIONS})",
+            f"@flow(max_iterations={MAX_ITERATIONS}{bound})",
             f"{'async def' if is_async else 'def'} {name}(state):",
             *_indent(body),
             "",

@@ -1,13 +1,14 @@
 """A pure in-process simulator of the mesh's hop semantics for compiled flows (tests only; P-FLOW-2..13).
 
-It runs the real continuation code (``asya.flows.mesh``) on real envelopes, with the mesh reduced to what a flow
-can observe: one FIFO queue; per envelope id a hop fence (``h = len(route.prev) + 1``, a duplicate or lower hop is
-dropped, P-ACK-8); user actors as plain Python functions of the payload (an exception is the final failure, no
-retries); a fan-in aggregator per flow keyed by the slice header's ``set`` that merges in index order and emits once
-(P-AGG-4..6); x-pause/x-resume with a shallow merge of a given resume input (P-RESUME-4); x-sink keeping the first
-terminal envelope of the task (P-STAT-2), where a failed slice outside a ``try`` fails its origin (P-SINK-3).
-A redeploy can happen between two envelopes (``redeploy``): from then on the runtimes hold the new program by name
-and, when retained, the old one by digest, as after a deploy with the program store (P-FLOWV-1..3).
+It runs the real continuation code (``asya.flows.mesh``) on real envelopes, with the mesh reduced to what a flow can
+observe: one FIFO queue; per envelope id a hop fence (``h = len(route.prev) + 1``, a duplicate or lower hop is dropped,
+P-ACK-8); user actors as plain Python functions of the payload (an exception is the final failure, no retries); a fan-in
+aggregator per flow keyed by the slice header's ``set`` that merges in index order and emits once (P-AGG-4..6), starting
+the later children of a bounded fan-out as earlier ones arrive (P-MAP-2); x-pause/x-resume with a shallow merge of a
+given resume input (P-RESUME-4); x-sink keeping the first terminal envelope of the task (P-STAT-2), where a failed slice
+outside a ``try`` fails its origin (P-SINK-3). A redeploy can happen between two envelopes (``redeploy``): from then on
+the runtimes hold the new program by name and, when retained, the old one by digest, as after a deploy with the program
+store (P-FLOWV-1..3).
 
 :func:`plain_run` runs the same flow module as plain Python with the actors as ordinary functions.
 """
@@ -27,6 +28,7 @@ from asya.abi import error_details
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.flows import STATE_HEADER, Program, continue_outgoing, on_failure, start
 from asya.flows.interp import set_pointer
+from asya.flows.mesh import release
 from asya.flows.versions import ProgramBook
 
 NOW = "2026-11-27T10:00:00Z"
@@ -108,6 +110,11 @@ def simulate(
             if key in emitted:
                 continue
             sets.setdefault(key, {})[header["slice_index"]] = env
+            window = header.get("window")
+            if window is not None:  # a bounded fan-out: the aggregator starts the children (P-MAP-2)
+                index, count = header["slice_index"], header["slice_count"]
+                starts = range(1, min(window, count - 1) + 1) if index == 0 else range(index + window, count)[:1]
+                _push(queue, release(programs, sets[key][0], starts, count=count, set_id=key, window=window, now=NOW))
             if len(sets[key]) == header["slice_count"]:
                 emitted.add(key)
                 slices = [sets[key][i] for i in range(header["slice_count"])]

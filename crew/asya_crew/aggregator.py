@@ -14,7 +14,9 @@ One runtime serves every aggregator: its name is ``ASYA_ACTOR`` (``x-fanin-{acto
 6. the slice is stored and counted once (``asya_crew.fanin_state``, P-AGG-3; that is the aggregator's hop fence,
    P-ACK-8); a ``slice_count`` other than the stored one fails the task (P-AGG-2, P-AGG-9);
    a child slice (index 1..N) then marks its child item finished (``TaskStore.finish_child``, one write, P-ACK-7),
-   so a late copy of the hop that produced it is acked without a handler call;
+   so a late copy of the hop that produced it is acked without a handler call; a slice of a bounded fan-out
+   (``window`` in its header) of a set not yet emitted sends the children it starts (P-MAP-2: slice 0 the first
+   ``window``, child ``i`` child ``i + window``), built from stored slice 0 and the task's program;
 7. a delivery that leaves the set incomplete is acked, sending and writing nothing more (P-AGG-7); one that finds
    it complete and not emitted claims the emission (conditional on no claim younger than the queue's visibility
    timeout), reads every slice back in numeric order, merges (``asya_crew.fanin_merge``), sends the merged envelope
@@ -50,9 +52,9 @@ from asya import headers as hdr
 from asya import prehop, routing
 from asya.abi import error_details
 from asya.config import ActorConfig
-from asya.envelope import Envelope, Reason, parse_envelope
+from asya.envelope import Envelope, Reason, Route, Status, parse_envelope
 from asya.fanin import MAX_SLICES
-from asya.flows.mesh import continue_outgoing
+from asya.flows.mesh import continue_outgoing, release
 from asya.payloads import PayloadUnavailableError, reference_owners
 from asya.store import ChildOutcome
 from asya.timeutil import format_ts
@@ -70,12 +72,16 @@ class FanInHeaderError(ValueError):
 
 
 class _Header:
-    __slots__ = ("count", "index", "key", "origin", "state_key")
+    __slots__ = ("count", "index", "key", "origin", "set", "state_key", "window")
 
-    def __init__(self, origin: str, index: int, count: int, key: str, state_key: str | None = None) -> None:
+    def __init__(
+        self, origin: str, index: int, count: int, key: str, *, state_key: str | None = None, window: int | None = None
+    ) -> None:
         self.origin, self.index, self.count, self.key = origin, index, count, key
         # P-FLOW-8: a compiled flow's fan-out names its set, so a fan-out in a loop gets a fresh one
+        self.set = state_key
         self.state_key = state_key or origin
+        self.window = window  # P-MAP-2: a bounded fan-out, whose children this aggregator starts
 
 
 class AggregatorRuntime(CrewRuntime):
@@ -159,9 +165,32 @@ class AggregatorRuntime(CrewRuntime):
             # the slice's hop completed: a late copy of it is a duplicate from now on (P-ACK-7)
             done = ChildOutcome(writer_id=record.message_id, phase="succeeded")
             self._store.finish_child(env.id, env.parent_id, done)
+        if header.window is not None and header.set is not None and not progress.emitted:
+            self._release(header, env, now)
         if not progress.complete or progress.emitted:
             return  # P-AGG-7: nothing sent, nothing written
         self._emit(header, now, now_ms)
+
+    def _release(self, header: _Header, env: Envelope, now: str) -> None:
+        """P-MAP-2: slice 0 starts the first ``window`` children, child ``i`` child ``i + window``. Every delivery
+        that stored its slice sends them (a redelivery again: the children's hop claims absorb the copies), and a
+        send that fails fails the record."""
+        assert header.window is not None and header.set is not None
+        if header.index == 0:
+            indexes = range(1, min(header.window, header.count - 1) + 1)
+            fields, payload = _parent_fields(env), env.payload
+        else:
+            if header.index + header.window >= header.count:
+                return
+            indexes = range(header.index + header.window, header.index + header.window + 1)
+            stored = self._state.read_slice(header.state_key, 0)  # slice 0 was stored before any child was sent
+            fields, payload = stored.parent or {}, stored.payload
+        # the reference was checked against slice 0's own envelope when it was stored (P-LARGE-7)
+        parent = _parent_envelope(header.origin, fields, self._payloads.rehydrate(payload, owners=None))
+        self._flows.load(parent.headers)  # the task's program (P-FLOWV-3); a failed read fails the record
+        book = self._flows.book
+        for out in release(book, parent, indexes, count=header.count, set_id=header.set, window=header.window, now=now):
+            self._transport.send(out.actor, out.envelope)
 
     def _emit(self, header: _Header, now: str, now_ms: int) -> None:
         visibility_ms = self._transport.visibility_timeout(self.config.actor) * 1000
@@ -286,7 +315,29 @@ def _header(env: Envelope) -> _Header:
     set_key = value.get("set")
     if set_key is not None and (not isinstance(set_key, str) or not set_key):
         raise FanInHeaderError(f"header {hdr.FAN_IN}.set must be a non-empty string, got {set_key!r}")
-    return _Header(origin, index, count, key, set_key)
+    window = value.get("window")
+    if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1 or not set_key):
+        raise FanInHeaderError(f"header {hdr.FAN_IN}.window must be a positive integer with a set, got {window!r}")
+    return _Header(origin, index, count, key, state_key=set_key, window=window)
+
+
+def _parent_envelope(origin: str, parent: Mapping[str, Any], payload: Any) -> Envelope:
+    """Slice 0 as the fan-out sent it, from what was stored of it (P-AGG-3), for :func:`release` (P-MAP-2)."""
+    route = parent.get("route") if isinstance(parent.get("route"), dict) else {}
+    assert isinstance(route, dict)
+    parent_id = parent.get("parent_id")
+    return Envelope(
+        id=origin,
+        parent_id=parent_id if isinstance(parent_id, str) and parent_id else None,
+        route=Route(
+            prev=[str(a) for a in route.get("prev", [])],
+            curr=str(route.get("curr", "")),
+            next=[str(a) for a in route.get("next", [])],
+        ),
+        payload=payload,
+        headers=dict(parent.get("headers") or {}),
+        status=Status(created_at=parent.get("created_at"), deadline_at=parent.get("deadline_at")),
+    )
 
 
 def _parent_fields(env: Envelope) -> dict[str, Any]:

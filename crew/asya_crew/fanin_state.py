@@ -286,6 +286,16 @@ class FanInState:
             out.append(Slice(index=index, payload=self._payload(item), parent=_parent(item)))
         return out
 
+    def read_slice(self, origin_id: str, index: int) -> Slice:
+        """Slice ``index`` of ``origin_id``, strongly consistent (a bounded fan-out's slice 0, P-MAP-2)."""
+        answer = self.dynamodb.get_item(
+            TableName=self._table, Key=_key(origin_id, _slice_sk(index)), ConsistentRead=True
+        )
+        item = answer.get("Item")
+        if item is None:
+            raise FanInStateError(f"fan-in origin {origin_id!r}: slice {index} is not stored")
+        return Slice(index=index, payload=self._payload(item), parent=_parent(item))
+
     def _payload(self, item: Mapping[str, Any]) -> Any:
         if "payload_s3" in item:
             body = self._s3().get_object(Bucket=self._bucket, Key=item["payload_s3"]["S"])["Body"].read()

@@ -75,7 +75,9 @@ def replay_sends(
 
 
 def _fan_in(recorded: Mapping[str, Any], new_id: str, index: int) -> dict[str, Any]:
-    header = {**recorded, "origin_id": new_id, "slice_index": index}
+    # the replay sends every member itself: no window, or the aggregator would start the siblings again (P-MAP-2)
+    header = {k: v for k, v in recorded.items() if k != "window"}
+    header.update(origin_id=new_id, slice_index=index)
     old_set = recorded.get("set")
     if isinstance(old_set, str) and "/" in old_set:
         header["set"] = f"{new_id}/{old_set.rsplit('/', 1)[1]}"

@@ -127,7 +127,8 @@ def test_parameters_and_decorators() -> None:
         "a flow function takes no decorator but @flow" in p for p in _problems("pass", header="@cache\ndef f(state):\n")
     )
     assert any(
-        "@flow takes only max_iterations, a positive integer literal; fix: @flow(max_iterations=10)" in p
+        "@flow takes only max_iterations and max_concurrency, positive integer literals; "
+        "fix: @flow(max_iterations=10, max_concurrency=5)" in p
         for p in _problems("pass", header="@flow(max_iterations=0)\ndef f(state):\n")
     )
 

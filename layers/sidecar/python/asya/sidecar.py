@@ -7,7 +7,9 @@ steps before the handler call that the crew shares (route and hop ceiling, pre-f
 ``asya.prehop``'s; a record's log keys end with it (``asya.logkeys``). docs/internals.md, "The life of a record",
 walks the code in order.
 
-Per batch: every body is parsed first, and the pre-flight reads of all fenced records (their task items, and for
+Per batch: every body is parsed first; unless the actor runs records concurrently, the child slices of a flow fan-out
+beyond the first of each fan-out are re-sent to the own queue and acked, so that other invocations run them at the same
+time (P-MAP-3, ``asya.spread``); the pre-flight reads of all other fenced records (their task items, and for
 children their child fence items) are made with one strongly consistent ``BatchGetItem`` (P-STAT-10, GW-DATA-8). Then
 records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2; an actor with ``record_concurrency``
 N over 1 (``ASYA_RECORD_CONCURRENCY``; its handler must be async, else every record is a ``HandlerLoadError``) runs them
@@ -77,7 +79,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -102,10 +104,11 @@ from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owner
 from asya.programstore import FlowVersions, ProgramStore
 from asya.reporting import HopRef, ProgressMode, Reporter
 from asya.retry import Retrier
+from asya.spread import spread
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, format_ts_ms, system_clock
-from asya.transport import Transport
+from asya.transport import Prepared, Transport
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -122,7 +125,7 @@ class _Batch:
     """One invocation's state and the runtime's steps of its ``asya.batch.RecordBatch`` (``asya.batch.BatchSteps``).
     A plain class, not a dataclass: generating a dataclass's methods costs cold-start time and none is used here."""
 
-    __slots__ = ("cancels", "claims", "context", "history", "items", "outbox", "runtime", "start")
+    __slots__ = ("cancels", "claims", "context", "handed_back", "history", "items", "outbox", "runtime", "start")
 
     def __init__(self, runtime: ActorRuntime) -> None:
         self.runtime = runtime
@@ -144,7 +147,13 @@ class _Batch:
             monotonic=rt._monotonic,
             logger=rt._log,
         )
-        envelopes = [item.envelope for item in self.items.values() if item.envelope is not None]
+        # before any record starts (P-MAP-3); concurrent records run a fan-out's slices at once here already
+        self.handed_back = rt._hand_back(records, self.items) if batch.concurrency <= 1 else frozenset()
+        envelopes = [
+            item.envelope
+            for item in self.items.values()
+            if item.envelope is not None and item.message_id not in self.handed_back
+        ]
         rt._history = self.history = rt._new_history()
         self.claims = rt._claims.book(envelopes, self.context)
         # None with the HTTP reporter: actors outside AWS read no task item (P-STAT-18)
@@ -154,6 +163,8 @@ class _Batch:
         return self._arecord if batch.concurrency > 1 else self._record
 
     def _record(self, record: SQSRecord) -> None:
+        if record.message_id in self.handed_back:
+            return  # re-sent to the own queue for another invocation: acked (P-MAP-3)
         if self.runtime._trace is not None:
             self.runtime._trace.begin(record.raw_event)
         self.runtime._record(record, self)
@@ -292,6 +303,35 @@ class ActorRuntime:
             history.flush()
         except HistoryError as exc:
             self._log.warning("run history not written", extra={"error": str(exc)})
+
+    def _hand_back(self, records: Sequence[Mapping[str, Any]], items: Mapping[str, RecordItem]) -> frozenset[str]:
+        """P-MAP-3 (``asya.spread``): the records re-sent to the own queue, unchanged, so that other invocations run
+        them; the batch acks them without running them. Best effort: a record whose copy did not go out runs here."""
+        chosen = spread(records, {message_id: item.envelope for message_id, item in items.items()})
+        if not chosen:
+            return frozenset()
+        bodies = {str(r.get("messageId")): r for r in records}
+        try:
+            url = self._transport.queue_url(self._actor)
+            sent = self._transport.send_prepared(
+                [
+                    Prepared(
+                        self._actor,
+                        _parsed(items[message_id]),
+                        url=url,
+                        body=items[message_id].body,
+                        size=len(items[message_id].body.encode("utf-8")),
+                        trace_header=_trace_attribute(bodies[message_id]) if self.config.tracing else None,
+                    )
+                    for message_id in chosen
+                ]
+            )
+        except Exception as exc:  # the slices run here, in turn: slower, never lost
+            self._log.warning("fan-out slices not handed back", extra={"error": str(exc)})
+            return frozenset()
+        handed = frozenset(message_id for message_id, result in zip(chosen, sent, strict=True) if result.ok)
+        self._log.info("fan-out slices handed back to the queue", extra={"count": len(handed)})
+        return handed
 
     def _now(self) -> str:
         """The envelope timestamp of now."""
@@ -543,6 +583,18 @@ class _Ready:
         self.mode = mode
         self.recorded = recorded  # the hop has a line in the run history (P-HIST-2)
         self.started = started  # monotonic time of the call's start
+
+
+def _parsed(item: RecordItem) -> Envelope:
+    """The envelope of a record :func:`asya.spread.spread` chose (it chooses parsed ones only)."""
+    assert item.envelope is not None
+    return item.envelope
+
+
+def _trace_attribute(record: Mapping[str, Any]) -> str | None:
+    attributes = record.get("attributes")
+    value = attributes.get("AWSTraceHeader") if isinstance(attributes, Mapping) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _hop_ref(env: Envelope) -> HopRef:

@@ -4,14 +4,15 @@
 - :mod:`asya.flows.interp` and :mod:`asya.flows.expr`: the continuation interpreter the runtime runs;
 - :mod:`asya.flows.mesh`: continuations applied to envelopes (the layer, the gateway, the aggregator, x-resume);
 - :mod:`asya.flows.render`: Graphviz DOT and Mermaid text of a program;
-- :mod:`asya.flows.dsl`: ``flow``, ``pause`` and ``timeout`` stand-ins so a flow file also runs as plain Python.
+- :mod:`asya.flows.dsl`: ``flow``, ``map``, ``pause`` and ``timeout`` stand-ins so a flow file also runs as plain
+  Python.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from asya.flows.dsl import flow, pause, timeout
+from asya.flows.dsl import flow, map, pause, timeout
 from asya.flows.errors import FlowCompileError, FlowError, Problem
 from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch
 from asya.flows.ir import DEFAULT_MAX_ITERATIONS, Program, aggregator_name
@@ -37,6 +38,7 @@ __all__ = [
     "dispatch",
     "flow",
     "is_flow_end",
+    "map",
     "on_failure",
     "pause",
     "start",

@@ -47,7 +47,12 @@ _CMP: Final = {
     ast.IsNot: "isnot",
 }
 #: Names the language gives a meaning to; never actors.
-_RESERVED: Final = frozenset({"pause", "timeout", "gather", "flow", *FUNCTIONS})
+_RESERVED: Final = frozenset({"pause", "timeout", "gather", "flow", "map", *FUNCTIONS})
+#: How a bounded map is called: the stand-in ``asya.flows.map``, imported or named through its module.
+_MAP_NAMES: Final = frozenset({"map", "flows.map", "asya.flows.map"})
+_MAP_FIX: Final = 'state["r"] = map(act, state["items"], max_concurrency=5)'
+_FLOW_FIX: Final = "@flow(max_iterations=10, max_concurrency=5)"
+_FLOW_OPTIONS: Final = "@flow takes only max_iterations and max_concurrency, positive integer literals"
 _STATEMENT_FIXES: Final = {
     "For": '`for` exists only as a map: state["r"] = [act(x) for x in state["items"]]; loop with `while`',
     "AsyncFor": '`for` exists only as a map: state["r"] = [act(x) for x in state["items"]]',
@@ -85,6 +90,8 @@ class _Compiler:
         self.ctx: list[_Ctx] = []
         self.param = "state"
         self.max_iterations = DEFAULT_MAX_ITERATIONS
+        #: ``@flow(max_concurrency=K)``: the bound of every fan-out and map without one of its own (P-MAP-1)
+        self.max_concurrency: int | None = None
 
     # -- helpers
 
@@ -146,22 +153,21 @@ class _Compiler:
             for kw in deco.keywords:
                 value = kw.value
                 if (
-                    kw.arg == "max_iterations"
+                    kw.arg in ("max_iterations", "max_concurrency")
                     and isinstance(value, ast.Constant)
                     and type(value.value) is int
                     and value.value >= 1
                 ):
-                    self.max_iterations = value.value
+                    if kw.arg == "max_iterations":
+                        self.max_iterations = value.value
+                    else:
+                        self.max_concurrency = value.value
                 else:
                     self.err(
-                        kw.value if kw.arg == "max_iterations" else deco,
-                        "@flow takes only max_iterations, a positive integer literal",
-                        "@flow(max_iterations=10)",
+                        kw.value if kw.arg in ("max_iterations", "max_concurrency") else deco, _FLOW_OPTIONS, _FLOW_FIX
                     )
             if deco.args:
-                self.err(
-                    deco, "@flow takes only max_iterations, a positive integer literal", "@flow(max_iterations=10)"
-                )
+                self.err(deco, _FLOW_OPTIONS, _FLOW_FIX)
 
     # -- statements
 
@@ -443,12 +449,15 @@ class _Compiler:
         elif isinstance(inner, ast.ListComp):
             self.map(inner, target, path)
             return True
+        elif isinstance(inner, ast.Call) and _dotted(inner.func) in _MAP_NAMES:
+            self.map_call(inner, target, path)
+            return True
         if calls is None:
             return False
         pointer = self.pointer(target, path)
         actors = [self.actor_call(c) for c in calls]
         if pointer is not None and all(actors):
-            self.emit("fanout", value, calls=actors, target=pointer)
+            self.emit("fanout", value, calls=actors, target=pointer, **self.bound(None))
         return True
 
     def map(self, comp: ast.ListComp, target: ast.Subscript, path: list[Any]) -> None:
@@ -469,7 +478,41 @@ class _Compiler:
         actor = self.actor_call(comp.elt, arg=gen.target.id)
         pointer = self.pointer(target, path)
         if source is not None and actor and pointer is not None:
-            self.emit("map", comp, actor=actor, source=source, target=pointer)
+            self.emit("map", comp, actor=actor, source=source, target=pointer, **self.bound(None))
+
+    def map_call(self, call: ast.Call, target: ast.Subscript, path: list[Any]) -> None:
+        """``map(act, state["items"], max_concurrency=K)``: a map of at most ``K`` slices in flight (P-MAP-1)."""
+        if len(call.args) != 2 or not isinstance(call.args[0], ast.Name):
+            self.err(call, "map(...) takes an actor and a payload list", _MAP_FIX)
+            return
+        limit: int | None = None
+        for kw in call.keywords:
+            value = kw.value
+            if kw.arg == "max_concurrency" and isinstance(value, ast.Constant):
+                if type(value.value) is int and value.value >= 1:
+                    limit = value.value
+                    continue
+                if value.value is None:
+                    continue
+            self.err(kw.value, "map takes only max_concurrency, a positive integer literal", _MAP_FIX)
+            return
+        name, items = call.args
+        assert isinstance(name, ast.Name)
+        if name.id in _RESERVED:
+            self.err(name, f"map's first argument is an actor, not '{name.id}'", _MAP_FIX)
+            return
+        source = self.expr(items) if _rooted_at(items, self.param) else None
+        if source is None and not _rooted_at(items, self.param):
+            self.err(items, "a map runs over a payload list", _MAP_FIX)
+        actor = self.actor_of(name.id, name)
+        pointer = self.pointer(target, path)
+        if source is not None and actor and pointer is not None:
+            self.emit("map", call, actor=actor, source=source, target=pointer, **self.bound(limit))
+
+    def bound(self, limit: int | None) -> dict[str, int]:
+        """The ``limit`` member of a fan-out or map: its own bound, else the flow's, else none."""
+        chosen = limit if limit is not None else self.max_concurrency
+        return {} if chosen is None else {"limit": chosen}
 
     def pointer(self, target: ast.Subscript, path: list[Any]) -> str | None:
         keys = [key[1] if key[0] == "const" and isinstance(key[1], str) else None for key in path]

@@ -1,22 +1,26 @@
 """Stand-ins that let a flow file import and run as plain Python (docs/flows.md): ``@flow`` returns the function
 unchanged, ``timeout`` is a no-op context manager (sync and async), ``pause`` returns the state merged with the
-``resume`` mapping a plain run passes (as x-resume merges, shallow, P-RESUME-4). The compiler reads these names from
-the source; they are never called by the mesh."""
+``resume`` mapping a plain run passes (as x-resume merges, shallow, P-RESUME-4), ``map`` calls the actor on every item
+and gives the results in item order, awaited at most ``max_concurrency`` at a time in an async flow (P-MAP-1). The
+compiler reads these names from the source; they are never called by the mesh."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Mapping
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-__all__ = ["flow", "pause", "timeout"]
+__all__ = ["flow", "map", "pause", "timeout"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-def flow(fn: _F | None = None, *, max_iterations: int = 100) -> Any:
-    """Marks the flow function; ``max_iterations`` bounds its loops (P-FLOW-13)."""
-    del max_iterations
+def flow(fn: _F | None = None, *, max_iterations: int = 100, max_concurrency: int | None = None) -> Any:
+    """Marks the flow function; ``max_iterations`` bounds its loops (P-FLOW-13), ``max_concurrency`` the slices of
+    each of its fan-outs and maps in flight at once (P-MAP-1)."""
+    del max_iterations, max_concurrency
     if fn is not None:
         return fn
     return lambda inner: inner
@@ -60,3 +64,33 @@ def pause(
         raise TypeError(f"pause's prompt must be a string, got {type(prompt).__name__}")
     del fields
     return _Paused({**state, **(resume or {})})
+
+
+class _Mapped(list[Any]):
+    """The results of a plain run's map: a list (a sync flow), or awaited (an async flow, whose actor calls are
+    awaitables), at most ``limit`` of them at a time."""
+
+    def __init__(self, results: Iterable[Any], limit: int | None) -> None:
+        super().__init__(results)
+        self._limit = limit
+
+    def __await__(self) -> Generator[Any, None, list[Any]]:
+        return self._gather().__await__()
+
+    async def _gather(self) -> list[Any]:
+        if not any(inspect.isawaitable(r) for r in self):
+            return list(self)
+        gate = asyncio.Semaphore(self._limit or max(len(self), 1))
+
+        async def one(result: Any) -> Any:
+            async with gate:
+                return await result if inspect.isawaitable(result) else result
+
+        return list(await asyncio.gather(*(one(r) for r in self)))
+
+
+def map(act: Callable[[Any], Any | Awaitable[Any]], items: Iterable[Any], *, max_concurrency: int | None = None) -> Any:
+    """Plain run of a map: ``act`` called on every item, the results in item order (a list, or awaited)."""
+    if max_concurrency is not None and max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be a positive integer, got {max_concurrency!r}")
+    return _Mapped([act(item) for item in items], max_concurrency)

@@ -31,6 +31,7 @@ __all__ = [
     "Step",
     "advance",
     "dispatch",
+    "fanout_slices",
 ]
 
 #: P-FLOW-1: the header that carries a compiled flow's position.
@@ -118,8 +119,8 @@ class FlowState:
 @dataclass(frozen=True)
 class Step:
     """Where a continuation stopped. ``kind``: ``route`` (``route`` = the calls to make), ``fanout`` (``slices`` =
-    ``(actor, payload)`` per slice, ``target`` = the merge pointer), ``pause`` (``pause`` = the x-asya-pause
-    metadata) or ``end``."""
+    ``(actor, payload)`` per slice, ``target`` = the merge pointer, ``limit`` = the most slices in flight, P-MAP-2),
+    ``pause`` (``pause`` = the x-asya-pause metadata) or ``end``."""
 
     kind: str
     payload: Any
@@ -128,6 +129,7 @@ class Step:
     route: tuple[str, ...] = ()
     slices: tuple[tuple[str, Any], ...] = ()
     target: str = ""
+    limit: int | None = None
     pause: Mapping[str, Any] | None = None
 
 
@@ -161,6 +163,19 @@ def set_pointer(state: Any, pointer: str, value: Any) -> Any:
         target = nxt
     target[keys[-1]] = value
     return state
+
+
+def fanout_slices(ins: Mapping[str, Any], payload: Any) -> tuple[tuple[str, Any], ...]:
+    """``(actor, payload)`` of every slice of a ``fanout`` or ``map`` instruction run on the state ``payload``: a pure
+    function of the two, so the aggregator that starts the later slices of a bounded map (P-MAP-2) builds the same
+    slices the fan-out would have sent."""
+    if ins["op"] == "fanout":
+        return tuple((actor, copy_json(payload)) for actor in ins["calls"])
+    line = ins.get("line")
+    items = evaluate(ins["source"], payload, line=line)
+    if not isinstance(items, list):
+        raise FlowError(f"map at line {line} runs over a {type(items).__name__}, not a list")
+    return tuple((ins["actor"], copy_json(item)) for item in items)
 
 
 def advance(
@@ -246,18 +261,12 @@ def advance(
             if deadlines:
                 deadline_at = deadlines.pop()
         elif op in ("fanout", "map"):
-            if op == "fanout":
-                slices = tuple((actor, copy_json(payload)) for actor in ins["calls"])
-            else:
-                items = evaluate(ins["source"], payload, line=line)
-                if not isinstance(items, list):
-                    raise FlowError(f"map at line {line} runs over a {type(items).__name__}, not a list")
-                slices = tuple((ins["actor"], copy_json(item)) for item in items)
+            slices = fanout_slices(ins, payload)
             if not slices:
                 payload = set_pointer(payload, ins["target"], [])
             else:
                 step = _step("fanout", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
-                return replace(step, slices=slices, target=ins["target"])
+                return replace(step, slices=slices, target=ins["target"], limit=ins.get("limit"))
         elif op == "pause":
             prompt = _prompt(ins, payload, line)
             step = _step("pause", payload, state, pc + 1, loops, tries, deadlines, deadline_at)

@@ -17,8 +17,8 @@ op             members                                                     effec
 ``endtry``                                                                 pop it
 ``deadline``   ``seconds``                                                 push deadline_at, set min(it, now+s)
 ``enddeadline``                                                            restore the pushed deadline_at
-``fanout``     ``calls`` (actors), ``target`` (JSON Pointer)               suspend: one slice per call
-``map``        ``actor``, ``source`` (expression), ``target``              suspend: one slice per item
+``fanout``     ``calls`` (actors), ``target`` (JSON Pointer), ``limit``?   suspend: one slice per call
+``map``        ``actor``, ``source`` (expression), ``target``, ``limit``?  suspend: one slice per item
 ``pause``      ``prompt``, ``fields``, ``prompt_expr``?                    suspend: x-pause
 ``return``                                                                 end: the route is exhausted
 =============  ==========================================================  ================================
@@ -26,6 +26,7 @@ op             members                                                     effec
 The end of ``code`` is an implicit ``return``. A ``pause`` whose prompt is computed from the state has
 ``prompt_expr``, the expression evaluated at the pause, and ``prompt`` its source text (drawn by ``asya flow show``);
 a literal prompt has ``prompt`` only, so its program (and digest) is what it was before prompts could be computed.
+``limit``, when present, is the most slices of that fan-out or map in flight at once (P-MAP-1, P-MAP-2).
 
 A program is versioned by its content (P-FLOWV-1): :attr:`Program.digest` is the SHA-256 of its canonical JSON
 (:meth:`Program.canonical`: sorted keys, no spaces, UTF-8), the same bytes the program store keeps

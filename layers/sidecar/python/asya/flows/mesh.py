@@ -5,6 +5,7 @@ x-resume turn a flow's :class:`~asya.flows.interp.Step` into envelopes. Pure: no
   and carries ``x-asya-flow-state`` is replaced by what the flow does next: the next route segment, the fan-out
   slices (P-FLOW-8), a pause, or the same x-sink envelope with the flow's final state. Any other envelope passes.
 - :func:`start` builds the first envelope(s) of a created task (P-FLOW-5).
+- :func:`release`: the children a bounded fan-out's aggregator starts as earlier ones finish (P-MAP-2).
 - :func:`on_failure`: a final handler failure of a flow envelope inside a ``try`` becomes the ``except`` clause's
   continuation (P-FLOW-9, P-FLOW-10); ``None`` when nothing catches it.
 
@@ -18,7 +19,7 @@ any other exception the interpreter raises (``RecursionError`` on a deep copy, `
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
@@ -27,12 +28,12 @@ from asya import naming, routing
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.fanin import fan_in_header
 from asya.flows.errors import FlowError
-from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch
+from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch, fanout_slices
 from asya.flows.ir import Program, aggregator_name
 from asya.flows.versions import FlowVersionMissingError, resolve
 from asya.timeutil import parse_ts
 
-__all__ = ["TIMEOUT_ERROR", "continue_outgoing", "flow_failure", "is_flow_end", "on_failure", "start"]
+__all__ = ["TIMEOUT_ERROR", "continue_outgoing", "flow_failure", "is_flow_end", "on_failure", "release", "start"]
 
 #: How a ``HandlerTimeout`` is matched by ``except`` clauses (P-FLOW-9): Python's ``TimeoutError``.
 TIMEOUT_ERROR: Final = {"type": "TimeoutError", "mro": ["OSError", "Exception"]}
@@ -204,37 +205,93 @@ def _emit(
 def _slices(
     env: Envelope, step: Step, program: Program, headers: dict[str, Any], *, now: str
 ) -> list[routing.Outgoing]:
-    """P-FLOW-8: children first, slice 0 (the state, straight to the aggregator) last."""
+    """P-FLOW-8: children first, slice 0 (the state, straight to the aggregator) last. A bounded fan-out with more
+    slices than its limit sends slice 0 alone, with ``window`` in its fan-in header: the aggregator starts the
+    children (P-MAP-2)."""
     status_in = env.status or Status()
     aggregator = aggregator_name(program.flow)
     hop = len(env.route.prev)
     owner = step.state.owner or env.id
     count = len(step.slices) + 1
-    set_id = f"{owner}/{hop}"
+    extra: dict[str, Any] = {"set": f"{owner}/{hop}"}
+    if step.limit is not None and step.limit < len(step.slices):
+        extra["window"] = step.limit
     child_state = step.state
     if step.state.tries:
         child_state = FlowState(**{**_fields(step.state), "base": step.payload})
-    out: list[routing.Outgoing] = []
-    for index, (actor, payload) in enumerate(step.slices, start=1):
-        child_headers = dict(headers)
-        child_headers[STATE_HEADER] = child_state.to_header()
-        child_headers[hdr.FAN_IN] = {**fan_in_header(env.id, index, count, step.target), "set": set_id}
-        route = Route(prev=list(env.route.prev), curr=actor, next=[aggregator])
-        child = Envelope(
-            id=str(uuid.uuid5(_SLICE_NAMESPACE, f"{env.id}\x1f{hop}\x1f{index}")),
-            parent_id=env.id,
-            route=route,
-            payload=payload,
-            headers=child_headers,
-            status=_pending(status_in, actor, now=now, deadline_at=step.deadline_at, error=None),
-        )
-        destination = routing.resolve_override(actor, child_headers, by=status_in.actor or actor)
-        out.append(routing.Outgoing(actor=destination, envelope=child))
-    headers[hdr.FAN_IN] = {**fan_in_header(env.id, 0, count, step.target), "set": set_id}
-    route = Route(prev=list(env.route.prev), curr=aggregator, next=[])
     status = _pending(status_in, aggregator, now=now, deadline_at=step.deadline_at, error=None)
-    out.append(routing.Outgoing(actor=aggregator, envelope=_with(env, route, headers, status, step.payload)))
+    route = Route(prev=list(env.route.prev), curr=aggregator, next=[])
+    parent = _with(env, route, headers, status, step.payload)
+    out = []
+    if "window" not in extra:
+        children = _Children(parent, child_state, count=count, target=step.target, extra=extra, by=status_in.actor)
+        out = [children.child(index, actor, payload, now=now) for index, (actor, payload) in enumerate(step.slices, 1)]
+    headers[hdr.FAN_IN] = {**fan_in_header(env.id, 0, count, step.target), **extra}
+    out.append(routing.Outgoing(actor=aggregator, envelope=parent))
     return out
+
+
+def release(
+    programs: Programs, parent: Envelope, indexes: Iterable[int], *, count: int, set_id: str, window: int, now: str
+) -> list[routing.Outgoing]:
+    """P-MAP-2: the children ``indexes`` of a bounded fan-out, for the aggregator that starts them. ``parent`` is slice
+    0 as the fan-out sent it (its payload the state, ``route.prev`` and headers those of the fan-out, without
+    ``x-asya-fan-in``); the slices are built again from the program, a pure function of the state, so they are the
+    ones an unbounded fan-out would have sent. A failure to build them fails the task (P-FLOW-20)."""
+    try:
+        state = FlowState.from_header(parent.headers[STATE_HEADER])
+        program = resolve(programs, state)
+        ins = program.code[state.pc - 1] if 0 < state.pc <= len(program.code) else {"op": "?"}
+        if ins["op"] not in ("fanout", "map"):
+            raise FlowError(f"flow '{state.flow}': no fan-out before position {state.pc} to start slices of")
+        slices = fanout_slices(ins, parent.payload)
+        if len(slices) + 1 != count:
+            found = f"the fan-out at {state.pc - 1} has {len(slices)} slices, not {count - 1}"
+            raise FlowError(f"flow '{state.flow}': {found}")
+    except Exception as exc:
+        return [_failed(parent, _flow_error(exc), now=now)]
+    child_state = state
+    if state.tries:
+        child_state = FlowState(**{**_fields(state), "base": parent.payload})
+    extra = {"set": set_id, "window": window}
+    by = parent.status.actor if parent.status is not None else None
+    children = _Children(parent, child_state, count=count, target=str(ins["target"]), extra=extra, by=by)
+    return [children.child(i, *slices[i - 1], now=now) for i in sorted(set(indexes)) if 1 <= i < count]
+
+
+class _Children:
+    """Builds the child slices of one fan-out from its slice 0 (``parent``), wherever they are sent from."""
+
+    def __init__(
+        self,
+        parent: Envelope,
+        state: FlowState,
+        *,
+        count: int,
+        target: str,
+        extra: Mapping[str, Any],
+        by: str | None,
+    ) -> None:
+        self.parent, self.state, self.count, self.target, self.extra, self.by = parent, state, count, target, extra, by
+        self.hop = len(parent.route.prev)
+        self.aggregator = aggregator_name(state.flow)
+
+    def child(self, index: int, actor: str, payload: Any, *, now: str) -> routing.Outgoing:
+        parent = self.parent
+        status_in = parent.status or Status()
+        headers = {k: v for k, v in parent.headers.items() if k != hdr.FAN_IN}
+        headers[STATE_HEADER] = self.state.to_header()
+        headers[hdr.FAN_IN] = {**fan_in_header(parent.id, index, self.count, self.target), **self.extra}
+        child = Envelope(
+            id=str(uuid.uuid5(_SLICE_NAMESPACE, f"{parent.id}\x1f{self.hop}\x1f{index}")),
+            parent_id=parent.id,
+            route=Route(prev=list(parent.route.prev), curr=actor, next=[self.aggregator]),
+            payload=payload,
+            headers=headers,
+            status=_pending(status_in, actor, now=now, deadline_at=status_in.deadline_at, error=None),
+        )
+        destination = routing.resolve_override(actor, headers, by=self.by or actor)
+        return routing.Outgoing(actor=destination, envelope=child)
 
 
 def _fields(state: FlowState) -> dict[str, Any]:

@@ -62,10 +62,11 @@ def _label(ins: Mapping[str, Any]) -> str:
         return f"state{path} = {expr_text(ins['expr'])}"
     if op == "test":
         return expr_text(ins["expr"])
+    bound = f", {ins['limit']} at a time" if ins.get("limit") else ""
     if op == "fanout":
-        return f"fan-out {', '.join(ins['calls'])} -> {ins['target']}"
+        return f"fan-out {', '.join(ins['calls'])} -> {ins['target']}{bound}"
     if op == "map":
-        return f"map {ins['actor']} over {expr_text(ins['source'])} -> {ins['target']}"
+        return f"map {ins['actor']} over {expr_text(ins['source'])} -> {ins['target']}{bound}"
     if op == "pause":
         return f"pause: {ins['prompt']}"
     return "end"
