@@ -33,6 +33,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import naming
+from asya.manifest import visibility_timeout
 from asya_cdk.actor import DLQ_RETENTION, QUEUE_RETENTION, dlq_alarm, function_props, queue_encryption
 from asya_cdk.errors import DeploymentError
 from asya_cdk.nag import acknowledge
@@ -90,8 +91,8 @@ class Backstop(Construct):
                 "retention_period": QUEUE_RETENTION,
                 **(queue_overrides or {}),
                 "queue_name": naming.queue_name(namespace, naming.DEADLINE),
-                # 6x the function timeout, as for actors (P-MAN-4)
-                "visibility_timeout": Duration.seconds(6 * BACKSTOP_TIMEOUT),
+                # the function timeout plus the throttle retry window, as for actors (P-MAN-4)
+                "visibility_timeout": Duration.seconds(visibility_timeout(BACKSTOP_TIMEOUT)),
                 "enforce_ssl": True,
                 "dead_letter_queue": sqs.DeadLetterQueue(
                     queue=self._timer_dlq, max_receive_count=TIMER_MAX_RECEIVE_COUNT

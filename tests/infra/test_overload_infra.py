@@ -94,7 +94,6 @@ def _templates(synth: SynthesizedMesh) -> list[dict[str, Any]]:
     return found
 
 
-@pytest.mark.xfail(strict=True, reason="queues hold a batch 6 x the function timeout")
 def test_p_man_4_no_batch_stays_invisible_longer_than_its_function_timeout_plus_a_minute(
     example_synth: SynthesizedMesh,
 ) -> None:
