@@ -7,14 +7,33 @@ decreases account's UnreservedConcurrentExecution below its minimum value``). Th
 :func:`concurrency_problems` sums what the mesh reserves, ``gateway.stream_reserved_concurrency`` and every actor's
 ``reserved_concurrency``, and names each setting when the sum leaves too little. Reservations of other stacks in the
 account are not known here: the deploy can still fail on them.
+
+The deadline backstop reserves :data:`BACKSTOP_RESERVED_CONCURRENCY` executions of its own (GW-BACK-7) whenever the
+account's quota leaves room for them after the manifest's reservations (:func:`backstop_reservation`): actors that
+take the whole unreserved pool then cannot throttle it. In an account too small to reserve anything (a new account's
+quota of 10), it draws on the shared pool like every other function.
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from asya.manifest import Manifest
 from asya.manifest.blocks import UNRESERVED_CONCURRENCY
 
-__all__ = ["concurrency_problems", "reserved_settings"]
+__all__ = [
+    "BACKSTOP_RESERVED_CONCURRENCY",
+    "BACKSTOP_TIMER_CONCURRENCY",
+    "backstop_reservation",
+    "concurrency_problems",
+    "reserved_settings",
+]
+
+#: Concurrent batches of the backstop's timer event source (chosen; 2 is the least an SQS event source allows): about
+#: 200 due timers a second at 10 per batch and ~50 ms per batch; a backlog of timers only makes timeouts late.
+BACKSTOP_TIMER_CONCURRENCY: Final = 2
+#: The backstop's reservation: its timer batches plus one execution for the long-deadline sweep.
+BACKSTOP_RESERVED_CONCURRENCY: Final = BACKSTOP_TIMER_CONCURRENCY + 1
 
 
 def reserved_settings(manifest: Manifest) -> dict[str, int]:
@@ -52,3 +71,10 @@ def concurrency_problems(manifest: Manifest) -> list[str]:
         f"reserved concurrency {total} ({listed}) would leave less than the {UNRESERVED_CONCURRENCY} AWS keeps "
         f"unreserved of deployment.account_concurrency: {quota}; {fix}"
     ]
+
+
+def backstop_reservation(manifest: Manifest) -> int | None:
+    """The backstop's reserved concurrency: :data:`BACKSTOP_RESERVED_CONCURRENCY` when the account's quota has room
+    for it after the manifest's own reservations and the executions AWS keeps unreserved, else ``None``."""
+    room = manifest.deployment.account_concurrency - UNRESERVED_CONCURRENCY - sum(reserved_settings(manifest).values())
+    return BACKSTOP_RESERVED_CONCURRENCY if room >= BACKSTOP_RESERVED_CONCURRENCY else None

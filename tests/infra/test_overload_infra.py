@@ -115,7 +115,6 @@ def test_p_man_4_no_batch_stays_invisible_longer_than_its_function_timeout_plus_
     assert checked >= 5  # the example's actors, the crew and the backstop
 
 
-@pytest.mark.xfail(strict=True, reason="the backstop has no reservation")
 def test_gw_back_7_the_backstop_reserves_concurrency_so_a_saturated_account_cannot_starve_it(
     example_synth: SynthesizedMesh,
 ) -> None:
