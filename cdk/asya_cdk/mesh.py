@@ -270,6 +270,7 @@ class AsyaMesh(Construct):
             stream_reserved_concurrency=loaded.gateway.stream_reserved_concurrency,
             key=key,
         )
+        backstop_reserved = backstop_reservation(loaded)  # GW-BACK-7: never starved by the actors it watches
         self._backstop = Backstop(
             self,
             "Backstop",
@@ -290,8 +291,8 @@ class AsyaMesh(Construct):
             queue_overrides=overrides.queue,
             dead_letter_queue_overrides=overrides.dead_letter_queue,
             tracing=loaded.defaults.tracing,
-            reserved_concurrency=backstop_reservation(loaded),
-            timer_concurrency=BACKSTOP_TIMER_CONCURRENCY if backstop_reservation(loaded) else None,
+            reserved_concurrency=backstop_reserved,
+            timer_concurrency=BACKSTOP_TIMER_CONCURRENCY if backstop_reserved else None,
         )
         grant_access(self._gateway.function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
         # the stream function serves MCP and A2A, which create tasks too: the same grants as the main function

