@@ -19,8 +19,8 @@ Environment variables:
 | ``ASYA_RETRY_AFTER_SECONDS`` | the ``Retry-After`` of a 429/503 answered for AWS throttling or unavailability
   (GW-OVL-2), whole seconds 1..3600 | ``2`` |
 | ``ASYA_ADMISSION_DRAIN_RATES`` | admission (GW-OVL-7): a JSON object of actor name -> tasks per second its queue
-  drains; a create for a flow whose first actor is listed is refused 429 while that actor's backlog would outlast
-  half the task's timeout | unset (no admission check) |
+  drains, which synth derives from a declared ``capacity`` target's model; a create whose first actor is listed is
+  refused 429 while that actor's backlog would outlast half the task's timeout | unset (no admission check) |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
 The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
@@ -61,7 +61,7 @@ class _EnvNames:
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
     index_shards: str = ENV.index_shards
     retry_after_seconds: str = ENV.retry_after
-    admission_drain_rates: str = "ASYA_ADMISSION_DRAIN_RATES"
+    admission_drain_rates: str = ENV.admission_drain_rates
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 

@@ -110,7 +110,6 @@ def test_target_10000_with_raised_quotas_provisions_pollers_and_32_shards(
     assert cfn_lint_findings(template, ignored=("W3005",)) == []  # the overrides are valid CloudFormation
 
 
-@pytest.mark.xfail(strict=True, reason="drain rates come only from an opt-in environment variable")
 def test_gw_ovl_7_a_declared_target_gives_the_gateway_its_drain_rates_from_the_model(
     write_manifest: Callable[[Mapping[str, Any]], Path], tmp_path: Path
 ) -> None:
