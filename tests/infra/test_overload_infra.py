@@ -5,6 +5,7 @@ throttle answers 429, a gateway function it could not invoke and any other 5xx o
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from asya import tableschema
 from asya.overload import DEFAULT_RETRY_AFTER_SECONDS
 from asya_cdk.testing import SynthesizedMesh
+
+REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.infra
 
@@ -130,3 +133,45 @@ def test_gw_back_7_the_backstop_reserves_concurrency_so_a_saturated_account_cann
         if res["Properties"]["FunctionName"] == {"Ref": backstop_id}
     ]
     assert mapping["Properties"]["ScalingConfig"]["MaximumConcurrency"] < reserved  # one left for the sweep
+
+
+def _every_kind_of_limit() -> set[str]:
+    """The kinds of limit the model names for the example mesh at 1,000 tasks/s, with a reservation and a
+    customer-managed key so that every kind appears."""
+    import dataclasses
+
+    from asya.capacity import evaluate, plan
+    from asya.manifest import load_manifest
+
+    manifest = load_manifest(REPO / "asya.yaml")
+    manifest = manifest.model_copy(update={"capacity": manifest.capacity.model_copy(update={"target_rate": 1000})})
+    result = plan(manifest)
+    settings = dataclasses.replace(
+        result.settings, reserved_concurrency={"normalize": 10}, stream_reserved=5, customer_key=True
+    )
+    return {limit.kind for limit in evaluate(result.demand, settings, result.quotas)}
+
+
+@pytest.mark.xfail(strict=True, reason="no map from the model's limits to the alarms")
+def test_every_limit_of_the_model_has_an_alarm_or_is_listed_as_having_no_metric(
+    example_synth: SynthesizedMesh,
+) -> None:
+    """Each kind of limit the model names maps to the alarm that fires when the mesh reaches it, or to an explicit
+    statement that AWS publishes no metric for it; every mapped alarm is in the synthesized mesh."""
+    from asya.capacity import LIMIT_KINDS
+    from asya_cdk.limit_alarms import LIMIT_WATCH
+
+    kinds = _every_kind_of_limit()
+    assert kinds == set(LIMIT_KINDS)
+    assert set(LIMIT_WATCH) == kinds
+    alarm_ids = [
+        key
+        for template in _templates(example_synth)
+        for key, res in template["Resources"].items()
+        if res["Type"] == "AWS::CloudWatch::Alarm"
+    ]
+    for kind, watch in LIMIT_WATCH.items():
+        if watch.alarm is None:
+            assert "no metric" in watch.meaning, kind
+        else:
+            assert any(watch.alarm in key for key in alarm_ids), (kind, watch.alarm)
