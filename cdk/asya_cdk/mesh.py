@@ -68,6 +68,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import access, naming
+from asya.capacity import account_quotas
 from asya.environment import capacity_environment, flows_file_text, gateway_environment
 from asya.envnames import ENV
 from asya.manifest import Manifest
@@ -309,6 +310,7 @@ class AsyaMesh(Construct):
             gateway=self._gateway,
             alarm_topic_arn=loaded.observability.alarm_topic_arn,
             dashboard=loaded.observability.dashboard,
+            account_concurrency=int(account_quotas(loaded)["lambda_concurrency"]),
         )
         self._network = place_functions(self, loaded, key=key, vpc=vpc, vpc_subnets=vpc_subnets)
         # every log group and function of the mesh, whichever construct made it
