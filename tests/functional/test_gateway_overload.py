@@ -173,7 +173,7 @@ def test_gw_ovl_4_a_throttled_timer_answers_429_and_leaves_no_task(gw: Gw) -> No
 def test_gw_ovl_4_when_the_undo_is_throttled_too_the_key_resumes_the_same_task(gw: Gw) -> None:
     """The send and the delete that would undo the create are both throttled: the task stays ``pending`` with its
     key reserved, and the retry with the key sends it (GW-CREATE-R3-7): exactly one task, one message."""
-    gw.sqs.throttle("SendMessage", "RequestThrottled", times=1)
+    gw.sqs.throttle("SendMessage", "RequestThrottled", times=1, when=lambda p: "normalize" in p["QueueUrl"])
     gw.dynamodb.throttle("BatchWriteItem", "ProvisionedThroughputExceededException")
     gw.dynamodb.throttle("DeleteItem", "ProvisionedThroughputExceededException")
     _overloaded(gw.post("ovl-kept"), 429)
