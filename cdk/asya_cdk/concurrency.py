@@ -54,7 +54,7 @@ def concurrency_problems(manifest: Manifest) -> list[str]:
     quota = manifest.deployment.account_concurrency
     room = quota - UNRESERVED_CONCURRENCY
     total = sum(reserved.values())
-    if total <= room:
+    if total == 0 or total <= room:  # reserving nothing deploys into any account, a new one's 10 included
         return []
     listed = ", ".join(f"{key}: {value}" for key, value in reserved.items())
     if room <= 0:

@@ -214,8 +214,8 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_ok(traced: SynthesizedMesh)
         if res["Type"] == "AWS::CloudWatch::Alarm"
     ]
     # per actor: DLQ, age, function; mesh: x-sump, backstop errors, timer DLQ, 3 functions, API, table, timer age,
-    # and the four limit alarms (429/503 answers, index throttles, timed-out tasks, failed records)
-    assert len(alarms) == 3 * len(traced.built.stack.actors) + 13
+    # and the five limit alarms (429/503 answers, index throttles, timed-out tasks, failed records, account pool)
+    assert len(alarms) == 3 * len(traced.built.stack.actors) + 14
     for alarm in alarms:
         assert alarm["AlarmActions"] == alarm["OKActions"] == [TOPIC]
 
