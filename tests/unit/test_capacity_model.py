@@ -123,8 +123,8 @@ def test_the_capacity_section_survives_a_bench_rerender() -> None:
 
 
 def test_a_declared_target_gives_the_gateway_its_retry_after_and_shards() -> None:
-    from asya.environment import capacity_environment
     from asya.envnames import ENV
+    from asya_deploy.environment import capacity_environment
 
     assert capacity_environment(parse_manifest(yaml.safe_load((REPO / "asya.yaml").read_text()), base_dir=REPO)) == {}
     env_1000 = capacity_environment(_example(1000))
@@ -143,7 +143,7 @@ def test_a_declared_target_gives_the_gateway_its_retry_after_and_shards() -> Non
 def test_gw_ovl_7_drain_rates_are_the_rates_at_which_each_actors_event_source_breaks(target: float) -> None:
     """The model's drain rate of each actor is at least the target (synth sizes every event source for it with
     headroom), and it is what the gateway reads back from its environment."""
-    from asya.environment import capacity_environment
+    from asya_deploy.environment import capacity_environment
     from asya_gateway import GatewayConfig
 
     result = plan(_example(target))
