@@ -488,7 +488,11 @@ class _Compiler:
             return True
         prompt: Any = "Task paused"
         fields: Any = []
+        dynamic: dict[str, Any] = {}
         for kw in call.keywords:
+            if kw.arg == "prompt" and not isinstance(kw.value, ast.Constant):
+                prompt, dynamic = self.prompt_expr(kw.value)
+                continue
             try:
                 literal = ast.literal_eval(kw.value)
             except ValueError:
@@ -500,8 +504,19 @@ class _Compiler:
                 fields = literal
             else:
                 self.err(kw.value, f"pause takes prompt (a string) and fields (a list of objects), not {kw.arg}", fix)
-        self.emit("pause", call, prompt=prompt, fields=fields)
+        self.emit("pause", call, prompt=prompt, fields=fields, **dynamic)
         return True
+
+    def prompt_expr(self, node: ast.expr) -> tuple[str, dict[str, Any]]:
+        """A prompt computed from the state: its source text (what ``asya flow show`` draws) and ``prompt_expr``, the
+        expression the continuation evaluates at the pause. An f-string is outside the subset: concatenate."""
+        if isinstance(node, ast.JoinedStr):
+            self.err(
+                node, "an f-string prompt is outside the expression language", f'"Publish " + {self.param}["title"]'
+            )
+            return "", {}
+        expr = self.expr(node)
+        return ast.unparse(node), ({"prompt_expr": expr} if expr is not None else {})
 
     # -- expressions and paths
 

@@ -54,6 +54,9 @@ class _Paused(dict[str, Any]):
 def pause(
     state: dict[str, Any], *, prompt: str = "", fields: list[Any] | None = None, resume: Mapping[str, Any] | None = None
 ) -> Any:
-    """Plain run of a pause: the state with ``resume`` merged in (awaitable or used directly)."""
-    del prompt, fields
+    """Plain run of a pause: the state with ``resume`` merged in (awaitable or used directly). A prompt that is not a
+    string raises ``TypeError``, as the mesh fails the task (``FlowError``) on a computed prompt that is not one."""
+    if not isinstance(prompt, str):
+        raise TypeError(f"pause's prompt must be a string, got {type(prompt).__name__}")
+    del fields
     return _Paused({**state, **(resume or {})})

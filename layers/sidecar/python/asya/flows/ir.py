@@ -19,11 +19,13 @@ op             members                                                     effec
 ``enddeadline``                                                            restore the pushed deadline_at
 ``fanout``     ``calls`` (actors), ``target`` (JSON Pointer)               suspend: one slice per call
 ``map``        ``actor``, ``source`` (expression), ``target``              suspend: one slice per item
-``pause``      ``prompt``, ``fields``                                      suspend: x-pause
+``pause``      ``prompt``, ``fields``, ``prompt_expr``?                    suspend: x-pause
 ``return``                                                                 end: the route is exhausted
 =============  ==========================================================  ================================
 
-The end of ``code`` is an implicit ``return``.
+The end of ``code`` is an implicit ``return``. A ``pause`` whose prompt is computed from the state has
+``prompt_expr``, the expression evaluated at the pause, and ``prompt`` its source text (drawn by ``asya flow show``);
+a literal prompt has ``prompt`` only, so its program (and digest) is what it was before prompts could be computed.
 
 A program is versioned by its content (P-FLOWV-1): :attr:`Program.digest` is the SHA-256 of its canonical JSON
 (:meth:`Program.canonical`: sorted keys, no spaces, UTF-8), the same bytes the program store keeps
