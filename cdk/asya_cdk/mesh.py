@@ -77,7 +77,7 @@ from asya_cdk.assets import GATEWAY_MANIFEST_FILE, SourceLayout, render_manifest
 from asya_cdk.backstop import Backstop
 from asya_cdk.backup import TableBackup
 from asya_cdk.capacityplan import apply_plan, checked_plan, planned_edge
-from asya_cdk.concurrency import BACKSTOP_TIMER_CONCURRENCY, backstop_reservation
+from asya_cdk.concurrency import backstop_reservation
 from asya_cdk.dependencies import DependencyBuilder
 from asya_cdk.edgeprops import EdgeProps
 from asya_cdk.encryption import encrypt_log_groups, mesh_key
@@ -295,7 +295,7 @@ class AsyaMesh(Construct):
             dead_letter_queue_overrides=overrides.dead_letter_queue,
             tracing=loaded.defaults.tracing,
             reserved_concurrency=backstop_reserved,
-            timer_concurrency=BACKSTOP_TIMER_CONCURRENCY if backstop_reserved else None,
+            timer_concurrency=backstop_reserved - 1 if backstop_reserved else None,
         )
         grant_access(self._gateway.function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
         # the stream function serves MCP and A2A, which create tasks too: the same grants as the main function

@@ -337,6 +337,9 @@ def test_an_impossible_reservation_is_refused_before_cloudformation(
         ({"deployment": {"account_concurrency": 10}}, None),  # a new account's quota: nothing can be reserved
         ({"gateway": {"stream_reserved_concurrency": 898}}, None),  # 1,000 - 100 - 898 leaves 2
         ({"gateway": {"stream_reserved_concurrency": 897}}, 3),
+        # a declared target's timers: 1,000 tasks/s x 1.25 x 0.01 s = 13 batches, plus one for the sweep
+        ({"capacity": {"target_rate": 1000}}, 14),
+        ({"capacity": {"target_rate": 1000}, "gateway": {"stream_reserved_concurrency": 890}}, 3),
     ],
 )
 def test_gw_back_7_the_backstop_reserves_only_what_the_account_has_room_for(
