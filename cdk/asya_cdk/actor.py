@@ -1,8 +1,8 @@
 """One deployed actor: its queue, dead-letter queue, Lambda function, event source mapping and DLQ alarm.
 
 Sizing follows P-MAN-4: the function timeout is ``DeployedActor.lambda_timeout`` and the queue's visibility timeout
-``DeployedActor.visibility_timeout`` (6x). Names follow P-NAME-4: queue ``asya-{ns}-{actor}``, DLQ
-``asya-{ns}-{actor}-dlq``; both standard queues with a TLS-only policy. Encryption: SSE-SQS (the AWS-owned key, no
+``DeployedActor.visibility_timeout`` (the function timeout + 60 s). Names follow P-NAME-4: queue ``asya-{ns}-{actor}``,
+DLQ ``asya-{ns}-{actor}-dlq``; both standard queues with a TLS-only policy. Encryption: SSE-SQS (the AWS-owned key, no
 KMS charge) unless the mesh has a customer-managed key, then SSE-KMS with it. The source queue keeps messages
 :data:`QUEUE_RETENTION` (7 days) and the DLQ :data:`DLQ_RETENTION` (14 days): SQS keeps a message's original enqueue
 time when it moves it to the DLQ, so a DLQ that kept no longer than its source would drop failures on arrival.

@@ -7,6 +7,9 @@ function that consumes it and sweeps the ``long_deadlines`` index.
   deliveries moves to the DLQ, whose alarm fires.
 - Sweep: an EventBridge rule runs the same function every 60 s for the long deadlines (GW-BACK-1). The handler
   (``asya_gateway.backstop.lambda_handler``) tells the two event shapes apart.
+- Concurrency (GW-BACK-7): ``reserved_concurrency`` reserves executions for the function, so a saturated account
+  cannot throttle it; ``timer_concurrency`` caps the timer event source below that reservation, so the event source
+  never throttles its own function and the sweep always has an execution left (``asya_cdk.concurrency``).
 
 Its code is the gateway asset; its handler is a plain Lambda handler (no adapter). Queues are encrypted, the
 function's props built and the DLQ alarmed like the actors' (``asya_cdk.actor``: :func:`queue_encryption`,
@@ -33,6 +36,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import naming
+from asya.manifest import visibility_timeout
 from asya_cdk.actor import DLQ_RETENTION, QUEUE_RETENTION, dlq_alarm, function_props, queue_encryption
 from asya_cdk.errors import DeploymentError
 from asya_cdk.nag import acknowledge
@@ -68,6 +72,8 @@ class Backstop(Construct):
         queue_overrides: Mapping[str, Any] | None = None,
         dead_letter_queue_overrides: Mapping[str, Any] | None = None,
         tracing: bool = False,
+        reserved_concurrency: int | None = None,
+        timer_concurrency: int | None = None,
     ) -> None:
         if not handler or "." not in handler:
             raise DeploymentError(f"backstop handler must be 'module.function', got {handler!r}")
@@ -90,8 +96,8 @@ class Backstop(Construct):
                 "retention_period": QUEUE_RETENTION,
                 **(queue_overrides or {}),
                 "queue_name": naming.queue_name(namespace, naming.DEADLINE),
-                # 6x the function timeout, as for actors (P-MAN-4)
-                "visibility_timeout": Duration.seconds(6 * BACKSTOP_TIMEOUT),
+                # the function timeout plus the throttle retry window, as for actors (P-MAN-4)
+                "visibility_timeout": Duration.seconds(visibility_timeout(BACKSTOP_TIMEOUT)),
                 "enforce_ssl": True,
                 "dead_letter_queue": sqs.DeadLetterQueue(
                     queue=self._timer_dlq, max_receive_count=TIMER_MAX_RECEIVE_COUNT
@@ -117,6 +123,7 @@ class Backstop(Construct):
                 # A failed sweep is redone by the next scheduled run; Lambda's own async retries would only overlap it.
                 retry_attempts=0,
                 tracing=lambda_.Tracing.ACTIVE if tracing else None,
+                reserved_concurrent_executions=reserved_concurrency,
             ),
         )
         if tracing:
@@ -131,6 +138,7 @@ class Backstop(Construct):
             batch_size=TIMER_BATCH_SIZE,
             report_batch_item_failures=True,
             max_batching_window=Duration.seconds(0),
+            max_concurrency=timer_concurrency,
         )
         self._function.add_event_source(self._event_source)
         self._rule = events.Rule(

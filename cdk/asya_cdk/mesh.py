@@ -69,6 +69,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import naming
+from asya.capacity import account_quotas
 from asya.envnames import ENV
 from asya.manifest import Manifest
 from asya_cdk.actor import Actor, ActorOverrides
@@ -76,6 +77,7 @@ from asya_cdk.assets import GATEWAY_MANIFEST_FILE, SourceLayout, render_manifest
 from asya_cdk.backstop import Backstop
 from asya_cdk.backup import TableBackup
 from asya_cdk.capacityplan import apply_plan, checked_plan, planned_edge
+from asya_cdk.concurrency import backstop_reservation
 from asya_cdk.dependencies import DependencyBuilder
 from asya_cdk.edgeprops import EdgeProps
 from asya_cdk.encryption import encrypt_log_groups, mesh_key
@@ -271,6 +273,7 @@ class AsyaMesh(Construct):
             stream_reserved_concurrency=loaded.gateway.stream_reserved_concurrency,
             key=key,
         )
+        backstop_reserved = backstop_reservation(loaded)  # GW-BACK-7: never starved by the actors it watches
         self._backstop = Backstop(
             self,
             "Backstop",
@@ -291,6 +294,8 @@ class AsyaMesh(Construct):
             queue_overrides=overrides.queue,
             dead_letter_queue_overrides=overrides.dead_letter_queue,
             tracing=loaded.defaults.tracing,
+            reserved_concurrency=backstop_reserved,
+            timer_concurrency=backstop_reserved - 1 if backstop_reserved else None,
         )
         grant_access(self._gateway.function, access.GATEWAY, namespace=namespace, table=table, bucket=bucket, key=key)
         # the stream function serves MCP and A2A, which create tasks too: the same grants as the main function
@@ -307,6 +312,7 @@ class AsyaMesh(Construct):
             gateway=self._gateway,
             alarm_topic_arn=loaded.observability.alarm_topic_arn,
             dashboard=loaded.observability.dashboard,
+            account_concurrency=int(account_quotas(loaded)["lambda_concurrency"]),
         )
         self._network = place_functions(self, loaded, key=key, vpc=vpc, vpc_subnets=vpc_subnets)
         # every log group and function of the mesh, whichever construct made it

@@ -76,6 +76,7 @@ class MeshObservability(Construct):
         gateway: Gateway,
         alarm_topic_arn: str | None = None,
         dashboard: bool = True,
+        account_concurrency: int = 1000,
     ) -> None:
         super().__init__(scope, id)
         mesh_stack = Stack.of(self)
@@ -90,6 +91,7 @@ class MeshObservability(Construct):
             backstop=backstop,
             gateway=gateway,
             actor_alarms_with_actors=alarm_scope is self,
+            account_concurrency=account_concurrency,
         )
         self._sump_backlog = threshold_alarm(
             self,

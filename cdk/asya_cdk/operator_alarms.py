@@ -96,6 +96,7 @@ class OperatorAlarms(Construct):
         backstop: Backstop,
         gateway: Gateway,
         actor_alarms_with_actors: bool,
+        account_concurrency: int = 1000,
     ) -> None:
         super().__init__(scope, id)
         self._functions: dict[str, cloudwatch.Alarm] = {}
@@ -157,7 +158,9 @@ class OperatorAlarms(Construct):
             minutes=FUNCTION_ALARM_MINUTES,
             of_minutes=EVALUATION_MINUTES,
         )
-        self._limits = LimitAlarms(self, "Limits", namespace=namespace, gateway=gateway)
+        self._limits = LimitAlarms(
+            self, "Limits", namespace=namespace, gateway=gateway, account_concurrency=account_concurrency
+        )
         timer_queue = naming.queue_name(namespace, naming.DEADLINE)
         self._timer_age = threshold_alarm(
             self,

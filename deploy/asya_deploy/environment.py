@@ -186,13 +186,18 @@ def gateway_environment(
 
 def capacity_environment(manifest: Manifest) -> dict[str, str]:
     """What the gateway functions get from a declared target (``capacity``, docs/capacity.md): the ``Retry-After`` of
-    their 429 and 503 answers and the created-index shard count. Empty without a declared target."""
-    from asya.capacity import declared, plan
+    their 429 and 503 answers, the created-index shard count and the actors' modelled drain rates for admission
+    (GW-OVL-7). Empty without a declared target."""
+    from asya.capacity import declared, drain_rates, plan
 
     if not declared(manifest):
         return {}
     result = plan(manifest)
-    return {ENV.retry_after: str(result.retry_after), ENV.index_shards: str(result.settings.index_shards)}
+    out = {ENV.retry_after: str(result.retry_after), ENV.index_shards: str(result.settings.index_shards)}
+    rates = drain_rates(result)
+    if rates:
+        out[ENV.admission_drain_rates] = json.dumps(rates, separators=(",", ":"), sort_keys=True)
+    return out
 
 
 def _number(value: float) -> str:

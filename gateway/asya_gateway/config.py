@@ -19,8 +19,8 @@ Environment variables:
 | ``ASYA_RETRY_AFTER_SECONDS`` | the ``Retry-After`` of a 429/503 answered for AWS throttling or unavailability
   (GW-OVL-2), whole seconds 1..3600 | ``2`` |
 | ``ASYA_ADMISSION_DRAIN_RATES`` | admission (GW-OVL-7): a JSON object of actor name -> tasks per second its queue
-  drains; a create for a flow whose first actor is listed is refused 429 while that actor's backlog would outlast
-  half the task's timeout | unset (no admission check) |
+  drains, which synth derives from a declared ``capacity`` target's model; a create whose first actor is listed is
+  refused 429 while that actor's backlog would outlast half the task's timeout | unset (no admission check) |
 | ``ASYA_HISTORY_ALL_TASKS`` | record the run history (P-HIST-1) of every task, static routes and ``?actor=`` tasks
   included, keeping bodies up to this many bytes (64..262144); ``asya dev`` sets it, so ``asya history`` answers for
   every local task (P-HIST-10). A flow's own ``history: steps`` keeps its ``history_body_bytes`` | unset (only flows
@@ -66,7 +66,7 @@ class _EnvNames:
     body_read_timeout: str = "ASYA_BODY_READ_TIMEOUT"
     index_shards: str = ENV.index_shards
     retry_after_seconds: str = ENV.retry_after
-    admission_drain_rates: str = "ASYA_ADMISSION_DRAIN_RATES"
+    admission_drain_rates: str = ENV.admission_drain_rates
     history_all_tasks: str = "ASYA_HISTORY_ALL_TASKS"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 

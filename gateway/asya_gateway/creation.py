@@ -2,13 +2,14 @@
 
 :func:`start_task` takes a validated target and body: it makes a UUID4, builds the envelope headers (client headers,
 trace context, ``x-asya-flow`` and ``x-asya-progress`` for a flow, ``x-asya-gateway-url`` when a callback URL is
-configured, plus the caller's ``extra_headers`` such as A2A's ids), computes ``deadline_at``, writes the record, arms
-the deadline timer (GW-BACK-1, ``asya_gateway.timers``), then sends the envelope to the first actor.
+configured, plus the caller's ``extra_headers`` such as A2A's ids), computes ``deadline_at``, arms the
+deadline timer (GW-BACK-1, ``asya_gateway.timers``), writes the record, then sends the envelope to the first actor.
 
-The timer is armed before the envelope is sent, not after (GW-CREATE-7 lists it last): a failed timer send then
-fails a task that nothing has started, in the same way as a failed envelope send (``failed`` with ``dispatch failed:
-<AWS error code>``, 500), so a client is never answered 201 for a task whose deadline nothing would enforce. A timer
-armed for a task whose first send then fails finds the task failed (or deleted) and drops itself.
+The timer is armed before the record is written, not after (GW-CREATE-7 lists it last): a timer that cannot be
+armed creates nothing (429/503 when AWS throttled it, else 500 ``failed to dispatch message``), and a record never
+exists without the timer that ends it (GW-OVL-4), whatever fails after it. A timer armed for a create that then fails
+finds no task (or a task with another deadline) when it comes due and drops itself. A resumed creation arms the
+timer again after the record, which exists already: a timer that fails then fails the task.
 
 For a compiled flow (``flows.<name>.source``) the flow's first instructions run before the record is written,
 under the create's conditional put (P-FLOW-5): the envelope's route is the one they choose, and an expression error
@@ -23,11 +24,11 @@ A missing queue deletes the record again (:class:`DispatchError` 404, GW-CREATE-
 the task ``failed`` with ``dispatch failed: <AWS error code>`` and raises :class:`DispatchError` 500 ``failed to
 dispatch message`` (an :class:`HttpError` whose ``reason`` MCP and A2A report).
 
-A timer or send refused by AWS throttling or unavailability (GW-OVL-4) is not a failed task: nothing has started,
-so the record is deleted again and the request answered 429/503 with ``Retry-After`` (:class:`OverloadError`), and a
-retry creates the task afresh. When the delete fails too, the task stays ``pending`` (``OverloadError.kept``): a
-retry with the same ``Idempotency-Key`` resumes it (sends what is missing), and its deadline timer, when it was
-armed, ends it otherwise. A resumed creation (``resume=True``) never deletes: the task is the first request's.
+A send refused by AWS throttling or unavailability (GW-OVL-4) is not a failed task: nothing has started, so the
+record is deleted again and the request answered 429/503 with ``Retry-After`` (:class:`OverloadError`), and a retry
+creates the task afresh. When the delete fails too, the task stays ``pending`` (``OverloadError.kept``) with its
+deadline timer in flight: a retry with the same ``Idempotency-Key`` resumes it (sends what is missing), and the timer
+ends it otherwise. A resumed creation (``resume=True``) never deletes: the task is the first request's.
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ async def start_task(
         if ctx.admission is not None and destination:
             timeout = create.timeout if create.timeout is not None else target.default_timeout
             await ctx.call(ctx.admission.check, destination, timeout)
+        if deadline_at is not None:  # before the record: no record ever waits without its timer (GW-OVL-4)
+            await _arm_deadline(ctx, task_id, deadline_at, recorded=False)
         await ctx.call(
             ctx.store.create_task,
             task_id=task_id,
@@ -149,8 +152,8 @@ async def start_task(
             owner=owner_of_new_task(auth),
         )
     try:
-        if deadline_at is not None:
-            await _arm_deadline(ctx, task_id, deadline_at)
+        if resume and deadline_at is not None:
+            await _arm_deadline(ctx, task_id, deadline_at, recorded=True)
         for outgoing in sends:  # a fan-out's slices first, the task's own envelope (slice 0) last (P-FLOW-30)
             await _dispatch(ctx, task_id, outgoing.actor, outgoing.envelope)
     except OverloadError as exc:
@@ -249,7 +252,9 @@ async def _undo_create(ctx: GatewayContext, task_id: str) -> bool:
     return True
 
 
-async def _arm_deadline(ctx: GatewayContext, task_id: str, deadline_at: str) -> None:
+async def _arm_deadline(ctx: GatewayContext, task_id: str, deadline_at: str, *, recorded: bool) -> None:
+    """Arm the task's timer; ``recorded``: the task record exists (a resume), so a failed timer fails it. At a first
+    create the timer goes before the record, and a timer that cannot be armed creates nothing."""
     try:
         await ctx.call(ctx.timers.arm, task_id, deadline_at)
     except TimerError as exc:
@@ -258,8 +263,9 @@ async def _arm_deadline(ctx: GatewayContext, task_id: str, deadline_at: str) -> 
             _log.warning("deadline timer of task %s not armed (overload): %s", task_id, exc)
             raise overload from exc
         _log.error("deadline timer of task %s not armed: %s", task_id, exc)
-        update = StatusUpdate(status="failed", error=f"dispatch failed: {exc.code}", envelope_id=task_id)
-        await ctx.call(ctx.store.apply_status, task_id, update)
+        if recorded:
+            update = StatusUpdate(status="failed", error=f"dispatch failed: {exc.code}", envelope_id=task_id)
+            await ctx.call(ctx.store.apply_status, task_id, update)
         raise DispatchError(500, "failed to dispatch message", reason=exc.code, task_id=task_id) from None
 
 

@@ -26,7 +26,9 @@ Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.C
 sets on the Lambda (``asya_deploy.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
 already importable) and, when ``actor_log_level`` is given, ``POWERTOOLS_LOG_LEVEL`` (``asya demo`` quiets the
 actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya_deploy.environment.gateway_environment``,
-``capacity_environment`` (a declared target's ``Retry-After`` and shard count, as deployed) and ``gateway_env``.
+``capacity_environment`` (a declared target's ``Retry-After``, shard count and admission drain rates, as deployed)
+and ``gateway_env``. With ``stage_throttle`` the gateway is served behind API Gateway's stage throttle of
+``gateway.edge.throttle`` (:mod:`asya_local.stagethrottle`: 429 with ``Retry-After`` once its token bucket is empty).
 The producer route takes a reporter key only (GW-EVT-1): each mesh makes a random one, gives it to the gateway
 as ``ASYA_REPORTER_KEYS`` (``gateway_env`` may override it) and to every actor that reports over HTTP
 (``ASYA_REPORTER=http`` or ``ASYA_GATEWAY_URL``) as ``ASYA_GATEWAY_REPORTER_KEY``, with ``ASYA_GATEWAY_URL`` defaulting
@@ -66,6 +68,7 @@ from asya_local.orphans import OrphanSweeper
 from asya_local.provision import MeshResources, provision
 from asya_local.reload import CodeWatcher, ReloadingHandler
 from asya_local.serving import UvicornThread
+from asya_local.stagethrottle import StageThrottleMiddleware
 
 __all__ = ["ActorRuntimeLike", "LocalMesh", "runtime_entry_point", "runtime_environment"]
 
@@ -131,6 +134,7 @@ class LocalMesh(MeshLifecycle):
         record_history: bool = False,
         watcher: CodeWatcher | None = None,
         moto_problem: Callable[[], str | None] | None = None,
+        stage_throttle: bool = False,
     ) -> None:
         if concurrency < 1:
             raise LocalModeError(f"concurrency must be >= 1, got {concurrency!r}")
@@ -155,6 +159,7 @@ class LocalMesh(MeshLifecycle):
         self._record_history = record_history
         self._watcher = watcher
         self._moto_problem = moto_problem
+        self._stage_throttle = stage_throttle
         self._moto: MotoServer | None = None
         self._flows_dir: tempfile.TemporaryDirectory[str] | None = None
         self._flows_file: str | None = None
@@ -423,6 +428,8 @@ class LocalMesh(MeshLifecycle):
         config = GatewayConfig.from_env(env)
         app = create_app(config, manifest=self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
         install_dev_routes(app, moto_problem=self.moto_problem)
+        if self._stage_throttle:  # API Gateway's stage throttle, played in front of the app (GW-OVL-6)
+            return StageThrottleMiddleware(app, self.manifest.gateway.edge, retry_after=config.retry_after_seconds)
         return app
 
 

@@ -9,6 +9,7 @@ that makes the SDK send the same request again after it wrote.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -172,7 +173,7 @@ def test_gw_ovl_4_a_throttled_timer_answers_429_and_leaves_no_task(gw: Gw) -> No
 def test_gw_ovl_4_when_the_undo_is_throttled_too_the_key_resumes_the_same_task(gw: Gw) -> None:
     """The send and the delete that would undo the create are both throttled: the task stays ``pending`` with its
     key reserved, and the retry with the key sends it (GW-CREATE-R3-7): exactly one task, one message."""
-    gw.sqs.throttle("SendMessage", "RequestThrottled", times=1)
+    gw.sqs.throttle("SendMessage", "RequestThrottled", times=1, when=lambda p: "normalize" in p["QueueUrl"])
     gw.dynamodb.throttle("BatchWriteItem", "ProvisionedThroughputExceededException")
     gw.dynamodb.throttle("DeleteItem", "ProvisionedThroughputExceededException")
     _overloaded(gw.post("ovl-kept"), 429)
@@ -184,6 +185,44 @@ def test_gw_ovl_4_when_the_undo_is_throttled_too_the_key_resumes_the_same_task(g
     assert f"TASK#{again.json()['id']}" == kept[0]["pk"]["S"]
     assert len(gw.tasks()) == 1
     assert len(gw.first_queue_messages()) == 1
+
+
+def _sent(gw: Gw) -> list[dict[str, Any]]:
+    """Records every ``SendMessage`` the gateway's SQS client gets past the injected faults (registered last, it sees
+    only what was sent)."""
+    sent: list[dict[str, Any]] = []
+    hook = lambda params, **_: sent.append(dict(params))  # noqa: E731
+    gw.mesh.aws.sqs.meta.events.register_last("before-parameter-build.sqs.SendMessage", hook)
+    gw.sqs._hooks.append(("before-parameter-build.sqs.SendMessage", hook))
+    return sent
+
+
+def _in_flight(sent: list[dict[str, Any]], task: dict[str, Any]) -> bool:
+    """The task's envelope was sent to its first actor, or its deadline timer to the timer queue."""
+    task_id = task["pk"]["S"].removeprefix("TASK#")
+    for params in sent:
+        if params["QueueUrl"].endswith("/asya-demo-normalize") and task_id in params["MessageBody"]:
+            return True
+        if params["QueueUrl"].endswith("/asya-demo-x-deadline"):
+            timer = json.loads(params["MessageBody"])
+            if timer["id"] == task_id and timer["deadline_at"] == task["deadline_at"]["S"]:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("refused", ["asya-demo-x-deadline", "asya-demo-normalize"])
+def test_gw_ovl_4_no_throttle_leaves_a_pending_task_with_nothing_in_flight(gw: Gw, refused: str) -> None:
+    """The timer's or the envelope's send is throttled, and so is every delete that would undo the create: whatever
+    task the create leaves ``pending`` still has its deadline timer in flight, so it ends even if the client never
+    retries."""
+    gw.sqs.throttle("SendMessage", "RequestThrottled", times=1, when=lambda p: refused in p["QueueUrl"])
+    gw.dynamodb.throttle("BatchWriteItem", "ProvisionedThroughputExceededException")
+    gw.dynamodb.throttle("DeleteItem", "ProvisionedThroughputExceededException")
+    sent = _sent(gw)
+    _overloaded(gw.post(body={**BODY, "timeout": 60}), 429)
+    gw.dynamodb.clear()
+    pending = [task for task in gw.tasks() if task["status"]["S"] == "pending"]
+    assert [task for task in pending if not _in_flight(sent, task)] == []
 
 
 def test_gw_ovl_4_a_throttled_body_write_leaves_no_pending_task(gw: Gw) -> None:

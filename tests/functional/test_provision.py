@@ -13,7 +13,7 @@ def test_provision_creates_queue_with_dlq_redrive(mesh) -> None:  # type: ignore
     redrive = json.loads(attrs["RedrivePolicy"])
     assert redrive["deadLetterTargetArn"].endswith(":asya-demo-analyze-dlq")
     assert int(redrive["maxReceiveCount"]) == 5
-    assert int(attrs["VisibilityTimeout"]) == 6 * (10 * 30 + 10)
+    assert int(attrs["VisibilityTimeout"]) == (10 * 30 + 10) + 60
     actors = {"normalize", "analyze", "summarize", "split", "chunk", "summarize-chunk", "digest", "x-sink", "x-sump"}
     actors.add("x-fanin-chunk")  # the aggregator chunk's fan_in declaration generates (P-FANIN-1)
     actors.add("x-fanin-flow-triage")  # the aggregator of the compiled triage flow's fan-out (P-FLOW-8)

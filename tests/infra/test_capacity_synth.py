@@ -5,6 +5,7 @@ mesh with a one-flow mix; the refusal comes before any construct is built."""
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -107,3 +108,22 @@ def test_target_10000_with_raised_quotas_provisions_pollers_and_32_shards(
     assert shards == {"32"}
     template = (mesh.outdir / f"{mesh.built.stack.artifact_id}.template.json").read_text(encoding="utf-8")
     assert cfn_lint_findings(template, ignored=("W3005",)) == []  # the overrides are valid CloudFormation
+
+
+def test_gw_ovl_7_a_declared_target_gives_the_gateway_its_drain_rates_from_the_model(
+    write_manifest: Callable[[Mapping[str, Any]], Path], tmp_path: Path
+) -> None:
+    """Admission needs each actor's modelled drain rate: synth derives it from the declared target (the rate at
+    which the model says the actor's event source breaks, so at least the target) and hands it to both gateway
+    functions."""
+    path = write_manifest(_example({"target_rate": 1000, "mix": {"text-pipeline": 1.0}}))
+    mesh = synthesize_mesh(path, repo_root=REPO, outdir=tmp_path / "out")
+    found = [
+        res["Properties"]["Environment"]["Variables"]["ASYA_ADMISSION_DRAIN_RATES"]
+        for res in mesh.of_type("AWS::Lambda::Function").values()
+        if "ASYA_ADMISSION_DRAIN_RATES" in res["Properties"].get("Environment", {}).get("Variables", {})
+    ]
+    assert len(found) == 2 and found[0] == found[1]  # the gateway and its stream function
+    rates = json.loads(found[0])
+    assert {"normalize", "analyze", "summarize"} <= set(rates)
+    assert all(1000 <= rates[actor] <= 1000 * 1.25 * 1.1 for actor in ("normalize", "analyze", "summarize"))

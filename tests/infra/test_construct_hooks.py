@@ -84,7 +84,7 @@ def test_queue_hooks_reach_the_timer_queue_and_its_dlq(shop: tuple[AsyaMesh, dic
     assert _queue(template, "asya-shop-pay-dlq")["MessageRetentionPeriod"] == TEN_DAYS
     # the fields the mesh owns stay the mesh's on the timer queue too
     timer = _queue(template, "asya-shop-x-deadline")
-    assert timer["VisibilityTimeout"] == 6 * 55 and timer["RedrivePolicy"]["maxReceiveCount"] == 5
+    assert timer["VisibilityTimeout"] == 55 + 60 and timer["RedrivePolicy"]["maxReceiveCount"] == 5
 
 
 def _client_statements(template: dict[str, Any]) -> list[dict[str, Any]]:

@@ -95,7 +95,7 @@ def test_p_man_4_sizing_from_defaults(shop: SynthesizedMesh) -> None:
     fn = _function_by_actor(shop, "pay")
     assert fn["Timeout"] == 2 * 20 + 10
     assert fn["MemorySize"] == 512
-    assert _queue(shop, "asya-shop-pay")["VisibilityTimeout"] == 6 * 50
+    assert _queue(shop, "asya-shop-pay")["VisibilityTimeout"] == 50 + 60
     assert _queue(shop, "asya-shop-ship")["RedrivePolicy"]["maxReceiveCount"] == 3
 
 

@@ -20,7 +20,9 @@ import aws_cdk as cdk
 import pytest
 import yaml
 
+from asya.manifest import parse_manifest
 from asya_cdk import AsyaMesh, DeploymentError
+from asya_cdk.concurrency import backstop_reservation, concurrency_problems
 from asya_cdk.operator_alarms import API_5XX_RATE, EVALUATION_MINUTES, FUNCTION_ALARM_MINUTES, TIMER_AGE_ALARM_SECONDS
 from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
 from tests.templates import function_ids
@@ -212,8 +214,8 @@ def test_every_alarm_notifies_the_topic_on_alarm_and_ok(traced: SynthesizedMesh)
         if res["Type"] == "AWS::CloudWatch::Alarm"
     ]
     # per actor: DLQ, age, function; mesh: x-sump, backstop errors, timer DLQ, 3 functions, API, table, timer age,
-    # and the four limit alarms (429/503 answers, index throttles, timed-out tasks, failed records)
-    assert len(alarms) == 3 * len(traced.built.stack.actors) + 13
+    # and the five limit alarms (429/503 answers, index throttles, timed-out tasks, failed records, account pool)
+    assert len(alarms) == 3 * len(traced.built.stack.actors) + 14
     for alarm in alarms:
         assert alarm["AlarmActions"] == alarm["OKActions"] == [TOPIC]
 
@@ -275,10 +277,15 @@ def test_max_concurrency_and_reserved_concurrency_from_the_manifest(traced: Synt
     assert "ReservedConcurrentExecutions" not in functions[ids["gateway"]]["Properties"]
 
 
-def test_no_reservation_by_default(example_synth: SynthesizedMesh) -> None:
-    """A reservation can fail a deploy in a small account, so the example reserves nothing."""
-    for res in example_synth.of_type("AWS::Lambda::Function").values():
-        assert "ReservedConcurrentExecutions" not in res["Properties"]
+def test_no_reservation_by_default_but_the_backstops(example_synth: SynthesizedMesh) -> None:
+    """A reservation can fail a deploy in a small account, so the example reserves nothing of its own; the backstop
+    reserves its 3 executions, for which AWS's default quota of 1,000 has room (GW-BACK-7)."""
+    reserved = {
+        res["Properties"].get("Description", ""): res["Properties"]["ReservedConcurrentExecutions"]
+        for res in example_synth.of_type("AWS::Lambda::Function").values()
+        if "ReservedConcurrentExecutions" in res["Properties"]
+    }
+    assert list(reserved.values()) == [3] and "backstop" in next(iter(reserved))
 
 
 def test_p_hop_1_the_hop_ceiling_reaches_every_actor(traced: SynthesizedMesh) -> None:
@@ -321,3 +328,32 @@ def test_an_impossible_reservation_is_refused_before_cloudformation(
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
     with pytest.raises(DeploymentError, match=expected):
         AsyaMesh(stack, "Default", manifest=path)
+
+
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        ({}, 3),  # AWS's default quota of 1,000 has room
+        ({"deployment": {"account_concurrency": 10}}, None),  # a new account's quota: nothing can be reserved
+        ({"gateway": {"stream_reserved_concurrency": 898}}, None),  # 1,000 - 100 - 898 leaves 2
+        ({"gateway": {"stream_reserved_concurrency": 897}}, 3),
+        # a declared target's timers: 1,000 tasks/s x 1.25 x 0.01 s = 13 batches, plus one for the sweep
+        ({"capacity": {"target_rate": 1000}}, 14),
+        ({"capacity": {"target_rate": 1000}, "gateway": {"stream_reserved_concurrency": 890}}, 3),
+    ],
+)
+def test_gw_back_7_the_backstop_reserves_only_what_the_account_has_room_for(
+    settings: dict[str, Any], expected: int | None
+) -> None:
+    manifest = parse_manifest(
+        {
+            "namespace": "small",
+            "actors": {"a": {"handler": "text.normalize", "code": str(REPO / "functions")}},
+            "flows": {"f": {"route": ["a"]}},
+            **settings,
+        },
+        base_dir=REPO,
+        source="test",
+    )
+    assert backstop_reservation(manifest) == expected
+    assert concurrency_problems(manifest) == []

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from asya.capacity import VECTORS_DIR, QuotaError, load_quotas, plan, raised_quotas, refusal
+from asya.capacity import HEADROOM, VECTORS_DIR, QuotaError, drain_rates, load_quotas, plan, raised_quotas, refusal
 from asya.manifest import Manifest, parse_manifest
 from bench import capacity as make_capacity
 
@@ -127,8 +127,16 @@ def test_a_declared_target_gives_the_gateway_its_retry_after_and_shards() -> Non
     from asya_deploy.environment import capacity_environment
 
     assert capacity_environment(parse_manifest(yaml.safe_load((REPO / "asya.yaml").read_text()), base_dir=REPO)) == {}
-    assert capacity_environment(_example(1000)) == {ENV.retry_after: "2", ENV.index_shards: "8"}
-    assert capacity_environment(_example(10_000)) == {ENV.retry_after: "1", ENV.index_shards: "32"}
+    env_1000 = capacity_environment(_example(1000))
+    assert {k: v for k, v in env_1000.items() if k != ENV.admission_drain_rates} == {
+        ENV.retry_after: "2",
+        ENV.index_shards: "8",
+    }
+    env_10000 = capacity_environment(_example(10_000))
+    assert {k: v for k, v in env_10000.items() if k != ENV.admission_drain_rates} == {
+        ENV.retry_after: "1",
+        ENV.index_shards: "32",
+    }
 
 
 def test_p_proc_1_concurrent_records_raise_the_account_concurrency_limit() -> None:
@@ -147,3 +155,21 @@ def test_p_proc_1_concurrent_records_raise_the_account_concurrency_limit() -> No
         return next(limit.max_rate for limit in result.limits if limit.source == "lambda_concurrency")
 
     assert pool(on) > 3 * pool(off)
+
+
+@pytest.mark.parametrize("target", [100, 1000])
+def test_gw_ovl_7_drain_rates_are_the_rates_at_which_each_actors_event_source_breaks(target: float) -> None:
+    """The model's drain rate of each actor is at least the target (synth sizes every event source for it with
+    headroom), and it is what the gateway reads back from its environment."""
+    from asya_deploy.environment import capacity_environment
+    from asya_gateway import GatewayConfig
+
+    result = plan(_example(target))
+    rates = drain_rates(result)
+    assert {"normalize", "analyze", "summarize"} <= set(rates)
+    for actor in ("normalize", "analyze", "summarize"):
+        (limit,) = [x for x in result.limits if x.kind == "event_source" and x.subject == actor]
+        assert rates[actor] == round(limit.max_rate, 1)
+        assert target <= rates[actor] <= target * HEADROOM * 1.1
+    config = GatewayConfig.from_env(capacity_environment(_example(target)))
+    assert config.admission_drain_rates == rates

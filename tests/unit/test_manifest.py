@@ -178,8 +178,8 @@ def test_p_man_4_lambda_and_visibility_timeouts() -> None:
     assert lambda_timeout(10, 30) == 310
     assert lambda_timeout(10, 890) == 900
     assert lambda_timeout(2, 0.5) == 11
-    assert visibility_timeout(70) == 420
-    assert visibility_timeout(900) == 5400
+    assert visibility_timeout(70) == 130
+    assert visibility_timeout(900) == 960
 
 
 def test_deployed_actors_include_crew_and_resolve_code_dir(tmp_path: Path) -> None:

@@ -64,6 +64,8 @@ class _EnvNames:
     retry_after: Final = "ASYA_RETRY_AFTER_SECONDS"
     #: partitions per day of the created index the gateway writes and lists, derived from ``capacity``
     index_shards: Final = "ASYA_INDEX_SHARDS"
+    #: actor -> tasks/s its queue drains, for the gateway's admission check (GW-OVL-7)
+    admission_drain_rates: Final = "ASYA_ADMISSION_DRAIN_RATES"
 
     def names(self) -> frozenset[str]:
         """Every variable name above."""

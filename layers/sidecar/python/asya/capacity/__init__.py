@@ -4,13 +4,14 @@ the bench measures (``vectors/``) and AWS's quotas (``quotas.toml``). Pure arith
 
 from __future__ import annotations
 
-from asya.capacity.model import Limit, Settings, evaluate, first_limit
+from asya.capacity.model import LIMIT_KINDS, Limit, Settings, evaluate, first_limit
 from asya.capacity.plan import (
     HEADROOM,
     CapacityPlan,
     Shortfall,
     account_quotas,
     declared,
+    drain_rates,
     mesh_demand,
     plan,
     raised_quotas,
@@ -22,6 +23,7 @@ from asya.capacity.vectors import VECTORS_DIR, TaskDemand, Vector, demand_of, lo
 
 __all__ = [
     "HEADROOM",
+    "LIMIT_KINDS",
     "VECTORS_DIR",
     "Assumptions",
     "CapacityPlan",
@@ -38,6 +40,7 @@ __all__ = [
     "account_quotas",
     "declared",
     "demand_of",
+    "drain_rates",
     "evaluate",
     "first_limit",
     "load_quotas",

@@ -18,7 +18,27 @@ from asya import tableschema
 from asya.capacity.quotas import Quotas
 from asya.capacity.vectors import TaskDemand
 
-__all__ = ["Limit", "Settings", "evaluate", "first_limit", "unreserved_pool"]
+__all__ = ["LIMIT_KINDS", "Limit", "Settings", "evaluate", "first_limit", "unreserved_pool"]
+
+#: Every kind of limit :func:`evaluate` names (``Limit.kind``): what the deployment watches each one with is mapped by
+#: kind (``asya_cdk.limit_alarms.LIMIT_WATCH``), so a new kind without an alarm or a stated absence of metric fails.
+LIMIT_KINDS: tuple[str, ...] = (
+    "stage_throttle",
+    "apigw_account",
+    "lambda_pool",
+    "reserved",
+    "event_source",
+    "sqs_inflight",
+    "table_wru",
+    "table_rru",
+    "new_table_wru",
+    "new_table_rru",
+    "index_wru",
+    "created_shard",
+    "outcome_shard",
+    "s3_prefix",
+    "kms",
+)
 
 _CREATED: str = "by_created:TASKS#{day}#{shard}"
 #: SQS and S3 (with the bucket key) reuse a data key this long, so a customer-managed key sees about two requests
@@ -56,6 +76,10 @@ class Limit:
     unit: str
     estimate: bool = False
     sees: str = ""
+    #: one of :data:`LIMIT_KINDS`
+    kind: str = ""
+    #: the function, actor, index or prefix the limit is of (``""`` for the mesh's own)
+    subject: str = ""
 
     @property
     def max_rate(self) -> float:
@@ -96,6 +120,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             demand.stage_requests,
             "requests/s",
             sees="429 Too Many Requests from API Gateway; 4XXError and Count on the stage",
+            kind="stage_throttle",
         ),
         Limit(
             "API Gateway account request rate",
@@ -104,6 +129,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             demand.stage_requests,
             "requests/s",
             sees="429 across every API of the account and region",
+            kind="apigw_account",
         ),
     ]
     reserved = {k: v for k, v in settings.reserved_concurrency.items() if v}
@@ -119,6 +145,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             shared,
             "concurrent executions",
             sees="Throttles on the functions; queues' ApproximateAgeOfOldestMessage grows; the gateway's 429/503",
+            kind="lambda_pool",
         )
     )
     for fn, reserved_cap in sorted(reserved.items()):
@@ -130,6 +157,8 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
                 demand.busy_seconds.get(fn, 0.0),
                 "concurrent executions",
                 sees=f"Throttles on {fn}",
+                kind="reserved",
+                subject=fn,
             )
         )
     for actor, busy in sorted(demand.busy_seconds.items()):
@@ -144,6 +173,8 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
                 busy,
                 "concurrent batches",
                 sees=f"{actor}'s queue backs up (ApproximateAgeOfOldestMessage); no throttles",
+                kind="event_source",
+                subject=actor,
             )
         )
         batch = demand.batch_size.get(actor, 1.0)
@@ -155,6 +186,8 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
                 busy * batch,
                 "messages in flight",
                 sees="OverLimit on ReceiveMessage; the event source stops receiving",
+                kind="sqs_inflight",
+                subject=actor,
             )
         )
     total_wru = demand.wru_table + sum(demand.wru_index.values())
@@ -166,6 +199,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             demand.wru_table,
             "WRU/s",
             sees="ThrottledRequests and WriteThrottleEvents on the table; the gateway's 503 with Retry-After",
+            kind="table_wru",
         ),
         Limit(
             "DynamoDB table read units",
@@ -174,6 +208,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             demand.rru,
             "RRU/s",
             sees="ReadThrottleEvents on the table",
+            kind="table_rru",
         ),
         Limit(
             "DynamoDB new-table write throughput (first burst)",
@@ -182,6 +217,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             total_wru,
             "WRU/s",
             sees="WriteThrottleEvents in the first minutes of a new peak, gone once the table has adapted",
+            kind="new_table_wru",
         ),
         Limit(
             "DynamoDB new-table read throughput (first burst)",
@@ -190,6 +226,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             demand.rru,
             "RRU/s",
             sees="ReadThrottleEvents in the first minutes of a new peak",
+            kind="new_table_rru",
         ),
     ]
     for index, wru in sorted(demand.wru_index.items()):
@@ -201,6 +238,8 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
                 wru,
                 "WRU/s",
                 sees=f"WriteThrottleEvents with the GlobalSecondaryIndexName {index} dimension; table writes throttle",
+                kind="index_wru",
+                subject=index,
             )
         )
     created = demand.wru_by_key.get(_CREATED, 0.0)
@@ -213,6 +252,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             "WCU/s per partition",
             estimate=True,
             sees="creates throttled on the index (WriteThrottleEvents, by_created) while the table has room",
+            kind="created_shard",
         )
     )
     limits.append(
@@ -224,6 +264,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             "WCU/s per partition",
             estimate=True,
             sees="failed terminal writes throttled on by_outcome",
+            kind="outcome_shard",
         )
     )
     for prefix, puts in sorted(demand.s3_puts_by_prefix.items()):
@@ -238,6 +279,8 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
                 # S3 splits a busy key range into prefixes of their own over minutes, not at once
                 estimate=sharded,
                 sees="503 SlowDown on PutObject (no metric without paid S3 request metrics)",
+                kind="s3_prefix",
+                subject=prefix,
             )
         )
     busy_total = sum(demand.busy_seconds.values())
@@ -251,6 +294,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
                 "requests/s",
                 estimate=True,
                 sees="ThrottlingException from KMS on SQS sends and S3 PUTs",
+                kind="kms",
             )
         )
     return sorted(limits, key=lambda limit: (limit.max_rate, limit.name))

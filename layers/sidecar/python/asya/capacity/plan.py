@@ -10,7 +10,9 @@ the target rate with those settings and the declared quotas:
 - per actor: the event source's maximum concurrency (the target's concurrency with headroom), or provisioned pollers
   when that exceeds what one event source runs in standard mode; an actor's own ``max_concurrency`` is kept;
 - the table's warm throughput, when the target's write or read units exceed a new table's;
-- ``Retry-After``: the seconds the stage's token bucket takes to refill (``burst / rate``), at least 1.
+- ``Retry-After``: the seconds the stage's token bucket takes to refill (``burst / rate``), at least 1;
+- per actor, the drain rate admission divides its queue's depth by (:func:`drain_rates`, docs/http.md GW-OVL-7): the
+  task rate at which the model says the actor's event source (or its reserved concurrency) breaks.
 
 A limit below the target whose source is an AWS quota is a :class:`Shortfall`: the quota to raise and the value that
 serves the target. A limit below the target that is a setting of the manifest names the setting.
@@ -34,6 +36,7 @@ __all__ = [
     "Shortfall",
     "account_quotas",
     "declared",
+    "drain_rates",
     "mesh_demand",
     "plan",
     "raised_quotas",
@@ -273,3 +276,16 @@ def raised_quotas(result: CapacityPlan) -> dict[str, float]:
         current = result.quotas[limit.source]
         out[limit.source] = max(out.get(limit.source, 0.0), float(math.ceil(current * rate / limit.max_rate)))
     return out
+
+
+def drain_rates(result: CapacityPlan) -> dict[str, float]:
+    """Tasks per second each actor takes off its queue under the plan's settings: the lowest rate at which its event
+    source's concurrency or its function's reservation breaks (Little's law on its busy time per task). Actors the
+    mix never reaches have no busy time and no rate."""
+    rates: dict[str, float] = {}
+    for limit in result.limits:
+        if limit.kind not in ("event_source", "reserved") or limit.subject in ("gateway", "stream"):
+            continue
+        if math.isfinite(limit.max_rate):
+            rates[limit.subject] = min(rates.get(limit.subject, math.inf), round(limit.max_rate, 1))
+    return rates

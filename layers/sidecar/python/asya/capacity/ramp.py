@@ -1,7 +1,8 @@
 """A ramp from 0 to a task rate in 1 s steps: how the mesh catches up while AWS scales. Pure arithmetic, an estimate.
 
 Each second: the offered rate grows linearly to ``rate`` over ``ramp_seconds`` and then holds; the stage throttle
-admits what it can (the rest is answered 429); the table serves at most its new-table (or warm) throughput, which
+admits what its token bucket holds (it starts full with ``stage_burst`` requests and refills at ``stage_rate`` per
+second; the rest is answered 429); the table serves at most its new-table (or warm) throughput, which
 slows every stage by the same share; each actor's event source grows from its initial concurrency by its scale-up
 rate up to its cap (provisioned pollers start at their minimum, kept ready, and grow three times faster); each
 function grows by Lambda's per-function scaling rate; all functions together share the account's unreserved pool
@@ -76,9 +77,13 @@ def simulate(
     table_wru = float(settings.warm_wru or quotas["dynamodb_new_table_wru"])
     total_wru = demand.wru_table + sum(demand.wru_index.values())
     stage_capacity = settings.stage_rate / demand.stage_requests if demand.stage_requests else float("inf")
+    stage_burst = settings.stage_burst / demand.stage_requests if demand.stage_requests else float("inf")
+    tokens = stage_burst  # tasks' worth of requests the stage's bucket holds
     for second in range(1, ramp_seconds + hold_seconds + 1):
         offered = rate * min(1.0, second / ramp_seconds)
-        admitted = min(offered, stage_capacity)
+        available = tokens + stage_capacity
+        admitted = min(offered, available)
+        tokens = min(stage_burst, available - admitted)
         refused = (offered - admitted) * demand.stage_requests
         table_share = min(1.0, table_wru / (admitted * total_wru)) if admitted and total_wru else 1.0
         wanted: dict[str, float] = {}

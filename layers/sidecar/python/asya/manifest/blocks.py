@@ -72,6 +72,10 @@ HANDLER_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]
 LAMBDA_SLACK_SECONDS: Final = 10
 LAMBDA_MAX_SECONDS: Final = 900
 VISIBILITY_MAX_SECONDS: Final = 43200
+#: Seconds a queue's visibility timeout adds to its function's timeout (P-MAN-4): the window in which Lambda's poller
+#: retries an invocation that was throttled before the batch goes back to the queue (chosen: one minute, not AWS's
+#: 6 x the timeout, which kept a throttled batch invisible for up to an hour, past any flow's deadline).
+THROTTLE_RETRY_SECONDS: Final = 60
 #: The SQS event source's ``MaximumConcurrency`` range (AWS's).
 MIN_MAX_CONCURRENCY: Final = 2
 MAX_MAX_CONCURRENCY: Final = 1000
@@ -562,5 +566,6 @@ def lambda_timeout(batch_size: int, timeout: float, record_concurrency: int = 1)
 
 
 def visibility_timeout(lambda_timeout_seconds: int) -> int:
-    """Queue visibility timeout: ``min(43200, 6 * Lambda timeout)`` (P-MAN-4)."""
-    return min(VISIBILITY_MAX_SECONDS, 6 * lambda_timeout_seconds)
+    """Queue visibility timeout: ``min(43200, Lambda timeout + 60)`` (P-MAN-4): the longest any batch stays
+    invisible, a throttled one included."""
+    return min(VISIBILITY_MAX_SECONDS, lambda_timeout_seconds + THROTTLE_RETRY_SECONDS)
