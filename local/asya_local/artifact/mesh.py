@@ -303,13 +303,18 @@ class ArtifactMesh(MeshLifecycle):
             start_schedules(spec, pools=self._pools, interval=self._schedule_interval, region=self._region)
         )
 
-    def _stop_triggers(self) -> None:
-        """Every mapping and schedule stopped, their invocations in flight finished (pollers first, all at once)."""
+    def _stop_triggers(self, *, exact: bool = False) -> None:
+        """Every mapping and schedule stopped, their invocations in flight finished (pollers first, all at once).
+        ``exact`` (an update): wait for an invocation up to its function's timeout, and raise rather than go on
+        beside one still running."""
         for esm in self._esms:
             esm.request_stop()
         for trigger in self._schedules:
             trigger._stop.set()
         for esm in self._esms:
+            if exact:
+                esm.stop(timeout=esm.config.lambda_timeout + 10)
+                continue
             with contextlib.suppress(LocalModeError):
                 esm.stop(timeout=30)
         self._esms.clear()
@@ -345,7 +350,7 @@ class ArtifactMesh(MeshLifecycle):
         if self._transform_spec is not None:
             new = self._transform_spec(new)
         change = plan_update(old, new)
-        self._stop_triggers()
+        self._stop_triggers(exact=True)
         where = {"region": self._region, "endpoint": self.endpoint_url}
         apply_resources(change, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3, **where)
         for function in change.functions_added:
