@@ -330,7 +330,7 @@ class ArtifactMesh(MeshLifecycle):
         for esm in chosen.values():
             esm.request_stop()
         for esm in chosen.values():
-            esm.stop(timeout=30)
+            esm.stop(timeout=esm.config.lambda_timeout + 10)
 
     def update(self, cdk_out: str | Path) -> MeshUpdate:
         """Apply the assembly at ``cdk_out`` as a CloudFormation stack update would, keeping moto's state (tasks,
