@@ -42,7 +42,6 @@ class _S3:
         return {"Contents": [{"Key": KEY}], "KeyCount": 1}
 
 
-@pytest.mark.xfail(strict=True, reason="the view raises the first 403 though the file is there now")
 def test_gw_task_10_a_file_stored_between_the_read_and_the_listing_is_read_again() -> None:
     s3 = _S3(denials=1)
     codec = BodyCodec(bucket="b", s3=lambda: s3)
@@ -50,7 +49,6 @@ def test_gw_task_10_a_file_stored_between_the_read_and_the_listing_is_read_again
     assert s3.reads == 2
 
 
-@pytest.mark.xfail(strict=True, reason="the view does not read again")
 def test_a_read_refused_again_is_raised() -> None:
     s3 = _S3(denials=2)
     codec = BodyCodec(bucket="b", s3=lambda: s3)
