@@ -186,7 +186,9 @@ def _create(mesh: ArtifactMesh, payload: dict[str, Any]) -> str:
 
 
 def _view(mesh: ArtifactMesh, task_id: str) -> dict[str, Any]:
-    view: dict[str, Any] = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=30).json()
+    response = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=30)
+    assert response.status_code == 200, response.text
+    view: dict[str, Any] = response.json()
     return view
 
 
@@ -200,17 +202,7 @@ def _ended(mesh: ArtifactMesh, task_id: str) -> dict[str, Any]:
 
 def _paused(mesh: ArtifactMesh, task_id: str) -> None:
     """Paused, and its envelope stored by x-pause (a resume before that is refused, P-PAUSE-5)."""
-
-    def status() -> str | None:
-        response = httpx.get(f"{mesh.url}/api/v1/mesh/{task_id}", timeout=30)
-        # the view of a task pausing at this moment may answer 500: its paused_state read meets x-pause's file
-        # appearing between the GET (403: no such key yet) and the listing that was to tell it missing
-        if response.status_code == 500:
-            return None
-        assert response.status_code == 200, response.text
-        return str(response.json()["status"])
-
-    wait_for(lambda: status() == "paused", f"task {task_id} to pause", limit=300)
+    wait_for(lambda: _view(mesh, task_id)["status"] == "paused", f"task {task_id} to pause", limit=300)
     s3, bucket = mesh.clients.s3, mesh.resources.bucket
     wait_for(
         lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"paused/{task_id}.json").get("KeyCount", 0),

@@ -133,6 +133,9 @@ class _Subject:
             base_url=mesh.api_url, timeout=30, headers={"Authorization": f"Bearer {issuer.token(sub=sub)}"}
         )
 
+    def close(self) -> None:
+        self._client.close()
+
     def post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         return self._client.post(path, json=body)
 
@@ -151,25 +154,39 @@ class _Subject:
         )
 
 
-def _stored(mesh: ArtifactMesh, task_id: str) -> int:
-    found = mesh.clients.s3.list_objects_v2(Bucket=mesh.resources.bucket, Prefix=f"paused/{task_id}.json")
-    return int(found.get("KeyCount", 0))
+def _paused(mesh: ArtifactMesh, subject: _Subject, task_id: str) -> dict[str, Any]:
+    """The view of ``task_id`` once paused and its envelope stored by x-pause (the view then shows its state)."""
+    view = subject.status(task_id, "paused", "failed")
+    assert view["status"] == "paused", view
+    s3, bucket = mesh.clients.s3, mesh.resources.bucket
+    wait_for(
+        lambda: s3.list_objects_v2(Bucket=bucket, Prefix=f"paused/{task_id}.json").get("KeyCount", 0),
+        "x-pause to store the paused envelope",
+    )
+    return subject.view(task_id)
 
 
 def test_a_paused_fan_out_task_crosses_an_update_owner_only_and_retries_on_its_recorded_program(
     mesh: ArtifactMesh, issuer: JwksIssuer, assemblies: dict[int, Path]
 ) -> None:
     alice, bob = _Subject(mesh, issuer, "alice"), _Subject(mesh, issuer, "bob")
+    try:
+        _cross(mesh, alice, bob, assemblies[2])
+    finally:
+        alice.close()
+        bob.close()
+    assert [d for d in mesh.denied() if "missing key" not in d] == [], mesh.denied()
+
+
+def _cross(mesh: ArtifactMesh, alice: _Subject, bob: _Subject, version_2: Path) -> None:
     mesh.clear_denied()
     created = alice.post("/api/v1/mesh/?flow=crossing", {"payload": {"n": 3}})
     assert created.status_code == 201, created.text
     task_id = created.json()["id"]
-    paused = alice.status(task_id, "paused", "failed")
-    assert paused["status"] == "paused", paused
+    paused = _paused(mesh, alice, task_id)
     assert paused["paused_state"]["parts"] == _V1_RESULT["parts"], "the fan-out merged before the pause"
-    wait_for(lambda: _stored(mesh, task_id), "x-pause to store the paused envelope")
 
-    mesh.update(assemblies[2])
+    mesh.update(version_2)
 
     refused = bob.post(f"/api/v1/mesh/{task_id}/resume", {"input": _RESUME})
     assert refused.status_code == 404, refused.text
@@ -195,6 +212,5 @@ def test_a_paused_fan_out_task_crosses_an_update_owner_only_and_retries_on_its_r
 
     again = alice.post(f"/api/v1/mesh/{task_id}/retry", {})
     assert again.status_code == 201, again.text
-    current = alice.status(again.json()["id"], "paused", "failed")
-    assert current["status"] == "paused" and current["paused_state"]["version"] == 2, "a plain retry: version 2"
-    assert [d for d in mesh.denied() if "missing key" not in d] == [], mesh.denied()
+    current = _paused(mesh, alice, again.json()["id"])
+    assert current["paused_state"]["version"] == 2, "a plain retry: version 2"
