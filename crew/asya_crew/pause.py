@@ -14,7 +14,7 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, p
   task writes nothing more: no orphan file. A refusal by a ``paused`` task holding this fence (a redelivery after (2))
   stores the file when it is missing: a conditional ``PutObject`` (``If-None-Match: *``) that keeps a file already
   there. x-pause never reads the file: no ``HeadObject``, so no dependence on S3's 404, which needs a bucket-wide
-  ``s3:ListBucket`` grant (``asya.access``).
+  ``s3:ListBucket`` grant (``asya_deploy.access``).
 - nothing is sent (P-PAUSE-6); the record is acked once the file exists. Any write error fails the record.
 
 Write units per pause: the pause item and the task item, 1 each for items under 1 KB (GW-DATA-8).

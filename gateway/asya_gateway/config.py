@@ -66,7 +66,7 @@ class _EnvNames:
 
 
 #: The environment variable names the gateway reads; those the deployment sets are ``asya.config.ENV``'s
-#: (``asya.environment.gateway_environment`` builds them for the CDK app and the local mode).
+#: (``asya_deploy.environment.gateway_environment`` builds them for the CDK app and the local mode).
 GATEWAY_ENV: Final = _EnvNames()
 
 

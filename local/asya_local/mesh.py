@@ -23,9 +23,9 @@ Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.C
 ``asya_crew.pause.PauseRuntime``, ``x-resume`` -> ``asya_crew.resume.ResumeRuntime``, any other ->
 ``asya.sidecar.ActorRuntime``; each is built as
 ``Runtime(ActorConfig.from_env(env), sqs=, dynamodb=, s3=)`` where ``env`` holds exactly the variables the CDK app
-sets on the Lambda (``asya.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
+sets on the Lambda (``asya_deploy.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
 already importable) and, when ``actor_log_level`` is given, ``POWERTOOLS_LOG_LEVEL`` (``asya demo`` quiets the
-actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya.environment.gateway_environment``,
+actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya_deploy.environment.gateway_environment``,
 ``capacity_environment`` (a declared target's ``Retry-After`` and shard count, as deployed) and ``gateway_env``.
 The producer route takes a reporter key only (GW-EVT-1): each mesh makes a random one, gives it to the gateway
 as ``ASYA_REPORTER_KEYS`` (``gateway_env`` may override it) and to every actor that reports over HTTP
@@ -52,9 +52,9 @@ import httpx
 
 from asya import naming
 from asya.config import ENV, LOG_LEVEL_ENV, REPORTER_ENV, ActorConfig
-from asya.environment import actor_environment, capacity_environment, flows_file_text, gateway_environment
 from asya.flowfile import FLOWS_FILE_NAME
 from asya.manifest import DeployedActor, Manifest
+from asya_deploy.environment import actor_environment, capacity_environment, flows_file_text, gateway_environment
 from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
 from asya_local.devroutes import install_dev_routes
 from asya_local.esm import EsmConfig, EventSourceMapping, Handler
