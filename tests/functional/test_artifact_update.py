@@ -1,6 +1,6 @@
 """``asya_local.artifact.update``: what a new assembly changes in a running artifact mesh, the refusal of a change that
 would replace the table or the bucket (as CloudFormation fails it, before anything changes), and the resource part of
-the update applied to moto with its data kept. ``tests/e2e/artifact/test_artifact_upgrade.py`` runs a whole update of a
+the update applied to moto with its data kept. ``tests/e2e/artifact/test_artifact_redeploy.py`` runs a whole update of a
 running mesh."""
 
 from __future__ import annotations

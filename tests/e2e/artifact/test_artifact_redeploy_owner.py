@@ -6,7 +6,8 @@ the rest of version 1's program; a retry from a recorded step runs that step's p
 current one (version 2), P-FLOWV-6.
 
 The JWKS issuer listens on a fixed loopback port when it is free, so the assemblies (which name its URL) repeat and
-come from the synthesis cache (``tests/synthcache.py``); a taken port costs one synthesis per version.
+come from the synthesis cache (``tests/synthcache.py``); a taken port costs one synthesis per version. The module
+sorts before test_artifact_suite.py, as test_artifact_redeploy.py does.
 """
 
 from __future__ import annotations

@@ -10,6 +10,9 @@ assembly is synthesized once per content (``tests/synthcache.py``, the project's
 
 Then version 1's program is deleted from the bucket (``asya flow gc`` keeps it while a paused task names it, so it
 is deleted by hand, as a lost object would be) and a resumed version 1 task fails with ``FlowVersionMissing``.
+
+The module sorts before test_artifact_suite.py, whose grant drift check must stay the session's last test (this
+mesh, like the edge modules', has its own IAM proxy and is stopped when the module ends).
 """
 
 from __future__ import annotations
