@@ -7,8 +7,9 @@ version and the installed ``aws-cdk-lib``, and keeps it under ``.asya/cdk-out/<m
 makes the first caller synthesize while the others wait and then read the same directory; the caller says how (the
 infra tier in-process with ``asya_cdk.testing.synthesize_mesh``, the artifact suite with :func:`synthesize`,
 ``cdk/app.py`` in a child process, which keeps jsii's Node process out of its session: the same app, context and
-output). An assembly counts once its synthesis has finished (a ``complete`` marker next to it); one that did not
-finish is removed by the next caller, as are older assemblies of the same manifest.
+output). A project outside the repository (a test's own manifest, flows and code) names its assembly and the
+directories it reads. An assembly counts once its synthesis has finished (a ``complete`` marker next to it); one that
+did not finish is removed by the next caller, as are older assemblies of the same manifest.
 
 Readers must not write into it: the artifact mesh runs functions with ``-B`` (no bytecode next to the code, as on
 Lambda's read-only ``/var/task``), and ``tests/infra/test_example_stack.py`` checks that the assets hold no
@@ -27,7 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
@@ -46,13 +47,19 @@ _SKIPPED_PARTS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache"})
 _CALLER_ENVIRONMENT = frozenset({"CDK_DEFAULT_REGION", "CDK_DEFAULT_ACCOUNT"})
 
 
-def content_key(manifest: Path) -> str:
-    """The hash of everything the synthesis of ``manifest`` depends on."""
+def content_key(manifest: Path, *, inputs: Sequence[Path] = ()) -> str:
+    """The hash of everything the synthesis of ``manifest`` depends on; ``inputs``: directories of the project outside
+    the repository's trees (its code and flow files), hashed by their content relative to each directory."""
     digest = hashlib.sha256()
 
     def add(label: str, data: bytes) -> None:
         digest.update(f"{label}\0{len(data)}\0".encode())
         digest.update(data)
+
+    def add_tree(root: Path, label: str) -> None:
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not _SKIPPED_PARTS.intersection(path.parts) and path.suffix != ".pyc":
+                add(f"{label}/{path.relative_to(root).as_posix()}", path.read_bytes())
 
     add("manifest", manifest.read_bytes())
     add("python", sys.version.encode())
@@ -60,9 +67,9 @@ def content_key(manifest: Path) -> str:
     for name in _INPUT_FILES:
         add(name, (REPO / name).read_bytes())
     for tree in _INPUT_TREES:
-        for path in sorted((REPO / tree).rglob("*")):
-            if path.is_file() and not _SKIPPED_PARTS.intersection(path.parts) and path.suffix != ".pyc":
-                add(path.relative_to(REPO).as_posix(), path.read_bytes())
+        add_tree(REPO / tree, tree)
+    for index, root in enumerate(inputs):
+        add_tree(root, f"input{index}")
     return digest.hexdigest()[:20]
 
 
@@ -96,13 +103,18 @@ SYNTH_SECONDS: dict[str, float] = {}
 _DONE = "complete"
 
 
-def cached_cdk_out(manifest: Path, build: Callable[[Path], T]) -> tuple[Path, T | None]:
+def cached_cdk_out(
+    manifest: Path, build: Callable[[Path], T], *, name: str | None = None, inputs: Sequence[Path] = ()
+) -> tuple[Path, T | None]:
     """The ``cdk.out`` of ``manifest``; ``build(outdir)`` synthesizes it there, only when no assembly of this content
-    exists (see module), and what it returned comes back with the path (``None`` when the cache had it)."""
+    exists (see module), and what it returned comes back with the path (``None`` when the cache had it). ``name``
+    (default: the manifest's path in the repository) keeps one assembly apart from another project's, whose
+    synthesis would otherwise replace it as an older one of the same manifest; ``inputs`` as for
+    :func:`content_key`."""
     manifest = manifest.resolve()
     place = manifest.relative_to(REPO) if REPO in manifest.parents else Path(manifest.name)
-    stem = "-".join(place.with_suffix("").parts)
-    key = content_key(manifest)
+    stem = name or "-".join(place.with_suffix("").parts)
+    key = content_key(manifest, inputs=inputs)
     entry = CACHE / f"{stem}-{key}"
     outdir = entry / "cdk.out"
     with _locked(CACHE / f"{stem}.lock"):

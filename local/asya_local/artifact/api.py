@@ -91,11 +91,14 @@ def start_api(
     )
 
 
-def authorizer_invoker(spec: MeshSpec, pools: Mapping[str, FunctionPool]) -> Callable[[str, dict[str, Any]], Any]:
-    """An API authorizer's invocation (:mod:`~asya_local.artifact.authorizers`): its function's pool."""
+def authorizer_invoker(
+    spec: Callable[[], MeshSpec], pools: Mapping[str, FunctionPool]
+) -> Callable[[str, dict[str, Any]], Any]:
+    """An API authorizer's invocation (:mod:`~asya_local.artifact.authorizers`): its function's pool, looked up in
+    the spec the mesh runs at the time of the call (an update may replace it)."""
 
     def invoke(arn: str, event: dict[str, Any]) -> Any:
-        function = spec.functions.get(arn)
+        function = spec().functions.get(arn)
         if function is None or arn not in pools:
             raise LocalModeError(f"authorizer function {arn} is not an invokable function of the assembly")
         context = LambdaContext(

@@ -189,18 +189,9 @@ class ApiFront(_Relaying):
     ) -> None:
         """``limits``: the stage throttle and gateway responses to play (GW-OVL-6); none: unthrottled, AWS's
         default answers."""
-        for method in methods:
-            if method.authorization not in ("NONE", "AWS_IAM") and authorizers is not None:
-                check_supported(method)
-            elif method.authorization not in ("NONE", "AWS_IAM"):
-                raise LocalModeError(
-                    f"API method {method.http_method} {method.path}: authorization {method.authorization} is not "
-                    "emulated by the artifact mesh"
-                )
-            if method.function not in upstreams:
-                raise LocalModeError(f"API method {method.http_method} {method.path}: no function {method.function}")
+        self._check(methods, upstreams, authorizers)
         super().__init__()
-        self._methods = methods
+        self._methods = list(methods)
         self._upstreams = dict(upstreams)
         self._principals = dict(principals)
         self._stage = stage
@@ -213,6 +204,26 @@ class ApiFront(_Relaying):
         self.denied: list[str] = []
         #: (function ARN, ``METHOD /path``) of every request passed to a function, in order
         self.relayed: list[tuple[str, str]] = []
+
+    @staticmethod
+    def _check(methods: list[ApiMethod], upstreams: Mapping[str, str], authorizers: EdgeAuthorizers | None) -> None:
+        for method in methods:
+            if method.authorization not in ("NONE", "AWS_IAM") and authorizers is not None:
+                check_supported(method)
+            elif method.authorization not in ("NONE", "AWS_IAM"):
+                raise LocalModeError(
+                    f"API method {method.http_method} {method.path}: authorization {method.authorization} is not "
+                    "emulated by the artifact mesh"
+                )
+            if method.function not in upstreams:
+                raise LocalModeError(f"API method {method.http_method} {method.path}: no function {method.function}")
+
+    def reroute(self, methods: list[ApiMethod], *, upstreams: Mapping[str, str]) -> None:
+        """Serve ``methods``, relayed to ``upstreams``, from the next request on (a stack update: a replaced web
+        function listens elsewhere). The stage, its throttle and the principals stay."""
+        self._check(methods, upstreams, self._authorizers)
+        # each swapped whole: a request reads the old pair or the new one
+        self._methods, self._upstreams = list(methods), dict(upstreams)
 
     def match(self, path: str, http_method: str) -> ApiMethod | None:
         wanted = path.rstrip("/") or "/"

@@ -12,6 +12,9 @@ suite written against a gateway URL runs unchanged. ``api_url`` is the API front
 ``AWS_IAM`` methods get 403 there; a ``CUSTOM`` method runs its Lambda authorizer, counted in :attr:`authorizers`).
 :meth:`ArtifactMesh.relayed` lists the requests the front passed to a function.
 
+:meth:`ArtifactMesh.update` applies another assembly to the running mesh as a stack update would, moto's state kept
+(:mod:`~asya_local.artifact.update`): the local rehearsal of a redeploy.
+
 ``denied()`` lists every call refused: by the IAM proxy (a function's AWS call its role does not allow) and by the
 API front (a request without a valid signature or permission).
 """
@@ -23,7 +26,7 @@ import dataclasses
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,6 +41,7 @@ from asya_local.artifact.process import Credentials
 from asya_local.artifact.provision import provision_spec
 from asya_local.artifact.template import Assembly, load_assembly
 from asya_local.artifact.triggers import start_event_source, start_schedules
+from asya_local.artifact.update import MeshUpdate, apply_resources, plan_update, remove_resources
 from asya_local.artifact.webadapter import WebAdapterProcess
 from asya_local.esm import EventSourceMapping
 from asya_local.exceptions import LocalModeError
@@ -266,13 +270,29 @@ class ArtifactMesh(MeshLifecycle):
                 self._web[function.arn] = launcher.web_process(function, function_endpoint, taken=taken)
         # the web functions (the gateway's imports) start beside the interpreters rather than after them all
         start_all(self._pools.values(), self._web.values())
+        self._start_triggers(spec)
+        if spec.methods:
+            api = start_api(
+                spec,
+                upstreams={arn: web.url for arn, web in self._web.items()},
+                tester=self._tester,
+                region=self._region,
+                port=self._port,
+                invoke_authorizer=authorizer_invoker(self._require_spec, self._pools),
+            )
+            self._front, self.authorizers = api.front, api.authorizers
+            self._servers.extend(api.servers)
+            self._api_url, self._url = api.api_url, api.url
+        self.startup_seconds = time.monotonic() - started
+
+    def _start_triggers(self, spec: MeshSpec) -> None:
         for source in spec.event_sources:
             esm = start_event_source(
                 spec,
                 source,
                 pools=self._pools,
                 credentials=self.credentials,
-                endpoint=function_endpoint,
+                endpoint=self._function_endpoint,
                 queue_endpoint=self.endpoint_url,
                 region=self._region,
                 poll_wait=self._poll_wait,
@@ -282,19 +302,94 @@ class ArtifactMesh(MeshLifecycle):
         self._schedules.extend(
             start_schedules(spec, pools=self._pools, interval=self._schedule_interval, region=self._region)
         )
-        if spec.methods:
-            api = start_api(
-                spec,
-                upstreams={arn: web.url for arn, web in self._web.items()},
-                tester=self._tester,
-                region=self._region,
-                port=self._port,
-                invoke_authorizer=authorizer_invoker(spec, self._pools),
-            )
-            self._front, self.authorizers = api.front, api.authorizers
-            self._servers.extend(api.servers)
-            self._api_url, self._url = api.api_url, api.url
-        self.startup_seconds = time.monotonic() - started
+
+    def _stop_triggers(self, *, exact: bool = False) -> None:
+        """Every mapping and schedule stopped, their invocations in flight finished (pollers first, all at once).
+        ``exact`` (an update): wait for an invocation up to its function's timeout, and raise rather than go on
+        beside one still running."""
+        for esm in self._esms:
+            esm.request_stop()
+        for trigger in self._schedules:
+            trigger._stop.set()
+        for esm in self._esms:
+            if exact:
+                esm.stop(timeout=esm.config.lambda_timeout + 10)
+                continue
+            with contextlib.suppress(LocalModeError):
+                esm.stop(timeout=30)
+        self._esms.clear()
+        for trigger in self._schedules:
+            trigger.stop()
+        self._schedules.clear()
+
+    def stop_pollers(self, actors: Iterable[str] | None = None) -> None:
+        """Stop the event source mappings of ``actors`` (as :attr:`esms` names them; all when ``None``) and wait for
+        their invocations in flight: their queues fill from now on. A test holds work in a queue this way; every
+        mapping starts again at :meth:`update`."""
+        chosen = self.esms if actors is None else {actor: self.esms[actor] for actor in actors}
+        for esm in chosen.values():
+            esm.request_stop()
+        for esm in chosen.values():
+            esm.stop(timeout=esm.config.lambda_timeout + 10)
+
+    def update(self, cdk_out: str | Path) -> MeshUpdate:
+        """Apply the assembly at ``cdk_out`` as a CloudFormation stack update would, keeping moto's state (tasks,
+        objects, messages): checked first (:func:`~asya_local.artifact.update.plan_update` raises
+        :class:`~asya_local.artifact.update.ReplacementError` for a replacement of the table or the bucket, and
+        nothing has changed); then every poller and schedule stops and its invocations in flight finish, so each
+        message is handled wholly before or wholly after the update; queues, tables, buckets and secrets are created
+        or updated; functions added, replaced (code, layers, environment: new invocations run the new ones, an
+        invocation in flight ends on the old) and removed; role policies swapped at the IAM proxy; the API rerouted
+        to replaced web functions; every mapping and schedule of the new assembly started; removed queues (with what
+        they hold) and secrets deleted. A failure after the check leaves the mesh as far as it got (there is no
+        rollback): stop it."""
+        old, clients, launcher = self._require_spec(), self.clients, self._require(self._launcher)
+        path = Path(cdk_out).resolve()
+        assembly = load_assembly(path, region=self._region, account_id=MOTO_ACCOUNT_ID, endpoint_url=self.endpoint_url)
+        new = read_mesh(assembly)
+        if self._transform_spec is not None:
+            new = self._transform_spec(new)
+        change = plan_update(old, new)
+        self._stop_triggers(exact=True)
+        where = {"region": self._region, "endpoint": self.endpoint_url}
+        apply_resources(change, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3, **where)
+        for function in change.functions_added:
+            self.credentials[function.arn] = Credentials.new(function.logical_id)
+        if self._proxy is not None:
+            from asya_local.iam import PolicySet
+
+            for function in (*change.functions_added, *change.policies_changed):
+                key = self.credentials[function.arn].access_key_id
+                self._proxy.set_principal(key, function.name, PolicySet.from_documents(list(function.policies)))
+        self._assembly, self.spec, self.cdk_out = assembly, new, path
+        pools: list[FunctionPool] = []
+        webs: dict[str, WebAdapterProcess] = {}
+        for function in (*change.functions_added, *change.functions_changed):
+            if is_web(function):
+                taken = {web.port for web in (*self._web.values(), *webs.values())}
+                webs[function.arn] = launcher.web_process(function, self._function_endpoint, taken=taken)
+                continue
+            factory = launcher.process_factory(function, self._function_endpoint)
+            if function.arn in self._pools:
+                self._pools[function.arn].redeploy(factory)
+            else:
+                self._pools[function.arn] = FunctionPool(function.name, factory)
+            pools.append(self._pools[function.arn])
+        start_all(pools, webs.values())
+        replaced = [self._web[arn] for arn in webs if arn in self._web]
+        self._web.update(webs)
+        if self._front is not None:
+            self._front.reroute(new.methods, upstreams={arn: web.url for arn, web in self._web.items()})
+        for web in replaced:
+            web.stop()
+        for function in change.functions_removed:
+            if function.arn in self._web:
+                self._web.pop(function.arn).stop()
+            if function.arn in self._pools:
+                self._pools.pop(function.arn).stop()
+        self._start_triggers(new)
+        remove_resources(change, sqs=clients.sqs, **where)
+        return change
 
     def _start_iam(self, moto_url: str, spec: MeshSpec) -> str:
         if not self._iam_wanted:
@@ -318,17 +413,7 @@ class ArtifactMesh(MeshLifecycle):
         for web in self._web.values():
             web.stop()
         self._web.clear()
-        for esm in self._esms:
-            esm.request_stop()
-        for trigger in self._schedules:
-            trigger._stop.set()
-        for esm in self._esms:
-            with contextlib.suppress(LocalModeError):
-                esm.stop(timeout=30)
-        self._esms.clear()
-        for trigger in self._schedules:
-            trigger.stop()
-        self._schedules.clear()
+        self._stop_triggers()
         for pool in self._pools.values():
             pool.stop()
         self._pools.clear()

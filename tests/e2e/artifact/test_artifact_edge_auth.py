@@ -13,22 +13,24 @@ mesh's IAM proxy only; this mesh has its own proxy, and every test here asserts 
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
 import httpx
 import pytest
-from joserfc import jwt
-from joserfc.jwk import KeySet, RSAKey
+from joserfc.jwk import RSAKey
 
 from asya_local.artifact.mesh import ArtifactMesh
-from tests.e2e.artifact.edge import authorizer_calls, authorizer_invocations, deployer_client, no_denials
+from tests.e2e.artifact.edge import (
+    JwksIssuer,
+    authorizer_calls,
+    authorizer_invocations,
+    deployer_client,
+    no_denials,
+)
 from tests.waiting import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.artifact, pytest.mark.xdist_group("artifact")]
@@ -41,41 +43,11 @@ PUBLIC: Final = ("/health", "/openapi.json", "/.well-known/agent.json", "/.well-
 TERMINAL: Final = ("succeeded", "failed", "canceled")
 
 
-class _Issuer:
-    """An OIDC issuer's JWKS on loopback, with the key that signs the suite's tokens."""
+class _Issuer(JwksIssuer):
+    """The module's issuer: a fresh port each run (the module synthesizes its mesh each run anyway)."""
 
     def __init__(self) -> None:
-        self.key = RSAKey.generate_key(2048, parameters={"kid": "edge-1"})
-        body = json.dumps(KeySet([self.key]).as_dict(private=False)).encode()
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="asya-edge-jwks", daemon=True)
-        self.jwks_url = f"http://127.0.0.1:{self._server.server_address[1]}/.well-known/jwks.json"
-
-    def __enter__(self) -> _Issuer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def token(self, key: Any = None, **claims: Any) -> str:
-        now = int(time.time())
-        body = {"iss": ISSUER, "aud": AUDIENCE, "sub": "edge-user", "iat": now, "exp": now + 600, **claims}
-        signer = key or self.key
-        return jwt.encode({"alg": "RS256", "kid": "edge-1"}, body, signer)
+        super().__init__(issuer=ISSUER, audience=AUDIENCE)
 
 
 def _manifest(jwks_url: str) -> dict[str, Any]:
