@@ -20,6 +20,10 @@
   ``SendMessageBatch``), read when the item is sent or, for :meth:`Transport.prepare`, prepared; no value, no
   attribute. Without it no send carries ``MessageSystemAttributes``.
 
+- Delays (P-RES-9, P-WAIT-3): an envelope whose header ``x-asya-delay-until`` is more than 1 s ahead leaves with
+  ``DelaySeconds`` up to it (at most 900; the receiver chains the rest), in :meth:`Transport.send` (unless the caller
+  names a delay) and in :meth:`Transport.prepare`; so a flow's sleep is delayed by whoever sends it.
+
 No client is created before the first send; pass ``sqs=`` to inject one.
 """
 
@@ -32,10 +36,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from asya import headers as hdr
 from asya import naming
 from asya.awsclients import ACTOR_BUDGET, ClientBudget, aws_client
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError, NamingError, SerializationError
+from asya.resiliency import deferral
+from asya.timeutil import Clock, parse_ts, system_clock
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -110,6 +117,8 @@ class Prepared:
     size: int = 0
     error: UnknownActorError | None = None
     trace_header: str | None = None
+    #: ``DelaySeconds`` of the send (from ``x-asya-delay-until``, P-WAIT-3)
+    delay_seconds: int = 0
 
 
 def _json_body(_actor: str, envelope: Envelope) -> str:
@@ -129,6 +138,7 @@ class Transport:
         trace_header: TraceHeader | None = None,
         account_id: str = "",
         budget: ClientBudget = ACTOR_BUDGET,
+        clock: Clock = system_clock,
     ) -> None:
         """``account_id``: the AWS account of the queues; with it queue URLs are built from the client's endpoint,
         without a ``GetQueueUrl`` call (GW-CREATE-7), and a missing queue shows at the send. ``budget``: the retry
@@ -140,6 +150,7 @@ class Transport:
         self._encoder = encoder
         self._sleep = sleep
         self._trace_header = trace_header
+        self._clock = clock
         self._urls: dict[str, str] = {}
         self._visibility: dict[str, int] = {}
 
@@ -195,8 +206,16 @@ class Transport:
         """The ``AWSTraceHeader`` of a send made now; ``None`` with tracing off (P-TRACE-3)."""
         return self._trace_header() if self._trace_header is not None else None
 
+    def delay_of(self, envelope: Envelope) -> int:
+        """``DelaySeconds`` for ``envelope``: up to its ``x-asya-delay-until`` when that is ahead, else 0."""
+        until = envelope.headers.get(hdr.DELAY_UNTIL)
+        if not isinstance(until, str):
+            return 0
+        return deferral(parse_ts(until), self._clock()) or 0
+
     def send(self, actor: str, envelope: Envelope, *, delay_seconds: int = 0) -> str:
-        """Send one envelope; returns the SQS message id."""
+        """Send one envelope; returns the SQS message id. Without ``delay_seconds``, :meth:`delay_of` decides."""
+        delay_seconds = delay_seconds or self.delay_of(envelope)
         url = self.queue_url(actor)
         body = self.encode(actor, envelope)
         extra: dict[str, Any] = {}
@@ -233,7 +252,14 @@ class Transport:
         except UnknownActorError as exc:
             return Prepared(actor=actor, error=exc)
         body, size = self._encode_sized(actor, envelope)
-        return Prepared(actor=actor, url=url, body=body, size=size, trace_header=self._header())
+        return Prepared(
+            actor=actor,
+            url=url,
+            body=body,
+            size=size,
+            trace_header=self._header(),
+            delay_seconds=self.delay_of(envelope),
+        )
 
     def send_prepared(self, items: Sequence[Prepared]) -> list[SendResult]:
         """Send prepared items, grouped per queue (order kept within a queue), at most 10 entries and 1 MiB per call;
@@ -302,6 +328,9 @@ class Transport:
             if attempt:
                 self._sleep(_INITIAL_BACKOFF * 2 ** (attempt - 1))
             entries: list[Any] = [{"Id": key, "MessageBody": items[index].body} for key, index in waiting.items()]
+            for request, index in zip(entries, waiting.values(), strict=True):
+                if items[index].delay_seconds:
+                    request["DelaySeconds"] = items[index].delay_seconds
             if self._trace_header is not None:  # tracing on (P-TRACE-3): each entry carries its own record's header
                 for request, index in zip(entries, waiting.values(), strict=True):
                     if header := items[index].trace_header:
