@@ -64,7 +64,8 @@ def buffer_signal(dynamodb: Any, table: str, task_id: str, event: str, data: Any
     except ClientError as exc:
         if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
             raise
-        item = exc.response.get("Item")
+        found: Any = exc.response.get("Item")
+        item: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         if not item:
             return "not_found"
         if (rec.get_int(item, "status_order") or 0) >= _TERMINAL_ORDER:
