@@ -4,14 +4,15 @@ the requests the code makes (``bench/prices.toml``), against a Lambda held for t
 The request vector of a wait of ``S`` seconds, from ``asya_crew.resume`` (the wake and the expiry take the same path):
 the wait rides SQS in ``n = max(1, ceil(S / 900))`` legs. Each leg is one x-resume invocation: one Lambda request,
 the event source's ``ReceiveMessage`` and ``DeleteMessage`` (counted one each: conservative, the pollers batch them),
-and, for every leg but the last, one ``SendMessage`` back to x-resume's own queue; an invocation lasts its AWS calls
-(``assumptions.call_ms``) at x-resume's memory. The last leg adds one strongly consistent ``GetItem`` of the task
-(1 read unit). The send that starts the wait replaces the send the flow makes anyway, and the send after it is the
-next hop's; neither is counted. No function runs between legs: a wait holds no compute.
+one strongly consistent ``GetItem`` of the task (1 read unit: a task that ended stops its wait there), and, for every
+leg but the last, one ``SendMessage`` back to x-resume's own queue; an invocation lasts its AWS calls
+(``assumptions.call_ms``) at x-resume's memory. The send that starts the wait replaces the send the flow makes
+anyway, and the send after it is the next hop's; neither is counted. No function runs between legs: a wait holds no
+compute.
 
-A pause's expiry is sent when the pause begins and is never withdrawn: a pause or ``wait_for`` with a timeout ``T``
-pays the legs of ``T`` whether or not a resume or a signal comes first (the last leg finds the pause over and acks).
-The default cap (``max_pause``, 7 days) is 672 legs.
+A pause's expiry is sent when the pause begins; a leg that finds the pause over acks, so a pause answered early
+pays the legs up to its answer plus one, and one that times out pays the legs of its timeout (the default cap,
+``max_pause`` 7 days, is 672 legs).
 
 The comparison a user makes: the same wait inside a function (``time.sleep`` in a Lambda: its memory for ``S``
 seconds, up to Lambda's 900 s limit, so a longer wait is not possible there at all) and Step Functions Standard's
@@ -63,8 +64,8 @@ def wait_cost(seconds: int, prices: PriceTable, *, memory_mb: int = CREW_MEMORY_
         raise ValueError(f"seconds must be >= 1, got {seconds!r}")
     legs = max(1, math.ceil(seconds / LEG_SECONDS))
     sqs = legs * 2 + (legs - 1)  # receive + delete per leg, a re-send for every leg but the last
-    reads = 1
-    leg_ms = prices.call_ms["sqs"]  # a leg that is not due: its re-send
+    reads = legs
+    leg_ms = prices.call_ms["dynamodb"] + prices.call_ms["sqs"]  # a leg that is not due: its read and its re-send
     last_ms = prices.call_ms["dynamodb"]  # the last leg: its read (the onward send is the next hop's)
     gb_seconds = ((legs - 1) * leg_ms + last_ms) / 1000 * memory_mb / 1024
     usd = (

@@ -20,13 +20,15 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, S
   conditional on the ETag of the file it loaded (``IfMatch``): the restored envelope may reach a second ``x-pause``
   of the same task before this delete, and that pause's new file must stay.
 
-A flow's sleep (header ``x-asya-wake``, P-WAIT-3) arrives here when its delay is over (re-sent to this queue while
-``x-asya-delay-until`` is still ahead, past 900 s): a canceled task's goes to x-sink, a finished one's is acked, a
-deadline that passed during the sleep fails the task (P-TIME-3); otherwise the rest of the flow runs as the end of
-this hop, and what it sends is absorbed by the next hop's claim when a copy of the wake runs it twice.
+A flow's sleep (header ``x-asya-wake``, P-WAIT-3) arrives here once per 900 s leg: a canceled task's goes to x-sink
+and a finished one's is acked (so a sleep stops with its task), one whose ``x-asya-delay-until`` is still ahead is
+sent back to this queue, a deadline that passed during the sleep fails the task (P-TIME-3); otherwise the rest of the
+flow runs as the end of this hop, and what it sends is absorbed by the next hop's claim when a copy of the wake runs
+it twice.
 
-A pause's expiry (header ``x-asya-pause-expiry``, sent by x-pause for a pause with a timeout, P-WAIT-2) is re-sent
-to this queue while its ``x-asya-delay-until`` is ahead (P-RES-9). When due, it applies only to the pause it names
+A pause's expiry (header ``x-asya-pause-expiry``, sent by x-pause for a pause with a timeout, P-WAIT-2) is acked at
+any leg that finds the pause over (resumed, canceled, paused again elsewhere), and otherwise re-sent to this queue
+while its ``x-asya-delay-until`` is ahead (P-RES-9). When due, it applies only to the pause it names
 (the stored fence is that pause's ``(hop, attempt)`` and the task is still ``paused``): ONE conditional write
 ``paused -> running`` (the resume's write, with ``pause_timed_out_at``; a resume that won the race makes it fail, and
 the expiry is acked), then ``TimeoutError`` is raised at the pause (``asya.flows.mesh.on_pause_timeout``): the flow's
@@ -127,15 +129,15 @@ class ResumeRuntime(RoutedCrewRuntime):
     def _wake(self, envelope: Envelope) -> None:
         """P-WAIT-3: a flow's sleep is over: run the rest of the flow on the envelope, as the end of this hop."""
         now = self._clock()
-        wait = deferral(parse_ts(envelope.headers.get(hdr.DELAY_UNTIL)), now)
-        if wait is not None:
-            self._transport.send(naming.RESUME, envelope, delay_seconds=wait)
-            self._log.info("sleep not over: re-sent to own queue", extra={"delay_seconds": wait})
-            return
         status = status_of(self._task_item(envelope.id))
         self._stop_if_canceled(envelope, status)
         if status not in ("pending", "running"):
             self._log.info("wake of a task that is not running: acked", extra={"task_status": status})
+            return
+        wait = deferral(parse_ts(envelope.headers.get(hdr.DELAY_UNTIL)), now)
+        if wait is not None:  # a task that ended meanwhile stops its sleep at the next leg (above)
+            self._transport.send(naming.RESUME, envelope, delay_seconds=wait)
+            self._log.info("sleep not over: re-sent to own queue", extra={"delay_seconds": wait})
             return
         self._check_sla(envelope)  # the task's deadline ran during the sleep (P-WAIT-3)
         headers = {k: v for k, v in envelope.headers.items() if k not in (hdr.WAKE, hdr.DELAY_UNTIL)}
@@ -163,11 +165,6 @@ class ResumeRuntime(RoutedCrewRuntime):
     def _expire(self, envelope: Envelope, expiry: pausing.PauseExpiry) -> None:
         """P-WAIT-2: end the pause ``expiry`` names with ``TimeoutError``, if nobody resumed it meanwhile."""
         now = self._clock()
-        wait = deferral(parse_ts(envelope.headers.get(hdr.DELAY_UNTIL)), now)
-        if wait is not None:
-            self._transport.send(naming.RESUME, envelope, delay_seconds=wait)
-            self._log.info("pause expiry not due: re-sent to own queue", extra={"delay_seconds": wait})
-            return
         task = self._task_item(envelope.id)
         status = status_of(task)
         fence = self._store.fence_of(task) if task is not None else None
@@ -179,6 +176,11 @@ class ResumeRuntime(RoutedCrewRuntime):
         )
         if not expired_here and (status != "paused" or fence != expiry.fence):
             self._log.info("pause expiry of a pause that ended: acked", extra={"task_status": status})
+            return
+        wait = deferral(parse_ts(envelope.headers.get(hdr.DELAY_UNTIL)), now)
+        if wait is not None and not expired_here:  # a pause that ends meanwhile stops the chain at the next leg
+            self._transport.send(naming.RESUME, envelope, delay_seconds=wait)
+            self._log.info("pause expiry not due: re-sent to own queue", extra={"delay_seconds": wait})
             return
         loaded = self._load(envelope.id)
         if loaded is None:

@@ -793,3 +793,15 @@ def test_gw_signal_1_a2a_tasks_signal_is_the_rest_signal(rig: Rig) -> None:
     assert done["result"]["delivered"] is True and done["result"]["status"] == "running"
     [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
     assert message["payload"] == {"ok": True}
+
+
+def test_p_wait_2_an_early_leg_of_the_expiry_of_a_resumed_pause_stops_the_chain(rig: Rig) -> None:
+    task_id, created = rig.create()
+    assert rig.run("x-pause", rig.at_pause(created, {**METADATA, "timeout": 3600})) == []
+    expiry = _expiry_message(rig, task_id, 3600)
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    rig.clock.advance(900)
+    before = rig.sends("x-resume")
+    assert rig.run("x-resume", expiry) == []
+    assert rig.sends("x-resume") == before, "the pause is over: the expiry is not sent on"

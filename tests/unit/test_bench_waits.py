@@ -19,8 +19,8 @@ def test_a_wait_costs_its_legs_and_never_the_time_it_waits() -> None:
     minute, leg, hour, day = (waits.wait_cost(s, prices) for s in (60, 900, 3600, 86_400))
     assert (minute.legs, leg.legs, hour.legs, day.legs) == (1, 1, 4, 96)
     assert minute.mesh_usd == leg.mesh_usd  # one leg, whatever its length
-    assert (hour.sqs_requests, hour.lambda_requests, hour.read_units) == (11, 4, 1)
-    assert day.mesh_usd == pytest.approx(day.legs / hour.legs * hour.mesh_usd, rel=0.05)
+    assert (hour.sqs_requests, hour.lambda_requests, hour.read_units) == (11, 4, 4)
+    assert day.mesh_usd == pytest.approx(day.legs / hour.legs * hour.mesh_usd, rel=0.1)  # the last leg is cheaper
     # a function holding the wait pays for the time; past 900 s it cannot hold it at all
     held = leg.held_lambda_usd
     assert held is not None and held > 50 * leg.mesh_usd
