@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | sha256sum | cut -c1-16)
-PACKAGES := layers/sidecar/python/asya crew/asya_crew gateway/asya_gateway cdk/asya_cdk local/asya_local
+PACKAGES := layers/sidecar/python/asya crew/asya_crew gateway/asya_gateway cdk/asya_cdk deploy/asya_deploy local/asya_local
 PYTEST_ARGS ?=
 # jsii prints a 12-line banner on every CDK import when Node 20 (this machine's) is past jsii's support date. Only
 # that end-of-life notice for Node 20 is silenced (a comma-separated list of major versions); any other Node warning

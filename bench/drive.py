@@ -24,8 +24,8 @@ from typing import Any, Final
 
 from asya import naming
 from asya.config import ActorConfig
-from asya.environment import gateway_environment
 from asya.manifest import Manifest
+from asya_deploy.environment import gateway_environment
 from bench.meter import Meter
 
 __all__ = ["Drive", "LambdaContext", "drive", "sqs_event"]

@@ -46,8 +46,10 @@ _POLL_PAUSE: Final = 0.2
 _FOLLOW_READ_SECONDS: Final = 3.0
 _RETRY_PAUSE: Final = 0.25
 #: a first creation still under way (409) or cut by a restart (5xx): sent again with the same Idempotency-Key
-_CREATE_RETRY_STATUSES: Final = frozenset({409, 500, 502, 503, 504})
+_CREATE_RETRY_STATUSES: Final = frozenset({409, 429, 502, 503, 504})
 _DEFAULT_SSE_RETRY_MS: Final = 1000
+#: Answers a client waits out (Retry-After) and sends again: the gateway stopping or shedding load.
+_RETRYABLE: Final = frozenset({429, 503})
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +230,8 @@ class Workload:
                 return None
             if response.status_code not in _CREATE_RETRY_STATUSES or self._monotonic() >= self._ends:
                 break
-            # the first attempt is still being created (409), or a restart cut it (5xx): ask again with the same key
+            # the first attempt is still being created (409), or a restart cut it (503, GW-GEN-11): ask again with the
+            # same key; a 500 is a defect the report shows, not something to wait out
             self._recorder.retried()
             time.sleep(_RETRY_PAUSE)
         if response.status_code != 201:
@@ -262,6 +265,11 @@ class Workload:
                     headers["Last-Event-ID"] = parser.last_event_id
                 try:
                     with http.stream("GET", f"/api/v1/mesh/{task_id}/events", headers=headers) as response:
+                        if response.status_code in _RETRYABLE:
+                            # the gateway stopping (GW-GEN-11) or shedding load (GW-OVL-2): the client waits and resumes
+                            self._recorder.resumed()
+                            time.sleep(float(response.headers.get("Retry-After", "1")))
+                            continue
                         if response.status_code != 200:
                             self._recorder.error(f"sse {task_id}: {response.status_code}")
                             return
@@ -296,6 +304,9 @@ class Workload:
                         response = http.get(f"/api/v1/mesh/{task_id}")
                     except httpx.TransportError:
                         self._recorder.retried()  # the gateway is restarting: this task is read again next round
+                        continue
+                    if response.status_code in _RETRYABLE:
+                        self._recorder.retried()
                         continue
                     if response.status_code != 200:
                         self._recorder.error(f"get {task_id}: {response.status_code} {response.text[:200]}")

@@ -40,7 +40,7 @@ T = TypeVar("T")
 REPO = Path(__file__).resolve().parent.parent
 CACHE = REPO / ".asya" / "cdk-out"
 #: What synthesis reads besides the manifest (paths relative to the repository).
-_INPUT_TREES = ("cdk", "layers", "crew", "gateway", "functions", "flows")
+_INPUT_TREES = ("cdk", "deploy", "layers", "crew", "gateway", "functions", "flows")
 _INPUT_FILES = ("cdk.json", "pyproject.toml")
 _SKIPPED_PARTS = frozenset({"__pycache__", ".mypy_cache", ".pytest_cache"})
 _CALLER_ENVIRONMENT = frozenset({"CDK_DEFAULT_REGION", "CDK_DEFAULT_ACCOUNT"})

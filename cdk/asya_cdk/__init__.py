@@ -3,8 +3,8 @@
 Use :class:`AsyaMesh` in your own CDK app, or :class:`AsyaStack` (the repository's app, ``cdk/app.py``).
 
 Imports only the contract modules of the runtime (``asya.naming``, ``asya.manifest``, ``asya.tableschema``,
-``asya.envnames``, ``asya.environment``, ``asya.exceptions``). Importing this package creates nothing; building a mesh
-checks the committed layer locks and stages the gateway asset; the dependency layers are built by CDK's local
+``asya.envnames``, ``asya_deploy.environment``, ``asya.exceptions``). Importing this package creates nothing; building
+a mesh checks the committed layer locks and stages the gateway asset; the dependency layers are built by CDK's local
 bundling during ``app.synth()`` (``pip install --require-hashes``, cached under ``.cdk.staging/``).
 """
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from aws_cdk import aws_lambda as lambda_
 
 from asya import naming
-from asya.environment import ReservedVariableError, check_env_map
 from asya.exceptions import AsyaError
 from asya.manifest import Manifest, load_manifest
 from asya_cdk.assets import SourceLayout
@@ -21,6 +20,7 @@ from asya_cdk.errors import DeploymentError
 from asya_cdk.gateway import check_auth
 from asya_cdk.locks import LAYER_REQUIREMENTS, Lock, check_lock, pinned_requirements
 from asya_cdk.settings import PYTHON_RUNTIMES
+from asya_deploy.environment import ReservedVariableError, check_env_map
 
 __all__ = ["check_locks", "check_manifest", "choose_runtime", "load", "storage_reuse_problems"]
 

@@ -8,7 +8,7 @@
 - :func:`encrypt_log_groups` points each log group at the key (``KmsKeyId``).
 
 The roles get ``kms:Decrypt`` and ``kms:GenerateDataKey`` on the key through their declared ``key.use`` call
-(:mod:`asya.access`, rendered by :mod:`asya_cdk.permissions`).
+(:mod:`asya_deploy.access`, rendered by :mod:`asya_cdk.permissions`).
 """
 
 from __future__ import annotations

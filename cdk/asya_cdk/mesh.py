@@ -7,9 +7,10 @@ What it creates: the storage (:class:`~asya_cdk.storage.Storage`, or the caller'
 layers, one :class:`~asya_cdk.actor.Actor` per deployed actor (user actors, then x-sink and x-sump), the gateway, the
 deadline backstop with its timer queue (:class:`~asya_cdk.backstop.Backstop`), the alarms (optionally notifying the
 manifest's SNS topic) and the dashboard (:class:`~asya_cdk.observability.MeshObservability`). Grants are the
-least-privilege policies :mod:`asya_cdk.permissions` derives from the calls each role declares (:mod:`asya.access`).
+least-privilege policies :mod:`asya_cdk.permissions` derives from the calls each role declares
+(:mod:`asya_deploy.access`).
 Every function gets ``ASYA_ACCOUNT_ID`` = the stack's account (GW-CREATE-7) besides the environment of
-:mod:`asya.environment`.
+:mod:`asya_deploy.environment`.
 
 Props (AWS Solutions Constructs style, :mod:`asya_cdk.props`): ``queue_props``, ``dead_letter_queue_props``,
 ``sqs_event_source_props``, ``lambda_function_props`` (``FunctionOptions``), ``table_props``, ``bucket_props``,
@@ -67,8 +68,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from asya import access, naming
-from asya.environment import capacity_environment, flows_file_text, gateway_environment
+from asya import naming
 from asya.envnames import ENV
 from asya.manifest import Manifest
 from asya_cdk.actor import Actor, ActorOverrides
@@ -93,6 +93,8 @@ from asya_cdk.observability import MeshObservability, retention_days
 from asya_cdk.permissions import grant_access
 from asya_cdk.props import given_fields
 from asya_cdk.storage import Storage
+from asya_deploy import access
+from asya_deploy.environment import capacity_environment, flows_file_text, gateway_environment
 
 __all__ = ["DEFAULT_BACKSTOP_HANDLER", "AsyaMesh", "default_sources"]
 

@@ -1,6 +1,6 @@
 """The actors of one mesh: one :class:`~asya_cdk.actor.Actor` per deployed actor (user actors, then x-sink and
 x-sump), placed by :mod:`asya_cdk.placement` (in the mesh's scope, or in nested stacks), each with its environment
-(:mod:`asya.environment` plus ``ASYA_ACCOUNT_ID``, GW-CREATE-7) and the least-privilege grants of its role
+(:mod:`asya_deploy.environment` plus ``ASYA_ACCOUNT_ID``, GW-CREATE-7) and the least-privilege grants of its role
 (:mod:`asya_cdk.permissions`). Construct ids are the actors' names, so adding or removing one moves no other.
 """
 
@@ -17,7 +17,6 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from asya.environment import actor_environment
 from asya.envnames import ENV
 from asya.flowfile import FLOWS_FILE_NAME
 from asya.manifest import Manifest
@@ -26,6 +25,7 @@ from asya_cdk.assets import SourceLayout
 from asya_cdk.meshlayers import MeshLayers
 from asya_cdk.permissions import grant_access, role_of
 from asya_cdk.placement import ActorGroup, actor_groups, group_code
+from asya_deploy.environment import actor_environment
 
 __all__ = ["build_actors"]
 

@@ -53,7 +53,7 @@ __all__ = [
 
 SUMP_BACKLOG_MINUTES: Final = 5
 BACKSTOP_ERROR_MINUTES: Final = 3
-#: The EMF namespace of the runtime's metrics (``asya.environment.POWERTOOLS_ENV``).
+#: The EMF namespace of the runtime's metrics (``asya_deploy.environment.POWERTOOLS_ENV``).
 METRICS_NAMESPACE: Final = "Asya"
 #: Actors per dashboard (chosen): 81 widgets and a body near 100 KB, far under CloudWatch's 500 widgets.
 ACTORS_PER_DASHBOARD: Final = 40

@@ -1,16 +1,18 @@
-"""Each mesh function's IAM policy, derived from the calls its code declares (``asya.access``), never written here.
+"""Each mesh function's IAM policy, derived from the calls its code declares (``asya_deploy.access``), never
+written here.
 
-:func:`grant_access` renders a role of :data:`asya.access.ROLES` as policy statements on the function's role:
+:func:`grant_access` renders a role of :data:`asya_deploy.access.ROLES` as policy statements on the function's role:
 
-- :class:`~asya.access.Table` -> the table ARN; :class:`~asya.access.Index` -> ``{table}/index/{name}``;
-- :class:`~asya.access.Objects` -> ``{bucket}/{pattern}`` (``paused/*.json``, ``tasks/*/result.json``, ...);
-- :class:`~asya.access.Listing` -> one ``s3:ListBucket`` on the bucket, conditioned ``StringLike s3:prefix`` on the
-  declared prefixes (every listing call of the role in one statement);
-- :class:`~asya.access.Queues` -> ``arn:...:sqs:{region}:{account}:asya-{ns}-{pattern}``;
-- :class:`~asya.access.Unscoped` -> ``*``; :class:`~asya.access.OwnQueue` is granted by the event source mapping.
+- :class:`~asya_deploy.access.Table` -> the table ARN; :class:`~asya_deploy.access.Index` -> ``{table}/index/{name}``;
+- :class:`~asya_deploy.access.Objects` -> ``{bucket}/{pattern}`` (``paused/*.json``, ``tasks/*/result.json``, ...);
+- :class:`~asya_deploy.access.Listing` -> one ``s3:ListBucket`` on the bucket, conditioned ``StringLike s3:prefix``
+  on the declared prefixes (every listing call of the role in one statement);
+- :class:`~asya_deploy.access.Queues` -> ``arn:...:sqs:{region}:{account}:asya-{ns}-{pattern}``;
+- :class:`~asya_deploy.access.Unscoped` -> ``*``; :class:`~asya_deploy.access.OwnQueue` is granted by the event
+  source mapping.
 
 Every wildcard a statement holds is acknowledged to cdk-nag (``AwsSolutions-IAM5``) on the function, with the
-declaring call's ``why`` as the reason. :class:`~asya.access.MeshKey` -> the customer-managed key's ARN when the
+declaring call's ``why`` as the reason. :class:`~asya_deploy.access.MeshKey` -> the customer-managed key's ARN when the
 mesh has one (``storage.kms_key_arn`` / ``create_kms_key``), else the call is not granted at all.
 
 Missing keys, 403 or 404: S3 answers a ``GetObject``/``HeadObject`` of a missing key with 404 only when the caller has
@@ -20,7 +22,7 @@ unconditioned ``ListBucket`` (it would let every function list every task id and
 that must tell "missing" from "denied" (x-resume's paused file, the gateway's resume check, every payload reference)
 confirms a 403 with a ``ListObjectsV2`` of the key itself under the prefix-conditioned grant (``asya.missingkey``);
 x-pause never reads its file and stores it with a conditional write (``If-None-Match: *``). docs/deploy.md states the
-same rule and prints the matrix that tests/infra/test_permissions.py checks against :data:`asya.access.ROLES`.
+same rule and prints the matrix that tests/infra/test_permissions.py checks against :data:`asya_deploy.access.ROLES`.
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3 as s3
 from constructs import IConstruct
 
-from asya import access, naming
-from asya.access import DEADLINE_INDEXES, ROLES, Call, Role, role_of
+from asya import naming
 from asya_cdk.nag import acknowledge_wildcard_resources
+from asya_deploy import access
+from asya_deploy.access import DEADLINE_INDEXES, ROLES, Call, Role, role_of
 
 __all__ = [
     "DEADLINE_INDEXES",

@@ -39,7 +39,7 @@ OWNED_FIELDS: Final[Mapping[str, Mapping[str, str]]] = {
     "lambda_function_props": {
         "timeout": "the manifest's timeout and batch_size size it (P-MAN-4)",
         "memory_size": "the manifest's memory",
-        "environment": "asya.environment builds it; use the manifest's env map",
+        "environment": "asya_deploy.environment builds it; use the manifest's env map",
         "log_group": "the mesh creates it with the manifest's log retention",
         "recursive_loop": "the layer re-sends to its own queue by design (docs/deploy.md)",
         "tracing": "the manifest's tracing",

@@ -14,7 +14,7 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, p
   task writes nothing more: no orphan file. A refusal by a ``paused`` task holding this fence (a redelivery after (2))
   stores the file when it is missing: a conditional ``PutObject`` (``If-None-Match: *``) that keeps a file already
   there. x-pause never reads the file: no ``HeadObject``, so no dependence on S3's 404, which needs a bucket-wide
-  ``s3:ListBucket`` grant (``asya.access``).
+  ``s3:ListBucket`` grant (``asya_deploy.access``).
 - then (4), for a pause whose metadata has a ``timeout``, its expiry is sent to x-resume, delayed until it is due
   (P-WAIT-2); and (5), for a ``wait_for`` (metadata ``event``), a signal of the event buffered before the pause is
   delivered at once (P-WAIT-5): the resume's write under this pause's fence, the send to x-resume, the removal of

@@ -21,6 +21,10 @@ Environment variables:
 | ``ASYA_ADMISSION_DRAIN_RATES`` | admission (GW-OVL-7): a JSON object of actor name -> tasks per second its queue
   drains; a create for a flow whose first actor is listed is refused 429 while that actor's backlog would outlast
   half the task's timeout | unset (no admission check) |
+| ``ASYA_HISTORY_ALL_TASKS`` | record the run history (P-HIST-1) of every task, static routes and ``?actor=`` tasks
+  included, keeping bodies up to this many bytes (64..262144); ``asya dev`` sets it, so ``asya history`` answers for
+  every local task (P-HIST-10). A flow's own ``history: steps`` keeps its ``history_body_bytes`` | unset (only flows
+  with ``history: steps``) |
 | ``AWS_LAMBDA_FUNCTION_NAME`` | set by Lambda; its absence means the local mode (GW-AUTH-3 warning) | unset |
 
 The SSE poll cadence (GW-SSE-9) and the hold-back of young numbers (GW-SSE-6) are fields with spec defaults; tests
@@ -36,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from asya.config import ENV, ConfigError, positive_number
+from asya.manifest import HISTORY_BODY_MAX, HISTORY_BODY_MIN
 from asya.overload import DEFAULT_RETRY_AFTER_SECONDS
 
 __all__ = ["DEFAULT_RETRY_AFTER_SECONDS", "GATEWAY_ENV", "GatewayConfig", "GatewayConfigError", "parse_key_array"]
@@ -62,11 +67,12 @@ class _EnvNames:
     index_shards: str = ENV.index_shards
     retry_after_seconds: str = ENV.retry_after
     admission_drain_rates: str = "ASYA_ADMISSION_DRAIN_RATES"
+    history_all_tasks: str = "ASYA_HISTORY_ALL_TASKS"
     lambda_function: str = "AWS_LAMBDA_FUNCTION_NAME"
 
 
 #: The environment variable names the gateway reads; those the deployment sets are ``asya.config.ENV``'s
-#: (``asya.environment.gateway_environment`` builds them for the CDK app and the local mode).
+#: (``asya_deploy.environment.gateway_environment`` builds them for the CDK app and the local mode).
 GATEWAY_ENV: Final = _EnvNames()
 
 
@@ -106,6 +112,8 @@ class GatewayConfig:
     retry_after_seconds: int = DEFAULT_RETRY_AFTER_SECONDS
     #: GW-OVL-7: tasks per second each listed actor's queue drains (empty: no admission check)
     admission_drain_rates: Mapping[str, float] = field(default_factory=dict)
+    #: P-HIST-10: the body cut of the run history recorded for every task (``None``: only flows with ``history: steps``)
+    history_all_tasks: int | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -133,6 +141,7 @@ class GatewayConfig:
             index_shards=_index_shards(source.get(GATEWAY_ENV.index_shards, "")),
             retry_after_seconds=_retry_after(source.get(GATEWAY_ENV.retry_after_seconds)),
             admission_drain_rates=_drain_rates(source.get(GATEWAY_ENV.admission_drain_rates)),
+            history_all_tasks=_history_bytes(source.get(GATEWAY_ENV.history_all_tasks)),
         )
 
 
@@ -201,3 +210,18 @@ def _drain_rates(raw: str | None) -> dict[str, float]:
             )
         rates[str(actor)] = float(rate)
     return rates
+
+
+def _history_bytes(raw: str | None) -> int | None:
+    if raw is None or not raw.strip():
+        return None
+    name = GATEWAY_ENV.history_all_tasks
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise GatewayConfigError(f"environment variable {name} must be a whole number of bytes, got {raw!r}") from None
+    if not HISTORY_BODY_MIN <= value <= HISTORY_BODY_MAX:
+        raise GatewayConfigError(
+            f"environment variable {name} must be {HISTORY_BODY_MIN}..{HISTORY_BODY_MAX} bytes, got {raw!r}"
+        )
+    return value

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -86,6 +86,7 @@ async def start_task(
     resume: bool = False,
     start_at: Route | None = None,
     start_headers: Mapping[str, Any] | None = None,
+    fan_out: Callable[[Envelope], list[Outgoing]] | None = None,
 ) -> dict[str, Any]:
     """Create and dispatch one task (``task_id``: the id the caller chose, e.g. an MCP handshake-era call's id
     derived from its session and request id, ``asya_gateway.mcp.cancel``; else a fresh UUID4); answers ``{"id",
@@ -94,7 +95,8 @@ async def start_task(
     ``resume``: the record ``task_id`` exists already (a replayed ``Idempotency-Key`` whose first creation may have
     stopped before its send, GW-CREATE-R3-7): arm the timer for ``resume_deadline`` and send the envelope again.
     ``start_at``/``start_headers``: a retry from a recorded step (P-HIST-6) starts on that step's route with its
-    headers (a compiled flow's state among them), not at the flow's start."""
+    headers (a compiled flow's state among them), not at the flow's start. ``fan_out``: a retry from a fan-out slice
+    (P-HIST-9) sends what it returns for the task's envelope (the slices, the task's own last) instead."""
     auth = ctx.manifest.gateway.auth
     require_flow_scopes(auth, target.flow)
     task_id = task_id or str(uuid.uuid4())
@@ -124,7 +126,7 @@ async def start_task(
             deadline_at=deadline_at,
         ),
     )
-    sends = [Outgoing(actor=entry, envelope=envelope)]
+    sends = fan_out(envelope) if fan_out is not None else [Outgoing(actor=entry, envelope=envelope)]
     program = _program(ctx, target) if start_at is None else None
     if program is not None:  # a compiled flow's first instructions run here, before the create (P-FLOW-5)
         await _keep_program(ctx, program)
@@ -229,6 +231,8 @@ def _envelope_headers(
             headers[hdr.HISTORY] = str(spec.history_body_bytes)
         if target.progress is not None:
             headers[hdr.PROGRESS] = target.progress
+    if hdr.HISTORY not in headers and ctx.config.history_all_tasks is not None:
+        headers[hdr.HISTORY] = str(ctx.config.history_all_tasks)  # every task is recorded (P-HIST-10, asya dev)
     callback_url = ctx.manifest.gateway.callback_url
     if callback_url:
         headers[hdr.GATEWAY_URL] = callback_url

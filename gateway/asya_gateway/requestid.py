@@ -11,11 +11,15 @@ An exception that escapes the app is logged with the id and answered 500 ``{"err
 response has not started yet, unless it is AWS throttling or unavailability: that is answered 429 or 503 with
 ``Retry-After`` (GW-OVL-2) and logged as a warning, since nothing is broken. A client that disconnects before the
 app answered (Starlette's ``ClientDisconnect``, say mid-body) is the client's doing: one INFO access line with
-status :data:`CLIENT_CLOSED` (nginx's 499), no traceback, and nothing sent.
+status :data:`CLIENT_CLOSED` (nginx's 499), no traceback, and nothing sent. A request the server cancels before
+it answered (uvicorn cancels what still runs when its graceful shutdown times out) is answered 503 with
+``Retry-After`` before the cancellation goes on (GW-GEN-11): the server, not the request, failed, and the client
+may send it again to the next one. Left to the server, that answer would be a 500.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import uuid
@@ -26,7 +30,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from asya_gateway.config import DEFAULT_RETRY_AFTER_SECONDS
-from asya_gateway.errors import INTERNAL_ERROR, error_response, overload_error
+from asya_gateway.errors import INTERNAL_ERROR, RETRY_AFTER, error_response, overload_error
 
 __all__ = [
     "CLIENT_CLOSED",
@@ -42,6 +46,8 @@ REQUEST_ID_HEADER: Final = "X-Request-Id"
 REQUEST_CONTEXT_HEADER: Final = "x-amzn-request-context"
 #: The access-log status of a request whose client went away before the answer (nginx's "client closed request").
 CLIENT_CLOSED: Final = 499
+#: The message of a request cut by the server's shutdown (GW-GEN-11).
+SERVER_STOPPING: Final = "the server is stopping: send the request again"
 
 
 def request_id_from_headers(headers: Headers, *, trust_request_context: bool) -> str:
@@ -100,6 +106,13 @@ class RequestIdMiddleware:
 
         try:
             await self.app(scope, receive, send_with_id)
+        except asyncio.CancelledError:
+            if not started:
+                status = 503
+                headers = {RETRY_AFTER: str(self._retry_after), REQUEST_ID_HEADER: request_id}
+                await error_response(503, SERVER_STOPPING, headers)(scope, receive, send)
+                _log.warning("%s %s: cancelled by the server's shutdown, answered 503", scope["method"], scope["path"])
+            raise
         except ClientDisconnect:
             # the client is gone: there is no one to answer, and nothing on our side failed
             status = status if started else CLIENT_CLOSED

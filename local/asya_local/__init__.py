@@ -25,7 +25,6 @@ if TYPE_CHECKING:
         LocalModeError,
         SseStreamError,
     )
-    from asya_local.history import RunHistory
     from asya_local.lambda_event import LambdaContext, sqs_event, sqs_record
     from asya_local.mesh import LocalMesh, runtime_entry_point, runtime_environment
     from asya_local.moto_server import AwsClients, MotoServer, make_clients
@@ -63,7 +62,6 @@ _MODULES = {
     "MeshResources": "asya_local.provision",
     "MotoServer": "asya_local.moto_server",
     "ReloadingHandler": "asya_local.reload",
-    "RunHistory": "asya_local.history",
     "SseEvent": "asya_local.sse",
     "SseParser": "asya_local.sse",
     "SseStream": "asya_local.sse",
@@ -112,7 +110,6 @@ __all__ = [
     "MeshResources",
     "MotoServer",
     "ReloadingHandler",
-    "RunHistory",
     "SseEvent",
     "SseParser",
     "SseStream",

@@ -117,16 +117,9 @@ class GatewayClient:
         self._request("DELETE", f"/api/v1/mesh/{quote(task_id, safe='')}")
 
     def history(self, task_id: str) -> dict[str, Any]:
-        """``GET /api/v1/mesh/{id}/history``: the run history recorded in S3 (GW-HIST-1, a flow with ``history:
-        steps``), in AWS and locally; on its 404, ``GET /api/v1/dev/history/{id}``, the in-memory history ``asya dev``
-        keeps of every task (the same format)."""
-        quoted = quote(task_id, safe="")
-        try:
-            return self._json(self._request("GET", f"/api/v1/mesh/{quoted}/history"))
-        except GatewayHttpError as exc:
-            if exc.status_code != 404:
-                raise
-        return self._json(self._request("GET", f"/api/v1/dev/history/{quoted}"))
+        """``GET /api/v1/mesh/{id}/history``: the run history recorded in S3 (GW-HIST-1), in AWS for a flow with
+        ``history: steps``, locally for every task (P-HIST-10)."""
+        return self._json(self._request("GET", f"/api/v1/mesh/{quote(task_id, safe='')}/history"))
 
     def retry(self, task_id: str, *, step: str | None = None, timeout: int | None = None) -> dict[str, Any]:
         """``POST /api/v1/mesh/{id}/retry`` (GW-HIST-2): a new task from a finished one, from ``step`` when given."""

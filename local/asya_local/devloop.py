@@ -16,8 +16,8 @@
   used, for any reason, the error is logged and the running mesh keeps serving the previous one. Otherwise the
   actors' pollers, the backstop and the gateway stop, and a new mesh starts **against the same moto** on the same
   URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
-  messages, DLQs and checkpoints are all still there, and new queues are created for new actors. The run history
-  also survives, unless the namespace changed.
+  messages, DLQs, checkpoints and the run history (in the bucket, P-HIST-10) are all still there, and new queues are
+  created for new actors.
 - **Flow source changes** (a ``flows.<name>.source`` file) restart the mesh the same way, so the flow is compiled
   again. A task started before keeps the program it started with, paused ones included: its flow state names the
   program's digest, the gateway kept that program in the bucket (``flows/{digest}.json``, P-FLOWV-3), and the
@@ -39,7 +39,6 @@ from typing import Final, TextIO
 from asya.exceptions import AsyaError
 from asya.manifest import Manifest, load_manifest
 from asya_local.exceptions import LocalModeError
-from asya_local.history import RunHistory
 from asya_local.localstate import dev_state, running_dev, state_path
 from asya_local.mesh import LocalMesh
 from asya_local.moto_server import MotoServer
@@ -81,8 +80,7 @@ class DevLoop:
         manifest = self._load()
         watcher = CodeWatcher(_code_dirs(manifest))
         with MotoServer(host="127.0.0.1", port=0) as moto, contextlib.ExitStack() as stack:
-            history = RunHistory(namespace=manifest.namespace)
-            mesh = stack.enter_context(self._mesh(manifest, moto, history, watcher, port=self._options.port))
+            mesh = stack.enter_context(self._mesh(manifest, moto, watcher, port=self._options.port))
             state = stack.enter_context(contextlib.ExitStack())
             state.enter_context(dev_state(mesh, self._state_file))
             self._out.write(f"{mesh.url}\n")
@@ -112,14 +110,12 @@ class DevLoop:
                     replacement = self.reloaded_manifest()
                     if replacement is None:
                         continue
-                    if replacement.namespace != manifest.namespace:
-                        history = RunHistory(namespace=replacement.namespace)
                     manifest = replacement
                     port = int(mesh.url.rsplit(":", 1)[1])
                     state.close()
                     stack.close()
                     watcher.watch(_code_dirs(manifest))
-                    mesh = stack.enter_context(self._mesh(manifest, moto, history, watcher, port=port))
+                    mesh = stack.enter_context(self._mesh(manifest, moto, watcher, port=port))
                     state = stack.enter_context(contextlib.ExitStack())
                     state.enter_context(dev_state(mesh, self._state_file))
                     self._note(f"mesh {manifest.namespace!r} restarted at {mesh.url}; moto's state was kept")
@@ -169,16 +165,14 @@ class DevLoop:
             )
         return bool(changed)
 
-    def _mesh(
-        self, manifest: Manifest, moto: MotoServer, history: RunHistory, watcher: CodeWatcher, *, port: int
-    ) -> LocalMesh:
+    def _mesh(self, manifest: Manifest, moto: MotoServer, watcher: CodeWatcher, *, port: int) -> LocalMesh:
         return LocalMesh(
             manifest,
             host=self._options.host,
             port=port,
             endpoint_url=moto.endpoint_url,
             gateway_env=self._options.gateway_env,
-            history=history,
+            record_history=True,
             watcher=watcher,
             moto_problem=moto.problem,
         )

@@ -8,7 +8,7 @@
                                                      names are checked against the manifest (default: ./asya.yaml,
                                                      else the nearest asya.yaml in FILE's directory or above it),
                                                      and with it a warning (exit 0) at each call of an actor whose
-                                                     handler can return two payloads (asya.flows.frames); no manifest
+                                                     handler can return two payloads (asya_deploy.frames); no manifest
                                                      found fails the check (exit 1) unless --no-manifest asks for
                                                      the language only
     asya flow show FLOW [--manifest asya.yaml] [--out DIR] [--json]
@@ -26,10 +26,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from asya.flows.frames import HandlerSource, two_frame_warnings
 from asya.flows.isolated import check_isolated
 from asya.flows.render import listing, to_dot, to_mermaid
 from asya.manifest import load_manifest
+from asya_deploy.frames import HandlerSource, two_frame_warnings
 from asya_local.cliargs import http_url, seconds
 from asya_local.cliio import CliIo
 from asya_local.exceptions import LocalModeError

@@ -12,10 +12,10 @@ says so). ``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoe
 drains first (its SSE streams end cleanly and their clients resume elsewhere), then gets 3 s for requests under way.
 ``restart_gateway()`` replaces the gateway alone, on the same port (the chaos harness's gateway restart).
 
-The gateway app gets the local routes of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
-process is gone (:meth:`LocalMesh.moto_problem`), and, when a :class:`~asya_local.history.RunHistory` is given
-(``asya dev`` gives one), ``GET /api/v1/dev/history/{id}`` served from it; the history then records every delivery
-of the emulators and every send of the mesh's SQS client. With a :class:`~asya_local.reload.CodeWatcher`, user
+The gateway app gets the local route of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
+process is gone (:meth:`LocalMesh.moto_problem`). With ``record_history`` (``asya dev`` sets it) the gateway gets
+``ASYA_HISTORY_ALL_TASKS``, so every task's run history is recorded in the mesh's bucket and served by
+``GET /api/v1/mesh/{id}/history``, as in AWS (P-HIST-10). With a :class:`~asya_local.reload.CodeWatcher`, user
 actors' runtimes are rebuilt (their handler code imported afresh) before the first invocation after a code change.
 
 Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.CREW_ENTRY_POINTS``): ``x-sink`` ->
@@ -23,9 +23,9 @@ Runtimes are the real Lambda entry points, picked by actor name (``asya.naming.C
 ``asya_crew.pause.PauseRuntime``, ``x-resume`` -> ``asya_crew.resume.ResumeRuntime``, any other ->
 ``asya.sidecar.ActorRuntime``; each is built as
 ``Runtime(ActorConfig.from_env(env), sqs=, dynamodb=, s3=)`` where ``env`` holds exactly the variables the CDK app
-sets on the Lambda (``asya.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
+sets on the Lambda (``asya_deploy.environment.actor_environment``), plus ``ASYA_CODE_DIR`` (in Lambda the code asset is
 already importable) and, when ``actor_log_level`` is given, ``POWERTOOLS_LOG_LEVEL`` (``asya demo`` quiets the
-actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya.environment.gateway_environment``,
+actors' JSON logs this way; ``asya dev`` keeps them). The gateway gets ``asya_deploy.environment.gateway_environment``,
 ``capacity_environment`` (a declared target's ``Retry-After`` and shard count, as deployed) and ``gateway_env``.
 The producer route takes a reporter key only (GW-EVT-1): each mesh makes a random one, gives it to the gateway
 as ``ASYA_REPORTER_KEYS`` (``gateway_env`` may override it) and to every actor that reports over HTTP
@@ -52,14 +52,13 @@ import httpx
 
 from asya import naming
 from asya.config import ENV, LOG_LEVEL_ENV, REPORTER_ENV, ActorConfig
-from asya.environment import actor_environment, capacity_environment, flows_file_text, gateway_environment
 from asya.flowfile import FLOWS_FILE_NAME
-from asya.manifest import DeployedActor, Manifest
+from asya.manifest import HISTORY_BODY_DEFAULT, DeployedActor, Manifest
+from asya_deploy.environment import actor_environment, capacity_environment, flows_file_text, gateway_environment
 from asya_local.backstop_loop import DEFAULT_BACKSTOP_INTERVAL, BackstopLoop
 from asya_local.devroutes import install_dev_routes
 from asya_local.esm import EsmConfig, EventSourceMapping, Handler
 from asya_local.exceptions import LocalModeError
-from asya_local.history import RunHistory
 from asya_local.lambda_event import LambdaContext
 from asya_local.lifecycle import MeshLifecycle
 from asya_local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID, AwsClients, MotoServer, make_clients
@@ -129,7 +128,7 @@ class LocalMesh(MeshLifecycle):
         backstop_interval: float | None = DEFAULT_BACKSTOP_INTERVAL,
         startup_timeout: float = 30.0,
         monotonic: Callable[[], float] = time.monotonic,
-        history: RunHistory | None = None,
+        record_history: bool = False,
         watcher: CodeWatcher | None = None,
         moto_problem: Callable[[], str | None] | None = None,
     ) -> None:
@@ -153,7 +152,7 @@ class LocalMesh(MeshLifecycle):
         self._backstop_interval = backstop_interval
         self._startup_timeout = startup_timeout
         self._monotonic = monotonic
-        self._history = history
+        self._record_history = record_history
         self._watcher = watcher
         self._moto_problem = moto_problem
         self._moto: MotoServer | None = None
@@ -189,11 +188,6 @@ class LocalMesh(MeshLifecycle):
     def moto_pid(self) -> int | None:
         """The process id of the mesh's own moto server (``None`` when ``endpoint_url`` named another endpoint)."""
         return self._moto.pid if self._moto is not None else None
-
-    @property
-    def history(self) -> RunHistory | None:
-        """The run history the mesh records (``asya dev``), ``None`` when it records none."""
-        return self._history
 
     def moto_problem(self) -> str | None:
         """``None`` while the mesh's moto server runs; else why not. The mesh checks its own server; with another
@@ -233,8 +227,6 @@ class LocalMesh(MeshLifecycle):
             endpoint = self._moto.endpoint_url
         clients = make_clients(endpoint, region=self._region)
         self._clients = clients
-        if self._history is not None:
-            self._history.attach(clients.sqs)
         resources = provision(
             self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3, region=self._region
         )
@@ -363,14 +355,11 @@ class LocalMesh(MeshLifecycle):
 
     def _runtime_handler(self, actor: DeployedActor, resources: MeshResources, clients: AwsClients) -> Handler:
         def build() -> Handler:
-            return self._recorded(actor.name, self._build_runtime(actor, resources, clients).handle)
+            return self._build_runtime(actor, resources, clients).handle
 
         if self._watcher is None or actor.crew:
             return build()
         return ReloadingHandler(build, self._watcher)
-
-    def _recorded(self, actor: str, handler: Handler) -> Handler:
-        return handler if self._history is None else self._history.wrap(actor, handler)
 
     def _account_env(self) -> dict[str, str]:
         """``ASYA_ACCOUNT_ID`` when the mesh runs its own moto (whose account is fixed), so queue URLs are built as in
@@ -428,11 +417,12 @@ class LocalMesh(MeshLifecycle):
             **capacity_environment(self.manifest),
             **self._account_env(),
             GATEWAY_ENV.reporter_keys: self._reporter_key,
+            **({GATEWAY_ENV.history_all_tasks: str(HISTORY_BODY_DEFAULT)} if self._record_history else {}),
             **self._gateway_env,
         }
         config = GatewayConfig.from_env(env)
         app = create_app(config, manifest=self.manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
-        install_dev_routes(app, moto_problem=self.moto_problem, history=self._history)
+        install_dev_routes(app, moto_problem=self.moto_problem)
         return app
 
 

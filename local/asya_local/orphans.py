@@ -24,12 +24,11 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from asya import naming, routing
-from asya.envelope import Reason, parse_envelope, salvage_envelope
-from asya.exceptions import EnvelopeParseError
-from asya.timeutil import Clock, format_ts, system_clock
+from asya import naming
+from asya.timeutil import Clock, system_clock
 from asya.transport import Transport
 from asya_local.provision import NAMESPACE_TAG
+from asya_local.sumpdrain import drain_to_sump
 
 __all__ = ["OrphanSweeper"]
 
@@ -132,41 +131,8 @@ class OrphanSweeper:
         return found
 
     def _drain(self, actor: str, url: str) -> int:
-        sent = 0
-        while True:
-            messages = self._sqs.receive_message(
-                QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0, VisibilityTimeout=30
-            ).get("Messages", [])
-            if not messages:
-                return sent
-            for message in messages:
-                self._fail(actor, str(message.get("Body", "")))
-                self._sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-                sent += 1
-
-    def _fail(self, actor: str, body: str) -> None:
-        now = format_ts(self._clock())
-        trace = routing.Trace.for_hop({}, enabled=False)
-        try:
-            envelope = parse_envelope(body)
-        except EnvelopeParseError as exc:
-            salvaged = salvage_envelope(body, new_id=routing.new_uuid4, unknown_route=routing.unknown_route)
-            out = routing.sump_envelope(
-                reason=Reason.PARSE_ERROR, message=str(exc), actor=actor, now=now, envelope=salvaged, trace=trace
-            )
-        else:
-            message = f"actor {actor!r} is no longer in the manifest: its queue was left behind by a restart"
-            out = routing.sump_envelope(
-                reason=Reason.UNKNOWN_ACTOR,
-                message=message,
-                actor=actor,
-                now=now,
-                envelope=envelope,
-                trace=trace,
-                original_payload=envelope.payload,
-                final_by_sump=True,
-            )
-        self._transport.send(out.actor, out.envelope)
+        message = f"actor {actor!r} is no longer in the manifest: its queue was left behind by a restart"
+        return drain_to_sump(self._sqs, url, actor=actor, transport=self._transport, message=message, clock=self._clock)
 
     def _empty(self, url: str) -> bool:
         attributes = self._sqs.get_queue_attributes(QueueUrl=url, AttributeNames=list(_COUNTS))["Attributes"]

@@ -19,9 +19,12 @@ holds it, so OLD can be a checkout of the deployed version.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
+
+from pydantic import BaseModel
 
 from asya import naming
 from asya.exceptions import ManifestError
@@ -41,6 +44,8 @@ _ACTOR_FIELDS: Final[dict[str, str]] = {
     "max_receive_count": "deliveries before a message moves to the DLQ, messages already in the queue included",
     "memory": "",
     "tracing": "",
+    "lambda_timeout": "",
+    "visibility_timeout": "how long a failed delivery waits before it is received again",
 }
 _FLOW_FIELDS: Final[dict[str, str]] = {
     "timeout": "the deadline of tasks created after the deploy; tasks in flight keep theirs",
@@ -48,6 +53,7 @@ _FLOW_FIELDS: Final[dict[str, str]] = {
     "history": "tasks created after the deploy",
     "history_body_bytes": "",
     "mcp": "",
+    "input_schema": "checked at task creation",
 }
 
 
@@ -191,31 +197,13 @@ def _mesh_settings(old: Manifest, new: Manifest) -> list[SettingChange]:
 
 def _actor_settings(name: str, before: DeployedActor, after: DeployedActor) -> list[SettingChange]:
     scope = f"actors.{name}"
-    out = [
-        SettingChange(scope, key, getattr(before, key), getattr(after, key), effect)
-        for key, effect in _ACTOR_FIELDS.items()
-        if getattr(before, key) != getattr(after, key)
-    ]
-    if before.lambda_timeout != after.lambda_timeout:
-        out.append(SettingChange(scope, "lambda_timeout", before.lambda_timeout, after.lambda_timeout))
-    if before.visibility_timeout != after.visibility_timeout:
-        out.append(
-            SettingChange(
-                scope,
-                "visibility_timeout",
-                before.visibility_timeout,
-                after.visibility_timeout,
-                "how long a failed delivery waits before it is received again",
-            )
-        )
-    old_res = None if before.resiliency is None else before.resiliency.model_dump(mode="json")
-    new_res = None if after.resiliency is None else after.resiliency.model_dump(mode="json")
+    out = _field_changes(scope, before, after, _ACTOR_FIELDS)
+    old_res, new_res = _dumped(before.resiliency), _dumped(after.resiliency)
     if old_res != new_res:
         out.append(
             SettingChange(scope, "resiliency", old_res, new_res, "retries of tasks in flight follow the new policies")
         )
-    old_fan = None if before.fan_in is None else before.fan_in.model_dump(mode="json")
-    new_fan = None if after.fan_in is None else after.fan_in.model_dump(mode="json")
+    old_fan, new_fan = _dumped(before.fan_in), _dumped(after.fan_in)
     if old_fan != new_fan:
         out.append(SettingChange(scope, "fan_in", old_fan, new_fan, "slices in flight are merged by the new rule"))
     changed_env = sorted(k for k in before.env.keys() | after.env.keys() if before.env.get(k) != after.env.get(k))
@@ -224,18 +212,21 @@ def _actor_settings(name: str, before: DeployedActor, after: DeployedActor) -> l
     return out
 
 
+def _dumped(block: BaseModel | None) -> Any:
+    return None if block is None else block.model_dump(mode="json")
+
+
 def _flow_settings(name: str, before: Flow, after: Flow) -> list[SettingChange]:
-    scope = f"flows.{name}"
-    out = [
+    return _field_changes(f"flows.{name}", before, after, _FLOW_FIELDS)
+
+
+def _field_changes(scope: str, before: object, after: object, fields: Mapping[str, str]) -> list[SettingChange]:
+    """One change per attribute of ``fields`` (name -> effect) that differs, in the order of ``fields``."""
+    return [
         SettingChange(scope, key, getattr(before, key), getattr(after, key), effect)
-        for key, effect in _FLOW_FIELDS.items()
+        for key, effect in fields.items()
         if getattr(before, key) != getattr(after, key)
     ]
-    if before.input_schema != after.input_schema:
-        out.append(
-            SettingChange(scope, "input_schema", before.input_schema, after.input_schema, "checked at task creation")
-        )
-    return out
 
 
 def _flow_change(name: str, before: Flow | None, after: Flow | None) -> FlowChange | None:

@@ -4,7 +4,8 @@
 
     asya init    DIR [--namespace NS]                          scaffold a project (asya_local.scaffold)
     asya synth   [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    CloudFormation into DIR/cdk.out, no AWS account
-    asya deploy  [--dir .] [-c KEY=VALUE ...] [-- CDK ARGS]    deploy with your AWS credentials
+    asya deploy  [--dir .] [-c KEY=VALUE ...] [--plan] [--force] [--deployed OLD] [--bucket B] [-- CDK ARGS]
+                                                               deploy with your AWS credentials, after its preview
     asya destroy [--dir .] [-c KEY=VALUE ...] [--delete-data [--yes]] [-- CDK ARGS]
                                                                remove the stack (the table and bucket are retained)
 
@@ -23,8 +24,14 @@ is the CDK CLI's; 2 when the project or Node.js is missing.
 auto-delete custom resource, the table's deletion protection off), then destroys it with ``--force``. A table or
 bucket the manifest reuses (``deployment.existing_table`` / ``existing_bucket``) is not the stack's and stays.
 
-``deploy`` first looks for a task table a deleted stack retained (``asya_local.deploycheck``, two read-only calls
-with your credentials) and stops with the fix instead of letting CloudFormation fail on it.
+``deploy`` first prints the deploy preview of the mesh deployed now (``asya_local.livestate``, read with your
+credentials; ``asya_local.preview``): the actors it removes with the messages of their queues and DLQs, the flows with
+tasks in flight on another program, the queue settings it changes, and with ``--deployed OLD`` the static plan of
+``asya plan OLD .``. ``--plan`` stops there (exit 1 when the deploy would be refused, else 0; ``--endpoint-url`` reads
+a local moto mesh instead). A deploy that removes an actor whose queue or DLQ holds messages is refused (exit 1,
+before the CDK CLI runs) unless ``--force``, which first fails those messages' tasks through x-sump. Then it looks for
+a task table a deleted stack retained (``asya_local.deploycheck``, two read-only calls) and stops with the fix instead
+of letting CloudFormation fail on it.
 """
 
 from __future__ import annotations
@@ -39,11 +46,15 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TextIO
 
-from asya.manifest import load_manifest
+from asya.manifest import Manifest, load_manifest
+from asya.timeutil import system_clock
+from asya_local.cliargs import http_url
 from asya_local.cliio import CliIo
 from asya_local.deploycheck import check_before_deploy, deploy_region
 from asya_local.exceptions import LocalModeError
+from asya_local.plan import deploy_plan, load_side, render_plan
 from asya_local.preflight import check_mesh
+from asya_local.preview import drain_removed, drained_lines, read_deployed, refusal, render_live
 from asya_local.scaffold import scaffold
 
 if TYPE_CHECKING:
@@ -73,6 +84,8 @@ def add_project_parsers(commands: _Commands) -> None:
         command.add_argument(
             "-c", "--context", action="append", default=[], metavar="KEY=VALUE", help="CDK context, e.g. asya:region"
         )
+        if name == "deploy":
+            _add_preview_arguments(command)
         if name == "destroy":
             command.add_argument(
                 "--delete-data",
@@ -82,6 +95,25 @@ def add_project_parsers(commands: _Commands) -> None:
             command.add_argument("--yes", action="store_true", help="with --delete-data: do not ask (for scripts)")
         command.add_argument("cdk_args", nargs=argparse.REMAINDER, help="after --: more arguments for the CDK CLI")
         command.set_defaults(run=_cdk, cdk_command=name)
+
+
+def _add_preview_arguments(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--plan", action="store_true", help="print the deploy preview and stop; nothing is changed")
+    command.add_argument(
+        "--force",
+        action="store_true",
+        help="remove actors whose queue or DLQ holds messages: fail those messages' tasks through x-sump first "
+        "(not with --plan, which changes nothing)",
+    )
+    command.add_argument(
+        "--deployed",
+        metavar="OLD",
+        help="also compare with the deployed version's manifest (asya.yaml or its directory), as `asya plan OLD .`",
+    )
+    command.add_argument("--bucket", help="the deployed storage bucket (default: the stack's BucketName output)")
+    command.add_argument(
+        "--endpoint-url", type=http_url, help="with --plan: read the mesh at this loopback (moto) endpoint instead"
+    )
 
 
 def _init(args: argparse.Namespace, io: CliIo) -> int:
@@ -128,8 +160,14 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
     if getattr(args, "yes", False) and not getattr(args, "delete_data", False):
         raise LocalModeError("--yes only confirms --delete-data; add --delete-data or drop --yes")
     if not getattr(args, "delete_data", False):
+        deploying = args.cdk_command == "deploy"
+        if deploying and args.plan:  # the preview alone needs no Node.js
+            return _preview(args, manifest, io) or 0
         command = cdk_command(args.cdk_command, context=args.context, extra=args.cdk_args)
-        if args.cdk_command == "deploy":
+        if deploying:
+            stop = _preview(args, manifest, io)
+            if stop is not None:
+                return stop
             note = check_before_deploy(manifest, region=deploy_region(args.context, args.env))
             if note is not None:
                 io.note(f"asya deploy: {note}")
@@ -142,6 +180,39 @@ def _cdk(args: argparse.Namespace, io: CliIo) -> int:
         if code != 0:
             return code
     return 0
+
+
+def _preview(args: argparse.Namespace, manifest: Manifest, io: CliIo) -> int | None:
+    """Print the deploy preview; the exit code when the deploy stops here (``--plan``, a refused removal), else
+    ``None`` after ``--force`` drained what the removal would lose."""
+    if args.endpoint_url is not None and not args.plan:
+        raise LocalModeError("--endpoint-url reads a local mesh for --plan; a deploy goes to AWS: add --plan")
+    if args.deployed is not None:
+        io.line("manifest OLD -> NEW (static, as `asya plan`):")
+        for line in render_plan(deploy_plan(load_side(args.deployed), manifest)):
+            io.line(f"  {line}")
+    state, clients = read_deployed(
+        manifest,
+        region=deploy_region(args.context, args.env),
+        endpoint_url=args.endpoint_url,
+        bucket=args.bucket,
+        now=system_clock(),
+    )
+    for line in render_live(state):
+        io.line(line)
+    problem = refusal(state)
+    if args.plan:
+        if problem is not None:
+            io.note(f"asya deploy would refuse: {problem}")
+        return 1 if problem is not None else 0
+    if problem is None:
+        return None
+    if not args.force:
+        io.error(f"asya deploy: {problem}")
+        return 1
+    for line in drained_lines(drain_removed(state, sqs=clients.sqs, clock=system_clock)):
+        io.note(f"asya deploy {line}")
+    return None
 
 
 def confirm_deletion(namespace: str, *, stdin: TextIO, err: TextIO) -> bool:

@@ -14,9 +14,10 @@ Every command takes ``--url`` and ``--manifest`` (which running ``asya dev`` to 
   or the object behind ``payload_url`` when it was offloaded) and the header ``retry_of: <ID>``: client headers named
   ``x-asya-*`` are reserved to the mesh (GW-CREATE-5), so the link is an ordinary header that travels with the
   envelope to every actor. It retries any terminal task, not only failed ones (a replay), and refuses one that is
-  still running. ``--from STEP`` (a hop index, or ``ACTOR[#n]``) asks the gateway's ``POST /api/v1/mesh/{id}/retry``
-  to start the new task at that recorded step, with the input it received (GW-HIST-2, a flow with ``history:
-  steps``); a STEP that does not parse is a usage error before any request.
+  still running. ``--from STEP`` (a hop index, ``ACTOR[#n]`` with a map's slices counted, or a child's id) asks the
+  gateway's ``POST /api/v1/mesh/{id}/retry`` to start the new task at that recorded step, with the input it received
+  (GW-HIST-2, a flow with ``history: steps``; from a fan-out slice, that slice runs again and its siblings' results
+  are reused, P-HIST-9); a STEP that does not parse is a usage error before any request.
 - ``checkpoint`` reads the object named by the view's ``checkpoint_uri`` and prints its line ``checkpoint_line``
   (1-based; checkpoints are JSON Lines, one envelope per line), pretty-printed, or as stored with ``--raw``. The
   object is read from the running ``asya dev``'s moto when the gateway is one, else from S3 with the default AWS
@@ -85,7 +86,8 @@ def add_task_parsers(commands: _Commands, remote: argparse.ArgumentParser) -> No
         type=_step,
         default=None,
         metavar="STEP",
-        help="start at a recorded step (history: steps): a hop index, or ACTOR[#n] for the actor's n-th run",
+        help="start at a recorded step (history: steps): a hop index, ACTOR[#n] for the actor's n-th run (fan-out "
+        "slices count), or a child's id (a slice runs again, its siblings' results are reused)",
     )
     retry.set_defaults(run=_retry)
 

@@ -30,7 +30,6 @@ from asya.manifest import load_manifest
 from asya_gateway.routes.resume import NO_ENVELOPE
 from asya_local.client import GatewayClient
 from asya_local.exceptions import GatewayHttpError
-from asya_local.history import RunHistory
 from asya_local.mesh import LocalMesh
 from asya_local.preflight import check_mesh
 from asya_local.sse import event_status
@@ -86,7 +85,9 @@ class MeshClient:
         return self._client.get(task_id)
 
     def history(self, task_id: str) -> dict[str, Any]:
-        """What each actor received and sent for ``task_id`` (``GET /api/v1/dev/history/{id}``)."""
+        """What each actor received and sent for ``task_id`` (``GET /api/v1/mesh/{id}/history``: the mesh records
+        every task's run history, P-HIST-10). Read it once the task has ended; an invocation still writing its line is
+        counted in ``missing_objects``."""
         return self._client.history(task_id)
 
 
@@ -95,9 +96,8 @@ def run_mesh(manifest: str | Path = "asya.yaml") -> Iterator[MeshClient]:
     """The mesh of ``manifest`` running for the duration of the block."""
     loaded = load_manifest(manifest)
     check_mesh(loaded, source=str(manifest), instantiate=True)
-    history = RunHistory(namespace=loaded.namespace)
     with (
-        LocalMesh(loaded, port=0, history=history, backstop_interval=1.0) as mesh,
+        LocalMesh(loaded, port=0, record_history=True, backstop_interval=1.0) as mesh,
         GatewayClient(mesh.url) as client,
     ):
         yield MeshClient(mesh, client)

@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from asya.manifest import Manifest, load_manifest
-from asya_local.history import RunHistory
 from asya_local.mesh import LocalMesh
 from tests.browser.pages import ARTIFACTS, BROWSER_DIR, CHROMIUM_FLAGS, Console, chromium_or_skip
 
@@ -75,5 +74,5 @@ def console_manifest() -> Manifest:
 def console(console_manifest: Manifest) -> Iterator[Console]:
     """The browser mesh with the manifest's auth (``iam``: not enforced locally, as under ``asya dev``), recording a
     run history as ``asya dev`` does (the task page's step timeline)."""
-    with LocalMesh(console_manifest, port=0, history=RunHistory(namespace=console_manifest.namespace)) as mesh:
+    with LocalMesh(console_manifest, port=0, record_history=True) as mesh:
         yield Console(mesh, headers={})

@@ -21,6 +21,7 @@ import pytest
 
 from asya.store import StatusUpdate, TaskStore
 from tests.browser.pages import Console, screenshot
+from tests.history import recorded_history
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.browser
@@ -239,17 +240,16 @@ def test_gw_task_1_children_of_a_fan_out_are_listed(page: Any, console: Console)
         assert child["current_actor"] in row.text_content()
 
 
-def test_dev_history_timeline_when_the_endpoint_answers(page: Any, console: Console) -> None:
+def test_history_timeline_of_a_local_task(page: Any, console: Console) -> None:
     task_id = console.create("write", {"topic": "timeline", "words": 1})
     _open(page, console, f"#/task/{task_id}")
     _wait_status(page, "succeeded")
-    answer = httpx.get(f"{console.mesh.url}/api/v1/dev/history/{task_id}")
-    assert answer.status_code == 200, answer.text
+    answer = recorded_history(console.mesh.url, task_id)
     timeline = page.locator("[data-testid=timeline]")
     timeline.wait_for()
     from playwright.sync_api import expect  # the tier skips, not errors, where playwright is missing (conftest)
 
-    steps = answer.json()["steps"]
+    steps = answer["steps"]
     # the page loads its timeline on open and again after the terminal status: wait for the latter
     expect(timeline.locator("tbody tr")).to_have_count(len(steps))
     assert [row.locator("td strong").text_content() for row in timeline.locator("tbody tr").all()] == [

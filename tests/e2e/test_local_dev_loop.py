@@ -104,8 +104,8 @@ def test_an_edited_handler_runs_at_the_next_invocation_and_a_manifest_change_kee
         assert (again["status"], again["result"]) == ("succeeded", {"said": "HI", "version": 1})
         twice = _run_task(dev.url, "twice", {"text": "a"})  # a new actor: its queue was created at the restart
         assert twice["result"] == {"said": "A!", "version": 2, "echoed": True}, json.dumps(twice)
-        history = httpx.get(f"{dev.url}/api/v1/dev/history/{first['id']}", timeout=10)
-        assert history.status_code == 200  # the run history survives a restart of the same namespace
+        history = httpx.get(f"{dev.url}/api/v1/mesh/{first['id']}/history", timeout=10)
+        assert history.status_code == 200  # the run history (in the bucket, P-HIST-10) survives the restart
         assert history.json()["steps"][0]["actor"] == "shout"
 
 

@@ -71,7 +71,7 @@ def test_the_other_branch_never_pauses(pause_mesh: LocalMesh) -> None:
 def test_a_flow_over_4_kb_runs_with_its_programs_read_from_the_flows_file(pause_mesh: LocalMesh) -> None:
     """Issue 29: the mesh ships programs too large for the environment as a file (ASYA_FLOWS_FILE), as the CDK app
     does; the flow's 80 mutations run in the layer from it."""
-    from asya.environment import flows_file_text
+    from asya_deploy.environment import flows_file_text
     from tests.bigflow import big_flow_source
 
     source = (E2E_DIR / "flowpause" / "flows" / "big.py").read_text()

@@ -15,8 +15,8 @@ import pytest
 
 from asya.manifest import load_manifest
 from asya_local.cli import main
-from asya_local.history import RunHistory
 from asya_local.mesh import LocalMesh
+from tests.history import recorded_history
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -82,7 +82,7 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def mesh(project: Path) -> Iterator[LocalMesh]:
     manifest = load_manifest(project / "asya.yaml")
-    with LocalMesh(manifest, port=0, history=RunHistory(namespace=manifest.namespace)) as running:
+    with LocalMesh(manifest, port=0, record_history=True) as running:
         yield running
 
 
@@ -108,9 +108,7 @@ def _failed_task(mesh: LocalMesh) -> str:
     task_id = str(created.json()["id"])
     view = wait_for(_ended(mesh, task_id), "the task to end")
     assert view["status"] == "failed" and _DOUBLE in str(view["error"]), view
-    history = mesh.history
-    assert history is not None
-    wait_for(lambda: any(s["actor"] == "merge" for s in (history.get(task_id) or {}).get("steps", [])), "merge's step")
+    recorded_history(mesh.url, task_id, until=lambda steps: any(s["actor"] == "merge" for s in steps))
     return task_id
 
 

@@ -11,27 +11,25 @@ from typing import Any
 import pytest
 
 from asya.manifest import Manifest
-from asya_local.history import RunHistory
 from asya_local.mesh import LocalMesh
 from asya_local.sse import terminal_status
 from tests.e2e.conftest import Gateway
-from tests.waiting import wait_for
+from tests.history import recorded_history
 
 pytestmark = pytest.mark.e2e
-
-AGGREGATOR = "x-fanin-flow-triage"
 
 
 @pytest.fixture(scope="module")
 def flow_mesh(example_manifest: Manifest) -> Iterator[LocalMesh]:
-    with LocalMesh(example_manifest, port=0, history=RunHistory(namespace=example_manifest.namespace)) as mesh:
+    with LocalMesh(example_manifest, port=0, record_history=True) as mesh:
         yield mesh
 
 
 def _run(mesh: LocalMesh, payload: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The task view and the actors of its history's steps (deliveries), oldest first, without x-sink."""
+    """The task view and the actors of its history's steps (the actor hops; crew deliveries are not recorded),
+    oldest first."""
     task, steps = _steps(mesh, payload)
-    return task, [s["actor"] for s in steps if s["actor"] != "x-sink"]
+    return task, [s["actor"] for s in steps]
 
 
 def _steps(mesh: LocalMesh, payload: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -39,14 +37,8 @@ def _steps(mesh: LocalMesh, payload: dict[str, Any]) -> tuple[dict[str, Any], li
     task_id = client.create(flow="triage", payload=payload)
     assert terminal_status(client.follow(task_id)[-1]) in ("succeeded", "failed")
     task = client.get(task_id)
-    history = mesh.history
-    assert history is not None
-
-    def steps() -> list[dict[str, Any]] | None:
-        found: list[dict[str, Any]] = (history.get(task_id) or {}).get("steps", [])
-        return found if any(s["actor"] == "x-sink" for s in found) else None
-
-    return task, wait_for(steps, "the run history to show the task's x-sink step")
+    steps: list[dict[str, Any]] = recorded_history(mesh.url, task_id)["steps"]
+    return task, steps
 
 
 def test_positive_text_takes_the_plain_branch_with_no_fan_out_and_no_loop(flow_mesh: LocalMesh) -> None:
@@ -64,9 +56,9 @@ def test_negative_text_summarises_fans_out_in_order_and_loops(flow_mesh: LocalMe
     task, actors = _run(flow_mesh, {"text": "a bad and awful day", "parts": parts, "reviews": 2})
     assert task["status"] == "succeeded", task
     assert actors[:3] == ["normalize", "analyze", "summarize"]
-    # the aggregator receives three slices (the state and two summaries) and emits once; their order varies
-    assert sorted(actors[3:8]) == ["summarize-chunk"] * 2 + [AGGREGATOR] * 3
-    assert actors[8:] == ["analyze", "analyze"]
+    # the two slices run in either order; the aggregator (crew) that merges them records no step of its own
+    assert sorted(actors[3:5]) == ["summarize-chunk"] * 2
+    assert actors[5:] == ["analyze", "analyze"]
     result = task["result"]
     assert result["priority"] == "high" and result["summary"].startswith("A negative text")
     assert [s["summary"] for s in result["sections"]] == ["First part.", "Second part here."]
@@ -80,13 +72,11 @@ def test_failed_slices_are_caught_once_for_the_task(flow_mesh: LocalMesh) -> Non
     assert task["status"] == "succeeded", task
     assert [s["actor"] for s in steps[:2]] == ["normalize", "analyze"]
     assert [s["actor"] for s in steps].count("summarize-chunk") == 2
-    # the KeyError the except caught shows on the failed slices' steps, not a success; asya dev's history cannot tell
-    # which record of one invocation sent it, so two slices run in one batch show it on the later one's step
+    # the KeyError the except caught shows on each failed slice's step, not a success
     errors = [s["error"] for s in steps if s["actor"] == "summarize-chunk"]
-    assert any(e for e in errors), steps
-    assert all(
-        e is None or (e.startswith("KeyError: ") and e.endswith("(caught by the flow's except)")) for e in errors
-    )
+    assert len(errors) == 2 and all(
+        e is not None and e.startswith("KeyError: ") and e.endswith("(caught by the flow's except)") for e in errors
+    ), steps
     # both failed slices dispatch to the except with one fence: one analyze runs (sends), a second delivery, if the
     # history shows one, is absorbed by its hop claim and sends nothing
     ran = [s["actor"] for s in steps if s["outputs"]]

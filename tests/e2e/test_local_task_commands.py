@@ -20,9 +20,9 @@ import pytest
 
 from asya.manifest import load_manifest
 from asya_local.cli import main
-from asya_local.history import RunHistory
 from asya_local.localstate import dev_state, state_path
 from asya_local.mesh import LocalMesh
+from tests.history import recorded_history
 
 pytestmark = pytest.mark.e2e
 
@@ -39,7 +39,7 @@ def tasks_mesh(workdir: Path) -> Iterator[LocalMesh]:
     """The task-commands mesh with a run history, announced by a state file in ``workdir`` as ``asya dev`` does."""
     manifest = load_manifest(TASKS_DIR / "asya.yaml")
     with (
-        LocalMesh(manifest, port=0, history=RunHistory(namespace=manifest.namespace)) as mesh,
+        LocalMesh(manifest, port=0, record_history=True) as mesh,
         dev_state(mesh, state_path(workdir / "asya.yaml")),
     ):
         yield mesh
@@ -59,6 +59,13 @@ def _closed_port() -> int:
 
 def _create(mesh: LocalMesh, flow: str, payload: Any) -> str:
     response = httpx.post(f"{mesh.url}/api/v1/mesh/", params={"flow": flow}, json={"payload": payload}, timeout=10)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def _create_at(mesh: LocalMesh, actor: str, payload: Any) -> str:
+    """A task sent to one actor (``?actor=``), not a flow."""
+    response = httpx.post(f"{mesh.url}/api/v1/mesh/", params={"actor": actor}, json={"payload": payload}, timeout=10)
     assert response.status_code == 201, response.text
     return str(response.json()["id"])
 
@@ -240,9 +247,7 @@ def test_retry_runs_the_input_again_linked_by_a_non_reserved_header(tasks_mesh: 
     assert retried != failed
     view = _wait_status(tasks_mesh, retried, {"failed"})
     assert (view["flow"], view["payload"]) == ("doomed", {"n": 3})
-    assert tasks_mesh.history is not None
-    history = tasks_mesh.history.get(retried)
-    assert history is not None
+    history = recorded_history(tasks_mesh.url, retried)
     explode = next(step for step in history["steps"] if step["actor"] == "explode")
     assert explode["input"] == {"n": 3, "retry_of": failed}
 
@@ -314,13 +319,8 @@ def test_history_of_a_fan_out_task_links_children_to_their_parent(tasks_mesh: Lo
     history lists every step under the task's id, and the fan-out step's outputs are the envelopes it sent."""
     task_id = _create(tasks_mesh, "fanned", {"parts": 3})
     _wait_status(tasks_mesh, task_id, {"succeeded"})
-    assert tasks_mesh.history is not None
-    deadline = time.monotonic() + 60  # the children run on after the task's own chain has ended it (P-FAN-6)
-    while time.monotonic() < deadline:
-        steps = (tasks_mesh.history.get(task_id) or {}).get("steps", [])
-        if sum(1 for step in steps if step["actor"] == "x-sink" and step["duration_ms"] is not None) == 3:
-            break
-        time.sleep(0.1)
+    # the children run on after the task's own chain has ended it (P-FAN-6)
+    recorded_history(tasks_mesh.url, task_id, until=lambda steps: [s["actor"] for s in steps].count("echo") == 3)
     code, out, err = _run("history", task_id, "--json", cwd=workdir)
     assert (code, err) == (0, "")
     history = json.loads(out)
@@ -349,9 +349,7 @@ def test_history_of_a_fan_out_task_links_children_to_their_parent(tasks_mesh: Lo
 def test_history_records_the_error_of_a_failed_step(tasks_mesh: LocalMesh, workdir: Path) -> None:
     task_id = _create(tasks_mesh, "doomed", {"n": 4})
     _wait_status(tasks_mesh, task_id, {"failed"})
-    assert tasks_mesh.history is not None
-    history = tasks_mesh.history.get(task_id)
-    assert history is not None
+    history = recorded_history(tasks_mesh.url, task_id)
     explode = next(step for step in history["steps"] if step["actor"] == "explode")
     assert explode["error"] == "RuntimeError: boom on 4"
     assert explode["outputs"][0]["actor"] == "x-sink"
@@ -359,13 +357,29 @@ def test_history_records_the_error_of_a_failed_step(tasks_mesh: LocalMesh, workd
 
 def test_history_of_an_unknown_task_is_404(tasks_mesh: LocalMesh, workdir: Path) -> None:
     code, _, err = _run("history", "nope", cwd=workdir)
-    assert (code, err) == (2, f"asya: not found (HTTP 404 from {tasks_mesh.url}/api/v1/dev/history/nope)\n")
+    assert (code, err) == (
+        2,
+        f"asya: task nope not found at {tasks_mesh.url} (HTTP 404): check the id, or the mesh with --url\n",
+    )
 
 
-def test_a_mesh_without_a_history_does_not_serve_one(local_mesh: LocalMesh, tmp_path: Path) -> None:
-    """Only ``asya dev`` mounts the history: a mesh built without one answers the gateway's 404 for the path."""
-    response = httpx.get(f"{local_mesh.url}/api/v1/dev/history/anything", timeout=10)
+def test_a_static_route_task_of_a_mesh_that_records_every_task_has_a_history(tasks_mesh: LocalMesh) -> None:
+    """P-HIST-10: the local mesh records every task, not only flows with ``history: steps``: an ``?actor=`` task's
+    history answers from S3 through the gateway's own route, as a flow's does in AWS."""
+    task_id = _create_at(tasks_mesh, "echo", {"part": 7})
+    _wait_status(tasks_mesh, task_id, {"succeeded"})
+    steps = recorded_history(tasks_mesh.url, task_id)["steps"]
+    assert [(step["actor"], step["input"]) for step in steps] == [("echo", {"part": 7})]
+
+
+def test_a_mesh_that_records_no_history_answers_404_naming_the_setting(local_mesh: LocalMesh) -> None:
+    """Without ``record_history`` (a deployed gateway's default), a static-route task has no history: the route
+    answers 404 and says which setting records one."""
+    task_id = _create_at(local_mesh, "normalize", {"text": "x"})
+    _wait_status(local_mesh, task_id, {"succeeded", "failed"})
+    response = httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}/history", timeout=10)
     assert response.status_code == 404
+    assert "history: steps" in response.json()["error"]
 
 
 def test_health_answers_503_once_moto_is_gone(example_manifest: Any) -> None:
@@ -520,9 +534,10 @@ def test_retry_from_an_ambiguous_or_unknown_step_names_the_choices(tasks_mesh: L
     _wait_status(tasks_mesh, out.strip(), {"succeeded"})
 
 
-def test_history_route_of_a_flow_without_history_is_404(tasks_mesh: LocalMesh) -> None:
-    """GW-HIST-1: a task of a flow that records nothing answers 404 with the setting to change."""
-    task_id = _create(tasks_mesh, "napping", {"seconds": 0})
-    _wait_status(tasks_mesh, task_id, {"succeeded"})
-    response = httpx.get(f"{tasks_mesh.url}/api/v1/mesh/{task_id}/history", timeout=10)
+def test_history_route_of_a_flow_without_history_is_404(local_mesh: LocalMesh) -> None:
+    """GW-HIST-1: on a mesh that does not record every task (P-HIST-10), a task of a flow that records nothing answers
+    404 with the setting to change."""
+    task_id = _create(local_mesh, "text-pipeline", {"text": "hello there"})
+    _wait_status(local_mesh, task_id, {"succeeded"})
+    response = httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}/history", timeout=10)
     assert response.status_code == 404 and "history: steps" in response.json()["error"]

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from asya.config import ActorConfig
-from asya.environment import actor_environment
 from asya.manifest import Manifest
+from asya_deploy.environment import actor_environment
 from asya_local._moto_child import (
     dynamodb_one_request_at_a_time,
     lex_condition_expressions_once,
@@ -535,8 +535,8 @@ def test_runtime_entry_points_by_actor_name() -> None:
 
 
 def test_runtime_environment_is_the_deployed_lambda_environment(server: MotoServer, example_manifest: Manifest) -> None:
-    """The local runtimes are built from ``asya.environment.actor_environment``, the function the CDK app sets on the
-    Lambdas, plus only the code directory (and the demo's log level)."""
+    """The local runtimes are built from ``asya_deploy.environment.actor_environment``, the function the CDK app sets
+    on the Lambdas, plus only the code directory (and the demo's log level)."""
     clients = server.clients()
     resources = provision(example_manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
     actors = {actor.name: actor for actor in example_manifest.deployed_actors()}

@@ -12,7 +12,6 @@ task.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +26,6 @@ from asya_gateway import GatewayConfig, create_app
 from asya_gateway.a2a import v1
 from asya_gateway.ownership import A2A_METHOD_OWNERS, KINDS, MCP_METHOD_OWNERS, OPERATION_OWNERS, OWNER_EXTENSION
 from asya_local.devroutes import DEV_ROUTE_OWNERS, install_dev_routes
-from asya_local.history import RunHistory
 from tests.functional.test_gateway_jwt import AUDIENCE, ISSUER, Issuer, issuer  # noqa: F401 (fixture)
 
 pytestmark = pytest.mark.functional
@@ -50,7 +48,6 @@ class Gateway:
     app: Any
     client: httpx.Client
     idp: Issuer
-    history: RunHistory
 
     def auth(self, sub: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.idp.token(self.idp.rsa, 'RS256', sub=sub)}"}
@@ -68,10 +65,9 @@ def gateway(mesh: Any, serve_asgi: Callable[[Any], str], issuer: tuple[Issuer, s
     auth = GatewayAuth(mode="jwt", jwks_url=jwks_url, issuer=ISSUER, audience=AUDIENCE, owner_only=True)
     manifest: Manifest = mesh.manifest.model_copy(update={"gateway": ManifestGateway(auth=auth)})
     app = create_app(GatewayConfig(), manifest=manifest, sqs=mesh.aws.sqs, dynamodb=mesh.aws.dynamodb, s3=mesh.aws.s3)
-    history = RunHistory(namespace=mesh.resources.namespace)
-    install_dev_routes(app, moto_problem=lambda: None, history=history)
+    install_dev_routes(app, moto_problem=lambda: None)
     with httpx.Client(base_url=serve_asgi(app), timeout=30) as client:
-        yield Gateway(app=app, client=client, idp=idp, history=history)
+        yield Gateway(app=app, client=client, idp=idp)
 
 
 def _app_operations(app: Any) -> list[tuple[str, str]]:
@@ -119,13 +115,6 @@ def _answer(gateway: Gateway, method: str, path: str, task_id: str, headers: dic
         return response.status_code, first
 
 
-def _record_step(gateway: Gateway, task_id: str) -> None:
-    """alice's task has a step in the local run history."""
-    envelope = {"id": task_id, "route": {"prev": [], "curr": "normalize", "next": []}, "payload": {"secret": 1}}
-    record = {"body": json.dumps(envelope), "messageId": "m-1"}
-    gateway.history.wrap("normalize", lambda event, context: None)({"Records": [record]}, None)
-
-
 def _operations(kind: str) -> list[tuple[str, str]]:
     ops = [(method, path) for (path, method), k in OPERATION_OWNERS.items() if k == kind]
     return ops + [(method, path) for (path, method), k in DEV_ROUTE_OWNERS.items() if k == kind]
@@ -140,7 +129,6 @@ def test_gw_edge_8_a_task_route_answers_another_subject_as_for_an_unknown_id(
 ) -> None:
     alice, bob = gateway.auth("alice"), gateway.auth("bob")
     task_id = gateway.create("alice")
-    _record_step(gateway, task_id)
     unknown = _answer(gateway, method, path, "no-such-task", alice)
     assert unknown[0] == 404, unknown
     assert _answer(gateway, method, path, task_id, bob) == unknown

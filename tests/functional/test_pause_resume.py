@@ -469,7 +469,7 @@ def test_p_ack_8_a_hop_held_under_another_runs_live_lease_fails_the_record_and_w
 
 
 class _NoBucketListing:
-    """S3 as it answers a role without an unconditioned ``s3:ListBucket`` (every mesh role, ``asya.access``): a
+    """S3 as it answers a role without an unconditioned ``s3:ListBucket`` (every mesh role, ``asya_deploy.access``): a
     ``GetObject``/``HeadObject`` of a missing key is 403 ``AccessDenied``, never 404; reads of ``denied`` keys are
     403 whether they exist or not. moto answers 404 to everyone, so the rig's S3 client is made to answer this way."""
 

@@ -24,11 +24,11 @@ import httpx
 import pytest
 
 from asya.config import ActorConfig
-from asya.environment import actor_environment
 from asya.manifest import Manifest, load_manifest
 from asya.sidecar import ActorRuntime
 from asya.store import TaskStore
 from asya_crew.sink import SinkRuntime
+from asya_deploy.environment import actor_environment
 from asya_gateway import GatewayConfig, create_app
 from asya_local.cli import main
 from asya_local.dlq import DeadLetters

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 import yaml
 
-from asya import access
 from asya_cdk import DeploymentError
 from asya_cdk.testing import SynthesizedMesh, build_mesh_app, synthesize_mesh
+from asya_deploy import access
 from tests.cfn import cfn_lint_findings
 
 pytestmark = pytest.mark.infra
@@ -172,9 +172,9 @@ def test_key_policy_lets_cloudwatch_logs_of_this_account_and_region_use_it(guard
 
 
 def test_every_role_gets_the_declared_key_use_on_the_key_only(guarded: SynthesizedMesh) -> None:
-    """Every role declares ``key.use`` (asya.access); with a key each function's policy grants exactly its actions
-    on the key's ARN, and no other KMS action anywhere but ``kms:Decrypt`` through Secrets Manager for the readers of
-    the reporter keys' secret (GW-EVT-6 (R3)), the edge authorizer's only use of the key."""
+    """Every role declares ``key.use`` (asya_deploy.access); with a key each function's policy grants exactly its
+    actions on the key's ARN, and no other KMS action anywhere but ``kms:Decrypt`` through Secrets Manager for the
+    readers of the reporter keys' secret (GW-EVT-6 (R3)), the edge authorizer's only use of the key."""
     arn = json.dumps(_key_arn(guarded))
     declared = set(access.ACTOR.call("key.use").actions)
     assert all(role.call("key.use").actions == access.ACTOR.call("key.use").actions for role in access.ROLES.values())

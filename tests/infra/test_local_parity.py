@@ -1,6 +1,6 @@
 """The local mode creates what the CDK app deploys: the queues, DLQs and table that ``asya_local.provision`` makes in
 moto carry the names and settings of the synthesized template (P-NAME-4, P-MAN-4, P-ACK-6, GW-DATA-2), and the actor
-runtimes get the environment the template sets on the Lambdas (``asya.environment``)."""
+runtimes get the environment the template sets on the Lambdas (``asya_deploy.environment``)."""
 
 from __future__ import annotations
 

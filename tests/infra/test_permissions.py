@@ -1,6 +1,6 @@
-"""Each function's policy is exactly what its role declares in ``asya.access`` (issue 24 item 3), asserted statement
-by statement on the synthesized example mesh; the breakers issue 24 found, each as a literal template assertion; and
-docs/deploy.md's matrix checked against the declaration.
+"""Each function's policy is exactly what its role declares in ``asya_deploy.access`` (issue 24 item 3), asserted
+statement by statement on the synthesized example mesh; the breakers issue 24 found, each as a literal template
+assertion; and docs/deploy.md's matrix checked against the declaration.
 
 Spec: GATEWAY GW-DATA-7 (bucket prefixes), GW-BACK-1 (the timer queue), GW-OPS-3 (mq-diagnostic), GW-RESUME-2;
 PROTOCOL P-NAME-4, P-PAUSE-4, P-RESUME-3, P-RESUME-6.
@@ -15,11 +15,12 @@ from typing import Any
 
 import pytest
 
-from asya import access, naming, tableschema
-from asya.access import Role
+from asya import naming, tableschema
 from asya.manifest import Manifest
 from asya_cdk.permissions import matrix_markdown
 from asya_cdk.testing import SynthesizedMesh
+from asya_deploy import access
+from asya_deploy.access import Role
 from tests.templates import function_ids
 
 pytestmark = pytest.mark.infra
@@ -131,7 +132,7 @@ def _role_grants(synth: SynthesizedMesh, function_name: str) -> set[Grant]:
     "name", ["normalize", "split", "x-fanin-chunk", naming.SINK, naming.SUMP, naming.PAUSE, naming.RESUME]
 )
 def test_actor_and_crew_roles_are_exactly_their_declared_calls(example_synth: SynthesizedMesh, name: str) -> None:
-    """Each actor's policy is its role's declared calls (``asya.access.role_of``) and its own queue; nothing else."""
+    """Each actor's policy is its role's declared calls (``asya_deploy.access.role_of``) and its own queue."""
     queue = _queue_ids(example_synth)[naming.queue_name(NS, name)]
     expected = _expected(example_synth, access.role_of(name), queue)
     assert _role_grants(example_synth, name) == expected

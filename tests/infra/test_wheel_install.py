@@ -26,7 +26,7 @@ import pytest
 pytestmark = pytest.mark.infra
 
 REPO = Path(__file__).resolve().parents[2]
-_SOURCES = ("pyproject.toml", "README.md", "layers", "crew", "gateway", "cdk", "local")
+_SOURCES = ("pyproject.toml", "README.md", "layers", "crew", "gateway", "cdk", "deploy", "local")
 _MESH_APP = """\
 import aws_cdk as cdk
 from asya_cdk import AsyaMesh

@@ -1,5 +1,5 @@
-"""The declared calls of ``asya.access`` (issue 24 item 3): every object key the runtime builds is declared, keys are
-built only by the ``asya.tableschema`` builders, and a recorded call maps back to a stable entry name.
+"""The declared calls of ``asya_deploy.access`` (issue 24 item 3): every object key the runtime builds is declared,
+keys are built only by the ``asya.tableschema`` builders, and a recorded call maps back to a stable entry name.
 
 Spec: GATEWAY GW-DATA-6, GW-DATA-7, GW-BACK-1; PROTOCOL P-PAUSE-4, P-RESUME-6, P-SUMP-5, P-LARGE-2.
 """
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from asya import access, naming, tableschema
-from asya.access import Index, Listing, Objects, OwnQueue, Queues, Table
+from asya import naming, tableschema
 from asya.store import records
+from asya_deploy import access
+from asya_deploy.access import Index, Listing, Objects, OwnQueue, Queues, Table
 
 pytestmark = pytest.mark.unit
 
@@ -32,7 +33,7 @@ def _runtime_sources() -> list[Path]:
 
 def test_runtime_builds_no_object_key_from_a_literal() -> None:
     """A ``Key=``/``Prefix=`` argument is never a literal or an f-string: every key comes from a builder, whose
-    pattern ``asya.access`` declares, so a new prefix cannot appear in code without a declaration."""
+    pattern ``asya_deploy.access`` declares, so a new prefix cannot appear in code without a declaration."""
     found: list[str] = []
     for path in _runtime_sources():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

@@ -1,11 +1,11 @@
-"""``asya_local.artifact.drift``: recorded ARNs back to ``asya.access`` resources, and functions to their roles
+"""``asya_local.artifact.drift``: recorded ARNs back to ``asya_deploy.access`` resources, and functions to their roles
 (issue 24 item 3, the grant drift check of the artifact suite)."""
 
 from __future__ import annotations
 
 import pytest
 
-from asya import access
+from asya_deploy import access
 from asya_local.artifact.drift import resource_of, role_of_function
 
 TABLE = "arn:aws:dynamodb:us-east-1:123456789012:table/asya-demo-tasks"

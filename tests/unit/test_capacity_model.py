@@ -123,8 +123,8 @@ def test_the_capacity_section_survives_a_bench_rerender() -> None:
 
 
 def test_a_declared_target_gives_the_gateway_its_retry_after_and_shards() -> None:
-    from asya.environment import capacity_environment
     from asya.envnames import ENV
+    from asya_deploy.environment import capacity_environment
 
     assert capacity_environment(parse_manifest(yaml.safe_load((REPO / "asya.yaml").read_text()), base_dir=REPO)) == {}
     assert capacity_environment(_example(1000)) == {ENV.retry_after: "2", ENV.index_shards: "8"}

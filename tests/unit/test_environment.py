@@ -1,4 +1,4 @@
-"""The function environments of ``asya.environment``: the one definition the CDK app and the local mode share."""
+"""The function environments of ``asya_deploy.environment``: the one definition the CDK app and the local mode share."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from asya.config import ActorConfig, ConfigError
-from asya.environment import ReservedVariableError, actor_environment, check_env_map, gateway_environment
 from asya.manifest import Manifest, parse_manifest
+from asya_deploy.environment import ReservedVariableError, actor_environment, check_env_map, gateway_environment
 
 pytestmark = pytest.mark.unit
 

@@ -86,7 +86,10 @@ CASES = [
     ("with open('f'):\n    pass", "`with` is supported only as a timeout block; fix: async with timeout(30):"),
     ("with timeout(-1):\n    pass", "timeout(...) takes one positive number literal, the seconds"),
     ("with timeout(state['t']):\n    pass", "timeout(...) takes one positive number literal"),
-    ("state = a(state)\nstate = pause(state, prompt=state['p'])", "pause's prompt must be a literal"),
+    (
+        "state = a(state)\nstate = pause(state, prompt=state['p'], fields=state['f'])",
+        "pause's fields must be a literal",
+    ),
     ("state = a(state)\nstate = pause(state['x'])", "pause(...) takes the state as its one positional argument"),
     (
         "state = a(state)\nstate = pause(state, prompt=3)",

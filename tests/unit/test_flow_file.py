@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from asya.config import ActorConfig, ConfigError
-from asya.environment import actor_environment, flows_file_text
 from asya.flowfile import FLOWS_FILE_NAME, INLINE_LIMIT, FlowsFileError, read_flows_file
 from asya.manifest import load_manifest, parse_manifest
+from asya_deploy.environment import actor_environment, flows_file_text
 from tests.bigflow import big_flow_source
 
 pytestmark = pytest.mark.unit

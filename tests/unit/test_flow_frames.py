@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from asya.flows.frames import HandlerSource, two_frame_warnings
+from asya_deploy.frames import HandlerSource, two_frame_warnings
 from asya_local.cli import main
 
 pytestmark = pytest.mark.unit

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from asya.config import ActorConfig
-from asya.environment import actor_environment
 from asya.manifest import load_manifest, parse_manifest
+from asya_deploy.environment import actor_environment
 from asya_local.cli import main
 
 pytestmark = pytest.mark.unit

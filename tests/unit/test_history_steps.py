@@ -1,4 +1,4 @@
-"""STEP of ``asya retry ID --from STEP`` (R3, P-HIST-6): parsing with clear errors, and choosing the recorded step."""
+"""STEP of ``asya retry ID --from STEP`` (P-HIST-6): parsing with clear errors, and choosing the recorded step."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.unit
         ("review", StepRef(actor="review")),
         ("review#2", StepRef(actor="review", nth=2)),
         ("x-fanin-merge#1", StepRef(actor="x-fanin-merge", nth=1)),
+        ("0b7f6a51-4c1e-5d2a-8e3b-9f4a2c6d1e70", StepRef(envelope="0b7f6a51-4c1e-5d2a-8e3b-9f4a2c6d1e70")),
     ],
 )
 def test_p_hist_6_a_step_is_a_hop_index_or_an_actor_with_its_run(text: str, ref: StepRef) -> None:
@@ -28,7 +29,9 @@ def test_p_hist_6_a_step_is_a_hop_index_or_an_actor_with_its_run(text: str, ref:
 
 @pytest.mark.parametrize("text", ["", "-1", "#2", "review#", "review#x", "re view", "1.5", "review#2#3"])
 def test_p_hist_6_a_bad_step_names_the_value_and_the_forms(text: str) -> None:
-    with pytest.raises(StepError, match=r"is not a step: give a hop index \(e\.g\. 2\) or an actor name") as info:
+    with pytest.raises(
+        StepError, match=r"is not a step: give a hop index \(e\.g\. 2\) or an actor name.*or a child's id$"
+    ) as info:
         parse_step(text)
     assert repr(text) in str(info.value)
 
@@ -70,7 +73,7 @@ def test_p_hist_6_unknown_ambiguous_or_missing_steps_are_refused_with_the_choice
         select_step(HISTORY, parse_step("review"))
     with pytest.raises(StepError, match=r"has no recorded hop 7 \(hops: 0, 1, 2, 3\)$"):
         select_step(HISTORY, parse_step("7"))
-    with pytest.raises(StepError, match=r"actor 'publish' ran no step of task t \(actors: draft, review\)$"):
+    with pytest.raises(StepError, match=r"actor 'publish' ran no step of task t \(actors: draft, echo, review\)$"):
         select_step(HISTORY, parse_step("publish"))
     with pytest.raises(StepError, match=r"'review' ran 2 time\(s\) in task t, not 3$"):
         select_step(HISTORY, parse_step("review#3"))
@@ -78,17 +81,38 @@ def test_p_hist_6_unknown_ambiguous_or_missing_steps_are_refused_with_the_choice
         select_step({"id": "u", "steps": []}, parse_step("0"))
 
 
-def test_p_hist_6_an_actor_that_ran_only_in_fan_out_slices_is_refused_naming_the_hop_that_sent_them() -> None:
-    """A slice is not a starting point (its aggregator waits for its siblings): the refusal says so and names the
-    task's hop that sent the slices, the replay that reruns them all."""
-    sender = {**_step(2, "draft"), "outputs": [{"actor": "echo", "envelope_id": "child"}]}
-    history = {**HISTORY, "steps": [sender if s["hop"] == 2 and s["actor"] == "draft" else s for s in HISTORY["steps"]]}
-    with pytest.raises(
-        StepError,
-        match=r"^--from echo#1: 'echo' ran only in fan-out slices of task t \(1 run\(s\)\): a slice is not a starting "
-        r"point; retry from the hop that sent them \(2\)$",
-    ):
-        select_step(history, parse_step("echo#1"))
-    with pytest.raises(StepError, match=r"ran only in fan-out slices of task t \(1 run\(s\)\): a slice is not a "
-                       r"starting point; retry from the step that fanned out$"):  # fmt: skip
-        select_step(HISTORY, parse_step("echo"))
+def _slice(hop: int, actor: str, index: int, envelope: str, *, started: str = "") -> dict[str, Any]:
+    fan_in = {"origin_id": "t", "slice_index": index, "slice_count": 4, "aggregation_key": "/r", "set": "t/2"}
+    return {
+        **_step(hop, actor, envelope=envelope),
+        "parent_id": "t",
+        "headers": {"x-asya-fan-in": fan_in},
+        "started_at": started,
+    }
+
+
+def test_p_hist_6_actor_n_counts_fan_out_slices_in_slice_order_between_the_tasks_own_hops() -> None:
+    """A map's slices are runs of their actor: ``summarize-chunk#2`` is the second slice, whatever order they
+    started in; the task's own hops before and after the fan-out keep their place."""
+    ids = [f"{d * 8}-{d * 4}-5{d * 3}-8{d * 3}-{d * 12}" for d in "123"]
+    history = {
+        "id": "t",
+        "steps": [
+            _step(0, "split"),
+            _slice(1, "summarize-chunk", 3, ids[2], started="a"),
+            _slice(1, "summarize-chunk", 1, ids[0], started="b"),
+            _slice(1, "summarize-chunk", 2, ids[1], started="c"),
+            _step(2, "summarize-chunk"),
+        ],
+    }
+    assert [select_step(history, parse_step(f"summarize-chunk#{n}"))["envelope_id"] for n in (1, 2, 3, 4)] == [
+        *ids,
+        "t",
+    ]
+    with pytest.raises(StepError, match=r"ran 4 times in task t: say which \(summarize-chunk#1, .*#4\)$"):
+        select_step(history, parse_step("summarize-chunk"))
+    assert select_step(history, parse_step(ids[1].upper()))["envelope_id"] == ids[1]
+    with pytest.raises(StepError, match=r"has no recorded step of a child 44444444-.* \(children: 1111"):
+        select_step(history, parse_step("44444444-4444-5444-8444-444444444444"))
+    with pytest.raises(StepError, match=r"actor 'publish' ran no step of task t \(actors: split, summarize-chunk\)$"):
+        select_step(history, parse_step("publish"))

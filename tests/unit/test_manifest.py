@@ -387,7 +387,7 @@ def test_p_man_1_tracing_must_be_a_boolean(data: dict[str, Any], line: str) -> N
 
 def test_p_trace_3_tracing_sets_asya_tracing_in_the_actor_environment() -> None:
     from asya.config import ActorConfig
-    from asya.environment import actor_environment
+    from asya_deploy.environment import actor_environment
 
     data = _manifest()
     data["actors"]["prep"]["tracing"] = True

@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The trees of shipped and tooling code; files under a ``tests`` directory are left out.
-CODE = ("layers", "crew", "gateway", "cdk", "local", "bench", "chaos", "flows", "functions")
+CODE = ("layers", "crew", "gateway", "cdk", "deploy", "local", "bench", "chaos", "flows", "functions")
 REFERENCE = ("docs/protocol.md", "docs/http.md")
 
 _ID = re.compile(r"\b(?:P|GW)-[A-Z0-9]+(?:-[A-Z0-9]+)*-\d+[a-z]?\b")

@@ -662,6 +662,8 @@ function followWithFetch(url, dispatch) {
 // POST /api/v1/mesh/{id}/retry (GW-HIST-2), the route `asya retry` uses, after a confirmation; then the new task.
 async function retryTask(id, step) {
   const what = step === null ? "Start a new task with this task's input, from the start?"
+    : typeof step === "string" ? "Start a new task that runs this fan-out slice again with the input it received " +
+      "(the other slices' results are reused)?"
     : "Start a new task from step " + step + " with the input that step received?";
   if (!window.confirm(what)) return;
   try {
@@ -694,23 +696,23 @@ function flowDrawing(drawing, whole = false) {
   return el("div", { class: "flow-box" }, toggle, box);
 }
 
-// The run history: the one recorded in S3 (history: steps, GW-HIST-1), else the local one of asya dev; null when
-// neither answers 200. `failed`: each step of the task's own envelope gets a "Retry from here" button. `onSteps` gets
-// the steps (the flow drawing marks the path they took).
+// The run history recorded in S3 (GW-HIST-1: a flow with history: steps in AWS, every task under asya dev); null
+// when it does not answer 200. `failed`: each step of the task's own envelope, and of a fan-out slice, gets a
+// "Retry from here" button. `onSteps` gets the steps (the flow drawing marks the path they took).
 async function history(id, failed, onSteps = () => {}) {
   let body = null;
-  let source = "recorded";
-  for (const path of ["api/v1/mesh/" + encodeURIComponent(id) + "/history", "api/v1/dev/history/" + encodeURIComponent(id)]) {
-    try {
-      body = await api("GET", path);
-      break;
-    } catch {
-      source = "asya dev";
-    }
+  try {
+    body = await api("GET", "api/v1/mesh/" + encodeURIComponent(id) + "/history");
+  } catch {
+    return null;
   }
   if (!body || !Array.isArray(body.steps)) return null;
   onSteps(body.steps);
-  const replayable = (step) => failed && step.hop != null && step.envelope_id === id;
+  // the task's own steps by hop index; a fan-out slice's by its child id: the retry runs that slice again and reuses
+  // its siblings' results (P-HIST-9)
+  const isSlice = (step) => Boolean(step.headers && step.headers["x-asya-fan-in"]);
+  const replayable = (step) => failed && step.hop != null && (step.envelope_id === id || isSlice(step));
+  const from = (step) => (step.envelope_id === id ? step.hop : step.envelope_id);
   const rows = body.steps.map((step, index) => el("tr", {},
     el("td", { text: String(index + 1) }),
     el("td", {}, el("strong", { text: step.actor }), step.attempt > 1 ? el("small", { class: "muted", text: " attempt " + step.attempt }) : null),
@@ -721,11 +723,12 @@ async function history(id, failed, onSteps = () => {}) {
       el("summary", { text: "→ " + (out.actor || "end") }), el("pre", { text: json(out.payload) })))),
     el("td", { class: "error-text", text: step.error ? (typeof step.error === "string" ? step.error : json(step.error)) : "" }),
     el("td", {}, replayable(step) ? el("button", { type: "button", class: "retry-from", "data-hop": String(step.hop),
-      text: "Retry from here", on: { click: () => retryTask(id, step.hop) } }) : null)));
-  return el("div", { class: "card timeline", "data-testid": "timeline" }, el("h2", { text: "Step timeline (" + source + ")" }),
+      "data-envelope": step.envelope_id, text: "Retry from here", on: { click: () => retryTask(id, from(step)) } }) : null)));
+  return el("div", { class: "card timeline", "data-testid": "timeline" }, el("h2", { text: "Step timeline" }),
     el("table", {}, el("thead", {}, el("tr", {}, ["#", "Actor", "Started", "Duration", "Input", "Outputs", "Error", ""].map((h) => el("th", { text: h })))),
       el("tbody", {}, rows)),
-    body.truncated ? el("p", { class: "muted", text: "History truncated: older steps were dropped." }) : null);
+    body.truncated ? el("p", { class: "muted", text: "History truncated: older steps were dropped." }) : null,
+    body.missing_objects ? el("p", { class: "muted", text: body.missing_objects + " invocation(s) still writing or lost: reload to see their steps." }) : null);
 }
 
 // ---------------------------------------------------------------- resume (pause_metadata fields, P-PAUSE-3)

@@ -4,7 +4,8 @@ artifact mesh (issue 24). The imported tests are the manifest-built mesh's own, 
 test ends with zero denied calls (the ``local_mesh`` fixture asserts it).
 
 The tests of issue 24's grant gaps (pause and resume, cancel while paused, a result over 64 KiB, a payload over the
-SQS limit) failed here as they would have in AWS until the grants were derived from ``asya.access``; they pass now.
+SQS limit) failed here as they would have in AWS until the grants were derived from ``asya_deploy.access``; they
+pass now.
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ import boto3
 import httpx
 import pytest
 
-from asya import access, naming
+from asya import naming
 from asya.store import TaskStore
 from asya.timeutil import format_ts
+from asya_deploy import access
 from asya_local.artifact.drift import unused_calls
 from asya_local.artifact.mesh import ArtifactMesh
 from asya_local.client import GatewayClient
@@ -542,7 +544,7 @@ UNREACHED: dict[tuple[str, str], str] = {
     "and the actors send only envelopes",
 }
 #: Declared calls with no code path that makes them: grants wider than the code. Each is a finding to drop from
-#: ``asya.access`` (it stays listed here, checked still declared and still unused, until it is dropped).
+#: ``asya_deploy.access`` (it stays listed here, checked still declared and still unused, until it is dropped).
 TOO_WIDE: dict[tuple[str, str], str] = {}
 
 
@@ -561,19 +563,19 @@ def _code_path_exists(reason: str) -> bool:
 
 
 def test_zz_every_declared_grant_is_used_by_the_suite(artifact_mesh: ArtifactMesh, whole_suite: bool) -> None:
-    """Too wide: every call ``asya.access`` declares for a role (so every grant derived from it) was made by some
+    """Too wide: every call ``asya_deploy.access`` declares for a role (so every grant derived from it) was made by some
     function of that role during this session, unless :data:`UNREACHED` names the code path and why the suite cannot
     reach it. Too narrow is every test's own zero-denials check. Runs last (defined last in the module that sorts
     last) over the example mesh's IAM proxy's cumulative record, so it costs no extra task. The ``jwt`` mesh of
     test_artifact_edge_auth.py (run before, stopped before this module starts) has its own proxy and is not judged
     here: it is a one-actor subset of the same roles, and its one call outside them, the authorizer's read of the
-    reporter secret, is granted by the secret's construct, not by ``asya.access`` (asya_local.artifact.drift)."""
+    reporter secret, is granted by the secret's construct, not by ``asya_deploy.access`` (asya_local.artifact.drift)."""
     if not whole_suite:
         pytest.skip("the grant drift check judges a whole run: some tests of the suite were deselected")
     bad = {key: reason for key, reason in UNREACHED.items() if not _code_path_exists(reason)}
     assert bad == {}, "an UNREACHED reason must start with a real module:qualname"
     declared = {(role.name, call.name) for role in access.ROLES.values() for call in role.calls}
-    assert set(UNREACHED) | set(TOO_WIDE) <= declared, "UNREACHED/TOO_WIDE name a call asya.access does not declare"
+    assert set(UNREACHED) | set(TOO_WIDE) <= declared, "UNREACHED/TOO_WIDE name a call asya_deploy.access lacks"
     spec = artifact_mesh.spec
     assert spec is not None
     unused = {(role, name) for role, names in unused_calls(spec, artifact_mesh.proxy.used()).items() for name in names}

@@ -48,8 +48,8 @@ variables (``ENV`` does not list them, so an actor's ``env`` map may set them):
 
 ``_X_AMZN_TRACE_ID`` is not read here: the Lambda runtime sets it anew for every invocation, so a traced runtime
 reads it per record from the environment mapping it is given (``ActorRuntime(environ=...)``, ``asya.xray``).
-``ASYA_MANIFEST`` (``ENV.manifest``) is the gateway's: the path of the manifest it serves. ``asya.environment`` builds
-these mappings for the CDK app and the local mode.
+``ASYA_MANIFEST`` (``ENV.manifest``) is the gateway's: the path of the manifest it serves. ``asya_deploy.environment``
+builds these mappings for the CDK app and the local mode.
 """
 
 from __future__ import annotations

@@ -1,7 +1,10 @@
 """One hop's handler call and what its outcome sends (steps 13-14 of P-PROC-2, P-ABI-11, P-RES-1..14, P-STAT-5).
 
-``HandlerCall.run(handler, hop, outbox)`` calls the handler under the hop's time limit ``T`` (P-TIME-5); frames leave
-through the batch's outbox as the hop releases them (``asya.hop``), FLY values go to the task's log. Then, by outcome:
+``HandlerCall.run(handler, hop, outbox)`` calls the handler under the hop's time limit ``T`` (P-TIME-5); each frame
+is routed (``asya.routing.forward_frame``), goes on where a compiled flow continues it (P-FLOW-4,
+``asya.flows.mesh.continue_outgoing``; every actor: one dropped from a flow still finishes the hops of tasks started
+before, P-FLOWV-1) and is staged in the batch's outbox (``asya.outbox``), where it waits for its send; FLY values go
+to the task's log through the outbox too. Then, by outcome:
 
 - frames (one or more): frame 0 is released last (P-ROUTE-9, ``asya.outbox``); the caller reports ``completed`` once
   they left;
@@ -11,9 +14,10 @@ through the batch's outbox as the hop releases them (``asya.hop``), FLY values g
   notice (reason ``PartialFailure`` with ``status.error.frames_sent``, the frames staged; ``SerializationError`` keeps
   its own reason) before frame 0 leaves last;
 - a value the handler produced that cannot be encoded is the handler's error (``asya.abi``, P-ABI-19) and never
-  reaches the outbox; ``SerializationError`` from the send itself (an oversized frame, P-LARGE-3) before any frame was
-  staged, or ``HandlerTimeout`` (the call interrupted at ``T``, P-TIME-7, P-ERR-7) before any frame: x-sump with the
-  input payload as received, and the layer's final status;
+  reaches the outbox; ``SerializationError`` from the encoding of an envelope (an oversized frame, P-LARGE-3) before
+  any frame of the hop left (the outbox drops the ones waiting), or ``HandlerTimeout`` (the call interrupted at
+  ``T``, P-TIME-7, P-ERR-7) before any frame: x-sump with the input payload as received, and the layer's final
+  status;
 - ``TaskCanceledError`` (the task was canceled while a generator ran, thrown at its next yield, P-CANCEL-1..5): no
   retry, no final status (the task item already says ``canceled``). Frames staged before still leave, frame 0 last,
   and the next hop's pre-flight stops them; with none staged, the entry envelope goes to x-sink as ``canceled``
@@ -47,10 +51,10 @@ from asya.exceptions import EnvelopeParseError, SerializationError, TaskCanceled
 from asya.fanin import FanInRouteError, slices
 from asya.flows.errors import FlowError
 from asya.flows.interp import STATE_HEADER
-from asya.hop import HopOutput, Ticker
+from asya.flows.mesh import Programs, continue_outgoing
 from asya.infra import InfraErrors
 from asya.outbox import Outbox, Ticket
-from asya.reporting import Fence, HopRef, Reporter
+from asya.reporting import Fence, HopRef
 from asya.retry import Retrier
 from asya.timeout import CallGuard, CallLimit, HandlerTimeoutError
 
@@ -85,7 +89,7 @@ class RecordItem:
 class Hop:
     """What the handler call and its outcome need about one record."""
 
-    __slots__ = ("cancel", "entry", "fence", "fly_id", "item", "limit", "report", "ticket", "trace")
+    __slots__ = ("cancel", "entry", "fence", "item", "limit", "report", "ticket", "trace")
 
     def __init__(
         self,
@@ -94,7 +98,6 @@ class Hop:
         entry: Envelope,
         trace: routing.Trace,
         report: HopRef | None,
-        fly_id: str | None,
         limit: CallLimit,
         fence: Fence | None,
         ticket: Ticket,
@@ -104,10 +107,9 @@ class Hop:
         self.entry = entry
         self.trace = trace
         self.report = report  # the task whose status this hop writes: tracked roots only
-        self.fly_id = fly_id  # the task FLY values go to: own id, or the parent's for a child (P-STAT-15)
         self.limit = limit  # T of the handler call (P-TIME-5)
         self.fence = fence  # the hop's claimed fence (P-ACK-8), None when unfenced
-        self.ticket = ticket  # the hop's frames in the batch's outbox
+        self.ticket = ticket  # the hop's share of the batch's outbox: its frames and FLY values
         self.cancel = cancel  # the cancel check between yields (P-CANCEL-1..5), None when unfenced
 
 
@@ -132,9 +134,7 @@ class HandlerCall:
         *,
         actor: str,
         now: Callable[[], str],
-        monotonic: Callable[[], float],
-        ticker: Ticker,
-        reporter: Reporter,
+        flows: Programs,
         errors: InfraErrors,
         retrier: Retrier,
         fan_in: FanInConfig | None = None,
@@ -142,24 +142,13 @@ class HandlerCall:
         self._actor = actor
         self._fan_in = fan_in
         self._now = now
-        self._monotonic = monotonic
-        self._ticker = ticker
-        self._reporter = reporter
+        self._flows = flows
         self._errors = errors
         self._retrier = retrier
 
     def run(self, handler: Handler, hop: Hop, outbox: Outbox) -> int | None:
         """Run the handler and route its output; the number of frames on success, ``None`` after an error."""
-        entry = hop.entry
-        fly_id = hop.fly_id
-        send_fly = None if fly_id is None else (lambda values: self._reporter.fly(fly_id, entry.id, values))
-        output = HopOutput(
-            send_frames=lambda frames: outbox.stage(hop.ticket, frames),
-            send_fly=send_fly,
-            ticker=self._ticker,
-            schedule_first=handler.kind in ("generator", "async_generator"),
-            monotonic=self._monotonic,
-        )
+        entry, ticket = hop.entry, hop.ticket
 
         held: list[Frame] = []  # a fan-in actor's frames, held until the call returns (P-FANIN-2)
         flow_call = self._fan_in is None and STATE_HEADER in entry.headers
@@ -174,23 +163,19 @@ class HandlerCall:
                 if len(flow_frames) > 1:
                     raise _SecondPayloadError(self._second_payload(entry))
                 return
-            # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
-            outgoing = routing.forward_frame(
-                entry, frame, frame.index, actor=self._actor, now=self._now(), trace=hop.trace
-            )
-            output.add_frame(outgoing)
+            self._stage(outbox, hop, [self._forward(hop, frame, frame.index)])
 
         state = AbiState.from_envelope(entry)
         failure: HandlerError | SerializationError | HandlerTimeoutError | None = None
         canceled = False
         try:
-            # copy_result=False: a returned plain value is encoded (Outbox.stage) by output.close() below, before any
-            # handler code runs again, so it needs no copy
+            # copy_result=False: a returned plain value is encoded by Outbox.stage in on_frame, before any handler
+            # code runs again, so it needs no copy
             handler.run(
                 entry.payload,
                 state,
                 on_frame=on_frame,
-                on_fly=output.add_fly,
+                on_fly=lambda value: outbox.fly(ticket, value),
                 guard=CallGuard(hop.limit),
                 copy_result=False,
                 cancel=hop.cancel,
@@ -202,16 +187,12 @@ class HandlerCall:
         except _SecondPayloadError as exc:
             failure = HandlerError(exc.error)
         if flow_frames and failure is None and not canceled:
-            (frame,) = flow_frames
-            forwarded = routing.forward_frame(entry, frame, 0, actor=self._actor, now=self._now(), trace=hop.trace)
-            output.add_frame(forwarded)
-        outbox.ended(hop.ticket)  # the last frames may wait for the batch's other records
+            self._stage(outbox, hop, [self._forward(hop, flow_frames[0], 0)])
         try:
-            frames = output.close()  # frames yielded before an error are sent (P-RES-10)
+            frames = outbox.close(ticket)  # frames yielded before an error are sent (P-RES-10)
         except SerializationError as exc:
             failure = failure or exc
             frames = 0
-        outbox.check(hop.ticket)
         if canceled:
             self._canceled(hop, outbox, frames if self._fan_in is None else 0)
             return None
@@ -222,12 +203,12 @@ class HandlerCall:
                 failure = HandlerError(ValueError(str(exc)))
             except SerializationError as exc:  # a slice could not be encoded: none was queued
                 failure = exc
-        # after close() every yielded frame was staged unless a send failed: count what will leave, never a frame
-        # whose encoding failed (a frames_sent of 1 with nothing sent would leave the task running)
-        sent = output.frames_sent
+        # count what will leave, never a frame whose encoding failed (a frames_sent of 1 with nothing sent would
+        # leave the task running)
+        sent = ticket.staged
         if failure is not None and sent > 0 and self._fan_in is None:
             self._partial(failure, hop, sent)
-            outbox.release_first(hop.ticket)  # frame 0 last, after the notice (P-ROUTE-9)
+            outbox.release_first(ticket)  # frame 0 last, after the notice (P-ROUTE-9)
             return None
         if failure is not None:
             self._failed(failure, hop)
@@ -243,8 +224,18 @@ class HandlerCall:
             )
             self._errors.send(out)
         else:
-            outbox.release_first(hop.ticket)
+            outbox.release_first(ticket)
         return frames
+
+    def _forward(self, hop: Hop, frame: Frame, index: int) -> routing.Outgoing:
+        # child ids derive from the hop (routing.child_id): a re-run repeats them (P-FAN-2, P-ACK-8)
+        return routing.forward_frame(hop.entry, frame, index, actor=self._actor, now=self._now(), trace=hop.trace)
+
+    def _stage(self, outbox: Outbox, hop: Hop, frames: list[routing.Outgoing]) -> None:
+        """Stage ``frames`` of ``hop``, each where a compiled flow continues it (P-FLOW-4)."""
+        now = self._now()
+        continued = [out for frame in frames for out in continue_outgoing(self._flows, frame, now=now)]
+        outbox.stage(hop.ticket, continued, frames=len(frames))
 
     def _second_payload(self, entry: Envelope) -> FlowError:
         state = entry.headers.get(STATE_HEADER)
@@ -278,7 +269,8 @@ class HandlerCall:
             now=self._now(),
             trace=hop.trace,
         )
-        outbox.stage(hop.ticket, out)
+        self._stage(outbox, hop, out)
+        outbox.close(hop.ticket)  # raises SerializationError when a slice cannot be encoded: none was queued
         return len(out)
 
     def _partial(self, failure: HandlerError | SerializationError | HandlerTimeoutError, hop: Hop, sent: int) -> None:

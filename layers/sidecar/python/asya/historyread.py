@@ -12,14 +12,16 @@ counted. At most ``max_objects`` objects are read per request (default 500); ``t
 there.
 
 The answer: ``{"id", "steps": [...], "truncated", "missing_objects"}``, steps sorted by ``started_at`` then ``hop``.
-Each step has the local dev history's fields (``asya_local.history``: ``actor``, ``attempt``, ``envelope_id``,
+Each step has the fields ``actor``, ``attempt``, ``envelope_id``,
 ``parent_id``, ``message_id``, ``started_at``, ``duration_ms``, ``input``, ``outputs`` [``{"actor", "envelope_id",
 "payload"}``], ``error``) plus ``hop``, ``input_bytes``, ``input_ref``, ``route``, ``headers``, ``key``.
 
 STEP (``asya retry ID --from STEP``, P-HIST-6): ``N``, a hop index (the step of the task's own envelope whose route
-had ``N`` actors behind it; the first attempt when it ran more than once), or ``ACTOR`` / ``ACTOR#n``, the ``n``-th
-hop (1-based) the actor ran for the task's own envelope. A bare ``ACTOR`` that ran more than once is ambiguous and
-refused with the choices. Children's steps are not starting points (their route ends in an aggregator).
+had ``N`` actors behind it; the first attempt when it ran more than once); ``ACTOR`` / ``ACTOR#n``, the ``n``-th run
+(1-based) of the actor in the task's tree, its own envelope's hops and its children's (fan-out slices) counted
+together in hop order, a fan-out's slices in slice order; or a child's id, that child's first step. A bare ``ACTOR``
+that ran more than once is ambiguous and refused with the choices. What a retry from a slice's step runs is
+``asya.historyslices`` (P-HIST-9).
 """
 
 from __future__ import annotations
@@ -31,12 +33,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from asya import headers as hdr
 from asya.exceptions import AsyaError
 from asya.history import was_cut
 
 __all__ = ["StepError", "StepRef", "parse_step", "read_history", "select_step"]
 
-_STEP_RE: Final = re.compile(r"^(?:(?P<hop>\d+)|(?P<actor>[A-Za-z][A-Za-z0-9_.-]*)(?:#(?P<nth>\d+))?)$")
+_STEP_RE: Final = re.compile(
+    r"^(?:(?P<hop>\d+)|(?P<envelope>[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12})"
+    r"|(?P<actor>[A-Za-z][A-Za-z0-9_.-]*)(?:#(?P<nth>\d+))?)$"
+)
 _SERVED: Final = (
     "actor",
     "attempt",
@@ -61,15 +67,19 @@ class StepError(AsyaError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class StepRef:
-    """A parsed STEP: ``hop`` alone, or ``actor`` with ``nth`` (``None``: the only run)."""
+    """A parsed STEP: ``hop`` alone, ``envelope`` (a child's id) alone, or ``actor`` with ``nth`` (``None``: the
+    only run)."""
 
     hop: int | None = None
     actor: str | None = None
     nth: int | None = None
+    envelope: str | None = None
 
     def __str__(self) -> str:
         if self.hop is not None:
             return str(self.hop)
+        if self.envelope is not None:
+            return self.envelope
         return f"{self.actor}#{self.nth}" if self.nth is not None else str(self.actor)
 
 
@@ -79,10 +89,12 @@ def parse_step(text: str) -> StepRef:
     if match is None:
         raise StepError(
             f"--from: {text!r} is not a step: give a hop index (e.g. 2) or an actor name, with #n for its n-th run "
-            "(e.g. review#2)"
+            "(e.g. review#2), or a child's id"
         )
     if match["hop"] is not None:
         return StepRef(hop=int(match["hop"]))
+    if match["envelope"] is not None:
+        return StepRef(envelope=match["envelope"].lower())
     nth = match["nth"]
     if nth is not None and int(nth) < 1:
         raise StepError(f"--from: {text!r}: runs are counted from 1 (e.g. {match['actor']}#1)")
@@ -92,8 +104,11 @@ def parse_step(text: str) -> StepRef:
 def select_step(history: dict[str, Any], ref: StepRef) -> dict[str, Any]:
     """The step of ``history`` (:func:`read_history`'s answer) that ``ref`` names; :class:`StepError` otherwise."""
     task_id = history.get("id")
-    own = [step for step in history.get("steps") or [] if step.get("envelope_id") == task_id]
-    if not own:
+    steps = [step for step in history.get("steps") or [] if isinstance(step, dict)]
+    if ref.envelope is not None:
+        return _child_step(steps, ref, str(task_id))
+    own = [step for step in steps if step.get("envelope_id") == task_id]
+    if not steps:
         raise StepError(f"task {task_id} has no recorded step: is its flow's history on (history: steps)?")
     first: dict[int, dict[str, Any]] = {}
     for step in own:  # the first attempt of each hop: every attempt of a hop got the same input
@@ -103,14 +118,9 @@ def select_step(history: dict[str, Any], ref: StepRef) -> dict[str, Any]:
         if ref.hop not in first:
             raise StepError(f"--from {ref}: task {task_id} has no recorded hop {ref.hop} (hops: {_listing(hops)})")
         return first[ref.hop]
-    runs = [first[hop] for hop in hops if first[hop].get("actor") == ref.actor]
-    actors = sorted({str(step.get("actor")) for step in own})
+    runs = [step for step in _runs(steps) if step.get("actor") == ref.actor]
     if not runs:
-        slices = [
-            s for s in history.get("steps") or [] if s.get("actor") == ref.actor and s.get("envelope_id") != task_id
-        ]
-        if slices:
-            raise StepError(_slice_refusal(ref, str(task_id), own, slices))
+        actors = sorted({str(step.get("actor")) for step in steps})
         raise StepError(
             f"--from {ref}: actor {ref.actor!r} ran no step of task {task_id} (actors: {', '.join(actors)})"
         )
@@ -126,18 +136,34 @@ def select_step(history: dict[str, Any], ref: StepRef) -> dict[str, Any]:
     return runs[ref.nth - 1]
 
 
-def _slice_refusal(ref: StepRef, task_id: str, own: list[dict[str, Any]], slices: list[dict[str, Any]]) -> str:
-    """Why a fan-out slice is not a starting point (its aggregator waits for the slice's siblings), and the task's
-    hop(s) that sent the slices: replaying from there runs every slice again."""
-    ids = {s.get("envelope_id") for s in slices}
-    senders = sorted(
-        {int(s.get("hop") or 0) for s in own for out in s.get("outputs") or [] if out.get("envelope_id") in ids}
+def _runs(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first attempt of every hop of every envelope of the tree, in hop order; at one hop the task's own envelope
+    first, then a fan-out's slices in slice order (their ``x-asya-fan-in`` index), then by start."""
+    first: dict[tuple[str, int], dict[str, Any]] = {}
+    for step in steps:  # sorted by start: the first seen of an (envelope, hop) is its first attempt
+        first.setdefault((str(step.get("envelope_id")), int(step.get("hop") or 0)), step)
+    return sorted(
+        first.values(), key=lambda s: (int(s.get("hop") or 0), _slice_index(s), str(s.get("started_at") or ""))
     )
-    where = f"the hop that sent them ({_listing(senders)})" if senders else "the step that fanned out"
-    return (
-        f"--from {ref}: {ref.actor!r} ran only in fan-out slices of task {task_id} ({len(slices)} run(s)): a slice is "
-        f"not a starting point; retry from {where}"
-    )
+
+
+def _slice_index(step: dict[str, Any]) -> int:
+    fan_in = (step.get("headers") or {}).get(hdr.FAN_IN)
+    index = fan_in.get("slice_index") if isinstance(fan_in, dict) else None
+    return index if isinstance(index, int) else 0
+
+
+def _child_step(steps: list[dict[str, Any]], ref: StepRef, task_id: str) -> dict[str, Any]:
+    if ref.envelope == task_id:
+        raise StepError(f"--from {ref}: that is the task's own id: give a hop index or ACTOR[#n] for its own steps")
+    runs = [step for step in _runs(steps) if step.get("envelope_id") == ref.envelope]
+    if not runs:
+        children = sorted({str(s.get("envelope_id")) for s in steps if s.get("envelope_id") != task_id})
+        shown = ", ".join(children[:5]) + (f" and {len(children) - 5} more" if len(children) > 5 else "")
+        raise StepError(
+            f"--from {ref}: task {task_id} has no recorded step of a child {ref} (children: {shown or 'none'})"
+        )
+    return runs[0]
 
 
 def read_history(

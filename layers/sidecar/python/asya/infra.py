@@ -9,7 +9,7 @@ created here; the transport and the reporter come from the runtime.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from aws_lambda_powertools import Logger
@@ -17,7 +17,7 @@ from aws_lambda_powertools import Logger
 from asya import logkeys, routing
 from asya.envelope import Envelope, Reason, salvage_envelope
 from asya.reporting import HopRef, Reporter
-from asya.transport import Transport, UnknownActorError
+from asya.transport import Prepared, Transport, UnknownActorError
 
 __all__ = ["LOST_FRAME", "RAW_BODY_LIMIT", "InfraErrors", "ends_lineage", "parse_failure_envelope"]
 
@@ -107,14 +107,15 @@ class InfraErrors:
 
     def unknown_destinations(
         self,
-        unknown: list[tuple[routing.Outgoing, UnknownActorError]],
+        unknown: Sequence[tuple[Prepared, UnknownActorError]],
         *,
         entry: Envelope,
         report: HopRef | None,
         now: str,
         trace: routing.Trace,
     ) -> None:
-        """Frames of a hop whose destination has no queue: each one's x-sump envelope, required (P-ROUTE-8)."""
+        """Frames of a hop whose destination has no queue (the outbox's, ``asya.outbox``): each one's x-sump envelope,
+        required (P-ROUTE-8)."""
         sump_fails_task = report is not None and not self._reporter.writes_final
         sumps = [
             routing.sump_envelope(
@@ -124,11 +125,11 @@ class InfraErrors:
                 now=now,
                 envelope=entry,
                 trace=trace,
-                original_payload=outgoing.envelope.payload,
-                final_by_sump=sump_fails_task and outgoing.envelope.id == entry.id,
-                error_extra=None if outgoing.envelope.id == entry.id else {LOST_FRAME: outgoing.envelope.id},
+                original_payload=frame.envelope.payload,
+                final_by_sump=sump_fails_task and frame.envelope.id == entry.id,
+                error_extra=None if frame.envelope.id == entry.id else {LOST_FRAME: frame.envelope.id},
             )
-            for outgoing, error in unknown
+            for frame, error in unknown
         ]
         for result in self._transport.send_batch([(s.actor, s.envelope) for s in sumps]):
             if result.error is not None:
@@ -137,7 +138,7 @@ class InfraErrors:
             "unknown destination: frame sent to x-sump",
             extra={"envelope_id": entry.id, "actors": [o.actor for o, _ in unknown]},
         )
-        lineage = [error for outgoing, error in unknown if outgoing.envelope.id == entry.id]
+        lineage = [error for frame, error in unknown if frame.envelope.id == entry.id]
         if report is not None and lineage:
             # frame 0 carries the task (P-FAN-6): it can no longer complete; a lost child does not fail it
             message = str(lineage[0])

@@ -3,8 +3,8 @@
 S3 answers a read of a missing key with 404 only when the caller may ``s3:ListBucket`` the bucket; otherwise with 403
 (``AccessDenied``, or a bare ``403`` for ``HeadObject``), exactly as it answers a real denial. A ``GetObject`` carries
 no ``s3:prefix``, so a ``ListBucket`` grant conditioned on ``s3:prefix`` (the mesh's least-privilege grant,
-``asya.access``) never turns that 403 into a 404. Granting ``ListBucket`` unconditioned would let every function list
-every key of the bucket (task ids, checkpoint names) to learn about one key.
+``asya_deploy.access``) never turns that 403 into a 404. Granting ``ListBucket`` unconditioned would let every function
+list every key of the bucket (task ids, checkpoint names) to learn about one key.
 
 :func:`is_missing` tells the two 403s apart instead: a 404 is missing; a 403 is missing when a ``ListObjectsV2`` with
 ``Prefix`` = the key itself (which the prefix-conditioned grant allows) lists no object of exactly that key (S3 lists

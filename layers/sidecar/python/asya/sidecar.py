@@ -12,10 +12,10 @@ children their child fence items) are made with one strongly consistent ``BatchG
 Then records run one at a time in batch order (P-PROC-1) through the steps of P-PROC-2. Right before the handler
 call, a fenced envelope's hop is claimed with ONE conditional write (P-ACK-8, ``asya.reporting.Reporter.claim``):
 for a tracked root that write is the hop's running status too; the lease runs to the invocation's hard deadline
-(Lambda's remaining time at its start) + 10 s. Frames go through the batch's ``asya.outbox.Outbox``: while a handler
-runs they leave as the hop releases them (``asya.hop``); frame 0 leaves last, after every other frame of its call
-(P-ROUTE-9), then waits for the other records' frames (at most 1 s, or until 10 wait for one queue, or the end of the
-batch), so a batch of one-frame records costs one ``SendMessageBatch`` per destination. Other sends (x-sink, x-sump,
+(Lambda's remaining time at its start) + 10 s. Frames go through the batch's ``asya.outbox.Outbox``, one buffer for
+every record: a frame waits at most 1 s, or until 10 wait for one queue, or the end of the batch; frame 0 leaves last,
+after every other frame of its call (P-ROUTE-9), so a batch of one-frame records costs one ``SendMessageBatch`` per
+destination. Other sends (x-sink, x-sump,
 retries) stay per record:
 
 1. parse (P-ENV-9..15): ``ParseError`` to x-sump;
@@ -39,8 +39,8 @@ retries) stay per record:
     already claimed) is acked; a hop another run holds under a live lease fails the record, which comes back when
     that lease ends; canceled/paused go to x-sink; then the handler call under its time limit ``T = min(actor
     timeout, deadline_at - now, Lambda remaining time - 5 s)`` (P-TIME-5, ``asya.timeout``);
-14. its outcome (``asya.handlercall``): frames leave as they come (``asya.hop``, ``asya.outbox``) and FLY values go to
-    the task's log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, P-RES-1..12);
+14. its outcome (``asya.handlercall``): frames leave as they come (``asya.outbox``) and FLY values go to the task's
+    log; zero frames: x-sink ``Completed``; a handler error: the retry policy (``asya.retry``, P-RES-1..12);
     ``SerializationError``, unknown destinations and ``HandlerTimeout``: x-sump; an error after a frame: a partial
     failure (P-RES-10); then ``completed`` (progress ``detailed``, once the hop's frames left). A fenced generator
     handler is asked between yields whether its task was canceled (``asya.cancelwatch``: one eventually consistent
@@ -91,12 +91,11 @@ from asya.claims import Claimed, HopClaims, fence_of
 from asya.config import ActorConfig
 from asya.envelope import Envelope, Reason, parse_envelope
 from asya.exceptions import EnvelopeParseError, HandlerLoadError, HopHeldError
-from asya.flows.mesh import continue_outgoing, flow_failure
+from asya.flows.mesh import flow_failure
 from asya.handlercall import HandlerCall, Hop, RecordItem
 from asya.history import HistoryError, InvocationHistory
-from asya.hop import Ticker
 from asya.infra import InfraErrors
-from asya.outbox import Outbox
+from asya.outbox import Outbox, Ticker
 from asya.payloads import PayloadStore, PayloadUnavailableError, reference_owners
 from asya.programstore import FlowVersions, ProgramStore
 from asya.reporting import HopRef, ProgressMode, Reporter
@@ -104,7 +103,7 @@ from asya.retry import Retrier
 from asya.store import TaskStore
 from asya.timeout import SAFETY_MARGIN_SECONDS, CallLimit, effective_limit
 from asya.timeutil import Clock, format_ts, format_ts_ms, system_clock
-from asya.transport import Transport, UnknownActorError
+from asya.transport import Transport
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -135,11 +134,12 @@ class _Batch:
         self.items = {r["messageId"]: rt._parse(r["messageId"], r.get("body", "")) for r in records}
         self.outbox = Outbox(
             transport=rt._transport,
+            errors=rt._errors,
+            reporter=rt._reporter,
             ticker=rt._ticker,
+            now=rt._now,
             monotonic=rt._monotonic,
             logger=rt._log,
-            # every actor: one dropped from a flow still finishes the hops of tasks started before (P-FLOWV-1)
-            continuation=rt._continue_flow,
         )
         envelopes = [item.envelope for item in self.items.values() if item.envelope is not None]
         rt._history = self.history = rt._new_history()
@@ -161,7 +161,7 @@ class _Batch:
         self.history.fail(message_id, error)
 
     def finish(self) -> list[tuple[str, BaseException | None]]:
-        return [(rid, self.outbox.failure(rid)) for rid in self.outbox.finish()]
+        return list(self.outbox.finish())
 
     def late_failed(self, message_id: str) -> None:
         self.runtime._claims.release(self.claims, message_id)
@@ -253,10 +253,8 @@ class ActorRuntime:
         self._ticker = Ticker(monotonic=monotonic)
         self._handler_call = HandlerCall(
             actor=config.actor,
-            now=lambda: self._ts(self._clock()),
-            monotonic=monotonic,
-            ticker=self._ticker,
-            reporter=self._reporter,
+            now=self._now,
+            flows=self._flows.book,
             errors=self._errors,
             retrier=self._retrier,
             fan_in=config.fan_in,
@@ -286,9 +284,9 @@ class ActorRuntime:
         except HistoryError as exc:
             self._log.warning("run history not written", extra={"error": str(exc)})
 
-    def _continue_flow(self, outgoing: routing.Outgoing) -> list[routing.Outgoing]:
-        """P-FLOW-4: a compiled flow's continuation on a frame the outbox stages (``asya.flows.mesh``)."""
-        return continue_outgoing(self._flows.book, outgoing, now=self._ts(self._clock()))
+    def _now(self) -> str:
+        """The envelope timestamp of now."""
+        return self._ts(self._clock())
 
     def _ts(self, moment: datetime) -> str:
         """``format_ts(moment)``, formatted once per second: every hop stamps several envelopes with "now"."""
@@ -446,22 +444,12 @@ class ActorRuntime:
                 fence = None  # no task record (P-STAT-14): the call goes on unclaimed
         fly_id = None if untracked else (env.parent_id or env.id)
         limit = self._call_limit(None if hook else deadline, batch.context)  # hooks run past it (P-TIME-4)
-
-        def on_unknown(lost: list[tuple[routing.Outgoing, UnknownActorError]]) -> None:
-            self._errors.unknown_destinations(
-                lost, entry=hop.entry, report=hop.report, now=self._ts(self._clock()), trace=hop.trace
-            )
-
-        # the outbox may find them after this record ended: its x-sump sends keep this record's trace header
-        ticket = batch.outbox.ticket(
-            item.message_id, env.id, self._trace.bound(on_unknown) if self._trace is not None else on_unknown
-        )
+        ticket = batch.outbox.ticket(item.message_id, entry=entry, report=report, trace=trace, fly_id=fly_id)
         hop = Hop(
             item=item,
             entry=entry,
             trace=trace,
             report=report,
-            fly_id=fly_id,
             limit=limit,
             fence=fence,
             ticket=ticket,
@@ -475,9 +463,8 @@ class ActorRuntime:
         frames = self._handler_call.run(self._handler, hop, batch.outbox)
         if recorded:
             batch.history.close(item.message_id, round((self._monotonic() - started) * 1000, 1))
-        if frames is not None and report is not None:
-            duration_ms = int((self._monotonic() - started) * 1000)
-            batch.outbox.when_sent(ticket, lambda: self._reporter.completed(report, mode, duration_ms, frames))
+        if frames is not None:
+            batch.outbox.complete(ticket, mode, int((self._monotonic() - started) * 1000), frames)
 
     def _decided(self, env: Envelope, verdict: Claimed | None, now: str, trace: routing.Trace) -> bool:
         """Act on a pre-flight or claim verdict that decides the record: canceled/paused to x-sink, a duplicate acked

@@ -14,7 +14,7 @@ per prefix, so their keys carry a shard, :func:`key_shard` of the object's own n
 digits), before the day: the writes of a day spread over 16 prefixes that stay the same from one day to the next, so
 S3 splits them once (GW-DATA-9). Readers never build these keys: they read the key the task item names, so objects
 written before the shard was added stay readable.
-``asya.access`` declares who may touch which by calling the same builders
+``asya_deploy.access`` declares who may touch which by calling the same builders
 with ``*`` (tests/unit/test_access.py fails on a key built anywhere else).
 
 Every index projects its keys only (GW-DATA-2, GW-DATA-8): a write that changes no index key writes no index, and an
@@ -91,7 +91,7 @@ KEY_SHARDS: Final = tuple("0123456789abcdef")
 
 def key_shard(name: str) -> str:
     """The shard of an object named ``name``: the first hex digit of its SHA-256, so any name (a UUID4, or a test's
-    fixed one) spreads evenly; ``*`` (a key pattern of ``asya.access``) stays ``*``."""
+    fixed one) spreads evenly; ``*`` (a key pattern of ``asya_deploy.access``) stays ``*``."""
     if name == "*":
         return "*"
     return hashlib.sha256(name.encode("utf-8")).hexdigest()[0]

@@ -106,19 +106,31 @@ class SendResult:
         return self.message_id is not None
 
 
-@dataclass(frozen=True, slots=True)
 class Prepared:
-    """One item ready to send (:meth:`Transport.prepare`): its queue ``url``, encoded ``body`` and
-    ``trace_header`` (P-TRACE-3), or the ``error`` of an unknown destination."""
+    """One envelope ready to send to ``actor`` (:meth:`Transport.prepare`): its queue ``url``, encoded ``body`` and
+    ``trace_header`` (P-TRACE-3), or the ``error`` of an unknown destination. A plain class, not a dataclass: one is
+    made per frame on the hot path, and none is compared or printed."""
 
-    actor: str
-    url: str = ""
-    body: str = ""
-    size: int = 0
-    error: UnknownActorError | None = None
-    trace_header: str | None = None
-    #: ``DelaySeconds`` of the send (from ``x-asya-delay-until``, P-WAIT-3)
-    delay_seconds: int = 0
+    __slots__ = ("actor", "body", "envelope", "error", "size", "trace_header", "url")
+
+    def __init__(
+        self,
+        actor: str,
+        envelope: Envelope,
+        *,
+        url: str = "",
+        body: str = "",
+        size: int = 0,
+        error: UnknownActorError | None = None,
+        trace_header: str | None = None,
+    ) -> None:
+        self.actor = actor
+        self.envelope = envelope
+        self.url = url
+        self.body = body
+        self.size = size
+        self.error = error
+        self.trace_header = trace_header
 
 
 def _json_body(_actor: str, envelope: Envelope) -> str:
@@ -250,16 +262,9 @@ class Transport:
         try:
             url = self.queue_url(actor)
         except UnknownActorError as exc:
-            return Prepared(actor=actor, error=exc)
+            return Prepared(actor, envelope, error=exc)
         body, size = self._encode_sized(actor, envelope)
-        return Prepared(
-            actor=actor,
-            url=url,
-            body=body,
-            size=size,
-            trace_header=self._header(),
-            delay_seconds=self.delay_of(envelope),
-        )
+        return Prepared(actor, envelope, url=url, body=body, size=size, trace_header=self._header())
 
     def send_prepared(self, items: Sequence[Prepared]) -> list[SendResult]:
         """Send prepared items, grouped per queue (order kept within a queue), at most 10 entries and 1 MiB per call;
@@ -329,8 +334,8 @@ class Transport:
                 self._sleep(_INITIAL_BACKOFF * 2 ** (attempt - 1))
             entries: list[Any] = [{"Id": key, "MessageBody": items[index].body} for key, index in waiting.items()]
             for request, index in zip(entries, waiting.values(), strict=True):
-                if items[index].delay_seconds:
-                    request["DelaySeconds"] = items[index].delay_seconds
+                if delay := self.delay_of(items[index].envelope):
+                    request["DelaySeconds"] = delay
             if self._trace_header is not None:  # tracing on (P-TRACE-3): each entry carries its own record's header
                 for request, index in zip(entries, waiting.values(), strict=True):
                     if header := items[index].trace_header:

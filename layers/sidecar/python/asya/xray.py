@@ -14,10 +14,9 @@ message it sends. The value is passed on as it came: no X-Ray SDK is imported an
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, Literal, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageSystemAttributeValueTypeDef
@@ -28,9 +27,6 @@ __all__ = ["RECORD_ATTRIBUTE", "TRACE_ID_ENV", "TraceHeaders", "system_attribute
 TRACE_ID_ENV: Final = "_X_AMZN_TRACE_ID"
 #: The SQS system attribute (and the key Lambda uses in a record's ``attributes``).
 RECORD_ATTRIBUTE: Final[Literal["AWSTraceHeader"]] = "AWSTraceHeader"
-
-_P = ParamSpec("_P")
-_R = TypeVar("_R")
 
 
 def system_attributes(header: str) -> dict[Literal["AWSTraceHeader"], MessageSystemAttributeValueTypeDef]:
@@ -49,7 +45,8 @@ def trace_headers(tracing: bool, environ: Mapping[str, str] | None = None) -> Tr
 
 class TraceHeaders:
     """The trace header of the record being processed; one per runtime. The value lives in a context variable: each
-    record runs in its own copy of the context (``asya.batch.RecordBatch``), so records never see each other's."""
+    record runs in its own copy of the context (``asya.batch.RecordBatch``), so records never see each other's, and
+    what the outbox sends for a record after it ended runs in a copy of that record's context (``asya.outbox``)."""
 
     __slots__ = ("_current", "_environ")
 
@@ -69,22 +66,3 @@ class TraceHeaders:
     def current(self) -> str | None:
         """The header of the current record's sends."""
         return self._current.get()
-
-    @contextmanager
-    def using(self, header: str | None) -> Iterator[None]:
-        """Sends made inside carry ``header`` (a record's, when its sends happen after it ended)."""
-        token = self._current.set(header)
-        try:
-            yield
-        finally:
-            self._current.reset(token)
-
-    def bound(self, fn: Callable[_P, _R]) -> Callable[_P, _R]:
-        """``fn``, whose sends carry the header current now, whenever it is called."""
-        header = self._current.get()
-
-        def call(*args: _P.args, **kwargs: _P.kwargs) -> _R:
-            with self.using(header):
-                return fn(*args, **kwargs)
-
-        return call

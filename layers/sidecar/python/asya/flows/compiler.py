@@ -493,7 +493,11 @@ class _Compiler:
         prompt: Any = "Task paused"
         fields: Any = []
         timeout: int | None = None
+        dynamic: dict[str, Any] = {}
         for kw in call.keywords:
+            if kw.arg == "prompt" and not isinstance(kw.value, ast.Constant):
+                prompt, dynamic = self.prompt_expr(kw.value)
+                continue
             try:
                 literal = ast.literal_eval(kw.value)
             except ValueError:
@@ -507,7 +511,7 @@ class _Compiler:
                 timeout = self.pause_timeout(kw.value, literal)
             else:
                 self.err(kw.value, f"pause takes prompt (a string) and fields (a list of objects), not {kw.arg}", fix)
-        members: dict[str, Any] = {"prompt": prompt, "fields": fields}
+        members: dict[str, Any] = {"prompt": prompt, "fields": fields, **dynamic}
         if timeout is not None:
             members["timeout"] = timeout
         self.emit("pause", call, **members)
@@ -581,6 +585,17 @@ class _Compiler:
             )
             return None
         return math.ceil(literal)
+
+    def prompt_expr(self, node: ast.expr) -> tuple[str, dict[str, Any]]:
+        """A prompt computed from the state: its source text (what ``asya flow show`` draws) and ``prompt_expr``, the
+        expression the continuation evaluates at the pause. An f-string is outside the subset: concatenate."""
+        if isinstance(node, ast.JoinedStr):
+            self.err(
+                node, "an f-string prompt is outside the expression language", f'"Publish " + {self.param}["title"]'
+            )
+            return "", {}
+        expr = self.expr(node)
+        return ast.unparse(node), ({"prompt_expr": expr} if expr is not None else {})
 
     # -- expressions and paths
 

@@ -76,8 +76,11 @@ def pause(
     resume: Mapping[str, Any] | type[TimeoutError] | TimeoutError | None = None,
 ) -> Any:
     """Plain run of a pause: the state with ``resume`` merged in (awaitable or used directly); ``resume=TimeoutError``
-    (the class or an instance) raises it, as the mesh does when nobody resumes within ``timeout``."""
-    del prompt, fields
+    (the class or an instance) raises it, as the mesh does when nobody resumes within ``timeout``. A prompt that is not
+    a string raises ``TypeError``, as the mesh fails the task (``FlowError``) on a computed prompt that is not one."""
+    if not isinstance(prompt, str):
+        raise TypeError(f"pause's prompt must be a string, got {type(prompt).__name__}")
+    del fields
     if isinstance(resume, TimeoutError):
         raise resume
     if isinstance(resume, type):

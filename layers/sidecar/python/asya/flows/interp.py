@@ -22,7 +22,16 @@ from asya.flows.ir import Program
 from asya.resiliency import RetryRule
 from asya.timeutil import format_ts, parse_ts
 
-__all__ = ["MAX_ASSIGNED_BYTES", "STATE_HEADER", "TIME_BUDGET_SECONDS", "FlowState", "Step", "advance", "dispatch"]
+__all__ = [
+    "MAX_ASSIGNED_BYTES",
+    "MAX_PROMPT_BYTES",
+    "STATE_HEADER",
+    "TIME_BUDGET_SECONDS",
+    "FlowState",
+    "Step",
+    "advance",
+    "dispatch",
+]
 
 #: P-FLOW-1: the header that carries a compiled flow's position.
 STATE_HEADER: Final = "x-asya-flow-state"
@@ -32,6 +41,8 @@ _MAX_STEPS: Final = 100_000
 MAX_ASSIGNED_BYTES: Final = 16 * 1024 * 1024
 #: P-FLOW-21: the time one continuation may run, wherever it runs (the gateway at create, a layer, the crew).
 TIME_BUDGET_SECONDS: Final = 5.0
+#: P-FLOW-31: the longest prompt a pause may compute (UTF-8 bytes).
+MAX_PROMPT_BYTES: Final = 8192
 _NO_BASE: Final[Any] = object()
 #: A program digest (P-FLOWV-1): the SHA-256 of its canonical JSON, lowercase hex.
 _DIGEST: Final = re.compile(r"[0-9a-f]{64}")
@@ -252,8 +263,9 @@ def advance(
             step = _step("sleep", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
             return replace(step, sleep_seconds=int(ins["seconds"]))
         elif op == "pause":
+            prompt = _prompt(ins, payload, line)
             step = _step("pause", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
-            pause: dict[str, Any] = {"prompt": ins["prompt"], "fields": list(ins["fields"])}
+            pause: dict[str, Any] = {"prompt": prompt, "fields": list(ins["fields"])}
             timeout = program.pause_timeout(ins.get("timeout"))
             if timeout is not None:
                 pause["timeout"] = timeout  # P-WAIT-1: x-pause arms the expiry
@@ -265,6 +277,19 @@ def advance(
             raise FlowError(f"unknown instruction {op!r} at {pc}")
         pc += 1
     raise FlowError(f"flow '{program.flow}' ran {_MAX_STEPS} instructions without reaching an actor")
+
+
+def _prompt(ins: Mapping[str, Any], payload: Any, line: int | None) -> str:
+    """A pause's prompt: its literal, or its expression evaluated on the state at the pause (a string of at most
+    :data:`MAX_PROMPT_BYTES`, since it travels in a header and is stored on the task item)."""
+    if "prompt_expr" not in ins:
+        return str(ins["prompt"])
+    value = evaluate(ins["prompt_expr"], payload, line=line)
+    if not isinstance(value, str):
+        raise FlowError(f"pause at line {line}: the prompt is a {type(value).__name__}, not a string")
+    if len(value.encode("utf-8")) > MAX_PROMPT_BYTES:
+        raise FlowError(f"pause at line {line}: the prompt is over {MAX_PROMPT_BYTES} bytes")
+    return value
 
 
 def _step(  # noqa: PLR0917 - one call per suspension kind, all positional for brevity

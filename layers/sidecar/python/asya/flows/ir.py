@@ -19,13 +19,15 @@ op             members                                                     effec
 ``enddeadline``                                                            restore the pushed deadline_at
 ``fanout``     ``calls`` (actors), ``target`` (JSON Pointer)               suspend: one slice per call
 ``map``        ``actor``, ``source`` (expression), ``target``              suspend: one slice per item
-``pause``      ``prompt``, ``fields``, ``timeout`` (seconds or absent),    suspend: x-pause
+``pause``      ``prompt``, ``fields``, ``prompt_expr``?, ``timeout``?,       suspend: x-pause
                ``event`` and ``path`` (a ``wait_for``, P-WAIT-4)
 ``sleep``      ``seconds``                                                 suspend: x-resume, delayed (P-WAIT-3)
 ``return``                                                                 end: the route is exhausted
 =============  ==========================================================  ================================
 
-The end of ``code`` is an implicit ``return``.
+The end of ``code`` is an implicit ``return``. A ``pause`` whose prompt is computed from the state has
+``prompt_expr``, the expression evaluated at the pause, and ``prompt`` its source text (drawn by ``asya flow show``);
+a literal prompt has ``prompt`` only, so its program (and digest) is what it was before prompts could be computed.
 
 :attr:`Program.max_pause` caps every pause of the flow (P-WAIT-1): a pause waits at most ``min(timeout, max_pause)``
 seconds, ``max_pause`` when it names no timeout; ``None`` (the manifest's explicit ``max_pause: null``) lifts the cap.

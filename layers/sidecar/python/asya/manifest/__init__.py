@@ -17,6 +17,9 @@ from __future__ import annotations
 
 from asya.manifest.blocks import (
     CREW_SETTINGS,
+    HISTORY_BODY_DEFAULT,
+    HISTORY_BODY_MAX,
+    HISTORY_BODY_MIN,
     A2ASkillOptions,
     ActorSettings,
     ActorSpec,
@@ -44,6 +47,9 @@ from asya.manifest.model import Manifest
 
 __all__ = [
     "CREW_SETTINGS",
+    "HISTORY_BODY_DEFAULT",
+    "HISTORY_BODY_MAX",
+    "HISTORY_BODY_MIN",
     "A2ASkillOptions",
     "ActorSettings",
     "ActorSpec",

@@ -35,6 +35,9 @@ __all__ = [
     "CREW_SETTINGS",
     "DEFAULT_ACCOUNT_CONCURRENCY",
     "DEFAULT_ACTOR_STACKS",
+    "HISTORY_BODY_DEFAULT",
+    "HISTORY_BODY_MAX",
+    "HISTORY_BODY_MIN",
     "LOG_RETENTION_DAYS",
     "MAX_ACTOR_STACKS",
     "MAX_MAX_CONCURRENCY",
@@ -75,6 +78,10 @@ MAX_MAX_CONCURRENCY: Final = 1000
 #: Lambda's default concurrency quota of an account, and what AWS keeps unreserved in every account.
 DEFAULT_ACCOUNT_CONCURRENCY: Final = 1000
 UNRESERVED_CONCURRENCY: Final = 100
+#: The run history's body cut (``history_body_bytes``, P-HIST-1): its default and bounds.
+HISTORY_BODY_DEFAULT: Final = 4096
+HISTORY_BODY_MIN: Final = 64
+HISTORY_BODY_MAX: Final = 262144
 
 
 def _duration(field_name: str) -> BeforeValidator:
@@ -249,7 +256,7 @@ class Flow(_Model):
     history: Literal["off", "steps"] = "off"
     #: (P-HIST-1) recorded input and output bodies over this size are cut (the whole body stays by reference
     #: when it was offloaded)
-    history_body_bytes: int = Field(4096, ge=64, le=262144, strict=True)
+    history_body_bytes: int = Field(HISTORY_BODY_DEFAULT, ge=HISTORY_BODY_MIN, le=HISTORY_BODY_MAX, strict=True)
     mcp: bool = Field(False, strict=True)
     #: ``None``: not an A2A skill (GW-A2A-2).
     a2a: Annotated[A2ASkillOptions | None, BeforeValidator(_a2a_option)] = None
