@@ -28,3 +28,13 @@ def test_a_wait_costs_its_legs_and_never_the_time_it_waits() -> None:
     assert [row["seconds"] for row in waits.table(prices)["rows"]] == list(waits.WAITS)
     with pytest.raises(ValueError, match="seconds must be >= 1"):
         waits.wait_cost(0, prices)
+
+
+def test_the_cost_section_renders_the_wait_rows() -> None:
+    from bench import report
+
+    prices = load_prices(PRICES_PATH.read_text(encoding="utf-8"))
+    lines = report._waits(waits.table(prices))
+    assert lines[0].startswith("A sleeping or waiting task holds no compute")
+    assert any(line.startswith("| 3,600 s | 4 |") and "not possible (> 900 s)" in line for line in lines)
+    assert report._waits(None) == []
