@@ -120,6 +120,9 @@ def cost_section(results: Mapping[str, Any], prices_text: str) -> dict[str, Any]
         },
         "configs": configs,
     }
+    from bench import waits
+
+    out["waits"] = waits.table(prices)  # a sleeping or waiting task holds no compute (P-WAIT-3)
     if "watching" in results:
         from bench import endtoend
 

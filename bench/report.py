@@ -328,6 +328,7 @@ def _cost(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
         express_rows = [[step, fmt_money(value)] for step, value in default["sfn_express"].items()]
         out += [f"Step Functions Standard: {fmt_money(default['sfn_standard'])} per million tasks. Express:", ""]
         out += table(["step duration", "USD per million tasks"], express_rows)
+    out += _waits(data.get("waits"))
     out += _section_verdicts(verdicts, "3")
     prices = data.get("prices", {})
     if prices:
@@ -349,6 +350,29 @@ def _cost(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
             "",
         ]
     return out
+
+
+def _waits(data: Mapping[str, Any] | None) -> list[str]:
+    """A flow's sleep or wait, priced from its request vector (``bench.waits``): the time itself is never billed."""
+    if not data:
+        return []
+    rows = [
+        [
+            f"{row['seconds']:,} s",
+            str(row["legs"]),
+            fmt_money(row["mesh_usd"]),
+            fmt_money(row["held_lambda_usd"]) if row["held_lambda_usd"] is not None else "not possible (> 900 s)",
+            fmt_money(row["sfn_wait_usd"]),
+        ]
+        for row in data["rows"]
+    ]
+    out = [
+        "A sleeping or waiting task holds no compute (`bench/waits.py`, from the requests of `asya_crew.resume`): one",
+        f"x-resume leg per 900 s, none running between legs; a Lambda of {data['memory_mb']} MB holding the same wait",
+        "pays every second of it; Step Functions Standard's `Wait` state is one transition.",
+        "",
+    ]
+    return out + table(["wait", "legs", "mesh, USD per million", "a Lambda holding it", "Step Functions Wait"], rows)
 
 
 def _cancel_reads(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:

@@ -27,9 +27,11 @@ from asya import naming, routing
 from asya.abi import error_details
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.flows import STATE_HEADER, Program, continue_outgoing, on_failure, start
+from asya.flows.dsl import wait_for as dsl_wait_for
 from asya.flows.interp import set_pointer
-from asya.flows.mesh import release
+from asya.flows.mesh import on_pause_timeout, release
 from asya.flows.versions import ProgramBook
+from asya.pausing import merge_input
 
 NOW = "2026-11-27T10:00:00Z"
 #: The error type of a failure of the flow itself (an expression, a loop guard), in either run.
@@ -61,13 +63,16 @@ def simulate(
     payload: Any,
     *,
     resume: Mapping[str, Any] | None = None,
+    pause_timeout: bool = False,
+    signals: Mapping[str, Any] | None = None,
     duplicate_every: bool = False,
     max_envelopes: int = 20_000,
     redeploy: tuple[int, Program] | None = None,
     retain: bool = True,
 ) -> Outcome:
     """Run ``program`` on ``payload`` through the simulated mesh. ``duplicate_every`` delivers every envelope twice
-    (a redelivery): the fences must absorb the copies and the outcome must not change. ``redeploy = (n, new)``
+    (a redelivery): the fences must absorb the copies and the outcome must not change. ``pause_timeout``: every pause
+    expires instead of being resumed (P-WAIT-2), as x-resume ends it. ``redeploy = (n, new)``
     deploys ``new`` before the ``n``-th envelope is delivered; ``retain``: the program store still holds
     ``program``."""
     task_id = "task-1"
@@ -143,10 +148,40 @@ def simulate(
         if fences.get(env.id, 0) >= hop:
             continue  # the hop claim absorbs a duplicate (P-ACK-8)
         fences[env.id] = hop
+        if out.actor == naming.RESUME and "x-asya-wake" in env.headers:  # a sleep is over (P-WAIT-3)
+            woken_headers = {k: v for k, v in env.headers.items() if k not in ("x-asya-wake", "x-asya-delay-until")}
+            woken = Envelope(
+                id=env.id,
+                route=Route(prev=[*env.route.prev, naming.RESUME], curr="", next=[]),
+                payload=env.payload,
+                headers=woken_headers,
+                status=Status(
+                    phase=Phase.SUCCEEDED.value, reason=Reason.COMPLETED.value, actor=naming.RESUME, created_at=NOW
+                ),
+            )
+            _push(queue, continue_outgoing(programs, routing.Outgoing(naming.SINK, woken), now=NOW))
+            continue
+        event = env.headers.get("x-asya-pause", {}).get("event") if out.actor == naming.PAUSE else None
+        if out.actor == naming.PAUSE and (pause_timeout or (event is not None and event not in (signals or {}))):
+            stored = dict(env.headers)
+            seconds = int(stored.pop("x-asya-pause", {}).get("timeout") or 0)
+            paused = Envelope(
+                id=env.id,
+                route=Route(prev=[*env.route.prev, naming.PAUSE], curr="", next=[]),
+                payload=env.payload,
+                headers=stored,
+                status=Status(created_at=NOW),
+            )
+            _push(queue, on_pause_timeout(programs, paused, seconds=seconds, now=NOW, deadline_at=None))
+            continue
         if out.actor == naming.PAUSE:
             stored = dict(env.headers)
-            stored.pop("x-asya-pause", None)
-            payload_now = {**env.payload, **(resume or {})}
+            metadata = stored.pop("x-asya-pause", None) or {}
+            if event is not None:  # a wait_for: the signal's data at its path, as x-resume merges it (P-WAIT-4)
+                document = {"payload": env.payload, "pause": {"metadata": metadata}}
+                payload_now = merge_input(document, (signals or {})[event])
+            else:
+                payload_now = {**env.payload, **(resume or {})}
             resumed = Envelope(
                 id=env.id,
                 route=Route(prev=[*env.route.prev, naming.PAUSE, naming.RESUME], curr="", next=[]),
@@ -224,8 +259,11 @@ def plain_run(
     payload: Any,
     *,
     resume: Mapping[str, Any] | None = None,
+    pause_timeout: bool = False,
+    signals: Mapping[str, Any] | None = None,
 ) -> Outcome:
-    """Run the flow function of a module namespace as plain Python, the actors as ordinary functions."""
+    """Run the flow function of a module namespace as plain Python, the actors as ordinary functions;
+    ``pause_timeout``: every pause raises ``TimeoutError`` (the stand-in's ``resume=TimeoutError``)."""
     fn = namespace[flow_name]
     is_async = asyncio.iscoroutinefunction(fn)
     calls: list[str] = []
@@ -251,15 +289,34 @@ def plain_run(
 
         return run if is_async else sync
 
-    saved = {k: glob.get(k) for k in [*actors, "pause"]}
+    saved = {k: glob.get(k) for k in [*actors, "pause", "wait_for"]}
     for name, impl in actors.items():
         glob[name.replace("-", "_")] = wrap(name, impl)
 
-    def pause(state: Any, **_: Any) -> Any:
+    def pause(state: Any, **kwargs: Any) -> Any:
+        if pause_timeout:
+            error = TimeoutError(f"pause timed out after {kwargs.get('timeout')} s")
+            raised.append(error)
+            if is_async:
+                return _Ready(None, error)
+            raise error
         merged = {**state, **(resume or {})}
         return _Ready(merged, None) if is_async else merged
 
+    def wait_for(state: Any, *, event: str, **kwargs: Any) -> Any:
+        try:
+            if pause_timeout or event not in (signals or {}):
+                raise TimeoutError(f"no signal '{event}'")
+            merged = dsl_wait_for(state, event=event, signal=(signals or {})[event], **kwargs)
+        except TimeoutError as error:
+            raised.append(error)
+            if is_async:
+                return _Ready(None, error)
+            raise
+        return _Ready(dict(merged), None) if is_async else dict(merged)
+
     glob["pause"] = pause
+    glob["wait_for"] = wait_for
     try:
         state = _roundtrip(payload)
         result = asyncio.run(fn(state)) if is_async else fn(state)

@@ -15,7 +15,11 @@ Per record, after the regular steps (``asya_crew.routed``: parse, route check, p
   stores the file when it is missing: a conditional ``PutObject`` (``If-None-Match: *``) that keeps a file already
   there. x-pause never reads the file: no ``HeadObject``, so no dependence on S3's 404, which needs a bucket-wide
   ``s3:ListBucket`` grant (``asya_deploy.access``).
-- nothing is sent (P-PAUSE-6); the record is acked once the file exists. Any write error fails the record.
+- then (4), for a pause whose metadata has a ``timeout``, its expiry is sent to x-resume, delayed until it is due
+  (P-WAIT-2); and (5), for a ``wait_for`` (metadata ``event``), a signal of the event buffered before the pause is
+  delivered at once (P-WAIT-5): the resume's write under this pause's fence, the send to x-resume, the removal of
+  the buffered signal. A redelivery that finds its own pause does (4) and (5) again. Nothing else is sent
+  (P-PAUSE-6); the record is acked once the file exists. Any write or send error fails the record.
 
 Write units per pause: the pause item and the task item, 1 each for items under 1 KB (GW-DATA-8).
 Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``, ``ASYA_BUCKET``).
@@ -25,17 +29,21 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from typing import Any, Final
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
 from asya import headers as hdr
-from asya import pausing, routing
+from asya import naming, pausing, routing
 from asya.config import ActorConfig
 from asya.envelope import Envelope
-from asya.exceptions import AsyaError, HopHeldError
-from asya.store import Outcome
+from asya.exceptions import AsyaError, HopHeldError, SerializationError
+from asya.resiliency import deferral
+from asya.store import Outcome, StatusUpdate, signals
+from asya.timeutil import format_ts, parse_ts
+from asya.transport import TransportError
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
 from asya_crew.runtime import Parsed, Unparsed
@@ -98,7 +106,9 @@ class PauseRuntime(RoutedCrewRuntime):
         if result.outcome is Outcome.ACCEPTED:
             document = pausing.paused_document(envelope, payload, metadata, now=now, remaining=remaining)
             self._put_file(envelope.id, document, only_if_missing=False)
+            self._arm_expiry(envelope.id, fence, metadata)
             self._log.info("task paused", extra={"remaining_seconds": remaining})
+            self._deliver_buffered(envelope.id, fence, metadata)
             return
         if result.outcome is Outcome.NOT_FOUND:
             self._reject(envelope, NOT_TRACKED)
@@ -152,6 +162,67 @@ class PauseRuntime(RoutedCrewRuntime):
             self._log.info("redelivery stored the missing paused file")
         else:
             self._log.info("redelivery of a completed pause: acked")
+        # the run that paused may have stopped before its expiry was sent: a second one only finds the pause over
+        self._arm_expiry(envelope.id, fence, metadata)
+        self._deliver_buffered(envelope.id, fence, metadata)
+
+    def _deliver_buffered(self, task_id: str, fence: tuple[int, int], metadata: pausing.PauseMetadata) -> None:
+        """P-WAIT-5: a ``wait_for`` whose event was signaled before it waited takes the buffered signal at once:
+        the resume's write (only while this pause holds the task) and its send to x-resume, then the buffered
+        signal is removed. A failed send sets the task back to paused (as GW-RESUME-4) and fails the record."""
+        if metadata.event is None:
+            return
+        task = self._task_item(task_id)
+        if task is None or status_of(task) != "paused" or self._store.fence_of(task) != fence:
+            return
+        found, data = signals.buffered_signal(task, metadata.event)
+        if not found:
+            return
+        remaining_av = task.get("remaining_seconds")
+        remaining = int(float(remaining_av["N"])) if isinstance(remaining_av, dict) and "N" in remaining_av else None
+        now = self._clock()
+        deadline_at = format_ts(now + timedelta(seconds=remaining)) if remaining is not None else None
+        update = StatusUpdate(
+            status="running",
+            resume=True,
+            deadline_at=deadline_at,
+            actor=naming.RESUME,
+            message=f"Signal '{metadata.event}' delivered",
+            envelope_id=task_id,
+            pause_fence=fence,
+        )
+        if not self._store.apply(task_id, update).accepted:
+            self._log.info("buffered signal: the pause already ended", extra={"event": metadata.event})
+            return
+        # no request to take trace headers from: the resume goes on in the trace the task's headers carry
+        resume = pausing.resume_envelope(task_id, data, seconds=remaining, deadline_at=deadline_at, now=now, trace={})
+        try:
+            self._transport.send(naming.RESUME, resume)
+        except (TransportError, SerializationError):
+            back = StatusUpdate(
+                status="paused",
+                pause_metadata=metadata.to_dict(),
+                remaining_seconds=remaining,
+                message="Signal not dispatched",
+                envelope_id=task_id,
+            )
+            self._store.apply(task_id, back)
+            raise
+        signals.take_signal(self._store.dynamodb, self._store.table, task_id, metadata.event)
+        self._log.info("buffered signal delivered", extra={"event": metadata.event})
+
+    def _arm_expiry(self, task_id: str, fence: tuple[int, int], metadata: pausing.PauseMetadata) -> None:
+        """P-WAIT-2: a pause with a timeout sends x-resume its expiry, delivered when the timeout comes (SQS delay,
+        chained past 900 s). A failed send fails the record: the redelivery finds the task paused and sends it."""
+        if metadata.timeout is None:
+            return
+        now = self._clock()
+        expiry = pausing.PauseExpiry(
+            fence=fence, seconds=metadata.timeout, due_at=pausing.expiry_due(now, metadata.timeout)
+        )
+        delay = deferral(parse_ts(expiry.due_at), now) or 0
+        self._transport.send(naming.RESUME, pausing.expiry_envelope(task_id, expiry, now=now), delay_seconds=delay)
+        self._log.info("pause expiry armed", extra={"timeout_seconds": metadata.timeout, "due_at": expiry.due_at})
 
     def _bucket(self) -> str:
         if not self.config.bucket:

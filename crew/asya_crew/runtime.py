@@ -129,6 +129,7 @@ class CrewRuntime:
             encoder=self._payloads.encode,
             trace_header=trace_header,
             account_id=config.account_id,
+            clock=clock,
         )
         self._log = logger if logger is not None else Logger(service=config.queue_name, level=config.log_level or None)
         naming = {} if new_key_id is None else {"new_id": new_key_id}

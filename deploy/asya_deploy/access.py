@@ -361,7 +361,13 @@ RESUME: Final = Role(
     naming.RESUME,
     (
         _consume(),
-        _PREFLIGHT,  # no task write: the gateway's resume write is x-resume's fence (P-RESUME-2, P-ACK-8)
+        _PREFLIGHT,  # a resume's own fence is the gateway's write (P-RESUME-2, P-ACK-8)
+        Call(
+            "pause.expire",
+            ("dynamodb:UpdateItem",),
+            Table(),
+            "a pause's expiry: the conditional paused -> running write of a pause nobody resumed (P-WAIT-2)",
+        ),
         *_payloads(write=True),
         Call(
             "paused.load",

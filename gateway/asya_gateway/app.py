@@ -52,6 +52,7 @@ from asya_gateway.routes.events import task_events
 from asya_gateway.routes.history import retry_task, task_history
 from asya_gateway.routes.ops import health, mq_diagnostic, openapi
 from asya_gateway.routes.resume import resume_task
+from asya_gateway.routes.signal import signal_task
 from asya_gateway.routes.system import mesh_summary
 from asya_gateway.routes.tasks import create_or_list, task_item
 from asya_gateway.routes.watch import watch_events
@@ -72,6 +73,7 @@ def _routes() -> list[Route | Mount]:
         Route("/api/v1/mesh/{task_id}", task_item, methods=["GET", "DELETE"]),
         Route("/api/v1/mesh/{task_id}/events", task_events, methods=["GET", "POST"]),
         Route("/api/v1/mesh/{task_id}/resume", resume_task, methods=["POST"]),
+        Route("/api/v1/mesh/{task_id}/signal", signal_task, methods=["POST"]),
         Route("/api/v1/mesh/{task_id}/history", task_history, methods=["GET"]),
         Route("/api/v1/mesh/{task_id}/retry", retry_task, methods=["POST"]),
         Route("/api/v1/system/mq-diagnostic", mq_diagnostic, methods=["POST"]),

@@ -173,6 +173,17 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 },
             },
         },
+        "/api/v1/mesh/{task_id}/signal": {
+            "parameters": [_task_id()],
+            "post": {
+                "summary": "Deliver a named event to a task's wait_for, or buffer it until one waits (GW-SIGNAL-1)",
+                "requestBody": _json_body({"$ref": "#/components/schemas/SignalBody"}, required=True),
+                "responses": {
+                    "202": _response("Delivered or buffered", {"$ref": "#/components/schemas/Signaled"}),
+                    **_errors(400, 401, 404, 409, 413, 500),
+                },
+            },
+        },
         "/api/v1/mesh/events": {
             "get": {
                 "summary": "Server-sent events of many tasks in one stream (GW-SSE-20..27); no ids: the task 'events'",
@@ -371,6 +382,25 @@ def _schemas() -> dict[str, Any]:
                 "timeout": {"type": "integer", "minimum": 1, "maximum": 604800, "description": "seconds"},
             },
             "additionalProperties": False,
+        },
+        "SignalBody": {
+            "type": "object",
+            "required": ["event"],
+            "properties": {
+                "event": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+                "data": {"description": "any JSON, at most 64 KiB; set at the wait_for's path"},
+            },
+            "additionalProperties": False,
+        },
+        "Signaled": {
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "event": {"type": "string"},
+                "delivered": {"type": "boolean"},
+                "status": {"type": "string"},
+                "deadline_at": {"type": ["string", "null"], "format": "date-time"},
+            },
         },
         "Resumed": {
             "type": "object",

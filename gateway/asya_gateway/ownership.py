@@ -44,6 +44,7 @@ OPERATION_OWNERS: Final[Mapping[tuple[str, str], str]] = {
     ("/api/v1/mesh/{task_id}/history", "get"): "task",
     ("/api/v1/mesh/{task_id}/retry", "post"): "task",
     ("/api/v1/mesh/{task_id}/resume", "post"): "task",
+    ("/api/v1/mesh/{task_id}/signal", "post"): "task",
     ("/api/v1/mesh/events", "get"): "tasks",
     ("/api/v1/mesh/{task_id}/events", "get"): "task",
     ("/api/v1/mesh/{task_id}/events", "post"): "reporter",
@@ -79,4 +80,5 @@ A2A_METHOD_OWNERS: Final[Mapping[str, str]] = {
     "tasks/get": "task",
     "tasks/cancel": "task",
     "tasks/resubscribe": "task",
+    "tasks/signal": "task",
 }

@@ -8,6 +8,7 @@ Commands::
     asya call   ... [--brief | --view]                                      one-line summary / the whole view
     asya status ID [--url URL]                                              the task view, pretty JSON
     asya resume ID (--input JSON | --input-file PATH) [--timeout S] [--url URL]   resume a paused task
+    asya signal ID EVENT [--data JSON | --data-file PATH] [--url URL]           deliver an event to a wait_for
     asya watch  ID [ID...] [--url URL]                                      the run so far, then the SSE transcript
                                                                             (asya_local.watch_cli)
     asya list | cancel ID | retry ID | checkpoint ID | history ID           task commands (asya_local.tasks_cli)
@@ -75,7 +76,7 @@ from asya_local.plan_cli import add_plan_parser
 from asya_local.preflight import check_mesh
 from asya_local.progress import ProgressView
 from asya_local.project_cli import add_project_parsers
-from asya_local.resume_cli import add_resume_parser, describe_pause, handle_pause
+from asya_local.resume_cli import add_resume_parser, add_signal_parser, describe_pause, handle_pause
 from asya_local.tasks_cli import add_task_parsers
 from asya_local.watch_cli import watch as watch_task
 
@@ -216,6 +217,7 @@ def _parser() -> argparse.ArgumentParser:
     add_dlq_parser(commands)
     add_task_parsers(commands, remote)
     add_resume_parser(commands, remote)
+    add_signal_parser(commands, remote)
     add_project_parsers(commands)
     add_agent_parsers(commands, remote=remote)
     add_flow_parser(commands)

@@ -96,6 +96,11 @@ class GatewayClient:
             body["timeout"] = timeout
         return self._json(self._request("POST", f"/api/v1/mesh/{quote(task_id, safe='')}/resume", json=body))
 
+    def signal(self, task_id: str, event: str, data: Any = None) -> dict[str, Any]:
+        """``POST /api/v1/mesh/{id}/signal`` (GW-SIGNAL-1..4): ``{"id", "event", "delivered", "status", ...}``."""
+        body = {"event": event, "data": data}
+        return self._json(self._request("POST", f"/api/v1/mesh/{quote(task_id, safe='')}/signal", json=body))
+
     def list(
         self, *, status: str | None = None, flow: str | None = None, limit: int | None = None, cursor: str | None = None
     ) -> dict[str, Any]:

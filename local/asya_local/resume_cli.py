@@ -1,12 +1,16 @@
-"""``asya resume`` and what ``asya call``/``asya status`` show of a paused task (GW-RESUME-1..4, P-PAUSE-3).
+"""``asya resume``, ``asya signal`` and what ``asya call``/``asya status`` show of a paused task (GW-RESUME-1..4,
+GW-SIGNAL-1..4, P-PAUSE-3).
 
 ::
 
     asya resume ID (--input JSON | --input-file PATH) [--timeout S] [--url URL]
+    asya signal ID EVENT [--data JSON | --data-file PATH] [--url URL]
 
 ``--input`` is the resume input, a JSON object (GW-RESUME-1); ``--input-file -`` reads it from stdin. ``--timeout``
 replaces the task's frozen budget (``remaining_seconds``). The gateway's answer is printed as JSON; its errors (404
-unknown id, 409 not paused or not stored yet, 400 naming a field) exit 2 with the gateway's message.
+unknown id, 409 not paused or not stored yet, 400 naming a field) exit 2 with the gateway's message. ``asya signal``
+delivers event ``EVENT`` with ``--data`` (any JSON, default ``null``) to the task's ``wait_for``, or has the gateway
+buffer it until one waits (P-WAIT-5); it prints the answer, whose ``delivered`` says which.
 
 :func:`describe_pause` renders the prompt and the fields of ``pause_metadata`` (P-PAUSE-3) for a human;
 :func:`ask_input` reads the input field by field from a terminal: ``boolean`` takes y/n/yes/no/true/false,
@@ -27,7 +31,7 @@ from asya_local.client import GatewayClient
 if TYPE_CHECKING:
     _Commands = argparse._SubParsersAction[argparse.ArgumentParser]
 
-__all__ = ["add_resume_parser", "ask_input", "describe_pause", "handle_pause"]
+__all__ = ["add_resume_parser", "add_signal_parser", "ask_input", "describe_pause", "handle_pause"]
 
 _YES: Final = frozenset({"y", "yes", "true"})
 _NO: Final = frozenset({"n", "no", "false"})
@@ -66,6 +70,29 @@ def _resume(args: argparse.Namespace, io: _Io) -> int:
     return 0
 
 
+def add_signal_parser(commands: _Commands, remote: argparse.ArgumentParser) -> None:
+    """Add ``signal`` to the CLI's sub-commands; ``remote`` is the parent parser holding ``--url``."""
+    signal = commands.add_parser("signal", parents=[remote], help="deliver a named event to a task's wait_for")
+    signal.add_argument("id", help="task id")
+    signal.add_argument("event", help="the event's name")
+    given = signal.add_mutually_exclusive_group()
+    given.add_argument("--data", dest="data_json", help="the event's data as JSON (default: null)")
+    given.add_argument("--data-file", help="a file holding the data as JSON ('-': stdin)")
+    signal.set_defaults(run=_signal)
+
+
+def _signal(args: argparse.Namespace, io: _Io) -> int:
+    try:
+        text = args.data_json if args.data_json is not None else _read(args.data_file) if args.data_file else "null"
+        value = json.loads(text)
+    except (OSError, ValueError) as exc:
+        io.err.write(f"asya: --data: not JSON: {exc}\n")
+        return 2
+    with args.client() as client:
+        io.print_json(client.signal(args.id, args.event, value))
+    return 0
+
+
 def _read(path: str) -> str:
     if path == "-":
         import sys
@@ -89,7 +116,10 @@ def describe_pause(view: Mapping[str, Any]) -> str:
     remaining = view.get("remaining_seconds")
     if remaining is not None:
         lines.append(f"  {remaining} s of the task's time remain once resumed")
-    lines.append(f"resume with: asya resume {view.get('id')} --input '{{...}}'")
+    if isinstance(metadata.get("event"), str):
+        lines.append(f"signal with: asya signal {view.get('id')} {metadata['event']} --data '...'")
+    else:
+        lines.append(f"resume with: asya resume {view.get('id')} --input '{{...}}'")
     return "\n".join(lines) + "\n"
 
 

@@ -105,7 +105,8 @@ def test_p_flow_30_a_pause_first_goes_to_x_pause(gateway: Any) -> None:
     task_id = _create(http, "waits", {"text": "hi"})
     (paused,) = _received(sqs, urls["x-pause"])
     assert paused["id"] == task_id and paused["route"]["curr"] == "x-pause"
-    assert paused["headers"]["x-asya-pause"] == {"prompt": "Go?", "fields": []}
+    # the flow's pause cap (P-WAIT-1: 7 days by default) is the timeout of a pause that names none
+    assert paused["headers"]["x-asya-pause"] == {"prompt": "Go?", "fields": [], "timeout": 604800}
 
 
 def test_p_flow_30_a_return_first_goes_to_x_sink_completed(gateway: Any) -> None:

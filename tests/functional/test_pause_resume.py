@@ -599,3 +599,209 @@ def test_gw_task_10_a_paused_state_over_4_mib_is_a_presigned_url_of_the_paused_e
     url = urlsplit(view["paused_state_url"])  # moto runs in process: the URL is checked, not fetched
     assert url.path.endswith(f"/{key}") or url.path == f"/{rig.mesh.resources.bucket}/{key}"
     assert "Signature" in url.query
+
+
+def _expiry_message(rig: Rig, task_id: str, seconds: int) -> dict[str, Any]:
+    """The expiry x-pause sent for the task's pause at hop 4 (its fence), as x-resume receives it once due."""
+    from asya import pausing
+
+    due = pausing.expiry_due(rig.clock(), seconds)
+    envelope = pausing.expiry_envelope(
+        task_id, pausing.PauseExpiry(fence=(len(PREV_AT_PAUSE) + 1, 1), seconds=seconds, due_at=due), now=rig.clock()
+    )
+    message: dict[str, Any] = json.loads(envelope.to_json())
+    return message
+
+
+def test_p_wait_2_a_pause_nobody_resumes_times_out_and_a_late_resume_is_409(rig: Rig) -> None:
+    task_id, created = rig.create()
+    rig.clock.advance(10)
+    assert rig.run("x-pause", rig.at_pause(created, {**METADATA, "timeout": 60})) == []
+    assert rig.sends("x-pause") == 1, "the pause's expiry, sent to x-resume with a delay"
+    assert rig.view(task_id)["pause_metadata"]["timeout"] == 60
+    expiry = _expiry_message(rig, task_id, 60)
+
+    rig.clock.advance(61)
+    assert rig.run("x-resume", expiry) == []
+    view = rig.view(task_id)
+    assert (view["status"], view["message"]) == ("running", "Pause timed out after 60 s")
+    assert view["deadline_at"] == format_ts(rig.clock() + timedelta(seconds=590))  # the frozen budget, as a resume
+    assert isinstance(view["pause_timed_out_at"], str)
+    # a static route has no except clause: the task fails with reason Timeout at the pause
+    [failed] = drain(rig.mesh.aws.sqs, rig.url("x-sink"))
+    assert failed["id"] == task_id
+    assert (failed["status"]["phase"], failed["status"]["reason"]) == ("failed", "Timeout")
+    assert failed["status"]["error"]["type"] == "TimeoutError"
+    assert failed["status"]["error"]["message"] == "pause timed out after 60 s: nobody resumed the task"
+    assert failed["payload"]["original_payload"]["review"] == {"by": "bot"}
+    assert rig.paused_file(task_id) is None
+    assert drain(rig.mesh.aws.sqs, rig.url("publish")) == []
+
+    late = rig.resume_task(task_id, {"input": {"approved": True}})
+    assert late.status_code == 409
+    assert late.json()["error"] == (
+        f"the pause timed out at {view['pause_timed_out_at']}: task is not paused (status: running)"
+    )
+
+    # a copy of the expiry after its write sends the failure again (x-sink keeps the first terminal write)
+    rig.mesh.aws.s3.put_object(
+        Bucket=rig.mesh.resources.bucket, Key=f"paused/{task_id}.json", Body=json.dumps(_document(task_id)).encode()
+    )
+    assert rig.run("x-resume", expiry) == []
+    assert len(drain(rig.mesh.aws.sqs, rig.url("x-sink"))) == 1
+
+
+def _document(task_id: str) -> dict[str, Any]:
+    return {
+        "id": task_id,
+        "route": {"prev": [*PREV_AT_PAUSE, "x-pause"], "curr": "", "next": ["publish"]},
+        "headers": {"x-asya-flow": FLOW},
+        "status": {"created_at": "2026-03-01T10:00:00Z"},
+        "payload": {"text": "a good day"},
+        "pause": {"metadata": {**METADATA, "timeout": 60}, "paused_at": "2026-03-01T10:00:10Z"},
+    }
+
+
+def test_p_wait_2_a_resume_in_time_wins_and_the_expiry_comes_to_nothing(rig: Rig) -> None:
+    task_id, created = rig.create()
+    rig.clock.advance(10)
+    assert rig.run("x-pause", rig.at_pause(created, {**METADATA, "timeout": 60})) == []
+    expiry = _expiry_message(rig, task_id, 60)
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    [resume_message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    rig.clock.advance(61)
+    assert rig.run("x-resume", expiry) == []
+    view = rig.view(task_id)
+    assert (view["status"], view["message"]) == ("running", "Resumed")
+    assert "pause_timed_out_at" not in view
+    assert drain(rig.mesh.aws.sqs, rig.url("x-sink")) == []
+    assert rig.paused_file(task_id) is not None  # the resume's own x-resume delivery still needs it
+    assert rig.run("x-resume", resume_message) == []
+    assert len(drain(rig.mesh.aws.sqs, rig.url("publish"))) == 1
+
+
+def test_p_wait_2_an_expiry_that_comes_early_waits_on_its_own_queue_p_res_9(rig: Rig) -> None:
+    task_id, created = rig.create()
+    assert rig.run("x-pause", rig.at_pause(created, {**METADATA, "timeout": 3600})) == []
+    expiry = _expiry_message(rig, task_id, 3600)
+    rig.clock.advance(900)
+    before = rig.sends("x-resume")
+    assert rig.run("x-resume", expiry) == []
+    assert rig.sends("x-resume") == before + 1, "re-sent to x-resume, delayed again"
+    assert rig.view(task_id)["status"] == "paused"
+
+
+def test_p_wait_2_a_pause_without_timeout_sends_no_expiry(rig: Rig) -> None:
+    _pause(rig)
+    assert rig.sends("x-pause") == 0
+
+
+WAIT = {"prompt": "Waiting for event 'approved'", "fields": [], "event": "approved", "path": "/review/decision"}
+
+
+def _signal(rig: Rig, task_id: str, body: dict[str, Any]) -> httpx.Response:
+    return rig.client.post(f"/api/v1/mesh/{task_id}/signal", json=body)
+
+
+def test_gw_signal_1_a_signal_ends_the_wait_for_its_event_and_x_resume_sets_its_data_at_the_path(rig: Rig) -> None:
+    task_id, created = rig.create()
+    rig.clock.advance(10)
+    assert rig.run("x-pause", rig.at_pause(created, WAIT)) == []
+    refused = rig.resume_task(task_id, {"input": {"approved": True}})
+    assert refused.status_code == 409
+    assert refused.json()["error"] == (
+        f"task waits for event 'approved': send it with POST /api/v1/mesh/{task_id}/signal"
+    )
+    other = _signal(rig, task_id, {"event": "other", "data": 1})
+    assert other.status_code == 202 and other.json()["delivered"] is False  # buffered: it waits for another event
+
+    answer = _signal(rig, task_id, {"event": "approved", "data": {"by": "ann", "ok": True}})
+    assert answer.status_code == 202, answer.text
+    deadline = format_ts(rig.clock() + timedelta(seconds=590))
+    assert answer.json() == {
+        "id": task_id,
+        "event": "approved",
+        "delivered": True,
+        "status": "running",
+        "deadline_at": deadline,
+    }
+    assert rig.view(task_id)["message"] == "Signal 'approved' delivered"
+    [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert message["payload"] == {"by": "ann", "ok": True}
+    assert rig.run("x-resume", message) == []
+    [restored] = drain(rig.mesh.aws.sqs, rig.url("publish"))
+    assert restored["payload"]["review"] == {"by": "bot", "decision": {"by": "ann", "ok": True}}
+    again = _signal(rig, task_id, {"event": "approved", "data": 2})
+    assert again.status_code == 202 and again.json()["delivered"] is False  # for a later wait of the event
+
+
+def test_gw_signal_2_a_signal_before_the_wait_is_buffered_once_and_taken_by_x_pause(rig: Rig) -> None:
+    task_id, created = rig.create()
+    first = _signal(rig, task_id, {"event": "approved", "data": {"ok": True}})
+    assert first.status_code == 202, first.text
+    assert first.json() == {"id": task_id, "event": "approved", "delivered": False, "status": "pending"}
+    duplicate = _signal(rig, task_id, {"event": "approved", "data": {"ok": False}})
+    assert duplicate.status_code == 409
+    assert duplicate.json()["error"] == "a signal of event 'approved' is already buffered for the task"
+
+    rig.clock.advance(10)
+    assert rig.run("x-pause", rig.at_pause(created, WAIT)) == []
+    view = rig.view(task_id)
+    assert (view["status"], view["message"]) == ("running", "Signal 'approved' delivered")
+    [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert message["payload"] == {"ok": True}  # the first signal, not the refused duplicate
+    assert rig.run("x-resume", message) == []
+    [restored] = drain(rig.mesh.aws.sqs, rig.url("publish"))
+    assert restored["payload"]["review"]["decision"] == {"ok": True}
+    # taken: the next signal of the event is buffered again
+    assert _signal(rig, task_id, {"event": "approved", "data": 3}).json()["delivered"] is False
+
+
+def test_gw_signal_3_bad_events_references_and_ended_tasks(rig: Rig) -> None:
+    task_id, _ = rig.create()
+    for body, status, text in (
+        ({"event": "a b"}, 400, "event: must be 1 to 64 letters"),
+        ({"data": 1}, 400, "event: must be 1 to 64 letters"),
+        ({"event": "e", "data": {"__ref__": "s3://bucket/key"}}, 400, "data"),
+        ({"event": "e", "extra": 1}, 400, "unknown field 'extra'"),
+        ({"event": "e", "data": "x" * 70_000}, 400, "over the limit of 65536"),
+    ):
+        answer = _signal(rig, task_id, body)
+        assert answer.status_code == status, (body, answer.text)
+        assert text in answer.json()["error"]
+    assert _signal(rig, "no-such-task", {"event": "e"}).status_code == 404
+    assert rig.client.delete(f"/api/v1/mesh/{task_id}").status_code == 204
+    ended = _signal(rig, task_id, {"event": "e"})
+    assert ended.status_code == 409 and ended.json()["error"] == "task has ended (status: canceled)"
+
+
+def test_gw_signal_1_a2a_tasks_signal_is_the_rest_signal(rig: Rig) -> None:
+    task_id, created = rig.create()
+    assert rig.run("x-pause", rig.at_pause(created, WAIT)) == []
+
+    def call(params: dict[str, Any]) -> dict[str, Any]:
+        body = {"jsonrpc": "2.0", "id": 7, "method": "tasks/signal", "params": params}
+        answer = rig.client.post("/a2a/", json=body)
+        assert answer.status_code == 200, answer.text
+        reply: dict[str, Any] = answer.json()
+        return reply
+
+    bad = call({"id": task_id, "event": "a b"})
+    assert bad["error"]["code"] == -32602 and "event: must be 1 to 64 letters" in bad["error"]["message"]
+    assert call({"id": "no-such-task", "event": "approved"})["error"]["code"] == -32001
+    done = call({"id": task_id, "event": "approved", "data": {"ok": True}})
+    assert done["result"]["delivered"] is True and done["result"]["status"] == "running"
+    [message] = drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    assert message["payload"] == {"ok": True}
+
+
+def test_p_wait_2_an_early_leg_of_the_expiry_of_a_resumed_pause_stops_the_chain(rig: Rig) -> None:
+    task_id, created = rig.create()
+    assert rig.run("x-pause", rig.at_pause(created, {**METADATA, "timeout": 3600})) == []
+    expiry = _expiry_message(rig, task_id, 3600)
+    assert rig.resume_task(task_id, {"input": {"approved": True}}).status_code == 202
+    drain(rig.mesh.aws.sqs, rig.url("x-resume"))
+    rig.clock.advance(900)
+    before = rig.sends("x-resume")
+    assert rig.run("x-resume", expiry) == []
+    assert rig.sends("x-resume") == before, "the pause is over: the expiry is not sent on"

@@ -83,3 +83,11 @@ def test_describe_pause_shows_prompt_fields_and_budget() -> None:
         "  42 s of the task's time remain once resumed\n"
         "resume with: asya resume t1 --input '{...}'\n"
     )
+
+
+def test_gw_signal_1_a_task_waiting_for_an_event_is_shown_with_the_signal_command() -> None:
+    view = {"id": "t1", "pause_metadata": {"prompt": "Waiting for event 'paid'", "fields": [], "event": "paid"}}
+    text = describe_pause(view)
+    assert "paused: Waiting for event 'paid'" in text
+    assert "signal with: asya signal t1 paid --data '...'" in text
+    assert "asya resume" not in text

@@ -1,5 +1,6 @@
 """``POST /a2a/``: A2A JSON-RPC (GW-A2A-3), in two dialects chosen by the method name.
 
+- ``tasks/signal {id, event, data?}``, this gateway's own method: a signal to the task (GW-SIGNAL-1..4);
 - A2A 0.3 (the spec's): ``message/send``, ``message/stream``, ``tasks/get``, ``tasks/cancel``,
   ``tasks/resubscribe``; ``tasks/pushNotificationConfig/*`` answer -32003 (GW-A2A-3).
 - A2A 1.0 (the ``a2a-sdk`` 1.x client's): ``SendMessage``, ``SendStreamingMessage``, ``GetTask``, ``CancelTask``,
@@ -63,6 +64,7 @@ from asya_gateway.jsonrpc import (
 )
 from asya_gateway.principal import is_visible, owner_checks
 from asya_gateway.routes.resume import resume_paused
+from asya_gateway.routes.signal import deliver_signal
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, resolve_target, schema_violation
 from asya_gateway.waiting import ends_wait, status_of
@@ -134,6 +136,8 @@ async def _dispatch(ctx: GatewayContext, message: RpcMessage, *, caller: str = "
             return JSONResponse(call.task(await _task(ctx, _task_id(call))))
         if method == "tasks/cancel":
             return JSONResponse(call.task(await _cancel(ctx, _task_id(call), rid)))
+        if method == "tasks/signal":
+            return JSONResponse(result_body(rid, await _signal(ctx, call)))
         if method == "tasks/resubscribe":
             view = await _view(ctx, _task_id(call), rid)
             if call.modern and view["status"] in TERMINAL_STATUSES:
@@ -193,6 +197,23 @@ async def _cancel(ctx: GatewayContext, task_id: str, rid: Any) -> dict[str, Any]
         status = (await _view(ctx, task_id, rid))["status"]
         raise RpcError(TASK_NOT_CANCELABLE, f"task cannot be canceled (status: {status})", request_id=rid)
     return await _task(ctx, task_id)
+
+
+async def _signal(ctx: GatewayContext, call: _Call) -> dict[str, Any]:
+    """``tasks/signal {id, event, data?}`` (GW-SIGNAL-1..4): the REST signal's answer; its refusals as JSON-RPC
+    errors: 404 -32001, 409 -32004, 400 -32602, 500 -32603."""
+    task_id, rid = _task_id(call), call.rid
+    await _view(ctx, task_id, rid)  # another subject's task is none (GW-EDGE-5)
+    try:
+        return await deliver_signal(ctx, task_id, call.params.get("event"), call.params.get("data"))
+    except HttpError as exc:
+        if exc.status == 404:
+            raise RpcError(TASK_NOT_FOUND, f"task not found: {task_id}", request_id=rid) from None
+        if exc.status == 409:
+            raise RpcError(UNSUPPORTED_OPERATION, exc.message, request_id=rid) from None
+        if exc.status == 400:
+            raise A2AParamsError(exc.message) from None
+        raise RpcError(INTERNAL_ERROR, exc.message, request_id=rid) from None
 
 
 def _skill(ctx: GatewayContext, params: Mapping[str, Any]) -> str:

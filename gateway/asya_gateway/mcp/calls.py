@@ -24,6 +24,7 @@ call checks at each keepalive tick.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -37,10 +38,12 @@ from asya.envelope import dumps
 from asya.store import TaskExistsError
 from asya_gateway.context import GatewayContext
 from asya_gateway.creation import DispatchError, start_task
+from asya_gateway.errors import HttpError
 from asya_gateway.follow import follow_task
 from asya_gateway.jsonrpc import INVALID_PARAMS, RpcError, RpcMessage, result_body
-from asya_gateway.mcp.tools import text_result, tool_result
+from asya_gateway.mcp.tools import SIGNAL_TOOL, signals_events, text_result, tool_result
 from asya_gateway.principal import is_visible
+from asya_gateway.routes.signal import deliver_signal
 from asya_gateway.sse import KEEPALIVE, SSE_HEADERS
 from asya_gateway.validation import CreateBody, CreateTarget, reference_problem, resolve_target, schema_violation
 from asya_gateway.waiting import ends_wait
@@ -72,6 +75,8 @@ async def call_tool(ctx: GatewayContext, request: Request, message: RpcMessage, 
     rid = message.id
     params = message.params
     name = params.get("name")
+    if name == SIGNAL_TOOL and signals_events(ctx.manifest):
+        return JSONResponse(result_body(rid, options.finish(await _signal(ctx, params.get("arguments")))))
     flow = ctx.manifest.flows.get(name) if isinstance(name, str) else None
     if flow is None or not flow.mcp:
         raise RpcError(INVALID_PARAMS, f"unknown tool: {name}", request_id=rid)
@@ -99,6 +104,21 @@ async def call_tool(ctx: GatewayContext, request: Request, message: RpcMessage, 
     if _wants_stream(request):
         return StreamingResponse(_sse(ctx, task_id, frames, options), headers=SSE_HEADERS)
     return await _json(ctx, request, task_id, frames, options)
+
+
+async def _signal(ctx: GatewayContext, arguments: object) -> dict[str, Any]:
+    """The ``asya.signal`` tool (GW-SIGNAL-1..4): the REST signal's answer as JSON text; a refusal (another
+    subject's task is not found, GW-EDGE-8) is an error result with the REST message."""
+    if not isinstance(arguments, dict) or not isinstance(arguments.get("task_id"), str):
+        return text_result("invalid arguments: task_id (a string) and event are required", is_error=True)
+    task_id = arguments["task_id"]
+    try:
+        answer = await deliver_signal(ctx, task_id, arguments.get("event"), arguments.get("data"))
+    except HttpError as exc:
+        return text_result(exc.message, is_error=True, task_id=task_id if exc.status != 404 else None)
+    result = text_result(json.dumps(answer, separators=(",", ":")), is_error=False, task_id=task_id)
+    result["structuredContent"] = answer
+    return result
 
 
 async def _create(ctx: GatewayContext, target: CreateTarget, arguments: dict[str, Any], task_id: str | None) -> str:

@@ -14,9 +14,20 @@ from typing import Any, Final
 
 from asya.manifest import Manifest
 
-__all__ = ["TASK_ID_META", "list_tools", "mcp_flows", "text_result", "tool_result"]
+__all__ = ["SIGNAL_TOOL", "TASK_ID_META", "list_tools", "mcp_flows", "signals_events", "text_result", "tool_result"]
 
 TASK_ID_META: Final = "asya/task_id"
+#: GW-SIGNAL-1: the tool that delivers a signal; a flow name never holds a ``.``, so it names no flow.
+SIGNAL_TOOL: Final = "asya.signal"
+_SIGNAL_SCHEMA: Final = {
+    "type": "object",
+    "required": ["task_id", "event"],
+    "properties": {
+        "task_id": {"type": "string"},
+        "event": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
+        "data": {"description": "any JSON; set at the wait_for's path"},
+    },
+}
 
 
 def mcp_flows(manifest: Manifest) -> list[str]:
@@ -24,13 +35,26 @@ def mcp_flows(manifest: Manifest) -> list[str]:
 
 
 def list_tools(manifest: Manifest) -> list[dict[str, Any]]:
-    """GW-MCP-5: one tool per MCP flow, sorted by name."""
+    """GW-MCP-5: one tool per MCP flow, sorted by name; and :data:`SIGNAL_TOOL` when an MCP flow waits for an event
+    (GW-SIGNAL-1)."""
     tools = []
     for name in mcp_flows(manifest):
         flow = manifest.flows[name]
         schema = flow.input_schema if flow.input_schema is not None else {"type": "object"}
         tools.append({"name": name, "description": flow.description, "inputSchema": dict(schema)})
+    if signals_events(manifest):
+        description = "Deliver a named event (and its data) to a task waiting for it in a flow's wait_for"
+        tools.append({"name": SIGNAL_TOOL, "description": description, "inputSchema": dict(_SIGNAL_SCHEMA)})
     return tools
+
+
+def signals_events(manifest: Manifest) -> bool:
+    """Whether an MCP flow of ``manifest`` waits for an event (``wait_for``, P-WAIT-4)."""
+    for name in mcp_flows(manifest):
+        program = manifest.flows[name].program
+        if program is not None and any(ins["op"] == "pause" and "event" in ins for ins in program.code):
+            return True
+    return False
 
 
 def _compact(value: Any) -> str:

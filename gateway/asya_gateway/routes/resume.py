@@ -6,8 +6,9 @@ Answers:
 
 - 404 ``{"error": "not found"}`` for an unknown id;
 - 409 ``{"error": "task is not paused (status: <s>)"}`` for a task that is not paused, and for a lost race with
-  another resume or a cancel (the status found); 409 ``{"error": "task has no stored envelope to resume"}`` while
-  x-pause has not stored ``paused/{id}.json`` yet (the client retries);
+  another resume or a cancel (the status found); ``{"error": "the pause timed out at <ts>: task is not paused
+  (status: <s>)"}`` when the task's last pause expired before this resume (P-WAIT-2); 409 ``{"error": "task has no
+  stored envelope to resume"}`` while x-pause has not stored ``paused/{id}.json`` yet (the client retries);
 - 400 ``{"error": "input: must not be or hold a storage reference: ..."}`` for an input that is a reference or has a
   ``__ref__`` member, which the merge would put at the root of the paused payload (GW-REF-2);
 - 400 ``{"error": "missing required field '<name>'"}`` / ``{"error": "field '<name>' must be <type>"}`` against
@@ -33,7 +34,6 @@ from starlette.responses import JSONResponse, Response
 
 from asya import headers as hdr
 from asya import naming, pausing
-from asya.envelope import Envelope, Route, Status
 from asya.exceptions import SerializationError
 from asya.store import Outcome, StatusUpdate
 from asya.timeutil import format_ts
@@ -46,7 +46,7 @@ from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
 from asya_gateway.validation import refuse_reference, validate_timeout
 
-__all__ = ["NO_ENVELOPE", "resume_paused", "resume_task"]
+__all__ = ["NO_ENVELOPE", "dispatch_resume", "resume_paused", "resume_task"]
 
 _log = logging.getLogger("asya_gateway.resume")
 
@@ -92,11 +92,35 @@ async def resume_paused(
     refuse_reference(given, "input", merged=True)
     view = await load_view(ctx, task_id)
     if view["status"] != "paused":
-        raise HttpError(409, f"task is not paused (status: {view['status']})")
+        raise HttpError(409, _not_paused(view))
     metadata = view.get("pause_metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("event"), str):
+        raise HttpError(
+            409,
+            f"task waits for event '{metadata['event']}': send it with POST /api/v1/mesh/{task_id}/signal",
+        )
     problem = pausing.input_problem(metadata if isinstance(metadata, dict) else None, given)
     if problem is not None:
         raise HttpError(400, problem)
+    return await dispatch_resume(
+        ctx, task_id, view, given, timeout=timeout, traceparent=traceparent, tracestate=tracestate
+    )
+
+
+async def dispatch_resume(
+    ctx: GatewayContext,
+    task_id: str,
+    view: dict[str, Any],
+    given: object,
+    *,
+    timeout: int | None = None,
+    traceparent: str | None = None,
+    tracestate: str | None = None,
+    message: str | None = None,
+) -> dict[str, Any]:
+    """P-RESUME-1's write and send for a paused task whose ``view`` was read and checked: a resume's input or a
+    signal's data (P-WAIT-5) to x-resume."""
+    metadata = view.get("pause_metadata")
     if not await ctx.call(ctx.store.has_paused_envelope, task_id):
         raise HttpError(409, NO_ENVELOPE)
     remaining = view.get("remaining_seconds")
@@ -104,32 +128,25 @@ async def resume_paused(
     now = ctx.clock()
     deadline_at = format_ts(now + timedelta(seconds=seconds)) if seconds is not None else None
     update = StatusUpdate(
-        status="running", resume=True, deadline_at=deadline_at, actor=naming.RESUME, envelope_id=task_id
+        status="running",
+        resume=True,
+        deadline_at=deadline_at,
+        actor=naming.RESUME,
+        envelope_id=task_id,
+        message=message,
     )
     result = await ctx.call(ctx.store.apply, task_id, update)
     if result.outcome is Outcome.NOT_FOUND:
         raise HttpError(404, NOT_FOUND)
     if not result.accepted:
-        raise HttpError(409, f"task is not paused (status: {result.status})")
-    headers: dict[str, Any] = {hdr.RESUME_TASK: task_id}
-    if seconds is not None:
-        headers[hdr.RESUME_TIMEOUT] = str(seconds)
-    headers.update(trace_headers(traceparent, tracestate, {}))
-    stamp = format_ts(now)
-    envelope = Envelope(
-        id=task_id,
-        route=Route(prev=[], curr=naming.RESUME, next=[]),
-        payload=given,
-        headers=headers,
-        status=Status(
-            phase="pending",
-            actor=naming.RESUME,
-            attempt=1,
-            max_attempts=1,
-            created_at=stamp,
-            updated_at=stamp,
-            deadline_at=deadline_at,
-        ),
+        raise HttpError(409, _not_paused(await load_view(ctx, task_id)))
+    envelope = pausing.resume_envelope(
+        task_id,
+        given,
+        seconds=seconds,
+        deadline_at=deadline_at,
+        now=now,
+        trace=trace_headers(traceparent, tracestate, {}),
     )
     try:
         if deadline_at is not None:
@@ -140,6 +157,13 @@ async def resume_paused(
         await _back_to_paused(ctx, task_id, metadata, remaining)
         raise HttpError(500, _DISPATCH_FAILED) from None
     return {"id": task_id, "status": "running", "deadline_at": deadline_at}
+
+
+def _not_paused(view: dict[str, Any]) -> str:
+    """The 409 message for a task found not paused; it names an expired pause (P-WAIT-2)."""
+    found = f"task is not paused (status: {view['status']})"
+    timed_out = view.get("pause_timed_out_at")
+    return f"the pause timed out at {timed_out}: {found}" if isinstance(timed_out, str) else found
 
 
 async def _back_to_paused(ctx: GatewayContext, task_id: str, metadata: object, remaining: object) -> None:

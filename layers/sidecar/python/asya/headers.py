@@ -26,6 +26,7 @@ __all__ = [
     "MESH_STATUS",
     "ORIGIN_ID",
     "PAUSE",
+    "PAUSE_EXPIRY",
     "PROGRESS",
     "RESUME_TASK",
     "RESUME_TIMEOUT",
@@ -34,6 +35,7 @@ __all__ = [
     "SINK_HOOK",
     "TRACEPARENT",
     "TRACESTATE",
+    "WAKE",
     "is_hook_copy",
     "is_layer_owned",
     "is_stealth",
@@ -51,6 +53,10 @@ A2A_CONTEXT_ID: Final = "x-asya-a2a-context-id"
 MESH_STATUS: Final = "x-asya-mesh-status"
 PAUSE: Final = "x-asya-pause"
 RESUME_TASK: Final = "x-asya-resume-task"
+#: P-WAIT-2: on x-pause's message to x-resume that ends a pause nobody resumed in time.
+PAUSE_EXPIRY: Final = "x-asya-pause-expiry"
+#: P-WAIT-3: on a flow's envelope sleeping on its way to x-resume, which runs the rest of the flow when it arrives.
+WAKE: Final = "x-asya-wake"
 RESUME_TIMEOUT: Final = "x-asya-resume-timeout"
 FAN_IN: Final = "x-asya-fan-in"
 ORIGIN_ID: Final = "x-asya-origin-id"

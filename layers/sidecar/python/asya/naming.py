@@ -43,6 +43,7 @@ __all__ = [
     "handler_may_route_to",
     "is_aggregator",
     "is_crew",
+    "is_event_name",
     "is_valid_actor_name",
     "queue_name",
     "table_name",
@@ -159,6 +160,16 @@ def validate_namespace(namespace: object, *, field: str = "namespace") -> str:
             f"{field}: invalid namespace {namespace!r}: use lowercase letters, digits and '-', starting with a letter"
         )
     return namespace
+
+
+#: P-WAIT-4: the name of an event a flow's ``wait_for`` waits for and a signal delivers.
+_EVENT_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def is_event_name(name: str) -> bool:
+    """Whether ``name`` may name an event (P-WAIT-4): 1 to 64 letters, digits, ``.``, ``_`` or ``-``, starting with a
+    letter or digit."""
+    return _EVENT_NAME.fullmatch(name) is not None
 
 
 def validate_flow_name(name: object, *, field: str = "flow") -> str:

@@ -4,15 +4,21 @@ GW-RESUME-1..4).
 - :func:`parse_metadata`: the pause metadata of P-PAUSE-3 (header ``x-asya-pause``, else
   ``{"prompt": "Task paused", "fields": []}``), checked: ``prompt`` a string; ``fields`` a list of
   ``{name, type?, prompt?, payload_key?, required?}`` with unique names, ``type`` one of :data:`FIELD_TYPES` (default
-  ``string``), ``payload_key`` a JSON Pointer; ``merge`` ``shallow`` (default) or ``deep``. A bad value raises
-  :class:`PauseMetadataError` naming the member and the value.
+  ``string``), ``payload_key`` a JSON Pointer; ``merge`` ``shallow`` (default) or ``deep``; ``timeout`` a positive
+  integer of seconds after which nobody's resume ends the pause with ``TimeoutError`` (P-WAIT-2); ``event``, the
+  name of the signal a ``wait_for`` waits for, and ``path``, the JSON Pointer its data goes to (default
+  ``/<event>``, P-WAIT-4). A bad value raises :class:`PauseMetadataError` naming the member and the value.
+- :func:`expiry_envelope`: the message x-pause sends to x-resume when a pause has a ``timeout`` (P-WAIT-2), and
+  :func:`expiry_of` reads it back.
 - :func:`input_problem`: GW-RESUME-1's check of a resume input against the fields: the 400 message, else ``None``.
 - :func:`paused_document` / :func:`restored_envelope`: the stored file ``paused/{id}.json`` (P-PAUSE-4: transient
   headers dropped, P-HDR-4; ``route.next`` without a leading ``x-resume``) and the envelope x-resume sends on from it
   (P-RESUME-5).
 - :func:`merge_input`: P-RESUME-4: with fields, each input key naming a field is set at its ``payload_key`` (default
   ``/<name>``), creating intermediate objects, other keys ignored; without fields, ``shallow`` replaces top-level keys
-  and ``deep`` merges objects recursively. Raises :class:`ResumeMergeError`.
+  and ``deep`` merges objects recursively. A wait for an event takes the signal's data, any JSON value, at its
+  ``path`` (P-WAIT-4): merged into an object found there when both are objects (shallow), else set. Raises
+  :class:`ResumeMergeError`.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from asya import headers as hdr
 from asya import naming, tableschema
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.exceptions import AsyaError
+from asya.naming import is_event_name
 from asya.payloads import is_reference
 from asya.timeutil import format_ts, parse_ts
 
@@ -36,10 +43,14 @@ __all__ = [
     "MERGE_MODES",
     "PAUSED_PREFIX",
     "TRANSIENT_HEADERS",
+    "PauseExpiry",
     "PauseField",
     "PauseMetadata",
     "PauseMetadataError",
     "ResumeMergeError",
+    "expiry_due",
+    "expiry_envelope",
+    "expiry_of",
     "input_problem",
     "merge_input",
     "parse_metadata",
@@ -47,6 +58,7 @@ __all__ = [
     "paused_key",
     "remaining_seconds",
     "restored_envelope",
+    "resume_envelope",
 ]
 
 PAUSED_PREFIX: Final = tableschema.PAUSED_PREFIX
@@ -57,7 +69,15 @@ MERGE_MODES: Final = ("shallow", "deep")
 DEFAULT_METADATA: Final[Mapping[str, Any]] = {"prompt": "Task paused", "fields": []}
 #: P-HDR-4: never stored with a paused envelope.
 TRANSIENT_HEADERS: Final = frozenset(
-    {hdr.FAN_IN, hdr.ROUTE_RESOLVED, hdr.DELAY_UNTIL, hdr.PAUSE, hdr.RESUME_TASK, hdr.RESUME_TIMEOUT}
+    {
+        hdr.FAN_IN,
+        hdr.ROUTE_RESOLVED,
+        hdr.DELAY_UNTIL,
+        hdr.PAUSE,
+        hdr.PAUSE_EXPIRY,
+        hdr.RESUME_TASK,
+        hdr.RESUME_TIMEOUT,
+    }
 )
 _FIELD_KEYS: Final = frozenset({"name", "type", "prompt", "payload_key", "required"})
 
@@ -88,6 +108,17 @@ class PauseMetadata:
     prompt: str
     fields: tuple[PauseField, ...] = ()
     merge: str = "shallow"
+    #: P-WAIT-2: seconds until the pause ends with ``TimeoutError`` when nobody resumes it; ``None``: no expiry
+    timeout: int | None = None
+    #: P-WAIT-4: the event a ``wait_for`` waits for (a signal ends the pause, not a resume), and where its data goes
+    event: str | None = None
+    path: str | None = None
+
+    @property
+    def event_pointer(self) -> str:
+        """Where a signal's data goes: ``path``, else ``/<event>``."""
+        return self.path if self.path is not None else "/" + _escape(self.event or "")
+
     #: the metadata as given (stored as ``pause_metadata``, shown to clients)
     raw: Mapping[str, Any] | None = None
 
@@ -116,8 +147,22 @@ def parse_metadata(value: object) -> PauseMetadata:
         if any(f.name == field.name for f in fields):
             raise PauseMetadataError(f"{hdr.PAUSE}.fields[{index}].name: duplicate field name {field.name!r}")
         fields.append(field)
+    timeout = value.get("timeout")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1):
+        raise PauseMetadataError(f"{hdr.PAUSE}.timeout: must be a positive integer of seconds, got {timeout!r}")
+    event = value.get("event")
+    if event is not None and (not isinstance(event, str) or not is_event_name(event)):
+        raise PauseMetadataError(f"{hdr.PAUSE}.event: must be 1 to 64 letters, digits, '.', '_' or '-', got {event!r}")
+    path = value.get("path")
+    if path is not None and (event is None or not isinstance(path, str) or not (path == "" or path.startswith("/"))):
+        raise PauseMetadataError(f"{hdr.PAUSE}.path: must be a JSON Pointer of an event's data, got {path!r}")
     raw_copy = {"prompt": prompt, "fields": list(raw_fields), **({"merge": merge} if "merge" in value else {})}
-    return PauseMetadata(prompt=prompt, fields=tuple(fields), merge=str(merge), raw=raw_copy)
+    for name, member in (("timeout", timeout), ("event", event), ("path", path)):
+        if member is not None:
+            raw_copy[name] = member
+    return PauseMetadata(
+        prompt=prompt, fields=tuple(fields), merge=str(merge), timeout=timeout, event=event, path=path, raw=raw_copy
+    )
 
 
 def _parse_field(raw: object, where: str) -> PauseField:
@@ -218,16 +263,18 @@ def merge_input(document: Mapping[str, Any], value: object) -> Any:
 
 def _merged(document: Mapping[str, Any], value: object) -> Any:
     stored = document.get("payload")
-    if not isinstance(value, dict):
-        raise ResumeMergeError(f"resume input must be an object, got {type(value).__name__}")
-    if not isinstance(stored, dict):
-        raise ResumeMergeError(f"paused payload must be an object to merge a resume input, got {type(stored).__name__}")
     pause = document.get("pause")
     raw = pause.get("metadata") if isinstance(pause, Mapping) else None
     try:
         metadata = parse_metadata(raw)
     except PauseMetadataError as exc:
         raise ResumeMergeError(str(exc)) from None
+    if metadata.event is not None:
+        return _signal_merged(stored, metadata.event_pointer, value)
+    if not isinstance(value, dict):
+        raise ResumeMergeError(f"resume input must be an object, got {type(value).__name__}")
+    if not isinstance(stored, dict):
+        raise ResumeMergeError(f"paused payload must be an object to merge a resume input, got {type(stored).__name__}")
     if metadata.fields:
         out = _deep_copy(stored)
         for field in metadata.fields:
@@ -237,6 +284,27 @@ def _merged(document: Mapping[str, Any], value: object) -> Any:
     if metadata.merge == "deep":
         return _deep_merge(stored, value)
     return {**stored, **value}
+
+
+def _signal_merged(stored: Any, pointer: str, data: Any) -> Any:
+    """P-WAIT-4: ``data`` at ``pointer`` of the paused state: merged (shallow) into an object found there when it is
+    one, else set; ``""`` is the whole state."""
+    if pointer == "":
+        return {**stored, **data} if isinstance(stored, dict) and isinstance(data, dict) else data
+    if not isinstance(stored, dict):
+        raise ResumeMergeError(f"paused payload must be an object to take a signal at {pointer!r}")
+    out = _deep_copy(stored)
+    tokens = [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+    node: Any = out
+    for token in tokens[:-1]:
+        child = node.get(token) if isinstance(node, dict) else None
+        node = child if isinstance(child, dict) else None
+        if node is None:
+            break
+    current = node.get(tokens[-1]) if isinstance(node, dict) else None
+    merged = {**current, **data} if isinstance(current, dict) and isinstance(data, dict) else data
+    _set_pointer(out, pointer, merged)
+    return out
 
 
 def _deep_copy(value: Any) -> Any:
@@ -327,3 +395,86 @@ def restored_envelope(
         status=status,
     )
     return destination, envelope
+
+
+@dataclass(frozen=True, slots=True)
+class PauseExpiry:
+    """What a pause's expiry message names (P-WAIT-2): the pause's fence ``(hop, attempt)``, which tells this pause
+    from a later one of the same task, its timeout in seconds, and when it comes due."""
+
+    fence: tuple[int, int]
+    seconds: int
+    due_at: str
+
+    def to_header(self) -> dict[str, Any]:
+        return {"fence": list(self.fence), "seconds": self.seconds, "due_at": self.due_at}
+
+
+def expiry_envelope(task_id: str, expiry: PauseExpiry, *, now: datetime) -> Envelope:
+    """The envelope x-pause sends to x-resume for a pause with a timeout (P-WAIT-2): delivered when ``due_at``
+    comes (SQS ``DelaySeconds``, chained through ``x-asya-delay-until`` past 900 s, P-RES-9)."""
+    stamp = format_ts(now)
+    return Envelope(
+        id=task_id,
+        route=Route(prev=[], curr=naming.RESUME, next=[]),
+        payload={},
+        headers={hdr.RESUME_TASK: task_id, hdr.PAUSE_EXPIRY: expiry.to_header(), hdr.DELAY_UNTIL: expiry.due_at},
+        status=Status(
+            phase=Phase.PENDING.value,
+            actor=naming.RESUME,
+            attempt=1,
+            max_attempts=1,
+            created_at=stamp,
+            updated_at=stamp,
+        ),
+    )
+
+
+def expiry_of(headers: Mapping[str, Any]) -> PauseExpiry | None:
+    """The :class:`PauseExpiry` of an x-resume envelope, ``None`` for a resume; raises :class:`PauseMetadataError`
+    for a malformed header."""
+    raw = headers.get(hdr.PAUSE_EXPIRY)
+    if raw is None:
+        return None
+    try:
+        fence = raw["fence"]
+        expiry = PauseExpiry(
+            fence=(int(fence[0]), int(fence[1])), seconds=int(raw["seconds"]), due_at=str(raw["due_at"])
+        )
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise PauseMetadataError(f"{hdr.PAUSE_EXPIRY}: malformed: {exc!r}") from None
+    if parse_ts(expiry.due_at) is None:
+        raise PauseMetadataError(f"{hdr.PAUSE_EXPIRY}.due_at: must be a timestamp, got {expiry.due_at!r}")
+    return expiry
+
+
+def expiry_due(now: datetime, seconds: int) -> str:
+    """When a pause of ``seconds`` made at ``now`` expires."""
+    return format_ts(now + timedelta(seconds=seconds))
+
+
+def resume_envelope(
+    task_id: str, given: Any, *, seconds: int | None, deadline_at: str | None, now: datetime, trace: Mapping[str, Any]
+) -> Envelope:
+    """The envelope that resumes a paused task (P-RESUME-1): ``given`` (a resume's input, a signal's data) to
+    x-resume, ``x-asya-resume-timeout`` the seconds of the new deadline when there is one."""
+    headers: dict[str, Any] = {hdr.RESUME_TASK: task_id}
+    if seconds is not None:
+        headers[hdr.RESUME_TIMEOUT] = str(seconds)
+    headers.update(trace)
+    stamp = format_ts(now)
+    return Envelope(
+        id=task_id,
+        route=Route(prev=[], curr=naming.RESUME, next=[]),
+        payload=given,
+        headers=headers,
+        status=Status(
+            phase=Phase.PENDING.value,
+            actor=naming.RESUME,
+            attempt=1,
+            max_attempts=1,
+            created_at=stamp,
+            updated_at=stamp,
+            deadline_at=deadline_at,
+        ),
+    )

@@ -235,6 +235,7 @@ class ActorRuntime:
             encoder=self._encode,
             trace_header=self._trace.current if self._trace is not None else None,
             account_id=config.account_id,
+            clock=clock,
         )
         self._store = TaskStore(table=config.table, bucket=config.bucket or None, dynamodb=dynamodb, s3=s3, clock=clock)
         self._http: HttpReporter | None = None

@@ -20,6 +20,10 @@
   ``SendMessageBatch``), read when the item is sent or, for :meth:`Transport.prepare`, prepared; no value, no
   attribute. Without it no send carries ``MessageSystemAttributes``.
 
+- Delays (P-RES-9, P-WAIT-3): an envelope whose header ``x-asya-delay-until`` is more than 1 s ahead leaves with
+  ``DelaySeconds`` up to it (at most 900; the receiver chains the rest), in :meth:`Transport.send` (unless the caller
+  names a delay) and in :meth:`Transport.prepare`; so a flow's sleep is delayed by whoever sends it.
+
 No client is created before the first send; pass ``sqs=`` to inject one.
 """
 
@@ -32,10 +36,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from asya import headers as hdr
 from asya import naming
 from asya.awsclients import ACTOR_BUDGET, ClientBudget, aws_client
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError, NamingError, SerializationError
+from asya.resiliency import deferral
+from asya.timeutil import Clock, parse_ts, system_clock
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -143,6 +150,7 @@ class Transport:
         trace_header: TraceHeader | None = None,
         account_id: str = "",
         budget: ClientBudget = ACTOR_BUDGET,
+        clock: Clock = system_clock,
     ) -> None:
         """``account_id``: the AWS account of the queues; with it queue URLs are built from the client's endpoint,
         without a ``GetQueueUrl`` call (GW-CREATE-7), and a missing queue shows at the send. ``budget``: the retry
@@ -154,6 +162,7 @@ class Transport:
         self._encoder = encoder
         self._sleep = sleep
         self._trace_header = trace_header
+        self._clock = clock
         self._urls: dict[str, str] = {}
         self._visibility: dict[str, int] = {}
 
@@ -209,8 +218,16 @@ class Transport:
         """The ``AWSTraceHeader`` of a send made now; ``None`` with tracing off (P-TRACE-3)."""
         return self._trace_header() if self._trace_header is not None else None
 
+    def delay_of(self, envelope: Envelope) -> int:
+        """``DelaySeconds`` for ``envelope``: up to its ``x-asya-delay-until`` when that is ahead, else 0."""
+        until = envelope.headers.get(hdr.DELAY_UNTIL)
+        if not isinstance(until, str):
+            return 0
+        return deferral(parse_ts(until), self._clock()) or 0
+
     def send(self, actor: str, envelope: Envelope, *, delay_seconds: int = 0) -> str:
-        """Send one envelope; returns the SQS message id."""
+        """Send one envelope; returns the SQS message id. Without ``delay_seconds``, :meth:`delay_of` decides."""
+        delay_seconds = delay_seconds or self.delay_of(envelope)
         url = self.queue_url(actor)
         body = self.encode(actor, envelope)
         extra: dict[str, Any] = {}
@@ -316,6 +333,9 @@ class Transport:
             if attempt:
                 self._sleep(_INITIAL_BACKOFF * 2 ** (attempt - 1))
             entries: list[Any] = [{"Id": key, "MessageBody": items[index].body} for key, index in waiting.items()]
+            for request, index in zip(entries, waiting.values(), strict=True):
+                if delay := self.delay_of(items[index].envelope):
+                    request["DelaySeconds"] = delay
             if self._trace_header is not None:  # tracing on (P-TRACE-3): each entry carries its own record's header
                 for request, index in zip(entries, waiting.values(), strict=True):
                     if header := items[index].trace_header:

@@ -4,18 +4,18 @@
 - :mod:`asya.flows.interp` and :mod:`asya.flows.expr`: the continuation interpreter the runtime runs;
 - :mod:`asya.flows.mesh`: continuations applied to envelopes (the layer, the gateway, the aggregator, x-resume);
 - :mod:`asya.flows.render`: Graphviz DOT and Mermaid text of a program;
-- :mod:`asya.flows.dsl`: ``flow``, ``map``, ``pause`` and ``timeout`` stand-ins so a flow file also runs as plain
-  Python.
+- :mod:`asya.flows.dsl`: ``flow``, ``map``, ``pause``, ``sleep``, ``wait_for`` and ``timeout`` stand-ins so a flow
+  file also runs as plain Python.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from asya.flows.dsl import flow, map, pause, timeout
+from asya.flows.dsl import flow, map, pause, sleep, timeout, wait_for
 from asya.flows.errors import FlowCompileError, FlowError, Problem
 from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch
-from asya.flows.ir import DEFAULT_MAX_ITERATIONS, Program, aggregator_name
+from asya.flows.ir import DEFAULT_MAX_ITERATIONS, DEFAULT_MAX_PAUSE, Program, aggregator_name
 from asya.flows.mesh import continue_outgoing, is_flow_end, on_failure, start
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_ITERATIONS",
+    "DEFAULT_MAX_PAUSE",
     "STATE_HEADER",
     "FlowCompileError",
     "FlowError",
@@ -41,8 +42,10 @@ __all__ = [
     "map",
     "on_failure",
     "pause",
+    "sleep",
     "start",
     "timeout",
+    "wait_for",
 ]
 
 

@@ -27,6 +27,7 @@ from typing import Any, Final
 from asya.flows.errors import FlowCompileError, Problem
 from asya.flows.expr import FUNCTIONS, MAX_INT_BITS, MAX_VALUE_BYTES
 from asya.flows.ir import DEFAULT_MAX_ITERATIONS, Program
+from asya.naming import is_event_name
 
 __all__ = ["MAX_SOURCE_BYTES", "check_source", "compile_flow", "flow_functions"]
 
@@ -47,7 +48,7 @@ _CMP: Final = {
     ast.IsNot: "isnot",
 }
 #: Names the language gives a meaning to; never actors.
-_RESERVED: Final = frozenset({"pause", "timeout", "gather", "flow", "map", *FUNCTIONS})
+_RESERVED: Final = frozenset({"pause", "timeout", "gather", "flow", "map", "sleep", "wait_for", *FUNCTIONS})
 #: How a bounded map is called: the stand-in ``asya.flows.map``, imported or named through its module.
 _MAP_NAMES: Final = frozenset({"map", "flows.map", "asya.flows.map"})
 _MAP_FIX: Final = 'state["r"] = map(act, state["items"], max_concurrency=5)'
@@ -194,6 +195,9 @@ class _Compiler:
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             return  # a docstring or comment string
         call = value.value if isinstance(value, ast.Await) else value
+        if isinstance(call, ast.Call) and _dotted(call.func) in ("sleep", "asyncio.sleep"):
+            self.sleep(call)
+            return
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id not in _RESERVED:
             self.err(
                 node,
@@ -256,7 +260,7 @@ class _Compiler:
         self.emit("set", node, path=path, expr=["bin", op, current, value])
 
     def assign_state(self, value: ast.expr) -> None:
-        if self.pause(value):
+        if self.pause(value) or self.wait_for(value):
             return
         name = self.actor_call(value)
         if name is not None:
@@ -531,6 +535,7 @@ class _Compiler:
             return True
         prompt: Any = "Task paused"
         fields: Any = []
+        timeout: int | None = None
         dynamic: dict[str, Any] = {}
         for kw in call.keywords:
             if kw.arg == "prompt" and not isinstance(kw.value, ast.Constant):
@@ -545,10 +550,84 @@ class _Compiler:
                 prompt = literal
             elif kw.arg == "fields" and isinstance(literal, list) and all(isinstance(f, dict) for f in literal):
                 fields = literal
+            elif kw.arg == "timeout":
+                timeout = self.pause_timeout(kw.value, literal)
             else:
                 self.err(kw.value, f"pause takes prompt (a string) and fields (a list of objects), not {kw.arg}", fix)
-        self.emit("pause", call, prompt=prompt, fields=fields, **dynamic)
+        members: dict[str, Any] = {"prompt": prompt, "fields": fields, **dynamic}
+        if timeout is not None:
+            members["timeout"] = timeout
+        self.emit("pause", call, **members)
         return True
+
+    def wait_for(self, value: ast.expr) -> bool:
+        """P-WAIT-4: ``state = await wait_for(state, event="name", timeout=SECONDS, path="/pointer")``, literals; a
+        pause that a signal of the event ends, its data set at ``path`` (default ``/<event>``)."""
+        call = value.value if isinstance(value, ast.Await) else value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "wait_for"):
+            return False
+        fix = f'{self.param} = await wait_for({self.param}, event="approved", timeout=3600)'
+        if len(call.args) != 1 or not self.is_state(call.args[0]):
+            self.err(call, "wait_for(...) takes the state as its one positional argument", fix)
+            return True
+        members: dict[str, Any] = {}
+        for kw in call.keywords:
+            try:
+                literal = ast.literal_eval(kw.value)
+            except ValueError:
+                self.err(kw.value, f"wait_for's {kw.arg} must be a literal", fix)
+                continue
+            if kw.arg == "event" and isinstance(literal, str) and is_event_name(literal):
+                members["event"] = literal
+            elif kw.arg == "path" and isinstance(literal, str) and (literal == "" or literal.startswith("/")):
+                members["path"] = literal
+            elif kw.arg == "timeout":
+                timeout = self.pause_timeout(kw.value, literal)
+                if timeout is not None:
+                    members["timeout"] = timeout
+            else:
+                self.err(
+                    kw.value,
+                    f"wait_for takes event (a name of letters, digits, '.', '_', '-', up to 64), timeout (seconds) "
+                    f"and path (a JSON Pointer), got {kw.arg}={literal!r}",
+                    fix,
+                )
+        if "event" not in members:
+            self.err(call, "wait_for(...) needs event=, the name of the signal it waits for", fix)
+            return True
+        event = members["event"]
+        self.emit("pause", call, prompt=f"Waiting for event '{event}'", fields=[], **members)
+        return True
+
+    def sleep(self, call: ast.Call) -> None:
+        """P-WAIT-3: ``await sleep(seconds)``, one positive number literal; a fraction rounds up."""
+        seconds = call.args[0] if len(call.args) == 1 and not call.keywords else None
+        literal = seconds.value if isinstance(seconds, ast.Constant) else None
+        if (
+            isinstance(literal, bool)
+            or not isinstance(literal, int | float)
+            or not math.isfinite(literal)
+            or literal <= 0
+        ):
+            self.err(call, "sleep(...) takes one positive number literal, the seconds", "await sleep(60)")
+            return
+        self.emit("sleep", call, seconds=math.ceil(literal))
+
+    def pause_timeout(self, node: ast.expr, literal: object) -> int | None:
+        """P-WAIT-1: ``timeout=`` of a pause, whole seconds (a fraction rounds up), at least 1."""
+        if (
+            isinstance(literal, bool)
+            or not isinstance(literal, int | float)
+            or not math.isfinite(literal)
+            or literal <= 0
+        ):
+            self.err(
+                node,
+                f"pause's timeout must be a positive number of seconds, got {literal!r}",
+                f"{self.param} = await pause({self.param}, prompt=..., timeout=3600)",
+            )
+            return None
+        return math.ceil(literal)
 
     def prompt_expr(self, node: ast.expr) -> tuple[str, dict[str, Any]]:
         """A prompt computed from the state: its source text (what ``asya flow show`` draws) and ``prompt_expr``, the

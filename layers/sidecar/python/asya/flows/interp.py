@@ -120,7 +120,7 @@ class FlowState:
 class Step:
     """Where a continuation stopped. ``kind``: ``route`` (``route`` = the calls to make), ``fanout`` (``slices`` =
     ``(actor, payload)`` per slice, ``target`` = the merge pointer, ``limit`` = the most slices in flight, P-MAP-2),
-    ``pause`` (``pause`` = the x-asya-pause metadata) or ``end``."""
+    ``pause`` (``pause`` = the x-asya-pause metadata), ``sleep`` (``sleep_seconds``) or ``end``."""
 
     kind: str
     payload: Any
@@ -131,6 +131,7 @@ class Step:
     target: str = ""
     limit: int | None = None
     pause: Mapping[str, Any] | None = None
+    sleep_seconds: int = 0
 
 
 def _set(state: Any, path: Sequence[Any], value: Any, line: int | None) -> Any:
@@ -267,10 +268,20 @@ def advance(
             else:
                 step = _step("fanout", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
                 return replace(step, slices=slices, target=ins["target"], limit=ins.get("limit"))
+        elif op == "sleep":
+            step = _step("sleep", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
+            return replace(step, sleep_seconds=int(ins["seconds"]))
         elif op == "pause":
             prompt = _prompt(ins, payload, line)
             step = _step("pause", payload, state, pc + 1, loops, tries, deadlines, deadline_at)
-            return replace(step, pause={"prompt": prompt, "fields": list(ins["fields"])})
+            pause: dict[str, Any] = {"prompt": prompt, "fields": list(ins["fields"])}
+            timeout = program.pause_timeout(ins.get("timeout"))
+            if timeout is not None:
+                pause["timeout"] = timeout  # P-WAIT-1: x-pause arms the expiry
+            for key in ("event", "path"):  # a wait_for (P-WAIT-4)
+                if key in ins:
+                    pause[key] = ins[key]
+            return replace(step, pause=pause)
         else:
             raise FlowError(f"unknown instruction {op!r} at {pc}")
         pc += 1

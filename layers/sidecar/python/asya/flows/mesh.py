@@ -8,6 +8,8 @@ x-resume turn a flow's :class:`~asya.flows.interp.Step` into envelopes. Pure: no
 - :func:`release`: the children a bounded fan-out's aggregator starts as earlier ones finish (P-MAP-2).
 - :func:`on_failure`: a final handler failure of a flow envelope inside a ``try`` becomes the ``except`` clause's
   continuation (P-FLOW-9, P-FLOW-10); ``None`` when nothing catches it.
+- :func:`on_pause_timeout`: a pause that nobody resumed in time raises ``TimeoutError`` at the pause (P-WAIT-2):
+  the ``except TimeoutError`` clause's continuation, else the task fails with reason ``Timeout``.
 
 A :class:`~asya.flows.errors.FlowError` (an expression, a loop guard, a second frame, an unknown flow) becomes a
 failure envelope to x-sink under the flow's owner id: phase ``failed``, reason ``RuntimeError`` (P-FLOW-13). So does
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Final
 
 from asya import headers as hdr
@@ -31,9 +33,19 @@ from asya.flows.errors import FlowError
 from asya.flows.interp import STATE_HEADER, FlowState, Step, advance, dispatch, fanout_slices
 from asya.flows.ir import Program, aggregator_name
 from asya.flows.versions import FlowVersionMissingError, resolve
-from asya.timeutil import parse_ts
+from asya.timeutil import format_ts, parse_ts
 
-__all__ = ["TIMEOUT_ERROR", "continue_outgoing", "flow_failure", "is_flow_end", "on_failure", "release", "start"]
+__all__ = [
+    "TIMEOUT_ERROR",
+    "continue_outgoing",
+    "flow_failure",
+    "is_flow_end",
+    "on_failure",
+    "on_pause_timeout",
+    "pause_timeout_error",
+    "release",
+    "start",
+]
 
 #: How a ``HandlerTimeout`` is matched by ``except`` clauses (P-FLOW-9): Python's ``TimeoutError``.
 TIMEOUT_ERROR: Final = {"type": "TimeoutError", "mro": ["OSError", "Exception"]}
@@ -167,6 +179,45 @@ def on_failure(
     return out
 
 
+def pause_timeout_error(seconds: int) -> dict[str, Any]:
+    """The error of a pause nobody resumed within ``seconds`` (P-WAIT-2): Python's ``TimeoutError``."""
+    return {**TIMEOUT_ERROR, "message": f"pause timed out after {seconds} s: nobody resumed the task"}
+
+
+def on_pause_timeout(
+    programs: Programs, paused: Envelope, *, seconds: int, now: str, deadline_at: str | None
+) -> list[routing.Outgoing]:
+    """P-WAIT-2: what a task does when its pause expires. ``paused`` is the envelope x-resume restores from the
+    paused file (id, ``route.prev`` ending with x-pause, the stored headers and payload). Inside a ``try`` whose
+    clause matches ``TimeoutError`` the flow goes on there with the state at the pause; otherwise (no clause, no
+    compiled flow) the task fails with reason ``Timeout`` and the error names the pause."""
+    details = pause_timeout_error(seconds)
+    status_in = paused.status or Status()
+    failed = Envelope(
+        id=paused.id,
+        parent_id=paused.parent_id,
+        route=Route(prev=list(paused.route.prev), curr=naming.RESUME, next=[]),
+        payload=paused.payload,
+        headers=dict(paused.headers),
+        status=Status(
+            phase=Phase.FAILED.value,
+            reason=Reason.RUNTIME_ERROR.value,
+            actor=naming.RESUME,
+            created_at=status_in.created_at,
+            updated_at=now,
+            deadline_at=deadline_at,
+            error=details,
+        ),
+    )
+    caught = on_failure(programs, routing.Outgoing(naming.SINK, failed), original_payload=paused.payload, now=now)
+    if caught is not None:
+        return caught
+    assert failed.status is not None
+    failed.status.reason = Reason.TIMEOUT.value
+    failed.payload = routing.error_payload(details, paused.payload)
+    return [routing.Outgoing(actor=naming.SINK, envelope=failed)]
+
+
 def _flow_error(exc: Exception) -> FlowError:
     """P-FLOW-20: what the interpreter raised, as the flow's error; a ``FlowError`` as it is, anything else named."""
     if isinstance(exc, FlowError):
@@ -191,9 +242,14 @@ def _emit(
         return [routing.Outgoing(actor=naming.SINK, envelope=_with(env, env.route, headers, done, step.payload))]
     if step.kind == "fanout":
         return _slices(env, step, program, headers, now=now)
-    if step.kind == "pause":
+    if step.kind == "sleep":
+        # P-WAIT-3: x-resume runs the rest when the delay is over; whoever sends this delays it (asya.transport)
+        headers[hdr.DELAY_UNTIL] = format_ts(_now(now) + timedelta(seconds=step.sleep_seconds))
+        headers[hdr.WAKE] = {"seconds": step.sleep_seconds}
+        segment: tuple[str, ...] = (naming.RESUME,)
+    elif step.kind == "pause":
         headers[hdr.PAUSE] = dict(step.pause or {})
-        segment: tuple[str, ...] = (naming.PAUSE,)
+        segment = (naming.PAUSE,)
     else:
         segment = step.route
     route = Route(prev=list(env.route.prev), curr=segment[0], next=list(segment[1:]))

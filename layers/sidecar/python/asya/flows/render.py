@@ -68,7 +68,12 @@ def _label(ins: Mapping[str, Any]) -> str:
     if op == "map":
         return f"map {ins['actor']} over {expr_text(ins['source'])} -> {ins['target']}{bound}"
     if op == "pause":
-        return f"pause: {ins['prompt']}"
+        timeout = f" (timeout {ins['timeout']} s)" if "timeout" in ins else ""
+        if "event" in ins:
+            return f"wait_for {ins['event']}{timeout}"
+        return f"pause: {ins['prompt']}{timeout}"
+    if op == "sleep":
+        return f"sleep {ins['seconds']} s"
     return "end"
 
 
@@ -91,7 +96,7 @@ def _tries(program: Program) -> dict[int, list[int]]:
             stack.append(pc)
         elif ins["op"] == "endtry" and stack:
             stack.pop()
-        elif ins["op"] in ("call", "fanout", "map"):
+        elif ins["op"] in ("call", "fanout", "map", "pause"):  # a pause raises TimeoutError there (P-WAIT-1)
             out[pc] = list(stack)
     return out
 
@@ -131,6 +136,8 @@ def _node_actors(program: Program, pc: int) -> list[str]:
         return calls + ([program.aggregator] if program.aggregator else [])
     if op == "pause":
         return ["x-pause"]
+    if op == "sleep":
+        return ["x-resume"]
     return []
 
 
@@ -182,6 +189,7 @@ def to_mermaid(program: Program) -> str:
         "fanout": ('[/"', '"/]'),
         "map": ('[/"', '"/]'),
         "pause": ('(["', '"])'),
+        "sleep": ('(["', '"])'),
     }
     lines = ["flowchart TD"]
     nodes, edges = graph(program)
@@ -218,7 +226,7 @@ def listing(program: Program) -> str:
             text = f"deadline +{ins['seconds']}s"
         elif op in ("endtry", "enddeadline", "return"):
             text = op
-        elif op in ("fanout", "map", "pause"):
+        elif op in ("fanout", "map", "pause", "sleep"):
             text = _label(ins)
         else:
             text = f"{op} {_label(ins)}"

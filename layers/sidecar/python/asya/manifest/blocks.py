@@ -25,7 +25,7 @@ from pydantic import (
 )
 
 from asya import naming
-from asya.flows.ir import Program
+from asya.flows.ir import DEFAULT_MAX_PAUSE, Program
 from asya.gatewayurl import is_gateway_url
 from asya.manifest.dataplane import BackupConfig, CheckpointLifecycle, VpcConfig
 from asya.manifest.problems import MemberError
@@ -261,6 +261,9 @@ class Flow(_Model):
     compiled: dict[str, Any] | None = None
     description: str = ""
     timeout: Annotated[Duration, Field(ge=1, le=604800)] = 300.0
+    #: (P-WAIT-1) the longest any pause of a compiled flow waits before it raises ``TimeoutError`` in the flow;
+    #: ``null`` lets a pause without ``timeout=`` wait until resumed
+    max_pause: Annotated[Duration, Field(ge=1)] | None = float(DEFAULT_MAX_PAUSE)
     input_schema: dict[str, Any] | None = None
     progress: Literal["hops", "detailed", "final"] = "hops"
     #: (P-HIST-1) ``steps``: every hop of every task of the flow is recorded in S3 (``asya.history``)

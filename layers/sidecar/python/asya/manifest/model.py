@@ -6,6 +6,8 @@ name (P-MAN-3).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from pydantic import Field, ValidationError, model_validator
 
 from asya import naming
 from asya.exceptions import NamingError
-from asya.flows.ir import Program
+from asya.flows.ir import DEFAULT_MAX_PAUSE, Program
 from asya.hops import DEFAULT_MAX_HOPS
 from asya.manifest.blocks import (
     CREW_SETTINGS,
@@ -155,6 +157,10 @@ class Manifest(_Model):
         except FlowCompileError as exc:
             lines = "\n    ".join(map(str, exc.problems))
             raise ValueError(f"{field}.source: the flow does not compile:\n    {lines}") from None
+        if flow.max_pause != DEFAULT_MAX_PAUSE:
+            program = dataclasses.replace(
+                program, max_pause=None if flow.max_pause is None else math.ceil(flow.max_pause)
+            )
         flow._program = program
         # frozen model: set once, during validation
         object.__setattr__(flow, "route", list(program.initial_route))

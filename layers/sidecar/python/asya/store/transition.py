@@ -115,6 +115,11 @@ class StatusUpdate:
     refence: tuple[int, int] | None = None
     #: the run history's chain head a hop claim also stores (P-HIST-4): ``(history_key, history_prev)``
     history: tuple[str, str | None] | None = None
+    #: P-WAIT-2, P-WAIT-5: a resume by the mesh itself (a pause's expiry, a buffered signal): it applies only while the
+    #: stored fence is exactly this pause's ``(hop, attempt)``
+    pause_fence: tuple[int, int] | None = None
+    #: P-WAIT-2: the resume is the pause's expiry: stores ``pause_timed_out_at`` (a later resume is told why it fails)
+    pause_timed_out: bool = False
     #: a reporter's event for hop ``h`` (GW-EVT-3): applies only while no fence past ``h`` is stored, else stale
     if_fence_at_most: int | None = None
     #: ``data`` as compact JSON, the text the store writes: ``encoded_data`` or, without it, encoded here.
@@ -138,6 +143,8 @@ class StatusUpdate:
             isinstance(self.progress, bool) or not math.isfinite(self.progress) or not 0 <= self.progress <= 100
         ):
             raise StatusUpdateError(f"progress: {self.progress!r} is not a number between 0 and 100")
+        if (self.pause_fence is not None or self.pause_timed_out) and not self.resume:
+            raise StatusUpdateError("pause_fence: only a resume names the pause it ends")
         if self.resume and self.status != "running":
             raise StatusUpdateError(f"resume: a resume sets status 'running', got {self.status!r}")
         if self.deadline_at is not None and not self.resume:

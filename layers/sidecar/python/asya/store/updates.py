@@ -198,6 +198,9 @@ def _clauses(
         spec.set("fence_a", rec.num_av(RESUMED_ATTEMPT))
         spec.set("lease_until", rec.num_av(0))
         spec.remove("remaining_seconds")
+        spec.remove("waiting_event")
+        if update.pause_timed_out:
+            spec.set("pause_timed_out_at", rec.str_av(now_ms))
         if update.deadline_at is None:
             spec.remove("deadline_at", "gsi3pk", "gsi3sk")
         else:
@@ -208,7 +211,12 @@ def _clauses(
             else:
                 spec.remove("gsi3pk", "gsi3sk")
     elif update.status == "paused":
-        spec.remove("deadline_at", "gsi3pk", "gsi3sk")
+        spec.remove("deadline_at", "gsi3pk", "gsi3sk", "pause_timed_out_at")
+        event = update.pause_metadata.get("event") if update.pause_metadata is not None else None
+        if isinstance(event, str):  # a wait_for: a signal of this event is delivered, not buffered (P-WAIT-5)
+            spec.set("waiting_event", rec.str_av(event))
+        else:
+            spec.remove("waiting_event")
         if update.remaining_seconds is None:
             spec.remove("remaining_seconds")
         else:
@@ -325,6 +333,9 @@ def blind_update(update: StatusUpdate, *, task_id: str, now: datetime, now_ms: s
         spec.conditions.append(f"{spec.name('deadline_at')} = {spec.value('dl', rec.str_av(update.if_deadline_at))}")
     if update.resume:
         spec.conditions.append(f"{status} = {spec.value('paused', rec.str_av('paused'))}")
+        if update.pause_fence is not None:
+            # the end of this pause, not of a later one of the same task (P-WAIT-2, P-WAIT-5)
+            spec.conditions.append(refence_condition(spec, update.pause_fence))
     elif update.claim is not None or update.refence is not None:
         # a hop claim, and the retry's fence write, is never stale as a progress update (P-STAT-6): a pending or
         # running task, a progress that does not go down, and the fence rule

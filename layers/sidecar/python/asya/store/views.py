@@ -117,6 +117,9 @@ def task_view(
         "deadline_at": rec.get_str(item, "deadline_at"),
         "last_event_id": rec.get_int(item, "last_seq") or 0,
     }
+    timed_out = rec.get_str(item, "pause_timed_out_at")
+    if timed_out is not None and status != "paused":  # P-WAIT-2: why a resume of that pause is refused
+        view["pause_timed_out_at"] = timed_out
     if status == "paused":
         view["remaining_seconds"] = rec.get_int(item, "remaining_seconds")
         _copy_body(view, body, "pause_metadata")
