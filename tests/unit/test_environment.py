@@ -152,7 +152,7 @@ def test_p_proc_1_record_concurrency_reaches_the_config_and_sizes_the_lambda_tim
     manifest = _manifest(batch_size=10, record_concurrency=4, timeout=20)
     pay = _actors(manifest)["pay"]
     assert pay.lambda_timeout == 3 * 20 + 10  # 10 records, 4 at a time: three rounds
-    assert pay.visibility_timeout == 6 * 70
+    assert pay.visibility_timeout == 70 + 60  # P-MAN-4: the timeout plus the throttle retry window
     env = actor_environment(manifest, pay, table="t", bucket="b")
     assert env["ASYA_RECORD_CONCURRENCY"] == "4"
     assert ActorConfig.from_env(env).record_concurrency == 4

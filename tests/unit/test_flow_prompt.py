@@ -47,7 +47,8 @@ def test_p_flow_31_a_computed_prompt_is_evaluated_on_the_state_at_the_pause() ->
     assert ins["prompt"] == "'Publish ' + state['title'] + ' (' + str(len(state['text'])) + ' chars)?'"
     assert ins["prompt_expr"][0] == "bin"
     shown = _paused_at(program, {"title": "Q3 report", "text": "abcd"}, 1)
-    assert shown == {"prompt": "Publish Q3 report (4 chars)?", "fields": []}
+    # every pause carries the flow's cap as its timeout (P-WAIT-1)
+    assert shown == {"prompt": "Publish Q3 report (4 chars)?", "fields": [], "timeout": 604800}
 
 
 def test_p_flow_31_the_prompt_equals_the_plain_python_one() -> None:
