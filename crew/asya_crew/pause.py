@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import timedelta
 from typing import Any, Final
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -42,7 +41,7 @@ from asya.envelope import Envelope
 from asya.exceptions import AsyaError, HopHeldError, SerializationError
 from asya.resiliency import deferral
 from asya.store import Outcome, StatusUpdate, signals
-from asya.timeutil import format_ts, parse_ts
+from asya.timeutil import parse_ts
 from asya.transport import TransportError
 from asya_crew.checkpoint import CheckpointLine
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
@@ -181,15 +180,8 @@ class PauseRuntime(RoutedCrewRuntime):
         remaining_av = task.get("remaining_seconds")
         remaining = int(float(remaining_av["N"])) if isinstance(remaining_av, dict) and "N" in remaining_av else None
         now = self._clock()
-        deadline_at = format_ts(now + timedelta(seconds=remaining)) if remaining is not None else None
-        update = StatusUpdate(
-            status="running",
-            resume=True,
-            deadline_at=deadline_at,
-            actor=naming.RESUME,
-            message=f"Signal '{metadata.event}' delivered",
-            envelope_id=task_id,
-            pause_fence=fence,
+        update, deadline_at = pausing.resume_write(
+            task_id, seconds=remaining, now=now, message=f"Signal '{metadata.event}' delivered", pause_fence=fence
         )
         if not self._store.apply(task_id, update).accepted:
             self._log.info("buffered signal: the pause already ended", extra={"event": metadata.event})

@@ -44,7 +44,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -58,7 +57,6 @@ from asya.flows.interp import STATE_HEADER
 from asya.flows.mesh import continue_outgoing, on_pause_timeout
 from asya.missingkey import is_missing
 from asya.resiliency import deferral
-from asya.store import StatusUpdate
 from asya.store.updates import RESUMED_ATTEMPT
 from asya.timeutil import format_ts, parse_ts
 from asya_crew.checkpoint import CheckpointLine
@@ -191,15 +189,11 @@ class ResumeRuntime(RoutedCrewRuntime):
         if expired_here:
             deadline_at = _text(task.get("deadline_at"))
         else:
-            remaining = _number(task.get("remaining_seconds"))
-            deadline_at = format_ts(now + timedelta(seconds=remaining)) if remaining is not None else None
-            update = StatusUpdate(
-                status="running",
-                resume=True,
-                deadline_at=deadline_at,
-                actor=naming.RESUME,
+            update, deadline_at = pausing.resume_write(
+                envelope.id,
+                seconds=_number(task.get("remaining_seconds")),
+                now=now,
                 message=f"Pause timed out after {expiry.seconds} s",
-                envelope_id=envelope.id,
                 pause_fence=expiry.fence,
                 pause_timed_out=True,
             )

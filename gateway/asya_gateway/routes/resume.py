@@ -26,7 +26,6 @@ Write units: 1 (the task item, under 1 KB), plus the ``long_deadlines`` index en
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 from typing import Any, Final
 
 from starlette.requests import Request
@@ -36,7 +35,6 @@ from asya import headers as hdr
 from asya import naming, pausing
 from asya.exceptions import SerializationError
 from asya.store import Outcome, StatusUpdate
-from asya.timeutil import format_ts
 from asya.transport import TransportError
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
@@ -126,15 +124,7 @@ async def dispatch_resume(
     remaining = view.get("remaining_seconds")
     seconds = timeout if timeout is not None else remaining
     now = ctx.clock()
-    deadline_at = format_ts(now + timedelta(seconds=seconds)) if seconds is not None else None
-    update = StatusUpdate(
-        status="running",
-        resume=True,
-        deadline_at=deadline_at,
-        actor=naming.RESUME,
-        envelope_id=task_id,
-        message=message,
-    )
+    update, deadline_at = pausing.resume_write(task_id, seconds=seconds, now=now, message=message)
     result = await ctx.call(ctx.store.apply, task_id, update)
     if result.outcome is Outcome.NOT_FOUND:
         raise HttpError(404, NOT_FOUND)

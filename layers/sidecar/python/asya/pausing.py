@@ -35,6 +35,7 @@ from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.exceptions import AsyaError
 from asya.naming import is_event_name
 from asya.payloads import is_reference
+from asya.store.transition import StatusUpdate
 from asya.timeutil import format_ts, parse_ts
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "remaining_seconds",
     "restored_envelope",
     "resume_envelope",
+    "resume_write",
 ]
 
 PAUSED_PREFIX: Final = tableschema.PAUSED_PREFIX
@@ -478,3 +480,29 @@ def resume_envelope(
             deadline_at=deadline_at,
         ),
     )
+
+
+def resume_write(
+    task_id: str,
+    *,
+    seconds: float | None,
+    now: datetime,
+    message: str | None,
+    pause_fence: tuple[int, int] | None = None,
+    pause_timed_out: bool = False,
+) -> tuple[StatusUpdate, str | None]:
+    """P-RESUME-1's one conditional write ``paused -> running`` that every end of a pause makes (a resume, a signal
+    delivered by the gateway or by x-pause, a pause timeout), and the deadline it gives: ``now`` plus ``seconds``
+    (the budget frozen at the pause, or a resume's own timeout; ``None``: the task has no deadline)."""
+    deadline_at = format_ts(now + timedelta(seconds=seconds)) if seconds is not None else None
+    update = StatusUpdate(
+        status="running",
+        resume=True,
+        deadline_at=deadline_at,
+        actor=naming.RESUME,
+        message=message,
+        envelope_id=task_id,
+        pause_fence=pause_fence,
+        pause_timed_out=pause_timed_out,
+    )
+    return update, deadline_at
