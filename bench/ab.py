@@ -35,7 +35,7 @@ from typing import IO, Any, Final
 from bench.coldstart import DEPTH_STEP, IMPORT_DEPTHS, import_code, parse_importtime
 from bench.stats import median, ratio, summarize
 
-__all__ = ["BASELINE_ENV", "DEFAULT_BASELINE", "RUNTIME_DIRS", "baseline_ref", "extract", "run"]
+__all__ = ["BASELINE_ENV", "DEFAULT_BASELINE", "RUNTIME_DIRS", "BaselineError", "baseline_ref", "extract", "run"]
 
 BASELINE_ENV: Final = "ASYA_BENCH_BASELINE"
 DEFAULT_BASELINE: Final = "8ef6e90"
@@ -87,6 +87,10 @@ for line in sys.stdin:
 """
 
 
+class BaselineError(Exception):
+    """The baseline ref names no commit here."""
+
+
 def baseline_ref(explicit: str | None = None, env: Mapping[str, str] | None = None) -> str:
     """The baseline git ref: ``explicit``, else ``env[BASELINE_ENV]``, else :data:`DEFAULT_BASELINE`. Pure."""
     if explicit:
@@ -97,9 +101,19 @@ def baseline_ref(explicit: str | None = None, env: Mapping[str, str] | None = No
 
 def extract(ref: str, into: Path) -> str:
     """Unpack the runtime packages (:data:`RUNTIME_DIRS`) of ``ref`` under ``into``; the full commit id."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--verify", f"{ref}^{{commit}}"], cwd=_REPO, capture_output=True, text=True, check=True
-    ).stdout.strip()
+    found = subprocess.run(
+        ["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
+        cwd=_REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if found.returncode != 0:
+        raise BaselineError(
+            f"baseline ref {ref!r} is no commit of this repository (a shallow clone lacks it): "
+            f"choose one with --baseline or {BASELINE_ENV}"
+        )
+    commit = found.stdout.strip()
     archive = subprocess.run(
         ["git", "archive", "--format=tar", commit, *RUNTIME_DIRS], cwd=_REPO, capture_output=True, check=True
     ).stdout

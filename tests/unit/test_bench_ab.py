@@ -5,7 +5,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from bench.ab import BASELINE_ENV, DEFAULT_BASELINE, RUNTIME_DIRS, baseline_ref, extract
+import pytest
+
+from bench.ab import BASELINE_ENV, DEFAULT_BASELINE, RUNTIME_DIRS, BaselineError, baseline_ref, extract
 
 
 def test_the_flag_wins_over_the_environment_which_wins_over_the_default() -> None:
@@ -22,3 +24,8 @@ def test_extract_unpacks_the_runtime_packages_of_the_ref_only(tmp_path: Path) ->
     assert commit == head.stdout.strip()
     assert (tmp_path / RUNTIME_DIRS[0] / "asya" / "sidecar.py").is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted({d.split("/")[0] for d in RUNTIME_DIRS})
+
+
+def test_a_ref_that_names_no_commit_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(BaselineError, match=r"baseline ref 'no-such-ref-x' is no commit.*ASYA_BENCH_BASELINE"):
+        extract("no-such-ref-x", tmp_path)
