@@ -2,7 +2,8 @@
 
 Options: ``--quick`` (fewer samples, for trying things out; the report says so), ``--only overhead,traffic,...``
 (a subset; the cost model needs ``traffic``, and uses ``overhead`` when it ran), ``--report-only`` (re-render the
-report from the last results). Actor and gateway logs are kept to warnings (``POWERTOOLS_LOG_LEVEL``) unless the
+report from the last results), ``--baseline REF`` (the git ref the ``ab`` section measures against, see
+:mod:`bench.ab`). Actor and gateway logs are kept to warnings (``POWERTOOLS_LOG_LEVEL``) unless the
 environment sets a level; moto's per-request error tracebacks are not printed (creates it failed are retried and
 counted in the report).
 """
@@ -35,6 +36,7 @@ REPORT: Final = BENCH_DIR / "REPORT.md"
 PRICES: Final = BENCH_DIR / "prices.toml"
 SECTIONS: Final = (
     "overhead",
+    "ab",
     "traffic",
     "latency",
     "coldstart",
@@ -49,7 +51,11 @@ SECTIONS: Final = (
 )
 
 
-def _runner(name: str) -> Callable[[bool], Any]:
+def _runner(name: str, baseline: str | None = None) -> Callable[[bool], Any]:
+    if name == "ab":
+        from bench import ab
+
+        return lambda quick: ab.run(baseline=baseline, quick=quick)
     if name == "overhead":
         from bench import overhead
 
@@ -166,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples (figures less reliable)")
     parser.add_argument("--only", default=",".join(SECTIONS), help=f"comma-separated subset of {', '.join(SECTIONS)}")
+    parser.add_argument("--baseline", default=None, help="git ref the ab section measures against")
     parser.add_argument("--report-only", action="store_true", help="re-render REPORT.md from the last results")
     args = parser.parse_args(argv)
     if args.report_only:
@@ -185,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             continue
         section_started = time.monotonic()
         print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        results[name] = _runner(name)(args.quick)
+        results[name] = _runner(name, args.baseline)(args.quick)
         print(f"bench: {name} done in {time.monotonic() - section_started:.0f} s", file=sys.stderr, flush=True)
     if "traffic" in results:
         results["cost"] = cost_section(results, PRICES.read_text(encoding="utf-8"))

@@ -118,6 +118,35 @@ def _overhead(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[s
     return out
 
 
+def _ab(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
+    data = results.get("ab")
+    if not data:
+        return []
+    base = data["baseline"]
+    out = [
+        "## 1b. This build against the baseline build (A/B, interleaved)",
+        "",
+        f"The baseline is `{base['ref']}` ({base['commit'][:10]}), its runtime packages run from a `git archive` under",
+        "this tree's harness (`bench/ab.py`). Overhead: two warm worker processes, fake clients, 1 KB payload, chunks",
+        "of batches asked of each in turn (order swapped every round); µs per envelope, median [p5-p95]. Cold import:",
+        "fresh processes of each target interleaved; ms, median [p5-p95].",
+        "",
+    ]
+    rows = []
+    overhead = data.get("overhead")
+    if overhead:
+        for side in ("baseline", "current"):
+            rows.append([f"overhead per 1 KB envelope, {side}", fmt_spread(overhead[side]) + " µs"])
+        rows.append(["overhead, current / baseline", f"{fmt(overhead['current_over_baseline'])} x"])
+    coldstart = data.get("coldstart")
+    if coldstart:
+        for name in ("boto3", "baseline", "current"):
+            rows.append([f"import time, {name}", fmt_spread(coldstart["ms"][name]) + " ms"])
+        for side in ("baseline", "current"):
+            rows.append([f"actor import / boto3 import, {side}", f"{fmt(coldstart[f'{side}_over_boto3'])} x"])
+    return out + table(["figure", "measured"], rows)
+
+
 def _traffic(results: Mapping[str, Any], verdicts: Sequence[Verdict]) -> list[str]:
     out = ["## 2. AWS requests per hop and per task", ""]
     data = results.get("traffic")
@@ -738,6 +767,7 @@ def render(results: Mapping[str, Any], *, notes: Sequence[str] = ()) -> str:
     lines += table(["§", "figure", "measured", "target", "verdict"], _verdict_rows(verdicts))
     for section in (
         _overhead,
+        _ab,
         _traffic,
         _cost,
         _cancel_reads,

@@ -115,6 +115,15 @@ TARGETS: Final = (
         lambda r: _num(get_path(r, "overhead", "fake", "1kb", "overhead_us", "median")),
     ),
     Target(
+        "overhead_1kb_ab",
+        "1",
+        "Layer overhead per 1 KB envelope, this build / the baseline build (interleaved A/B; 120 µs at its 210 µs)",
+        "<=",
+        round(120 / 210, 3),
+        "x",
+        lambda r: _num(get_path(r, "ab", "overhead", "current_over_baseline")),
+    ),
+    Target(
         "sqs_per_hop",
         "2",
         "SQS requests per envelope-hop, the create's send and timer traffic excluded (batch 10, progress hops)",
@@ -221,6 +230,15 @@ TARGETS: Final = (
         1.5,
         "x",
         lambda r: _num(get_path(r, "coldstart", "actor_over_boto3")),
+    ),
+    Target(
+        "coldstart_ab",
+        "5",
+        "Actor entry import time / boto3 import time, interleaved with the baseline build's",
+        "<=",
+        1.3,
+        "x",
+        lambda r: _num(get_path(r, "ab", "coldstart", "current_over_boto3")),
     ),
     Target(
         "no_tracer",

@@ -184,6 +184,19 @@ def _results(*, good: bool) -> dict[str, Any]:
             "actor_over_boto3": (200 if good else 230) / 140,
             "tracer": {"tracers": 0, "xray_sdk_imported": False},
         },
+        "ab": {
+            "baseline": {"ref": "HEAD~1", "commit": "0" * 40},
+            "overhead": {
+                "current": _summary(100 if good else 200),
+                "baseline": _summary(210),
+                "current_over_baseline": (100 if good else 200) / 210,
+            },
+            "coldstart": {
+                "ms": {"boto3": _summary(140), "current": _summary(170), "baseline": _summary(200)},
+                "current_over_boto3": (170 if good else 200) / 140,
+                "baseline_over_boto3": 200 / 140,
+            },
+        },
         "memory": {
             "batches": 100,
             "payload_bytes": 262144,
@@ -218,6 +231,7 @@ def test_misses_are_reported_with_their_values() -> None:
     assert verdicts["coldstart_ratio"].met is False
     assert verdicts["no_tracer"].met is True
     assert verdicts["peak_rss"].met is False
+    assert verdicts["overhead_1kb_ab"].met is False and verdicts["coldstart_ab"].met is False
 
 
 def test_a_benchmark_that_did_not_run_is_not_measured() -> None:
@@ -261,7 +275,7 @@ def test_number_formatting() -> None:
 def test_report_shows_every_figure_with_target_and_verdict() -> None:
     text = render(_results(good=False), notes=["**Note.** why."])
     assert text.startswith("# Benchmarks\n")
-    assert "## Summary: 5 of 21 targets met" in text
+    assert "## Summary: 5 of 23 targets met" in text
     assert (
         "| 1 | Layer overhead per 1 KB envelope (median, batch of 10, in-memory AWS) | 249.8 µs | <= 100 µs |" in text
     )
@@ -275,12 +289,14 @@ def test_report_shows_every_figure_with_target_and_verdict() -> None:
         _results(good=True)
     )
     assert "**Note.** why." in text
+    assert "## 1b. This build against the baseline build (A/B, interleaved)" in text
+    assert "| overhead, current / baseline | 0.95 x |" in text
     assert text.endswith("\n") and not text.endswith("\n\n")
 
 
 def test_report_of_a_partial_run_says_what_was_not_measured() -> None:
     results = _results(good=True)
-    for section in ("overhead", "traffic", "cost", "latency", "coldstart", "memory"):
+    for section in ("overhead", "ab", "traffic", "cost", "latency", "coldstart", "memory"):
         del results[section]
     text = render(results)
     assert "## Summary: 0 of 0 targets met" in text

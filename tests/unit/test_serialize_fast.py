@@ -138,6 +138,29 @@ def test_p_abi_20_nesting_beyond_the_fast_path_is_judged_by_the_full_rules(conve
         convert(_nested(100_000))
 
 
+@pytest.mark.parametrize("convert", [to_jsonable, as_jsonable])
+def test_p_abi_19_a_list_of_strings_is_judged_like_any_other_list(convert: Callable[[Any], Any]) -> None:
+    """A list of strings (checked inline by the plain pass) still fails on a lone surrogate with its path, and one
+    holding anything else still converts it."""
+    with pytest.raises(SerializationError, match=r"lone surrogate \(\\ud800\) cannot be UTF-8 at \.tags\[1\]$"):
+        convert({"tags": ["a", "b\ud800"]})
+    assert convert({"tags": ["a", Tag("b"), "c"]}) == {"tags": ["a", "b", "c"]}
+    assert convert({"tags": ["a", Level.HIGH]}) == {"tags": ["a", 3]}
+    plain = {"tags": ["a", "é", ""]}
+    assert (convert(plain) is plain) == (convert is as_jsonable)
+
+
+@pytest.mark.parametrize("convert", [to_jsonable, as_jsonable])
+def test_p_abi_19_a_list_of_strings_at_the_fast_path_depth_takes_the_full_rules(convert: Callable[[Any], Any]) -> None:
+    value: Any = ["a", "b"]
+    for _ in range(PLAIN_MAX_DEPTH - 1):
+        value = [value]
+    assert convert(value) == value
+    deeper = [value]
+    out = convert(deeper)
+    assert out == deeper and out is not deeper  # past the fast path's depth: the full conversion, a copy
+
+
 # --- Handler.run(copy_result=...) -------------------------------------------------------------------------------------
 
 

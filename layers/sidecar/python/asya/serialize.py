@@ -225,19 +225,27 @@ def _check_plain(value: Any, depth: int) -> None:
     for item in items:
         item_kind = type(item)
         if item_kind is str:
-            if not item.isascii() and _has_surrogate(item):
-                raise _NotPlainError
-            continue
+            if item.isascii() or not _has_surrogate(item):
+                continue
+            raise _NotPlainError
         if item_kind is int:
-            if not -_INT_BOUND < item < _INT_BOUND:
-                raise _NotPlainError
-            continue
-        if item_kind in _SCALARS:
+            if -_INT_BOUND < item < _INT_BOUND:
+                continue
+            raise _NotPlainError
+        if item_kind is bool or item is None:
             continue
         if item_kind is float:
-            if not _isfinite(item):
-                raise _NotPlainError
-            continue
+            if _isfinite(item):
+                continue
+            raise _NotPlainError
+        if item_kind is list and depth + 1 < PLAIN_MAX_DEPTH:
+            # a list of plain strings (tags, names, ids) is checked here, without a call per list; anything else in
+            # it (or a string that fails) goes to the full check below, which decides
+            for sub in item:
+                if type(sub) is not str or not (sub.isascii() or not _has_surrogate(sub)):
+                    break
+            else:
+                continue
         _check_plain(item, depth + 1)
 
 

@@ -3,7 +3,6 @@ so a typo gets the same suggestion wherever it is made."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 __all__ = ["did_you_mean", "did_you_mean_attribute"]
@@ -11,6 +10,8 @@ __all__ = ["did_you_mean", "did_you_mean_attribute"]
 
 def did_you_mean(word: str, candidates: Iterable[str]) -> str:
     """``" (did you mean 'x'?)"`` for the closest of ``candidates`` to ``word``, or ``""`` when none is close."""
+    import difflib  # only a name error needs it: kept off the actor's start-up
+
     close = difflib.get_close_matches(word, sorted(candidates), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 

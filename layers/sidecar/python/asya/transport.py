@@ -207,7 +207,7 @@ class Transport:
             body = self._encoder(actor, envelope)
         except ValueError as exc:  # NaN/Infinity (P-ABI-20)
             raise SerializationError(f"envelope {envelope.id!r} cannot be encoded as JSON: {exc}") from None
-        size = len(body.encode("utf-8"))
+        size = len(body) if body.isascii() else len(body.encode("utf-8"))  # no copy for the common ASCII body
         if size > MAX_MESSAGE_BYTES:
             raise SerializationError(
                 f"envelope {envelope.id!r} for {actor!r} is {size} bytes, over the SQS limit of {MAX_MESSAGE_BYTES}"

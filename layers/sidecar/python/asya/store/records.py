@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import secrets
+import os
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final, TypeGuard
@@ -237,7 +237,7 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
 def new_write_token() -> str:
     """A fresh token for one conditional write (GW-OVL-5): 8 hex digits, unique enough among the writers of one
     item."""
-    return secrets.token_hex(4)
+    return os.urandom(4).hex()  # secrets.token_hex's own source, without importing hmac at start-up
 
 
 def get_str(item: Mapping[str, Any], name: str) -> str | None:
