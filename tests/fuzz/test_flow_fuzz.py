@@ -56,7 +56,7 @@ _OUTSIDE: Final = (
     "state['s'] = f\"{state['n']}\"",
     "state = a(b(state))",
     "state['r'] = [inc(x) for x in state['items'] if x]",
-    "state = pause(state, prompt=state['p'])",
+    "state = pause(state, prompt=f\"{state['p']}\")",  # a computed prompt is in the language, an f-string is not
     "with open('f'):\n    pass",
     "global state",
     "class C:\n    pass",

@@ -102,7 +102,7 @@ def test_p_man_4_sizing_from_defaults(shop: SynthesizedMesh) -> None:
 def test_p_man_4_concurrent_records_size_the_timeout_by_rounds(shop: SynthesizedMesh) -> None:
     ship = _function_by_actor(shop, "ship")
     assert ship["Timeout"] == 1 * 20 + 10  # batch 2, both records at once: one round of the 20 s timeout
-    assert _queue(shop, "asya-shop-ship")["VisibilityTimeout"] == 6 * 30
+    assert _queue(shop, "asya-shop-ship")["VisibilityTimeout"] == 30 + 60  # P-MAN-4: timeout + the throttle window
     assert ship["Environment"]["Variables"]["ASYA_RECORD_CONCURRENCY"] == "2"
     assert "ASYA_RECORD_CONCURRENCY" not in _function_by_actor(shop, "pay")["Environment"]["Variables"]
 
