@@ -493,6 +493,9 @@ _READS = (
 UNREACHED: dict[tuple[str, str], str] = {
     **{(role, "payloads.list"): _LISTS for role in ("actor", "aggregator", "x-pause", "x-resume", "x-sink", "x-sump")},
     **{(role, "payloads.read"): _READS.format(role=role) for role in ("aggregator", "x-pause", "x-resume", "x-sump")},
+    ("x-resume", "pause.expire"): "asya_crew.resume:ResumeRuntime._expire writes when a pause nobody resumed times "
+    "out: the example mesh's pauses wait for their 7-day cap; test_artifact_waits.py times one out, under the same "
+    "declared grant, on a mesh of its own",
     ("gateway", "payloads.read"): "asya.payloads:PayloadStore.rehydrate in the gateway reads a payload reference "
     "back only for a view of a task whose payload was offloaded by an actor, which no test reads",
     **{

@@ -1,8 +1,8 @@
-"""Durable waits on what ``cdk deploy`` ships (P-WAIT-3..5): a small mesh of its own, synthesized and run by the
+"""Durable waits on what ``cdk deploy`` ships (P-WAIT-1..5): a small mesh of its own, synthesized and run by the
 artifact mesh, whose flows sleep and wait for a signal (``tests/e2e/flowpause/flows/waits.py``). Every function runs
 from the assembly under its own role behind the IAM proxy, so the calls a wait adds (the layer's delayed send to
 x-resume, x-resume's read and re-send, x-pause's read and delivery of a buffered signal, the gateway's buffering
-write) must all be granted: each test ends with no call denied."""
+write, x-resume's expiry of a pause nobody resumed) must all be granted: each test ends with no call denied."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.artifact, pytest.mark.xdist_group("ar
 
 REPO = Path(__file__).resolve().parents[3]
 FLOWS = REPO / "tests" / "e2e" / "flowpause" / "flows" / "waits.py"
+ESCALATE = REPO / "tests" / "e2e" / "flowpause" / "flows" / "escalate.py"
 
 
 def _manifest() -> dict[str, Any]:
@@ -36,6 +37,7 @@ def _manifest() -> dict[str, Any]:
         "flows": {
             "nap": {"source": str(FLOWS), "timeout": 120},
             "signaled": {"source": str(FLOWS), "timeout": 120},
+            "escalate": {"source": str(ESCALATE), "timeout": 120},
         },
     }
 
@@ -112,3 +114,14 @@ def test_p_wait_5_a_signal_before_the_wait_is_taken_on_the_shipped_functions(mes
     assert answer.status_code == 202, answer.text
     done = wait_for(lambda: _in(mesh, task_id, "succeeded"), "the flow to take the early signal", limit=180)
     assert done["result"]["approved"] is True and done["result"]["published"] is True
+
+
+def test_p_wait_1_a_pause_nobody_resumes_times_out_into_the_flows_except_on_the_shipped_functions(
+    mesh: ArtifactMesh,
+) -> None:
+    """x-pause sends the expiry, x-resume makes the conditional paused -> running write (the ``pause.expire`` grant,
+    P-WAIT-2) and raises TimeoutError at the pause, which the flow's ``except`` turns into an escalation."""
+    task_id = _create(mesh, "escalate")
+    done = wait_for(lambda: _in(mesh, task_id, "succeeded"), "the pause to time out and the flow to go on", limit=180)
+    # publish ran after the pause (it publishes only what was approved, and nobody approved)
+    assert done["result"]["escalated"] is True and done["result"]["published"] is False
