@@ -7,24 +7,42 @@ card) carry no security requirement. Only routes this release serves are describ
 JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's
 (``docs/agents.md``). Every operation carries ``x-asya-owner``, how it keeps one subject's tasks from another
 (GW-EDGE-8, :mod:`asya_gateway.ownership`).
+
+The request bodies' schemas are the pydantic models that validate them (:data:`asya_gateway.requestmodels.
+REQUEST_MODELS`, under their class names); the paths and the answers' shapes are written here.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic_core import CoreSchema
+
 from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
 from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, diagnostic_actors
 from asya_gateway.ownership import OPERATION_OWNERS, OWNER_EXTENSION
-from asya_gateway.validation import MAX_TIMEOUT_SECONDS
+from asya_gateway.requestmodels import REQUEST_MODELS, DiagnosticRequest
 
 __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
+_COMPONENT: Final = "#/components/schemas/{model}"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
 _ACTOR_PATTERN: Final = naming.ACTOR_NAME_RE.pattern
+
+
+class _Schemas(GenerateJsonSchema):
+    """Properties without titles: pydantic's would only repeat the field names."""
+
+    def field_title_should_be_set(self, schema: CoreSchema) -> bool:
+        return False
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": _COMPONENT.format(model=name)}
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +116,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 ),
             },
         ],
-        "requestBody": _json_body({"$ref": "#/components/schemas/CreateBody"}, required=False),
+        "requestBody": _json_body(_ref("CreateRequest"), required=False),
         "responses": {
             "201": _response(
                 "Created, or the first answer replayed for its Idempotency-Key; Location names the task",
@@ -145,17 +163,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "parameters": [_task_id()],
             "post": {
                 "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2)",
-                "requestBody": _json_body(
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "from": {"type": ["string", "integer"]},
-                            "timeout": {"type": "integer", "minimum": 1},
-                        },
-                    },
-                    required=False,
-                ),
+                "requestBody": _json_body(_ref("RetryRequest"), required=False),
                 "responses": {
                     "201": _response("Created; Location names the new task", {"type": "object"}),
                     **_errors(400, 401, 404, 409),
@@ -166,7 +174,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "parameters": [_task_id()],
             "post": {
                 "summary": "Resume a paused task with the input its pause fields ask for (GW-RESUME-1)",
-                "requestBody": _json_body({"$ref": "#/components/schemas/ResumeBody"}, required=True),
+                "requestBody": _json_body(_ref("ResumeRequest"), required=True),
                 "responses": {
                     "202": _response("Resumed under the same id", {"$ref": "#/components/schemas/Resumed"}),
                     **_errors(400, 401, 404, 409, 413, 500),
@@ -213,7 +221,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 "description": "Reporters only (GW-EVT-1): send X-Asya-Reporter-Key; a client's key or token is "
                 "refused. Status received, processing, completed, retrying or running; the crew's statuses answer "
                 "400 (GW-EVT-3).",
-                "requestBody": _json_body({"$ref": "#/components/schemas/ProducerEvent"}, required=True),
+                "requestBody": _json_body(_ref("ProducerEvent"), required=True),
                 "responses": {"204": _response("Accepted, or stale"), **_errors(400, 401, 404, 413)},
             },
         },
@@ -239,22 +247,7 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
         "/api/v1/system/mq-diagnostic": {
             "post": {
                 "summary": "Queue and DLQ health (GW-OPS-3)",
-                "requestBody": _json_body(
-                    {
-                        "type": "object",
-                        "properties": {
-                            "actors": {
-                                "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
-                                "maxItems": MAX_DIAGNOSTIC_NAMES,
-                                # the manifest's actors, or any other actor name: an undeclared one is reported
-                                # with declared: false (GW-OPS-5)
-                                "items": {"anyOf": [{"enum": actors}, {"type": "string", "pattern": _ACTOR_PATTERN}]},
-                            }
-                        },
-                        "additionalProperties": False,
-                    },
-                    required=False,
-                ),
+                "requestBody": _json_body(_diagnostic_body(actors), required=False),
                 "responses": {"200": _response("Per queue: depth, in flight, delayed, its DLQ"), **_errors(400, 401)},
             }
         },
@@ -264,14 +257,7 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
             ],
             "post": {
                 "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1)",
-                "requestBody": _json_body(
-                    {
-                        "type": "object",
-                        "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                        "additionalProperties": False,
-                    },
-                    required=False,
-                ),
+                "requestBody": _json_body(_ref("RedriveRequest"), required=False),
                 "responses": {
                     "200": _response("Counts: moved, failed, not_deleted", {"type": "object"}),
                     **_errors(400, 401, 404, 502),
@@ -344,34 +330,25 @@ def _agent_paths() -> dict[str, Any]:
     }
 
 
+def _diagnostic_body(actors: list[str]) -> dict[str, Any]:
+    """The model's schema with what the route accepts as a name: an actor of the manifest, or any other actor name,
+    which is reported with ``declared: false`` (GW-OPS-5)."""
+    schema = DiagnosticRequest.model_json_schema(schema_generator=_Schemas)
+    names = {"anyOf": [{"enum": actors}, {"type": "string", "pattern": _ACTOR_PATTERN}]}
+    # null or absent: every actor (GW-OPS-3)
+    schema["properties"]["actors"] = {"type": ["array", "null"], "maxItems": MAX_DIAGNOSTIC_NAMES, "items": names}
+    return schema
+
+
 def _schemas() -> dict[str, Any]:
+    _, bodies = models_json_schema(
+        [(model, "validation") for model in REQUEST_MODELS], ref_template=_COMPONENT, schema_generator=_Schemas
+    )
     any_json: dict[str, Any] = {}
     return {
+        **bodies["$defs"],
         "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
         "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "version": {"type": "string"}}},
-        "CreateBody": {
-            "type": "object",
-            "properties": {
-                "payload": any_json,
-                "headers": {"type": "object"},
-                "timeout": {
-                    "type": ["integer", "null"],
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_SECONDS,
-                    "description": "seconds (GW-CREATE-6)",
-                },
-            },
-            "additionalProperties": False,
-        },
-        "ResumeBody": {
-            "type": "object",
-            "required": ["input"],
-            "properties": {
-                "input": {"type": "object", "description": "checked against pause_metadata.fields"},
-                "timeout": {"type": "integer", "minimum": 1, "maximum": 604800, "description": "seconds"},
-            },
-            "additionalProperties": False,
-        },
         "Resumed": {
             "type": "object",
             "properties": {
@@ -444,11 +421,6 @@ def _schemas() -> dict[str, Any]:
                 "method": {"type": "string"},
                 "params": {"type": "object"},
             },
-        },
-        "ProducerEvent": {
-            "type": "object",
-            "required": ["type"],
-            "properties": {"type": {"enum": ["status", "fly"]}, "status": {"type": "string"}, "data": any_json},
         },
     }
 
