@@ -8,20 +8,23 @@ JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their
 (``docs/agents.md``). Every operation carries ``x-asya-owner``, how it keeps one subject's tasks from another
 (GW-EDGE-8, :mod:`asya_gateway.ownership`).
 
-The request bodies' schemas are the pydantic models that validate them (:data:`asya_gateway.requestmodels.
-REQUEST_MODELS`, under their class names); the paths and the answers' shapes are written here.
+The component schemas are generated: the request bodies' from the pydantic models that validate them
+(:data:`asya_gateway.requestmodels.REQUEST_MODELS`), the answers' from their typed dicts
+(:data:`asya_gateway.answers.ANSWER_SHAPES`), each under its class name. The paths are written here.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from pydantic.json_schema import GenerateJsonSchema, models_json_schema
+from pydantic import TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
 from pydantic_core import CoreSchema
 
 from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
+from asya_gateway.answers import ANSWER_SHAPES
 from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, diagnostic_actors
 from asya_gateway.ownership import OPERATION_OWNERS, OWNER_EXTENSION
 from asya_gateway.requestmodels import REQUEST_MODELS, DiagnosticRequest
@@ -341,88 +344,11 @@ def _diagnostic_body(actors: list[str]) -> dict[str, Any]:
 
 
 def _schemas() -> dict[str, Any]:
-    _, bodies = models_json_schema(
-        [(model, "validation") for model in REQUEST_MODELS], ref_template=_COMPONENT, schema_generator=_Schemas
-    )
-    any_json: dict[str, Any] = {}
-    return {
-        **bodies["$defs"],
-        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
-        "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "version": {"type": "string"}}},
-        "Resumed": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "status": {"const": "running"},
-                "deadline_at": {"type": ["string", "null"], "format": "date-time"},
-            },
-        },
-        "Created": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "status": {"const": "pending"},
-                "deadline_at": {"type": "string", "format": "date-time"},
-            },
-        },
-        "Task": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "status": {"enum": list(STATUSES)},
-                "progress_percent": {"type": "number"},
-                "current_actor": {"type": ["string", "null"]},
-                "message": {"type": ["string", "null"]},
-                "result": any_json,
-                "error": {"type": "string"},
-                "checkpoint_key": {"type": "string"},
-                "checkpoint_line": {"type": "integer", "minimum": 1},
-                "checkpoint_uri": {"type": "string"},
-                "last_event_id": {"type": "integer"},
-            },
-        },
-        "Page": {
-            "type": "object",
-            "properties": {
-                "messages": {"type": "array", "items": {"type": "object"}},
-                "total": {"type": ["integer", "null"]},
-                "next_cursor": {"type": ["string", "null"]},
-            },
-        },
-        "Mesh": {
-            "type": "object",
-            "properties": {
-                "namespace": {"type": "string"},
-                "auth": {"enum": ["iam", "api_key", "jwt", "none"]},
-                "flows": {"type": "array", "items": {"type": "object"}},
-                "actors": {"type": "array", "items": {"type": "string"}},
-                "queues": {"type": "array", "items": {"type": "string"}},
-            },
-        },
-        "JsonRpcError": {
-            "type": "object",
-            "required": ["jsonrpc", "error"],
-            "properties": {
-                "jsonrpc": {"const": "2.0"},
-                "id": {"type": ["string", "integer", "null"]},
-                "error": {
-                    "type": "object",
-                    "required": ["code", "message"],
-                    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": any_json},
-                },
-            },
-        },
-        "JsonRpcRequest": {
-            "type": "object",
-            "required": ["jsonrpc"],
-            "properties": {
-                "jsonrpc": {"const": "2.0"},
-                "id": {"type": ["string", "integer", "null"]},
-                "method": {"type": "string"},
-                "params": {"type": "object"},
-            },
-        },
-    }
+    shapes: list[tuple[str, JsonSchemaMode, TypeAdapter[Any]]] = [
+        (model.__name__, "validation", TypeAdapter(model)) for model in (*REQUEST_MODELS, *ANSWER_SHAPES)
+    ]
+    _, document = TypeAdapter.json_schemas(shapes, ref_template=_COMPONENT, schema_generator=_Schemas)
+    return dict(document["$defs"])
 
 
 def _declare_owners(paths: dict[str, Any]) -> None:
