@@ -63,10 +63,10 @@ MAX_TIMEOUT_SECONDS: Final = 604800
 #: GW-CREATE-4: containers nested deeper than this are refused (``[[1]]`` is 2 levels, a scalar 0).
 MAX_NESTING: Final = 256
 MAX_REDRIVE_LIMIT: Final = 1000
-TIMEOUT_MESSAGE: Final = f"timeout must be an integer number of seconds between 1 and {MAX_TIMEOUT_SECONDS}"
+_TIMEOUT_MESSAGE: Final = f"timeout must be an integer number of seconds between 1 and {MAX_TIMEOUT_SECONDS}"
 #: What a reporter may post (GW-EVT-1).
-EventStatus = Literal["received", "processing", "completed", "retrying", "running"]
-EVENT_STATUSES: Final[tuple[str, ...]] = get_args(EventStatus)
+_EventStatus = Literal["received", "processing", "completed", "retrying", "running"]
+EVENT_STATUSES: Final[tuple[str, ...]] = get_args(_EventStatus)
 #: Written by the crew only, inside AWS (GW-EVT-3): refused with their own message.
 CREW_STATUSES: Final = ("paused", "succeeded", "failed", "canceled")
 _REFUSED: Final = "refused"
@@ -244,7 +244,7 @@ class CreateRequest(RequestModel):
         if field == "headers":
             return f"headers must be an object, got {type(error['input']).__name__}"
         if field == "timeout":
-            return TIMEOUT_MESSAGE
+            return _TIMEOUT_MESSAGE
         return super().message(error)
 
 
@@ -260,7 +260,7 @@ class ResumeRequest(RequestModel):
         if field == "input" and error["type"] != "missing":
             return "input must be an object"
         if field == "timeout":
-            return TIMEOUT_MESSAGE
+            return _TIMEOUT_MESSAGE
         return super().message(error)
 
 
@@ -321,7 +321,7 @@ class ProducerEvent(RequestModel):
     """A reporter's event (GW-EVT-1): a status step, whose data is an object or null, or one FLY value, any data."""
 
     type: Literal["status", "fly"]
-    status: EventStatus | None = Field(default=None, description="a status event's step (GW-EVT-1)")
+    status: _EventStatus | None = Field(default=None, description="a status event's step (GW-EVT-1)")
     data: Annotated[Any, AfterValidator(_data)] = None
 
     @model_validator(mode="after")
