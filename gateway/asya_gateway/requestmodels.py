@@ -14,7 +14,7 @@ append the class to :data:`REQUEST_MODELS` and ``$ref`` it as ``#/components/sch
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Annotated, Any, ClassVar, Final, Literal, TypeVar, get_args
+from typing import Annotated, Any, Final, Literal, TypeVar, get_args
 
 from pydantic import (
     AfterValidator,
@@ -184,7 +184,7 @@ def _route_override(value: object, user_actors: Collection[str]) -> None:
                 raise refused(f"header '{ROUTE_OVERRIDE}' names undeclared actor '{name}' (actors: {known})")
 
 
-Timeout = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS, description="seconds (GW-CREATE-6)")]
+_Timeout = Annotated[int, Field(ge=1, le=MAX_TIMEOUT_SECONDS, description="seconds (GW-CREATE-6)")]
 
 
 class CreateRequest(RequestModel):
@@ -197,9 +197,7 @@ class CreateRequest(RequestModel):
         default=None,
         description="at most 16 KiB as JSON; keys 1-128 characters; x-asya-* reserved but x-asya-route-override",
     )
-    timeout: Timeout | None = None
-
-    _FIELDS: ClassVar[str] = "payload, headers and timeout"
+    timeout: _Timeout | None = None
 
     @field_validator("headers")
     @classmethod
@@ -239,7 +237,7 @@ class CreateRequest(RequestModel):
                 return f"routing fields are not allowed in the body: '{field}'; the entry point is ?actor= or ?flow="
             return (
                 f"unknown field '{field}': the task input goes under 'payload', as in "
-                f'{{"payload": {{{dumps(field)}: ...}}}}; the body fields are {cls._FIELDS}'
+                f'{{"payload": {{{dumps(field)}: ...}}}}; the body fields are payload, headers and timeout'
             )
         if field == "headers":
             return f"headers must be an object, got {type(error['input']).__name__}"
@@ -252,7 +250,7 @@ class ResumeRequest(RequestModel):
     """Resume a paused task (GW-RESUME-1): input is checked against the pause's pause_metadata.fields."""
 
     input: dict[str, Any] = Field(description="the pause's fields (pause_metadata.fields)")
-    timeout: Timeout | None = None
+    timeout: _Timeout | None = None
 
     @classmethod
     def message(cls, error: ErrorDetails) -> str:
