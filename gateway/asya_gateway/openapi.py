@@ -7,24 +7,45 @@ card) carry no security requirement. Only routes this release serves are describ
 JSON-RPC endpoints ``/mcp`` and ``/a2a/`` are listed with their transport, their methods being MCP's and A2A's
 (``docs/agents.md``). Every operation carries ``x-asya-owner``, how it keeps one subject's tasks from another
 (GW-EDGE-8, :mod:`asya_gateway.ownership`).
+
+The component schemas are generated: the request bodies' from the pydantic models that validate them
+(:data:`asya_gateway.requestmodels.REQUEST_MODELS`), the answers' from their typed dicts
+(:data:`asya_gateway.answers.ANSWER_SHAPES`), each under its class name. The paths are written here.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
+from pydantic import TypeAdapter
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode
+from pydantic_core import CoreSchema
+
 from asya import naming
 from asya.manifest import Manifest
 from asya.store import STATUSES
+from asya_gateway.answers import ANSWER_SHAPES
 from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, diagnostic_actors
 from asya_gateway.ownership import OPERATION_OWNERS, OWNER_EXTENSION
-from asya_gateway.validation import MAX_TIMEOUT_SECONDS
+from asya_gateway.requestmodels import REQUEST_MODELS, DiagnosticRequest
 
 __all__ = ["openapi_document"]
 
 _JSON: Final = "application/json"
+_COMPONENT: Final = "#/components/schemas/{model}"
 _ERROR: Final = {"$ref": "#/components/schemas/Error"}
 _ACTOR_PATTERN: Final = naming.ACTOR_NAME_RE.pattern
+
+
+class _Schemas(GenerateJsonSchema):
+    """Properties without titles: pydantic's would only repeat the field names."""
+
+    def field_title_should_be_set(self, schema: CoreSchema) -> bool:
+        return False
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": _COMPONENT.format(model=name)}
 
 
 def _json(schema: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +119,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 ),
             },
         ],
-        "requestBody": _json_body({"$ref": "#/components/schemas/CreateBody"}, required=False),
+        "requestBody": _json_body(_ref("CreateRequest"), required=False),
         "responses": {
             "201": _response(
                 "Created, or the first answer replayed for its Idempotency-Key; Location names the task",
@@ -145,17 +166,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "parameters": [_task_id()],
             "post": {
                 "summary": "A new task from a finished one, from its start or a recorded step (GW-HIST-2)",
-                "requestBody": _json_body(
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "from": {"type": ["string", "integer"]},
-                            "timeout": {"type": "integer", "minimum": 1},
-                        },
-                    },
-                    required=False,
-                ),
+                "requestBody": _json_body(_ref("RetryRequest"), required=False),
                 "responses": {
                     "201": _response("Created; Location names the new task", {"type": "object"}),
                     **_errors(400, 401, 404, 409),
@@ -166,7 +177,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "parameters": [_task_id()],
             "post": {
                 "summary": "Resume a paused task with the input its pause fields ask for (GW-RESUME-1)",
-                "requestBody": _json_body({"$ref": "#/components/schemas/ResumeBody"}, required=True),
+                "requestBody": _json_body(_ref("ResumeRequest"), required=True),
                 "responses": {
                     "202": _response("Resumed under the same id", {"$ref": "#/components/schemas/Resumed"}),
                     **_errors(400, 401, 404, 409, 413, 500),
@@ -177,7 +188,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
             "parameters": [_task_id()],
             "post": {
                 "summary": "Deliver a named event to a task's wait_for, or buffer it until one waits (GW-SIGNAL-1)",
-                "requestBody": _json_body({"$ref": "#/components/schemas/SignalBody"}, required=True),
+                "requestBody": _json_body(_ref("SignalRequest"), required=True),
                 "responses": {
                     "202": _response("Delivered or buffered", {"$ref": "#/components/schemas/Signaled"}),
                     **_errors(400, 401, 404, 409, 413, 500),
@@ -224,7 +235,7 @@ def _mesh_paths(flows: list[str], actors: list[str]) -> dict[str, Any]:
                 "description": "Reporters only (GW-EVT-1): send X-Asya-Reporter-Key; a client's key or token is "
                 "refused. Status received, processing, completed, retrying or running; the crew's statuses answer "
                 "400 (GW-EVT-3).",
-                "requestBody": _json_body({"$ref": "#/components/schemas/ProducerEvent"}, required=True),
+                "requestBody": _json_body(_ref("ProducerEvent"), required=True),
                 "responses": {"204": _response("Accepted, or stale"), **_errors(400, 401, 404, 413)},
             },
         },
@@ -250,22 +261,7 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
         "/api/v1/system/mq-diagnostic": {
             "post": {
                 "summary": "Queue and DLQ health (GW-OPS-3)",
-                "requestBody": _json_body(
-                    {
-                        "type": "object",
-                        "properties": {
-                            "actors": {
-                                "type": ["array", "null"],  # null or absent: every actor (GW-OPS-3)
-                                "maxItems": MAX_DIAGNOSTIC_NAMES,
-                                # the manifest's actors, or any other actor name: an undeclared one is reported
-                                # with declared: false (GW-OPS-5)
-                                "items": {"anyOf": [{"enum": actors}, {"type": "string", "pattern": _ACTOR_PATTERN}]},
-                            }
-                        },
-                        "additionalProperties": False,
-                    },
-                    required=False,
-                ),
+                "requestBody": _json_body(_diagnostic_body(actors), required=False),
                 "responses": {"200": _response("Per queue: depth, in flight, delayed, its DLQ"), **_errors(400, 401)},
             }
         },
@@ -275,14 +271,7 @@ def _ops_paths(actors: list[str]) -> dict[str, Any]:
             ],
             "post": {
                 "summary": "Move up to `limit` messages of the actor's DLQ back to its queue (GW-DLQ-1)",
-                "requestBody": _json_body(
-                    {
-                        "type": "object",
-                        "properties": {"limit": {"type": "integer", "minimum": 1, "maximum": 1000}},
-                        "additionalProperties": False,
-                    },
-                    required=False,
-                ),
+                "requestBody": _json_body(_ref("RedriveRequest"), required=False),
                 "responses": {
                     "200": _response("Counts: moved, failed, not_deleted", {"type": "object"}),
                     **_errors(400, 401, 404, 502),
@@ -355,132 +344,22 @@ def _agent_paths() -> dict[str, Any]:
     }
 
 
+def _diagnostic_body(actors: list[str]) -> dict[str, Any]:
+    """The model's schema with what the route accepts as a name: an actor of the manifest, or any other actor name,
+    which is reported with ``declared: false`` (GW-OPS-5)."""
+    schema = DiagnosticRequest.model_json_schema(schema_generator=_Schemas)
+    names = {"anyOf": [{"enum": actors}, {"type": "string", "pattern": _ACTOR_PATTERN}]}
+    # null or absent: every actor (GW-OPS-3)
+    schema["properties"]["actors"] = {"type": ["array", "null"], "maxItems": MAX_DIAGNOSTIC_NAMES, "items": names}
+    return schema
+
+
 def _schemas() -> dict[str, Any]:
-    any_json: dict[str, Any] = {}
-    return {
-        "Error": {"type": "object", "required": ["error"], "properties": {"error": {"type": "string"}}},
-        "Health": {"type": "object", "properties": {"status": {"const": "ok"}, "version": {"type": "string"}}},
-        "CreateBody": {
-            "type": "object",
-            "properties": {
-                "payload": any_json,
-                "headers": {"type": "object"},
-                "timeout": {
-                    "type": ["integer", "null"],
-                    "minimum": 1,
-                    "maximum": MAX_TIMEOUT_SECONDS,
-                    "description": "seconds (GW-CREATE-6)",
-                },
-            },
-            "additionalProperties": False,
-        },
-        "ResumeBody": {
-            "type": "object",
-            "required": ["input"],
-            "properties": {
-                "input": {"type": "object", "description": "checked against pause_metadata.fields"},
-                "timeout": {"type": "integer", "minimum": 1, "maximum": 604800, "description": "seconds"},
-            },
-            "additionalProperties": False,
-        },
-        "SignalBody": {
-            "type": "object",
-            "required": ["event"],
-            "properties": {
-                "event": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"},
-                "data": {"description": "any JSON, at most 64 KiB; set at the wait_for's path"},
-            },
-            "additionalProperties": False,
-        },
-        "Signaled": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "event": {"type": "string"},
-                "delivered": {"type": "boolean"},
-                "status": {"type": "string"},
-                "deadline_at": {"type": ["string", "null"], "format": "date-time"},
-            },
-        },
-        "Resumed": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "status": {"const": "running"},
-                "deadline_at": {"type": ["string", "null"], "format": "date-time"},
-            },
-        },
-        "Created": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "status": {"const": "pending"},
-                "deadline_at": {"type": "string", "format": "date-time"},
-            },
-        },
-        "Task": {
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "status": {"enum": list(STATUSES)},
-                "progress_percent": {"type": "number"},
-                "current_actor": {"type": ["string", "null"]},
-                "message": {"type": ["string", "null"]},
-                "result": any_json,
-                "error": {"type": "string"},
-                "checkpoint_key": {"type": "string"},
-                "checkpoint_line": {"type": "integer", "minimum": 1},
-                "checkpoint_uri": {"type": "string"},
-                "last_event_id": {"type": "integer"},
-            },
-        },
-        "Page": {
-            "type": "object",
-            "properties": {
-                "messages": {"type": "array", "items": {"type": "object"}},
-                "total": {"type": ["integer", "null"]},
-                "next_cursor": {"type": ["string", "null"]},
-            },
-        },
-        "Mesh": {
-            "type": "object",
-            "properties": {
-                "namespace": {"type": "string"},
-                "auth": {"enum": ["iam", "api_key", "jwt", "none"]},
-                "flows": {"type": "array", "items": {"type": "object"}},
-                "actors": {"type": "array", "items": {"type": "string"}},
-                "queues": {"type": "array", "items": {"type": "string"}},
-            },
-        },
-        "JsonRpcError": {
-            "type": "object",
-            "required": ["jsonrpc", "error"],
-            "properties": {
-                "jsonrpc": {"const": "2.0"},
-                "id": {"type": ["string", "integer", "null"]},
-                "error": {
-                    "type": "object",
-                    "required": ["code", "message"],
-                    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}, "data": any_json},
-                },
-            },
-        },
-        "JsonRpcRequest": {
-            "type": "object",
-            "required": ["jsonrpc"],
-            "properties": {
-                "jsonrpc": {"const": "2.0"},
-                "id": {"type": ["string", "integer", "null"]},
-                "method": {"type": "string"},
-                "params": {"type": "object"},
-            },
-        },
-        "ProducerEvent": {
-            "type": "object",
-            "required": ["type"],
-            "properties": {"type": {"enum": ["status", "fly"]}, "status": {"type": "string"}, "data": any_json},
-        },
-    }
+    shapes: list[tuple[str, JsonSchemaMode, TypeAdapter[Any]]] = [
+        (model.__name__, "validation", TypeAdapter(model)) for model in (*REQUEST_MODELS, *ANSWER_SHAPES)
+    ]
+    _, document = TypeAdapter.json_schemas(shapes, ref_template=_COMPONENT, schema_generator=_Schemas)
+    return dict(document["$defs"])
 
 
 def _declare_owners(paths: dict[str, Any]) -> None:

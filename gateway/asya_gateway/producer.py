@@ -27,18 +27,13 @@ from asya.envelope import dumps
 from asya.progress import hop_progress
 from asya.store import FlyValue, StatusUpdate, StatusUpdateError
 from asya_gateway.errors import HttpError
-from asya_gateway.validation import refuse_reference
+from asya_gateway.requestmodels import ProducerEvent, parse_body
 
-__all__ = ["CREW_STATUSES", "EVENT_STATUSES", "parse_producer_event"]
+__all__ = ["parse_producer_event"]
 
 _STEPS: Final = ("received", "processing", "completed", "retrying")
-#: What a reporter may post (GW-EVT-1).
-EVENT_STATUSES: Final = (*_STEPS, "running")
-#: Written by the crew only, inside AWS (GW-EVT-3): refused with their own message.
-CREW_STATUSES: Final = ("paused", "succeeded", "failed", "canceled")
 #: Members of the status data object a producer may add (GW-TASK-2).
 _EXTRAS: Final = ("prev", "curr", "next", "message_size_kb", "duration_ms", "frames", "attempt", "delay_seconds")
-_BODY_KEYS: Final = frozenset({"type", "status", "data"})
 #: Where each size-limited field of a status update comes from in the body (``asya.store.limits``).
 _SIZED_FIELDS: Final = {
     "message": "data.message",
@@ -50,30 +45,12 @@ _SIZED_FIELDS: Final = {
 
 
 def parse_producer_event(body: Mapping[str, Any], task_id: str) -> StatusUpdate | FlyValue:
-    kind = body.get("type")
-    for key in body:
-        if key not in _BODY_KEYS:
-            raise HttpError(400, f"unknown field '{key}'")
-    if kind is None:
-        raise HttpError(400, "type: required: use 'status' or 'fly'")
-    refuse_reference(body.get("data"), "data")
-    if kind == "fly":
-        return FlyValue(payload=body.get("data"), actor=None, envelope_id=task_id)
-    if kind != "status":
-        shown = kind if isinstance(kind, str) else dumps(kind)
-        raise HttpError(400, f"unknown event type '{shown}'")
-    status = body.get("status")
-    if status in CREW_STATUSES:
-        raise HttpError(400, f"status '{status}' is written by the crew only")
-    if status not in EVENT_STATUSES:
-        raise HttpError(400, f"status: invalid value {dumps(status)}: use one of {', '.join(EVENT_STATUSES)}")
-    data = body.get("data")
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise HttpError(400, f"data must be an object for a status event, got {dumps(data)}")
+    event = parse_body(ProducerEvent, body)
+    if event.type == "fly":
+        return FlyValue(payload=event.data, actor=None, envelope_id=task_id)
+    assert event.status is not None  # the model refuses a status event without one
     try:
-        return _status_update(status, data, task_id)
+        return _status_update(event.status, {} if event.data is None else event.data, task_id)
     except StatusUpdateError as exc:
         if exc.field in _SIZED_FIELDS:
             raise HttpError(400, f"{_SIZED_FIELDS[exc.field]}: {exc.detail}") from None

@@ -12,7 +12,7 @@ stay in the DLQ).
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Final
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from starlette.requests import Request
@@ -24,23 +24,15 @@ from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import context_of
 from asya_gateway.diagnostic import diagnostic_actors
 from asya_gateway.errors import HttpError
+from asya_gateway.requestmodels import RedriveRequest, parse_body
 
 __all__ = ["redrive_dlq"]
-
-_DEFAULT_LIMIT: Final = 100
-_MAX_LIMIT: Final = 1000
 
 
 async def redrive_dlq(request: Request) -> Response:
     ctx = context_of(request)
     actor = str(request.path_params["actor"])
-    body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
-    for key in body:
-        if key != "limit":
-            raise HttpError(400, f"unknown field '{key}' (fields: limit)")
-    limit = body.get("limit", _DEFAULT_LIMIT)
-    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= _MAX_LIMIT:
-        raise HttpError(400, f"limit: a whole number 1..{_MAX_LIMIT}, got {limit!r}")
+    limit = parse_body(RedriveRequest, await read_json_object(request, limit=CREATE_BODY_LIMIT)).limit
     known = set(diagnostic_actors(ctx.manifest))
     if actor not in known:
         raise HttpError(404, f"actor not found: {actor} (actors with a DLQ: {', '.join(sorted(known))})")

@@ -39,6 +39,7 @@ from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.creation import start_task
 from asya_gateway.errors import HttpError
+from asya_gateway.requestmodels import RetryRequest, parse_body
 from asya_gateway.routes.tasks import load_view, task_id_of
 from asya_gateway.slicereplay import own_headers, replay_sends
 from asya_gateway.validation import CreateBody, resolve_target
@@ -77,16 +78,8 @@ async def task_history(request: Request) -> Response:
 async def retry_task(request: Request) -> Response:
     ctx = context_of(request)
     task_id = task_id_of(request)
-    body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
-    for key in body:
-        if key not in ("from", "timeout"):
-            raise HttpError(400, f"unknown field '{key}' (fields: from, timeout)")
-    timeout = body.get("timeout")
-    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout < 1):
-        raise HttpError(400, f"timeout: a whole number of seconds >= 1, got {timeout!r}")
-    raw_step = body.get("from")
-    if raw_step is not None and not isinstance(raw_step, str | int):
-        raise HttpError(400, f"from: a hop index or ACTOR[#n], got {raw_step!r}")
+    body = parse_body(RetryRequest, await read_json_object(request, limit=CREATE_BODY_LIMIT))
+    timeout, raw_step = body.timeout, body.step
     view = await load_view(ctx, task_id)
     status = view.get("status")
     if status not in TERMINAL:

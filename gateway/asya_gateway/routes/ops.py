@@ -14,9 +14,10 @@ from starlette.responses import JSONResponse, Response
 from asya import naming
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import context_of
-from asya_gateway.diagnostic import MAX_DIAGNOSTIC_NAMES, QueueDiagnostic, diagnostic_actors
+from asya_gateway.diagnostic import QueueDiagnostic, diagnostic_actors
 from asya_gateway.errors import HttpError
 from asya_gateway.openapi import openapi_document
+from asya_gateway.requestmodels import DiagnosticRequest, parse_body
 from asya_gateway.version import VERSION
 
 __all__ = ["health", "mq_diagnostic", "openapi"]
@@ -33,20 +34,9 @@ async def openapi(request: Request) -> Response:
 async def mq_diagnostic(request: Request) -> Response:
     """Optional body ``{"actors": [name, ...]}``; default every actor of the manifest, crew and aggregators included."""
     ctx = context_of(request)
-    body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
-    for key in body:
-        if key != "actors":
-            raise HttpError(400, f"unknown field '{key}'")
+    body = parse_body(DiagnosticRequest, await read_json_object(request, limit=CREATE_BODY_LIMIT))
     known = diagnostic_actors(ctx.manifest)
-    actors = body.get("actors")
-    if actors is None:
-        actors = known
-    elif not isinstance(actors, list) or not all(isinstance(name, str) for name in actors):
-        raise HttpError(400, "actors must be an array of actor names")
-    elif len(actors) > MAX_DIAGNOSTIC_NAMES:
-        raise HttpError(400, f"actors: at most {MAX_DIAGNOSTIC_NAMES} names, got {len(actors)}")
-    else:
-        actors = list(dict.fromkeys(actors))
+    actors = known if body.actors is None else list(dict.fromkeys(body.actors))
     declared = set(known) | naming.FIXED_CREW
     for name in actors:
         # an undeclared name is reported (declared: false): its queue may be one a removed actor left (GW-OPS-5)

@@ -39,10 +39,11 @@ from asya.transport import TransportError
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.errors import HttpError
+from asya_gateway.requestmodels import ResumeRequest, parse_body
 from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
 from asya_gateway.timers import TimerError
 from asya_gateway.tracing import trace_headers
-from asya_gateway.validation import refuse_reference, validate_timeout
+from asya_gateway.validation import refuse_reference
 
 __all__ = ["NO_ENVELOPE", "dispatch_resume", "resume_paused", "resume_task"]
 
@@ -50,24 +51,17 @@ _log = logging.getLogger("asya_gateway.resume")
 
 NO_ENVELOPE: Final = "task has no stored envelope to resume"
 _DISPATCH_FAILED: Final = "failed to dispatch resume"
-_BODY_KEYS: Final = frozenset({"input", "timeout"})
 
 
 async def resume_task(request: Request) -> Response:
     ctx = context_of(request)
     task_id = task_id_of(request)
-    body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
-    for key in body:
-        if key not in _BODY_KEYS:
-            raise HttpError(400, f"unknown field '{key}'")
-    if "input" not in body:
-        raise HttpError(400, "input is required")
-    timeout = validate_timeout(body.get("timeout"))
+    body = parse_body(ResumeRequest, await read_json_object(request, limit=CREATE_BODY_LIMIT))
     answer = await resume_paused(
         ctx,
         task_id,
-        body["input"],
-        timeout=timeout,
+        body.input,
+        timeout=body.timeout,
         traceparent=request.headers.get(hdr.TRACEPARENT),
         tracestate=request.headers.get(hdr.TRACESTATE),
     )

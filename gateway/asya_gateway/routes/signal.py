@@ -32,28 +32,25 @@ from asya.store.signals import MAX_SIGNAL_BYTES, buffer_signal
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
 from asya_gateway.context import GatewayContext, context_of
 from asya_gateway.errors import HttpError
+from asya_gateway.requestmodels import SignalRequest, parse_body
 from asya_gateway.routes.resume import NO_ENVELOPE, dispatch_resume
 from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
 from asya_gateway.validation import refuse_reference
 
 __all__ = ["deliver_signal", "signal_task"]
 
-_BODY_KEYS: Final = frozenset({"event", "data"})
 _TERMINAL: Final = frozenset({"succeeded", "failed", "canceled"})
 
 
 async def signal_task(request: Request) -> Response:
     ctx = context_of(request)
     task_id = task_id_of(request)
-    body = await read_json_object(request, limit=CREATE_BODY_LIMIT)
-    for key in body:
-        if key not in _BODY_KEYS:
-            raise HttpError(400, f"unknown field '{key}'")
+    body = parse_body(SignalRequest, await read_json_object(request, limit=CREATE_BODY_LIMIT))
     answer = await deliver_signal(
         ctx,
         task_id,
-        body.get("event"),
-        body.get("data"),
+        body.event,
+        body.data,
         traceparent=request.headers.get(hdr.TRACEPARENT),
         tracestate=request.headers.get(hdr.TRACESTATE),
     )
