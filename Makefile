@@ -13,9 +13,9 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 # pytest's report of the slowest setups, calls and teardowns (where the suite's time goes)
 DURATIONS ?= --durations=30
 # xdist workers of the pytest phase. More than the 2 cores on purpose: much of the suite's wall time is spent waiting
-# (long polls, visibility timeouts, real deadlines, child processes starting); the phase needs about 15 CPU-minutes
-# (workers, Node, moto and pip children together), so two workers taking 11-16 minutes leave the cores idle about
-# half the time. `--dist loadscope` keeps each module on one worker, so module fixtures are still built once; session
+# (long polls, visibility timeouts, real deadlines, child processes starting); the phase needs about 12 CPU-minutes
+# (workers, Node, moto and pip children together), so two workers taking 11-16 minutes leave the cores idle half the
+# time or more (the e2e and chaos tiers: 780 s of test time for 270 CPU-seconds). `--dist loadscope` keeps each module on one worker, so module fixtures are still built once; session
 # fixtures (the worker's moto) are built once per worker. PYTEST_WORKERS=2 gives the old schedule.
 PYTEST_WORKERS ?= 4
 # `$(call timed,PHASE,COMMAND)`: runs COMMAND and prints how long PHASE took (also when it fails), so every run of
