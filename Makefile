@@ -12,6 +12,12 @@ PYTEST_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION ?= 20
 # pytest's report of the slowest setups, calls and teardowns (where the suite's time goes)
 DURATIONS ?= --durations=30
+# xdist workers of the pytest phase. More than the 2 cores on purpose: much of the suite's wall time is spent waiting
+# (long polls, visibility timeouts, real deadlines, child processes starting); the phase needs about 12 CPU-minutes
+# (workers, Node, moto and pip children together), so two workers taking 11-16 minutes leave the cores idle half the
+# time or more (the e2e and chaos tiers: 780 s of test time for 270 CPU-seconds). `--dist loadscope` keeps each module on one worker, so module fixtures are still built once; session
+# fixtures (the worker's moto) are built once per worker. PYTEST_WORKERS=2 gives the old schedule.
+PYTEST_WORKERS ?= 4
 # `$(call timed,PHASE,COMMAND)`: runs COMMAND and prints how long PHASE took (also when it fails), so every run of
 # `make test` says where its time went: install, lint, mypy, pytest, artifact suite.
 comma := ,
@@ -53,7 +59,7 @@ demo-flow: install
 ## (tests/e2e/artifact: one synth and one artifact mesh, 16 interpreters) on its own, so its pollers do not load the
 ## other tiers' timing.
 test: install chromium lint
-	@$(call timed,pytest,$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope $(DURATIONS) $(PYTEST_ARGS) \
+	@$(call timed,pytest,$(BIN)/python -m pytest -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadscope $(DURATIONS) $(PYTEST_ARGS) \
 		--ignore=tests/e2e/artifact tests)
 	@$(call timed,artifact suite,$(BIN)/python -m pytest -p no:cacheprovider -n 0 $(DURATIONS) $(PYTEST_ARGS) \
 		tests/e2e/artifact)
@@ -61,7 +67,7 @@ test: install chromium lint
 ## Line and branch coverage of the pytest phase of `make test` (not the artifact suite, whose code runs in child
 ## interpreters): the total, and per file the lines and branches not run -> terminal, .coverage.
 coverage: install chromium
-	@$(call timed,pytest with coverage,$(BIN)/python -m pytest -p no:cacheprovider -n 2 --dist loadscope $(PYTEST_ARGS) \
+	@$(call timed,pytest with coverage,$(BIN)/python -m pytest -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS) \
 		--cov --cov-report=term-missing:skip-covered --ignore=tests/e2e/artifact tests)
 
 ## The artifact suite against a throwaway deployment in a real account (docs/deploy.md, "The real-AWS run"): AWS

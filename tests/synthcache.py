@@ -131,19 +131,36 @@ def cached_cdk_out(
 
 
 class _BuiltOnFirstUse:
-    """Stands in for ``SynthesizedMesh.built``: constructs the app (no synthesis) the first time it is read."""
+    """Stands in for ``SynthesizedMesh.built``: constructs the app (no synthesis) the first time it is read, except
+    for ``stack.artifact_id``, which the assembly names (constructing the example app costs a worker ~15 s, and most
+    readers only want the template's file name)."""
 
-    def __init__(self, manifest: Path, outdir: Path) -> None:
+    def __init__(self, manifest: Path, outdir: Path, *, artifact_id: str) -> None:
         self._manifest = manifest
         self._outdir = outdir
         self._built: Any = None
+        self.stack = _StackOnFirstUse(self, artifact_id)
 
-    def __getattr__(self, name: str) -> Any:
+    def app(self) -> Any:
         if self._built is None:
             from asya_cdk.testing import build_mesh_app
 
             self._built = build_mesh_app(self._manifest, repo_root=REPO, outdir=self._outdir)
-        return getattr(self._built, name)
+        return self._built
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.app(), name)
+
+
+class _StackOnFirstUse:
+    """``built.stack`` of :class:`_BuiltOnFirstUse`: ``artifact_id`` from the assembly, the rest from the app."""
+
+    def __init__(self, built: _BuiltOnFirstUse, artifact_id: str) -> None:
+        self._built = built
+        self.artifact_id = artifact_id
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._built.app().stack, name)
 
 
 def load_synthesized(cdk_out: Path, *, manifest: Path, scratch: Path) -> SynthesizedMesh:
@@ -159,7 +176,7 @@ def load_synthesized(cdk_out: Path, *, manifest: Path, scratch: Path) -> Synthes
     (stack,) = assembly.stacks
     template: dict[str, Any] = stack.template
     return SynthesizedMesh(
-        built=_BuiltOnFirstUse(manifest, scratch),  # type: ignore[arg-type]
+        built=_BuiltOnFirstUse(manifest, scratch, artifact_id=stack.id),  # type: ignore[arg-type]
         outdir=cdk_out,
         template=Template.from_json(template),
         resources=template["Resources"],

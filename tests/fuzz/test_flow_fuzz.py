@@ -56,7 +56,8 @@ _OUTSIDE: Final = (
     "state['s'] = f\"{state['n']}\"",
     "state = a(b(state))",
     "state['r'] = [inc(x) for x in state['items'] if x]",
-    "state = pause(state, prompt=f\"{state['p']}\")",  # a computed prompt is in the language, an f-string is not
+    # a prompt may be an expression of the language (P-FLOW-31), an f-string is not
+    "state = pause(state, prompt=f\"{state['p']}\")",
     "with open('f'):\n    pass",
     "global state",
     "class C:\n    pass",
