@@ -30,12 +30,18 @@ class Harness(actors.Harness):
         return [f["itemIdentifier"] for f in response["batchItemFailures"]]
 
 
-@pytest.fixture
-def harness(mesh: Any) -> Iterator[Harness]:
-    yield Harness(mesh, [NOW])
+def _forget_calls() -> None:
     handlers = sys.modules.get("claim_handlers")
     if handlers is not None:
         handlers.CALLS.clear()
+
+
+@pytest.fixture
+def harness(mesh: Any) -> Iterator[Harness]:
+    """Calls recorded by earlier tests of the worker (other modules load ``claim_handlers`` too) are forgotten first."""
+    _forget_calls()
+    yield Harness(mesh, [NOW])
+    _forget_calls()
 
 
 def test_gw_ovl_5_a_claim_resent_after_it_wrote_goes_on_as_the_claims_holder(harness: Harness) -> None:
