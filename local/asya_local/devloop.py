@@ -14,7 +14,8 @@
   written as Python compiles when the manifest loads; the loop says which flow file changed) restart the mesh: the
   new manifest is loaded and checked first (its flows compiled in a child process, P-FLOW-22); when it cannot be
   used, for any reason, the error is logged and the running mesh keeps serving the previous one. Otherwise the
-  actors' pollers, the backstop and the gateway stop, and a new mesh starts **against the same moto** on the same
+  actors' pollers (first: they take no new message, calls under way finish), the gateway and the backstop stop,
+  and a new mesh starts **against the same moto** on the same
   URL: moto's state survives the restart (it is never snapshotted; nothing is written to disk): tasks, queued
   messages, DLQs, checkpoints and the run history (in the bucket, P-HIST-10) are all still there, and new queues are
   created for new actors.

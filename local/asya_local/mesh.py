@@ -8,8 +8,11 @@ per deployed actor, one event source mapping emulator per actor, the deadline ba
 earlier manifest left behind (:class:`asya_local.orphans.OrphanSweeper`: their envelopes fail their tasks through
 x-sump, then the queues go), then the gateway ASGI app served by uvicorn on ``host:port`` (port 0 picks a free port;
 ``url`` tells which; with ``free_port_fallback`` a port already in use is replaced by a free one and ``port_was_busy``
-says so). ``start()`` returns once ``GET /health`` answers 200. ``stop()`` undoes it in reverse order; the gateway
-drains first (its SSE streams end cleanly and their clients resume elsewhere), then gets 3 s for requests under way.
+says so). ``start()`` returns once ``GET /health`` answers 200. ``stop()`` first asks every poller to stop (an
+invocation under way finishes; no new message is taken, so what waits in a queue is left whole to the next mesh,
+whatever the gateway's shutdown takes), then stops the gateway, which drains (its SSE streams end cleanly and their
+clients resume elsewhere) and gets 3 s for requests under way, then waits for the pollers, the sweeper and the
+backstop.
 ``restart_gateway()`` replaces the gateway alone, on the same port (the chaos harness's gateway restart).
 
 The gateway app gets the local route of :mod:`asya_local.devroutes`: a ``/health`` that answers 503 once moto's
@@ -291,12 +294,14 @@ class LocalMesh(MeshLifecycle):
         _wait_healthy(gateway, self._startup_timeout)
 
     def stop(self) -> None:
+        # the pollers first: during the gateway's grace they would take waiting messages and run them on this
+        # manifest, which a restart is replacing (LOCAL-ORPHAN-1); every worker winds down at once, the joins overlap
+        for esm in self._esms.values():
+            esm.request_stop()
         if self._gateway is not None:
             _stop_gateway(self._gateway)
             self._gateway = None
         errors = []
-        for esm in self._esms.values():
-            esm.request_stop()  # every worker winds down at once; the joins below then overlap
         for esm in self._esms.values():
             try:
                 esm.stop(timeout=self._startup_timeout)

@@ -206,8 +206,8 @@ def test_local_orphan_1_a_restart_that_drops_an_actor_fails_the_tasks_waiting_in
         _wait_for(lambda: sum(_status(dev.url, i)["status"] == "running" for i in ids) == 1, "hold to take one task")
         held = next(i for i in ids if _status(dev.url, i)["status"] == "running")
         _write(manifest, _DROPPED.replace("  hold: {handler: drop_actors.hold, batch_size: 1}\n", ""))
-        # the held call may finish once the old gateway is down: the restart stops the pollers right after it, so
-        # they take nothing more from the queue
+        # the held call may finish once the old gateway is down: the restart asked the pollers to stop before it
+        # stopped the gateway, so they take nothing more from the queue
         _wait_for(lambda: _gateway_down(dev.url), "the old mesh to stop")
         gate.touch()
         _wait_for(lambda: "restarted at" in dev.stderr(), "restart")
@@ -220,6 +220,69 @@ def test_local_orphan_1_a_restart_that_drops_an_actor_fails_the_tasks_waiting_in
         ]
         assert (hold["declared"], hold["exists"]) == (False, False)
         assert _run_task(dev.url, "loud", {"text": "on"})["result"] == {"said": "ON"}
+
+
+def test_local_orphan_1_a_stopping_mesh_takes_no_new_message_while_its_gateway_drains(tmp_path: Path) -> None:
+    """A restart begins with ``LocalMesh.stop()``. Its gateway stops first and lets requests under way run for up to
+    3 s, so pollers that were still polling could take the next waiting message: an actor the new manifest drops
+    would run it on the old manifest, and the sweeper (LOCAL-ORPHAN-1) would fail only what the pollers had left.
+    Which one happened depended on the gateway's shutdown. Once ``stop()`` begins, the pollers take nothing new: the
+    call under way finishes, and the two waiting envelopes stay in the queue for the next mesh."""
+    import socket
+    import threading
+
+    from asya.manifest import load_manifest
+    from asya_local.mesh import LocalMesh
+    from asya_local.moto_server import MotoServer
+
+    (tmp_path / "functions").mkdir()
+    _write(tmp_path / "functions" / "stopping_actors.py", _HOLD)
+    manifest_path = tmp_path / "asya.yaml"
+    _write(manifest_path, _DROPPED.replace("drop", "stopping"))
+    gate = tmp_path / "gate"
+    with (
+        MotoServer(host="127.0.0.1", port=0) as moto,
+        LocalMesh(load_manifest(manifest_path), port=0, endpoint_url=moto.endpoint_url) as mesh,
+    ):
+        sqs, queue, hold = mesh.clients.sqs, mesh.resources.queue_urls["hold"], mesh.esms["hold"]
+        ids = []
+        for _ in range(3):
+            created = httpx.post(
+                f"{mesh.url}/api/v1/mesh/", params={"actor": "hold"}, json={"payload": {"gate": str(gate)}}, timeout=10
+            )
+            assert created.status_code == 201, created.text
+            ids.append(created.json()["id"])
+        _wait_for(lambda: sum(_status(mesh.url, i)["status"] == "running" for i in ids) == 1, "hold to take one task")
+        held = next(i for i in ids if _status(mesh.url, i)["status"] == "running")
+        host, port = mesh.url.removeprefix("http://").split(":")
+
+        def depth() -> int:
+            attributes = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessages"])
+            return int(attributes["Attributes"]["ApproximateNumberOfMessages"])
+
+        # a request under way keeps the stopping gateway in its grace period: its body never comes
+        with socket.create_connection((host, int(port))) as request:
+            request.sendall(
+                f"POST /api/v1/mesh/?actor=hold HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                "Content-Length: 64\r\nExpect: 100-continue\r\n\r\n".encode()
+            )
+            assert request.recv(64).startswith(b"HTTP/1.1 100 Continue"), "the gateway reads the body"
+            stopper = threading.Thread(target=mesh.stop, name="stop-mesh")
+            stopper.start()
+            _wait_for(lambda: _gateway_down(f"http://{host}:{port}"), "the gateway to stop listening")
+            gate.touch()  # the call under way finishes: its poller must not take another message
+            _wait_for(lambda: not hold.running or depth() < 2, "hold's poller to stop or take another message")
+        stopper.join()
+        assert depth() == 2, "the stopping mesh took a waiting message"
+        waiting = sorted(json.loads(m["Body"])["id"] for m in _received(sqs, queue))
+        assert waiting == sorted(i for i in ids if i != held)
+
+
+def _received(sqs: Any, url: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    while batch := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages"):
+        messages.extend(batch)
+    return messages
 
 
 _FLOW_MANIFEST = """\
