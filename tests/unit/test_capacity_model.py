@@ -12,7 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
-from asya.capacity import HEADROOM, VECTORS_DIR, QuotaError, drain_rates, load_quotas, plan, raised_quotas, refusal
+from asya.capacity import (
+    HEADROOM,
+    VECTORS_DIR,
+    QuotaError,
+    backstop_reservation,
+    drain_rates,
+    load_quotas,
+    plan,
+    raised_quotas,
+    refusal,
+)
 from asya.manifest import Manifest, parse_manifest
 from bench import capacity as make_capacity
 
@@ -173,3 +183,21 @@ def test_gw_ovl_7_drain_rates_are_the_rates_at_which_each_actors_event_source_br
         assert target <= rates[actor] <= target * HEADROOM * 1.1
     config = GatewayConfig.from_env(capacity_environment(_example(target)))
     assert config.admission_drain_rates == rates
+
+
+@pytest.mark.parametrize("target", [1000, 10_000])
+def test_gw_back_7_the_backstops_reservation_comes_out_of_the_pool_the_actors_share(target: float) -> None:
+    """The deployment reserves the backstop's executions (its timer batches for the target, plus one): the model
+    takes them out of the account's unreserved pool, and shows the reservation against the timers' demand."""
+    raised = raised_quotas(plan(_example(target)))
+    manifest = _example(target, raised)
+    result = plan(manifest)
+    reserved = backstop_reservation(manifest)
+    assert reserved is not None and reserved >= 3
+    assert result.settings.backstop_reserved == reserved
+    quotas = result.quotas
+    pool = next(limit for limit in result.limits if limit.kind == "lambda_pool")
+    assert pool.capacity == quotas["lambda_concurrency"] - reserved - (manifest.gateway.stream_reserved_concurrency or 0)
+    row = next(limit for limit in result.limits if limit.kind == "reserved" and limit.subject == "backstop")
+    assert row.capacity == reserved - 1  # the sweep keeps one execution of its own
+    assert row.max_rate >= target
