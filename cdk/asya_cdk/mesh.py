@@ -69,7 +69,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from asya import naming
-from asya.capacity import account_quotas
+from asya.capacity import account_quotas, backstop_reservation
 from asya.envnames import ENV
 from asya.manifest import Manifest
 from asya_cdk.actor import Actor, ActorOverrides
@@ -77,7 +77,6 @@ from asya_cdk.assets import GATEWAY_MANIFEST_FILE, SourceLayout, render_manifest
 from asya_cdk.backstop import Backstop
 from asya_cdk.backup import TableBackup
 from asya_cdk.capacityplan import apply_plan, checked_plan, planned_edge
-from asya_cdk.concurrency import backstop_reservation
 from asya_cdk.dependencies import DependencyBuilder
 from asya_cdk.edgeprops import EdgeProps
 from asya_cdk.encryption import encrypt_log_groups, mesh_key

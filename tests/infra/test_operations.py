@@ -20,9 +20,10 @@ import aws_cdk as cdk
 import pytest
 import yaml
 
+from asya.capacity import backstop_reservation
 from asya.manifest import parse_manifest
 from asya_cdk import AsyaMesh, DeploymentError
-from asya_cdk.concurrency import backstop_reservation, concurrency_problems
+from asya_cdk.concurrency import concurrency_problems
 from asya_cdk.operator_alarms import API_5XX_RATE, EVALUATION_MINUTES, FUNCTION_ALARM_MINUTES, TIMER_AGE_ALARM_SECONDS
 from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
 from tests.templates import function_ids

@@ -197,7 +197,9 @@ def test_gw_back_7_the_backstops_reservation_comes_out_of_the_pool_the_actors_sh
     assert result.settings.backstop_reserved == reserved
     quotas = result.quotas
     pool = next(limit for limit in result.limits if limit.kind == "lambda_pool")
-    assert pool.capacity == quotas["lambda_concurrency"] - reserved - (manifest.gateway.stream_reserved_concurrency or 0)
+    assert pool.capacity == quotas["lambda_concurrency"] - reserved - (
+        manifest.gateway.stream_reserved_concurrency or 0
+    )
     row = next(limit for limit in result.limits if limit.kind == "reserved" and limit.subject == "backstop")
     assert row.capacity == reserved - 1  # the sweep keeps one execution of its own
     assert row.max_rate >= target

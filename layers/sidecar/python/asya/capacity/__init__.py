@@ -4,6 +4,7 @@ the bench measures (``vectors/``) and AWS's quotas (``quotas.toml``). Pure arith
 
 from __future__ import annotations
 
+from asya.capacity.backstop import backstop_reservation
 from asya.capacity.model import LIMIT_KINDS, Limit, Settings, evaluate, first_limit
 from asya.capacity.plan import (
     HEADROOM,
@@ -38,6 +39,7 @@ __all__ = [
     "TaskDemand",
     "Vector",
     "account_quotas",
+    "backstop_reservation",
     "declared",
     "demand_of",
     "drain_rates",

@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from asya import tableschema
+from asya.capacity.backstop import BACKSTOP_SECONDS_PER_TIMER
 from asya.capacity.quotas import Quotas
 from asya.capacity.vectors import TaskDemand
 
-__all__ = ["LIMIT_KINDS", "Limit", "Settings", "evaluate", "first_limit", "unreserved_pool"]
+__all__ = ["LIMIT_KINDS", "Limit", "Settings", "evaluate", "first_limit", "reservations", "unreserved_pool"]
 
 #: Every kind of limit :func:`evaluate` names (``Limit.kind``): what the deployment watches each one with is mapped by
 #: kind (``asya_cdk.limit_alarms.LIMIT_WATCH``), so a new kind without an alarm or a stated absence of metric fails.
@@ -41,6 +42,7 @@ LIMIT_KINDS: tuple[str, ...] = (
 )
 
 _CREATED: str = "by_created:TASKS#{day}#{shard}"
+_BACKSTOP: str = "backstop"
 #: SQS and S3 (with the bucket key) reuse a data key this long, so a customer-managed key sees about two requests
 #: (GenerateDataKey, Decrypt) per execution environment per period.
 _KMS_DATA_KEY_REUSE_SECONDS: float = 300.0
@@ -59,6 +61,8 @@ class Settings:
     #: per actor: provisioned event pollers (``None``: standard mode)
     pollers: Mapping[str, int | None] = field(default_factory=dict)
     stream_reserved: int | None = None
+    #: the deadline backstop's reservation (``asya.capacity.backstop``; ``None``: it shares the pool)
+    backstop_reserved: int | None = None
     warm_wru: int | None = None
     warm_rru: int | None = None
     customer_key: bool = False
@@ -99,6 +103,24 @@ def unreserved_pool(quota: float, reserved: float, minimum: float) -> float:
     return max(quota - reserved, min(quota, minimum))
 
 
+def reservations(settings: Settings) -> dict[str, int]:
+    """Every function's reserved executions, by function: the actors', the stream function's and the backstop's."""
+    reserved = {fn: cap for fn, cap in settings.reserved_concurrency.items() if cap}
+    if settings.stream_reserved:
+        reserved["stream"] = settings.stream_reserved
+    if settings.backstop_reserved:
+        reserved[_BACKSTOP] = settings.backstop_reserved
+    return reserved
+
+
+def _reservation_source(fn: str) -> str:
+    if fn == "stream":
+        return "setting:gateway.stream_reserved_concurrency"
+    if fn == _BACKSTOP:
+        return "setting:capacity.target_rate (the backstop's reservation)"
+    return f"setting:actors.{fn}.reserved_concurrency"
+
+
 def _concurrency_cap(actor: str, settings: Settings, quotas: Quotas) -> tuple[float, str]:
     pollers = settings.pollers.get(actor)
     if pollers:
@@ -132,9 +154,7 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
             kind="apigw_account",
         ),
     ]
-    reserved = {k: v for k, v in settings.reserved_concurrency.items() if v}
-    if settings.stream_reserved:
-        reserved["stream"] = settings.stream_reserved
+    reserved = reservations(settings)
     pool = unreserved_pool(quotas["lambda_concurrency"], sum(reserved.values()), quotas["lambda_unreserved_minimum"])
     shared = sum(b for fn, b in demand.busy_seconds.items() if fn not in reserved)
     limits.append(
@@ -149,14 +169,20 @@ def evaluate(demand: TaskDemand, settings: Settings, quotas: Quotas) -> list[Lim
         )
     )
     for fn, reserved_cap in sorted(reserved.items()):
+        if fn == _BACKSTOP:
+            # every task arms at most one deadline timer; the sweep keeps one execution of the reservation
+            capacity, busy = float(reserved_cap - 1), BACKSTOP_SECONDS_PER_TIMER
+        else:
+            capacity, busy = float(reserved_cap), demand.busy_seconds.get(fn, 0.0)
         limits.append(
             Limit(
                 f"reserved concurrency of {fn}",
-                f"setting:actors.{fn}.reserved_concurrency" if fn != "stream" else "setting:gateway",
-                float(reserved_cap),
-                demand.busy_seconds.get(fn, 0.0),
+                _reservation_source(fn),
+                capacity,
+                busy,
                 "concurrent executions",
-                sees=f"Throttles on {fn}",
+                estimate=fn == _BACKSTOP,
+                sees=f"Throttles on {fn}" if fn != _BACKSTOP else "Throttles on the backstop; deadlines end late",
                 kind="reserved",
                 subject=fn,
             )

@@ -25,8 +25,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from asya.capacity.model import Limit, Settings, evaluate, first_limit
+from asya.capacity.backstop import backstop_reservation, backstop_wanted
+from asya.capacity.model import Limit, Settings, evaluate, first_limit, reservations
 from asya.capacity.quotas import Quotas, load_quotas
+from asya.capacity.target import HEADROOM, declared
 from asya.capacity.vectors import TaskDemand, Vector, demand_of, load_vector, overlapped, vector_name
 
 __all__ = [
@@ -43,8 +45,6 @@ __all__ = [
     "refusal",
 ]
 
-#: Settings are sized for the target times this, so the target is not the edge.
-HEADROOM: Final = 1.25
 MEASURED_FLOW: Final = "text-pipeline"
 _MEASURED_STEPS: Final = 3
 _MIN_SHARDS: Final = 8
@@ -72,6 +72,8 @@ class CapacityPlan:
     retry_after: int
     quotas: Quotas
     shortfalls: list[Shortfall] = field(default_factory=list)
+    #: what the backstop reserves once the account has room for it (``asya.capacity.backstop.backstop_wanted``)
+    backstop_wanted: int = 0
 
     @property
     def first(self) -> Limit:
@@ -154,12 +156,6 @@ def _shards(created_wru: float, rate: float, quotas: Quotas) -> int:
     return max(_MIN_SHARDS, 1 << max(needed - 1, 0).bit_length())
 
 
-def declared(manifest: Any) -> bool:
-    """Whether the manifest declares a target; without one nothing is derived (the manifest's settings stand) and
-    the default target is only checked."""
-    return "capacity" in manifest.model_fields_set
-
-
 def _derive(manifest: Any, demand: TaskDemand, quotas: Quotas) -> Settings:
     target = manifest.capacity
     rate = target.target_rate
@@ -201,6 +197,7 @@ def _derive(manifest: Any, demand: TaskDemand, quotas: Quotas) -> Settings:
         reserved_concurrency={name: a.reserved_concurrency for name, a in actors.items()},
         pollers=pollers,
         stream_reserved=manifest.gateway.stream_reserved_concurrency,
+        backstop_reserved=backstop_reservation(manifest),
         warm_wru=warm_wru if warm_wru > quotas["dynamodb_new_table_wru"] else None,
         warm_rru=warm_rru if warm_rru > quotas["dynamodb_new_table_rru"] else None,
         customer_key=manifest.storage.kms_key_arn is not None or manifest.storage.create_kms_key,
@@ -227,12 +224,24 @@ def plan(manifest: Any, *, quotas: Quotas | None = None, vectors: Mapping[str, V
         if limit.max_rate >= rate:
             continue
         current = quotas[limit.source] if limit.is_quota else limit.capacity
-        needed = math.ceil(current * rate / limit.max_rate)
+        needed = _needed(limit, current, rate, settings, backstop_wanted(manifest))
         known = shortfalls.get(limit.source)
         if known is None or known.needed < needed:
             shortfalls[limit.source] = Shortfall(limit.name, limit.source, current, needed, limit.unit)
     retry_after = max(1, math.ceil(settings.stage_burst / settings.stage_rate)) if settings.stage_rate else 1
-    return CapacityPlan(rate, settings, limits, demand, retry_after, quotas, list(shortfalls.values()))
+    return CapacityPlan(
+        rate, settings, limits, demand, retry_after, quotas, list(shortfalls.values()), backstop_wanted(manifest)
+    )
+
+
+def _needed(limit: Limit, current: float, rate: float, settings: Settings, backstop: int) -> int:
+    """The capacity that serves ``rate``. Most limits scale with their capacity; the account's pool is what the
+    functions without a reservation need plus every reservation, the backstop's grown to what it takes once the
+    raised quota has room for it (a proportional raise would leave the pool short by that growth)."""
+    if limit.kind == "lambda_pool":
+        others = sum(cap for fn, cap in reservations(settings).items() if fn != "backstop")
+        return math.ceil(limit.demand(rate) + others + max(backstop, settings.backstop_reserved or 0))
+    return math.ceil(current * rate / limit.max_rate)
 
 
 def refusal(result: CapacityPlan) -> str | None:
@@ -274,7 +283,8 @@ def raised_quotas(result: CapacityPlan) -> dict[str, float]:
         if not limit.is_quota or not quotas.quota(limit.source).adjustable or limit.max_rate >= rate:
             continue
         current = result.quotas[limit.source]
-        out[limit.source] = max(out.get(limit.source, 0.0), float(math.ceil(current * rate / limit.max_rate)))
+        needed = _needed(limit, current, rate, result.settings, result.backstop_wanted)
+        out[limit.source] = max(out.get(limit.source, 0.0), float(needed))
     return out
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from asya.capacity.model import Settings, unreserved_pool
+from asya.capacity.model import Settings, reservations, unreserved_pool
 from asya.capacity.quotas import Quotas
 from asya.capacity.vectors import TaskDemand
 
@@ -70,9 +70,7 @@ def simulate(
     out = Ramp()
     step_scale = quotas["lambda_scale_per_10s"] / 10
     pool = unreserved_pool(
-        quotas["lambda_concurrency"],
-        sum(v for v in settings.reserved_concurrency.values() if v) + (settings.stream_reserved or 0),
-        quotas["lambda_unreserved_minimum"],
+        quotas["lambda_concurrency"], sum(reservations(settings).values()), quotas["lambda_unreserved_minimum"]
     )
     table_wru = float(settings.warm_wru or quotas["dynamodb_new_table_wru"])
     total_wru = demand.wru_table + sum(demand.wru_index.values())
