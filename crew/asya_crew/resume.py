@@ -42,7 +42,6 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -51,7 +50,6 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import headers as hdr
 from asya import naming, pausing, routing
-from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.flows.interp import STATE_HEADER
 from asya.flows.mesh import continue_outgoing, on_pause_timeout
@@ -60,6 +58,7 @@ from asya.resiliency import deferral
 from asya.store.updates import RESUMED_ATTEMPT
 from asya.timeutil import format_ts, parse_ts
 from asya_crew.checkpoint import CheckpointLine
+from asya_crew.entry import lambda_entry
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
 from asya_crew.runtime import Parsed, Unparsed
 
@@ -271,12 +270,4 @@ def _timeout(value: object) -> int | None:
     return None
 
 
-_RUNTIME: ResumeRuntime | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The x-resume Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
-    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
-    if _RUNTIME is None:
-        _RUNTIME = ResumeRuntime(ActorConfig.from_env(os.environ))
-    return _RUNTIME.handle(event, context)
+lambda_handler = lambda_entry(ResumeRuntime)

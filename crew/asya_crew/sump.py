@@ -51,7 +51,6 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -60,10 +59,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
 from asya import routing
-from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, dumps
 from asya.infra import ends_lineage
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
+from asya_crew.entry import lambda_entry
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
 __all__ = ["LOG_PAYLOAD_LIMIT", "METRIC_NAME", "METRIC_NAMESPACE", "SumpRuntime", "lambda_handler"]
@@ -233,12 +232,4 @@ def _loggable(envelope: Envelope) -> dict[str, Any]:
     return out
 
 
-_RUNTIME: SumpRuntime | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The x-sump Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
-    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
-    if _RUNTIME is None:
-        _RUNTIME = SumpRuntime(ActorConfig.from_env(os.environ))
-    return _RUNTIME.handle(event, context)
+lambda_handler = lambda_entry(SumpRuntime)
