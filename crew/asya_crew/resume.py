@@ -45,7 +45,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import headers as hdr
@@ -57,10 +56,8 @@ from asya.missingkey import is_missing
 from asya.resiliency import deferral
 from asya.store.updates import RESUMED_ATTEMPT
 from asya.timeutil import format_ts, parse_ts
-from asya_crew.checkpoint import CheckpointLine
 from asya_crew.entry import lambda_entry
-from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
-from asya_crew.runtime import Parsed, Unparsed
+from asya_crew.routed import RoutedCrewRuntime, status_of
 
 __all__ = ["ResumeRuntime", "lambda_handler"]
 
@@ -68,16 +65,7 @@ __all__ = ["ResumeRuntime", "lambda_handler"]
 class ResumeRuntime(RoutedCrewRuntime):
     """The x-resume Lambda runtime."""
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
-        try:
-            self._resume(prepared.envelope)
-        except StopRecord:
-            return
-
-    def _resume(self, envelope: Envelope) -> None:
+    def _decide(self, envelope: Envelope) -> None:
         self._check_route(envelope)
         if hdr.WAKE in envelope.headers:
             self._wake(envelope)
