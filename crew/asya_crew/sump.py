@@ -54,11 +54,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
 from asya import routing
+from asya.countmetric import METRICS_NAMESPACE, emit_count
 from asya.envelope import Envelope, Phase, Reason, dumps
 from asya.infra import ends_lineage
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
@@ -68,7 +68,7 @@ from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 __all__ = ["LOG_PAYLOAD_LIMIT", "METRIC_NAME", "METRIC_NAMESPACE", "SumpRuntime", "lambda_handler"]
 
 METRIC_NAME: Final = "FailedEnvelopes"
-METRIC_NAMESPACE: Final = "Asya"
+METRIC_NAMESPACE: Final = METRICS_NAMESPACE
 #: A CloudWatch log event holds at most 256 KB: larger payloads are logged as a marker (P-SUMP-3).
 LOG_PAYLOAD_LIMIT: Final = 200 * 1024
 _PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
@@ -188,11 +188,7 @@ class SumpRuntime(CrewRuntime):
         self._metric("unknown", Reason.PARSE_ERROR.value)
 
     def _metric(self, actor: str, reason: str) -> None:
-        dimensions = {"Namespace": self.config.namespace, "Actor": actor, "Reason": reason}
-        with single_metric(
-            name=METRIC_NAME, unit=MetricUnit.Count, value=1, namespace=METRIC_NAMESPACE, default_dimensions=dimensions
-        ):
-            pass
+        emit_count(METRIC_NAME, 1, {"Namespace": self.config.namespace, "Actor": actor, "Reason": reason})
 
 
 def _ends_child(envelope: Envelope) -> bool:
