@@ -62,7 +62,7 @@ from asya_crew.checkpoint import CheckpointLine
 from asya_crew.entry import lambda_entry
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
 from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchError
-from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed, Unparsed
+from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed
 
 __all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
 
@@ -115,10 +115,7 @@ class AggregatorRuntime(CrewRuntime):
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         return None
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
         now_dt = self._clock()
         now = format_ts(now_dt)
         env = prepared.envelope

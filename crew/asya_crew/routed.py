@@ -25,7 +25,7 @@ from asya import prehop, routing
 from asya.envelope import Envelope, Reason
 from asya.payloads import PayloadUnavailableError, reference_owners
 from asya_crew.checkpoint import CheckpointLine
-from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
+from asya_crew.runtime import CrewRuntime, Parsed
 
 __all__ = ["RoutedCrewRuntime", "StopRecord", "status_of"]
 
@@ -40,10 +40,7 @@ class RoutedCrewRuntime(CrewRuntime):
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         return None
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
         try:
             self._decide(prepared.envelope)
         except StopRecord:

@@ -76,10 +76,7 @@ class SinkRuntime(CrewRuntime):
             return None
         return phase
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
         envelope = prepared.envelope
         phase = prepared.phase
         context = {"correlation_id": envelope.id, "phase": phase}

@@ -92,10 +92,10 @@ class SumpRuntime(CrewRuntime):
         envelope = prepared.envelope
         return self._plan(record, prepared, ends_child=_ends_child(envelope), error=_child_error(envelope))
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._unparseable(record.message_id, prepared.body, str(prepared.error))
-            return
+    def _unparsed(self, record: SQSRecord, prepared: Unparsed) -> None:
+        self._unparseable(record.message_id, prepared.body, str(prepared.error))
+
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
         envelope = prepared.envelope
         reason = _reason(envelope)
         fields: dict[str, Any] = {
