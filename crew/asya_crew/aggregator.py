@@ -40,7 +40,6 @@ envelope first: a reference of another task fails the task, P-LARGE-7) and read 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Hashable, Mapping
 from functools import partial
@@ -60,9 +59,10 @@ from asya.store import ChildOutcome
 from asya.timeutil import format_ts
 from asya.transport import UnknownActorError
 from asya_crew.checkpoint import CheckpointLine
+from asya_crew.entry import lambda_entry
 from asya_crew.fanin_merge import MergeError, merged_envelope, merged_identity
 from asya_crew.fanin_state import SHARD_SIZE, FanInState, SliceCountMismatchError
-from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed, Unparsed
+from asya_crew.runtime import CrewOptions, CrewRuntime, Parsed
 
 __all__ = ["AggregatorRuntime", "FanInHeaderError", "lambda_handler"]
 
@@ -115,10 +115,7 @@ class AggregatorRuntime(CrewRuntime):
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         return None
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
         now_dt = self._clock()
         now = format_ts(now_dt)
         env = prepared.envelope
@@ -352,12 +349,4 @@ def _parent_fields(env: Envelope) -> dict[str, Any]:
     }
 
 
-_RUNTIME: AggregatorRuntime | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The Lambda entry point of every aggregator; the runtime is built from ``os.environ`` on the first call."""
-    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
-    if _RUNTIME is None:
-        _RUNTIME = AggregatorRuntime(ActorConfig.from_env(os.environ))
-    return _RUNTIME.handle(event, context)
+lambda_handler = lambda_entry(AggregatorRuntime)

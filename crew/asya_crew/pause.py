@@ -28,24 +28,20 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 from __future__ import annotations
 
 import json
-import os
 from typing import Any, Final
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import ClientError
 
 from asya import headers as hdr
 from asya import naming, pausing, routing
-from asya.config import ActorConfig
 from asya.envelope import Envelope
 from asya.exceptions import AsyaError, HopHeldError, SerializationError
 from asya.resiliency import deferral
 from asya.store import Outcome, StatusUpdate, signals
 from asya.timeutil import parse_ts
 from asya.transport import TransportError
-from asya_crew.checkpoint import CheckpointLine
+from asya_crew.entry import lambda_entry
 from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
-from asya_crew.runtime import Parsed, Unparsed
 
 __all__ = ["NOT_TRACKED", "PauseRuntime", "PausedFileError", "lambda_handler"]
 
@@ -64,16 +60,7 @@ class PausedFileError(AsyaError):
 class PauseRuntime(RoutedCrewRuntime):
     """The x-pause Lambda runtime."""
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
-        try:
-            self._pause(prepared.envelope)
-        except StopRecord:
-            return
-
-    def _pause(self, envelope: Envelope) -> None:
+    def _decide(self, envelope: Envelope) -> None:
         self._check_route(envelope)
         if hdr.is_stealth(envelope.headers) or hdr.is_hook_copy(envelope.headers) or envelope.parent_id:
             self._reject(envelope, NOT_TRACKED)
@@ -239,12 +226,4 @@ class PauseRuntime(RoutedCrewRuntime):
         return True
 
 
-_RUNTIME: PauseRuntime | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The x-pause Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
-    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
-    if _RUNTIME is None:
-        _RUNTIME = PauseRuntime(ActorConfig.from_env(os.environ))
-    return _RUNTIME.handle(event, context)
+lambda_handler = lambda_entry(PauseRuntime)

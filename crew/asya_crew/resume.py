@@ -42,16 +42,13 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Mapping
 from typing import Any
 
-from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya import headers as hdr
 from asya import naming, pausing, routing
-from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Reason, Route, Status
 from asya.flows.interp import STATE_HEADER
 from asya.flows.mesh import continue_outgoing, on_pause_timeout
@@ -59,9 +56,8 @@ from asya.missingkey import is_missing
 from asya.resiliency import deferral
 from asya.store.updates import RESUMED_ATTEMPT
 from asya.timeutil import format_ts, parse_ts
-from asya_crew.checkpoint import CheckpointLine
-from asya_crew.routed import RoutedCrewRuntime, StopRecord, status_of
-from asya_crew.runtime import Parsed, Unparsed
+from asya_crew.entry import lambda_entry
+from asya_crew.routed import RoutedCrewRuntime, status_of
 
 __all__ = ["ResumeRuntime", "lambda_handler"]
 
@@ -69,16 +65,7 @@ __all__ = ["ResumeRuntime", "lambda_handler"]
 class ResumeRuntime(RoutedCrewRuntime):
     """The x-resume Lambda runtime."""
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
-        try:
-            self._resume(prepared.envelope)
-        except StopRecord:
-            return
-
-    def _resume(self, envelope: Envelope) -> None:
+    def _decide(self, envelope: Envelope) -> None:
         self._check_route(envelope)
         if hdr.WAKE in envelope.headers:
             self._wake(envelope)
@@ -271,12 +258,4 @@ def _timeout(value: object) -> int | None:
     return None
 
 
-_RUNTIME: ResumeRuntime | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The x-resume Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
-    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
-    if _RUNTIME is None:
-        _RUNTIME = ResumeRuntime(ActorConfig.from_env(os.environ))
-    return _RUNTIME.handle(event, context)
+lambda_handler = lambda_entry(ResumeRuntime)

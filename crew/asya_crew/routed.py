@@ -10,7 +10,8 @@ route check, the pre-flight's verdict and the SLA check are the layer's own (``a
   and the error payload of P-RES-14, so the task fails with the message;
 - a payload reference is read back (P-LARGE-4): ``PayloadUnavailable`` goes to x-sump.
 
-Neither has checkpoints: :meth:`_checkpoint_phase` answers ``None``.
+Neither has checkpoints: :meth:`_checkpoint_phase` answers ``None``. Each implements :meth:`_decide`, run on every
+parsed envelope; :class:`StopRecord` raised inside it acks the record.
 """
 
 from __future__ import annotations
@@ -18,10 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NoReturn
 
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
 from asya import prehop, routing
 from asya.envelope import Envelope, Reason
 from asya.payloads import PayloadUnavailableError, reference_owners
-from asya_crew.runtime import CrewRuntime
+from asya_crew.checkpoint import CheckpointLine
+from asya_crew.runtime import CrewRuntime, Parsed
 
 __all__ = ["RoutedCrewRuntime", "StopRecord", "status_of"]
 
@@ -35,6 +39,16 @@ class RoutedCrewRuntime(CrewRuntime):
 
     def _checkpoint_phase(self, envelope: Envelope, phase: str) -> str | None:
         return None
+
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
+        try:
+            self._decide(prepared.envelope)
+        except StopRecord:
+            return
+
+    def _decide(self, envelope: Envelope) -> None:
+        """The crew actor's own steps for one parsed envelope; raising :class:`StopRecord` acks the record."""
+        raise NotImplementedError
 
     def _hop_trace(self, envelope: Envelope) -> routing.Trace:
         return routing.Trace.for_hop(envelope.headers, enabled=self.config.tracing)

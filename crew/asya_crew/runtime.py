@@ -11,6 +11,7 @@ same phase and date and must be written before any final status write of its rec
 3. **complete**, each record in batch order through ``asya.batch.RecordBatch``, the Powertools ``BatchProcessor``
    subclass the actor layer uses too: a record whose prepare step or checkpoint object failed fails here; otherwise
    the subclass's :meth:`CrewRuntime._complete` runs with the record's :class:`~asya_crew.checkpoint.CheckpointLine`
+   (a body that is not an envelope goes to :meth:`CrewRuntime._unparsed` instead: x-sump, P-ERR-4)
    (a record whose checkpoint S3 throttled first gets :meth:`CrewRuntime._checkpoint_overloaded`, P-SINK-8).
    A record that fails is reported in ``batchItemFailures`` (with one WARNING line naming the error) and never
    affects the others; it comes back after P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the
@@ -148,10 +149,12 @@ class CrewRuntime:
             phase=status.phase if status is not None else Phase.PENDING.value,
         )
 
-    def _parse_failure(self, body: str, error: EnvelopeParseError) -> None:
-        """Step 1 (P-ENV-9..12, P-ERR-4): x-sump with ``details.raw_body``; the record is acked after the send."""
+    def _unparsed(self, record: SQSRecord, prepared: Unparsed) -> None:
+        """Step 1 (P-ENV-9..12, P-ERR-4): x-sump with ``details.raw_body``; the record is acked after the send. x-sump
+        itself overrides it."""
+        error = prepared.error
         out = parse_failure_envelope(
-            body,
+            prepared.body,
             error,
             actor=self.config.actor,
             now=self._now(),
@@ -300,8 +303,9 @@ class CrewRuntime:
         """The phase of the checkpoint ``envelope`` gets in this crew actor, or ``None`` for none."""
         raise NotImplementedError
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        """Everything after the checkpoint; raising fails the record."""
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
+        """Everything after the checkpoint, for a body that parsed (else :meth:`_unparsed`); raising fails the
+        record."""
         raise NotImplementedError
 
     def _checkpoint_overloaded(self, record: SQSRecord, prepared: Parsed) -> None:
@@ -360,8 +364,10 @@ class _CrewBatch:
         runtime = self.runtime
         if runtime._trace is not None:
             runtime._trace.begin(record.raw_event)
-        if isinstance(outcome, Parsed):
-            runtime._envelope_keys(outcome.envelope)
+        if isinstance(outcome, Unparsed):
+            runtime._unparsed(record, outcome)
+            return
+        runtime._envelope_keys(outcome.envelope)
         runtime._complete(record, outcome, line)
 
     def failed(self, message_id: str, error: BaseException) -> None:

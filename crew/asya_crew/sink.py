@@ -34,7 +34,6 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -42,12 +41,12 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
 from asya import naming
-from asya.config import ActorConfig
 from asya.envelope import Envelope, Phase, Route, Status
 from asya.exceptions import AsyaError
 from asya.store import ChildOutcome
 from asya.store.records import VIEW_INLINE_LIMIT
 from asya_crew.checkpoint import CheckpointLine
+from asya_crew.entry import lambda_entry
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed, failure_message
 
 __all__ = ["HookSendError", "SinkRuntime", "lambda_handler"]
@@ -77,10 +76,7 @@ class SinkRuntime(CrewRuntime):
             return None
         return phase
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._parse_failure(prepared.body, prepared.error)
-            return
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
         envelope = prepared.envelope
         phase = prepared.phase
         context = {"correlation_id": envelope.id, "phase": phase}
@@ -222,12 +218,4 @@ def _task_id(envelope: Envelope) -> str:
     return origin if isinstance(origin, str) and origin else envelope.id
 
 
-_RUNTIME: SinkRuntime | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The x-sink Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
-    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
-    if _RUNTIME is None:
-        _RUNTIME = SinkRuntime(ActorConfig.from_env(os.environ))
-    return _RUNTIME.handle(event, context)
+lambda_handler = lambda_entry(SinkRuntime)

@@ -51,25 +51,24 @@ Environment: ``asya.config`` (``ASYA_NAMESPACE``, ``ASYA_ACTOR``, ``ASYA_TABLE``
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Final
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from asya import headers as hdr
 from asya import routing
-from asya.config import ActorConfig
+from asya.countmetric import METRICS_NAMESPACE, emit_count
 from asya.envelope import Envelope, Phase, Reason, dumps
 from asya.infra import ends_lineage
 from asya_crew.checkpoint import CheckpointLine, put_unparsed
+from asya_crew.entry import lambda_entry
 from asya_crew.runtime import CrewRuntime, Parsed, Unparsed
 
 __all__ = ["LOG_PAYLOAD_LIMIT", "METRIC_NAME", "METRIC_NAMESPACE", "SumpRuntime", "lambda_handler"]
 
 METRIC_NAME: Final = "FailedEnvelopes"
-METRIC_NAMESPACE: Final = "Asya"
+METRIC_NAMESPACE: Final = METRICS_NAMESPACE
 #: A CloudWatch log event holds at most 256 KB: larger payloads are logged as a marker (P-SUMP-3).
 LOG_PAYLOAD_LIMIT: Final = 200 * 1024
 _PARTIAL_FAILURE: Final = Reason.PARTIAL_FAILURE.value
@@ -93,10 +92,10 @@ class SumpRuntime(CrewRuntime):
         envelope = prepared.envelope
         return self._plan(record, prepared, ends_child=_ends_child(envelope), error=_child_error(envelope))
 
-    def _complete(self, record: SQSRecord, prepared: Parsed | Unparsed, checkpoint: CheckpointLine | None) -> None:
-        if isinstance(prepared, Unparsed):
-            self._unparseable(record.message_id, prepared.body, str(prepared.error))
-            return
+    def _unparsed(self, record: SQSRecord, prepared: Unparsed) -> None:
+        self._unparseable(record.message_id, prepared.body, str(prepared.error))
+
+    def _complete(self, record: SQSRecord, prepared: Parsed, checkpoint: CheckpointLine | None) -> None:
         envelope = prepared.envelope
         reason = _reason(envelope)
         fields: dict[str, Any] = {
@@ -189,11 +188,7 @@ class SumpRuntime(CrewRuntime):
         self._metric("unknown", Reason.PARSE_ERROR.value)
 
     def _metric(self, actor: str, reason: str) -> None:
-        dimensions = {"Namespace": self.config.namespace, "Actor": actor, "Reason": reason}
-        with single_metric(
-            name=METRIC_NAME, unit=MetricUnit.Count, value=1, namespace=METRIC_NAMESPACE, default_dimensions=dimensions
-        ):
-            pass
+        emit_count(METRIC_NAME, 1, {"Namespace": self.config.namespace, "Actor": actor, "Reason": reason})
 
 
 def _ends_child(envelope: Envelope) -> bool:
@@ -233,12 +228,4 @@ def _loggable(envelope: Envelope) -> dict[str, Any]:
     return out
 
 
-_RUNTIME: SumpRuntime | None = None
-
-
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """The x-sump Lambda entry point; the runtime is built from ``os.environ`` on the first call."""
-    global _RUNTIME  # noqa: PLW0603 - one runtime per Lambda container
-    if _RUNTIME is None:
-        _RUNTIME = SumpRuntime(ActorConfig.from_env(os.environ))
-    return _RUNTIME.handle(event, context)
+lambda_handler = lambda_entry(SumpRuntime)

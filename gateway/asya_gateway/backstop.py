@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Final, Literal
 
-from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from botocore.exceptions import BotoCoreError, ClientError
 
 from asya.awsclients import BACKSTOP_BUDGET
+from asya.countmetric import METRICS_NAMESPACE, emit_count
 from asya.exceptions import AsyaError
 from asya.manifest import load_manifest
 from asya.store import StoreError, TaskStore
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 METRIC_NAME: Final = "TasksTimedOut"
-METRIC_NAMESPACE: Final = "Asya"
+METRIC_NAMESPACE: Final = METRICS_NAMESPACE
 #: Index entries read per query page; small pages let a sweep stop close to its time budget.
 DEFAULT_PAGE_SIZE: Final = 100
 #: A sweep starts no new write once the Lambda has less time left than this (the next run continues).
@@ -121,14 +121,7 @@ class TimerBatchResult:
 
 def emit_timed_out_metric(namespace: str, count: int) -> None:
     """Print the EMF metric ``TasksTimedOut`` (GW-BACK-6)."""
-    with single_metric(
-        name=METRIC_NAME,
-        unit=MetricUnit.Count,
-        value=count,
-        namespace=METRIC_NAMESPACE,
-        default_dimensions={"Namespace": namespace},
-    ):
-        pass
+    emit_count(METRIC_NAME, count, {"Namespace": namespace})
 
 
 class Backstop:

@@ -177,16 +177,18 @@ def _api_keys(raw: str, name: str = GATEWAY_ENV.api_keys) -> tuple[str, ...]:
     return tuple(key.strip() for key in raw.split(",") if key.strip())
 
 
+def _whole_number(raw: str, name: str, unit: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise GatewayConfigError(f"environment variable {name} must be a whole number of {unit}, got {raw!r}") from None
+
+
 def _retry_after(raw: str | None) -> int:
     if raw is None or not raw.strip():
         return DEFAULT_RETRY_AFTER_SECONDS
     name = GATEWAY_ENV.retry_after_seconds
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise GatewayConfigError(
-            f"environment variable {name} must be a whole number of seconds, got {raw!r}"
-        ) from None
+    value = _whole_number(raw, name, "seconds")
     if not 1 <= value <= _RETRY_AFTER_MAX:
         raise GatewayConfigError(f"environment variable {name} must be 1..{_RETRY_AFTER_MAX}, got {raw!r}")
     return value
@@ -216,10 +218,7 @@ def _history_bytes(raw: str | None) -> int | None:
     if raw is None or not raw.strip():
         return None
     name = GATEWAY_ENV.history_all_tasks
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise GatewayConfigError(f"environment variable {name} must be a whole number of bytes, got {raw!r}") from None
+    value = _whole_number(raw, name, "bytes")
     if not HISTORY_BODY_MIN <= value <= HISTORY_BODY_MAX:
         raise GatewayConfigError(
             f"environment variable {name} must be {HISTORY_BODY_MIN}..{HISTORY_BODY_MAX} bytes, got {raw!r}"

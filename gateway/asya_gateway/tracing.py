@@ -17,9 +17,20 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import Final
+from collections.abc import Mapping
+from typing import Final, TypedDict
 
-__all__ = ["MAX_TRACE_HEADER", "is_valid_traceparent", "is_valid_tracestate", "new_traceparent", "trace_headers"]
+from asya import headers as hdr
+
+__all__ = [
+    "MAX_TRACE_HEADER",
+    "CallerTraces",
+    "caller_traces",
+    "is_valid_traceparent",
+    "is_valid_tracestate",
+    "new_traceparent",
+    "trace_headers",
+]
 
 #: The longest ``traceparent`` or ``tracestate`` forwarded (GW-CREATE-5: ``tracestate`` at most 512 characters).
 MAX_TRACE_HEADER: Final = 512
@@ -61,6 +72,19 @@ def is_valid_tracestate(value: object) -> bool:
             return False
         keys.add(match["key"])
     return 0 < len(keys) <= _MAX_TRACESTATE_MEMBERS
+
+
+class CallerTraces(TypedDict):
+    """The trace headers of the caller's HTTP request, as sent (``trace_headers`` keeps only valid ones)."""
+
+    traceparent: str | None
+    tracestate: str | None
+
+
+def caller_traces(headers: Mapping[str, str]) -> CallerTraces:
+    """The ``traceparent``/``tracestate`` of a request's headers, each ``None`` when absent; passed on as keyword
+    arguments to what starts or resumes a task."""
+    return {"traceparent": headers.get(hdr.TRACEPARENT), "tracestate": headers.get(hdr.TRACESTATE)}
 
 
 def new_traceparent() -> str:

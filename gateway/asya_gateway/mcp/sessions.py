@@ -92,28 +92,25 @@ class SessionStore:
         )
 
     def _touch(self, session_id: str, now: int) -> None:
-        try:
-            self._store.dynamodb.update_item(
-                TableName=self._store.table,
-                Key=_key(session_id),
-                UpdateExpression="SET #ttl = :ttl",
-                ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeNames={"#ttl": TTL_ATTRIBUTE},
-                ExpressionAttributeValues={":ttl": {"N": str(now + SESSION_TTL_SECONDS)}},
-            )
-        except ClientError as exc:
-            # ended by a DELETE meanwhile: the request still runs, the next one gets 404
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
+        expiry = {":ttl": {"N": str(now + SESSION_TTL_SECONDS)}}
+        self._update(session_id, "SET #ttl = :ttl", expiry, names={"#ttl": TTL_ATTRIBUTE})
 
     def set_log_level(self, session_id: str, level: str) -> None:
+        self._update(session_id, "SET log_level = :level", {":level": {"S": level}})
+
+    def _update(
+        self, session_id: str, expression: str, values: dict[str, Any], *, names: dict[str, str] | None = None
+    ) -> None:
+        """Update a session that exists. One ended by a DELETE meanwhile is left ended: the request still runs, the
+        next one gets 404."""
         try:
             self._store.dynamodb.update_item(
                 TableName=self._store.table,
                 Key=_key(session_id),
-                UpdateExpression="SET log_level = :level",
+                UpdateExpression=expression,
                 ConditionExpression="attribute_exists(pk)",
-                ExpressionAttributeValues={":level": {"S": level}},
+                ExpressionAttributeValues=values,
+                **({} if names is None else {"ExpressionAttributeNames": names}),
             )
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":

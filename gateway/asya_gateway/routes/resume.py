@@ -31,7 +31,6 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from asya import headers as hdr
 from asya import naming, pausing
 from asya.exceptions import SerializationError
 from asya.store import Outcome, StatusUpdate
@@ -42,7 +41,7 @@ from asya_gateway.errors import HttpError
 from asya_gateway.requestmodels import ResumeRequest, parse_body
 from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
 from asya_gateway.timers import TimerError
-from asya_gateway.tracing import trace_headers
+from asya_gateway.tracing import caller_traces, trace_headers
 from asya_gateway.validation import refuse_reference
 
 __all__ = ["NO_ENVELOPE", "dispatch_resume", "resume_paused", "resume_task"]
@@ -62,8 +61,7 @@ async def resume_task(request: Request) -> Response:
         task_id,
         body.input,
         timeout=body.timeout,
-        traceparent=request.headers.get(hdr.TRACEPARENT),
-        tracestate=request.headers.get(hdr.TRACESTATE),
+        **caller_traces(request.headers),
     )
     return JSONResponse(answer, status_code=202)
 

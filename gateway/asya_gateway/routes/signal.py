@@ -26,7 +26,6 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from asya import headers as hdr
 from asya.naming import is_event_name
 from asya.store.signals import MAX_SIGNAL_BYTES, buffer_signal
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
@@ -35,6 +34,7 @@ from asya_gateway.errors import HttpError
 from asya_gateway.requestmodels import SignalRequest, parse_body
 from asya_gateway.routes.resume import NO_ENVELOPE, dispatch_resume
 from asya_gateway.routes.tasks import NOT_FOUND, load_view, task_id_of
+from asya_gateway.tracing import caller_traces
 from asya_gateway.validation import refuse_reference
 
 __all__ = ["deliver_signal", "signal_task"]
@@ -51,8 +51,7 @@ async def signal_task(request: Request) -> Response:
         task_id,
         body.event,
         body.data,
-        traceparent=request.headers.get(hdr.TRACEPARENT),
-        tracestate=request.headers.get(hdr.TRACESTATE),
+        **caller_traces(request.headers),
     )
     return JSONResponse(answer, status_code=202)
 

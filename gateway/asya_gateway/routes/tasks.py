@@ -12,7 +12,6 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from asya import headers as hdr
 from asya.store import ListQueryError, is_storable_id
 from asya_gateway.auth import extract_credential
 from asya_gateway.body import CREATE_BODY_LIMIT, read_json_object
@@ -22,6 +21,7 @@ from asya_gateway.errors import HttpError, OverloadError
 from asya_gateway.idempotency import HEADER, IdempotencyKeys, fingerprint, parse_key
 from asya_gateway.listing import parse_list_query
 from asya_gateway.principal import check_owner, listing_owner, owner_checks
+from asya_gateway.tracing import CallerTraces, caller_traces
 from asya_gateway.validation import CreateBody, CreateTarget, parse_create_body, resolve_target, schema_violation
 
 __all__ = ["NOT_FOUND", "aws_error_code", "create_or_list", "load_view", "task_id_of", "task_item"]
@@ -46,11 +46,9 @@ async def create_task(request: Request) -> Response:
         if violation is not None:
             raise HttpError(400, f"payload does not match input_schema: {violation}")
     key = parse_key(request.headers.get(HEADER))
-    traces = {"traceparent": request.headers.get(hdr.TRACEPARENT), "tracestate": request.headers.get(hdr.TRACESTATE)}
+    traces = caller_traces(request.headers)
     if key is None:
-        answer = await start_task(
-            ctx, target, create, traceparent=traces["traceparent"], tracestate=traces["tracestate"]
-        )
+        answer = await start_task(ctx, target, create, **traces)
     else:
         answer = await _create_once(ctx, request, key, body=body, target=target, create=create, traces=traces)
     return JSONResponse(answer, status_code=201, headers={"Location": f"/api/v1/mesh/{answer['id']}"})
@@ -64,7 +62,7 @@ async def _create_once(
     body: dict[str, Any],
     target: CreateTarget,
     create: CreateBody,
-    traces: dict[str, str | None],
+    traces: CallerTraces,
 ) -> dict[str, Any]:
     """GW-CREATE-R3-1..7: one conditional write reserves the key; a replay answers the first 201 (``asya_gateway.
     idempotency``). The key is scoped to the caller's credential, when the request carries one."""
@@ -94,8 +92,7 @@ async def _create_once(
                 task_id=claim.task_id,
                 resume=True,
                 resume_deadline=claim.answer.get("deadline_at"),
-                traceparent=traces["traceparent"],
-                tracestate=traces["tracestate"],
+                **traces,
             )
         return claim.answer
     try:
@@ -105,8 +102,7 @@ async def _create_once(
             create,
             task_id=task_id,
             now=now,
-            traceparent=traces["traceparent"],
-            tracestate=traces["tracestate"],
+            **traces,
         )
     except OverloadError as exc:
         if not exc.kept:  # a kept task is resumed by the retry with this key (GW-OVL-4)

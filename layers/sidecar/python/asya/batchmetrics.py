@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from asya.countmetric import METRICS_NAMESPACE, emit_count
+
 __all__ = ["FAILED_RECORDS_METRIC", "METRICS_NAMESPACE", "record_failed_records"]
 
-#: The EMF namespace of the runtime's metrics (the Powertools setting of every function).
-METRICS_NAMESPACE: Final = "Asya"
 FAILED_RECORDS_METRIC: Final = "FailedRecords"
 
 
@@ -21,14 +21,4 @@ def record_failed_records(namespace: str, count: int) -> None:
     """Print the EMF line for ``count`` records handed back by one invocation (nothing when ``count`` is 0)."""
     if count <= 0:
         return
-    # deferred: a batch without a failure, the common case, never loads the metrics module
-    from aws_lambda_powertools.metrics import MetricUnit, single_metric
-
-    with single_metric(
-        name=FAILED_RECORDS_METRIC,
-        unit=MetricUnit.Count,
-        value=count,
-        namespace=METRICS_NAMESPACE,
-        default_dimensions={"Namespace": namespace},
-    ):
-        pass
+    emit_count(FAILED_RECORDS_METRIC, count, {"Namespace": namespace})
