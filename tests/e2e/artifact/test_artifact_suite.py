@@ -304,6 +304,23 @@ def test_p_pause_5_resume_over_a2a_a_task_paused_by_the_flow(local_mesh: Any) ->
     assert done["result"]["review"] == {"note": "via a2a"}
 
 
+def test_gw_task_10_a_paused_tasks_view_in_the_gap_before_its_file_is_stored(local_mesh: Any) -> None:
+    """x-pause writes the paused status before it stores the paused file (P-PAUSE-5), so a view can find no file. S3
+    answers that read 403 to a role that may not list the bucket, as it answers a denial; the gateway tells the two
+    apart by listing the key under ``paused/`` (``asya.missingkey``), a grant its role lacked: the view answered 500
+    on AWS. The gap is made here by removing the stored file with the deployer's client."""
+    task_id = _create(local_mesh, flow="reviewed-text", payload={"text": "What a GREAT day"})
+    wait_for(lambda: _view(local_mesh, task_id)["status"] == "paused", "the task to pause at x-pause")
+    s3, bucket, key = local_mesh.clients.s3, local_mesh.resources.bucket, f"paused/{task_id}.json"
+    wait_for(lambda: s3.list_objects_v2(Bucket=bucket, Prefix=key).get("KeyCount", 0), "the paused file")
+    s3.delete_object(Bucket=bucket, Key=key)
+    answer = httpx.get(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"] == "paused"
+    assert "paused_state" not in answer.json()
+    assert httpx.delete(f"{local_mesh.url}/api/v1/mesh/{task_id}", timeout=10).status_code == 204
+
+
 @pytest.fixture
 def without_grant(artifact_mesh: ArtifactMesh) -> Iterator[ArtifactMesh]:
     """x-sink's role without its ``succeeded/*`` PutObject: the statement's resource list loses that entry."""
