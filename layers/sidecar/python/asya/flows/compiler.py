@@ -526,12 +526,11 @@ class _Compiler:
         return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
 
     def pause(self, value: ast.expr) -> bool:
-        call = value.value if isinstance(value, ast.Await) else value
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "pause"):
+        call = _builtin_call(value, "pause")
+        if call is None:
             return False
         fix = f'{self.param} = await pause({self.param}, prompt="Review", fields=[{{"name": "ok", "type": "boolean"}}])'
-        if len(call.args) != 1 or not self.is_state(call.args[0]):
-            self.err(call, "pause(...) takes the state as its one positional argument", fix)
+        if not self.takes_state(call, "pause", fix):
             return True
         prompt: Any = "Task paused"
         fields: Any = []
@@ -563,12 +562,11 @@ class _Compiler:
     def wait_for(self, value: ast.expr) -> bool:
         """P-WAIT-4: ``state = await wait_for(state, event="name", timeout=SECONDS, path="/pointer")``, literals; a
         pause that a signal of the event ends, its data set at ``path`` (default ``/<event>``)."""
-        call = value.value if isinstance(value, ast.Await) else value
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "wait_for"):
+        call = _builtin_call(value, "wait_for")
+        if call is None:
             return False
         fix = f'{self.param} = await wait_for({self.param}, event="approved", timeout=3600)'
-        if len(call.args) != 1 or not self.is_state(call.args[0]):
-            self.err(call, "wait_for(...) takes the state as its one positional argument", fix)
+        if not self.takes_state(call, "wait_for", fix):
             return True
         members: dict[str, Any] = {}
         for kw in call.keywords:
@@ -602,32 +600,29 @@ class _Compiler:
     def sleep(self, call: ast.Call) -> None:
         """P-WAIT-3: ``await sleep(seconds)``, one positive number literal; a fraction rounds up."""
         seconds = call.args[0] if len(call.args) == 1 and not call.keywords else None
-        literal = seconds.value if isinstance(seconds, ast.Constant) else None
-        if (
-            isinstance(literal, bool)
-            or not isinstance(literal, int | float)
-            or not math.isfinite(literal)
-            or literal <= 0
-        ):
+        whole = _whole_seconds(seconds.value if isinstance(seconds, ast.Constant) else None)
+        if whole is None:
             self.err(call, "sleep(...) takes one positive number literal, the seconds", "await sleep(60)")
             return
-        self.emit("sleep", call, seconds=math.ceil(literal))
+        self.emit("sleep", call, seconds=whole)
 
     def pause_timeout(self, node: ast.expr, literal: object) -> int | None:
         """P-WAIT-1: ``timeout=`` of a pause, whole seconds (a fraction rounds up), at least 1."""
-        if (
-            isinstance(literal, bool)
-            or not isinstance(literal, int | float)
-            or not math.isfinite(literal)
-            or literal <= 0
-        ):
+        whole = _whole_seconds(literal)
+        if whole is None:
             self.err(
                 node,
                 f"pause's timeout must be a positive number of seconds, got {literal!r}",
                 f"{self.param} = await pause({self.param}, prompt=..., timeout=3600)",
             )
-            return None
-        return math.ceil(literal)
+        return whole
+
+    def takes_state(self, call: ast.Call, name: str, fix: str) -> bool:
+        """Whether a pausing call's one positional argument is the state; an error when it is not."""
+        if len(call.args) != 1 or not self.is_state(call.args[0]):
+            self.err(call, f"{name}(...) takes the state as its one positional argument", fix)
+            return False
+        return True
 
     def prompt_expr(self, node: ast.expr) -> tuple[str, dict[str, Any]]:
         """A prompt computed from the state: its source text (what ``asya flow show`` draws) and ``prompt_expr``, the
@@ -775,6 +770,21 @@ class _Compiler:
             "use len, min, max, abs, int, float, str, bool or .get",
         )
         return ["const", None]
+
+
+def _builtin_call(value: ast.expr, name: str) -> ast.Call | None:
+    """``value`` as a call of the flow language's ``name`` (awaited or not), else ``None``."""
+    call = value.value if isinstance(value, ast.Await) else value
+    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name:
+        return call
+    return None
+
+
+def _whole_seconds(literal: object) -> int | None:
+    """A positive finite number literal rounded up to whole seconds, else ``None``."""
+    if isinstance(literal, bool) or not isinstance(literal, int | float) or not math.isfinite(literal) or literal <= 0:
+        return None
+    return math.ceil(literal)
 
 
 def _dotted(node: ast.expr) -> str | None:
