@@ -142,12 +142,10 @@ class CallCompiler(ExprCompiler):
         return "".join("/" + str(k).replace("~", "~0").replace("/", "~1") for k in keys)
 
     def pause(self, value: ast.expr) -> bool:
-        call = _builtin_call(value, "pause")
-        if call is None:
-            return False
         fix = f'{self.param} = await pause({self.param}, prompt="Review", fields=[{{"name": "ok", "type": "boolean"}}])'
-        if not self.takes_state(call, "pause", fix):
-            return True
+        matched, call = self.state_call(value, "pause", fix)
+        if call is None:
+            return matched
         prompt: Any = "Task paused"
         fields: Any = []
         timeout: int | None = None
@@ -178,12 +176,10 @@ class CallCompiler(ExprCompiler):
     def wait_for(self, value: ast.expr) -> bool:
         """P-WAIT-4: ``state = await wait_for(state, event="name", timeout=SECONDS, path="/pointer")``, literals; a
         pause that a signal of the event ends, its data set at ``path`` (default ``/<event>``)."""
-        call = _builtin_call(value, "wait_for")
-        if call is None:
-            return False
         fix = f'{self.param} = await wait_for({self.param}, event="approved", timeout=3600)'
-        if not self.takes_state(call, "wait_for", fix):
-            return True
+        matched, call = self.state_call(value, "wait_for", fix)
+        if call is None:
+            return matched
         members: dict[str, Any] = {}
         for kw in call.keywords:
             try:
@@ -233,12 +229,16 @@ class CallCompiler(ExprCompiler):
             )
         return whole
 
-    def takes_state(self, call: ast.Call, name: str, fix: str) -> bool:
-        """Whether a pausing call's one positional argument is the state; an error when it is not."""
+    def state_call(self, value: ast.expr, name: str, fix: str) -> tuple[bool, ast.Call | None]:
+        """``(whether value is [await] name(...), the call when its one positional argument is the state)``; a call
+        of ``name`` with other arguments is an error."""
+        call = value.value if isinstance(value, ast.Await) else value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name):
+            return False, None
         if len(call.args) != 1 or not self.is_state(call.args[0]):
             self.err(call, f"{name}(...) takes the state as its one positional argument", fix)
-            return False
-        return True
+            return True, None
+        return True, call
 
     def prompt_expr(self, node: ast.expr) -> tuple[str, dict[str, Any]]:
         """A prompt computed from the state: its source text (what ``asya flow show`` draws) and ``prompt_expr``, the
@@ -250,14 +250,6 @@ class CallCompiler(ExprCompiler):
             return "", {}
         expr = self.expr(node)
         return ast.unparse(node), ({"prompt_expr": expr} if expr is not None else {})
-
-
-def _builtin_call(value: ast.expr, name: str) -> ast.Call | None:
-    """``value`` as a call of the flow language's ``name`` (awaited or not), else ``None``."""
-    call = value.value if isinstance(value, ast.Await) else value
-    if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == name:
-        return call
-    return None
 
 
 def _whole_seconds(literal: object) -> int | None:
