@@ -112,7 +112,7 @@ def set_value(root: Any, segments: tuple[Segment, ...], value: Any, path: str) -
         try:
             items[last] = value
         except IndexError:
-            raise IndexError(f"{path}: index {last} out of range for an array of {len(items)}") from None
+            raise _out_of_range(path, last, items) from None
     else:
         if not isinstance(value, list):
             raise TypeError(f"{path}: a slice assignment needs an array value, got {type(value).__name__}")
@@ -128,14 +128,14 @@ def delete_value(root: Any, segments: tuple[Segment, ...], path: str) -> None:
     if isinstance(last, str):
         target = _require(node, dict, last, path)
         if last not in target:
-            raise KeyError(f"{path}: no key {last!r}")
+            raise _no_key(path, last)
         del target[last]
     elif isinstance(last, int):
         items = _require(node, list, last, path)
         try:
             del items[last]
         except IndexError:
-            raise IndexError(f"{path}: index {last} out of range for an array of {len(items)}") from None
+            raise _out_of_range(path, last, items) from None
     else:
         raise AbiProtocolError(f"{path}: a slice cannot be deleted")
 
@@ -146,12 +146,20 @@ def _step(node: Any, seg: Segment, path: str) -> Any:
         try:
             return target[seg]
         except KeyError:
-            raise KeyError(f"{path}: no key {seg!r}") from None
+            raise _no_key(path, seg) from None
     items = _require(node, list, seg, path)
     try:
         return items[seg]
     except IndexError:
-        raise IndexError(f"{path}: index {seg} out of range for an array of {len(items)}") from None
+        raise _out_of_range(path, seg, items) from None
+
+
+def _no_key(path: str, key: str) -> KeyError:
+    return KeyError(f"{path}: no key {key!r}")
+
+
+def _out_of_range(path: str, index: Segment, items: list[Any]) -> IndexError:
+    return IndexError(f"{path}: index {index} out of range for an array of {len(items)}")
 
 
 def _require(node: Any, kind: type[Any], seg: Segment, path: str) -> Any:

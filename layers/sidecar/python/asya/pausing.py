@@ -365,28 +365,21 @@ def restored_envelope(
     if remaining:
         destination = remaining[0]
         out_route = Route(prev=prev, curr=destination, next=remaining[1:])
-        status = Status(
-            phase=Phase.PENDING.value,
-            actor=destination,
-            attempt=1,
-            max_attempts=1,
-            created_at=created_at,
-            updated_at=stamp,
-            deadline_at=deadline_at,
-        )
+        phase, reason, actor = Phase.PENDING, None, destination
     else:
         destination = naming.SINK
         out_route = Route(prev=prev[:-1], curr=naming.RESUME, next=[])
-        status = Status(
-            phase=Phase.SUCCEEDED.value,
-            reason=Reason.COMPLETED.value,
-            actor=naming.RESUME,
-            attempt=1,
-            max_attempts=1,
-            created_at=created_at,
-            updated_at=stamp,
-            deadline_at=deadline_at,
-        )
+        phase, reason, actor = Phase.SUCCEEDED, Reason.COMPLETED.value, naming.RESUME
+    status = Status(
+        phase=phase.value,
+        reason=reason,
+        actor=actor,
+        attempt=1,
+        max_attempts=1,
+        created_at=created_at,
+        updated_at=stamp,
+        deadline_at=deadline_at,
+    )
     parent = document.get("parent_id")
     envelope = Envelope(
         id=str(document["id"]),
@@ -415,21 +408,8 @@ class PauseExpiry:
 def expiry_envelope(task_id: str, expiry: PauseExpiry, *, now: datetime) -> Envelope:
     """The envelope x-pause sends to x-resume for a pause with a timeout (P-WAIT-2): delivered when ``due_at``
     comes (SQS ``DelaySeconds``, chained through ``x-asya-delay-until`` past 900 s, P-RES-9)."""
-    stamp = format_ts(now)
-    return Envelope(
-        id=task_id,
-        route=Route(prev=[], curr=naming.RESUME, next=[]),
-        payload={},
-        headers={hdr.RESUME_TASK: task_id, hdr.PAUSE_EXPIRY: expiry.to_header(), hdr.DELAY_UNTIL: expiry.due_at},
-        status=Status(
-            phase=Phase.PENDING.value,
-            actor=naming.RESUME,
-            attempt=1,
-            max_attempts=1,
-            created_at=stamp,
-            updated_at=stamp,
-        ),
-    )
+    headers = {hdr.RESUME_TASK: task_id, hdr.PAUSE_EXPIRY: expiry.to_header(), hdr.DELAY_UNTIL: expiry.due_at}
+    return _to_resume(task_id, {}, headers, now=now, deadline_at=None)
 
 
 def expiry_of(headers: Mapping[str, Any]) -> PauseExpiry | None:
@@ -464,11 +444,19 @@ def resume_envelope(
     if seconds is not None:
         headers[hdr.RESUME_TIMEOUT] = str(seconds)
     headers.update(trace)
+    return _to_resume(task_id, given, headers, now=now, deadline_at=deadline_at)
+
+
+def _to_resume(
+    task_id: str, payload: Any, headers: dict[str, Any], *, now: datetime, deadline_at: str | None
+) -> Envelope:
+    """A new envelope of task ``task_id`` for x-resume (a resume, a signal, a pause's expiry): first attempt, created
+    ``now``."""
     stamp = format_ts(now)
     return Envelope(
         id=task_id,
         route=Route(prev=[], curr=naming.RESUME, next=[]),
-        payload=given,
+        payload=payload,
         headers=headers,
         status=Status(
             phase=Phase.PENDING.value,

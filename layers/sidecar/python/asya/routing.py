@@ -343,20 +343,8 @@ def preflight_envelope(envelope: Envelope, task_status: str, *, actor: str, now:
         phase, reason = Phase.PAUSED, Reason.PREFLIGHT_PAUSED
     else:
         raise ValueError(f"pre-flight stops only canceled or paused tasks, got task status {task_status!r}")
-    old = envelope.status or Status(created_at=now)
-    status = Status(
-        phase=phase.value,
-        reason=reason.value,
-        actor=actor,
-        attempt=old.attempt,
-        max_attempts=old.max_attempts,
-        created_at=old.created_at or now,
-        updated_at=now,
-        deadline_at=old.deadline_at,
-        error=old.error,
-    )
-    out_headers = trace.headers(envelope.headers)
-    return Outgoing(actor=naming.SINK, envelope=_derived(envelope, out_headers, status, envelope.payload))
+    error = envelope.status.error if envelope.status is not None else None
+    return _stopped(envelope, phase, reason, error, actor=actor, now=now, trace=trace)
 
 
 def canceled_envelope(envelope: Envelope, *, actor: str, now: str, trace: Trace, payload: Any) -> Outgoing:
@@ -371,17 +359,33 @@ def canceled_envelope(envelope: Envelope, *, actor: str, now: str, trace: Trace,
 
 def sla_envelope(envelope: Envelope, *, actor: str, now: str, trace: Trace) -> Outgoing:
     """Deadline expired before the handler call (P-TIME-3): to x-sink, route, headers and payload unchanged."""
+    error = {"message": SLA_MESSAGE, "type": DEADLINE_ERROR_TYPE}
+    return _stopped(envelope, Phase.FAILED, Reason.TIMEOUT, error, actor=actor, now=now, trace=trace)
+
+
+def _stopped(
+    envelope: Envelope,
+    phase: Phase,
+    reason: Reason,
+    error: dict[str, Any] | None,
+    *,
+    actor: str,
+    now: str,
+    trace: Trace,
+) -> Outgoing:
+    """A task stopped before the handler call, to x-sink: route, headers and payload as they came, the status's
+    attempts, creation time (``now`` when none) and deadline kept."""
     old = envelope.status or Status()
     status = Status(
-        phase=Phase.FAILED.value,
-        reason=Reason.TIMEOUT.value,
+        phase=phase.value,
+        reason=reason.value,
         actor=actor,
         attempt=old.attempt,
         max_attempts=old.max_attempts,
         created_at=old.created_at or now,
         updated_at=now,
         deadline_at=old.deadline_at,
-        error={"message": SLA_MESSAGE, "type": DEADLINE_ERROR_TYPE},
+        error=error,
     )
     out_headers = trace.headers(envelope.headers)
     return Outgoing(actor=naming.SINK, envelope=_derived(envelope, out_headers, status, envelope.payload))

@@ -442,19 +442,24 @@ class ActorRuntime:
         report = None if untracked or env.parent_id else _hop_ref(env)
         trace = routing.Trace.for_hop(env.headers, enabled=self.config.tracing)
 
-        refusal = prehop.refusal(env, actor, self.config.max_hops)  # step 5
-        if refusal is not None:
-            assert refusal.reason is not None  # a refusal goes to x-sump
+        def to_sump(reason: Reason, message: str, out: Envelope, details: Mapping[str, Any] | None = None) -> None:
+            """This record's infrastructure error (P-ERR-4..6): x-sump with the payload as it came, then its status."""
             self._errors.report(
-                refusal.reason,
-                refusal.message,
-                env,
+                reason,
+                message,
+                out,
                 report,
                 now,
                 original_payload=env.payload,
+                details=details,
                 trace=trace,
                 writer_id=item.message_id,
             )
+
+        refusal = prehop.refusal(env, actor, self.config.max_hops)  # step 5
+        if refusal is not None:
+            assert refusal.reason is not None  # a refusal goes to x-sump
+            to_sump(refusal.reason, refusal.message, env)
             return None
         fence = None if untracked else fence_of(env, actor)
         if fence is not None and self._decided(env, self._claims.screen(env, fence, batch.claims), now, trace):
@@ -469,31 +474,12 @@ class ActorRuntime:
             self._reporter.received(report, mode, size_kb)
         if self._handler is None:
             assert self._load_error is not None
-            self._errors.report(
-                Reason.HANDLER_LOAD_ERROR,
-                str(self._load_error),
-                entry,
-                report,
-                now,
-                original_payload=env.payload,
-                details=error_details(self._load_error),
-                trace=trace,
-                writer_id=item.message_id,
-            )
+            to_sump(Reason.HANDLER_LOAD_ERROR, str(self._load_error), entry, error_details(self._load_error))
             return None
         try:  # step 11: the handler gets the payload itself; resends keep the reference (P-LARGE-4, P-LARGE-5)
             entry.payload = self._payloads.rehydrate(env.payload, owners=reference_owners(env))
         except PayloadUnavailableError as exc:
-            self._errors.report(
-                Reason.PAYLOAD_UNAVAILABLE,
-                str(exc),
-                entry,
-                report,
-                now,
-                original_payload=env.payload,
-                trace=trace,
-                writer_id=item.message_id,
-            )
+            to_sump(Reason.PAYLOAD_UNAVAILABLE, str(exc), entry)
             return None
         self._flows.load(env.headers)  # step 11: the program of the task's digest (P-FLOWV-3)
         missing = self._flows.missing(env.headers)

@@ -12,7 +12,7 @@ An expression is a JSON tree, a list whose first item is its tag:
 
 Any Python error while evaluating (a missing key, a type mismatch, a division by zero) is raised as
 :class:`~asya.flows.errors.FlowError` naming the expression's source line when known. Results that are containers
-are deep-copied on assignment (:func:`copy_json`), so a flow has JSON value semantics across hops.
+are deep-copied on assignment (``asya.serialize.copy_json``), so a flow has JSON value semantics across hops.
 
 Bounded evaluation (P-FLOW-21): a value a mutation stores, and one that ``+``, ``*`` or ``str(...)`` builds, may not
 encode to more than :data:`MAX_VALUE_BYTES`, nested values counted in full however often they are shared, and an
@@ -36,7 +36,6 @@ __all__ = [
     "MAX_INT_BITS",
     "MAX_VALUE_BYTES",
     "check_size",
-    "copy_json",
     "encoded_size",
     "evaluate",
 ]
@@ -78,15 +77,6 @@ FUNCTIONS: Final[Mapping[str, Callable[..., Any]]] = {
     "str": str,
     "bool": bool,
 }
-
-
-def copy_json(value: Any) -> Any:
-    """A deep copy of a JSON value (dicts, lists, scalars)."""
-    if isinstance(value, dict):
-        return {k: copy_json(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [copy_json(v) for v in value]
-    return value
 
 
 def encoded_size(value: Any, limit: int) -> int:

@@ -17,9 +17,10 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from asya.flows.errors import FlowError
-from asya.flows.expr import MAX_VALUE_BYTES, copy_json, encoded_size, evaluate
+from asya.flows.expr import MAX_VALUE_BYTES, encoded_size, evaluate
 from asya.flows.ir import Program
 from asya.resiliency import RetryRule
+from asya.serialize import copy_json
 from asya.timeutil import format_ts, parse_ts
 
 __all__ = [

@@ -233,34 +233,34 @@ def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     return value is not None and isinstance(value, Mapping)
 
 
-# boto3 items are plain dicts: the exact test first spares the slow abc check of other mappings on the hot path
 def new_write_token() -> str:
     """A fresh token for one conditional write (GW-OVL-5): 8 hex digits, unique enough among the writers of one
     item."""
     return os.urandom(4).hex()  # secrets.token_hex's own source, without importing hmac at start-up
 
 
-def get_str(item: Mapping[str, Any], name: str) -> str | None:
+def _typed(item: Mapping[str, Any], name: str, tag: str) -> Any:
+    """The wire value of attribute ``name`` when it has DynamoDB type ``tag`` (``S``, ``N``), else ``None``."""
     value = item.get(name)
+    # boto3 items are plain dicts: the exact test first spares the slow abc check of other mappings on the hot path
     if type(value) is dict:
-        return value.get("S")
-    return value["S"] if _is_mapping(value) and "S" in value else None
+        return value.get(tag)
+    return value[tag] if _is_mapping(value) and tag in value else None
+
+
+def get_str(item: Mapping[str, Any], name: str) -> str | None:
+    text: str | None = _typed(item, name, "S")
+    return text
 
 
 def get_num(item: Mapping[str, Any], name: str) -> float | None:
-    value = item.get(name)
-    if type(value) is dict:
-        number = value.get("N")
-        return None if number is None else float(number)
-    return float(value["N"]) if _is_mapping(value) and "N" in value else None
+    number = _typed(item, name, "N")
+    return None if number is None else float(number)
 
 
 def get_int(item: Mapping[str, Any], name: str) -> int | None:
-    value = item.get(name)
-    if type(value) is dict:
-        number = value.get("N")
-        return None if number is None else int(number)
-    return int(value["N"]) if _is_mapping(value) and "N" in value else None
+    number = _typed(item, name, "N")
+    return None if number is None else int(number)
 
 
 def get_json(item: Mapping[str, Any], name: str, default: Any = None) -> Any:

@@ -43,13 +43,20 @@ def fence_of(item: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def _checkpoint(out: dict[str, Any], item: Mapping[str, Any]) -> str | None:
-    checkpoint = rec.get_str(item, "checkpoint_key")
+    checkpoint = _copy_str(out, item, "checkpoint_key")
     if checkpoint is not None:
-        out["checkpoint_key"] = checkpoint
         line = rec.get_int(item, "checkpoint_line")
         if line is not None:
             out["checkpoint_line"] = line
     return checkpoint
+
+
+def _copy_str(out: dict[str, Any], item: Mapping[str, Any], name: str) -> str | None:
+    """Copy the string attribute ``name`` into ``out`` when the item has it (absent, not null, when it does not)."""
+    value = rec.get_str(item, name)
+    if value is not None:
+        out[name] = value
+    return value
 
 
 def _copy_body(out: dict[str, Any], body: Mapping[str, Any], field: str) -> None:
@@ -138,12 +145,8 @@ def task_view(
         for node in view["children"]:
             if "checkpoint_key" in node and bucket:
                 node["checkpoint_uri"] = f"s3://{bucket}/{node['checkpoint_key']}"
-    context_id = rec.get_str(item, "context_id")
-    if context_id is not None:
-        view["context_id"] = context_id
-    owner = rec.get_str(item, "owner")
-    if owner is not None:
-        view["owner"] = owner
+    _copy_str(view, item, "context_id")
+    _copy_str(view, item, "owner")
     view["data"] = status_data(item, body)
     return view
 
