@@ -438,6 +438,13 @@ GATEWAY: Final = Role(
             "(GW-TASK-10); a cancel deletes it (GW-CANCEL-1)",
         ),
         Call(
+            "paused.list",
+            (_LIST,),
+            Listing((tableschema.PAUSED_PREFIX,)),
+            "a paused file not stored yet (x-pause writes the status first, P-PAUSE-5) is told from a denied read by "
+            "listing its key (asya.missingkey), for a paused task's view and a cancel",
+        ),
+        Call(
             "programs.store",
             (_PUT,),
             _PROGRAMS,
