@@ -5,6 +5,7 @@ as its plain-Python run does: the same result, or a failure with the same error 
 
 from __future__ import annotations
 
+import functools
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
@@ -50,8 +51,10 @@ def _hand_written(name: str, body: str) -> FlowProgram:
     return FlowProgram(name=name.replace("-", "_"), source=source, exact_calls=True, pauses="pause(" in body)
 
 
+@functools.cache
 def _sample() -> list[tuple[FlowProgram, dict[str, Any]]]:
-    """One generated program per construct and position, with a payload: fixed seeds, so the same 33 every run."""
+    """One generated program per construct and position, with a payload: fixed seeds, so the same 33 every run.
+    Drawn on first use, not at import: every xdist worker collects this module, and the draws take seconds."""
     found: list[tuple[FlowProgram, dict[str, Any]]] = []
     for construct in CONSTRUCTS:
         for position in ("lead", "middle", "tail"):
@@ -63,11 +66,13 @@ def _sample() -> list[tuple[FlowProgram, dict[str, Any]]]:
     return found
 
 
-SAMPLE: Final = _sample()
-CASES: Final = [
-    *[(_hand_written(name, body), {"n": 3, "log": [], "items": [1, 2, 3]}) for name, body in FIRST.items()],
-    *SAMPLE,
-]
+@functools.cache
+def _cases() -> list[tuple[FlowProgram, dict[str, Any]]]:
+    """The hand-written flows of :data:`FIRST`, then the sample."""
+    return [
+        *[(_hand_written(name, body), {"n": 3, "log": [], "items": [1, 2, 3]}) for name, body in FIRST.items()],
+        *_sample(),
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +85,7 @@ def programs_mesh(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalMes
     for actor in ACTORS:
         lines += [f"  {actor}:", f"    handler: flowgen_actors.{actor.replace('-', '_')}"]
     lines.append("flows:")
-    for program, _ in CASES:
+    for program, _ in _cases():
         (root / "flows" / f"{program.name}.py").write_text(program.source)
         lines += [f"  {_flow(program)}:", f"    source: flows/{program.name}.py", "    timeout: 300"]
     (root / "asya.yaml").write_text("\n".join(lines) + "\n")
@@ -119,13 +124,14 @@ def _expected(program: FlowProgram, payload: dict[str, Any]) -> Any:
 
 
 def test_the_sample_covers_every_construct_in_every_position() -> None:
-    assert len(SAMPLE) == 3 * len(CONSTRUCTS)
-    assert len({p.source for p, _ in SAMPLE}) == len(SAMPLE)
+    sample = _sample()
+    assert len(sample) == 3 * len(CONSTRUCTS)
+    assert len({p.source for p, _ in sample}) == len(sample)
 
 
 def test_programs_agree_with_plain_python_on_the_local_mesh(programs_mesh: LocalMesh) -> None:
     client = Gateway(programs_mesh.url)
-    started = [(program, payload, client.create(flow=_flow(program), payload=payload)) for program, payload in CASES]
+    started = [(program, payload, client.create(flow=_flow(program), payload=payload)) for program, payload in _cases()]
     mismatches = []
     for program, payload, task_id in started:
         task = _finish(programs_mesh, client, task_id)

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -275,14 +276,17 @@ def test_gw_cancel_1_canceling_a_2026_call_cancels_its_task(mesh: LocalMesh) -> 
     assert view["status"] == "canceled"
 
 
-def test_gw_cancel_1_a_2026_call_cut_by_a_gateway_restart_is_not_a_cancel(mesh: LocalMesh) -> None:
+def test_gw_cancel_1_a_2026_call_cut_by_a_gateway_restart_is_not_a_cancel(mesh: LocalMesh, tmp_path: Path) -> None:
     """The stream a stopping gateway cuts (``asya_gateway.drain``, then the server's shutdown) is not the client
-    closing it: the task runs on and succeeds."""
+    closing it: the task runs on and succeeds. The actor holds the task running until the test opens its gate, after
+    the cut: the restart always falls while the task runs, and the test never waits longer than that."""
     marker = str(uuid.uuid4())
+    gate = tmp_path / "gate"
+    arguments = {"seconds": 1, "marker": marker, "gate": str(gate)}
 
     async def run() -> str:
         async with sdk_client(mesh.url) as client:
-            call = asyncio.ensure_future(client.call_tool("slow", {"seconds": 15, "marker": marker}))
+            call = asyncio.ensure_future(client.call_tool("slow", arguments))
             task_id = await asyncio.to_thread(_task_with, mesh, marker)
             await asyncio.to_thread(mesh.restart_gateway, grace_seconds=0)
             with pytest.raises(Exception):  # noqa: B017 (the SDK's error for a cut stream is not ours to pin)
@@ -290,8 +294,9 @@ def test_gw_cancel_1_a_2026_call_cut_by_a_gateway_restart_is_not_a_cancel(mesh: 
             return task_id
 
     task_id = asyncio.run(run())
+    gate.touch()
     view = _wait_status(mesh, task_id, "succeeded")
-    assert view["result"] == {"seconds": 15, "marker": marker, "lingered": True}
+    assert view["result"] == {**arguments, "lingered": True}
 
 
 def test_gw_cancel_1_a_legacy_call_is_canceled_by_notifications_cancelled(mesh: LocalMesh) -> None:
