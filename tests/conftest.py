@@ -8,6 +8,7 @@ made in :func:`pytest_configure` before any CDK import, is the Makefile's: jsii'
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,12 +60,24 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
 
 
-@dataclass
 class AwsClients:
-    session: boto3.Session
-    sqs: Any
-    dynamodb: Any
-    s3: Any
+    """A test's boto3 clients of the worker's session, each made when the test first asks for it (a client costs
+    some milliseconds to make, and many tests use one or two of the three)."""
+
+    def __init__(self, session: boto3.Session) -> None:
+        self.session = session
+
+    @functools.cached_property
+    def sqs(self) -> Any:
+        return self.session.client("sqs")
+
+    @functools.cached_property
+    def dynamodb(self) -> Any:
+        return self.session.client("dynamodb")
+
+    @functools.cached_property
+    def s3(self) -> Any:
+        return self.session.client("s3")
 
 
 @pytest.fixture(scope="session")
@@ -86,13 +99,7 @@ def aws(aws_env: None, _shared_moto: SharedMoto, request: pytest.FixtureRequest)
     """In-process moto with one set of clients, new for each test. Under ``mesh`` moto keeps the worker's mesh
     (reset by ``mesh``); otherwise it starts empty, as ``with mock_aws():`` does."""
     with _shared_moto.mocked(keep="_mesh_kept" in request.fixturenames):
-        session = _shared_moto.boto3_session()
-        yield AwsClients(
-            session=session,
-            sqs=session.client("sqs"),
-            dynamodb=session.client("dynamodb"),
-            s3=session.client("s3"),
-        )
+        yield AwsClients(_shared_moto.boto3_session())
 
 
 @pytest.fixture(scope="session")
@@ -124,7 +131,7 @@ class Mesh:
 def mesh(aws: AwsClients, example_manifest: Manifest, _mesh_kept: SharedMoto) -> Mesh:
     """The example mesh's queues, DLQs, table and bucket in moto: provisioned once per worker, and before each test
     returned to that state (no message, item or object; see ``tests/sharedmoto.py``)."""
-    resources = _mesh_kept.reset_mesh(example_manifest, sqs=aws.sqs, dynamodb=aws.dynamodb, s3=aws.s3)
+    resources = _mesh_kept.reset_mesh(example_manifest, aws)
     return Mesh(manifest=example_manifest, resources=resources, aws=aws)
 
 
