@@ -60,6 +60,8 @@ class SharedMoto:
     resources: MeshResources | None = None
     _queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     _table_key: tuple[str, ...] = ()
+    #: whether the objects the first test on moto left (models, backends) were frozen out of the garbage collector
+    heap_frozen: bool = False
 
     def boto3_session(self) -> boto3.Session:
         if self.session is None:
