@@ -13,14 +13,20 @@ its provisioned state:
 - when the mesh is not exactly what was provisioned (a queue, table or bucket missing or added, a queue's settings
   changed, or moto reset by a test of the ``aws`` fixture alone), moto is reset and the mesh provisioned again.
 
+The reset reads moto's backends to see what is there (no API call when a queue, the table or the bucket is already
+empty, which it is after most tests) and deletes through the API what it finds.
+
 A test of the ``aws`` fixture without the mesh gets a fresh moto, as ``mock_aws`` gives it, and the boto3 clients of
 both are new in every test (tests register event hooks on them); only the boto3 session, which loads the service
-models, is kept for the worker.
+models, is kept for the worker. moto's start registers some 1,300 URL patterns with the ``responses`` library (for
+calls made with ``requests``) and its stop drops them; :func:`_worker_mock` registers them once per worker instead,
+the rest of ``mock_aws``'s start and stop unchanged.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -54,6 +60,8 @@ class SharedMoto:
     resources: MeshResources | None = None
     _queues: dict[str, dict[str, Any]] = field(default_factory=dict)
     _table_key: tuple[str, ...] = ()
+    #: whether the objects the first test on moto left (models, backends) were frozen out of the garbage collector
+    heap_frozen: bool = False
 
     def boto3_session(self) -> boto3.Session:
         if self.session is None:
@@ -64,16 +72,9 @@ class SharedMoto:
     def mocked(self, *, keep: bool) -> Iterator[None]:
         """``mock_aws`` for one test. ``keep``: moto's data outlives the test (the shared mesh); otherwise moto starts
         empty and is emptied at the end, as ``with mock_aws():`` does."""
-        from moto import mock_aws
-        from moto.core.custom_responses_mock import reset_responses_mock
-        from moto.core.models import responses_mock
-
-        mock = mock_aws()
+        mock = _worker_mock()
         if not keep:
             self.resources = None
-        else:
-            # start(reset=False) registers moto's URL patterns again without clearing the previous test's
-            reset_responses_mock(responses_mock)
         mock.start(reset=not keep)
         try:
             yield
@@ -91,15 +92,19 @@ class SharedMoto:
         reset_model_data()
         self.resources = None
 
-    def reset_mesh(self, manifest: Manifest, *, sqs: Any, dynamodb: Any, s3: Any) -> MeshResources:
-        """The mesh of ``manifest`` as :func:`provision` leaves it: no message, no item, no object (see the module)."""
+    def reset_mesh(self, manifest: Manifest, clients: Any) -> MeshResources:
+        """The mesh of ``manifest`` as :func:`provision` leaves it: no message, no item, no object (see the module).
+        ``clients`` has the test's ``sqs``, ``dynamodb`` and ``s3`` clients as attributes, read only when needed."""
         resources = self.resources
-        if resources is None or not self._intact(resources, dynamodb=dynamodb, s3=s3):
-            return self._provision(manifest, sqs=sqs, dynamodb=dynamodb, s3=s3)
+        if resources is None or not self._intact(resources):
+            return self._provision(manifest, sqs=clients.sqs, dynamodb=clients.dynamodb, s3=clients.s3)
         _reset_other_services()
         self._purge_queues()
-        self._empty_table(dynamodb, resources.table)
-        self._empty_bucket(s3, resources.bucket)
+        if len(_dynamodb_backend(resources, self.region).tables[resources.table]):
+            self._empty_table(clients.dynamodb, resources.table)
+        bucket = _s3_backend(resources).buckets[resources.bucket]
+        if len(bucket.keys) or len(bucket.multiparts):
+            self._empty_bucket(clients.s3, resources.bucket)
         return _copy(resources)
 
     def _provision(self, manifest: Manifest, *, sqs: Any, dynamodb: Any, s3: Any) -> MeshResources:
@@ -113,14 +118,14 @@ class SharedMoto:
         self.resources = resources
         return _copy(resources)
 
-    def _intact(self, resources: MeshResources, *, dynamodb: Any, s3: Any) -> bool:
+    def _intact(self, resources: MeshResources) -> bool:
         queues = _backend_queues(resources, self.region)
         if set(queues) != set(self._queues):
             return False
         if any(_settings(queue) != self._queues[name] for name, queue in queues.items()):
             return False
-        tables = dynamodb.list_tables()["TableNames"]
-        buckets = [bucket["Name"] for bucket in s3.list_buckets().get("Buckets", [])]
+        tables = list(_dynamodb_backend(resources, self.region).tables)
+        buckets = list(_s3_backend(resources).buckets)
         return tables == [resources.table] and buckets == [resources.bucket]
 
     def _purge_queues(self) -> None:
@@ -176,13 +181,61 @@ def _copy(resources: MeshResources) -> MeshResources:
     return dataclasses.replace(resources, queue_urls=dict(resources.queue_urls), dlq_urls=dict(resources.dlq_urls))
 
 
+def _account(resources: MeshResources) -> str:
+    # a queue URL ends with <account>/<name>: the account moto made the mesh in
+    some_url = next(iter(resources.queue_urls.values()))
+    return some_url.rstrip("/").split("/")[-2]
+
+
 def _sqs_backend(resources: MeshResources, region: str) -> Any:
     from moto.sqs.models import sqs_backends
 
-    # a queue URL ends with <account>/<name>: the account moto made the mesh in
-    some_url = next(iter(resources.queue_urls.values()))
-    account = some_url.rstrip("/").split("/")[-2]
-    return sqs_backends[account][region]
+    return sqs_backends[_account(resources)][region]
+
+
+def _dynamodb_backend(resources: MeshResources, region: str) -> Any:
+    from moto.dynamodb.models import dynamodb_backends
+
+    return dynamodb_backends[_account(resources)][region]
+
+
+def _s3_backend(resources: MeshResources) -> Any:
+    from moto.s3.models import s3_backends
+
+    return s3_backends[_account(resources)]["global"]
+
+
+def _worker_mock() -> Any:
+    return _worker_mock_class()()
+
+
+@functools.cache
+def _worker_mock_class() -> type[Any]:
+    """A ``mock_aws`` whose start registers moto's ``responses`` URL patterns only when they are not registered (the
+    first test of the worker, or after a plain ``mock_aws`` dropped them), and whose stop keeps them; patching
+    botocore, resetting the backends and moto's mocked environment are ``mock_aws``'s own."""
+    from moto.core.base_backend import BackendDict
+    from moto.core.model_instances import reset_model_data
+    from moto.core.models import MockAWS, botocore_stubber, responses_mock
+
+    class _WorkerMock(MockAWS):
+        def _enable_patching(self, reset: bool = True) -> None:
+            if not responses_mock.registered():
+                super()._enable_patching(reset=reset)
+                return
+            botocore_stubber.enabled = True
+            if reset:
+                BackendDict.reset()
+            responses_mock.start()
+
+        def _disable_patching(self, remove_data: bool) -> None:
+            botocore_stubber.enabled = False
+            if remove_data:
+                BackendDict.reset()
+                reset_model_data()
+            responses_mock.stop()
+
+    return _WorkerMock
 
 
 def _backend_queues(resources: MeshResources, region: str) -> dict[str, Any]:

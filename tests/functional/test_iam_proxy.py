@@ -77,11 +77,12 @@ class Mesh:
     def __init__(self, proxy: PolicyProxy, url: str) -> None:
         self.proxy = proxy
         self.url = url
+        # one session for every client: it loads each service's model once (clients carry their own credentials)
+        self._session: Any = boto3.session.Session()
 
     def client(self, service: str, key: str | None = None) -> Any:
         credentials = FAKE_CREDENTIALS if key is None else {"aws_access_key_id": key, "aws_secret_access_key": "secret"}
-        session: Any = boto3.session.Session()
-        return session.client(
+        return self._session.client(
             service,
             region_name=REGION,
             endpoint_url=self.url,

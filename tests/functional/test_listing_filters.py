@@ -23,7 +23,9 @@ START = datetime(2026, 3, 1, 10, 0, 0, tzinfo=UTC)
 @pytest.fixture
 def store(mesh: Any) -> TaskStore:
     clock = ManualClock(START)
-    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock)
+    # every task is made on one day: the window is that day and an empty one before it, so a walk that runs out
+    # still walks past a day without entries (the default 30 days would query 8 shards of 29 more empty days)
+    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock, list_window_days=1)
     for i in range(130):
         store.create_task(task_id=f"t{i:03d}", actor="normalize", flow="text-pipeline")
         if i in (2, 40):

@@ -565,7 +565,10 @@ def test_gw_back_2_deadline_changed_is_ignored(store: TaskStore, clock: ManualCl
     assert store.get_task("t1", enforce_deadline=False)["status"] == "failed"  # type: ignore[index]
 
 
-def test_gw_list_newest_first_filters_and_cursor(store: TaskStore, clock: ManualClock) -> None:
+def test_gw_list_newest_first_filters_and_cursor(mesh: Any, clock: ManualClock) -> None:
+    """Over a 3-day window: the three days of the tasks and an empty one before them (the default 30 days would query
+    8 shards of 27 more empty days for each of the eleven listings)."""
+    store = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock, list_window_days=3)
     for i in range(5):
         store.create_task(task_id=f"a{i}", actor="normalize", flow="text-pipeline" if i % 2 == 0 else None)
         clock.advance(hours=10)  # spreads the tasks over three days

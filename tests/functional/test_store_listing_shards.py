@@ -25,6 +25,10 @@ pytestmark = pytest.mark.functional
 START = datetime(2026, 2, 28, 23, 50, 0, 120_000, tzinfo=UTC)
 LISTED_AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 TASKS = 40
+#: The listing window of the stores here: today, the day before (where the walk crosses midnight) and one empty day,
+#: so a walk that runs out still walks past a day without entries. The default 30 days would cost every last page
+#: and every count 8 (or 32) shard queries per empty day, and prove nothing more about merging shards.
+WINDOW_DAYS = 2
 
 
 class Requests:
@@ -48,7 +52,7 @@ def clock() -> ManualClock:
 
 @pytest.fixture
 def store(mesh: Any, clock: ManualClock) -> TaskStore:
-    return TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock)
+    return TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock, list_window_days=WINDOW_DAYS)
 
 
 def _task_id(i: int) -> str:
@@ -241,7 +245,13 @@ def test_raising_the_shard_count_keeps_earlier_entries_listed(
 ) -> None:
     """A deployment sized for more creations (``capacity``) writes and lists 32 shards: the forty tasks written
     with eight are still listed, merged in order with the new ones, some of which land past shard 7."""
-    wider = TaskStore(table=mesh.resources.table, dynamodb=mesh.aws.dynamodb, clock=clock, index_shards=32)
+    wider = TaskStore(
+        table=mesh.resources.table,
+        dynamodb=mesh.aws.dynamodb,
+        clock=clock,
+        index_shards=32,
+        list_window_days=WINDOW_DAYS,
+    )
     clock.now = LISTED_AT - timedelta(hours=1)
     added: list[tuple[str, str]] = []
     for i in range(24):

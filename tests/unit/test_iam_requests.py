@@ -7,6 +7,7 @@ for each service (SAR below). Every boto3 call the runtime makes (layers/, crew/
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -32,12 +33,19 @@ class _Sent(Exception):
     pass
 
 
+@functools.cache
+def _session() -> botocore.session.Session:
+    """One botocore session for the module: it loads each service's model once (a new session per request loaded
+    the S3 model, the largest, again for every S3 case). Clients stay one per request: hooks are registered on them."""
+    return botocore.session.get_session()
+
+
 Captured = tuple[str, str, dict[str, str], bytes]
 
 
 def _capture(service: str, call: Callable[[Any], object], **config: Any) -> Captured:
     """The request one botocore call would send, signed with access key ``AKIDTEST``."""
-    session = botocore.session.get_session()
+    session = _session()
     client = session.create_client(
         service,
         region_name=REGION,
@@ -93,7 +101,7 @@ def test_the_access_key_comes_from_the_authorization_header() -> None:
 @pytest.mark.parametrize("signature_version", ["s3v4", None])
 def test_a_presigned_url_names_its_access_key_in_the_query(signature_version: str | None) -> None:
     """SigV4 (``X-Amz-Credential``) and botocore's default SigV2 presigning (``AWSAccessKeyId``) for S3."""
-    session = botocore.session.get_session()
+    session = _session()
     client: Any = session.create_client(
         "s3",
         region_name=REGION,
