@@ -1,6 +1,7 @@
 """A declared capacity target at synthesis (docs/capacity.md): the derived settings land in the template, and a
 target the account's default quotas cannot serve is refused naming the quotas to raise. Two syntheses of the example
-mesh with a one-flow mix; the refusal comes before any construct is built."""
+mesh with a one-flow mix (the 1,000/s one shared by the two tests that read it, which only read its templates); the
+refusal comes before any construct is built."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import yaml
 
 from asya.envnames import ENV
 from asya_cdk.errors import DeploymentError
-from asya_cdk.testing import synthesize_mesh
+from asya_cdk.testing import SynthesizedMesh, synthesize_mesh
 from tests.cfn import cfn_lint_findings
 
 pytestmark = pytest.mark.infra
@@ -35,12 +36,18 @@ def _example(capacity: Mapping[str, Any], quotas: Mapping[str, float] | None = N
     return data
 
 
-def test_target_1000_derives_throttle_concurrency_warm_throughput_and_retry_after(
-    write_manifest: Callable[[Mapping[str, Any]], Path], tmp_path: Path
-) -> None:
-    path = write_manifest(_example({"target_rate": 1000, "mix": {"text-pipeline": 1.0}}))
-    mesh = synthesize_mesh(path, repo_root=REPO, outdir=tmp_path / "out")
+@pytest.fixture(scope="module")
+def target_1000(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedMesh:
+    """The example mesh with a 1,000 tasks/s target, synthesized once for the module."""
+    directory = tmp_path_factory.mktemp("capacity-1000")
+    path = directory / "asya.yaml"
+    data = _example({"target_rate": 1000, "mix": {"text-pipeline": 1.0}})
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return synthesize_mesh(path, repo_root=REPO, outdir=directory / "out")
 
+
+def test_target_1000_derives_throttle_concurrency_warm_throughput_and_retry_after(target_1000: SynthesizedMesh) -> None:
+    mesh = target_1000
     stage = next(iter(mesh.of_type("AWS::ApiGateway::Stage").values()))["Properties"]
     settings = stage["MethodSettings"][0]
     assert settings["ThrottlingRateLimit"] == 1250
@@ -111,13 +118,12 @@ def test_target_10000_with_raised_quotas_provisions_pollers_and_32_shards(
 
 
 def test_gw_ovl_7_a_declared_target_gives_the_gateway_its_drain_rates_from_the_model(
-    write_manifest: Callable[[Mapping[str, Any]], Path], tmp_path: Path
+    target_1000: SynthesizedMesh,
 ) -> None:
     """Admission needs each actor's modelled drain rate: synth derives it from the declared target (the rate at
     which the model says the actor's event source breaks, so at least the target) and hands it to both gateway
     functions."""
-    path = write_manifest(_example({"target_rate": 1000, "mix": {"text-pipeline": 1.0}}))
-    mesh = synthesize_mesh(path, repo_root=REPO, outdir=tmp_path / "out")
+    mesh = target_1000
     found = [
         res["Properties"]["Environment"]["Variables"]["ASYA_ADMISSION_DRAIN_RATES"]
         for res in mesh.of_type("AWS::Lambda::Function").values()

@@ -218,14 +218,8 @@ def test_gw_edge_1_the_artifact_mesh_reads_the_authorizers_and_would_run_their_f
 
 
 def test_cfn_lint_is_clean_with_edge_auth_waf_and_domain(edge: SynthesizedMesh) -> None:
-    from cfnlint.api import lint_all
-
+    """As every template of the tier (tests/cfn.py): the edge's types exist in each region, and lint clean."""
+    from tests.cfn import cfn_lint_findings
     from tests.infra.test_gates import _CFN_LINT_IGNORED, _template_path
 
-    matches = lint_all(_template_path(edge).read_text(encoding="utf-8"))
-    findings = [
-        f"{m.rule.id} {m.message}"
-        for m in matches
-        if m.rule.id[:1] in ("E", "W") and m.rule.id not in _CFN_LINT_IGNORED
-    ]
-    assert findings == []
+    assert cfn_lint_findings(_template_path(edge).read_text(encoding="utf-8"), ignored=_CFN_LINT_IGNORED) == []

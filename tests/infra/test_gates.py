@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from asya_cdk.testing import SynthesizedMesh
-from tests.cfn import cfn_lint_findings
+from tests.cfn import LINT_REGIONS, cfn_lint_findings
 
 pytestmark = pytest.mark.infra
 
@@ -32,7 +32,9 @@ def _template_path(synth: SynthesizedMesh) -> Path:
 
 
 def test_cfn_lint_is_clean(example_synth: SynthesizedMesh) -> None:
-    findings = cfn_lint_findings(_template_path(example_synth).read_text(encoding="utf-8"), ignored=_CFN_LINT_IGNORED)
+    """Against every region of :data:`tests.cfn.LINT_REGIONS` (the other templates of the tier against one)."""
+    template = _template_path(example_synth).read_text(encoding="utf-8")
+    findings = cfn_lint_findings(template, ignored=_CFN_LINT_IGNORED, regions=LINT_REGIONS)
     assert findings == []
 
 

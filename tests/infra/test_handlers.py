@@ -14,6 +14,7 @@ The module tree is read with ``ast``, never imported: layer wheels are built for
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import re
@@ -148,13 +149,30 @@ def _unresolved_imports(entry: str, search_path: Sequence[Path]) -> list[str]:
             continue
         if _is_dependency(top, search_path):
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _parsed(path)
         queue.extend(_top_level_imports(tree, module, path.name == "__init__.py"))
     return sorted(missing)
 
 
+def _parsed(path: Path) -> ast.Module:
+    """The module at ``path``, parsed once per content: the functions share their layers, so each checks the same
+    modules (the sidecar's tree parsed again for every function was most of this module's CPU). Read every time, so
+    a file a test rewrites is parsed again."""
+    return _parse(path.read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _parse(source: str) -> ast.Module:
+    return ast.parse(source)
+
+
 def _is_dependency(top: str, search_path: Sequence[Path]) -> bool:
     """True for a package pip installed into a dependencies layer (it has a ``.dist-info`` beside it)."""
+    return _is_dependency_in(top, tuple(search_path))
+
+
+@functools.cache
+def _is_dependency_in(top: str, search_path: tuple[Path, ...]) -> bool:
     return any(any(root.glob(f"{top.replace('-', '_')}-*.dist-info")) for root in search_path if root.is_dir())
 
 
@@ -167,7 +185,7 @@ def _check_python_handler(function: _Function) -> list[str]:
         roots = ", ".join(str(root) for root in function.search_path)
         return [f"{function.logical_id}: handler module {module!r} is in none of its assets ({roots})"]
     problems = []
-    if attribute not in _top_level_names(ast.parse(path.read_text(encoding="utf-8"))):
+    if attribute not in _top_level_names(_parsed(path)):
         problems.append(f"{function.logical_id}: {path} defines no top-level {attribute!r}")
     problems.extend(
         f"{function.logical_id}: {module} imports {name}, which its assets do not provide"
