@@ -60,7 +60,18 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             shutil.copy2(path, source / name)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     _run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(root / "dist"), str(source)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(root / "dist"),
+            str(source),
+        ],
         cwd=root,
         env=env,
     )
