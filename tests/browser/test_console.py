@@ -402,7 +402,8 @@ def test_gw_mesh_1_task_page_highlights_the_path_a_finished_task_took(page: Any,
     expect(drawing.locator('g.flow-edge[data-to="done"][data-visited="true"]')).to_have_count(1)
     graph = next(f for f in httpx.get(f"{console.mesh.url}/api/v1/system/mesh").json()["flows"] if f["name"] == "route")
     label = {node["id"]: node["label"] for node in graph["graph"]["nodes"]}
-    visited = {label[n.get_attribute("data-node")] for n in drawing.locator('g[data-node][data-visited="true"]').all()}
+    node_ids = "els => els.map(e => e.getAttribute('data-node'))"  # one read: a redraw cannot shift the list under it
+    visited = {label[n] for n in drawing.locator('g[data-node][data-visited="true"]').evaluate_all(node_ids)}
     assert visited == {
         "route",
         "draft",
@@ -411,9 +412,7 @@ def test_gw_mesh_1_task_page_highlights_the_path_a_finished_task_took(page: Any,
         "review",
         "return state",
     }
-    unvisited = {
-        label[n.get_attribute("data-node")] for n in drawing.locator('g[data-node][data-visited="false"]').all()
-    }
+    unvisited = {label[n] for n in drawing.locator('g[data-node][data-visited="false"]').evaluate_all(node_ids)}
     assert unvisited == {"linger", "state['length'] = 'long'"}
     test_node = next(node["id"] for node in graph["graph"]["nodes"] if node["kind"] == "test")
     taken = drawing.locator(f'g.flow-edge[data-from="{test_node}"][data-visited="true"] text')

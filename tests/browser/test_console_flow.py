@@ -26,8 +26,10 @@ def _graph(console: Console) -> dict[str, Any]:
 
 def _labels(drawing: Any, graph: dict[str, Any], visited: bool) -> set[str]:
     label = {node["id"]: node["label"] for node in graph["nodes"]}
-    nodes = drawing.locator(f'g[data-node][data-visited="{str(visited).lower()}"]').all()
-    return {label[node.get_attribute("data-node")] for node in nodes}
+    # read in one evaluation: the console redraws the graph as the task's events arrive, and a locator list taken
+    # before a redraw can name a node the new drawing no longer has at that index
+    nodes = drawing.locator(f'g[data-node][data-visited="{str(visited).lower()}"]')
+    return {label[node] for node in nodes.evaluate_all("els => els.map(e => e.getAttribute('data-node'))")}
 
 
 def test_gw_mesh_1_the_path_goes_through_the_pause_to_the_end(page: Any, console: Console) -> None:
