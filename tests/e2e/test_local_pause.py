@@ -29,6 +29,8 @@ def _paused_object(mesh: LocalMesh, task_id: str) -> int:
 
 def test_p_pause_5_pause_then_resume_succeeds_on_the_same_id_over_http(local_mesh: LocalMesh, gateway: Any) -> None:
     task_id = gateway.create(flow=FLOW, payload={"text": "What a GREAT day"})
+    # the file first, as in the cancel test below: no view reads in the gap between the paused status and the file
+    wait_for(lambda: _paused_object(local_mesh, task_id), "x-pause to store the paused envelope")
     paused = wait_for(lambda: _status_is(gateway, task_id, "paused"), "the task to pause at x-pause")
     assert paused["pause_metadata"]["prompt"].startswith("Publish this positive text?")
     assert [f["name"] for f in paused["pause_metadata"]["fields"]] == ["approved", "note"]
