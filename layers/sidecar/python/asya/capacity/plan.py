@@ -239,7 +239,7 @@ def _needed(limit: Limit, current: float, rate: float, settings: Settings, backs
     functions without a reservation need plus every reservation, the backstop's grown to what it takes once the
     raised quota has room for it (a proportional raise would leave the pool short by that growth)."""
     if limit.kind == "lambda_pool":
-        others = sum(cap for fn, cap in reservations(settings).items() if fn != "backstop")
+        others = sum(reservations(settings).values()) - (settings.backstop_reserved or 0)
         return math.ceil(limit.demand(rate) + others + max(backstop, settings.backstop_reserved or 0))
     return math.ceil(current * rate / limit.max_rate)
 
