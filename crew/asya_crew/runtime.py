@@ -11,8 +11,8 @@ same phase and date and must be written before any final status write of its rec
 3. **complete**, each record in batch order through ``asya.batch.RecordBatch``, the Powertools ``BatchProcessor``
    subclass the actor layer uses too: a record whose prepare step or checkpoint object failed fails here; otherwise
    the subclass's :meth:`CrewRuntime._complete` runs with the record's :class:`~asya_crew.checkpoint.CheckpointLine`
-   (a body that is not an envelope goes to :meth:`CrewRuntime._unparsed` instead: x-sump, P-ERR-4)
-   (a record whose checkpoint S3 throttled first gets :meth:`CrewRuntime._checkpoint_overloaded`, P-SINK-8).
+   (a record whose checkpoint S3 throttled first gets :meth:`CrewRuntime._checkpoint_overloaded`, P-SINK-8). A body
+   that is not an envelope goes to :meth:`CrewRuntime._unparsed` instead (x-sump, P-ERR-4).
    A record that fails is reported in ``batchItemFailures`` (with one WARNING line naming the error) and never
    affects the others; it comes back after P-ACK-4's backoff (``asya.batch.failed_visibilities``), not after the
    queue's long visibility timeout.
